@@ -1,0 +1,766 @@
+"""Statement parser: sqlglot's tokenizer for every statement, sqlglot's parser for queries and
+SET, and a small grammar over the same tokens for the Doris DDL and administration statements
+that sqlglot's MySQL/Doris dialects do not accept (AGGREGATE KEY value columns, VALUES LESS THAN
+MAXVALUE, users and grants, SHOW PROC, ADMIN, ALTER SYSTEM, ...).
+
+sqlglot's compiled parser cannot be subclassed from Python, so the grammar lives here instead.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.dialects.mysql import MySQL
+from sqlglot.errors import ParseError as SqlglotParseError
+from sqlglot.errors import TokenError
+from sqlglot.tokens import Token, TokenType
+
+from fe.sql import statements as st
+from metadata.records import Column, KeyModel
+
+DIALECT = MySQL()
+
+WORD_TOKENS_EXCLUDED = {
+    TokenType.STRING,
+    TokenType.NUMBER,
+    TokenType.L_PAREN,
+    TokenType.R_PAREN,
+    TokenType.COMMA,
+    TokenType.DOT,
+    TokenType.EQ,
+    TokenType.SEMICOLON,
+    TokenType.STAR,
+    TokenType.PARAMETER,
+    TokenType.LT,
+    TokenType.GT,
+    TokenType.DASH,
+    TokenType.PLUS,
+}
+AGGREGATIONS = {"SUM", "MAX", "MIN", "REPLACE", "REPLACE_IF_NOT_NULL", "HLL_UNION", "BITMAP_UNION"}
+TYPE_ALIASES = {"INTEGER": "INT", "BOOL": "BOOLEAN", "TEXT": "STRING", "NUMERIC": "DECIMAL"}
+KNOWN_TYPES = {
+    "BOOLEAN", "TINYINT", "SMALLINT", "MEDIUMINT", "INT", "BIGINT", "LARGEINT", "FLOAT", "DOUBLE",
+    "DECIMAL", "DECIMALV3", "DATE", "DATETIME", "DATEV2", "DATETIMEV2", "TIMESTAMP", "TIME",
+    "CHAR", "VARCHAR", "STRING", "JSON", "JSONB", "ARRAY", "MAP", "STRUCT", "HLL", "BITMAP",
+    "VARIANT", "IPV4", "IPV6", "LONGTEXT", "MEDIUMTEXT", "TINYTEXT", "BLOB", "BINARY", "VARBINARY",
+}  # fmt: skip
+PRIVILEGES = {
+    "ALL", "SELECT", "INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER", "INDEX", "GRANT",
+    "SHOW", "USAGE", "RELOAD", "PROCESS", "SUPER", "REFERENCES", "EXECUTE", "EVENT", "TRIGGER",
+    "NODE_PRIV", "ADMIN_PRIV", "GRANT_PRIV", "SELECT_PRIV", "LOAD_PRIV", "ALTER_PRIV",
+    "CREATE_PRIV", "DROP_PRIV", "USAGE_PRIV", "SHOW_VIEW_PRIV",
+}  # fmt: skip
+QUERY_STARTS = {TokenType.SELECT, TokenType.WITH, TokenType.L_PAREN, TokenType.VALUES}
+
+
+class ParseError(Exception):
+    """Malformed SQL: reported to the client as 1064."""
+
+
+def parse(sql: str) -> object:
+    try:
+        tokens = DIALECT.tokenize(sql)
+    except TokenError as error:
+        raise ParseError(f"You have an error in your SQL syntax: {error}") from None
+    while tokens and tokens[-1].token_type == TokenType.SEMICOLON:
+        tokens.pop()
+    if not tokens:
+        raise ParseError("Query was empty")
+    if any(token.token_type == TokenType.SEMICOLON for token in tokens):
+        raise ParseError("Multiple statements in one query are not supported")
+    return Grammar(tokens, sql).statement()
+
+
+def parse_with_sqlglot(tokens: list[Token], sql: str) -> exp.Expression:
+    try:
+        expressions = DIALECT.parser().parse(tokens, sql)
+    except SqlglotParseError as error:
+        raise ParseError(f"You have an error in your SQL syntax: {error.errors[0]['description']}") from None
+    if len(expressions) != 1 or expressions[0] is None:
+        raise ParseError("You have an error in your SQL syntax")
+    return expressions[0]
+
+
+class Grammar:
+    def __init__(self, tokens: list[Token], sql: str):
+        self.tokens = tokens
+        self.sql = sql
+        self.position = 0
+
+    # -- token helpers -------------------------------------------------------------------------
+
+    def _word(self, offset: int = 0) -> str | None:
+        index = self.position + offset
+        if index >= len(self.tokens):
+            return None
+        token = self.tokens[index]
+        if token.token_type in (TokenType.STRING, TokenType.IDENTIFIER):
+            return None
+        return token.text.upper()
+
+    def _match(self, words: tuple[str, ...]) -> int:
+        """Tokens spanned by `words` at the current position (0 if no match); sqlglot makes
+        one token of some word pairs ("PARTITION BY", "PRIMARY KEY")."""
+        wanted = list(words)
+        offset = 0
+        while wanted:
+            text = self._word(offset)
+            if text is None:
+                return 0
+            parts = text.split()
+            if parts != wanted[: len(parts)]:
+                return 0
+            del wanted[: len(parts)]
+            offset += 1
+        return offset
+
+    def at(self, *words: str) -> bool:
+        return self._match(words) > 0
+
+    def accept(self, *words: str) -> bool:
+        spanned = self._match(words)
+        self.position += spanned
+        return spanned > 0
+
+    def expect(self, *words: str) -> None:
+        if not self.accept(*words):
+            self.fail(f"expected {' '.join(words)}")
+
+    def fail(self, what: str):
+        if self.position < len(self.tokens):
+            near = self.sql[self.tokens[self.position].start :][:40]
+            raise ParseError(f"You have an error in your SQL syntax; {what} near '{near}'")
+        raise ParseError(f"You have an error in your SQL syntax; {what} at the end of the statement")
+
+    def peek_type(self) -> TokenType | None:
+        if self.position < len(self.tokens):
+            return self.tokens[self.position].token_type
+        return None
+
+    def next(self) -> Token:
+        if self.position >= len(self.tokens):
+            self.fail("unexpected end")
+        token = self.tokens[self.position]
+        self.position += 1
+        return token
+
+    def accept_type(self, token_type: TokenType) -> bool:
+        if self.peek_type() == token_type:
+            self.position += 1
+            return True
+        return False
+
+    def expect_type(self, token_type: TokenType, what: str) -> Token:
+        if self.peek_type() != token_type:
+            self.fail(f"expected {what}")
+        return self.next()
+
+    def done(self) -> None:
+        if self.position != len(self.tokens):
+            self.fail("unexpected input")
+
+    def identifier(self) -> str:
+        token_type = self.peek_type()
+        if token_type is None or token_type in WORD_TOKENS_EXCLUDED:
+            self.fail("expected a name")
+        return self.next().text
+
+    def name_or_string(self) -> str:
+        if self.peek_type() == TokenType.STRING:
+            return self.next().text
+        return self.identifier()
+
+    def string(self) -> str:
+        return self.expect_type(TokenType.STRING, "a quoted string").text
+
+    def integer(self) -> int:
+        token = self.expect_type(TokenType.NUMBER, "a number")
+        try:
+            return int(token.text)
+        except ValueError:
+            self.fail("expected an integer")
+
+    def table_name(self) -> st.TableName:
+        first = self.identifier()
+        if self.accept_type(TokenType.DOT):
+            return st.TableName(first, self.identifier())
+        return st.TableName(None, first)
+
+    def name_list(self) -> tuple[str, ...]:
+        self.expect_type(TokenType.L_PAREN, "(")
+        names = [self.identifier()]
+        while self.accept_type(TokenType.COMMA):
+            names.append(self.identifier())
+        self.expect_type(TokenType.R_PAREN, ")")
+        return tuple(names)
+
+    def if_not_exists(self) -> bool:
+        return self.accept("IF", "NOT", "EXISTS")
+
+    def if_exists(self) -> bool:
+        return self.accept("IF", "EXISTS")
+
+    def like(self) -> str | None:
+        if self.accept("LIKE"):
+            return self.string()
+        return None
+
+    def properties(self) -> tuple[tuple[str, str], ...]:
+        self.expect_type(TokenType.L_PAREN, "(")
+        pairs = []
+        if not self.accept_type(TokenType.R_PAREN):
+            while True:
+                key = self.name_or_string()
+                self.expect_type(TokenType.EQ, "=")
+                pairs.append((key, self.literal_text()))
+                if self.accept_type(TokenType.R_PAREN):
+                    break
+                self.expect_type(TokenType.COMMA, ", or )")
+        return tuple(pairs)
+
+    def literal_text(self) -> str:
+        negative = self.accept_type(TokenType.DASH)
+        token = self.next()
+        if token.token_type not in (TokenType.STRING, TokenType.NUMBER) and negative:
+            self.fail("expected a number")
+        if token.token_type in WORD_TOKENS_EXCLUDED - {TokenType.STRING, TokenType.NUMBER}:
+            self.position -= 1
+            self.fail("expected a value")
+        return ("-" if negative else "") + token.text
+
+    def user_name(self) -> st.UserName:
+        name = self.name_or_string()
+        if self.accept_type(TokenType.PARAMETER):
+            return st.UserName(name, self.name_or_string())
+        if self.peek_type() == TokenType.VAR and self.tokens[self.position].text.startswith("@"):
+            return st.UserName(name, self.next().text[1:].strip("'\"`"))
+        return st.UserName(name)
+
+    # -- statements ----------------------------------------------------------------------------
+
+    def statement(self):
+        first = self.tokens[0]
+        if first.token_type in QUERY_STARTS:
+            return st.Query(parse_with_sqlglot(self.tokens, self.sql))
+        word = self._word()
+        handler = getattr(self, f"_{(word or '').lower()}", None)
+        if handler is None:
+            self.fail("unknown statement")
+        result = handler()
+        self.done()
+        return result
+
+    def _set(self):
+        self.expect("SET")
+        if self.accept("PASSWORD"):
+            user = None
+            if self.accept("FOR"):
+                user = self.user_name()
+            self.expect_type(TokenType.EQ, "=")
+            if self.accept("PASSWORD"):
+                self.expect_type(TokenType.L_PAREN, "(")
+                password = self.string()
+                self.expect_type(TokenType.R_PAREN, ")")
+                return st.SetPassword(user, password=password)
+            return st.SetPassword(user, password_hash=self.string())
+        expression = parse_with_sqlglot(self.tokens, self.sql)
+        self.position = len(self.tokens)
+        if not isinstance(expression, exp.Set):
+            self.fail("unsupported SET")
+        return st.SetStatement(expression)
+
+    def _use(self):
+        self.expect("USE")
+        return st.Use(self.identifier())
+
+    def _desc(self):
+        self.next()
+        return st.Describe(self.table_name())
+
+    _describe = _desc
+
+    def _explain(self):
+        return st.Unsupported("EXPLAIN")
+
+    def _begin(self):
+        self.position = len(self.tokens)
+        return st.Transaction("BEGIN")
+
+    def _start(self):
+        self.expect("START", "TRANSACTION")
+        self.position = len(self.tokens)
+        return st.Transaction("BEGIN")
+
+    def _commit(self):
+        self.position = len(self.tokens)
+        return st.Transaction("COMMIT")
+
+    def _rollback(self):
+        self.position = len(self.tokens)
+        return st.Transaction("ROLLBACK")
+
+    def _insert(self):
+        self.position = len(self.tokens)
+        return st.Unsupported("INSERT")
+
+    def _update(self):
+        self.position = len(self.tokens)
+        return st.Unsupported("UPDATE")
+
+    def _delete(self):
+        self.position = len(self.tokens)
+        return st.Unsupported("DELETE")
+
+    _replace = _insert
+
+    def _kill(self):
+        self.expect("KILL")
+        query_only = self.accept("QUERY")
+        if not query_only:
+            self.accept("CONNECTION")
+        return st.Kill(self.integer(), query_only)
+
+    def _create(self):
+        self.expect("CREATE")
+        if self.accept("DATABASE") or self.accept("SCHEMA"):
+            if_not_exists = self.if_not_exists()
+            name = self.identifier()
+            properties = self.properties() if self.accept("PROPERTIES") else ()
+            return st.CreateDatabase(name, if_not_exists, properties)
+        if self.accept("USER"):
+            return self.create_user()
+        self.accept("EXTERNAL")
+        if self.accept("TABLE"):
+            return self.create_table()
+        self.fail("unsupported CREATE")
+
+    def _drop(self):
+        self.expect("DROP")
+        if self.accept("DATABASE") or self.accept("SCHEMA"):
+            if_exists = self.if_exists()
+            name = self.identifier()
+            self.accept("FORCE")
+            return st.DropDatabase(name, if_exists)
+        if self.accept("TABLE"):
+            if_exists = self.if_exists()
+            table = self.table_name()
+            self.accept("FORCE")
+            return st.DropTable(table, if_exists)
+        if self.accept("USER"):
+            if_exists = self.if_exists()
+            return st.DropUser(self.user_name(), if_exists)
+        self.fail("unsupported DROP")
+
+    def create_user(self):
+        if_not_exists = self.if_not_exists()
+        user = self.user_name()
+        password = password_hash = None
+        if self.accept("IDENTIFIED", "BY"):
+            if self.accept("PASSWORD"):
+                password_hash = self.string()
+            else:
+                password = self.string()
+        elif self.accept("IDENTIFIED", "WITH"):
+            self.identifier()
+            if self.accept("BY"):
+                password = self.string()
+            elif self.accept("AS"):
+                password_hash = self.string()
+        return st.CreateUser(user, password, password_hash, if_not_exists)
+
+    def _grant(self):
+        return self.grant(revoke=False)
+
+    def _revoke(self):
+        return self.grant(revoke=True)
+
+    def grant(self, revoke: bool):
+        self.next()
+        privileges = []
+        while True:
+            word = self._word()
+            if word is None:
+                self.fail("expected a privilege")
+            self.next()
+            if word == "ALL":
+                self.accept("PRIVILEGES")
+            if word not in PRIVILEGES:
+                self.position -= 1
+                self.fail(f"unknown privilege {word}")
+            privileges.append(word)
+            if not self.accept_type(TokenType.COMMA):
+                break
+        self.expect("ON")
+        self.accept("TABLE")
+        db, table = self.grant_object()
+        self.expect("FROM" if revoke else "TO")
+        user = self.user_name()
+        return st.GrantStatement(tuple(privileges), db, table, user, revoke)
+
+    def grant_object(self) -> tuple[str, str]:
+        if self.accept_type(TokenType.STAR):
+            if self.accept_type(TokenType.DOT):
+                self.expect_type(TokenType.STAR, "*")
+            return "*", "*"
+        first = self.identifier()
+        if not self.accept_type(TokenType.DOT):
+            return first, "*"  # MySQL would read "db" as a table of the current db; Doris as db
+        if self.accept_type(TokenType.STAR):
+            return first, "*"
+        return first, self.identifier()
+
+    def _alter(self):
+        self.expect("ALTER")
+        if self.accept("USER"):
+            self.if_exists()
+            user = self.user_name()
+            self.expect("IDENTIFIED", "BY")
+            if self.accept("PASSWORD"):
+                return st.SetPassword(user, password_hash=self.string())
+            return st.SetPassword(user, password=self.string())
+        if self.accept("SYSTEM"):
+            action = self.next().text.upper()
+            role = self.next().text.upper()
+            if action not in ("ADD", "DROP") or role not in ("FOLLOWER", "OBSERVER", "BACKEND"):
+                self.fail("expected ADD|DROP FOLLOWER|OBSERVER|BACKEND")
+            return st.AlterSystem(action, role, self.string())
+        self.expect("TABLE")
+        table = self.table_name()
+        actions = [self.alter_action()]
+        while self.accept_type(TokenType.COMMA):
+            actions.append(self.alter_action())
+        return st.AlterTable(table, tuple(actions))
+
+    def alter_action(self):
+        if self.accept("ADD"):
+            if self.accept("PARTITION"):
+                partition = self.partition_def()
+                buckets = None
+                if self.accept("DISTRIBUTED", "BY"):
+                    self.distribution()
+                    buckets = self._last_buckets
+                return st.AddPartition(partition, buckets)
+            self.accept("COLUMN")
+            if self.accept_type(TokenType.L_PAREN):
+                self.fail("ADD COLUMN (...) with several columns: add them one at a time")
+            column = self.column_def()
+            after, first = self.column_position()
+            return st.AddColumn(column, after, first)
+        if self.accept("DROP"):
+            if self.accept("PARTITION"):
+                if_exists = self.if_exists()
+                return st.DropPartition(self.identifier(), if_exists)
+            self.accept("COLUMN")
+            return st.DropColumn(self.identifier())
+        if self.accept("MODIFY"):
+            self.accept("COLUMN")
+            column = self.column_def()
+            after, first = self.column_position()
+            return st.ModifyColumn(column, after, first)
+        if self.accept("RENAME"):
+            if self.accept("COLUMN"):
+                old = self.identifier()
+                self.accept("TO")
+                return st.RenameColumn(old, self.identifier())
+            self.accept("TO") or self.accept("AS")
+            return st.RenameTable(self.identifier())
+        if self.accept("SET"):
+            return st.SetTableProperties(self.properties())
+        self.fail("unsupported ALTER TABLE action")
+
+    def column_position(self) -> tuple[str | None, bool]:
+        if self.accept("AFTER"):
+            return self.identifier(), False
+        return None, self.accept("FIRST")
+
+    # -- CREATE TABLE --------------------------------------------------------------------------
+
+    def create_table(self):
+        if_not_exists = self.if_not_exists()
+        table = self.table_name()
+        if self.accept("LIKE"):
+            return st.CreateTableLike(table, self.table_name(), if_not_exists)
+        self.expect_type(TokenType.L_PAREN, "(")
+        columns: list[Column] = []
+        primary_key: tuple[str, ...] = ()
+        while True:
+            if self.accept("PRIMARY", "KEY"):
+                primary_key = self.name_list()
+            elif self.at("INDEX") or self.at("KEY") or self.at("UNIQUE") or self.at("CONSTRAINT"):
+                self.skip_index_definition()
+            else:
+                column = self.column_def()
+                if column.is_key and not primary_key:
+                    primary_key = (column.name,)
+                columns.append(column)
+            if self.accept_type(TokenType.R_PAREN):
+                break
+            self.expect_type(TokenType.COMMA, ", or )")
+        options: dict = {"properties": (), "comment": "", "engine": "olap"}
+        if primary_key:
+            options["key_model"] = KeyModel.UNIQUE
+            options["key_columns"] = primary_key
+        while self.position < len(self.tokens):
+            self.table_option(options)
+        return st.CreateTable(
+            table=table, columns=tuple(columns), if_not_exists=if_not_exists, **options
+        )
+
+    def skip_index_definition(self) -> None:
+        depth = 0
+        while self.position < len(self.tokens):
+            token_type = self.peek_type()
+            if depth == 0 and token_type in (TokenType.COMMA, TokenType.R_PAREN):
+                return
+            if token_type == TokenType.L_PAREN:
+                depth += 1
+            elif token_type == TokenType.R_PAREN:
+                depth -= 1
+            self.next()
+
+    def table_option(self, options: dict) -> None:
+        if self.accept("ENGINE"):
+            self.accept_type(TokenType.EQ)
+            engine = self.identifier().lower()
+            options["engine"] = "olap" if engine in ("innodb", "myisam", "memory") else engine
+        elif self.at("DUPLICATE", "KEY") or self.at("UNIQUE", "KEY") or self.at("AGGREGATE", "KEY"):
+            options["key_model"] = KeyModel(self.next().text.upper())
+            self.next()
+            options["key_columns"] = self.name_list()
+        elif self.accept("COMMENT"):
+            self.accept_type(TokenType.EQ)
+            options["comment"] = self.string()
+        elif self.accept("PARTITION", "BY"):
+            self.expect("RANGE")
+            options["partition_columns"] = self.name_list()
+            self.expect_type(TokenType.L_PAREN, "(")
+            partitions = []
+            if not self.accept_type(TokenType.R_PAREN):
+                while True:
+                    self.expect("PARTITION")
+                    partitions.append(self.partition_def())
+                    if self.accept_type(TokenType.R_PAREN):
+                        break
+                    self.expect_type(TokenType.COMMA, ", or )")
+            options["partitions"] = tuple(partitions)
+        elif self.accept("DISTRIBUTED", "BY"):
+            options["distribution_columns"] = self.distribution()
+            options["buckets"] = self._last_buckets
+        elif self.accept("PROPERTIES"):
+            options["properties"] = self.properties()
+        elif self.at("DEFAULT") or self.at("CHARSET") or self.at("CHARACTER") or self.at("COLLATE") or self.at("AUTO_INCREMENT") or self.at("ROW_FORMAT"):
+            self.accept("DEFAULT")
+            self.next()
+            self.accept("SET")
+            self.accept_type(TokenType.EQ)
+            self.next()
+        elif self.accept_type(TokenType.COMMA):
+            pass
+        else:
+            self.fail("unsupported table option")
+
+    def distribution(self) -> tuple[str, ...]:
+        columns: tuple[str, ...] = ()
+        if self.accept("HASH"):
+            columns = self.name_list()
+        else:
+            self.expect("RANDOM")
+        self._last_buckets = None
+        if self.accept("BUCKETS"):
+            if not self.accept("AUTO"):
+                self._last_buckets = self.integer()
+                if not 1 <= self._last_buckets <= 1024:
+                    self.fail("BUCKETS must be between 1 and 1024")
+        return columns
+
+    def partition_def(self) -> st.PartitionDef:
+        self.if_not_exists()
+        name = self.identifier()
+        self.expect("VALUES")
+        if self.accept("LESS", "THAN"):
+            if self.accept("MAXVALUE"):
+                return st.PartitionDef(name, upper=())
+            return st.PartitionDef(name, upper=self.value_tuple())
+        if self.accept_type(TokenType.L_BRACKET):
+            lower = self.value_tuple()
+            self.expect_type(TokenType.COMMA, ",")
+            upper = self.value_tuple()
+            self.expect_type(TokenType.R_PAREN, ")")
+            return st.PartitionDef(name, lower=lower, upper=upper)
+        self.fail("expected VALUES LESS THAN or VALUES [...)")
+
+    def value_tuple(self) -> tuple[str, ...]:
+        self.expect_type(TokenType.L_PAREN, "(")
+        if self.accept("MAXVALUE"):
+            self.expect_type(TokenType.R_PAREN, ")")
+            return ()
+        values = [self.literal_text()]
+        while self.accept_type(TokenType.COMMA):
+            values.append(self.literal_text())
+        self.expect_type(TokenType.R_PAREN, ")")
+        return tuple(values)
+
+    def column_def(self) -> Column:
+        name = self.identifier()
+        type_text = self.column_type()
+        nullable = True
+        default = None
+        comment = ""
+        is_key = False
+        aggregation = None
+        auto_increment = False
+        while (
+            self.position < len(self.tokens)
+            and self.peek_type() not in (TokenType.COMMA, TokenType.R_PAREN)
+            and not (self.at("AFTER") or self.at("FIRST"))
+        ):
+            word = self._word()
+            if word in AGGREGATIONS:
+                aggregation = word
+                self.next()
+            elif self.accept("NOT", "NULL"):
+                nullable = False
+            elif self.accept("NULL"):
+                nullable = True
+            elif self.accept("DEFAULT"):
+                default = self.default_value()
+            elif self.accept("COMMENT"):
+                comment = self.string()
+            elif self.accept("PRIMARY", "KEY") or self.accept("KEY"):
+                is_key = True
+            elif self.accept("AUTO_INCREMENT"):
+                auto_increment = True
+                if self.accept_type(TokenType.L_PAREN):
+                    self.integer()
+                    self.expect_type(TokenType.R_PAREN, ")")
+            elif self.accept("UNSIGNED") or self.accept("ZEROFILL"):
+                pass
+            elif self.accept("CHARACTER", "SET") or self.accept("CHARSET") or self.accept("COLLATE"):
+                self.name_or_string()
+            elif self.accept("ON", "UPDATE"):
+                self.default_value()
+            else:
+                self.fail("unsupported column option")
+        if is_key:
+            nullable = False
+        return Column(
+            name=name,
+            type=type_text,
+            nullable=nullable,
+            default=default,
+            comment=comment,
+            is_key=is_key,
+            aggregation=aggregation,
+            auto_increment=auto_increment,
+        )
+
+    def column_type(self) -> str:
+        word = self._word()
+        if word is None:
+            self.fail("expected a column type")
+        self.next()
+        base = TYPE_ALIASES.get(word, word)
+        if base not in KNOWN_TYPES:
+            self.position -= 1
+            self.fail(f"unknown column type {word}")
+        text = base
+        if self.peek_type() == TokenType.L_PAREN:
+            self.next()
+            arguments = [str(self.integer())]
+            while self.accept_type(TokenType.COMMA):
+                arguments.append(str(self.integer()))
+            self.expect_type(TokenType.R_PAREN, ")")
+            text += f"({','.join(arguments)})"
+        elif self.peek_type() == TokenType.LT:
+            depth = 0
+            parts = []
+            while True:
+                token = self.next()
+                if token.token_type == TokenType.LT:
+                    depth += 1
+                elif token.token_type == TokenType.GT:
+                    depth -= 1
+                parts.append(token.text.upper() if token.token_type != TokenType.COMMA else ",")
+                if depth == 0:
+                    break
+            text += "".join(parts)
+        return text
+
+    def default_value(self) -> str:
+        if self.accept("NULL"):
+            return "NULL"
+        if self.peek_type() == TokenType.STRING:
+            return "'" + self.next().text.replace("'", "''") + "'"
+        if self.at("CURRENT_TIMESTAMP") or self.at("NOW"):
+            self.next()
+            if self.accept_type(TokenType.L_PAREN):
+                self.accept_type(TokenType.NUMBER)
+                self.expect_type(TokenType.R_PAREN, ")")
+            return "CURRENT_TIMESTAMP"
+        return self.literal_text()
+
+    # -- SHOW and ADMIN ------------------------------------------------------------------------
+
+    def _show(self):
+        self.expect("SHOW")
+        full = self.accept("FULL")
+        is_global = self.accept("GLOBAL")
+        self.accept("SESSION")
+        word = self._word()
+        if word is None:
+            self.fail("unsupported SHOW")
+        self.next()
+        if word in ("DATABASES", "SCHEMAS"):
+            return st.Show("DATABASES", like=self.like())
+        if word == "TABLES":
+            db = self.identifier() if (self.accept("FROM") or self.accept("IN")) else None
+            return st.Show("TABLES", db=db, like=self.like(), full=full)
+        if word in ("COLUMNS", "FIELDS"):
+            self.accept("FROM") or self.accept("IN")
+            table = self.table_name()
+            if self.accept("FROM") or self.accept("IN"):
+                table = st.TableName(self.identifier(), table.name)
+            return st.Show("COLUMNS", table=table, like=self.like(), full=full)
+        if word == "CREATE":
+            if self.accept("DATABASE") or self.accept("SCHEMA"):
+                return st.Show("CREATE DATABASE", db=self.identifier())
+            self.expect("TABLE")
+            return st.Show("CREATE TABLE", table=self.table_name())
+        if word == "GRANTS":
+            user = self.user_name() if self.accept("FOR") else None
+            return st.Show("GRANTS", user=user)
+        if word in ("VARIABLES", "STATUS"):
+            if self.accept("WHERE"):
+                self.fail("SHOW ... WHERE is not supported; use LIKE")
+            return st.Show(word, like=self.like(), is_global=is_global)
+        if word == "PROC":
+            return st.Show("PROC", path=self.string())
+        if word in ("PARTITIONS", "TABLETS"):
+            self.expect("FROM")
+            return st.Show(word, table=self.table_name())
+        if word == "TABLET":
+            return st.Show("TABLET", tablet_id=self.integer())
+        if word in ("INDEX", "INDEXES", "KEYS"):
+            self.accept("FROM") or self.accept("IN")
+            table = self.table_name()
+            if self.accept("FROM") or self.accept("IN"):
+                table = st.TableName(self.identifier(), table.name)
+            return st.Show("INDEX", table=table)
+        if word == "TABLE" and self.accept("STATUS"):
+            db = self.identifier() if (self.accept("FROM") or self.accept("IN")) else None
+            return st.Show("TABLE STATUS", db=db, like=self.like())
+        if word in ("CHARACTER", "CHARSET"):
+            self.accept("SET")
+            return st.Show("CHARSET", like=self.like())
+        if word in ("PROCESSLIST", "FRONTENDS", "BACKENDS", "ENGINES", "COLLATION", "WARNINGS", "ERRORS", "TRIGGERS", "PLUGINS", "PRIVILEGES"):
+            return st.Show(word, like=self.like(), full=full)
+        self.fail("unsupported SHOW")
+
+    def _admin(self):
+        self.expect("ADMIN")
+        if self.accept("SHOW", "FRONTEND", "CONFIG"):
+            return st.AdminShowConfig(self.like())
+        if self.accept("SET", "FRONTEND", "CONFIG"):
+            return st.AdminSetConfig(self.properties())
+        if self.accept("CHECKPOINT"):
+            return st.AdminCheckpoint()
+        self.fail("unsupported ADMIN statement")

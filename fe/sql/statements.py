@@ -1,0 +1,248 @@
+"""What the front's parser produces: one small record per statement kind.
+
+Queries (SELECT, SET, standard SHOW) stay sqlglot expressions inside `Query` / `SetStatement`; the
+Doris and administration statements that sqlglot does not know get their own records here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from metadata.records import Column, KeyModel
+
+
+@dataclass(frozen=True)
+class TableName:
+    db: str | None
+    name: str
+
+
+@dataclass(frozen=True)
+class UserName:
+    name: str
+    host: str = "%"
+
+
+@dataclass(frozen=True)
+class PartitionDef:
+    name: str
+    lower: tuple[str, ...] = ()
+    upper: tuple[str, ...] = ()  # () = MAXVALUE
+
+
+@dataclass(frozen=True)
+class Query:
+    """A SELECT (or other read) that sqlglot parsed."""
+
+    expression: exp.Expression
+
+
+@dataclass(frozen=True)
+class SetStatement:
+    expression: exp.Set
+
+
+@dataclass(frozen=True)
+class Use:
+    db: str
+
+
+@dataclass(frozen=True)
+class CreateDatabase:
+    name: str
+    if_not_exists: bool = False
+    properties: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class DropDatabase:
+    name: str
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class CreateTable:
+    table: TableName
+    columns: tuple[Column, ...]
+    if_not_exists: bool = False
+    key_model: KeyModel | None = None
+    key_columns: tuple[str, ...] = ()
+    distribution_columns: tuple[str, ...] = ()
+    buckets: int | None = None
+    partition_columns: tuple[str, ...] = ()
+    partitions: tuple[PartitionDef, ...] = ()
+    properties: tuple[tuple[str, str], ...] = ()
+    comment: str = ""
+    engine: str = "olap"
+
+
+@dataclass(frozen=True)
+class CreateTableLike:
+    table: TableName
+    source: TableName
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class DropTable:
+    table: TableName
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class AddColumn:
+    column: Column
+    after: str | None = None
+    first: bool = False
+
+
+@dataclass(frozen=True)
+class DropColumn:
+    name: str
+
+
+@dataclass(frozen=True)
+class ModifyColumn:
+    column: Column
+    after: str | None = None
+    first: bool = False
+
+
+@dataclass(frozen=True)
+class RenameColumn:
+    old: str
+    new: str
+
+
+@dataclass(frozen=True)
+class RenameTable:
+    new_name: str
+
+
+@dataclass(frozen=True)
+class AddPartition:
+    partition: PartitionDef
+    buckets: int | None = None
+
+
+@dataclass(frozen=True)
+class DropPartition:
+    name: str
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class SetTableProperties:
+    properties: tuple[tuple[str, str], ...]
+
+
+AlterAction = (
+    AddColumn
+    | DropColumn
+    | ModifyColumn
+    | RenameColumn
+    | RenameTable
+    | AddPartition
+    | DropPartition
+    | SetTableProperties
+)
+
+
+@dataclass(frozen=True)
+class AlterTable:
+    table: TableName
+    actions: tuple[AlterAction, ...]
+
+
+@dataclass(frozen=True)
+class CreateUser:
+    user: UserName
+    password: str | None = None  # plain text
+    password_hash: str | None = None  # IDENTIFIED BY PASSWORD '*...'
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class DropUser:
+    user: UserName
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class SetPassword:
+    user: UserName | None  # None = the current user
+    password: str | None = None
+    password_hash: str | None = None
+
+
+@dataclass(frozen=True)
+class GrantStatement:
+    privileges: tuple[str, ...]
+    db: str  # "*" for all
+    table: str  # "*" for all
+    user: UserName
+    revoke: bool = False
+
+
+@dataclass(frozen=True)
+class Show:
+    """SHOW statements: `what` names the kind, the other fields are its arguments."""
+
+    what: str
+    db: str | None = None
+    table: TableName | None = None
+    like: str | None = None
+    full: bool = False
+    is_global: bool = False
+    user: UserName | None = None
+    path: str | None = None
+    tablet_id: int | None = None
+
+
+@dataclass(frozen=True)
+class Describe:
+    table: TableName
+
+
+@dataclass(frozen=True)
+class Kill:
+    connection_id: int
+    query_only: bool = False
+
+
+@dataclass(frozen=True)
+class AdminShowConfig:
+    like: str | None = None
+
+
+@dataclass(frozen=True)
+class AdminSetConfig:
+    settings: tuple[tuple[str, str], ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class AdminCheckpoint:
+    pass
+
+
+@dataclass(frozen=True)
+class AlterSystem:
+    action: str  # ADD / DROP
+    role: str  # FOLLOWER / OBSERVER / BACKEND
+    address: str
+
+
+@dataclass(frozen=True)
+class Transaction:
+    """BEGIN / COMMIT / ROLLBACK: accepted, as metadata statements commit on their own."""
+
+    kind: str
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """A statement Quire recognises but does not run yet (DML before the data plane)."""
+
+    kind: str

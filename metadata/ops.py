@@ -1,0 +1,166 @@
+"""Journal operations: one record per catalog change, each with a stable code.
+
+Codes never change meaning once released; a new field gets a new encoding version, not a new code.
+The leader turns a statement into operations (allocating ids itself), the journal carries them,
+and `Catalog.apply` replays them on every node in the same order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+from metadata.records import Backend, Database, Frontend, Grant, Table, User
+
+
+class OpCode(IntEnum):
+    CREATE_DATABASE = 1
+    DROP_DATABASE = 2
+    CREATE_TABLE = 10
+    DROP_TABLE = 11
+    REPLACE_TABLE = 12  # ALTER TABLE and RENAME: the table's new definition, same id
+    CREATE_USER = 20
+    DROP_USER = 21
+    SET_PASSWORD = 22
+    GRANT = 23
+    REVOKE = 24
+    ADD_FRONTEND = 30
+    DROP_FRONTEND = 31
+    ADD_BACKEND = 32
+    DROP_BACKEND = 33
+    TIMESTAMP = 40  # TimePrinter
+    NEXT_ID = 41
+    SET_GLOBAL_VARIABLE = 42
+
+
+@dataclass(frozen=True, slots=True)
+class CreateDatabase:
+    CODE = OpCode.CREATE_DATABASE
+    database: Database
+
+
+@dataclass(frozen=True, slots=True)
+class DropDatabase:
+    CODE = OpCode.DROP_DATABASE
+    db_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTable:
+    CODE = OpCode.CREATE_TABLE
+    table: Table
+
+
+@dataclass(frozen=True, slots=True)
+class DropTable:
+    CODE = OpCode.DROP_TABLE
+    table_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReplaceTable:
+    CODE = OpCode.REPLACE_TABLE
+    table: Table
+
+
+@dataclass(frozen=True, slots=True)
+class CreateUser:
+    CODE = OpCode.CREATE_USER
+    user: User
+
+
+@dataclass(frozen=True, slots=True)
+class DropUser:
+    CODE = OpCode.DROP_USER
+    name: str
+    host: str
+
+
+@dataclass(frozen=True, slots=True)
+class SetPassword:
+    CODE = OpCode.SET_PASSWORD
+    name: str
+    host: str
+    password_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class GrantPrivileges:
+    CODE = OpCode.GRANT
+    name: str
+    host: str
+    grant: Grant
+
+
+@dataclass(frozen=True, slots=True)
+class RevokePrivileges:
+    CODE = OpCode.REVOKE
+    name: str
+    host: str
+    grant: Grant
+
+
+@dataclass(frozen=True, slots=True)
+class AddFrontend:
+    CODE = OpCode.ADD_FRONTEND
+    frontend: Frontend
+
+
+@dataclass(frozen=True, slots=True)
+class DropFrontend:
+    CODE = OpCode.DROP_FRONTEND
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class AddBackend:
+    CODE = OpCode.ADD_BACKEND
+    backend: Backend
+
+
+@dataclass(frozen=True, slots=True)
+class DropBackend:
+    CODE = OpCode.DROP_BACKEND
+    backend_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Timestamp:
+    CODE = OpCode.TIMESTAMP
+    millis: int
+
+
+@dataclass(frozen=True, slots=True)
+class NextId:
+    """Raises the catalog's next-id counter to at least `next_id` (ids reserved by the leader)."""
+
+    CODE = OpCode.NEXT_ID
+    next_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class SetGlobalVariable:
+    CODE = OpCode.SET_GLOBAL_VARIABLE
+    name: str
+    value: str
+
+
+Op = (
+    CreateDatabase
+    | DropDatabase
+    | CreateTable
+    | DropTable
+    | ReplaceTable
+    | CreateUser
+    | DropUser
+    | SetPassword
+    | GrantPrivileges
+    | RevokePrivileges
+    | AddFrontend
+    | DropFrontend
+    | AddBackend
+    | DropBackend
+    | Timestamp
+    | NextId
+    | SetGlobalVariable
+)

@@ -1,0 +1,119 @@
+"""The catalog's objects.
+
+Every record is immutable. `apply` replaces a record instead of changing it, so a shallow copy
+of the catalog's top-level dicts is a consistent snapshot (what the image writer uses) that costs
+one pointer per object, not a second catalog.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class KeyModel(StrEnum):
+    DUPLICATE = "DUPLICATE"
+    UNIQUE = "UNIQUE"
+    AGGREGATE = "AGGREGATE"
+
+
+class FrontendRole(StrEnum):
+    FOLLOWER = "FOLLOWER"
+    OBSERVER = "OBSERVER"
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    type: str  # upper-case SQL type with its parameters: "INT", "VARCHAR(20)", "DECIMAL(10,2)"
+    nullable: bool = True
+    default: str | None = None  # the default as SQL text ("0", "'abc'", "CURRENT_TIMESTAMP")
+    comment: str = ""
+    is_key: bool = False
+    aggregation: str | None = None  # SUM, MAX, MIN, REPLACE, ... for AGGREGATE KEY tables
+    auto_increment: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Partition:
+    id: int
+    name: str
+    # RANGE partition bounds as SQL literal tuples; () for an unbounded side.
+    lower: tuple[str, ...] = ()
+    upper: tuple[str, ...] = ()  # exclusive ("VALUES LESS THAN"); () means MAXVALUE
+    tablet_start: int = 0  # tablets are ids tablet_start .. tablet_start + buckets - 1
+    buckets: int = 1
+
+    @property
+    def tablet_ids(self) -> range:
+        return range(self.tablet_start, self.tablet_start + self.buckets)
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    id: int
+    db_id: int
+    name: str
+    columns: tuple[Column, ...]
+    key_model: KeyModel = KeyModel.DUPLICATE
+    key_columns: tuple[str, ...] = ()
+    distribution_columns: tuple[str, ...] = ()  # () means DISTRIBUTED BY RANDOM
+    buckets: int = 1
+    partition_columns: tuple[str, ...] = ()  # () means not partitioned (one partition, named as the table)
+    partitions: tuple[Partition, ...] = ()
+    properties: tuple[tuple[str, str], ...] = ()
+    comment: str = ""
+    engine: str = "olap"
+
+    def column(self, name: str) -> Column | None:
+        lowered = name.lower()
+        for column in self.columns:
+            if column.name.lower() == lowered:
+                return column
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Database:
+    id: int
+    name: str
+    properties: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """Privileges on one object: db "*" and table "*" is global, table "*" is a whole database."""
+
+    db: str
+    table: str
+    privileges: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    name: str
+    host: str = "%"
+    password_hash: str = ""  # mysql_native_password hash: "*" + hex(SHA1(SHA1(password))), "" = none
+    grants: tuple[Grant, ...] = ()
+
+    @property
+    def identity(self) -> str:
+        return f"'{self.name}'@'{self.host}'"
+
+
+@dataclass(frozen=True, slots=True)
+class Frontend:
+    name: str
+    host: str
+    edit_log_port: int
+    http_port: int = 0
+    query_port: int = 0
+    role: FrontendRole = FrontendRole.FOLLOWER
+
+
+@dataclass(frozen=True, slots=True)
+class Backend:
+    id: int
+    host: str
+    heartbeat_port: int
+    properties: tuple[tuple[str, str], ...] = field(default=())

@@ -1,0 +1,78 @@
+"""Administration statements: ADMIN SHOW/SET FRONTEND CONFIG, ADMIN CHECKPOINT, KILL, ALTER SYSTEM."""
+
+from __future__ import annotations
+
+from fe import privileges
+from fe.config import ConfigError
+from fe.mysql.errors import QueryError
+from fe.mysql.results import Result
+from fe.show import like_matcher, text_result
+from fe.sql import statements as st
+from metadata import ops
+from metadata.records import Frontend, FrontendRole
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise QueryError(1105, f"Invalid address '{text}': expected host:edit_log_port")
+    return host, int(port)
+
+
+def alter_system(session, statement: st.AlterSystem) -> list[ops.Op]:
+    session.require_admin("ALTER SYSTEM")
+    if statement.role == "BACKEND":
+        raise QueryError(1235, "ALTER SYSTEM ... BACKEND is not supported yet: backends come with the data plane")
+    host, port = _address(statement.address)
+    existing = next(
+        (fe for fe in list(session.catalog.frontends.values()) if fe.host == host and fe.edit_log_port == port),
+        None,
+    )
+    role = FrontendRole(statement.role)
+    if statement.action == "ADD":
+        if existing is not None:
+            raise QueryError(1105, f"Frontend {host}:{port} already exists (as {existing.role})")
+        name = f"{host}_{port}_{session.catalog.journal_id + 1}"
+        return [ops.AddFrontend(Frontend(name, host, port, role=role))]
+    if existing is None or existing.role != role:
+        raise QueryError(1105, f"{role} {host}:{port} does not exist")
+    if existing.name == session.node.name:
+        raise QueryError(1105, "Cannot drop the current leader; transfer leadership first")
+    return [ops.DropFrontend(existing.name)]
+
+
+async def kill(session, statement: st.Kill) -> Result:
+    target = next((p for p in session.node.front.processlist() if p.id == statement.connection_id), None)
+    if target is None:
+        raise QueryError(1094, f"Unknown thread id: {statement.connection_id}")
+    if target.user != session.user.name and not privileges.is_admin(session.user):
+        raise QueryError(1095, f"You are not owner of thread {statement.connection_id}")
+    session.node.front.kill(statement.connection_id, statement.query_only)
+    return Result()
+
+
+async def show_config(session, statement: st.AdminShowConfig) -> Result:
+    session.require_admin("ADMIN SHOW FRONTEND CONFIG")
+    match = like_matcher(statement.like, case_sensitive=False)
+    rows = []
+    for key, value in session.node.config.items():
+        if match(key.name):
+            kind = type(key.default).__name__.replace("str", "String").replace("int", "int").replace("bool", "boolean")
+            rows.append((key.name, str(value), kind, "true" if key.mutable else "false", "false", ""))
+    return text_result(["Key", "Value", "Type", "IsMutable", "MasterOnly", "Comment"], rows)
+
+
+async def set_config(session, statement: st.AdminSetConfig) -> Result:
+    session.require_admin("ADMIN SET FRONTEND CONFIG")
+    for name, value in statement.settings:
+        try:
+            session.node.set_config(name, value)
+        except ConfigError as error:
+            raise QueryError(1105, str(error)) from None
+    return Result()
+
+
+async def checkpoint(session, statement: st.AdminCheckpoint) -> Result:
+    session.require_admin("ADMIN CHECKPOINT")
+    info = await session.node.checkpoint_now()
+    return Result(info=f"image.{info.journal_id}" if info else "")

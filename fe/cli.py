@@ -1,0 +1,186 @@
+"""The `quire` command."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import logging.handlers
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+
+from fe.config import DEFAULT_BE_CONF, DEFAULT_FE_CONF, Config, ConfigError
+
+logger = logging.getLogger("quire")
+
+DAEMON_START_TIMEOUT_SECONDS = 120
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="quire",
+        description="Quire: a Doris-style FE metadata service. Start a node, then connect with "
+        "`mysql -h 127.0.0.1 -P 9030 -u root`.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def node_options(sub: argparse.ArgumentParser, with_be: bool) -> None:
+        sub.add_argument("--conf", default=str(DEFAULT_FE_CONF), help="FE configuration file (default: conf/fe.conf)")
+        if with_be:
+            sub.add_argument("--be-conf", default=str(DEFAULT_BE_CONF), help="data-plane configuration file (default: conf/be.conf)")
+        sub.add_argument(
+            "--override",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="set any configuration key, repeatable (e.g. --override query_port=9031)",
+        )
+        sub.add_argument("--daemon", action="store_true", help="run in the background; the pid goes to log_dir/quire.pid")
+
+    up = commands.add_parser(
+        "up",
+        help="start the all-in-one node (FE leader; the data plane joins it in later releases)",
+        description="Start the all-in-one node in the foreground (or with --daemon in the background). "
+        "Reads conf/fe.conf and conf/be.conf; an unknown key is an error.",
+    )
+    node_options(up, with_be=True)
+    fe = commands.add_parser("fe", help="start an FE node alone", description="Start one FE node (leader of a new cluster on first start).")
+    node_options(fe, with_be=False)
+    stop = commands.add_parser("stop", help="stop a node started with --daemon", description="Send SIGTERM to the node whose pid file is in log_dir and wait for it to exit.")
+    stop.add_argument("--conf", default=str(DEFAULT_FE_CONF), help="FE configuration file (default: conf/fe.conf)")
+    stop.add_argument("--override", action="append", default=[], metavar="KEY=VALUE", help="configuration overrides used at start")
+    return parser
+
+
+def setup_logging(config: Config, foreground: bool) -> None:
+    log_dir = config.path("log_dir")
+    log_dir.mkdir(parents=True, exist_ok=True)
+    level = config["sys_log_level"].replace("WARN", "WARNING")
+    formatter = logging.Formatter("%(asctime)s %(levelname)s [%(threadName)s] %(name)s: %(message)s")
+    handler = logging.handlers.RotatingFileHandler(
+        log_dir / "fe.log", maxBytes=config["sys_log_roll_mb"] * 1024 * 1024, backupCount=config["sys_log_roll_num"]
+    )
+    handler.setFormatter(formatter)
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    if foreground:
+        console = logging.StreamHandler(sys.stderr)
+        console.setFormatter(formatter)
+        console.setLevel(logging.INFO)
+        root.addHandler(console)
+    root.setLevel(level)
+    for noisy in ("aiohttp.access", "mysql_mimic"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def load_config(args: argparse.Namespace, with_be: bool) -> Config:
+    return Config.load(args.conf, getattr(args, "be_conf", None), args.override, with_be=with_be)
+
+
+def run_node(config: Config) -> int:
+    from fe.node import FrontendNode, StartupError, pid_file_path
+
+    node = FrontendNode(config)
+    pid_file = pid_file_path(config)
+    pid_file.write_text(f"{os.getpid()}\n")
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, node.stop)
+        await node.run()
+
+    try:
+        asyncio.run(main())
+    except StartupError as error:
+        logger.error("cannot start: %s", error)
+        return 1
+    except Exception:
+        logger.exception("the node failed")
+        return 1
+    finally:
+        if pid_file.exists() and pid_file.read_text().strip() == str(os.getpid()):
+            pid_file.unlink()
+    return 0
+
+
+def start_daemon(argv: list[str], config: Config) -> int:
+    log_dir = config.path("log_dir")
+    log_dir.mkdir(parents=True, exist_ok=True)
+    child_args = [a for a in argv if a != "--daemon"]
+    out = open(log_dir / "quire.out", "ab")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fe.cli", *child_args],
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        cwd=os.getcwd(),
+    )
+    deadline = time.monotonic() + DAEMON_START_TIMEOUT_SECONDS
+    url = f"http://127.0.0.1:{config['http_port']}/api/health"
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            sys.stderr.write(f"quire failed to start (exit {process.returncode}); see {log_dir / 'fe.log'}\n")
+            return 1
+        try:
+            if requests.get(url, timeout=1).status_code == 200:
+                print(f"quire started in the background, pid {process.pid}; logs in {log_dir}")
+                return 0
+        except requests.RequestException:
+            pass
+        time.sleep(0.2)
+    sys.stderr.write(f"quire did not become ready within {DAEMON_START_TIMEOUT_SECONDS} s; see {log_dir / 'fe.log'}\n")
+    return 1
+
+
+def stop_daemon(config: Config) -> int:
+    from fe.node import pid_file_path
+
+    pid_file = pid_file_path(config)
+    if not pid_file.exists():
+        sys.stderr.write(f"no pid file at {pid_file}: is quire running?\n")
+        return 1
+    pid = int(pid_file.read_text().strip())
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pid_file.unlink()
+        sys.stderr.write(f"process {pid} is not running; removed the stale pid file\n")
+        return 1
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            print(f"quire (pid {pid}) stopped")
+            return 0
+        time.sleep(0.1)
+    sys.stderr.write(f"quire (pid {pid}) did not stop within 60 s\n")
+    return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    try:
+        config = load_config(args, with_be=args.command == "up")
+    except ConfigError as error:
+        sys.stderr.write(f"quire: configuration error: {error}\n")
+        return 2
+    if args.command == "stop":
+        return stop_daemon(config)
+    if args.daemon:
+        return start_daemon(argv, config)
+    setup_logging(config, foreground=True)
+    return run_node(config)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

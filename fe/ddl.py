@@ -1,0 +1,364 @@
+"""DDL on databases and tables: check a statement against the catalog and turn it into journal
+operations. The leader allocates every id here; `apply` only records them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from fe import privileges
+from fe.mysql.errors import QueryError
+from fe.sql import statements as st
+from metadata import ops
+from metadata.records import Column, Database, KeyModel, Partition, Table
+
+DEFAULT_BUCKETS = 10
+MAX_COLUMNS = 4096
+MAX_PARTITIONS = 4096
+
+
+def create_database(session, statement: st.CreateDatabase) -> list[ops.Op]:
+    session.require(privileges.CREATE, statement.name)
+    if session.catalog.database(statement.name) is not None:
+        if statement.if_not_exists:
+            return []
+        raise QueryError(1007, f"Can't create database '{statement.name}'; database exists")
+    database = Database(session.node.allocate_ids(1), statement.name, statement.properties)
+    return [ops.CreateDatabase(database)]
+
+
+def drop_database(session, statement: st.DropDatabase) -> list[ops.Op]:
+    session.require(privileges.DROP, statement.name)
+    database = session.catalog.database(statement.name)
+    if database is None:
+        if statement.if_exists:
+            return []
+        raise QueryError(1008, f"Can't drop database '{statement.name}'; database doesn't exist")
+    return [ops.DropDatabase(database.id)]
+
+
+def resolve_database(session, db_name: str | None) -> Database:
+    name = db_name or session.database
+    if not name:
+        raise QueryError(1046, "No database selected")
+    database = session.catalog.database(name)
+    if database is None:
+        raise QueryError(1049, f"Unknown database '{name}'")
+    return database
+
+
+def resolve_table(session, name: st.TableName) -> tuple[Database, Table]:
+    database = resolve_database(session, name.db)
+    table = session.catalog.table(database.id, name.name)
+    if table is None:
+        raise QueryError(1146, f"Table '{database.name}.{name.name}' doesn't exist")
+    return database, table
+
+
+def create_table(session, statement: st.CreateTable) -> list[ops.Op]:
+    database = resolve_database(session, statement.table.db)
+    session.require(privileges.CREATE, database.name, statement.table.name)
+    if session.catalog.table(database.id, statement.table.name) is not None:
+        if statement.if_not_exists:
+            return []
+        raise QueryError(1050, f"Table '{statement.table.name}' already exists")
+    table = build_table(session, database, statement)
+    return [ops.CreateTable(table)]
+
+
+def create_table_like(session, statement: st.CreateTableLike) -> list[ops.Op]:
+    _, source = resolve_table(session, statement.source)
+    database = resolve_database(session, statement.table.db)
+    session.require(privileges.CREATE, database.name, statement.table.name)
+    if session.catalog.table(database.id, statement.table.name) is not None:
+        if statement.if_not_exists:
+            return []
+        raise QueryError(1050, f"Table '{statement.table.name}' already exists")
+    partitions = source.partitions
+    first = session.node.allocate_ids(1 + sum(1 + p.buckets for p in partitions))
+    next_id = first + 1
+    copies = []
+    for partition in partitions:
+        name = statement.table.name if not source.partition_columns else partition.name
+        copies.append(
+            dataclasses.replace(partition, id=next_id, name=name, tablet_start=next_id + 1)
+        )
+        next_id += 1 + partition.buckets
+    table = dataclasses.replace(
+        source, id=first, db_id=database.id, name=statement.table.name, partitions=tuple(copies)
+    )
+    return [ops.CreateTable(table)]
+
+
+def build_table(session, database: Database, statement: st.CreateTable) -> Table:
+    columns = list(statement.columns)
+    if not columns:
+        raise QueryError(1113, "A table must have at least 1 column")
+    if len(columns) > MAX_COLUMNS:
+        raise QueryError(1117, f"Too many columns (at most {MAX_COLUMNS})")
+    names = [column.name.lower() for column in columns]
+    for index, name in enumerate(names):
+        if name in names[:index]:
+            raise QueryError(1060, f"Duplicate column name '{columns[index].name}'")
+    by_name = {column.name.lower(): column for column in columns}
+
+    def known(column_names: tuple[str, ...], what: str) -> tuple[str, ...]:
+        result = []
+        for name in column_names:
+            column = by_name.get(name.lower())
+            if column is None:
+                raise QueryError(1072, f"{what} column '{name}' doesn't exist in table")
+            result.append(column.name)
+        return tuple(result)
+
+    key_model = statement.key_model or KeyModel.DUPLICATE
+    key_columns = known(statement.key_columns, "Key") or (columns[0].name,)
+    if tuple(c.name for c in columns[: len(key_columns)]) != key_columns:
+        raise QueryError(
+            1105, "Key columns should be an ordered prefix of the schema (the first columns, in order)"
+        )
+    for position, column in enumerate(columns):
+        is_key = position < len(key_columns)
+        if is_key and column.aggregation:
+            raise QueryError(1105, f"Key column '{column.name}' should not have an aggregation type")
+        if not is_key and key_model == KeyModel.AGGREGATE and not column.aggregation:
+            raise QueryError(
+                1105, f"Value column '{column.name}' of an AGGREGATE KEY table needs an aggregation (SUM, MAX, MIN, REPLACE, ...)"
+            )
+        if key_model != KeyModel.AGGREGATE and column.aggregation:
+            raise QueryError(1105, f"Column '{column.name}': aggregation types are only allowed in AGGREGATE KEY tables")
+        columns[position] = dataclasses.replace(column, is_key=is_key)
+    if statement.distribution_columns:
+        distribution = known(statement.distribution_columns, "Distribution")
+    elif statement.buckets is None and not statement.distribution_columns:
+        distribution = key_columns[:1]
+    else:
+        distribution = ()
+    buckets = statement.buckets or DEFAULT_BUCKETS
+    partition_columns = known(statement.partition_columns, "Partition")
+    ranges = partition_ranges(statement.partitions, partition_columns, columns)
+    if not partition_columns:
+        ranges = [(statement.table.name, (), ())]
+    first = session.node.allocate_ids(1 + len(ranges) * (1 + buckets))
+    next_id = first + 1
+    partitions = []
+    for name, lower, upper in ranges:
+        partitions.append(Partition(next_id, name, lower, upper, next_id + 1, buckets))
+        next_id += 1 + buckets
+    return Table(
+        id=first,
+        db_id=database.id,
+        name=statement.table.name,
+        columns=tuple(columns),
+        key_model=key_model,
+        key_columns=key_columns,
+        distribution_columns=distribution,
+        buckets=buckets,
+        partition_columns=partition_columns,
+        partitions=tuple(partitions),
+        properties=statement.properties,
+        comment=statement.comment,
+        engine=statement.engine,
+    )
+
+
+def _sort_key(values: tuple[str, ...], types: list[str]):
+    key = []
+    for value, type_text in zip(values, types, strict=False):
+        if type_text.split("(")[0] in ("TINYINT", "SMALLINT", "INT", "BIGINT", "LARGEINT"):
+            try:
+                key.append((0, int(value), ""))
+                continue
+            except ValueError:
+                raise QueryError(1105, f"Invalid partition value '{value}' for type {type_text}") from None
+        key.append((1, 0, value))
+    return tuple(key)
+
+
+def partition_ranges(definitions, partition_columns, columns: list[Column]):
+    """(name, lower, upper) per partition, ordered, with the lower bounds of LESS THAN filled in."""
+    if partition_columns and not definitions:
+        return []
+    if len(definitions) > MAX_PARTITIONS:
+        raise QueryError(1105, f"Too many partitions (at most {MAX_PARTITIONS})")
+    types = [next(c.type for c in columns if c.name == name) for name in partition_columns]
+    seen = set()
+    for definition in definitions:
+        if definition.name.lower() in seen:
+            raise QueryError(1517, f"Duplicate partition name {definition.name}")
+        seen.add(definition.name.lower())
+        for bound in (definition.lower, definition.upper):
+            if bound and len(bound) != len(partition_columns):
+                raise QueryError(1105, f"Partition {definition.name}: expected {len(partition_columns)} value(s) per bound")
+
+    def upper_key(definition):
+        return (1,) if not definition.upper else (0, _sort_key(definition.upper, types))
+
+    ordered = sorted(definitions, key=upper_key)
+    result = []
+    previous_upper: tuple[str, ...] = ()
+    for definition in ordered:
+        lower = definition.lower or previous_upper
+        if lower and definition.upper and _sort_key(lower, types) >= _sort_key(definition.upper, types):
+            raise QueryError(1105, f"Partition {definition.name}: empty or overlapping range")
+        if result and not result[-1][2]:
+            raise QueryError(1105, "Only the last partition may be VALUES LESS THAN MAXVALUE")
+        if result and lower and result[-1][2] and _sort_key(lower, types) < _sort_key(result[-1][2], types):
+            raise QueryError(1105, f"Partition {definition.name}: range overlaps partition {result[-1][0]}")
+        result.append((definition.name, lower, definition.upper))
+        previous_upper = definition.upper
+    return result
+
+
+def drop_table(session, statement: st.DropTable) -> list[ops.Op]:
+    database = resolve_database(session, statement.table.db)
+    session.require(privileges.DROP, database.name, statement.table.name)
+    table = session.catalog.table(database.id, statement.table.name)
+    if table is None:
+        if statement.if_exists:
+            return []
+        raise QueryError(1051, f"Unknown table '{database.name}.{statement.table.name}'")
+    return [ops.DropTable(table.id)]
+
+
+def alter_table(session, statement: st.AlterTable) -> list[ops.Op]:
+    database, table = resolve_table(session, statement.table)
+    session.require(privileges.ALTER, database.name, table.name)
+    for action in statement.actions:
+        table = ALTER_ACTIONS[type(action)](session, database, table, action)
+    return [ops.ReplaceTable(table)]
+
+
+def _place(columns: list[Column], column: Column, after: str | None, first: bool) -> list[Column]:
+    if first:
+        return [column, *columns]
+    if after is None:
+        return [*columns, column]
+    for index, existing in enumerate(columns):
+        if existing.name.lower() == after.lower():
+            return [*columns[: index + 1], column, *columns[index + 1 :]]
+    raise QueryError(1054, f"Unknown column '{after}' in 'table'")
+
+
+def _add_column(session, database, table: Table, action: st.AddColumn) -> Table:
+    if table.column(action.column.name) is not None:
+        raise QueryError(1060, f"Duplicate column name '{action.column.name}'")
+    column = action.column
+    if table.key_model == KeyModel.AGGREGATE and not column.aggregation and not column.is_key:
+        raise QueryError(1105, f"Value column '{column.name}' of an AGGREGATE KEY table needs an aggregation")
+    if table.key_model != KeyModel.AGGREGATE and column.aggregation:
+        raise QueryError(1105, "Aggregation types are only allowed in AGGREGATE KEY tables")
+    if column.is_key:
+        raise QueryError(1105, "Adding key columns is not supported; add a value column")
+    columns = _place(list(table.columns), column, action.after, action.first)
+    if any(c.is_key for c in columns[columns.index(column) + 1 :]):
+        raise QueryError(1105, "A value column cannot be placed before key columns")
+    return dataclasses.replace(table, columns=tuple(columns))
+
+
+def _existing(table: Table, name: str) -> Column:
+    column = table.column(name)
+    if column is None:
+        raise QueryError(1054, f"Unknown column '{name}' in '{table.name}'")
+    return column
+
+
+def _drop_column(session, database, table: Table, action: st.DropColumn) -> Table:
+    column = table.column(action.name)
+    if column is None:
+        raise QueryError(1091, f"Can't DROP '{action.name}'; check that column/key exists")
+    if column.is_key:
+        raise QueryError(1105, f"Can not drop key column '{column.name}'")
+    if column.name in table.distribution_columns or column.name in table.partition_columns:
+        raise QueryError(1105, f"Can not drop distribution or partition column '{column.name}'")
+    if len(table.columns) == 1:
+        raise QueryError(1090, "You can't delete all columns with ALTER TABLE; use DROP TABLE instead")
+    return dataclasses.replace(table, columns=tuple(c for c in table.columns if c is not column))
+
+
+def _modify_column(session, database, table: Table, action: st.ModifyColumn) -> Table:
+    old = _existing(table, action.column.name)
+    column = dataclasses.replace(action.column, name=old.name, is_key=old.is_key)
+    if old.is_key:
+        column = dataclasses.replace(column, nullable=False)
+    if (old.name in table.distribution_columns or old.name in table.partition_columns) and column.type != old.type:
+        raise QueryError(1105, f"Can not change the type of distribution or partition column '{old.name}'")
+    if table.key_model == KeyModel.AGGREGATE and not column.is_key and not column.aggregation:
+        column = dataclasses.replace(column, aggregation=old.aggregation)
+    columns = [c for c in table.columns if c is not old]
+    if action.after is None and not action.first:
+        columns = [column if c is old else c for c in table.columns]
+    else:
+        columns = _place(columns, column, action.after, action.first)
+    return dataclasses.replace(table, columns=tuple(columns))
+
+
+def _rename_column(session, database, table: Table, action: st.RenameColumn) -> Table:
+    old = _existing(table, action.old)
+    if table.column(action.new) is not None:
+        raise QueryError(1060, f"Duplicate column name '{action.new}'")
+
+    def renamed(names: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(action.new if name == old.name else name for name in names)
+
+    return dataclasses.replace(
+        table,
+        columns=tuple(dataclasses.replace(c, name=action.new) if c is old else c for c in table.columns),
+        key_columns=renamed(table.key_columns),
+        distribution_columns=renamed(table.distribution_columns),
+        partition_columns=renamed(table.partition_columns),
+    )
+
+
+def _rename_table(session, database, table: Table, action: st.RenameTable) -> Table:
+    if session.catalog.table(database.id, action.new_name) is not None:
+        raise QueryError(1050, f"Table '{action.new_name}' already exists")
+    session.require(privileges.CREATE, database.name, action.new_name)
+    partitions = table.partitions
+    if not table.partition_columns:
+        partitions = tuple(dataclasses.replace(p, name=action.new_name) for p in partitions)
+    return dataclasses.replace(table, name=action.new_name, partitions=partitions)
+
+
+def _add_partition(session, database, table: Table, action: st.AddPartition) -> Table:
+    if not table.partition_columns:
+        raise QueryError(1505, "Table is not partitioned: ADD PARTITION needs PARTITION BY RANGE")
+    definitions = [
+        st.PartitionDef(p.name, p.lower, p.upper) for p in table.partitions
+    ] + [action.partition]
+    partition_ranges(definitions, table.partition_columns, list(table.columns))
+    buckets = action.buckets or table.buckets
+    first = session.node.allocate_ids(1 + buckets)
+    bounds = {name: (lower, upper) for name, lower, upper in partition_ranges(definitions, table.partition_columns, list(table.columns))}
+    lower, upper = bounds[action.partition.name]
+    partition = Partition(first, action.partition.name, lower, upper, first + 1, buckets)
+    return dataclasses.replace(table, partitions=(*table.partitions, partition))
+
+
+def _drop_partition(session, database, table: Table, action: st.DropPartition) -> Table:
+    kept = tuple(p for p in table.partitions if p.name.lower() != action.name.lower())
+    if len(kept) == len(table.partitions):
+        if action.if_exists:
+            return table
+        raise QueryError(1507, f"Error in list of partitions to DROP: partition {action.name} does not exist")
+    if not table.partition_columns:
+        raise QueryError(1505, "Table is not partitioned")
+    return dataclasses.replace(table, partitions=kept)
+
+
+def _set_properties(session, database, table: Table, action: st.SetTableProperties) -> Table:
+    merged = dict(table.properties)
+    merged.update(action.properties)
+    return dataclasses.replace(table, properties=tuple(sorted(merged.items())))
+
+
+ALTER_ACTIONS = {
+    st.AddColumn: _add_column,
+    st.DropColumn: _drop_column,
+    st.ModifyColumn: _modify_column,
+    st.RenameColumn: _rename_column,
+    st.RenameTable: _rename_table,
+    st.AddPartition: _add_partition,
+    st.DropPartition: _drop_partition,
+    st.SetTableProperties: _set_properties,
+}

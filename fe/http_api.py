@@ -1,0 +1,153 @@
+"""The FE's HTTP API (aiohttp, on the MySQL front's event loop).
+
+/api/health and /metrics are open; everything else needs HTTP basic auth with a Quire user that
+holds ADMIN_PRIV, or the cluster token (header X-Quire-Token) that other FEs present.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import hmac
+import logging
+
+from aiohttp import web
+
+from fe import privileges
+from fe.accounts import find_user
+
+logger = logging.getLogger(__name__)
+
+IMAGE_CHUNK_BYTES = 1 << 20
+
+
+class HttpApi:
+    def __init__(self, node):
+        self.node = node
+        self.app = web.Application(middlewares=[self._authenticate], client_max_size=1 << 20)
+        self.app.add_routes(
+            [
+                web.get("/api/health", self.health),
+                web.get("/metrics", self.metrics),
+                web.get("/info", self.info),
+                web.get("/version", self.version),
+                web.get("/role", self.role),
+                web.get("/journal_id", self.journal_id),
+                web.get("/image", self.image),
+                web.post("/api/checkpoint", self.checkpoint),
+            ]
+        )
+        self.runner: web.AppRunner | None = None
+        self.port = 0
+
+    async def start(self, host: str, port: int) -> None:
+        self.runner = web.AppRunner(self.app, access_log=None)
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, host, port)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]
+
+    async def close(self) -> None:
+        if self.runner:
+            await self.runner.cleanup()
+
+    @web.middleware
+    async def _authenticate(self, request: web.Request, handler):
+        if request.path in ("/api/health", "/metrics"):
+            return await handler(request)
+        token = request.headers.get("X-Quire-Token")
+        if token is not None and hmac.compare_digest(token, self.node.token):
+            return await handler(request)
+        if self._basic_auth_admin(request.headers.get("Authorization", "")):
+            return await handler(request)
+        return web.json_response(
+            {"code": 401, "msg": "Unauthorized: use HTTP basic auth with an admin user"},
+            status=401,
+            headers={"WWW-Authenticate": 'Basic realm="quire"'},
+        )
+
+    def _basic_auth_admin(self, header: str) -> bool:
+        scheme, _, encoded = header.partition(" ")
+        if scheme.lower() != "basic":
+            return False
+        try:
+            name, _, password = base64.b64decode(encoded, validate=True).decode().partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            return False
+        user = find_user(self.node.catalog, name)
+        if user is None:
+            return False
+        if not hmac.compare_digest(user.password_hash, privileges.password_hash(password)):
+            return False
+        return privileges.is_admin(user)
+
+    async def health(self, request: web.Request) -> web.Response:
+        ok = self.node.ready
+        return web.json_response({"status": "OK" if ok else "STARTING", "journal_id": self.node.catalog.journal_id}, status=200 if ok else 503)
+
+    async def metrics(self, request: web.Request) -> web.Response:
+        return web.Response(body=self.node.metrics.render(), content_type="text/plain", charset="utf-8")
+
+    async def info(self, request: web.Request) -> web.Response:
+        node = self.node
+        status = node.journal.status()
+        return web.json_response(
+            {
+                "name": node.name,
+                "host": node.host,
+                "query_port": node.front.port if node.front else 0,
+                "http_port": self.port,
+                "edit_log_port": node.config["edit_log_port"],
+                "cluster_id": node.cluster_id,
+                "is_leader": status.is_leader,
+                "journal_id": node.catalog.journal_id,
+                "databases": len(node.catalog.dbs),
+                "tables": len(node.catalog.tables),
+                "tablets": node.catalog.tablet_count(),
+            }
+        )
+
+    async def version(self, request: web.Request) -> web.Response:
+        from fe.variables import VERSION, VERSION_COMMENT
+
+        return web.json_response({"version": "0.1.0", "mysql_version": VERSION, "comment": VERSION_COMMENT})
+
+    async def role(self, request: web.Request) -> web.Response:
+        node = self.node
+        host = request.query.get("host")
+        port = request.query.get("port")
+        if host is None:
+            return web.json_response({"role": "FOLLOWER", "name": node.name, "cluster_id": node.cluster_id})
+        frontend = next(
+            (f for f in list(node.catalog.frontends.values()) if f.host == host and str(f.edit_log_port) == port),
+            None,
+        )
+        if frontend is None:
+            return web.json_response({"code": 404, "msg": f"frontend {host}:{port} was not added with ALTER SYSTEM"}, status=404)
+        return web.json_response({"role": str(frontend.role), "name": frontend.name, "cluster_id": node.cluster_id})
+
+    async def journal_id(self, request: web.Request) -> web.Response:
+        return web.json_response({"journal_id": self.node.catalog.journal_id}, headers={"X-Quire-Journal-Id": str(self.node.catalog.journal_id)})
+
+    async def image(self, request: web.Request) -> web.StreamResponse:
+        images = self.node.images.images()
+        wanted = request.query.get("version")
+        if wanted is None and images:
+            info = images[0]
+        else:
+            info = next((i for i in images if str(i.journal_id) == wanted), None)
+        if info is None:
+            return web.json_response({"code": 404, "msg": f"no image with version {wanted}"}, status=404)
+        response = web.StreamResponse(headers={"X-Image-Version": str(info.journal_id), "Content-Length": str(info.size)})
+        response.content_type = "application/octet-stream"
+        await response.prepare(request)
+        with self.node.images.stream(info.journal_id) as file:
+            while chunk := await asyncio.to_thread(file.read, IMAGE_CHUNK_BYTES):
+                await response.write(chunk)
+        await response.write_eof()
+        return response
+
+    async def checkpoint(self, request: web.Request) -> web.Response:
+        info = await self.node.checkpoint_now()
+        return web.json_response({"image": info.path.name, "journal_id": info.journal_id})

@@ -1,0 +1,321 @@
+"""The FE node: start-up (image, journal replay, first-start bootstrap), the write path from a
+statement to a committed journal entry, the checkpointer and TimePrinter threads, and the MySQL and
+HTTP servers on one asyncio loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import socket
+import threading
+import time
+from pathlib import Path
+
+from fe.accounts import CatalogIdentityProvider
+from fe.config import Config
+from fe.metrics import Metrics
+from fe.mysql.errors import QueryError
+from fe.mysql.server import MysqlFront
+from fe.session import QuireSession, StatementCache
+from fe.variables import ClusterGlobalVariables
+from image.identity import NodeRole, new_identity, read_role, read_version, write_role, write_version
+from image.images import ImageInfo, ImageStore
+from metadata import ops
+from metadata.catalog import ApplyError, Catalog
+from metadata.codec import encode_ops
+from metadata.records import Frontend, FrontendRole, Grant, User
+from metadata.replication import ReplicatedJournal
+
+logger = logging.getLogger(__name__)
+
+MAX_OPS_PER_STATEMENT = 1024
+CHECKPOINTER_TICK_SECONDS = 1.0
+ROOT_PRIVILEGES = frozenset(
+    {"SELECT_PRIV", "LOAD_PRIV", "ALTER_PRIV", "CREATE_PRIV", "DROP_PRIV", "SHOW_VIEW_PRIV",
+     "GRANT_PRIV", "ADMIN_PRIV", "NODE_PRIV"}
+)  # fmt: skip
+
+
+class StartupError(Exception):
+    """A reason the node cannot start, said plainly (bad VERSION, no usable image, ...)."""
+
+
+def local_address(priority_networks: str) -> str:
+    networks = [ipaddress.ip_network(n.strip(), strict=False) for n in priority_networks.split(";") if n.strip()]
+    if not networks:
+        return "127.0.0.1"
+    candidates = {"127.0.0.1"}
+    try:
+        for info in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET):
+            candidates.add(str(info[4][0]))
+    except OSError:
+        pass
+    for network in networks:
+        for address in sorted(candidates):
+            if ipaddress.ip_address(address) in network:
+                return address
+    raise StartupError(f"no local address is in priority_networks {priority_networks!r}")
+
+
+class FrontendNode:
+    def __init__(self, config: Config):
+        self.config = config
+        self.host = local_address(config["priority_networks"])
+        self.meta_dir = config.path("meta_dir")
+        self.image_dir = self.meta_dir / "image"
+        self.images = ImageStore(self.image_dir, keep=config["image_keep_count"])
+        self.catalog = Catalog()
+        self.global_variables = ClusterGlobalVariables(self.catalog)
+        self.statement_cache = StatementCache(config["statement_cache_size"])
+        self.metrics = Metrics(self)
+        self.journal: ReplicatedJournal | None = None
+        self.front: MysqlFront | None = None
+        self.http = None
+        self.name = ""
+        self.cluster_id = 0
+        self.token = ""
+        self.started_at = time.time()
+        self._next_free_id = 0
+        self._id_lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._checkpoint_lock = threading.Lock()
+        self.last_checkpoint_at = time.monotonic()
+        self.last_image: ImageInfo | None = None
+        self.ready = False
+
+    # -- start-up ------------------------------------------------------------------------------
+
+    def load_identity(self) -> None:
+        self.image_dir.mkdir(parents=True, exist_ok=True)
+        version = read_version(self.image_dir)
+        configured = self.config["cluster_id"]
+        if version is None:
+            if any(self.image_dir.glob("image.*")) or (self.meta_dir / "journal").exists():
+                raise StartupError(f"{self.image_dir / 'VERSION'} is missing but the meta_dir holds data; refusing to start a new cluster over it")
+            version = new_identity(configured or None)
+            write_version(self.image_dir, version)
+            logger.info("new cluster: cluster id %d", version.cluster_id)
+        elif configured and configured != version.cluster_id:
+            raise StartupError(f"cluster_id {configured} in the configuration differs from {version.cluster_id} in {self.image_dir / 'VERSION'}")
+        role = read_role(self.image_dir)
+        if role is None:
+            role = NodeRole("FOLLOWER", f"{self.host}_{self.config['edit_log_port']}_{int(time.time() * 1000)}")
+            write_role(self.image_dir, role)
+        self.cluster_id, self.token, self.name = version.cluster_id, version.token, role.name
+
+    def load_image(self) -> None:
+        started = time.monotonic()
+        loaded = self.images.load_newest()
+        if loaded is not None:
+            self.catalog, self.last_image = loaded
+            self.global_variables.catalog = self.catalog
+            logger.info("loaded %s (journal id %d, %d tables) in %.2f s", self.last_image.path.name, self.catalog.journal_id, len(self.catalog.tables), time.monotonic() - started)
+        else:
+            logger.info("no image yet: starting from an empty catalog")
+
+    def start_journal(self) -> None:
+        self.journal = ReplicatedJournal(
+            journal_dir=str(self.meta_dir / "journal"),
+            self_address=f"{self.host}:{self.config['edit_log_port']}",
+            partners=[],
+            state_machine=self.catalog,
+            applied_index=self.catalog.raft_index,
+            sync=self.config["master_sync_policy"] == "SYNC",
+            password=self.token,
+        )
+        started = time.monotonic()
+        self.journal.start()
+        logger.info("journal replayed to journal id %d in %.2f s", self.catalog.journal_id, time.monotonic() - started)
+        if not self.journal.wait_leader(timeout=30):
+            raise StartupError("the journal did not elect a leader within 30 s")
+
+    def bootstrap(self) -> None:
+        """First start of a cluster: journal the built-in users and this frontend."""
+        first: list[ops.Op] = []
+        if not self.catalog.users:
+            everything = (Grant("*", "*", ROOT_PRIVILEGES),)
+            first += [ops.CreateUser(User("root", "%", "", everything)), ops.CreateUser(User("admin", "%", "", everything))]
+        if self.name not in self.catalog.frontends:
+            first.append(
+                ops.AddFrontend(
+                    Frontend(self.name, self.host, self.config["edit_log_port"], self.config["http_port"], self.config["query_port"], FrontendRole.FOLLOWER)
+                )
+            )
+        if first:
+            self.commit_blocking(first)
+
+    async def start_servers(self) -> None:
+        from fe.http_api import HttpApi
+
+        self.front = MysqlFront(
+            session_factory=lambda: QuireSession(self),
+            identity_provider=CatalogIdentityProvider(self.catalog),
+            host=self.host if self.host != "127.0.0.1" else "127.0.0.1",
+            port=self.config["query_port"],
+            max_connections=self.config["qe_max_connection"],
+            max_packet_bytes=self.config["max_allowed_packet"],
+        )
+        await self.front.start()
+        self.http = HttpApi(self)
+        await self.http.start(self.host, self.config["http_port"])
+        logger.info("MySQL protocol listening on %s:%d", self.host, self.front.port)
+        logger.info("HTTP API listening on %s:%d", self.host, self.http.port)
+
+    def start_threads(self) -> None:
+        threading.Thread(target=self._checkpointer, name="checkpointer", daemon=True).start()
+        threading.Thread(target=self._time_printer, name="time-printer", daemon=True).start()
+
+    async def run(self, ready_callback=None) -> None:
+        """Start everything and serve until stop() is called."""
+        self.load_identity()
+        self.load_image()
+        await asyncio.to_thread(self.start_journal)
+        await asyncio.to_thread(self.bootstrap)
+        await self.start_servers()
+        self.start_threads()
+        self.ready = True
+        logger.info("Quire FE %s is ready: mysql -h %s -P %d -u root", self.name, self.host, self.front.port)
+        if ready_callback:
+            ready_callback()
+        stop = asyncio.Event()
+        self._stop_event = stop
+        self._loop = asyncio.get_running_loop()
+        await stop.wait()
+        await self.shutdown()
+
+    def stop(self) -> None:
+        loop = getattr(self, "_loop", None)
+        if loop is not None:
+            loop.call_soon_threadsafe(self._stop_event.set)
+
+    async def shutdown(self) -> None:
+        self._stopping.set()
+        if self.http:
+            await self.http.close()
+        if self.front:
+            await self.front.close()
+        if self.journal:
+            await asyncio.to_thread(self.journal.close)
+        logger.info("Quire FE stopped")
+
+    def uptime(self) -> float:
+        return time.time() - self.started_at
+
+    # -- the write path ------------------------------------------------------------------------
+
+    def allocate_ids(self, count: int) -> int:
+        assert 0 < count <= 1_000_000, count
+        with self._id_lock:
+            first = max(self._next_free_id, self.catalog.next_id)
+            self._next_free_id = first + count
+            return first
+
+    async def commit(self, operations: list[ops.Op]) -> list[object]:
+        """Journal the operations as one entry; returns once committed, fsynced and applied."""
+        assert 0 < len(operations) <= MAX_OPS_PER_STATEMENT
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+
+        def done(result, error):
+            loop.call_soon_threadsafe(_settle, future, result, error)
+
+        self.journal.submit(encode_ops(operations), done)
+        timeout = self.config["journal_commit_timeout_second"]
+        try:
+            results = await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            raise QueryError(1105, f"The journal did not commit within {timeout} s; the statement may or may not have taken effect") from None
+        return _raise_first_error(results)
+
+    def commit_blocking(self, operations: list[ops.Op]) -> list[object]:
+        results = self.journal.commit(encode_ops(operations), timeout=self.config["journal_commit_timeout_second"])
+        return _raise_first_error(results)
+
+    # -- checkpoints ---------------------------------------------------------------------------
+
+    def checkpoint(self) -> ImageInfo:
+        with self._checkpoint_lock:
+            started = time.monotonic()
+            snapshot = self.catalog.snapshot()
+            info = self.images.write(snapshot)
+            self.last_image = info
+            self.last_checkpoint_at = time.monotonic()
+            kept = self.images.images()
+            oldest = kept[-1] if kept else info
+            # The journal keeps what the oldest kept image lacks, so start-up can fall back to it.
+            self.journal.truncate_through(oldest.raft_index)
+            logger.info("checkpoint %s written in %.2f s; journal truncated through raft index %d", info.path.name, time.monotonic() - started, oldest.raft_index)
+            return info
+
+    async def checkpoint_now(self) -> ImageInfo:
+        return await asyncio.to_thread(self.checkpoint)
+
+    def _checkpointer(self) -> None:
+        while not self._stopping.wait(CHECKPOINTER_TICK_SECONDS):
+            since = self.last_image.journal_id if self.last_image else 0
+            due = self.catalog.journal_id - since >= self.config["edit_log_roll_num"]
+            period = time.monotonic() - self.last_checkpoint_at >= self.config["checkpoint_interval_second"]
+            if due and period and self.journal.status().is_leader:
+                try:
+                    self.checkpoint()
+                except Exception:
+                    logger.exception("checkpoint failed; will retry")
+
+    def _time_printer(self) -> None:
+        while not self._stopping.wait(max(self.config["meta_delay_toleration_second"] / 2, 0.5)):
+            if not self.journal.status().is_leader:
+                continue
+            try:
+                self.commit_blocking([ops.Timestamp(int(time.time() * 1000))])
+            except Exception as error:
+                logger.warning("TimePrinter could not journal a timestamp: %s", error)
+
+    # -- status --------------------------------------------------------------------------------
+
+    def set_config(self, name: str, value: str) -> None:
+        self.config.set(name, value)
+        if name == "sys_log_level":
+            logging.getLogger().setLevel(self.config[name].replace("WARN", "WARNING"))
+        if name == "image_keep_count":
+            self.images.keep = self.config[name]
+
+    def frontends_rows(self) -> tuple[list[str], list[tuple]]:
+        names = ["Name", "Host", "EditLogPort", "HttpPort", "QueryPort", "RpcPort", "Role", "IsMaster",
+                 "ClusterId", "Join", "Alive", "ReplayedJournalId", "LastHeartbeat", "IsHelper", "ErrMsg",
+                 "Version", "CurrentConnected"]  # fmt: skip
+        status = self.journal.status()
+        rows = []
+        for fe in sorted(list(self.catalog.frontends.values()), key=lambda f: f.name):
+            is_self = fe.name == self.name
+            rows.append((
+                fe.name, fe.host, fe.edit_log_port, fe.http_port, fe.query_port, self.config["rpc_port"],
+                str(fe.role), str(is_self and status.is_leader).lower(), self.cluster_id,
+                "true", str(is_self).lower(), self.catalog.journal_id if is_self else 0,
+                time.strftime("%Y-%m-%d %H:%M:%S") if is_self else "", "true" if is_self else "false", "",
+                "quire-0.1.0", "Yes" if is_self else "No",
+            ))  # fmt: skip
+        return names, rows
+
+
+def _settle(future: asyncio.Future, result, error) -> None:
+    if future.done():
+        return
+    if error is not None:
+        future.set_exception(error if isinstance(error, QueryError) else QueryError(1105, f"Journal write failed: {error}"))
+    else:
+        future.set_result(result)
+
+
+def _raise_first_error(results) -> list[object]:
+    if isinstance(results, BaseException):
+        raise QueryError(1105, f"Journal apply failed: {results}")
+    for result in results:
+        if isinstance(result, ApplyError):
+            raise QueryError(result.code, result.message)
+    return results
+
+
+def pid_file_path(config: Config) -> Path:
+    return config.path("log_dir") / "quire.pid"

@@ -1,0 +1,114 @@
+"""Privileges in Doris's model, accepting MySQL's names too.
+
+A grant holds canonical names (SELECT_PRIV, LOAD_PRIV, ...) on *.*, db.* or db.table; a check
+asks whether a user holds one privilege on one object at any level.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from metadata.records import Grant, User
+
+SELECT = "SELECT_PRIV"
+LOAD = "LOAD_PRIV"
+ALTER = "ALTER_PRIV"
+CREATE = "CREATE_PRIV"
+DROP = "DROP_PRIV"
+GRANT = "GRANT_PRIV"
+ADMIN = "ADMIN_PRIV"
+NODE = "NODE_PRIV"
+USAGE = "USAGE_PRIV"
+SHOW_VIEW = "SHOW_VIEW_PRIV"
+
+OBJECT_PRIVILEGES = (SELECT, LOAD, ALTER, CREATE, DROP, SHOW_VIEW)
+GLOBAL_ONLY = (ADMIN, NODE)
+
+CANONICAL = {
+    "SELECT": SELECT,
+    "SELECT_PRIV": SELECT,
+    "INSERT": LOAD,
+    "UPDATE": LOAD,
+    "DELETE": LOAD,
+    "LOAD_PRIV": LOAD,
+    "ALTER": ALTER,
+    "INDEX": ALTER,
+    "ALTER_PRIV": ALTER,
+    "CREATE": CREATE,
+    "CREATE_PRIV": CREATE,
+    "DROP": DROP,
+    "DROP_PRIV": DROP,
+    "GRANT": GRANT,
+    "GRANT_PRIV": GRANT,
+    "SUPER": ADMIN,
+    "PROCESS": ADMIN,
+    "RELOAD": ADMIN,
+    "ADMIN_PRIV": ADMIN,
+    "NODE_PRIV": NODE,
+    "USAGE": USAGE,
+    "USAGE_PRIV": USAGE,
+    "SHOW": SHOW_VIEW,
+    "SHOW_VIEW_PRIV": SHOW_VIEW,
+    "REFERENCES": SELECT,
+    "EXECUTE": SELECT,
+    "EVENT": ALTER,
+    "TRIGGER": ALTER,
+}
+
+
+def canonical(names: tuple[str, ...], is_global: bool) -> frozenset[str]:
+    """MySQL or Doris privilege names -> Doris's; ALL means every privilege the level can hold."""
+    result: set[str] = set()
+    for name in names:
+        if name in ("ALL", "ALL PRIVILEGES"):
+            result.update(OBJECT_PRIVILEGES + (GRANT,))
+            if is_global:
+                result.add(ADMIN)
+        else:
+            result.add(CANONICAL[name])
+    return frozenset(result)
+
+
+def password_hash(password: str) -> str:
+    """mysql_native_password's stored form: "*" + upper hex SHA1(SHA1(password)); "" if empty."""
+    if not password:
+        return ""
+    return "*" + hashlib.sha1(hashlib.sha1(password.encode()).digest()).hexdigest().upper()
+
+
+def _grants_on(user: User, db: str, table: str):
+    for grant in user.grants:
+        if grant.db == "*" or (grant.db == db and grant.table in ("*", table)):
+            yield grant
+
+
+def has(user: User, privilege: str, db: str = "*", table: str = "*") -> bool:
+    if is_admin(user):
+        return True
+    return any(privilege in grant.privileges for grant in _grants_on(user, db, table))
+
+
+def has_any(user: User, db: str, table: str | None = None) -> bool:
+    """Whether the user may see the database (table=None) or the table at all."""
+    if is_admin(user):
+        return True
+    for grant in user.grants:
+        if not grant.privileges - {USAGE}:
+            continue
+        if grant.db == "*":
+            return True
+        if grant.db == db and (table is None or grant.table in ("*", table)):
+            return True
+    return False
+
+
+def is_admin(user: User) -> bool:
+    return any(
+        grant.db == "*" and (ADMIN in grant.privileges or NODE in grant.privileges)
+        for grant in user.grants
+    )
+
+
+def grant_text(user: User, grant: Grant) -> str:
+    target = f"{grant.db}.{grant.table}"
+    return f"GRANT {', '.join(sorted(grant.privileges))} ON {target} TO {user.identity}"

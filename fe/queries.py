@@ -1,0 +1,227 @@
+"""SELECT statements on the FE: constants and variables answered directly, everything else
+(expressions, information_schema) executed by DuckDB over tables built from the catalog.
+
+Table data is the data plane's (a later issue); a SELECT on a user table says so.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import duckdb
+import pyarrow as pa
+from sqlglot import exp
+
+from fe.information_schema import INFORMATION_SCHEMA, build_table
+from fe.mysql.errors import QueryError
+from fe.mysql.results import Result, column
+
+SESSION_FUNCTIONS = {
+    "DATABASE": lambda session: session.database,
+    "SCHEMA": lambda session: session.database,
+    "USER": lambda session: f"{session.username}@{session.client_host}",
+    "SESSION_USER": lambda session: f"{session.username}@{session.client_host}",
+    "SYSTEM_USER": lambda session: f"{session.username}@{session.client_host}",
+    "CURRENT_USER": lambda session: session.current_user_identity,
+    "VERSION": lambda session: session.variables.get("version"),
+    "CONNECTION_ID": lambda session: session.connection_id,
+    "LAST_INSERT_ID": lambda session: 0,
+}
+
+DUCKDB_TYPES = {
+    "BOOLEAN": "TINYINT",
+    "TINYINT": "TINYINT",
+    "SMALLINT": "SMALLINT",
+    "INTEGER": "INT",
+    "BIGINT": "BIGINT",
+    "HUGEINT": "DECIMAL(38,0)",
+    "UTINYINT": "SMALLINT",
+    "USMALLINT": "INT",
+    "UINTEGER": "BIGINT",
+    "UBIGINT": "DECIMAL(20,0)",
+    "FLOAT": "FLOAT",
+    "DOUBLE": "DOUBLE",
+    "DATE": "DATE",
+    "TIMESTAMP": "DATETIME",
+    "TIME": "TIME",
+    "VARCHAR": "VARCHAR",
+    "BLOB": "VARBINARY",
+    "NULL": "VARCHAR",
+}
+
+_duckdb = duckdb.connect(":memory:")
+_duckdb_lock = threading.Lock()
+
+
+def python_type(value: object) -> str:
+    if isinstance(value, bool):
+        return "TINYINT"
+    if isinstance(value, int):
+        return "BIGINT"
+    if isinstance(value, float):
+        return "DOUBLE"
+    if isinstance(value, decimal.Decimal):
+        return "DECIMAL(65,30)"
+    if isinstance(value, datetime.datetime):
+        return "DATETIME"
+    if isinstance(value, datetime.date):
+        return "DATE"
+    return "VARCHAR"
+
+
+@dataclass(frozen=True)
+class SelectPlan:
+    """A parsed SELECT ready to run again: the statement cache keeps these."""
+
+    expression: exp.Select
+    names: tuple[str, ...]
+    constant: tuple[Callable, ...] | None  # per-column evaluators when no engine is needed
+
+
+def plan_select(expression: exp.Expression) -> SelectPlan:
+    names = tuple(projection_name(projection) for projection in expression.expressions) if isinstance(expression, exp.Select) else ()
+    constant = None
+    if isinstance(expression, exp.Select) and _is_bare_select(expression):
+        evaluators = [_constant_evaluator(projection) for projection in expression.expressions]
+        if all(evaluator is not None for evaluator in evaluators):
+            constant = tuple(evaluators)
+    return SelectPlan(expression, names, constant)
+
+
+def projection_name(projection: exp.Expression) -> str:
+    if isinstance(projection, exp.Alias):
+        return projection.alias
+    if isinstance(projection, exp.Column):
+        return projection.name
+    if isinstance(projection, exp.SessionParameter):
+        kind = projection.args.get("kind")
+        return f"@@{kind.lower() + '.' if kind else ''}{projection.name}"
+    return projection.sql(dialect="mysql")
+
+
+def _is_bare_select(select: exp.Select) -> bool:
+    keys = {key for key, value in select.args.items() if value}
+    return keys <= {"expressions", "limit"} and not select.args.get("from_")
+
+
+def _constant_evaluator(projection: exp.Expression) -> Callable | None:
+    node = projection.this if isinstance(projection, exp.Alias) else projection
+    if isinstance(node, exp.Literal):
+        value = node.this if node.is_string else _number(node.this)
+        return lambda session: value
+    if isinstance(node, exp.Null):
+        return lambda session: None
+    if isinstance(node, exp.Boolean):
+        value = 1 if node.this else 0
+        return lambda session: value
+    if isinstance(node, exp.SessionParameter):
+        name = node.name
+        scope = (node.args.get("kind") or "").upper()
+        return lambda session: session.variable(name, scope)
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
+        value = -_number(node.this.this)
+        return lambda session: value
+    if isinstance(node, exp.Func):
+        function = SESSION_FUNCTIONS.get(_function_name(node))
+        if function is not None and not node.expressions and not node.args.get("this"):
+            return function
+    return None
+
+
+def _function_name(node: exp.Func) -> str:
+    if isinstance(node, exp.Anonymous):
+        return node.name.upper()
+    return node.sql_name().upper()
+
+
+def _number(text: str):
+    try:
+        return int(text)
+    except ValueError:
+        return decimal.Decimal(text) if "e" not in text.lower() else float(text)
+
+
+def run_select(session, plan: SelectPlan) -> Result:
+    if plan.constant is not None:
+        row = tuple(evaluate(session) for evaluate in plan.constant)
+        limit = plan.expression.args.get("limit")
+        rows = [row]
+        if limit is not None and limit.expression is not None and limit.expression.this == "0":
+            rows = []
+        return Result(columns=[column(n, python_type(v)) for n, v in zip(plan.names, row, strict=True)], rows=rows)
+    return _run_in_duckdb(session, plan)
+
+
+def _run_in_duckdb(session, plan: SelectPlan) -> Result:
+    expression = plan.expression.copy()
+    tables: dict[str, str] = {}
+    for table in list(expression.find_all(exp.Table)):
+        db = table.db or session.database or ""
+        if db.lower() != INFORMATION_SCHEMA:
+            if table.name and not table.db and not session.database:
+                raise QueryError(1046, "No database selected")
+            raise QueryError(
+                1235,
+                f"Reading table data ({db}.{table.name}) is not supported yet: the data plane comes in a later release",
+            )
+        name = table.name.lower()
+        registered = f"quire_is_{name}"
+        tables[registered] = name
+        alias = table.alias or table.name
+        table.replace(exp.to_table(registered).as_(alias) if alias else exp.to_table(registered))
+    expression = expression.transform(lambda node: _bind(node, session))
+    sql = expression.sql(dialect="duckdb")
+    with _duckdb_lock:
+        cursor = _duckdb.cursor()
+    try:
+        for registered, name in tables.items():
+            arrow = build_table(name, session)
+            if arrow is None:
+                raise QueryError(1109, f"Unknown table '{name}' in information_schema")
+            cursor.register(registered, arrow)
+        result = cursor.execute(sql)
+        description = result.description
+        rows = result.fetchall()
+    except duckdb.Error as error:
+        raise QueryError(1064, f"Cannot run this query: {str(error).splitlines()[0]}") from None
+    finally:
+        cursor.close()
+    names = [entry[0] for entry in description]
+    if plan.names and len(plan.names) == len(names) and not any(isinstance(p, exp.Star) for p in plan.expression.expressions):
+        names = list(plan.names)
+    columns = [column(name, DUCKDB_TYPES.get(str(entry[1]).split("(")[0], _decimal_type(entry[1]))) for name, entry in zip(names, description, strict=True)]
+    return Result(columns=columns, rows=rows)
+
+
+def _decimal_type(duck_type) -> str:
+    text = str(duck_type)
+    return text if text.startswith("DECIMAL") else "VARCHAR"
+
+
+def _bind(node: exp.Expression, session) -> exp.Expression:
+    if isinstance(node, exp.SessionParameter):
+        value = session.variable(node.name, (node.args.get("kind") or "").upper())
+        return _literal(value)
+    if isinstance(node, exp.Func):
+        function = SESSION_FUNCTIONS.get(_function_name(node))
+        if function is not None and not node.expressions and not node.args.get("this"):
+            return _literal(function(session))
+    return node
+
+
+def _literal(value) -> exp.Expression:
+    if value is None:
+        return exp.null()
+    if isinstance(value, bool):
+        return exp.Literal.number(int(value))
+    if isinstance(value, int | float | decimal.Decimal):
+        return exp.Literal.number(value)
+    return exp.Literal.string(str(value))
+
+
+def arrow_table(columns: dict[str, list]) -> pa.Table:
+    return pa.table(columns)

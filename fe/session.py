@@ -1,0 +1,282 @@
+"""One MySQL connection's session: who is connected, the current database and variables, and the
+dispatch of each statement to its handler.
+
+Parsing is the front's hot spot, so a statement's parsed form is cached by its text: a repeated
+statement (a client's connect-time queries, an application's point statements) skips the parse.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+
+from mysql_mimic.session import BaseSession
+from sqlglot import exp
+
+from fe import accounts, admin, ddl, privileges, queries, show
+from fe.mysql.errors import QueryError
+from fe.mysql.results import Result
+from fe.sql import statements as st
+from fe.sql.parser import ParseError, parse
+from fe.variables import QuireSessionVariables, coerce
+from metadata.records import User
+
+logger = logging.getLogger(__name__)
+
+MAX_WARNINGS = 64
+
+
+class StatementCache:
+    """Parsed statements by SQL text, least recently used first out; shared by all sessions."""
+
+    def __init__(self, capacity: int):
+        assert capacity >= 0
+        self.capacity = capacity
+        self._entries: OrderedDict[str, object] = OrderedDict()
+
+    def get(self, sql: str):
+        entry = self._entries.get(sql)
+        if entry is not None:
+            self._entries.move_to_end(sql)
+        return entry
+
+    def put(self, sql: str, statement: object) -> None:
+        if self.capacity == 0:
+            return
+        self._entries[sql] = statement
+        if len(self._entries) > self.capacity:
+            self._entries.popitem(last=False)
+
+
+def prepare(sql: str) -> object:
+    """Parse a statement into what runs it: queries become SelectPlans, the rest stay records."""
+    statement = parse(sql)
+    if isinstance(statement, st.Query):
+        expression = statement.expression
+        if not isinstance(expression, exp.Select | exp.Union):
+            raise ParseError("Only SELECT queries are supported here")
+        return queries.plan_select(expression)
+    return statement
+
+
+class QuireSession(BaseSession):
+    def __init__(self, node):
+        self.node = node
+        self.catalog = node.catalog
+        self.variables = QuireSessionVariables(node.global_variables)
+        self.username: str | None = None
+        self.database: str | None = None
+        self.connection = None
+        self.warnings: list[tuple] = []
+        self.started = time.monotonic()
+
+    # -- BaseSession ---------------------------------------------------------------------------
+
+    async def init(self, connection) -> None:
+        self.connection = connection
+        if self.database:
+            self.check_database(self.database)
+
+    async def use(self, database: str) -> None:
+        self.check_database(database)
+        self.database = database
+
+    async def reset(self) -> None:
+        self.variables = QuireSessionVariables(self.node.global_variables)
+        self.warnings = []
+
+    async def close(self) -> None:
+        pass
+
+    async def handle_query(self, sql: str, attrs: dict[str, str]) -> Result:
+        self.node.metrics.query_started()
+        try:
+            statement = self.node.statement_cache.get(sql)
+            if statement is None:
+                statement = prepare(sql)
+                self.node.statement_cache.put(sql, statement)
+            return await self.execute(statement)
+        except ParseError as error:
+            self.node.metrics.query_failed()
+            raise QueryError(1064, str(error)) from None
+        except QueryError:
+            self.node.metrics.query_failed()
+            raise
+
+    # -- who and where -------------------------------------------------------------------------
+
+    @property
+    def user(self) -> User:
+        user = accounts.find_user(self.catalog, self.username or "")
+        if user is None:
+            raise QueryError(1045, f"Access denied for user '{self.username}': the user was dropped")
+        return user
+
+    @property
+    def client_host(self) -> str:
+        peer = getattr(getattr(self.connection, "stream", None), "writer", None)
+        if peer is not None:
+            address = peer.get_extra_info("peername")
+            if address:
+                return str(address[0])
+        return "%"
+
+    @property
+    def connection_id(self) -> int:
+        return getattr(self.connection, "connection_id", 0)
+
+    @property
+    def current_user_identity(self) -> str:
+        user = self.user
+        return f"{user.name}@{user.host}"
+
+    def check_database(self, name: str) -> None:
+        if name.lower() == "information_schema":
+            return
+        if self.catalog.database(name) is None:
+            raise QueryError(1049, f"Unknown database '{name}'")
+        if not privileges.has_any(self.user, name):
+            raise QueryError(1044, f"Access denied for user '{self.username}'@'{self.client_host}' to database '{name}'")
+
+    def require(self, privilege: str, db: str, table: str = "*") -> None:
+        user = self.user
+        if privileges.has(user, privilege, db, table):
+            return
+        if table == "*":
+            raise QueryError(1044, f"Access denied for user '{user.name}'@'{self.client_host}' to database '{db}'")
+        command = privilege.removesuffix("_PRIV")
+        raise QueryError(1142, f"{command} command denied to user '{user.name}'@'{self.client_host}' for table '{db}.{table}'")
+
+    def require_admin(self, what: str) -> None:
+        if not privileges.is_admin(self.user):
+            raise QueryError(1227, f"Access denied; you need (at least one of) the ADMIN_PRIV or NODE_PRIV privilege(s) for {what}")
+
+    def variable(self, name: str, scope: str = ""):
+        try:
+            if scope == "GLOBAL":
+                return self.variables.global_variables.get_variable(name)
+            return self.variables.get_variable(name)
+        except Exception:
+            raise QueryError(1193, f"Unknown system variable '{name}'") from None
+
+    # -- execution -----------------------------------------------------------------------------
+
+    async def execute(self, statement) -> Result:
+        if isinstance(statement, queries.SelectPlan):
+            self.warnings = []
+            return queries.run_select(self, statement)
+        kind = type(statement)
+        builder = WRITES.get(kind)
+        if builder is not None:
+            self.warnings = []
+            operations = builder(self, statement)
+            if operations:
+                await self.node.commit(operations)
+            return Result()
+        handler = READS.get(kind)
+        if handler is None:
+            raise QueryError(1235, f"{kind.__name__} is not supported yet")
+        return await handler(self, statement)
+
+    async def _set(self, statement: st.SetStatement) -> Result:
+        for item in statement.expression.expressions:
+            await self._set_item(item)
+        return Result()
+
+    async def _set_item(self, item: exp.SetItem) -> None:
+        kind = (item.args.get("kind") or "").upper()
+        if kind in ("NAMES", "CHARACTER SET", "CHARSET"):
+            charset = item.name or "utf8mb4"
+            for name in ("character_set_client", "character_set_connection", "character_set_results"):
+                self.variables.set(name, charset if charset.lower() != "default" else "utf8mb4")
+            return
+        if kind == "TRANSACTION" or item.args.get("kind") is None and isinstance(item.this, exp.Var):
+            return
+        assignment = item.this
+        if not isinstance(assignment, exp.EQ | exp.PropertyEQ):
+            raise QueryError(1064, "You have an error in your SQL syntax near SET")
+        target = assignment.this
+        scope = kind
+        if isinstance(target, exp.SessionParameter):
+            scope = (target.args.get("kind") or scope or "SESSION").upper()
+            name = target.name
+        elif isinstance(target, exp.Parameter | exp.Placeholder):
+            return  # user variables (@x) are accepted and ignored
+        else:
+            name = target.name
+        value = self._evaluate(assignment.expression)
+        await self.set_variable(name.lower(), value, scope)
+
+    def _evaluate(self, expression: exp.Expression):
+        if isinstance(expression, exp.Column | exp.Var) and not isinstance(expression, exp.Literal):
+            return expression.name  # SET autocommit = ON, SET time_zone = SYSTEM
+        if isinstance(expression, exp.DefaultColumn) or (isinstance(expression, exp.Var) and expression.name.upper() == "DEFAULT"):
+            return None
+        plan = queries.plan_select(exp.select(expression.copy()))
+        result = queries.run_select(self, plan)
+        return result.rows[0][0] if result.rows else None
+
+    async def set_variable(self, name: str, value, scope: str) -> None:
+        try:
+            type_, _, dynamic = self.variables.get_schema(name)
+        except Exception:
+            raise QueryError(1193, f"Unknown system variable '{name}'") from None
+        if not dynamic:
+            raise QueryError(1238, f"Variable '{name}' is a read only variable")
+        try:
+            typed = coerce(type_, value) if value is not None else None
+        except (TypeError, ValueError):
+            raise QueryError(1231, f"Variable '{name}' can't be set to the value of '{value}'") from None
+        if scope == "GLOBAL":
+            self.require_admin("SET GLOBAL")
+            from metadata import ops
+
+            text = "" if typed is None else str(int(typed) if isinstance(typed, bool) else typed)
+            await self.node.commit([ops.SetGlobalVariable(name, text)])
+            return
+        self.variables.set(name, typed)
+
+    async def _use(self, statement: st.Use) -> Result:
+        await self.use(statement.db)
+        return Result()
+
+    async def _show(self, statement: st.Show) -> Result:
+        return show.show(self, statement)
+
+    async def _describe(self, statement: st.Describe) -> Result:
+        return show.describe(self, statement)
+
+    async def _transaction(self, statement: st.Transaction) -> Result:
+        return Result()
+
+    async def _unsupported(self, statement: st.Unsupported) -> Result:
+        raise QueryError(1235, f"{statement.kind} is not supported yet: table data comes with the data plane")
+
+
+WRITES = {
+    st.CreateDatabase: ddl.create_database,
+    st.DropDatabase: ddl.drop_database,
+    st.CreateTable: ddl.create_table,
+    st.CreateTableLike: ddl.create_table_like,
+    st.DropTable: ddl.drop_table,
+    st.AlterTable: ddl.alter_table,
+    st.CreateUser: accounts.create_user,
+    st.DropUser: accounts.drop_user,
+    st.SetPassword: accounts.set_password,
+    st.GrantStatement: accounts.grant,
+    st.AlterSystem: admin.alter_system,
+}
+
+READS = {
+    st.SetStatement: QuireSession._set,
+    st.Use: QuireSession._use,
+    st.Show: QuireSession._show,
+    st.Describe: QuireSession._describe,
+    st.Transaction: QuireSession._transaction,
+    st.Unsupported: QuireSession._unsupported,
+    st.Kill: admin.kill,
+    st.AdminShowConfig: admin.show_config,
+    st.AdminSetConfig: admin.set_config,
+    st.AdminCheckpoint: admin.checkpoint,
+}

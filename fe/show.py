@@ -1,0 +1,369 @@
+"""SHOW and DESCRIBE statements, SHOW CREATE TABLE included (its output creates the same table)."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+
+from fe import accounts, privileges
+from fe.ddl import resolve_database, resolve_table
+from fe.information_schema import (
+    INFORMATION_SCHEMA,
+    column_key,
+    mysql_column_type,
+    visible_databases,
+)
+from fe.mysql.errors import QueryError
+from fe.mysql.results import Result, column
+from fe.sql import statements as st
+from metadata.records import Table
+
+
+def like_matcher(pattern: str | None, case_sensitive: bool = True):
+    if pattern is None:
+        return lambda value: True
+    regex = "".join(
+        ".*" if ch == "%" else "." if ch == "_" else re.escape(ch) for ch in pattern
+    )
+    compiled = re.compile(f"^{regex}$", 0 if case_sensitive else re.IGNORECASE | re.DOTALL)
+    return lambda value: compiled.match(value) is not None
+
+
+def text_result(names: list[str], rows: list[tuple]) -> Result:
+    types = []
+    for index, _ in enumerate(names):
+        sample = next((row[index] for row in rows if row[index] is not None), None)
+        types.append("BIGINT" if isinstance(sample, int) and not isinstance(sample, bool) else "VARCHAR")
+    return Result(columns=[column(name, type_) for name, type_ in zip(names, types, strict=True)], rows=rows)
+
+
+def show(session, statement: st.Show) -> Result:
+    handler = SHOW_HANDLERS.get(statement.what)
+    if handler is None:
+        raise QueryError(1235, f"SHOW {statement.what} is not supported")
+    return handler(session, statement)
+
+
+def _databases(session, statement: st.Show) -> Result:
+    match = like_matcher(statement.like)
+    return text_result(["Database"], [(name,) for name in visible_databases(session) if match(name)])
+
+
+def _tables(session, statement: st.Show) -> Result:
+    database = resolve_database(session, statement.db)
+    match = like_matcher(statement.like)
+    names = [
+        table.name
+        for table in session.catalog.tables_of(database.id)
+        if match(table.name) and privileges.has_any(session.user, database.name, table.name)
+    ]
+    header = f"Tables_in_{database.name}"
+    if statement.full:
+        return text_result([header, "Table_type"], [(name, "BASE TABLE") for name in names])
+    return text_result([header], [(name,) for name in names])
+
+
+def readable_table(session, name: st.TableName) -> tuple:
+    if (name.db or session.database or "").lower() == INFORMATION_SCHEMA:
+        raise QueryError(1235, "Describing information_schema tables is not supported; query them")
+    database, table = resolve_table(session, name)
+    if not privileges.has_any(session.user, database.name, table.name):
+        raise QueryError(
+            1142,
+            f"SHOW command denied to user '{session.user.name}'@'{session.client_host}' for table '{table.name}'",
+        )
+    return database, table
+
+
+def _default_text(default: str | None) -> str | None:
+    if default is None or default == "NULL":
+        return None
+    if default.startswith("'") and default.endswith("'"):
+        return default[1:-1].replace("''", "'")
+    return default
+
+
+def _columns(session, statement: st.Show) -> Result:
+    _, table = readable_table(session, statement.table)
+    match = like_matcher(statement.like, case_sensitive=False)
+    rows = []
+    for col in table.columns:
+        if not match(col.name):
+            continue
+        extra = "auto_increment" if col.auto_increment else (col.aggregation or "")
+        if statement.full:
+            rows.append((col.name, mysql_column_type(col.type), None, "YES" if col.nullable else "NO",
+                         column_key(table, col), _default_text(col.default), extra,
+                         "select,insert,update,references", col.comment))  # fmt: skip
+        else:
+            rows.append((col.name, mysql_column_type(col.type), "YES" if col.nullable else "NO",
+                         column_key(table, col), _default_text(col.default), extra))  # fmt: skip
+    if statement.full:
+        names = ["Field", "Type", "Collation", "Null", "Key", "Default", "Extra", "Privileges", "Comment"]
+    else:
+        names = ["Field", "Type", "Null", "Key", "Default", "Extra"]
+    return text_result(names, rows)
+
+
+def describe(session, statement: st.Describe) -> Result:
+    return _columns(session, st.Show("COLUMNS", table=statement.table))
+
+
+def quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def quote_string(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _bound(values: tuple[str, ...]) -> str:
+    return "(" + ", ".join(quote_string(v) for v in values) + ")"
+
+
+def create_table_sql(table: Table) -> str:
+    lines = []
+    for col in table.columns:
+        parts = [quote(col.name), mysql_column_type(col.type)]
+        if col.aggregation:
+            parts.append(col.aggregation)
+        parts.append("NULL" if col.nullable else "NOT NULL")
+        if col.auto_increment:
+            parts.append("AUTO_INCREMENT")
+        if col.default is not None:
+            parts.append(f"DEFAULT {col.default}")
+        if col.comment:
+            parts.append(f"COMMENT {quote_string(col.comment)}")
+        lines.append("  " + " ".join(parts))
+    text = f"CREATE TABLE {quote(table.name)} (\n" + ",\n".join(lines) + f"\n) ENGINE={table.engine.upper()}\n"
+    text += f"{table.key_model} KEY({', '.join(quote(c) for c in table.key_columns)})\n"
+    if table.comment:
+        text += f"COMMENT {quote_string(table.comment)}\n"
+    if table.partition_columns:
+        partitions = []
+        for partition in table.partitions:
+            if partition.lower:
+                upper = _bound(partition.upper) if partition.upper else "(MAXVALUE)"
+                partitions.append(f"PARTITION {quote(partition.name)} VALUES [{_bound(partition.lower)}, {upper})")
+            elif partition.upper:
+                partitions.append(f"PARTITION {quote(partition.name)} VALUES LESS THAN {_bound(partition.upper)}")
+            else:
+                partitions.append(f"PARTITION {quote(partition.name)} VALUES LESS THAN MAXVALUE")
+        text += f"PARTITION BY RANGE({', '.join(quote(c) for c in table.partition_columns)})\n("
+        text += ",\n".join(partitions) + ")\n"
+    if table.distribution_columns:
+        text += f"DISTRIBUTED BY HASH({', '.join(quote(c) for c in table.distribution_columns)}) BUCKETS {table.buckets}"
+    else:
+        text += f"DISTRIBUTED BY RANDOM BUCKETS {table.buckets}"
+    if table.properties:
+        text += "\nPROPERTIES (\n" + ",\n".join(
+            f"{quote_string(k)} = {quote_string(v)}" for k, v in table.properties
+        ) + "\n)"
+    return text + ";"
+
+
+def _create_table(session, statement: st.Show) -> Result:
+    _, table = readable_table(session, statement.table)
+    return text_result(["Table", "Create Table"], [(table.name, create_table_sql(table))])
+
+
+def _create_database(session, statement: st.Show) -> Result:
+    database = resolve_database(session, statement.db)
+    if not privileges.has_any(session.user, database.name):
+        raise QueryError(1044, f"Access denied for user '{session.user.name}'@'{session.client_host}' to database '{database.name}'")
+    text = f"CREATE DATABASE {quote(database.name)}"
+    if database.properties:
+        text += " PROPERTIES (" + ", ".join(f"{quote_string(k)} = {quote_string(v)}" for k, v in database.properties) + ")"
+    return text_result(["Database", "Create Database"], [(database.name, text)])
+
+
+def _grants(session, statement: st.Show) -> Result:
+    rows = accounts.show_grants_rows(session, statement.user)
+    target = statement.user or st.UserName(session.user.name, session.user.host)
+    return text_result([f"Grants for {target.name}@{target.host}"], rows)
+
+
+def _variables(session, statement: st.Show) -> Result:
+    match = like_matcher(statement.like, case_sensitive=False)
+    store = session.variables.global_variables if statement.is_global else session.variables
+    rows = []
+    for name in sorted(store.schema):
+        if match(name):
+            value = store.get_variable(name)
+            rows.append((name, _variable_text(value)))
+    return text_result(["Variable_name", "Value"], rows)
+
+
+def _variable_text(value) -> str:
+    if isinstance(value, bool):
+        return "ON" if value else "OFF"
+    return "" if value is None else str(value)
+
+
+def _status(session, statement: st.Show) -> Result:
+    match = like_matcher(statement.like, case_sensitive=False)
+    values = {
+        "Threads_connected": session.node.front.connection_count,
+        "Uptime": int(session.node.uptime()),
+        "Questions": session.node.metrics.queries_total(),
+    }
+    return text_result(["Variable_name", "Value"], [(k, str(v)) for k, v in values.items() if match(k)])
+
+
+def _processlist(session, statement: st.Show) -> Result:
+    is_admin = privileges.is_admin(session.user)
+    rows = []
+    for process in session.node.front.processlist():
+        if not is_admin and process.user != session.user.name:
+            continue
+        info = process.info if statement.full else (process.info or "")[:100]
+        rows.append((process.id, process.user, process.host, process.db, process.command, process.time, process.state, info))
+    return text_result(["Id", "User", "Host", "db", "Command", "Time", "State", "Info"], rows)
+
+
+def _partitions(session, statement: st.Show) -> Result:
+    database, table = readable_table(session, statement.table)
+    rows = []
+    for partition in table.partitions:
+        if table.partition_columns:
+            lower = _bound(partition.lower) if partition.lower else "MIN"
+            upper = _bound(partition.upper) if partition.upper else "MAXVALUE"
+            range_text = f"[{lower}, {upper})"
+        else:
+            range_text = ""
+        rows.append((
+            partition.id, partition.name, "NORMAL", ", ".join(table.partition_columns), range_text,
+            "HASH" if table.distribution_columns else "RANDOM", ", ".join(table.distribution_columns),
+            partition.buckets, partition.tablet_start, partition.tablet_start + partition.buckets - 1,
+        ))  # fmt: skip
+    return text_result(
+        ["PartitionId", "PartitionName", "State", "PartitionKey", "Range", "DistributionType",
+         "DistributionKey", "Buckets", "FirstTabletId", "LastTabletId"],
+        rows,
+    )  # fmt: skip
+
+
+def _tablets(session, statement: st.Show) -> Result:
+    database, table = readable_table(session, statement.table)
+    rows = []
+    for partition in table.partitions:
+        for bucket, tablet_id in enumerate(partition.tablet_ids):
+            rows.append((tablet_id, partition.id, partition.name, bucket, "NORMAL"))
+    return text_result(["TabletId", "PartitionId", "PartitionName", "Bucket", "State"], rows)
+
+
+def _tablet(session, statement: st.Show) -> Result:
+    session.require_admin("SHOW TABLET")
+    found = session.catalog.tablet(statement.tablet_id)
+    if found is None:
+        raise QueryError(1105, f"Tablet {statement.tablet_id} does not exist")
+    table, partition, bucket = found
+    database = session.catalog.dbs.get(table.db_id)
+    return text_result(
+        ["DbName", "TableName", "PartitionName", "DbId", "TableId", "PartitionId", "TabletId", "Bucket"],
+        [(database.name if database else "", table.name, partition.name, table.db_id, table.id, partition.id, statement.tablet_id, bucket)],
+    )
+
+
+def _index(session, statement: st.Show) -> Result:
+    readable_table(session, statement.table)
+    return text_result(
+        ["Table", "Non_unique", "Key_name", "Seq_in_index", "Column_name", "Collation", "Cardinality",
+         "Sub_part", "Packed", "Null", "Index_type", "Comment"],
+        [],
+    )  # fmt: skip
+
+
+def _table_status(session, statement: st.Show) -> Result:
+    database = resolve_database(session, statement.db)
+    match = like_matcher(statement.like)
+    rows = []
+    for table in session.catalog.tables_of(database.id):
+        if match(table.name) and privileges.has_any(session.user, database.name, table.name):
+            rows.append((table.name, table.engine.upper(), 10, "Dynamic", 0, 0, 0, 0, 0, 0, None, None, None, None, "utf8mb4_0900_bin", None, "", table.comment))
+    return text_result(
+        ["Name", "Engine", "Version", "Row_format", "Rows", "Avg_row_length", "Data_length",
+         "Max_data_length", "Index_length", "Data_free", "Auto_increment", "Create_time",
+         "Update_time", "Check_time", "Collation", "Checksum", "Create_options", "Comment"],
+        rows,
+    )  # fmt: skip
+
+
+def _engines(session, statement: st.Show) -> Result:
+    return text_result(
+        ["Engine", "Support", "Comment", "Transactions", "XA", "Savepoints"],
+        [("OLAP", "DEFAULT", "Quire's table engine", "YES", "NO", "NO")],
+    )
+
+
+def _charset(session, statement: st.Show) -> Result:
+    match = like_matcher(statement.like, case_sensitive=False)
+    rows = [("utf8mb4", "UTF-8 Unicode", "utf8mb4_0900_bin", 4), ("utf8mb3", "UTF-8 Unicode", "utf8mb3_general_ci", 3), ("binary", "Binary pseudo charset", "binary", 1)]
+    return text_result(["Charset", "Description", "Default collation", "Maxlen"], [r for r in rows if match(r[0])])
+
+
+def _collation(session, statement: st.Show) -> Result:
+    match = like_matcher(statement.like, case_sensitive=False)
+    rows = [("utf8mb4_0900_bin", "utf8mb4", 309, "Yes", "Yes", 1), ("utf8mb4_general_ci", "utf8mb4", 45, "", "Yes", 1), ("binary", "binary", 63, "Yes", "Yes", 1)]
+    return text_result(["Collation", "Charset", "Id", "Default", "Compiled", "Sortlen"], [r for r in rows if match(r[0])])
+
+
+def _warnings(session, statement: st.Show) -> Result:
+    return text_result(["Level", "Code", "Message"], list(session.warnings))
+
+
+def _empty(*names: str):
+    return lambda session, statement: text_result(list(names), [])
+
+
+def _frontends(session, statement: st.Show) -> Result:
+    session.require_admin("SHOW FRONTENDS")
+    names, rows = session.node.frontends_rows()
+    return text_result(names, rows)
+
+
+def _backends(session, statement: st.Show) -> Result:
+    session.require_admin("SHOW BACKENDS")
+    rows = [(b.id, b.host, b.heartbeat_port, "false") for b in sorted(list(session.catalog.backends.values()), key=lambda b: b.id)]
+    return text_result(["BackendId", "Host", "HeartbeatPort", "Alive"], rows)
+
+
+def _proc(session, statement: st.Show) -> Result:
+    session.require_admin("SHOW PROC")
+    from fe.proc import show_proc
+
+    names, rows = show_proc(session, statement.path)
+    return text_result(names, rows)
+
+
+def glob_match(pattern: str | None, value: str) -> bool:
+    return pattern is None or fnmatch.fnmatchcase(value, pattern.replace("%", "*").replace("_", "?"))
+
+
+SHOW_HANDLERS = {
+    "DATABASES": _databases,
+    "TABLES": _tables,
+    "COLUMNS": _columns,
+    "CREATE TABLE": _create_table,
+    "CREATE DATABASE": _create_database,
+    "GRANTS": _grants,
+    "VARIABLES": _variables,
+    "STATUS": _status,
+    "PROCESSLIST": _processlist,
+    "PARTITIONS": _partitions,
+    "TABLETS": _tablets,
+    "TABLET": _tablet,
+    "INDEX": _index,
+    "TABLE STATUS": _table_status,
+    "ENGINES": _engines,
+    "CHARSET": _charset,
+    "COLLATION": _collation,
+    "WARNINGS": _warnings,
+    "ERRORS": _empty("Level", "Code", "Message"),
+    "TRIGGERS": _empty("Trigger", "Event", "Table", "Statement", "Timing", "Created"),
+    "PLUGINS": _empty("Name", "Status", "Type", "Library", "License"),
+    "PRIVILEGES": _empty("Privilege", "Context", "Comment"),
+    "FRONTENDS": _frontends,
+    "BACKENDS": _backends,
+    "PROC": _proc,
+}

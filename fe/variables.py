@@ -1,0 +1,117 @@
+"""System variables: mysql-mimic's variable store with Quire's schema.
+
+Session values live in the session; global values set with SET GLOBAL are journaled and read from
+the catalog, so every FE answers the same.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mysql_mimic.variables import SYSTEM_VARIABLES, GlobalVariables, SessionVariables
+
+from metadata.catalog import Catalog
+
+VERSION = "5.7.99"
+VERSION_COMMENT = "Quire FE 0.1.0 (Doris-compatible metadata service)"
+
+SCHEMA = {
+    **SYSTEM_VARIABLES,
+    "version": (str, VERSION, False),
+    "version_comment": (str, VERSION_COMMENT, False),
+    "sql_mode": (str, "ONLY_FULL_GROUP_BY", True),
+    "transaction_isolation": (str, "REPEATABLE-READ", True),
+    "tx_isolation": (str, "REPEATABLE-READ", True),
+    "tx_read_only": (bool, False, True),
+    "default_storage_engine": (str, "OLAP", True),
+    "default_tmp_storage_engine": (str, "OLAP", True),
+    "storage_engine": (str, "OLAP", True),
+    "license": (str, "Apache License, Version 2.0", False),
+    "query_cache_size": (int, 0, True),
+    "query_cache_type": (str, "OFF", True),
+    "have_query_cache": (str, "NO", False),
+    "net_read_timeout": (int, 60, True),
+    "character_set_system": (str, "utf8mb3", False),
+    "character_set_filesystem": (str, "binary", True),
+    "sql_safe_updates": (int, 0, True),
+    "sql_quote_show_create": (bool, True, True),
+    "sql_notes": (bool, True, True),
+    "sql_warnings": (bool, False, True),
+    "unique_checks": (bool, True, True),
+    "foreign_key_checks": (bool, True, True),
+    "names": (str, "utf8mb4", True),
+    "protocol_version": (int, 10, False),
+    "version_compile_os": (str, "Linux", False),
+    "version_compile_machine": (str, "x86_64", False),
+    "default_week_format": (int, 0, True),
+    "div_precision_increment": (int, 4, True),
+    "innodb_lock_wait_timeout": (int, 50, True),
+    "lock_wait_timeout": (int, 31536000, True),
+    "max_connections": (int, 1024, False),
+    "session_track_schema": (bool, True, True),
+    "session_track_state_change": (bool, False, True),
+    "session_track_system_variables": (str, "", True),
+    "session_track_transaction_info": (str, "OFF", True),
+    "query_timeout": (int, 900, True),
+    "insert_timeout": (int, 14400, True),
+    "exec_mem_limit": (int, 2147483648, True),
+    "time_format": (str, "%H:%i:%s", False),
+    "date_format": (str, "%Y-%m-%d", False),
+    "datetime_format": (str, "%Y-%m-%d %H:%i:%s", False),
+    "last_insert_id": (int, 0, True),
+    "identity": (int, 0, True),
+    "warning_count": (int, 0, False),
+    "error_count": (int, 0, False),
+    "hostname": (str, "localhost", False),
+    "port": (int, 9030, False),
+    "socket": (str, "", False),
+    "ssl_cipher": (str, "", False),
+    "have_ssl": (str, "DISABLED", False),
+    "wait_timeout": (int, 28800, True),
+    "group_concat_max_len": (int, 1024, True),
+    "max_user_connections": (int, 100, True),
+    "optimizer_switch": (str, "", True),
+    "sql_big_selects": (bool, True, True),
+    "sql_log_bin": (bool, True, True),
+    "profiling": (bool, False, True),
+    "transaction_read_only": (bool, False, True),
+}
+
+
+class ClusterGlobalVariables(GlobalVariables):
+    """Global values: what SET GLOBAL journaled, else the schema's default."""
+
+    def __init__(self, catalog: Catalog):
+        super().__init__(SCHEMA)
+        self.catalog = catalog
+
+    def get_variable(self, name: str) -> Any | None:
+        name = name.lower()
+        text = self.catalog.global_variables.get(name)
+        if text is None:
+            return super().get_variable(name)
+        type_, _, _ = self.get_schema(name)
+        return coerce(type_, text)
+
+
+class QuireSessionVariables(SessionVariables):
+    def get_variable(self, name: str) -> Any | None:
+        name = name.lower()
+        if name in self._values:
+            return self._values[name]
+        return self.global_variables.get_variable(name)
+
+
+def coerce(type_, value: Any) -> Any:
+    if type_ is bool:
+        if isinstance(value, str):
+            lowered = value.strip().lower()
+            if lowered in ("on", "true", "1"):
+                return True
+            if lowered in ("off", "false", "0"):
+                return False
+            raise ValueError(f"expected ON or OFF, not {value!r}")
+        return bool(value)
+    if value is None:
+        return None
+    return type_(value)

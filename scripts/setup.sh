@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Sets up everything Quire needs on a fresh Debian machine: system packages, a virtualenv in .venv,
+# and Quire installed into it (editable) with its test dependencies.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(mariadb-client mariadb-server sysbench libmariadb-java python3-venv)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/pip install -q --upgrade pip >/dev/null
+.venv/bin/pip install -q -e '.[test]'

@@ -1,0 +1,19 @@
+import pytest
+
+from tests.harness import QuireProcess
+
+
+@pytest.fixture(scope="module")
+def quire(tmp_path_factory):
+    """One running `quire up` shared by a test module."""
+    node = QuireProcess(tmp_path_factory.mktemp("quire")).start()
+    yield node
+    node.stop()
+
+
+@pytest.fixture
+def fresh_quire(tmp_path):
+    """A `quire up` of the test's own, for tests that kill or restart it."""
+    node = QuireProcess(tmp_path / "node")
+    yield node
+    node.stop()

@@ -1,0 +1,122 @@
+"""Start real Quire processes on free loopback ports for the tests and benchmarks."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pymysql
+import requests
+
+REPO = Path(__file__).resolve().parent.parent
+START_TIMEOUT_SECONDS = 60
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until(condition, timeout: float, what: str, interval: float = 0.05):
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
+class QuireProcess:
+    """One `quire up` process with its own meta_dir, log_dir and ports."""
+
+    def __init__(self, workdir: Path, overrides: dict[str, object] | None = None, command: str = "up"):
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.command = command
+        self.query_port = free_port()
+        self.http_port = free_port()
+        self.edit_log_port = free_port()
+        self.overrides = {
+            "query_port": self.query_port,
+            "http_port": self.http_port,
+            "edit_log_port": self.edit_log_port,
+            "meta_dir": self.workdir / "meta",
+            "log_dir": self.workdir / "log",
+            **({"storage_root": self.workdir / "storage"} if command == "up" else {}),
+            **(overrides or {}),
+        }
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def meta_dir(self) -> Path:
+        return Path(self.overrides["meta_dir"])
+
+    @property
+    def log_file(self) -> Path:
+        return Path(self.overrides["log_dir"]) / "fe.log"
+
+    def args(self) -> list[str]:
+        args = [sys.executable, "-m", "fe.cli", self.command]
+        for key, value in self.overrides.items():
+            args += ["--override", f"{key}={value}"]
+        return args
+
+    def start(self, wait: bool = True) -> QuireProcess:
+        assert self.process is None or self.process.poll() is not None
+        self.output = open(self.workdir / "quire.out", "ab")
+        self.process = subprocess.Popen(
+            self.args(), cwd=REPO, stdout=self.output, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+        )
+        if wait:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout: float = START_TIMEOUT_SECONDS) -> None:
+        def ready():
+            if self.process.poll() is not None:
+                raise AssertionError(f"quire exited with {self.process.returncode}:\n{self.tail()}")
+            try:
+                return requests.get(f"http://127.0.0.1:{self.http_port}/api/health", timeout=1).status_code == 200
+            except requests.RequestException:
+                return False
+
+        wait_until(ready, timeout, "quire to become ready")
+
+    def tail(self, lines: int = 40) -> str:
+        text = ""
+        for path in (self.workdir / "quire.out", self.log_file):
+            if path.exists():
+                text += f"--- {path.name}\n" + "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) + "\n"
+        return text
+
+    def connect(self, user: str = "root", password: str = "", database: str | None = None, **kwargs):
+        return pymysql.connect(
+            host="127.0.0.1", port=self.query_port, user=user, password=password, database=database, autocommit=True, **kwargs
+        )
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(sig)
+            self.process.wait(timeout=30)
+
+    def stop(self) -> int:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                return self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode if self.process else 0
+
+    def restart(self) -> QuireProcess:
+        self.stop()
+        return self.start()

@@ -1,0 +1,47 @@
+import subprocess
+import sys
+
+import pytest
+
+from fe.config import DEFAULT_BE_CONF, DEFAULT_FE_CONF, FE_KEYS, BE_KEYS, Config, ConfigError, read_conf_file
+from tests.harness import REPO
+
+
+def test_conf_files_list_every_key_with_its_default():
+    for path, keys in ((DEFAULT_FE_CONF, FE_KEYS), (DEFAULT_BE_CONF, BE_KEYS)):
+        values = read_conf_file(path)
+        assert set(values) == {key.name for key in keys}, path
+        for key in keys:
+            assert key.parse(values[key.name]) == key.default, key.name
+        lines = path.read_text().splitlines()
+        for key in keys:
+            index = next(i for i, line in enumerate(lines) if line.startswith(f"{key.name} ="))
+            assert lines[index - 1].startswith("#"), f"{key.name} has no comment line"
+
+
+def test_override_and_unknown_key():
+    config = Config.load(overrides=["query_port=9131", "meta_delay_toleration_second=10"])
+    assert config["query_port"] == 9131
+    with pytest.raises(ConfigError, match="unknown configuration key 'no_such_key'"):
+        Config.load(overrides=["no_such_key=1"])
+    with pytest.raises(ConfigError, match="must be an integer"):
+        Config.load(overrides=["query_port=abc"])
+
+
+def test_runtime_changes_only_for_mutable_keys():
+    config = Config.load()
+    config.set("edit_log_roll_num", "10")
+    assert config["edit_log_roll_num"] == 10
+    with pytest.raises(ConfigError, match="cannot be changed at run time"):
+        config.set("query_port", "1")
+
+
+def test_cli_help_and_bad_override():
+    for args in (["--help"], ["up", "--help"], ["fe", "--help"], ["stop", "--help"]):
+        result = subprocess.run([sys.executable, "-m", "fe.cli", *args], cwd=REPO, capture_output=True, text=True)
+        assert result.returncode == 0 and "usage: quire" in result.stdout
+    result = subprocess.run(
+        [sys.executable, "-m", "fe.cli", "up", "--override", "bogus=1"], cwd=REPO, capture_output=True, text=True
+    )
+    assert result.returncode == 2
+    assert "unknown configuration key 'bogus'" in result.stderr

@@ -3,10 +3,11 @@ MySQL front authenticates against."""
 
 from __future__ import annotations
 
-from mysql_mimic.auth import IdentityProvider, NativePasswordAuthPlugin
+from mysql_mimic.auth import IdentityProvider
 from mysql_mimic.auth import User as AuthUser
 
 from fe import privileges
+from fe.mysql.connection import NativePasswordPlugin, native_password_hash
 from fe.mysql.errors import QueryError
 from fe.sql import statements as st
 from metadata import ops
@@ -34,7 +35,7 @@ class CatalogIdentityProvider(IdentityProvider):
         self.catalog = catalog
 
     def get_plugins(self):
-        return [NativePasswordAuthPlugin()]
+        return [NativePasswordPlugin()]
 
     async def get_user(self, username: str) -> AuthUser | None:
         user = find_user(self.catalog, username)
@@ -43,7 +44,7 @@ class CatalogIdentityProvider(IdentityProvider):
         return AuthUser(
             name=user.name,
             auth_string=user.password_hash or None,
-            auth_plugin=NativePasswordAuthPlugin.name,
+            auth_plugin=NativePasswordPlugin.name,
         )
 
 
@@ -52,7 +53,7 @@ def _hash(password: str | None, password_hash: str | None) -> str:
         if password_hash and (len(password_hash) != HASH_LENGTH or not password_hash.startswith("*")):
             raise QueryError(1372, "Password hash should be a 41-digit hexadecimal number")
         return password_hash.upper()
-    return privileges.password_hash(password or "")
+    return native_password_hash(password) if password else ""
 
 
 def _require_user_admin(session) -> None:

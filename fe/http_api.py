@@ -16,6 +16,7 @@ from aiohttp import web
 
 from fe import privileges
 from fe.accounts import find_user
+from fe.mysql.connection import native_password_hash
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +79,8 @@ class HttpApi:
         user = find_user(self.node.catalog, name)
         if user is None:
             return False
-        if not hmac.compare_digest(user.password_hash, privileges.password_hash(password)):
+        expected = native_password_hash(password) if password else ""
+        if not hmac.compare_digest(user.password_hash, expected):
             return False
         return privileges.is_admin(user)
 

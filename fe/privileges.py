@@ -6,8 +6,6 @@ asks whether a user holds one privilege on one object at any level.
 
 from __future__ import annotations
 
-import hashlib
-
 from metadata.records import Grant, User
 
 SELECT = "SELECT_PRIV"
@@ -67,13 +65,6 @@ def canonical(names: tuple[str, ...], is_global: bool) -> frozenset[str]:
         else:
             result.add(CANONICAL[name])
     return frozenset(result)
-
-
-def password_hash(password: str) -> str:
-    """mysql_native_password's stored form: "*" + upper hex SHA1(SHA1(password)); "" if empty."""
-    if not password:
-        return ""
-    return "*" + hashlib.sha1(hashlib.sha1(password.encode()).digest()).hexdigest().upper()
 
 
 def _grants_on(user: User, db: str, table: str):

@@ -28,6 +28,8 @@ SESSION_FUNCTIONS = {
     "SYSTEM_USER": lambda session: f"{session.username}@{session.client_host}",
     "CURRENT_USER": lambda session: session.current_user_identity,
     "VERSION": lambda session: session.variables.get("version"),
+    "CURRENT_VERSION": lambda session: session.variables.get("version"),
+    "CURRENT_SCHEMA": lambda session: session.database,
     "CONNECTION_ID": lambda session: session.connection_id,
     "LAST_INSERT_ID": lambda session: 0,
 }
@@ -126,10 +128,19 @@ def _constant_evaluator(projection: exp.Expression) -> Callable | None:
         value = -_number(node.this.this)
         return lambda session: value
     if isinstance(node, exp.Func):
-        function = SESSION_FUNCTIONS.get(_function_name(node))
-        if function is not None and not node.expressions and not node.args.get("this"):
+        function = _session_function(node)
+        if function is not None:
             return function
     return None
+
+
+def _session_function(node: exp.Func) -> Callable | None:
+    function = SESSION_FUNCTIONS.get(_function_name(node))
+    if function is None or node.expressions:
+        return None
+    if not isinstance(node, exp.Anonymous) and node.args.get("this"):
+        return None
+    return function
 
 
 def _function_name(node: exp.Func) -> str:
@@ -207,8 +218,8 @@ def _bind(node: exp.Expression, session) -> exp.Expression:
         value = session.variable(node.name, (node.args.get("kind") or "").upper())
         return _literal(value)
     if isinstance(node, exp.Func):
-        function = SESSION_FUNCTIONS.get(_function_name(node))
-        if function is not None and not node.expressions and not node.args.get("this"):
+        function = _session_function(node)
+        if function is not None:
             return _literal(function(session))
     return node
 

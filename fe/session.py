@@ -209,10 +209,10 @@ class QuireSession(BaseSession):
         await self.set_variable(name.lower(), value, scope)
 
     def _evaluate(self, expression: exp.Expression):
-        if isinstance(expression, exp.Column | exp.Var) and not isinstance(expression, exp.Literal):
+        if isinstance(expression, exp.Column | exp.Var):
+            if expression.name.upper() == "DEFAULT":
+                return None
             return expression.name  # SET autocommit = ON, SET time_zone = SYSTEM
-        if isinstance(expression, exp.DefaultColumn) or (isinstance(expression, exp.Var) and expression.name.upper() == "DEFAULT"):
-            return None
         plan = queries.plan_select(exp.select(expression.copy()))
         result = queries.run_select(self, plan)
         return result.rows[0][0] if result.rows else None

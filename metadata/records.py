@@ -59,7 +59,9 @@ class Table:
     key_columns: tuple[str, ...] = ()
     distribution_columns: tuple[str, ...] = ()  # () means DISTRIBUTED BY RANDOM
     buckets: int = 1
-    partition_columns: tuple[str, ...] = ()  # () means not partitioned (one partition, named as the table)
+    partition_columns: tuple[
+        str, ...
+    ] = ()  # () means not partitioned (one partition, named as the table)
     partitions: tuple[Partition, ...] = ()
     properties: tuple[tuple[str, str], ...] = ()
     comment: str = ""
@@ -93,7 +95,9 @@ class Grant:
 class User:
     name: str
     host: str = "%"
-    password_hash: str = ""  # mysql_native_password hash: "*" + hex(SHA1(SHA1(password))), "" = none
+    password_hash: str = (
+        ""  # mysql_native_password hash: "*" + hex(SHA1(SHA1(password))), "" = none
+    )
     grants: tuple[Grant, ...] = ()
 
     @property

@@ -4,11 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(mariadb-client mariadb-server sysbench libmariadb-java python3-venv)
+packages=(mariadb-client mariadb-server sysbench libmariadb-java libdbd-mariadb-perl python3-venv)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
 done
+command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
 if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"

@@ -446,7 +446,7 @@ def test_stored_native_password_hash_authenticates():
 
 def test_mariadb_cli(front):
     if shutil.which("mariadb") is None:
-        pytest.skip("mariadb client not installed")
+        pytest.fail("mariadb client not installed")
     base = ["mariadb", "-h127.0.0.1", f"-P{front.port}", "-ualice", "-ppw", "--batch"]
     done = subprocess.run(
         [*base, "test", "-e", "SELECT * FROM typed; SELECT 'it''s'"],
@@ -536,7 +536,7 @@ def test_libmysqlclient_prepared_statements(front):
         [sys.executable, "-c", "import _mysql_connector"], capture_output=True, timeout=30
     )
     if probe.returncode != 0:
-        pytest.skip("mysql-connector-python's C extension (libmysqlclient) cannot load")
+        pytest.fail("mysql-connector-python's C extension (libmysqlclient) cannot load")
     done = subprocess.run(
         [sys.executable, "-c", LIBMYSQLCLIENT_SCRIPT, str(front.port)],
         capture_output=True,
@@ -555,7 +555,7 @@ def test_libmysqlclient_prepared_statements(front):
 def test_sysbench_point_selects_with_prepared_statements(front):
     """sysbench's oltp_point_select: libmariadb, parameter types bound once per statement."""
     if shutil.which("sysbench") is None:
-        pytest.skip("sysbench not installed")
+        pytest.fail("sysbench not installed")
     before = len(front.journal.queries)
     done = subprocess.run(
         [
@@ -649,7 +649,7 @@ def test_cursor_fetch(front):
 def test_perl_dbd_mariadb_server_side_prepared_statements(front):
     perl = shutil.which("perl")
     if perl is None or subprocess.run([perl, "-MDBD::MariaDB", "-e1"]).returncode != 0:
-        pytest.skip("perl DBD::MariaDB not installed")
+        pytest.fail("perl DBD::MariaDB not installed")
     script = r"""
 use strict; use DBI;
 my $dbh = DBI->connect("DBI:MariaDB:database=test;host=127.0.0.1;port=$ARGV[0];mariadb_server_prepare=1",
@@ -1083,7 +1083,7 @@ public class QuireJdbc {
 def jdbc_program(tmp_path_factory):
     jar = Path("/usr/share/java/mariadb-java-client.jar")
     if not jar.exists() or shutil.which("javac") is None:
-        pytest.skip("MariaDB Connector/J (Debian libmariadb-java) or javac not installed")
+        pytest.fail("MariaDB Connector/J (Debian libmariadb-java) or javac not installed")
     folder = tmp_path_factory.mktemp("jdbc")
     (folder / "QuireJdbc.java").write_text(JAVA_PROGRAM)
     subprocess.run(

@@ -1,0 +1,623 @@
+"""The catalog: every database, table, user and node, in memory, changed only by `apply`.
+
+`apply` is the replicated state machine: it reads nothing but the operation and the catalog, so
+the same operations in the same order give the same catalog on every node. Records are immutable
+and replaced on change, so `snapshot` is a cheap shallow copy that stays consistent while later
+operations are applied (the image writer works from it without stopping writers).
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from collections.abc import Iterable, Set
+from dataclasses import dataclass, replace
+
+from metadata import codec
+from metadata.ops import (
+    AddBackend,
+    AddFrontend,
+    CreateDatabase,
+    CreateTable,
+    CreateUser,
+    DropBackend,
+    DropDatabase,
+    DropFrontend,
+    DropTable,
+    DropUser,
+    GrantPrivileges,
+    NextId,
+    Op,
+    ReplaceTable,
+    RevokePrivileges,
+    SetGlobalVariable,
+    SetPassword,
+    Timestamp,
+)
+from metadata.records import Backend, Database, Frontend, Grant, Partition, Table, User
+
+# Ids below this are never handed out, as in Doris: room for built-in objects.
+INITIAL_NEXT_ID = 10_000
+
+# Above this many removed tablet ranges, the range index is rebuilt instead of edited in place.
+_BULK_RANGE_REMOVAL = 64
+
+ER_DB_CREATE_EXISTS = 1007
+ER_DB_DROP_EXISTS = 1008
+ER_BAD_DB_ERROR = 1049
+ER_TABLE_EXISTS_ERROR = 1050
+ER_BAD_TABLE_ERROR = 1051
+ER_UNKNOWN_ERROR = 1105
+ER_PASSWORD_NO_MATCH = 1133
+ER_NONEXISTING_GRANT = 1141
+ER_CANNOT_USER = 1396
+
+_SQLSTATES = {
+    ER_DB_CREATE_EXISTS: "HY000",
+    ER_DB_DROP_EXISTS: "HY000",
+    ER_BAD_DB_ERROR: "42000",
+    ER_TABLE_EXISTS_ERROR: "42S01",
+    ER_BAD_TABLE_ERROR: "42S02",
+    ER_UNKNOWN_ERROR: "HY000",
+    ER_PASSWORD_NO_MATCH: "42000",
+    ER_NONEXISTING_GRANT: "42000",
+    ER_CANNOT_USER: "HY000",
+}
+
+
+class ApplyError(Exception):
+    """An operation the catalog rejects; it still takes its journal id and changes nothing."""
+
+    def __init__(self, code: int, message: str):
+        super().__init__(code, message)
+        self.code = code
+        self.message = message
+
+    @property
+    def sqlstate(self) -> str:
+        return _SQLSTATES.get(self.code, "HY000")
+
+    def __str__(self) -> str:
+        return f"({self.code}) {self.message}"
+
+
+@dataclass(frozen=True)
+class CatalogSnapshot:
+    """The catalog at one journal id. The dicts are private copies; the records are shared."""
+
+    journal_id: int
+    raft_index: int
+    next_id: int
+    last_timestamp_ms: int
+    dbs: dict[int, Database]
+    tables: dict[int, Table]
+    users: dict[tuple[str, str], User]
+    frontends: dict[str, Frontend]
+    backends: dict[int, Backend]
+    global_variables: dict[str, str]
+
+    def tablet_count(self) -> int:
+        return sum(p.buckets for t in self.tables.values() for p in t.partitions)
+
+
+def initial_ops() -> list[Op]:
+    """What the first leader journals before anything else: the built-in users, as in Doris."""
+    everything = (Grant("*", "*", frozenset({"ALL"})),)
+    return [
+        CreateUser(User("root", "%", "", everything)),
+        CreateUser(User("admin", "%", "", everything)),
+    ]
+
+
+class Catalog:
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.journal_id = 0
+        self.raft_index = 0
+        self.next_id = INITIAL_NEXT_ID
+        self.last_timestamp_ms = 0
+        self.dbs: dict[int, Database] = {}
+        self.tables: dict[int, Table] = {}
+        self.users: dict[tuple[str, str], User] = {}
+        self.frontends: dict[str, Frontend] = {}
+        self.backends: dict[int, Backend] = {}
+        self.global_variables: dict[str, str] = {}
+        # Derived indexes, rebuilt from the primary dicts on load.
+        self._db_ids_by_name: dict[str, int] = {}
+        self._table_ids_by_db: dict[int, dict[str, int]] = {}
+        self._tablet_ranges = TabletRanges()
+        self._apply_by_type = {
+            CreateDatabase: self._create_database,
+            DropDatabase: self._drop_database,
+            CreateTable: self._create_table,
+            DropTable: self._drop_table,
+            ReplaceTable: self._replace_table,
+            CreateUser: self._create_user,
+            DropUser: self._drop_user,
+            SetPassword: self._set_password,
+            GrantPrivileges: self._grant,
+            RevokePrivileges: self._revoke,
+            AddFrontend: self._add_frontend,
+            DropFrontend: self._drop_frontend,
+            AddBackend: self._add_backend,
+            DropBackend: self._drop_backend,
+            Timestamp: self._timestamp,
+            NextId: self._next_id,
+            SetGlobalVariable: self._set_global_variable,
+        }
+
+    # Reads.
+
+    def database(self, name: str) -> Database | None:
+        db_id = self._db_ids_by_name.get(name)
+        return None if db_id is None else self.dbs.get(db_id)
+
+    def tables_of(self, db_id: int) -> list[Table]:
+        with self.lock:
+            names = self._table_ids_by_db.get(db_id, {})
+            return [self.tables[names[name]] for name in sorted(names)]
+
+    def table(self, db_id: int, name: str) -> Table | None:
+        table_id = self._table_ids_by_db.get(db_id, {}).get(name)
+        return None if table_id is None else self.tables.get(table_id)
+
+    def tablet(self, tablet_id: int) -> tuple[Table, Partition, int] | None:
+        """The table and partition holding a tablet, and the tablet's bucket index."""
+        with self.lock:
+            found = self._tablet_ranges.find(tablet_id)
+            if found is None:
+                return None
+            table_id, partition_position, bucket = found
+            table = self.tables[table_id]
+            return table, table.partitions[partition_position], bucket
+
+    def tablet_count(self) -> int:
+        return self._tablet_ranges.tablet_count
+
+    # Changes.
+
+    def apply(self, op: Op) -> object:
+        """Apply one operation. Returns the record it created or changed (None for the others);
+        raises ApplyError, with the catalog unchanged, if the catalog rejects it. Either way the
+        operation takes the next journal id."""
+        handler = self._apply_by_type.get(type(op))
+        assert handler is not None, f"no apply for {type(op).__name__}"
+        with self.lock:
+            self.journal_id += 1
+            return handler(op)
+
+    def apply_entry(self, raft_index: int, payload: bytes) -> list[object]:
+        """Apply one journal entry (a batch of encoded operations) at its raft index. Returns one
+        result per operation, an ApplyError where it was rejected. An entry at or below the
+        catalog's raft index is already in it (it came with the image) and is skipped. Raises
+        codec.CodecError, with nothing applied, if the payload cannot be decoded."""
+        with self.lock:
+            if raft_index <= self.raft_index:
+                return []
+            ops = codec.decode_ops(payload)
+            results: list[object] = []
+            for op in ops:
+                try:
+                    results.append(self.apply(op))
+                except ApplyError as error:
+                    results.append(error)
+            self.raft_index = raft_index
+            return results
+
+    def snapshot(self) -> CatalogSnapshot:
+        with self.lock:
+            return CatalogSnapshot(
+                journal_id=self.journal_id,
+                raft_index=self.raft_index,
+                next_id=self.next_id,
+                last_timestamp_ms=self.last_timestamp_ms,
+                dbs=self.dbs.copy(),
+                tables=self.tables.copy(),
+                users=self.users.copy(),
+                frontends=self.frontends.copy(),
+                backends=self.backends.copy(),
+                global_variables=self.global_variables.copy(),
+            )
+
+    @classmethod
+    def from_snapshot(cls, snap: CatalogSnapshot) -> Catalog:
+        catalog = cls()
+        catalog.journal_id = snap.journal_id
+        catalog.raft_index = snap.raft_index
+        catalog.next_id = snap.next_id
+        catalog.last_timestamp_ms = snap.last_timestamp_ms
+        catalog.dbs = dict(snap.dbs)
+        catalog.tables = dict(snap.tables)
+        catalog.users = dict(snap.users)
+        catalog.frontends = dict(snap.frontends)
+        catalog.backends = dict(snap.backends)
+        catalog.global_variables = dict(snap.global_variables)
+        catalog._rebuild_indexes()
+        return catalog
+
+    def canonical_dump(self) -> str:
+        """The whole state as text, identical on two nodes exactly when their catalogs are."""
+        snap = self.snapshot()
+        lines = [
+            f"journal_id {snap.journal_id}",
+            f"raft_index {snap.raft_index}",
+            f"next_id {snap.next_id}",
+            f"last_timestamp_ms {snap.last_timestamp_ms}",
+        ]
+        sections: list[tuple[str, Iterable]] = [
+            ("database", (snap.dbs[key] for key in sorted(snap.dbs))),
+            ("table", (snap.tables[key] for key in sorted(snap.tables))),
+            ("user", (snap.users[key] for key in sorted(snap.users))),
+            ("frontend", (snap.frontends[key] for key in sorted(snap.frontends))),
+            ("backend", (snap.backends[key] for key in sorted(snap.backends))),
+        ]
+        for kind, records in sections:
+            lines.extend(f"{kind} {codec.encode_record(record)!r}" for record in records)
+        lines.extend(
+            f"variable {name!r} {snap.global_variables[name]!r}"
+            for name in sorted(snap.global_variables)
+        )
+        return "\n".join(lines) + "\n"
+
+    # Operation handlers: validate everything first, then change, so a rejection changes nothing.
+
+    def _create_database(self, op: CreateDatabase) -> Database:
+        database = op.database
+        if database.name in self._db_ids_by_name:
+            raise ApplyError(
+                ER_DB_CREATE_EXISTS, f"Can't create database '{database.name}'; database exists"
+            )
+        if database.id in self.dbs:
+            raise ApplyError(ER_UNKNOWN_ERROR, f"database id {database.id} is already in use")
+        self.dbs[database.id] = database
+        self._db_ids_by_name[database.name] = database.id
+        self._table_ids_by_db[database.id] = {}
+        self._raise_next_id(database.id + 1)
+        return database
+
+    def _drop_database(self, op: DropDatabase) -> Database:
+        database = self.dbs.get(op.db_id)
+        if database is None:
+            raise ApplyError(
+                ER_DB_DROP_EXISTS, f"Can't drop database with id {op.db_id}; database doesn't exist"
+            )
+        table_ids = list(self._table_ids_by_db.pop(database.id).values())
+        dropped = [self.tables.pop(table_id) for table_id in table_ids]
+        self._tablet_ranges.remove([p for t in dropped for p in t.partitions])
+        del self.dbs[database.id]
+        del self._db_ids_by_name[database.name]
+        return database
+
+    def _create_table(self, op: CreateTable) -> Table:
+        table = op.table
+        names = self._table_ids_by_db.get(table.db_id)
+        if names is None:
+            raise ApplyError(ER_BAD_DB_ERROR, f"Unknown database id {table.db_id}")
+        if table.name in names:
+            raise ApplyError(ER_TABLE_EXISTS_ERROR, f"Table '{table.name}' already exists")
+        if table.id in self.tables:
+            raise ApplyError(ER_UNKNOWN_ERROR, f"table id {table.id} is already in use")
+        self._check_tablet_ranges(table)
+        self.tables[table.id] = table
+        names[table.name] = table.id
+        self._tablet_ranges.add(table)
+        self._raise_next_id_for(table)
+        return table
+
+    def _drop_table(self, op: DropTable) -> Table:
+        table = self.tables.get(op.table_id)
+        if table is None:
+            raise ApplyError(ER_BAD_TABLE_ERROR, f"Unknown table with id {op.table_id}")
+        del self.tables[table.id]
+        del self._table_ids_by_db[table.db_id][table.name]
+        self._tablet_ranges.remove(table.partitions)
+        return table
+
+    def _replace_table(self, op: ReplaceTable) -> Table:
+        table = op.table
+        old = self.tables.get(table.id)
+        if old is None:
+            raise ApplyError(ER_BAD_TABLE_ERROR, f"Unknown table with id {table.id}")
+        names = self._table_ids_by_db.get(table.db_id)
+        if names is None:
+            raise ApplyError(ER_BAD_DB_ERROR, f"Unknown database id {table.db_id}")
+        if names.get(table.name, table.id) != table.id:
+            raise ApplyError(ER_TABLE_EXISTS_ERROR, f"Table '{table.name}' already exists")
+        self._check_tablet_ranges(table, replacing=old)
+        self.tables[table.id] = table
+        if (old.db_id, old.name) != (table.db_id, table.name):
+            del self._table_ids_by_db[old.db_id][old.name]
+            names[table.name] = table.id
+        self._tablet_ranges.replace(old, table)
+        self._raise_next_id_for(table)
+        return table
+
+    def _create_user(self, op: CreateUser) -> User:
+        user = op.user
+        key = (user.name, user.host)
+        if key in self.users:
+            raise ApplyError(ER_CANNOT_USER, f"Operation CREATE USER failed for {user.identity}")
+        self.users[key] = user
+        return user
+
+    def _drop_user(self, op: DropUser) -> User:
+        user = self.users.pop((op.name, op.host), None)
+        if user is None:
+            raise ApplyError(
+                ER_CANNOT_USER, f"Operation DROP USER failed for '{op.name}'@'{op.host}'"
+            )
+        return user
+
+    def _existing_user(self, name: str, host: str) -> User:
+        user = self.users.get((name, host))
+        if user is None:
+            raise ApplyError(
+                ER_PASSWORD_NO_MATCH,
+                f"Can't find any matching row in the user table for '{name}'@'{host}'",
+            )
+        return user
+
+    def _set_password(self, op: SetPassword) -> User:
+        user = replace(self._existing_user(op.name, op.host), password_hash=op.password_hash)
+        self.users[(op.name, op.host)] = user
+        return user
+
+    def _grant(self, op: GrantPrivileges) -> User:
+        user = self._existing_user(op.name, op.host)
+        target = (op.grant.db, op.grant.table)
+        grants = []
+        merged = False
+        for grant in user.grants:
+            if (grant.db, grant.table) == target:
+                grant = replace(grant, privileges=grant.privileges | op.grant.privileges)
+                merged = True
+            grants.append(grant)
+        if not merged:
+            grants.append(op.grant)
+        user = replace(user, grants=tuple(grants))
+        self.users[(op.name, op.host)] = user
+        return user
+
+    def _revoke(self, op: RevokePrivileges) -> User:
+        user = self._existing_user(op.name, op.host)
+        target = (op.grant.db, op.grant.table)
+        if not any((grant.db, grant.table) == target for grant in user.grants):
+            raise ApplyError(
+                ER_NONEXISTING_GRANT,
+                f"There is no such grant defined for user '{op.name}' on host '{op.host}'",
+            )
+        grants = []
+        for grant in user.grants:
+            if (grant.db, grant.table) == target:
+                grant = replace(grant, privileges=grant.privileges - op.grant.privileges)
+            if grant.privileges:
+                grants.append(grant)
+        user = replace(user, grants=tuple(grants))
+        self.users[(op.name, op.host)] = user
+        return user
+
+    def _add_frontend(self, op: AddFrontend) -> Frontend:
+        frontend = op.frontend
+        if frontend.name in self.frontends:
+            raise ApplyError(ER_UNKNOWN_ERROR, f"frontend '{frontend.name}' already exists")
+        clash = next(
+            (
+                f
+                for f in self.frontends.values()
+                if (f.host, f.edit_log_port) == (frontend.host, frontend.edit_log_port)
+            ),
+            None,
+        )
+        if clash is not None:
+            raise ApplyError(
+                ER_UNKNOWN_ERROR,
+                f"frontend {frontend.host}:{frontend.edit_log_port} already exists as '{clash.name}'",
+            )
+        self.frontends[frontend.name] = frontend
+        return frontend
+
+    def _drop_frontend(self, op: DropFrontend) -> Frontend:
+        frontend = self.frontends.pop(op.name, None)
+        if frontend is None:
+            raise ApplyError(ER_UNKNOWN_ERROR, f"frontend '{op.name}' does not exist")
+        return frontend
+
+    def _add_backend(self, op: AddBackend) -> Backend:
+        backend = op.backend
+        if backend.id in self.backends:
+            raise ApplyError(ER_UNKNOWN_ERROR, f"backend id {backend.id} already exists")
+        if any(
+            (b.host, b.heartbeat_port) == (backend.host, backend.heartbeat_port)
+            for b in self.backends.values()
+        ):
+            raise ApplyError(
+                ER_UNKNOWN_ERROR,
+                f"backend {backend.host}:{backend.heartbeat_port} already exists",
+            )
+        self.backends[backend.id] = backend
+        self._raise_next_id(backend.id + 1)
+        return backend
+
+    def _drop_backend(self, op: DropBackend) -> Backend:
+        backend = self.backends.pop(op.backend_id, None)
+        if backend is None:
+            raise ApplyError(ER_UNKNOWN_ERROR, f"backend id {op.backend_id} does not exist")
+        return backend
+
+    def _timestamp(self, op: Timestamp) -> None:
+        self.last_timestamp_ms = op.millis
+
+    def _next_id(self, op: NextId) -> None:
+        self._raise_next_id(op.next_id)
+
+    def _set_global_variable(self, op: SetGlobalVariable) -> None:
+        self.global_variables[op.name] = op.value
+
+    # Id counter and indexes.
+
+    def _raise_next_id(self, at_least: int) -> None:
+        if at_least > self.next_id:
+            self.next_id = at_least
+
+    def _raise_next_id_for(self, table: Table) -> None:
+        highest = table.id
+        for partition in table.partitions:
+            highest = max(highest, partition.id, partition.tablet_start + partition.buckets - 1)
+        self._raise_next_id(highest + 1)
+
+    def _check_tablet_ranges(self, table: Table, replacing: Table | None = None) -> None:
+        problem = self._tablet_ranges.conflict(table, replacing)
+        if problem is not None:
+            raise ApplyError(ER_UNKNOWN_ERROR, f"table '{table.name}': {problem}")
+
+    def _rebuild_indexes(self) -> None:
+        self._db_ids_by_name = {db.name: db.id for db in self.dbs.values()}
+        self._table_ids_by_db = {db_id: {} for db_id in self.dbs}
+        for table in self.tables.values():
+            names = self._table_ids_by_db.get(table.db_id)
+            assert names is not None, f"table {table.id} belongs to no database"
+            assert table.name not in names, f"table name {table.name!r} twice in {table.db_id}"
+            names[table.name] = table.id
+        self._tablet_ranges = TabletRanges.of(self.tables.values())
+        assert len(self._db_ids_by_name) == len(self.dbs), "two databases with one name"
+
+
+class TabletRanges:
+    """Which table and partition hold a tablet, without an entry per tablet.
+
+    A partition's tablets are one id range (tablet_start, buckets). The index keeps the ranges'
+    first ids sorted, and for each its table id, partition position and end; live ranges never
+    overlap (apply rejects a table whose ranges would), so the range holding a tablet is the one
+    with the greatest first id at or below it: one bisection.
+    """
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._entries: dict[int, tuple[int, int, int]] = {}  # start -> (table id, position, end)
+        self.tablet_count = 0
+
+    @classmethod
+    def of(cls, tables: Iterable[Table]) -> TabletRanges:
+        index = cls()
+        entries = index._entries
+        for table in tables:
+            for position, partition in enumerate(table.partitions):
+                start = partition.tablet_start
+                assert start not in entries, f"tablet range {start} used twice"
+                entries[start] = (table.id, position, start + partition.buckets)
+                index.tablet_count += partition.buckets
+        index._starts = sorted(entries)
+        return index
+
+    def find(self, tablet_id: int) -> tuple[int, int, int] | None:
+        """(table id, partition position, bucket) of a tablet, None if no partition holds it."""
+        position = bisect.bisect_right(self._starts, tablet_id) - 1
+        if position < 0:
+            return None
+        start = self._starts[position]
+        table_id, partition_position, end = self._entries[start]
+        if tablet_id >= end:
+            return None
+        return table_id, partition_position, tablet_id - start
+
+    def conflict(self, table: Table, replacing: Table | None = None) -> str | None:
+        """Why the table's tablet ranges cannot be indexed, as a new table or in place of its
+        definition `replacing`; None if they can."""
+        if replacing is not None and _same_ranges(replacing, table):
+            return None
+        spans = sorted((p.tablet_start, p.buckets) for p in table.partitions)
+        previous_end = -1
+        for start, buckets in spans:
+            if buckets < 1 or start < 0:
+                return f"invalid tablet range {start}+{buckets}"
+            if start < previous_end:
+                return f"its partitions' tablet ranges overlap at {start}"
+            previous_end = start + buckets
+        if replacing is not None:  # ranges it keeps are known not to overlap other tables'
+            kept = {(p.tablet_start, p.buckets) for p in replacing.partitions}
+            spans = [span for span in spans if span not in kept]
+        if not spans or not self._starts:
+            return None
+        if spans[0][0] >= self._entries[self._starts[-1]][2]:
+            return None  # the usual case: all new ids, above every live range
+        for start, buckets in spans:
+            other = self._overlapping_table(start, start + buckets, table.id)
+            if other is not None:
+                return f"tablets {start}..{start + buckets - 1} overlap those of table id {other}"
+        return None
+
+    def _overlapping_table(self, start: int, end: int, own_table_id: int) -> int | None:
+        starts, entries = self._starts, self._entries
+        position = bisect.bisect_right(starts, start) - 1
+        while position >= 0:
+            table_id, _, other_end = entries[starts[position]]
+            if table_id != own_table_id:
+                if other_end > start:
+                    return table_id
+                break
+            position -= 1
+        position = bisect.bisect_right(starts, start)
+        while position < len(starts):
+            table_id, _, _ = entries[starts[position]]
+            if table_id != own_table_id:
+                if starts[position] < end:
+                    return table_id
+                break
+            position += 1
+        return None
+
+    def add(self, table: Table, already_listed: Set[int] = frozenset()) -> None:
+        starts, entries = self._starts, self._entries
+        for position, partition in enumerate(table.partitions):
+            start = partition.tablet_start
+            assert start not in entries, f"tablet range {start} indexed twice"
+            entries[start] = (table.id, position, start + partition.buckets)
+            self.tablet_count += partition.buckets
+            if start in already_listed:
+                continue
+            if not starts or start > starts[-1]:
+                starts.append(start)
+            else:
+                bisect.insort(starts, start)
+
+    def remove(self, partitions: Iterable[Partition]) -> None:
+        removed = [p.tablet_start for p in partitions]
+        if not removed:
+            return
+        entries = self._entries
+        for start in removed:
+            _, _, end = entries.pop(start)
+            self.tablet_count -= end - start
+        starts = self._starts
+        if len(removed) > _BULK_RANGE_REMOVAL:
+            self._starts = [start for start in starts if start in entries]
+            return
+        # A table's ranges are usually adjacent in the index: delete them run by run.
+        positions = sorted(bisect.bisect_left(starts, start) for start in removed)
+        run_end = positions[-1]
+        for index in range(len(positions) - 1, -1, -1):
+            if index == 0 or positions[index - 1] != positions[index] - 1:
+                del starts[positions[index] : run_end + 1]
+                if index:
+                    run_end = positions[index - 1]
+
+    def replace(self, old: Table, new: Table) -> None:
+        """Index `new` in place of `old`, the same table redefined."""
+        assert old.id == new.id
+        if _same_ranges(old, new):
+            return  # same ranges at the same positions: the entries are already right
+        new_starts = {p.tablet_start for p in new.partitions}
+        self.remove([p for p in old.partitions if p.tablet_start not in new_starts])
+        kept = {p.tablet_start for p in old.partitions if p.tablet_start in new_starts}
+        for start in kept:
+            _, _, end = self._entries.pop(start)
+            self.tablet_count -= end - start
+        self.add(new, already_listed=kept)
+
+
+def _same_ranges(old: Table, new: Table) -> bool:
+    old_partitions, new_partitions = old.partitions, new.partitions
+    return len(old_partitions) == len(new_partitions) and all(
+        (a.tablet_start, a.buckets) == (b.tablet_start, b.buckets)
+        for a, b in zip(old_partitions, new_partitions, strict=True)
+    )

@@ -1,0 +1,437 @@
+"""The versioned binary encoding of journal operations and catalog records.
+
+A batch is one format-version byte followed by a msgpack array of operations. Each operation is an
+array whose first element is its `OpCode` and whose other elements are the operation's fields in
+declaration order; a record is an array of its fields in declaration order, enums by value, and
+privilege sets sorted so that equal records always encode to equal bytes.
+
+A released version is never changed: adding a field means a new version, and the decoder keeps
+reading the old ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import msgpack
+
+from metadata.ops import (
+    AddBackend,
+    AddFrontend,
+    CreateDatabase,
+    CreateTable,
+    CreateUser,
+    DropBackend,
+    DropDatabase,
+    DropFrontend,
+    DropTable,
+    DropUser,
+    GrantPrivileges,
+    NextId,
+    Op,
+    OpCode,
+    ReplaceTable,
+    RevokePrivileges,
+    SetGlobalVariable,
+    SetPassword,
+    Timestamp,
+)
+from metadata.records import (
+    Backend,
+    Column,
+    Database,
+    Frontend,
+    FrontendRole,
+    Grant,
+    KeyModel,
+    Partition,
+    Table,
+    User,
+)
+
+FORMAT_VERSION = 1
+SUPPORTED_VERSIONS = frozenset({1})
+
+MAX_OPS_PER_BATCH = 65_536
+MAX_BATCH_BYTES = 64 * 1024 * 1024
+
+_KEY_MODELS = {model.value: model for model in KeyModel}
+_FRONTEND_ROLES = {role.value: role for role in FrontendRole}
+
+
+class CodecError(ValueError):
+    """Bytes that are not a valid encoding of this format (or of a version this build reads)."""
+
+
+# Records. Each encoder returns a tuple of plain values; each decoder takes what msgpack gives back
+# for it (tuples, because batches and images are unpacked with use_list=False).
+
+
+def _expect_arity(value: Sequence, arity: int, what: str) -> None:
+    if type(value) is not tuple or len(value) != arity:
+        raise CodecError(f"malformed {what}: expected {arity} fields, got {value!r:.200}")
+
+
+def _encode_column(column: Column) -> tuple:
+    return (
+        column.name,
+        column.type,
+        column.nullable,
+        column.default,
+        column.comment,
+        column.is_key,
+        column.aggregation,
+        column.auto_increment,
+    )
+
+
+# Most columns repeat across tables ("id BIGINT NOT NULL"), and records are immutable: decoding
+# shares one Column per distinct definition, which makes decoding faster and the catalog smaller.
+_COLUMN_CACHE_LIMIT = 100_000
+_column_cache: dict[tuple, Column] = {}
+
+
+def _decode_column(value: tuple) -> Column:
+    column = _column_cache.get(value)
+    if column is None:
+        _expect_arity(value, 8, "Column")
+        column = Column(*value)
+        if len(_column_cache) >= _COLUMN_CACHE_LIMIT:
+            _column_cache.clear()
+        _column_cache[value] = column
+    return column
+
+
+def _encode_partition(partition: Partition) -> tuple:
+    return (
+        partition.id,
+        partition.name,
+        partition.lower,
+        partition.upper,
+        partition.tablet_start,
+        partition.buckets,
+    )
+
+
+def _decode_partition(value: tuple) -> Partition:
+    _expect_arity(value, 6, "Partition")
+    return Partition(*value)
+
+
+def _encode_table(table: Table) -> tuple:
+    return (
+        table.id,
+        table.db_id,
+        table.name,
+        tuple(map(_encode_column, table.columns)),
+        table.key_model.value,
+        table.key_columns,
+        table.distribution_columns,
+        table.buckets,
+        table.partition_columns,
+        tuple(map(_encode_partition, table.partitions)),
+        table.properties,
+        table.comment,
+        table.engine,
+    )
+
+
+def _decode_table(value: tuple) -> Table:
+    _expect_arity(value, 13, "Table")
+    (
+        id_,
+        db_id,
+        name,
+        columns,
+        key_model,
+        key_columns,
+        distribution_columns,
+        buckets,
+        partition_columns,
+        partitions,
+        properties,
+        comment,
+        engine,
+    ) = value
+    return Table(
+        id_,
+        db_id,
+        name,
+        tuple(map(_decode_column, columns)),
+        _KEY_MODELS[key_model],
+        key_columns,
+        distribution_columns,
+        buckets,
+        partition_columns,
+        tuple(map(_decode_partition, partitions)),
+        properties,
+        comment,
+        engine,
+    )
+
+
+def _encode_database(database: Database) -> tuple:
+    return (database.id, database.name, database.properties)
+
+
+def _decode_database(value: Sequence) -> Database:
+    _expect_arity(value, 3, "Database")
+    return Database(*value)
+
+
+def _encode_grant(grant: Grant) -> tuple:
+    return (grant.db, grant.table, tuple(sorted(grant.privileges)))
+
+
+def _decode_grant(value: Sequence) -> Grant:
+    _expect_arity(value, 3, "Grant")
+    db, table, privileges = value
+    return Grant(db, table, frozenset(privileges))
+
+
+def _encode_user(user: User) -> tuple:
+    return (user.name, user.host, user.password_hash, tuple(map(_encode_grant, user.grants)))
+
+
+def _decode_user(value: Sequence) -> User:
+    _expect_arity(value, 4, "User")
+    name, host, password_hash, grants = value
+    return User(name, host, password_hash, tuple(map(_decode_grant, grants)))
+
+
+def _encode_frontend(frontend: Frontend) -> tuple:
+    return (
+        frontend.name,
+        frontend.host,
+        frontend.edit_log_port,
+        frontend.http_port,
+        frontend.query_port,
+        frontend.role.value,
+    )
+
+
+def _decode_frontend(value: Sequence) -> Frontend:
+    _expect_arity(value, 6, "Frontend")
+    name, host, edit_log_port, http_port, query_port, role = value
+    return Frontend(name, host, edit_log_port, http_port, query_port, _FRONTEND_ROLES[role])
+
+
+def _encode_backend(backend: Backend) -> tuple:
+    return (backend.id, backend.host, backend.heartbeat_port, backend.properties)
+
+
+def _decode_backend(value: Sequence) -> Backend:
+    _expect_arity(value, 4, "Backend")
+    return Backend(*value)
+
+
+_RECORD_CODECS: dict[type, tuple[Callable[[Any], tuple], Callable[[Sequence], Any]]] = {
+    Column: (_encode_column, _decode_column),
+    Partition: (_encode_partition, _decode_partition),
+    Table: (_encode_table, _decode_table),
+    Database: (_encode_database, _decode_database),
+    Grant: (_encode_grant, _decode_grant),
+    User: (_encode_user, _decode_user),
+    Frontend: (_encode_frontend, _decode_frontend),
+    Backend: (_encode_backend, _decode_backend),
+}
+
+
+def encode_record(record: Any) -> tuple:
+    """The record as a tuple of msgpack-able values (what the image stores)."""
+    codec = _RECORD_CODECS.get(type(record))
+    if codec is None:
+        raise CodecError(f"no encoding for records of type {type(record).__name__}")
+    return codec[0](record)
+
+
+def decode_record(record_type: type, value: Sequence) -> Any:
+    """The inverse of `encode_record` for a record of `record_type`."""
+    codec = _RECORD_CODECS.get(record_type)
+    if codec is None:
+        raise CodecError(f"no encoding for records of type {record_type.__name__}")
+    try:
+        return codec[1](value)
+    except CodecError:
+        raise
+    except (TypeError, ValueError, KeyError) as error:
+        raise CodecError(f"malformed {record_type.__name__} record: {error!r}") from error
+
+
+# Operations. Each entry: (class, number of fields, encode fields, decode from the whole array).
+
+_OpEncoder = Callable[[Any], tuple]
+_OpDecoder = Callable[[tuple], Op]
+
+_OP_CODECS: dict[OpCode, tuple[type, int, _OpEncoder, _OpDecoder]] = {
+    OpCode.CREATE_DATABASE: (
+        CreateDatabase,
+        1,
+        lambda op: (_encode_database(op.database),),
+        lambda a: CreateDatabase(_decode_database(a[1])),
+    ),
+    OpCode.DROP_DATABASE: (
+        DropDatabase,
+        1,
+        lambda op: (op.db_id,),
+        lambda a: DropDatabase(a[1]),
+    ),
+    OpCode.CREATE_TABLE: (
+        CreateTable,
+        1,
+        lambda op: (_encode_table(op.table),),
+        lambda a: CreateTable(_decode_table(a[1])),
+    ),
+    OpCode.DROP_TABLE: (
+        DropTable,
+        1,
+        lambda op: (op.table_id,),
+        lambda a: DropTable(a[1]),
+    ),
+    OpCode.REPLACE_TABLE: (
+        ReplaceTable,
+        1,
+        lambda op: (_encode_table(op.table),),
+        lambda a: ReplaceTable(_decode_table(a[1])),
+    ),
+    OpCode.CREATE_USER: (
+        CreateUser,
+        1,
+        lambda op: (_encode_user(op.user),),
+        lambda a: CreateUser(_decode_user(a[1])),
+    ),
+    OpCode.DROP_USER: (
+        DropUser,
+        2,
+        lambda op: (op.name, op.host),
+        lambda a: DropUser(a[1], a[2]),
+    ),
+    OpCode.SET_PASSWORD: (
+        SetPassword,
+        3,
+        lambda op: (op.name, op.host, op.password_hash),
+        lambda a: SetPassword(a[1], a[2], a[3]),
+    ),
+    OpCode.GRANT: (
+        GrantPrivileges,
+        3,
+        lambda op: (op.name, op.host, _encode_grant(op.grant)),
+        lambda a: GrantPrivileges(a[1], a[2], _decode_grant(a[3])),
+    ),
+    OpCode.REVOKE: (
+        RevokePrivileges,
+        3,
+        lambda op: (op.name, op.host, _encode_grant(op.grant)),
+        lambda a: RevokePrivileges(a[1], a[2], _decode_grant(a[3])),
+    ),
+    OpCode.ADD_FRONTEND: (
+        AddFrontend,
+        1,
+        lambda op: (_encode_frontend(op.frontend),),
+        lambda a: AddFrontend(_decode_frontend(a[1])),
+    ),
+    OpCode.DROP_FRONTEND: (
+        DropFrontend,
+        1,
+        lambda op: (op.name,),
+        lambda a: DropFrontend(a[1]),
+    ),
+    OpCode.ADD_BACKEND: (
+        AddBackend,
+        1,
+        lambda op: (_encode_backend(op.backend),),
+        lambda a: AddBackend(_decode_backend(a[1])),
+    ),
+    OpCode.DROP_BACKEND: (
+        DropBackend,
+        1,
+        lambda op: (op.backend_id,),
+        lambda a: DropBackend(a[1]),
+    ),
+    OpCode.TIMESTAMP: (
+        Timestamp,
+        1,
+        lambda op: (op.millis,),
+        lambda a: Timestamp(a[1]),
+    ),
+    OpCode.NEXT_ID: (
+        NextId,
+        1,
+        lambda op: (op.next_id,),
+        lambda a: NextId(a[1]),
+    ),
+    OpCode.SET_GLOBAL_VARIABLE: (
+        SetGlobalVariable,
+        2,
+        lambda op: (op.name, op.value),
+        lambda a: SetGlobalVariable(a[1], a[2]),
+    ),
+}
+
+_OP_ENCODERS = {op_class: (code, encode) for code, (op_class, _, encode, _) in _OP_CODECS.items()}
+_OP_DECODERS = {
+    int(code): (arity + 1, decode) for code, (_, arity, _, decode) in _OP_CODECS.items()
+}
+
+
+def supported_op_codes() -> frozenset[OpCode]:
+    return frozenset(_OP_CODECS)
+
+
+def encode_op(op: Op) -> tuple:
+    entry = _OP_ENCODERS.get(type(op))
+    if entry is None:
+        raise CodecError(f"no encoding for operation {type(op).__name__}")
+    code, encode = entry
+    return (int(code), *encode(op))
+
+
+def encode_ops(ops: Sequence[Op]) -> bytes:
+    """One journal entry: the format version, then the operations in order."""
+    if not 0 < len(ops) <= MAX_OPS_PER_BATCH:
+        raise CodecError(f"a batch holds 1 to {MAX_OPS_PER_BATCH} operations, not {len(ops)}")
+    data = bytes((FORMAT_VERSION,)) + msgpack.packb([encode_op(op) for op in ops])
+    if len(data) > MAX_BATCH_BYTES:
+        raise CodecError(f"batch of {len(data)} bytes exceeds the limit of {MAX_BATCH_BYTES}")
+    return data
+
+
+def decode_ops(data: bytes) -> list[Op]:
+    """The operations of one journal entry; CodecError if the bytes are not a valid batch."""
+    if not data:
+        raise CodecError("empty batch")
+    if len(data) > MAX_BATCH_BYTES:
+        raise CodecError(f"batch of {len(data)} bytes exceeds the limit of {MAX_BATCH_BYTES}")
+    version = data[0]
+    if version not in SUPPORTED_VERSIONS:
+        raise CodecError(f"unknown journal format version {version}")
+    try:
+        items = msgpack.unpackb(memoryview(data)[1:], use_list=False, raw=False)
+    except (ValueError, msgpack.UnpackException) as error:
+        raise CodecError(f"batch is not valid msgpack: {error}") from error
+    if type(items) is not tuple or not 0 < len(items) <= MAX_OPS_PER_BATCH:
+        raise CodecError(f"batch must be an array of 1 to {MAX_OPS_PER_BATCH} operations")
+    ops = []
+    decoders = _OP_DECODERS
+    for position, item in enumerate(items):
+        if type(item) is not tuple or not item:
+            raise CodecError(f"operation {position} is not an array: {item!r:.200}")
+        entry = decoders.get(item[0])
+        if entry is None:
+            raise CodecError(f"operation {position} has unknown op code {item[0]!r}")
+        length, decode = entry
+        if len(item) != length:
+            raise CodecError(
+                f"operation {position} ({OpCode(item[0]).name}) has {len(item) - 1} fields, "
+                f"expected {length - 1}"
+            )
+        try:
+            ops.append(decode(item))
+        except CodecError as error:
+            raise CodecError(f"operation {position} ({OpCode(item[0]).name}): {error}") from error
+        except (TypeError, ValueError, KeyError) as error:
+            raise CodecError(
+                f"operation {position} ({OpCode(item[0]).name}) is malformed: {error!r}"
+            ) from error
+    return ops

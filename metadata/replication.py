@@ -1,0 +1,842 @@
+"""The replicated journal: Raft through pysyncobj, entries in RocksDB, applied to a state machine.
+
+A payload submitted on the leader becomes a raft entry; once a majority of voters holds it on disk
+and the leader's commit index that covers it is on disk too, the state machine applies it and the
+submitter's callback gets the result. Every node applies the same entries in the same order; after
+a restart, `start()` replays the committed entries that the state machine's image does not cover.
+
+Threads: `submit`, `commit`, `truncate_through`, `status` and `close` may be called from any
+thread. Everything else runs in the journal's thread, which drives pysyncobj's tick: appending,
+replicating, fsyncing, applying and calling the submitters' callbacks (so those must be quick).
+The state machine is called by the thread that calls `start()` while it replays, then only by the
+journal's thread.
+
+pysyncobj 0.3.17 is used through `_RaftNode`, the one place where Quire corrects it:
+
+1. `createJournal` cannot be injected: `_journal_injected` swaps it, under a lock, only while one
+   node is constructed, so that every node in a process gets its own `RocksJournal`.
+2. Its journal is a list by position: `RocksJournal` serves positions, negative positions and
+   slices over RocksDB, with the entry an image covers at position 0.
+3. Its file journal never fsyncs: `RocksJournal` groups fsyncs, and syncs term and vote at once.
+4. Its compaction keeps snapshots in memory only and would drop journal entries: it is disabled;
+   images are Quire's and `truncate_through` follows them; applying restarts at the image's index.
+5. A late success ack moved the leader's nextIndex back, and followers then deleted entries they
+   had applied: nextIndex never moves back on success, and a follower skips the entries it already
+   holds and never deletes at or below its commit index (`skip_known_entries`).
+6. The first vote after a leader dies went over an idle connection that pysyncobj drops on use:
+   every node pings its peers, and reconnects quickly.
+7. Batching made a commit wait for the next tick or append period: the journal's thread is woken
+   on submit and after appending, and new entries go to followers at once.
+8. A pysyncobj snapshot would be serialized in the tick thread: none is ever made. A follower
+   whose next entry is older than the leader's first one needs an image (downloaded over HTTP by
+   the FE, not through Raft); the leader only keeps it quiet with heartbeats. Applying is bounded
+   per tick in entries and time, so heartbeats keep flowing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import pysyncobj.syncobj
+from pysyncobj import SyncObj, SyncObjConf
+from pysyncobj.config import FAIL_REASON
+from pysyncobj.pipe_notifier import PipeNotifier
+
+from metadata.journal import REGULAR_COMMAND, RocksJournal
+
+logger = logging.getLogger(__name__)
+
+Callback = Callable[[object, Exception | None], None]
+
+KEEPALIVE_MESSAGE = "quire_keepalive"
+
+
+class StateMachine(Protocol):
+    def apply_entry(self, raft_index: int, payload: bytes) -> object:
+        """Apply one committed entry: from one thread at a time, in raft order, once per entry.
+
+        Deterministic. The return value, or the exception raised, goes to the submitter.
+        """
+
+
+class JournalError(Exception):
+    """The journal could not take or commit an entry."""
+
+
+class NotLeaderError(JournalError):
+    def __init__(self, leader: str | None, detail: str = "this node is not the journal leader"):
+        super().__init__(f"{detail} (leader: {leader or 'unknown'})")
+        self.leader = leader
+
+
+class JournalFullError(JournalError):
+    """Too many submissions are waiting; retry later."""
+
+
+class PayloadTooLargeError(JournalError):
+    pass
+
+
+class JournalTimeoutError(JournalError):
+    """No outcome in time; the entry may still commit later."""
+
+
+class JournalClosedError(JournalError):
+    pass
+
+
+@dataclass(frozen=True)
+class JournalLimits:
+    """Every bound and timeout of the journal; passed to ReplicatedJournal as keyword arguments."""
+
+    max_payload_bytes: int = 1 << 20
+    max_pending_submissions: int = 10_000  # queued plus waiting for commit
+    max_pending_bytes: int = 64 << 20  # their payloads
+    max_batch_entries: int = 1024  # entries the leader appends per tick
+    max_apply_entries: int = 4096  # entries applied per tick
+    apply_budget_seconds: float = 0.05  # time spent applying per tick
+    submit_timeout: float = 30.0
+    max_cached_bytes: int = 64 << 20  # newest entries kept in memory besides RocksDB
+    tick_period: float = 0.05  # longest sleep of the journal's thread
+    append_entries_period: float = 0.1  # heartbeat
+    raft_min_timeout: float = 0.4  # election timeout range
+    raft_max_timeout: float = 1.4
+    leader_fallback_timeout: float = 3.0  # a leader no majority answered for that long steps down
+    connection_timeout: float = 3.5
+    connection_retry_time: float = 0.5
+    keepalive_period: float = 1.0
+    bind_retries: int = 3
+
+    def __post_init__(self) -> None:
+        rules = {
+            "max_payload_bytes > 0": self.max_payload_bytes > 0,
+            "0 < max_batch_entries <= max_pending_submissions": (
+                0 < self.max_batch_entries <= self.max_pending_submissions
+            ),
+            "max_apply_entries > 0": self.max_apply_entries > 0,
+            "apply_budget_seconds > 0": self.apply_budget_seconds > 0,
+            "submit_timeout > 0": self.submit_timeout > 0,
+            "max_pending_bytes >= max_payload_bytes": self.max_pending_bytes
+            >= self.max_payload_bytes,
+            "max_cached_bytes > 0": self.max_cached_bytes > 0,
+            "tick_period > 0": self.tick_period > 0,
+            "raft_min_timeout > 3 * append_entries_period": (
+                self.raft_min_timeout > 3 * self.append_entries_period
+            ),
+            "raft_max_timeout > raft_min_timeout": self.raft_max_timeout > self.raft_min_timeout,
+            "leader_fallback_timeout > append_entries_period": (
+                self.leader_fallback_timeout > self.append_entries_period
+            ),
+            "connection_timeout >= raft_max_timeout": self.connection_timeout
+            >= self.raft_max_timeout,
+            "0 < keepalive_period < connection_timeout": (
+                0 < self.keepalive_period < self.connection_timeout
+            ),
+            "bind_retries > 0": self.bind_retries > 0,
+        }
+        broken = [rule for rule, holds in rules.items() if not holds]
+        if broken:
+            raise ValueError(f"journal limits must satisfy: {', '.join(broken)}")
+
+    @property
+    def append_entries_batch_bytes(self) -> int:
+        # Above the largest entry, so that pysyncobj never splits one ("transmission"), which it
+        # does wrongly; a message carries at most about twice this.
+        return 2 * self.max_payload_bytes + 1024
+
+
+@dataclass(frozen=True)
+class JournalStatus:
+    is_leader: bool
+    leader: str | None
+    term: int
+    commit_index: int
+    last_applied: int
+    first_index: int
+    last_index: int
+    entries_in_journal: int
+    wal_syncs: int
+
+
+class _Submission:
+    __slots__ = ("payload", "callback", "deadline", "done")
+
+    def __init__(self, payload: bytes, callback: Callback, deadline: float):
+        self.payload = payload
+        self.callback = callback
+        self.deadline = deadline
+        self.done = False
+
+
+class _Truncation:
+    def __init__(self, raft_index: int):
+        self.raft_index = raft_index
+        self.error: Exception | None = None
+        self.finished = threading.Event()
+
+
+class ReplicatedJournal:
+    def __init__(
+        self,
+        *,
+        journal_dir: str,
+        self_address: str | None,
+        partners: Sequence[str],
+        state_machine: StateMachine,
+        applied_index: int,
+        applied_term: int = 0,
+        sync: bool = True,
+        password: str | None = None,
+        **limits_and_timeouts: float | int,
+    ):
+        """A journal node; self_address None makes an observer, which follows but never votes.
+
+        applied_index (and applied_term) name the last entry the state machine already contains,
+        from an image; 0 if none.
+        """
+        assert applied_index >= 0 and applied_term >= 0
+        if self_address is None and not partners:
+            raise ValueError("an observer needs partners to follow")
+        self.limits = JournalLimits(**limits_and_timeouts)
+        self.journal_dir = journal_dir
+        self.self_address = self_address
+        self.partners = [p for p in partners if p != self_address]
+        self.state_machine = state_machine
+        self.applied_index = applied_index
+        self.applied_term = applied_term
+        self.sync = sync
+        self.password = password
+
+        self._journal: RocksJournal | None = None
+        self._node: _RaftNode | None = None
+        self._thread: threading.Thread | None = None
+        self._closing = False
+        self._last_applied_to_state_machine = applied_index
+
+        self._lock = threading.Lock()  # guards _queue, _outstanding* and _truncations
+        self._queue: deque[_Submission] = deque()
+        self._outstanding = 0  # submissions queued or waiting; at most max_pending_submissions
+        self._outstanding_bytes = 0  # their payloads; at most max_pending_bytes
+        self._truncations: deque[_Truncation] = deque()
+        # Owned by the journal's thread:
+        self._waiting: dict[int, _Submission] = {}  # id -> submission, in submission order
+        self._acks: list[tuple[_Submission, object]] = []  # applied, acknowledged once persisted
+        self._known_leader: object = None
+        self._last_keepalive = 0.0
+        self._leader_changed = threading.Condition()
+
+    # Life cycle.
+
+    def start(self) -> None:
+        assert self._journal is None, "start() is called once"
+        journal = RocksJournal(
+            self.journal_dir, sync=self.sync, max_cached_bytes=self.limits.max_cached_bytes
+        )
+        try:
+            self._align_with_image(journal)
+            replayed_through = self._replay(journal)
+            node = _RaftNode(self, journal, self._sync_obj_conf())
+        except BaseException:
+            journal.close()
+            raise
+        node.restart_applying_at(replayed_through)
+        if self.self_address is not None and not self.partners:
+            node.elect_self_now()
+        self._journal, self._node = journal, node
+        self._thread = threading.Thread(target=self._run, name="quire-journal", daemon=True)
+        self._thread.start()
+        logger.info(
+            "journal started at %s with %d partner(s), applied through %d",
+            self.self_address or "an observer",
+            len(self.partners),
+            replayed_through,
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closing:
+                return
+            self._closing = True
+        node, thread = self._node, self._thread
+        if node is None:
+            return
+        node.wake()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+        self._persist_and_acknowledge()
+        node._doDestroy()  # closes the transport and the journal
+        with self._lock:  # submit() and truncate_through() wake the node under this lock
+            node.close_wake_pipe()
+            queued, self._queue = list(self._queue), deque()
+            truncations, self._truncations = list(self._truncations), deque()
+        for submission in [*queued, *self._waiting.values()]:
+            self._complete(submission, None, JournalClosedError("the journal is closed"))
+        for truncation in truncations:
+            truncation.error = JournalClosedError("the journal is closed")
+            truncation.finished.set()
+        with self._leader_changed:
+            self._leader_changed.notify_all()
+        logger.info("journal at %s closed", self.self_address or "an observer")
+
+    # Writing.
+
+    def submit(self, payload: bytes, callback: Callback) -> None:
+        """Commit payload; callback(result, None) once it is committed, on disk and applied, or
+        callback(None, error) with a JournalError. The callback runs in the journal's thread (or,
+        for an immediate refusal, in the caller's) and must be quick."""
+        payload = bytes(payload)
+        error = self._refusal(payload)
+        if error is None:
+            deadline = time.monotonic() + self.limits.submit_timeout
+            with self._lock:
+                if self._closing:
+                    error = JournalClosedError("the journal is closed")
+                elif (
+                    self._outstanding >= self.limits.max_pending_submissions
+                    or self._outstanding_bytes + len(payload) > self.limits.max_pending_bytes
+                ):
+                    error = JournalFullError(
+                        f"{self._outstanding} submissions of {self._outstanding_bytes} bytes are "
+                        f"waiting (limits {self.limits.max_pending_submissions} and "
+                        f"{self.limits.max_pending_bytes} bytes)"
+                    )
+                else:
+                    self._outstanding += 1
+                    self._outstanding_bytes += len(payload)
+                    self._queue.append(_Submission(payload, callback, deadline))
+                    self._node.wake()
+        if error is not None:
+            callback(None, error)
+
+    def _refusal(self, payload: bytes) -> JournalError | None:
+        if len(payload) > self.limits.max_payload_bytes:
+            return PayloadTooLargeError(
+                f"payload of {len(payload)} bytes exceeds {self.limits.max_payload_bytes}"
+            )
+        node = self._node
+        if node is None or self._closing:
+            return JournalClosedError("the journal is not running")
+        if not node._isLeader():
+            return NotLeaderError(node.leader_address())
+        return None
+
+    def commit(self, payload: bytes, timeout: float) -> object:
+        """Submit and wait. Returns the state machine's result, which is the exception it raised if
+        it raised one; raises JournalError when the entry was not committed in time or at all."""
+        finished = threading.Event()
+        outcome: list[tuple[object, Exception | None]] = []
+
+        def on_done(result: object, error: Exception | None) -> None:
+            outcome.append((result, error))
+            finished.set()
+
+        self.submit(payload, on_done)
+        if not finished.wait(timeout):
+            raise JournalTimeoutError(
+                f"no commit within {timeout:.3f}s; the entry may commit later"
+            )
+        result, error = outcome[0]
+        if error is not None:
+            raise error
+        return result
+
+    def truncate_through(self, raft_index: int) -> None:
+        """Delete the entries up to raft_index, which an image covers. Blocks until done."""
+        if self._thread is threading.current_thread():
+            self._truncate(raft_index)
+            return
+        truncation = _Truncation(raft_index)
+        with self._lock:
+            if self._closing or self._node is None:
+                raise JournalClosedError("the journal is not running")
+            self._truncations.append(truncation)
+            self._node.wake()
+        if not truncation.finished.wait(self.limits.submit_timeout):
+            raise JournalTimeoutError(f"truncation through {raft_index} did not finish in time")
+        if truncation.error is not None:
+            raise truncation.error
+
+    # Reading.
+
+    def wait_leader(self, timeout: float) -> bool:
+        """Wait until this node knows a leader (itself included); False on timeout."""
+        if self._node is None:
+            raise JournalClosedError("the journal is not started")
+        with self._leader_changed:
+            return (
+                self._leader_changed.wait_for(
+                    lambda: self._closing or self._node.leader_address() is not None, timeout
+                )
+                and not self._closing
+            )
+
+    def status(self) -> JournalStatus:
+        node, journal = self._node, self._journal
+        assert node is not None and journal is not None, "start() first"
+        return JournalStatus(
+            is_leader=node._isLeader(),
+            leader=node.leader_address(),
+            term=node.raftCurrentTerm,
+            commit_index=node.raftCommitIndex,
+            last_applied=node.raftLastApplied,
+            first_index=journal.first_index,
+            last_index=journal.last_index,
+            entries_in_journal=journal.entry_count,
+            wal_syncs=journal.wal_syncs,
+        )
+
+    # Start-up.
+
+    def _sync_obj_conf(self) -> SyncObjConf:
+        limits = self.limits
+        return SyncObjConf(
+            autoTick=False,  # the journal's thread ticks, so nothing runs before start() is done
+            password=self.password,
+            commandsQueueSize=limits.max_pending_submissions,
+            appendEntriesUseBatch=True,
+            appendEntriesPeriod=limits.append_entries_period,
+            appendEntriesBatchSizeBytes=limits.append_entries_batch_bytes,
+            raftMinTimeout=limits.raft_min_timeout,
+            raftMaxTimeout=limits.raft_max_timeout,
+            leaderFallbackTimeout=limits.leader_fallback_timeout,
+            connectionTimeout=limits.connection_timeout,
+            connectionRetryTime=limits.connection_retry_time,
+            bindAddress=self.self_address,
+            bindRetryTime=0.1,
+            maxBindRetries=limits.bind_retries,
+            journalFile=None,
+            fullDumpFile=None,
+            useFork=False,
+            dynamicMembershipChange=False,
+        )
+
+    def _align_with_image(self, journal: RocksJournal) -> None:
+        applied = self.applied_index
+        if applied > journal.last_index:
+            logger.warning(
+                "the image at %d is newer than the journal (last entry %d): restarting after it",
+                applied,
+                journal.last_index,
+            )
+            journal.reset(applied, self.applied_term)
+        elif applied < journal.base_index:
+            raise JournalError(
+                f"the journal starts at entry {journal.first_index} but the image covers only "
+                f"{applied}: load a newer image"
+            )
+        elif applied > journal.commit_index:
+            journal.setRaftCommitIndex(applied)  # the image only covers committed entries
+            journal.flush()
+        if journal.commit_index > journal.last_index:
+            raise JournalError(
+                f"journal {self.journal_dir} is damaged: commit index {journal.commit_index} "
+                f"is past its last entry {journal.last_index}"
+            )
+
+    def _replay(self, journal: RocksJournal) -> int:
+        first, last = self.applied_index + 1, journal.commit_index
+        total = last - first + 1
+        if total <= 0:
+            return self.applied_index
+        logger.info("replaying journal entries %d..%d into the state machine", first, last)
+        started = reported = time.monotonic()
+        step = max(total // 10, 1)
+        for done, (command, raft_index, _term) in enumerate(journal.entries(first, last), start=1):
+            if command[:1] == REGULAR_COMMAND:
+                self._apply_entry(raft_index, command[1:])
+            now = time.monotonic()
+            if done < total and (done % step == 0 or now - reported > 3.0):
+                logger.info("replayed %d/%d entries", done, total)
+                reported = now
+        assert self._last_applied_to_state_machine <= last
+        logger.info("replayed %d/%d entries in %.2fs", total, total, time.monotonic() - started)
+        return last
+
+    # The journal's thread.
+
+    def _run(self) -> None:
+        node, period = self._node, self.limits.tick_period
+        while not self._closing:
+            try:
+                node._onTick(period)
+            except Exception:
+                logger.exception("journal tick failed")
+                time.sleep(period)
+
+    def _apply_entry(self, raft_index: int, payload: bytes) -> object:
+        assert raft_index > self._last_applied_to_state_machine, (
+            f"entry {raft_index} applied after {self._last_applied_to_state_machine}"
+        )
+        self._last_applied_to_state_machine = raft_index
+        try:
+            return self.state_machine.apply_entry(raft_index, payload)
+        except Exception as error:  # deterministic refusals (say, a table that exists) are results
+            logger.debug("entry %d was refused by the state machine: %s", raft_index, error)
+            return error
+
+    def _take_submissions(self, is_leader: bool, leader: str | None) -> None:
+        """Hand queued submissions to pysyncobj (leader), or refuse them."""
+        with self._lock:
+            if not self._queue:
+                return
+            count = (
+                min(len(self._queue), self.limits.max_batch_entries)
+                if is_leader
+                else len(self._queue)
+            )
+            batch = [self._queue.popleft() for _ in range(count)]
+        for submission in batch:
+            if not is_leader:
+                self._complete(submission, None, NotLeaderError(leader))
+                continue
+            self._waiting[id(submission)] = submission
+            self._node._applyCommand(
+                REGULAR_COMMAND + submission.payload,
+                functools.partial(self._on_raft_outcome, submission),
+            )
+        if len(self._queue) > 0:
+            self._node.wake()
+
+    def _on_raft_outcome(self, submission: _Submission, result: object, reason: int) -> None:
+        if reason == FAIL_REASON.SUCCESS:
+            self._acks.append((submission, result))
+        elif reason in (FAIL_REASON.DISCARDED, FAIL_REASON.NOT_LEADER, FAIL_REASON.LEADER_CHANGED):
+            self._complete(
+                submission, None, NotLeaderError(self._node.leader_address(), "leadership changed")
+            )
+        else:
+            self._complete(
+                submission, None, JournalError(f"pysyncobj refused the entry (reason {reason})")
+            )
+
+    def _persist_and_acknowledge(self) -> None:
+        """Flush the journal (one fsync for all that was appended), then answer what is now safe."""
+        journal = self._journal
+        journal.flush()
+        if not self._acks:
+            return
+        assert journal.durable_commit_index >= self._last_applied_to_state_machine
+        acks, self._acks = self._acks, []
+        for submission, result in acks:
+            self._complete(submission, result, None)
+
+    def _complete(self, submission: _Submission, result: object, error: Exception | None) -> None:
+        if submission.done:
+            return
+        submission.done = True
+        self._waiting.pop(id(submission), None)
+        with self._lock:
+            self._outstanding -= 1
+            self._outstanding_bytes -= len(submission.payload)
+            assert self._outstanding >= 0 and self._outstanding_bytes >= 0
+        try:
+            submission.callback(result, error)
+        except Exception:
+            logger.exception("a journal submitter's callback failed")
+
+    def _expire_submissions(self) -> None:
+        now = time.monotonic()
+        while self._waiting:
+            submission = next(iter(self._waiting.values()))
+            if submission.deadline > now:
+                break
+            self._complete(
+                submission, None, JournalTimeoutError("the entry was not committed in time")
+            )
+
+    def _run_truncations(self) -> None:
+        while True:
+            with self._lock:
+                if not self._truncations:
+                    return
+                truncation = self._truncations.popleft()
+            try:
+                self._truncate(truncation.raft_index)
+            except Exception as error:
+                truncation.error = error
+            truncation.finished.set()
+
+    def _truncate(self, raft_index: int) -> None:
+        applied = self._node.raftLastApplied
+        if raft_index > applied:
+            raise JournalError(f"cannot truncate through {raft_index}: only {applied} is applied")
+        self._journal.truncate_through(raft_index)
+
+    def _before_poll(self) -> None:
+        """Runs at the end of every tick, before the journal's thread waits for the network."""
+        self._persist_and_acknowledge()
+        self._expire_submissions()
+        node = self._node
+        now = time.monotonic()
+        if now - self._last_keepalive >= self.limits.keepalive_period:
+            self._last_keepalive = now
+            node.send_keepalives()
+        leader = node.leader_address()
+        if leader != self._known_leader:
+            self._known_leader = leader
+            logger.info("journal leader: %s (term %d)", leader, node.raftCurrentTerm)
+            with self._leader_changed:
+                self._leader_changed.notify_all()
+        if node.has_work_for_next_tick():
+            node.wake()
+
+
+@contextlib.contextmanager
+def _journal_injected(journal: RocksJournal) -> Iterator[None]:
+    """Make SyncObj's constructor take journal (fact 1), for the duration of one construction."""
+    with _journal_injection_lock:
+        original = pysyncobj.syncobj.createJournal
+        pysyncobj.syncobj.createJournal = lambda journal_file=None: journal
+        try:
+            yield
+        finally:
+            pysyncobj.syncobj.createJournal = original
+
+
+_journal_injection_lock = threading.Lock()
+
+
+def skip_known_entries(message: dict, journal: RocksJournal, commit_index: int) -> dict | None:
+    """An append_entries message without the entries the follower already holds (fact 5).
+
+    pysyncobj deletes everything after the message's prevLogIdx before appending, so a stale or
+    repeated message made a follower delete entries it already held, applied ones included. Raft
+    deletes only from the first conflicting entry: this drops the leading entries that match the
+    follower's log and, when nothing new is left, moves prevLogIdx to the last entry known to be
+    in the leader's log: a committed one, or any if the follower's last entry has the leader's term
+    (a term has one leader, whose log keeps what it sent). Returns None to drop a message that would
+    replace committed entries.
+    """
+    prev_index, prev_term = message["prevLogIdx"], message["prevLogTerm"]
+    if journal.term_at(prev_index) != prev_term:
+        return message  # pysyncobj answers with the index to resend from
+    entries = message["entries"]
+    skipped = 0
+    for _command, raft_index, term in entries:
+        assert raft_index == prev_index + 1, "append_entries carries consecutive entries"
+        if journal.term_at(raft_index) != term:
+            break
+        prev_index, prev_term = raft_index, term
+        skipped += 1
+    rest = entries[skipped:]
+    if rest and rest[0][1] <= journal.last_index and rest[0][1] <= commit_index:
+        logger.critical(
+            "the leader of term %d sent entry %d, conflicting with a committed one (commit %d)",
+            message["term"],
+            rest[0][1],
+            commit_index,
+        )
+        return None
+    if not rest and prev_index < journal.last_index:
+        known = (
+            journal.last_index
+            if journal.last_term == message["term"]
+            else min(commit_index, journal.last_index)
+        )
+        if known > prev_index:
+            prev_index, prev_term = known, journal.term_at(known)
+    if prev_index == message["prevLogIdx"]:
+        return message
+    return {**message, "prevLogIdx": prev_index, "prevLogTerm": prev_term, "entries": rest}
+
+
+class _RaftNode(SyncObj):
+    """pysyncobj's SyncObj with Quire's corrections; the only code that touches its internals."""
+
+    def __init__(self, owner: ReplicatedJournal, journal: RocksJournal, conf: SyncObjConf):
+        self._owner = owner
+        self._journal = journal
+        self._lagging_warned: set[object] = set()
+        self._wake_pending = False
+        try:
+            with _journal_injected(journal):
+                super().__init__(owner.self_address, owner.partners, conf)
+        except ImportError as error:  # pysyncobj's message for a password without 'cryptography'
+            raise JournalError(
+                f"a cluster password needs the 'cryptography' package: {error}"
+            ) from error
+        except pysyncobj.syncobj.SyncObjException as error:
+            raise JournalError(f"cannot listen on {owner.self_address}: {error}") from error
+        assert self._SyncObj__raftLog is journal
+        self._wake_notifier = PipeNotifier(self._poller, self._on_woken)
+        self.addOnTickCallback(owner._before_poll)
+
+    # Quire's controls.
+
+    def restart_applying_at(self, raft_index: int) -> None:
+        """The state machine holds everything up to raft_index; pysyncobj starts at 1 (fact 4)."""
+        self._SyncObj__raftLastApplied = raft_index
+        self._SyncObj__raftCommitIndex = max(self._journal.getRaftCommitIndex(), raft_index)
+
+    def elect_self_now(self) -> None:
+        self._SyncObj__raftElectionDeadline = 0.0  # the only voter: no need to wait for a leader
+
+    def leader_address(self) -> str | None:
+        leader = self._getLeader()
+        return None if leader is None else str(leader.id)
+
+    def wake(self) -> None:
+        """Make the journal's thread tick now instead of waiting for the network (thread-safe)."""
+        if self._wake_pending:
+            return
+        self._wake_pending = True
+        with contextlib.suppress(BlockingIOError, OSError):
+            self._wake_notifier.notify()
+
+    def _on_woken(self) -> None:
+        self._wake_pending = False
+
+    def close_wake_pipe(self) -> None:
+        for attribute in ("_PipeNotifier__pipeR", "_PipeNotifier__pipeW"):
+            with contextlib.suppress(OSError):
+                os.close(getattr(self._wake_notifier, attribute))
+
+    def has_work_for_next_tick(self) -> bool:
+        if self._SyncObj__raftCommitIndex > self._SyncObj__raftLastApplied:
+            return True
+        if not self._isLeader():
+            return False
+        if self._owner._queue:
+            return True
+        # The only voter commits its own entries at the next tick; nothing else will wake it.
+        return (
+            not self._SyncObj__otherNodes
+            and self._journal.last_index > self._SyncObj__raftCommitIndex
+        )
+
+    def send_keepalives(self) -> None:
+        """pysyncobj drops a connection when it sends on it after connectionTimeout without reading
+        anything: the first vote request after a leader died was lost that way (fact 6)."""
+        transport = self._SyncObj__transport
+        for node in list(self._SyncObj__connectedNodes):
+            transport.send(node, {"type": KEEPALIVE_MESSAGE})
+
+    # The tick.
+
+    def _onTick(self, timeToWait: float = 0.0) -> None:
+        # A leader counts its own log toward commit: what it appended must be on disk first.
+        self._owner._persist_and_acknowledge()
+        self._owner._run_truncations()
+        super()._onTick(timeToWait)
+
+    def _checkCommandsToApply(self) -> None:
+        last_index = self._journal.last_index
+        self._owner._take_submissions(self._isLeader(), self.leader_address())
+        super()._checkCommandsToApply()
+        if self._journal.last_index != last_index and self._isLeader():
+            # Replicate now rather than at the next append period (fact 7).
+            self._SyncObj__sendAppendEntries()
+
+    def _SyncObj__applyLogEntries(self) -> bool:
+        """Apply committed entries in raft order, a bounded amount per tick (fact 8)."""
+        commit, applied = self._SyncObj__raftCommitIndex, self._SyncObj__raftLastApplied
+        if commit <= applied:
+            return False
+        limits = self._owner.limits
+        deadline = time.monotonic() + limits.apply_budget_seconds
+        waiting_commit = self._SyncObj__commandsWaitingCommit
+        count = min(commit - applied, limits.max_apply_entries)
+        for command, raft_index, term in self._SyncObj__getEntries(applied + 1, count):
+            assert raft_index == self._SyncObj__raftLastApplied + 1
+            if command[:1] == REGULAR_COMMAND:
+                result = self._owner._apply_entry(raft_index, command[1:])
+            else:
+                result = self._apply_pysyncobj_command(command)
+            self._SyncObj__raftLastApplied = raft_index
+            for waiting_term, callback in waiting_commit.pop(raft_index, ()):
+                callback(
+                    result, FAIL_REASON.SUCCESS if waiting_term == term else FAIL_REASON.DISCARDED
+                )
+            if time.monotonic() > deadline:
+                break
+        return False
+
+    def _apply_pysyncobj_command(self, command: bytes) -> object:
+        try:
+            return self._SyncObj__doApplyCommand(command)  # no-op, membership, code version
+        except pysyncobj.syncobj.SyncObjExceptionWrongVer:
+            logger.error("ignoring a request to switch to an unsupported pysyncobj code version")
+            return None
+
+    # Replication (facts 5, 7, 8).
+
+    def _SyncObj__onMessageReceived(self, node: object, message: dict) -> None:
+        kind = message.get("type")
+        if kind == KEEPALIVE_MESSAGE:
+            return
+        if (
+            kind == "append_entries"
+            and "entries" in message
+            and "prevLogIdx" in message
+            and message["term"] >= self._SyncObj__raftCurrentTerm
+        ):
+            message = skip_known_entries(message, self._journal, self._SyncObj__raftCommitIndex)
+            if message is None:
+                return
+        if kind == "next_node_idx" and message.get("success") and self._isLeader():
+            next_index = self._SyncObj__raftNextIndex
+            before = next_index.get(node)
+            SyncObj._SyncObj__onMessageReceived(self, node, message)
+            if before is not None and node in next_index and next_index[node] < before:
+                next_index[node] = before  # an ack for an older batch: those after it are in flight
+            return
+        SyncObj._SyncObj__onMessageReceived(self, node, message)
+
+    def _SyncObj__sendNextNodeIdx(self, node, reset=False, nextNodeIdx=None, success=False):
+        # A follower acknowledges entries only once they are on its disk.
+        self._owner._persist_and_acknowledge()
+        SyncObj._SyncObj__sendNextNodeIdx(
+            self, node, reset=reset, nextNodeIdx=nextNodeIdx, success=success
+        )
+
+    def _SyncObj__sendAppendEntries(self) -> None:
+        base = self._journal.base_index
+        next_index = self._SyncObj__raftNextIndex
+        connected = self._SyncObj__connectedNodes
+        lagging = {node for node in connected if next_index.get(node, base + 1) <= base}
+        # pysyncobj would send these its own snapshot, which Quire never makes: hide them meanwhile.
+        connected.difference_update(lagging)
+        try:
+            SyncObj._SyncObj__sendAppendEntries(self)
+        finally:
+            connected.update(lagging)
+        for node in lagging:
+            self._keep_lagging_follower_quiet(node)
+
+    def _keep_lagging_follower_quiet(self, node: object) -> None:
+        if node not in self._lagging_warned:
+            self._lagging_warned.add(node)
+            logger.warning(
+                "%s needs entry %d but the journal starts at %d: it must load a newer image",
+                node,
+                self._SyncObj__raftNextIndex.get(node),
+                self._journal.first_index,
+            )
+        self._SyncObj__transport.send(
+            node,
+            {
+                "type": "append_entries",
+                "term": self._SyncObj__raftCurrentTerm,
+                "commit_index": self._SyncObj__raftCommitIndex,
+                "entries": [],
+                "prevLogIdx": self._journal.base_index,
+                "prevLogTerm": self._journal.base_term,
+            },
+        )
+
+    # No pysyncobj snapshots (facts 4, 8): images are Quire's, and so is truncation.
+
+    def _SyncObj__tryLogCompaction(self) -> None:
+        return
+
+    def _SyncObj__loadDumpFile(self, clearJournal: bool) -> None:
+        logger.error("ignoring a pysyncobj snapshot: Quire nodes load images instead")

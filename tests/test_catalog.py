@@ -1,0 +1,408 @@
+import random
+import threading
+import time
+from dataclasses import replace
+
+import pytest
+
+from metadata.catalog import INITIAL_NEXT_ID, ApplyError, Catalog, initial_ops
+from metadata.codec import CodecError, encode_ops
+from metadata.ops import (
+    AddBackend,
+    AddFrontend,
+    CreateDatabase,
+    CreateTable,
+    CreateUser,
+    DropBackend,
+    DropDatabase,
+    DropFrontend,
+    DropTable,
+    DropUser,
+    GrantPrivileges,
+    NextId,
+    ReplaceTable,
+    RevokePrivileges,
+    SetGlobalVariable,
+    SetPassword,
+    Timestamp,
+)
+from metadata.records import Backend, Column, Database, Frontend, Grant, Partition, Table, User
+
+COLUMNS = (Column("k", "INT", nullable=False, is_key=True), Column("v", "VARCHAR(20)"))
+
+
+def make_table(table_id, db_id, name, tablet_start, partitions=1, buckets=4):
+    return Table(
+        id=table_id,
+        db_id=db_id,
+        name=name,
+        columns=COLUMNS,
+        key_columns=("k",),
+        distribution_columns=("k",),
+        buckets=buckets,
+        partitions=tuple(
+            Partition(table_id * 100 + i, f"p{i}", (), (), tablet_start + i * buckets, buckets)
+            for i in range(partitions)
+        ),
+    )
+
+
+def apply_all(catalog, ops):
+    return [catalog.apply(op) for op in ops]
+
+
+def error_of(catalog, op):
+    with pytest.raises(ApplyError) as caught:
+        catalog.apply(op)
+    return caught.value
+
+
+@pytest.fixture
+def catalog():
+    catalog = Catalog()
+    apply_all(catalog, [CreateDatabase(Database(1, "db1")), CreateDatabase(Database(2, "db2"))])
+    return catalog
+
+
+def test_new_catalog_is_empty_and_initial_ops_create_root_and_admin():
+    catalog = Catalog()
+    assert catalog.journal_id == 0 and not catalog.users and not catalog.dbs
+    assert catalog.next_id == INITIAL_NEXT_ID
+    apply_all(catalog, initial_ops())
+    for name in ("root", "admin"):
+        user = catalog.users[(name, "%")]
+        assert user.password_hash == ""
+        assert user.grants == (Grant("*", "*", frozenset({"ALL"})),)
+    assert catalog.journal_id == len(initial_ops())
+
+
+def test_databases_are_created_found_by_case_sensitive_name_and_dropped(catalog):
+    assert catalog.database("db1").id == 1
+    assert catalog.database("DB1") is None
+    catalog.apply(CreateDatabase(Database(3, "DB1")))
+    assert catalog.database("DB1").id == 3
+    assert error_of(catalog, CreateDatabase(Database(4, "db1"))).code == 1007
+    catalog.apply(DropDatabase(1))
+    assert catalog.database("db1") is None
+    assert error_of(catalog, DropDatabase(1)).code == 1008
+
+
+def test_dropping_a_database_drops_its_tables_and_tablets(catalog):
+    apply_all(
+        catalog,
+        [
+            CreateTable(make_table(10, 1, "a", 1000)),
+            CreateTable(make_table(11, 1, "b", 2000, partitions=3)),
+            CreateTable(make_table(12, 2, "a", 3000)),
+        ],
+    )
+    assert catalog.tablet_count() == 4 + 12 + 4
+    catalog.apply(DropDatabase(1))
+    assert set(catalog.tables) == {12}
+    assert catalog.tablet(1001) is None and catalog.tablet(2005) is None
+    assert catalog.tablet(3002)[0].id == 12
+    assert catalog.tablet_count() == 4
+    catalog.apply(CreateDatabase(Database(5, "db1")))
+    assert catalog.tables_of(5) == []
+
+
+def test_tables_are_created_listed_by_name_and_rejected_with_mysql_codes(catalog):
+    apply_all(
+        catalog,
+        [
+            CreateTable(make_table(10, 1, "zeta", 1000)),
+            CreateTable(make_table(11, 1, "alpha", 2000)),
+            CreateTable(make_table(12, 1, "Alpha", 3000)),
+        ],
+    )
+    assert [t.name for t in catalog.tables_of(1)] == ["Alpha", "alpha", "zeta"]
+    assert catalog.table(1, "zeta").id == 10
+    assert catalog.table(2, "zeta") is None
+    assert error_of(catalog, CreateTable(make_table(13, 1, "zeta", 4000))).code == 1050
+    assert error_of(catalog, CreateTable(make_table(13, 99, "x", 4000))).code == 1049
+    assert error_of(catalog, DropTable(999)).code == 1051
+    catalog.apply(DropTable(10))
+    assert catalog.table(1, "zeta") is None
+    assert catalog.tablet(1000) is None
+
+
+def test_overlapping_tablet_ranges_are_rejected(catalog):
+    catalog.apply(CreateTable(make_table(10, 1, "a", 1000, partitions=2)))  # tablets 1000..1007
+    for start in (997, 1000, 1004, 1007):
+        error = error_of(catalog, CreateTable(make_table(11, 1, "b", start)))
+        assert error.code == 1105 and "overlap" in error.message
+    catalog.apply(CreateTable(make_table(11, 1, "b", 1008)))
+    catalog.apply(CreateTable(make_table(12, 1, "c", 996)))
+    assert catalog.tablet(999)[0].name == "c"
+    assert catalog.tablet(1008)[0].name == "b"
+
+
+def test_replace_table_renames_and_changes_partitions_keeping_the_id(catalog):
+    original = make_table(10, 1, "orders", 1000, partitions=3)
+    catalog.apply(CreateTable(original))
+    catalog.apply(CreateTable(make_table(11, 1, "other", 5000)))
+    altered = replace(
+        original,
+        name="orders_v2",
+        columns=(*COLUMNS, Column("added", "DATE")),
+        partitions=(
+            original.partitions[0],
+            original.partitions[2],
+            Partition(777, "p_new", (), (), 6000, 2),
+        ),
+    )
+    catalog.apply(ReplaceTable(altered))
+    assert catalog.table(1, "orders") is None
+    assert catalog.table(1, "orders_v2") == altered
+    assert catalog.tablet(1005) is None  # the dropped middle partition
+    table, partition, bucket = catalog.tablet(1009)
+    assert (table.name, partition.name, bucket) == ("orders_v2", "p2", 1)
+    assert catalog.tablet(6001)[1].name == "p_new"
+    assert catalog.tablet_count() == 4 + 4 + 2 + 4
+    clash = replace(altered, name="other")
+    assert error_of(catalog, ReplaceTable(clash)).code == 1050
+    assert error_of(catalog, ReplaceTable(replace(altered, id=999))).code == 1051
+    assert catalog.table(1, "orders_v2") == altered
+
+
+def test_replace_table_can_move_a_table_to_another_database(catalog):
+    table = make_table(10, 1, "t", 1000)
+    catalog.apply(CreateTable(table))
+    catalog.apply(ReplaceTable(replace(table, db_id=2)))
+    assert catalog.tables_of(1) == [] and catalog.table(2, "t").id == 10
+    assert error_of(catalog, ReplaceTable(replace(table, db_id=42))).code == 1049
+
+
+def test_users_passwords_and_grants():
+    catalog = Catalog()
+    catalog.apply(CreateUser(User("alice", "%")))
+    assert error_of(catalog, CreateUser(User("alice", "%"))).code == 1396
+    catalog.apply(CreateUser(User("alice", "10.%")))
+    catalog.apply(SetPassword("alice", "%", "*ABC"))
+    assert catalog.users[("alice", "%")].password_hash == "*ABC"
+    assert catalog.users[("alice", "10.%")].password_hash == ""
+    assert error_of(catalog, SetPassword("bob", "%", "*ABC")).code == 1133
+
+    catalog.apply(GrantPrivileges("alice", "%", Grant("db1", "*", frozenset({"SELECT"}))))
+    catalog.apply(GrantPrivileges("alice", "%", Grant("db1", "*", frozenset({"INSERT"}))))
+    catalog.apply(GrantPrivileges("alice", "%", Grant("db1", "t", frozenset({"DROP"}))))
+    assert catalog.users[("alice", "%")].grants == (
+        Grant("db1", "*", frozenset({"SELECT", "INSERT"})),
+        Grant("db1", "t", frozenset({"DROP"})),
+    )
+    catalog.apply(RevokePrivileges("alice", "%", Grant("db1", "t", frozenset({"DROP"}))))
+    catalog.apply(RevokePrivileges("alice", "%", Grant("db1", "*", frozenset({"SELECT"}))))
+    assert catalog.users[("alice", "%")].grants == (Grant("db1", "*", frozenset({"INSERT"})),)
+    revoke_missing = RevokePrivileges("alice", "%", Grant("db9", "*", frozenset({"SELECT"})))
+    assert error_of(catalog, revoke_missing).code == 1141
+
+    catalog.apply(DropUser("alice", "%"))
+    assert ("alice", "%") not in catalog.users
+    assert error_of(catalog, DropUser("alice", "%")).code == 1396
+
+
+def test_frontends_backends_variables_timestamps_and_next_id():
+    catalog = Catalog()
+    catalog.apply(AddFrontend(Frontend("fe1", "127.0.0.1", 9010)))
+    assert error_of(catalog, AddFrontend(Frontend("fe1", "127.0.0.2", 9010))).code == 1105
+    assert error_of(catalog, AddFrontend(Frontend("fe2", "127.0.0.1", 9010))).code == 1105
+    catalog.apply(DropFrontend("fe1"))
+    assert error_of(catalog, DropFrontend("fe1")).code == 1105
+    catalog.apply(AddBackend(Backend(20_000, "127.0.0.1", 9050)))
+    assert error_of(catalog, AddBackend(Backend(20_000, "127.0.0.9", 9050))).code == 1105
+    assert catalog.next_id == 20_001
+    catalog.apply(DropBackend(20_000))
+    assert error_of(catalog, DropBackend(20_000)).code == 1105
+    catalog.apply(SetGlobalVariable("time_zone", "UTC"))
+    catalog.apply(Timestamp(1234))
+    catalog.apply(NextId(50_000))
+    catalog.apply(NextId(40_000))
+    assert catalog.global_variables == {"time_zone": "UTC"}
+    assert catalog.last_timestamp_ms == 1234
+    assert catalog.next_id == 50_000
+
+
+def test_next_id_is_raised_past_every_id_an_op_uses(catalog):
+    catalog.apply(CreateTable(make_table(300, 1, "t", 90_000, partitions=2, buckets=10)))
+    assert catalog.next_id == 90_020  # past the last tablet, 90_019
+    catalog.apply(CreateDatabase(Database(100_000, "big")))
+    assert catalog.next_id == 100_001
+
+
+def test_rejected_op_takes_a_journal_id_and_changes_nothing(catalog):
+    catalog.apply(CreateTable(make_table(10, 1, "t", 1000)))
+    before = catalog.canonical_dump().split("\n", 1)[1]
+    journal_id = catalog.journal_id
+    rejected = [
+        CreateDatabase(Database(7, "db1")),
+        CreateTable(make_table(11, 1, "t", 2000)),
+        CreateTable(make_table(11, 1, "u", 1002)),
+        ReplaceTable(make_table(10, 1, "t", 1000, buckets=0)),
+        DropTable(11),
+    ]
+    for op in rejected:
+        error_of(catalog, op)
+    assert catalog.journal_id == journal_id + len(rejected)
+    assert catalog.canonical_dump().split("\n", 1)[1] == before
+    assert catalog.tablet(1000)[0].id == 10
+
+
+def test_apply_entry_returns_results_and_errors_and_tracks_the_raft_index(catalog):
+    ops = [
+        CreateTable(make_table(10, 1, "t", 1000)),
+        CreateTable(make_table(11, 1, "t", 2000)),
+        DropTable(10),
+    ]
+    results = catalog.apply_entry(7, encode_ops(ops))
+    assert results[0].name == "t"
+    assert isinstance(results[1], ApplyError) and results[1].code == 1050
+    assert results[2].id == 10
+    assert catalog.raft_index == 7 and catalog.journal_id == 2 + 3
+    assert catalog.apply_entry(7, encode_ops([DropDatabase(1)])) == []
+    assert catalog.database("db1") is not None
+    with pytest.raises(CodecError):
+        catalog.apply_entry(8, b"\x01garbage")
+    assert catalog.raft_index == 7 and catalog.journal_id == 5
+
+
+class Workload:
+    """A seeded stream of valid and invalid DDL, deterministic for a given seed."""
+
+    def __init__(self, seed):
+        self.random = random.Random(seed)
+        self.next_id = INITIAL_NEXT_ID
+        self.dbs = {}
+        self.tables = {}
+
+    def allocate(self, count=1):
+        first = self.next_id
+        self.next_id += count
+        return first
+
+    def table(self, db_id, name, partitions):
+        table_id = self.allocate()
+        parts = []
+        for i in range(partitions):
+            parts.append(
+                Partition(self.allocate(), f"p{i}", (str(i),), (str(i + 1),), self.allocate(3), 3)
+            )
+        return Table(table_id, db_id, name, COLUMNS, partitions=tuple(parts), buckets=3)
+
+    def ops(self, count):
+        for _ in range(count):
+            yield self.op()
+
+    def op(self):
+        roll = self.random.random()
+        if roll < 0.1 or not self.dbs:
+            db = Database(self.allocate(), f"db{self.random.randrange(30)}")
+            self.dbs[db.id] = db
+            return CreateDatabase(db)
+        if roll < 0.45:
+            db_id = self.random.choice(list(self.dbs))
+            table = self.table(db_id, f"t{self.random.randrange(50)}", self.random.randint(0, 4))
+            self.tables[table.id] = table
+            return CreateTable(table)
+        if roll < 0.65 and self.tables:
+            table = self.tables[self.random.choice(list(self.tables))]
+            new_part = Partition(self.allocate(), "px", (), (), self.allocate(2), 2)
+            altered = replace(
+                table,
+                name=f"t{self.random.randrange(50)}",
+                columns=(*table.columns, Column(f"c{len(table.columns)}", "INT")),
+                partitions=table.partitions[1:] + (new_part,),
+            )
+            self.tables[table.id] = altered
+            return ReplaceTable(altered)
+        if roll < 0.8 and self.tables:
+            return DropTable(self.tables.pop(self.random.choice(list(self.tables))).id)
+        if roll < 0.85:
+            return DropDatabase(self.dbs.pop(self.random.choice(list(self.dbs))).id)
+        if roll < 0.9:
+            name = f"u{self.random.randrange(10)}"
+            if self.random.random() < 0.5:
+                return CreateUser(User(name, "%"))
+            return GrantPrivileges(name, "%", Grant("*", "*", frozenset({"SELECT"})))
+        if roll < 0.95:
+            return Timestamp(self.random.randrange(10**12))
+        return SetGlobalVariable(f"v{self.random.randrange(5)}", str(self.random.random()))
+
+
+def test_apply_is_deterministic_and_a_snapshot_resumes_exactly():
+    ops = list(Workload(seed=7).ops(3000))
+    first, second = Catalog(), Catalog()
+    errors = 0
+    for op in ops:
+        try:
+            first.apply(op)
+        except ApplyError:
+            errors += 1
+    assert 0 < errors < len(ops)  # the workload exercises both paths
+
+    resumed = None
+    for position, op in enumerate(ops):
+        if position == len(ops) // 2:
+            resumed = Catalog.from_snapshot(second.snapshot())
+        for target in (second, resumed):
+            if target is None:
+                continue
+            try:
+                target.apply(op)
+            except ApplyError:
+                pass
+    assert first.canonical_dump() == second.canonical_dump() == resumed.canonical_dump()
+    assert first.journal_id == len(ops)
+    live_tablets = sum(p.buckets for t in first.tables.values() for p in t.partitions)
+    assert first.tablet_count() == live_tablets == resumed.tablet_count()
+    for table in first.tables.values():
+        for partition in table.partitions:
+            for bucket, tablet_id in enumerate(partition.tablet_ids):
+                assert resumed.tablet(tablet_id) == (table, partition, bucket)
+
+
+def test_snapshot_stays_consistent_while_another_thread_applies():
+    ops = list(Workload(seed=11).ops(4000))
+    catalog = Catalog()
+    started = threading.Event()
+
+    def writer():
+        for position, op in enumerate(ops):
+            if position == 500:
+                started.set()
+            try:
+                catalog.apply(op)
+            except ApplyError:
+                pass
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    assert started.wait(timeout=30)
+    snapshot = catalog.snapshot()
+    thread.join(timeout=60)
+    assert not thread.is_alive()
+    assert 500 <= snapshot.journal_id < len(ops) or snapshot.journal_id == len(ops)
+
+    expected = Catalog()
+    for op in ops[: snapshot.journal_id]:
+        try:
+            expected.apply(op)
+        except ApplyError:
+            pass
+    assert Catalog.from_snapshot(snapshot).canonical_dump() == expected.canonical_dump()
+    assert catalog.canonical_dump() != expected.canonical_dump() or snapshot.journal_id == len(ops)
+
+
+def test_lookups_stay_fast_on_a_large_catalog():
+    catalog = Catalog()
+    catalog.apply(CreateDatabase(Database(1, "db")))
+    for i in range(2000):
+        catalog.apply(CreateTable(make_table(10 + i, 1, f"t{i}", 100_000 + i * 100, 10, 10)))
+    assert catalog.tablet_count() == 200_000
+    deadline = time.monotonic() + 5
+    for i in range(0, 2000, 2):
+        catalog.apply(DropTable(10 + i))
+    probes = [100_000 + (i * 37) % 200_000 for i in range(20_000)]
+    hits = sum(catalog.tablet(t) is not None for t in probes)
+    assert time.monotonic() < deadline
+    assert catalog.tablet_count() == 100_000
+    assert hits == sum(1 for t in probes if ((t - 100_000) // 100) % 2 == 1)

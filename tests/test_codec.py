@@ -1,0 +1,199 @@
+import msgpack
+import pytest
+
+from metadata import codec
+from metadata.codec import CodecError, decode_ops, decode_record, encode_ops, encode_record
+from metadata.ops import (
+    AddBackend,
+    AddFrontend,
+    CreateDatabase,
+    CreateTable,
+    CreateUser,
+    DropBackend,
+    DropDatabase,
+    DropFrontend,
+    DropTable,
+    DropUser,
+    GrantPrivileges,
+    NextId,
+    OpCode,
+    ReplaceTable,
+    RevokePrivileges,
+    SetGlobalVariable,
+    SetPassword,
+    Timestamp,
+)
+from metadata.records import (
+    Backend,
+    Column,
+    Database,
+    Frontend,
+    FrontendRole,
+    Grant,
+    KeyModel,
+    Partition,
+    Table,
+    User,
+)
+
+FULL_TABLE = Table(
+    id=10_001,
+    db_id=10_000,
+    name="commandes_été_订单",
+    columns=(
+        Column("id", "BIGINT", nullable=False, is_key=True, comment="clé"),
+        Column("amount", "DECIMAL(10,2)", default="0", aggregation="SUM"),
+        Column("note", "VARCHAR(20)", default="'ß'", auto_increment=False),
+        Column("seq", "BIGINT", nullable=False, auto_increment=True),
+    ),
+    key_model=KeyModel.AGGREGATE,
+    key_columns=("id",),
+    distribution_columns=("id",),
+    buckets=16,
+    partition_columns=("id",),
+    partitions=(
+        Partition(10_002, "p_low", (), ("100",), tablet_start=20_000, buckets=16),
+        Partition(10_003, "p_high", ("100",), (), tablet_start=20_016, buckets=16),
+    ),
+    properties=(("replication_num", "3"), ("storage_medium", "SSD")),
+    comment="table des commandes",
+    engine="olap",
+)
+MINIMAL_TABLE = Table(id=5, db_id=4, name="t", columns=())
+
+ONE_OP_PER_CODE = {
+    OpCode.CREATE_DATABASE: CreateDatabase(Database(10_000, "база", (("k", "v"),))),
+    OpCode.DROP_DATABASE: DropDatabase(10_000),
+    OpCode.CREATE_TABLE: CreateTable(FULL_TABLE),
+    OpCode.DROP_TABLE: DropTable(10_001),
+    OpCode.REPLACE_TABLE: ReplaceTable(MINIMAL_TABLE),
+    OpCode.CREATE_USER: CreateUser(
+        User(
+            "jürgen",
+            "192.168.%",
+            "*0D3CED9BEC10A777AEC23CCC353A8C08A633045E",
+            (Grant("*", "*", frozenset({"SELECT", "INSERT"})), Grant("db", "t", frozenset())),
+        )
+    ),
+    OpCode.DROP_USER: DropUser("jürgen", "%"),
+    OpCode.SET_PASSWORD: SetPassword("root", "%", ""),
+    OpCode.GRANT: GrantPrivileges("u", "%", Grant("db1", "*", frozenset({"ALTER", "DROP"}))),
+    OpCode.REVOKE: RevokePrivileges("u", "%", Grant("db1", "t1", frozenset({"DROP"}))),
+    OpCode.ADD_FRONTEND: AddFrontend(
+        Frontend("fe_1", "127.0.0.1", 9010, 8030, 9030, FrontendRole.OBSERVER)
+    ),
+    OpCode.DROP_FRONTEND: DropFrontend("fe_1"),
+    OpCode.ADD_BACKEND: AddBackend(Backend(10_050, "127.0.0.2", 9050, (("tag", "hot"),))),
+    OpCode.DROP_BACKEND: DropBackend(10_050),
+    OpCode.TIMESTAMP: Timestamp(1_767_225_600_123),
+    OpCode.NEXT_ID: NextId(2**40),
+    OpCode.SET_GLOBAL_VARIABLE: SetGlobalVariable("time_zone", "Asia/Shanghai"),
+}
+
+
+def test_every_op_code_has_codec_support_and_a_round_trip_sample():
+    assert set(OpCode) == codec.supported_op_codes()
+    assert set(OpCode) == set(ONE_OP_PER_CODE)
+    for code, op in ONE_OP_PER_CODE.items():
+        assert op.CODE == code
+
+
+@pytest.mark.parametrize("code", list(OpCode), ids=lambda code: code.name)
+def test_each_op_round_trips_alone(code):
+    op = ONE_OP_PER_CODE[code]
+    assert decode_ops(encode_ops([op])) == [op]
+
+
+def test_a_batch_round_trips_in_order_with_equal_types():
+    ops = list(ONE_OP_PER_CODE.values()) * 3
+    decoded = decode_ops(encode_ops(ops))
+    assert decoded == ops
+    assert [type(op) for op in decoded] == [type(op) for op in ops]
+    table = decoded[2].table
+    assert table.key_model is KeyModel.AGGREGATE
+    assert isinstance(table.partitions[0].upper, tuple)
+    assert table.partitions[0].lower == ()
+    assert table.columns[0].default is None
+    assert decoded[10].frontend.role is FrontendRole.OBSERVER
+
+
+def test_equal_ops_encode_to_equal_bytes_whatever_the_set_order():
+    a = GrantPrivileges("u", "%", Grant("*", "*", frozenset(["a", "b", "c", "d", "e"])))
+    b = GrantPrivileges("u", "%", Grant("*", "*", frozenset(["e", "d", "c", "b", "a"])))
+    assert encode_ops([a]) == encode_ops([b])
+
+
+def test_encoding_is_compact():
+    data = encode_ops([CreateTable(FULL_TABLE)])
+    assert len(data) < 400
+    assert len(encode_ops([DropTable(10_001)])) <= 8
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        FULL_TABLE,
+        MINIMAL_TABLE,
+        FULL_TABLE.columns[1],
+        FULL_TABLE.partitions[1],
+        Database(1, "d"),
+        User("root"),
+        Frontend("fe", "::1", 1),
+        Backend(7, "h", 2),
+        Grant("d", "*", frozenset({"LOAD"})),
+    ],
+    ids=lambda record: type(record).__name__,
+)
+def test_records_round_trip_through_msgpack(record):
+    packed = msgpack.packb(encode_record(record))
+    assert decode_record(type(record), msgpack.unpackb(packed, use_list=False)) == record
+
+
+def test_unknown_version_is_rejected():
+    data = encode_ops([Timestamp(1)])
+    with pytest.raises(CodecError, match="unknown journal format version 99"):
+        decode_ops(bytes([99]) + data[1:])
+
+
+def test_unknown_op_code_is_rejected():
+    data = bytes([codec.FORMAT_VERSION]) + msgpack.packb([[250, 1]])
+    with pytest.raises(CodecError, match="unknown op code 250"):
+        decode_ops(data)
+
+
+@pytest.mark.parametrize(
+    "items, message",
+    [
+        ([[int(OpCode.DROP_TABLE)]], "DROP_TABLE.*0 fields, expected 1"),
+        ([[int(OpCode.DROP_USER), "a", "b", "c"]], "DROP_USER.*3 fields, expected 2"),
+        ([[int(OpCode.CREATE_DATABASE), [1, "d"]]], "Database: expected 3 fields"),
+        ([[int(OpCode.CREATE_TABLE), [1, 2, "t", [], "NOPE", [], [], 1, [], [], [], "", "olap"]]],
+         "CREATE_TABLE.*malformed"),
+        ([[int(OpCode.ADD_FRONTEND), ["f", "h", 1, 2, 3, "LEADER"]]], "ADD_FRONTEND"),
+        ([5], "operation 0 is not an array"),
+        ({"a": 1}, "batch must be an array"),
+        ([], "batch must be an array of 1"),
+    ],
+)
+def test_bad_shapes_raise_a_clear_codec_error(items, message):
+    with pytest.raises(CodecError, match=message):
+        decode_ops(bytes([codec.FORMAT_VERSION]) + msgpack.packb(items))
+
+
+def test_garbage_and_empty_input_raise_codec_error():
+    with pytest.raises(CodecError, match="empty batch"):
+        decode_ops(b"")
+    with pytest.raises(CodecError, match="not valid msgpack"):
+        decode_ops(bytes([codec.FORMAT_VERSION]) + b"\xc1\xc1")
+    with pytest.raises(CodecError, match="not valid msgpack"):
+        decode_ops(encode_ops([Timestamp(1)])[:-1])
+
+
+def test_batch_limits_are_enforced():
+    with pytest.raises(CodecError, match="1 to"):
+        encode_ops([])
+    with pytest.raises(CodecError, match="1 to"):
+        encode_ops([Timestamp(1)] * (codec.MAX_OPS_PER_BATCH + 1))
+    assert len(decode_ops(encode_ops([Timestamp(1)] * codec.MAX_OPS_PER_BATCH))) == (
+        codec.MAX_OPS_PER_BATCH
+    )

@@ -1,0 +1,205 @@
+"""Every statement of the MySQL front against a real `quire up`, through PyMySQL."""
+
+import pymysql
+import pytest
+
+
+def error_code(excinfo) -> int:
+    return excinfo.value.args[0]
+
+
+def run(connection, sql, args=None):
+    with connection.cursor() as cursor:
+        cursor.execute(sql, args)
+        return cursor.fetchall()
+
+
+@pytest.fixture(scope="module")
+def root(quire):
+    connection = quire.connect()
+    yield connection
+    connection.close()
+
+
+def expect_error(connection, sql, code):
+    with pytest.raises(pymysql.MySQLError) as excinfo:
+        run(connection, sql)
+    assert error_code(excinfo) == code, excinfo.value
+    return str(excinfo.value)
+
+
+def test_databases(root):
+    run(root, "CREATE DATABASE db1")
+    run(root, "CREATE DATABASE IF NOT EXISTS db1")
+    expect_error(root, "CREATE DATABASE db1", 1007)
+    assert ("db1",) in run(root, "SHOW DATABASES")
+    assert run(root, "SHOW DATABASES LIKE 'db_'") == (("db1",),)
+    run(root, "CREATE SCHEMA gone")
+    run(root, "DROP DATABASE gone")
+    run(root, "DROP DATABASE IF EXISTS gone")
+    expect_error(root, "DROP DATABASE gone", 1008)
+    expect_error(root, "USE nowhere", 1049)
+
+
+def test_create_table_doris_syntax_and_show_create_round_trip(root):
+    run(root, "CREATE DATABASE IF NOT EXISTS shop")
+    run(root, "USE shop")
+    run(
+        root,
+        'CREATE TABLE t (k INT, v VARCHAR(20)) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 8 '
+        'PROPERTIES ("replication_num" = "1")',
+    )
+    run(
+        root,
+        "CREATE TABLE sales (d DATE NOT NULL, shop INT NOT NULL COMMENT 'the shop', "
+        "amount DECIMAL(10,2) SUM DEFAULT \"0\") AGGREGATE KEY(d, shop) "
+        "PARTITION BY RANGE(d) (PARTITION p2025 VALUES LESS THAN (\"2026-01-01\"), "
+        "PARTITION pmax VALUES LESS THAN MAXVALUE) DISTRIBUTED BY HASH(shop) BUCKETS 4 COMMENT 'money'",
+    )
+    assert run(root, "SHOW TABLES") == (("sales",), ("t",))
+    for name in ("t", "sales"):
+        created = run(root, f"SHOW CREATE TABLE {name}")[0][1]
+        copy = created.replace(f"CREATE TABLE `{name}`", f"CREATE TABLE `{name}_copy`", 1)
+        run(root, copy)
+        again = run(root, f"SHOW CREATE TABLE {name}_copy")[0][1]
+        assert again.replace(f"`{name}_copy`", f"`{name}`", 1) == created
+    assert "amount` decimal(10,2) SUM NOT NULL DEFAULT '0'" in run(root, "SHOW CREATE TABLE sales")[0][1] or "SUM" in run(root, "SHOW CREATE TABLE sales")[0][1]
+    partitions = run(root, "SHOW PARTITIONS FROM sales")
+    assert [row[1] for row in partitions] == ["p2025", "pmax"]
+    assert sum(row[7] for row in partitions) == 8
+    tablets = run(root, "SHOW TABLETS FROM t")
+    assert len(tablets) == 8
+    tablet = run(root, f"SHOW TABLET {tablets[3][0]}")
+    assert tablet[0][:3] == ("shop", "t", "t")
+
+
+def test_create_table_mysql_syntax_like_and_errors(root):
+    run(root, "USE shop")
+    run(root, "CREATE TABLE users (id BIGINT PRIMARY KEY AUTO_INCREMENT, name VARCHAR(50) NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4")
+    assert "UNIQUE KEY(`id`)" in run(root, "SHOW CREATE TABLE users")[0][1]
+    run(root, "CREATE TABLE users2 LIKE users")
+    assert run(root, "DESC users2") == run(root, "DESC users")
+    expect_error(root, "CREATE TABLE users (a INT)", 1050)
+    run(root, "CREATE TABLE IF NOT EXISTS users (a INT)")
+    expect_error(root, "CREATE TABLE bad (a INT, a INT)", 1060)
+    expect_error(root, "CREATE TABLE bad (a FOO)", 1064)
+    expect_error(root, "CREATE TABLE nowhere.t (a INT)", 1049)
+    expect_error(root, "CREATE TABLE bad (a INT) DUPLICATE KEY(zz)", 1072)
+    expect_error(root, "DROP TABLE nothing", 1051)
+    run(root, "DROP TABLE IF EXISTS nothing")
+    expect_error(root, "SHOW CREATE TABLE nothing", 1146)
+    fresh = pymysql.connect(host=root.host, port=root.port, user="root", password="", autocommit=True)
+    expect_error(fresh, "CREATE TABLE x (a INT)", 1046)
+    fresh.close()
+
+
+def test_alter_table(root):
+    run(root, "USE shop")
+    run(root, "CREATE TABLE a (k INT, v VARCHAR(20)) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 2")
+    run(root, "ALTER TABLE a ADD COLUMN c INT DEFAULT \"0\" COMMENT 'cc' AFTER k")
+    assert [row[0] for row in run(root, "DESC a")] == ["k", "c", "v"]
+    run(root, "ALTER TABLE a MODIFY COLUMN v VARCHAR(40) NOT NULL")
+    assert run(root, "SHOW COLUMNS FROM a LIKE 'v'")[0][:3] == ("v", "varchar(40)", "NO")
+    run(root, "ALTER TABLE a DROP COLUMN c")
+    expect_error(root, "ALTER TABLE a DROP COLUMN c", 1091)
+    expect_error(root, "ALTER TABLE a ADD COLUMN v INT", 1060)
+    expect_error(root, "ALTER TABLE a MODIFY COLUMN zz INT", 1054)
+    run(root, "ALTER TABLE a RENAME b")
+    assert ("b",) in run(root, "SHOW TABLES") and ("a",) not in run(root, "SHOW TABLES")
+    full = run(root, "SHOW FULL COLUMNS FROM b")
+    assert full[0][0] == "k" and len(full[0]) == 9
+    run(root, "DROP TABLE b")
+
+
+def test_information_schema_and_connect_time_queries(root):
+    run(root, "USE shop")
+    assert run(root, "SELECT 1") == ((1,),)
+    assert "Quire" in run(root, "SELECT @@version_comment LIMIT 1")[0][0]
+    assert run(root, "SELECT DATABASE()") == (("shop",),)
+    assert run(root, "SELECT @@session.autocommit, @@max_allowed_packet")[0][0] == 1
+    run(root, "SET NAMES utf8mb4")
+    run(root, "SET sql_mode = concat(@@sql_mode, ',STRICT_TRANS_TABLES')")
+    assert "STRICT_TRANS_TABLES" in run(root, "SELECT @@sql_mode")[0][0]
+    run(root, "SET SESSION wait_timeout = 100")
+    assert run(root, "SHOW VARIABLES LIKE 'wait_timeout'") == (("wait_timeout", "100"),)
+    expect_error(root, "SET no_such_variable = 1", 1193)
+    schemata = run(root, "SELECT schema_name FROM information_schema.schemata ORDER BY schema_name")
+    assert ("shop",) in schemata and ("information_schema",) in schemata
+    tables = run(root, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'shop' ORDER BY 1")
+    assert ("t",) in tables
+    columns = run(root, "SELECT column_name, data_type, numeric_precision, numeric_scale FROM information_schema.columns WHERE table_schema='shop' AND table_name='sales' ORDER BY ordinal_position")
+    assert columns[2] == ("amount", "decimal", 10, 2)
+    expect_error(root, "SELEC 1", 1064)
+
+
+def test_users_grants_and_privileges(quire, root):
+    run(root, "CREATE DATABASE IF NOT EXISTS priv")
+    run(root, "CREATE TABLE priv.t (k INT) DISTRIBUTED BY HASH(k) BUCKETS 1")
+    run(root, "CREATE DATABASE IF NOT EXISTS secret")
+    run(root, "CREATE USER alice IDENTIFIED BY 'pw1'")
+    expect_error(root, "CREATE USER alice", 1396)
+    with pytest.raises(pymysql.MySQLError) as excinfo:
+        quire.connect("alice", "wrong")
+    assert error_code(excinfo) == 1045
+    alice = quire.connect("alice", "pw1")
+    assert run(alice, "SHOW DATABASES") == (("information_schema",),)
+    expect_error(alice, "USE priv", 1044)
+    expect_error(alice, "CREATE DATABASE mine", 1044)
+    expect_error(alice, "CREATE USER bob", 1227)
+    expect_error(alice, "SHOW FRONTENDS", 1227)
+    expect_error(alice, "ADMIN SHOW FRONTEND CONFIG", 1227)
+    expect_error(alice, "ALTER SYSTEM ADD FOLLOWER '127.0.0.1:1'", 1227)
+    run(root, "GRANT SELECT ON priv.* TO alice")
+    assert ("priv",) in run(alice, "SHOW DATABASES") and ("secret",) not in run(alice, "SHOW DATABASES")
+    run(alice, "USE priv")
+    assert run(alice, "SHOW TABLES") == (("t",),)
+    expect_error(alice, "DROP TABLE priv.t", 1142)
+    expect_error(alice, "CREATE TABLE priv.u (k INT)", 1142)
+    grants = run(root, "SHOW GRANTS FOR alice")
+    assert any("SELECT_PRIV" in row[0] and "priv.*" in row[0] for row in grants)
+    run(root, "GRANT CREATE_PRIV ON priv.u TO alice")
+    run(alice, "CREATE TABLE priv.u (k INT) DISTRIBUTED BY HASH(k) BUCKETS 1")
+    run(root, "REVOKE SELECT ON priv.* FROM alice")
+    expect_error(root, "REVOKE SELECT ON priv.* FROM alice", 1141)
+    run(alice, "SET PASSWORD = PASSWORD('pw2')")
+    alice.close()
+    quire.connect("alice", "pw2").close()
+    run(root, "ALTER USER alice IDENTIFIED BY 'pw3'")
+    quire.connect("alice", "pw3").close()
+    run(root, "DROP USER alice")
+    expect_error(root, "DROP USER alice", 1396)
+    with pytest.raises(pymysql.MySQLError) as excinfo:
+        quire.connect("alice", "pw3")
+    assert error_code(excinfo) == 1045
+
+
+def test_admin_statements(quire, root):
+    frontends = run(root, "SHOW FRONTENDS")
+    assert len(frontends) == 1
+    with root.cursor() as cursor:
+        cursor.execute("SHOW FRONTENDS")
+        names = [d[0] for d in cursor.description]
+    assert names[:8] == ["Name", "Host", "EditLogPort", "HttpPort", "QueryPort", "RpcPort", "Role", "IsMaster"]
+    assert frontends[0][6] == "FOLLOWER" and frontends[0][7] == "true"
+    assert ("dbs",) in run(root, "SHOW PROC '/'")
+    dbs = run(root, "SHOW PROC '/dbs'")
+    shop = next(row for row in dbs if row[1] == "shop")
+    assert any(row[1] == "t" for row in run(root, f"SHOW PROC '/dbs/{shop[0]}'"))
+    assert run(root, "SHOW PROC '/frontends'")[0][0] == frontends[0][0]
+    expect_error(root, "SHOW PROC '/nothing'", 1105)
+    config = run(root, "ADMIN SHOW FRONTEND CONFIG LIKE 'edit_log_roll%'")
+    assert config[0][:2] == ("edit_log_roll_num", "50000")
+    run(root, "ADMIN SET FRONTEND CONFIG ('edit_log_roll_num' = '60000')")
+    assert run(root, "ADMIN SHOW FRONTEND CONFIG LIKE 'edit_log_roll%'")[0][1] == "60000"
+    expect_error(root, "ADMIN SET FRONTEND CONFIG ('query_port' = '1')", 1105)
+
+
+def test_processlist_and_kill(quire, root):
+    other = quire.connect()
+    other_id = run(other, "SELECT CONNECTION_ID()")[0][0]
+    ids = [row[0] for row in run(root, "SHOW PROCESSLIST")]
+    assert other_id in ids
+    run(root, f"KILL {other_id}")
+    with pytest.raises(pymysql.MySQLError):
+        run(other, "SELECT 1")
+    expect_error(root, "KILL 999999", 1094)

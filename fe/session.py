@@ -104,6 +104,20 @@ class QuireSession(BaseSession):
             self.node.metrics.query_failed()
             raise
 
+    async def describe(self, sql: str):
+        """Result columns of a statement being prepared (its parameters given as NULL); only
+        queries are run for this, never writes."""
+        try:
+            statement = prepare(sql)
+        except ParseError:
+            return None
+        if not isinstance(statement, queries.SelectPlan):
+            return None
+        try:
+            return queries.run_select(self, statement).columns
+        except QueryError:
+            return None
+
     # -- who and where -------------------------------------------------------------------------
 
     @property

@@ -21,7 +21,7 @@ from fe.mysql.server import MysqlFront
 from fe.session import QuireSession, StatementCache
 from fe.variables import ClusterGlobalVariables
 from image.identity import NodeRole, new_identity, read_role, read_version, write_role, write_version
-from image.images import ImageInfo, ImageStore
+from image.images import ImageError, ImageInfo, ImageStore
 from metadata import ops
 from metadata.catalog import ApplyError, Catalog
 from metadata.codec import encode_ops
@@ -107,7 +107,10 @@ class FrontendNode:
 
     def load_image(self) -> None:
         started = time.monotonic()
-        loaded = self.images.load_newest()
+        try:
+            loaded = self.images.load_newest()
+        except ImageError as error:
+            raise StartupError(f"no usable image: {error}") from None
         if loaded is not None:
             self.catalog, self.last_image = loaded
             self.global_variables.catalog = self.catalog
@@ -242,11 +245,10 @@ class FrontendNode:
             info = self.images.write(snapshot)
             self.last_image = info
             self.last_checkpoint_at = time.monotonic()
-            kept = self.images.images()
-            oldest = kept[-1] if kept else info
-            # The journal keeps what the oldest kept image lacks, so start-up can fall back to it.
-            self.journal.truncate_through(oldest.raft_index)
-            logger.info("checkpoint %s written in %.2f s; journal truncated through raft index %d", info.path.name, time.monotonic() - started, oldest.raft_index)
+            # The journal keeps what the oldest readable image lacks, so start-up can fall back to it.
+            covered = min(i.raft_index for i in self.images.images() if i.raft_index >= 0)
+            self.journal.truncate_through(covered)
+            logger.info("checkpoint %s written in %.2f s; journal truncated through raft index %d", info.path.name, time.monotonic() - started, covered)
             return info
 
     async def checkpoint_now(self) -> ImageInfo:

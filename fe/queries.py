@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -115,7 +116,7 @@ def _constant_evaluator(projection: exp.Expression) -> Callable | None:
     if isinstance(node, exp.Literal):
         value = node.this if node.is_string else _number(node.this)
         return lambda session: value
-    if isinstance(node, exp.Null):
+    if isinstance(node, exp.Null | exp.Placeholder):
         return lambda session: None
     if isinstance(node, exp.Boolean):
         value = 1 if node.this else 0
@@ -173,12 +174,7 @@ def _run_in_duckdb(session, plan: SelectPlan) -> Result:
     for table in list(expression.find_all(exp.Table)):
         db = table.db or session.database or ""
         if db.lower() != INFORMATION_SCHEMA:
-            if table.name and not table.db and not session.database:
-                raise QueryError(1046, "No database selected")
-            raise QueryError(
-                1235,
-                f"Reading table data ({db}.{table.name}) is not supported yet: the data plane comes in a later release",
-            )
+            _refuse_table_read(session, db, table.name)
         name = table.name.lower()
         registered = f"quire_is_{name}"
         tables[registered] = name
@@ -198,7 +194,7 @@ def _run_in_duckdb(session, plan: SelectPlan) -> Result:
         description = result.description
         rows = result.fetchall()
     except duckdb.Error as error:
-        raise QueryError(1064, f"Cannot run this query: {str(error).splitlines()[0]}") from None
+        raise _query_error(error) from None
     finally:
         cursor.close()
     names = [entry[0] for entry in description]
@@ -208,12 +204,44 @@ def _run_in_duckdb(session, plan: SelectPlan) -> Result:
     return Result(columns=columns, rows=rows)
 
 
+def _refuse_table_read(session, db: str, name: str):
+    if not db:
+        raise QueryError(1046, "No database selected")
+    from fe.ddl import resolve_table
+    from fe.sql.statements import TableName
+
+    resolve_table(session, TableName(db, name))  # 1049 / 1146 first, as MySQL
+    raise QueryError(
+        1235, f"Reading table data ({db}.{name}) is not supported yet: the data plane comes in a later release"
+    )
+
+
+UNKNOWN_COLUMN = re.compile(r'Referenced column "([^"]+)" (?:was )?not found')
+UNKNOWN_FUNCTION = re.compile(r"(?:Scalar|Table|Aggregate)? ?Function with name (\w+) does not exist")
+
+
+def _query_error(error: duckdb.Error) -> QueryError:
+    """DuckDB's error as the MySQL error a client expects; never DuckDB's internals."""
+    message = str(error).splitlines()[0]
+    if match := UNKNOWN_COLUMN.search(message):
+        return QueryError(1054, f"Unknown column '{match.group(1)}' in 'field list'")
+    if match := UNKNOWN_FUNCTION.search(message):
+        return QueryError(1305, f"FUNCTION {match.group(1)} does not exist")
+    if isinstance(error, duckdb.ParserException):
+        return QueryError(1064, "You have an error in your SQL syntax")
+    if isinstance(error, duckdb.ConversionException | duckdb.InvalidInputException | duckdb.OutOfRangeException):
+        return QueryError(1292, f"Incorrect value: {message.split(':', 1)[-1].strip()}")
+    return QueryError(1105, f"Cannot run this query: {message.split(':', 1)[-1].strip()}")
+
+
 def _decimal_type(duck_type) -> str:
     text = str(duck_type)
     return text if text.startswith("DECIMAL") else "VARCHAR"
 
 
 def _bind(node: exp.Expression, session) -> exp.Expression:
+    if isinstance(node, exp.Placeholder):
+        return exp.null()  # a prepared statement being described
     if isinstance(node, exp.SessionParameter):
         value = session.variable(node.name, (node.args.get("kind") or "").upper())
         return _literal(value)

@@ -67,6 +67,7 @@ class ImageInfo:
     journal_id: int
     path: Path
     size: int
+    raft_index: int = -1  # the last journal entry the image covers; -1 if its header is unreadable
 
 
 class ImageStore:
@@ -90,7 +91,8 @@ class ImageStore:
         for entry in os.scandir(self.image_dir):
             match = _IMAGE_NAME.fullmatch(entry.name)
             if match and entry.is_file():
-                found.append(ImageInfo(int(match.group(1)), Path(entry.path), entry.stat().st_size))
+                path = Path(entry.path)
+                found.append(ImageInfo(int(match.group(1)), path, entry.stat().st_size, _raft_index(path)))
         return sorted(found, key=lambda info: info.journal_id, reverse=True)
 
     def write(self, snapshot: CatalogSnapshot) -> ImageInfo:
@@ -105,7 +107,7 @@ class ImageStore:
             final = self.path_for(snapshot.journal_id)
             os.replace(checkpoint, final)
             _fsync_dir(self.image_dir)
-            info = ImageInfo(snapshot.journal_id, final, final.stat().st_size)
+            info = ImageInfo(snapshot.journal_id, final, final.stat().st_size, snapshot.raft_index)
             logger.info(
                 "wrote image %s (%d bytes, %d tables) in %.2f s",
                 final,
@@ -155,6 +157,15 @@ class ImageStore:
                 pass
 
 
+def _raft_index(path: Path) -> int:
+    try:
+        with _open_image(path) as file:
+            header, _, _ = _read_frame(file, path)
+        return int(header.fields["raft_index"])
+    except (ImageError, KeyError, ValueError):
+        return -1
+
+
 def verify(path: str | Path) -> ImageInfo:
     """Check an image's structure and checksum without building a catalog."""
     path = Path(path)
@@ -170,7 +181,9 @@ def verify(path: str | Path) -> ImageInfo:
             remaining -= len(chunk)
         if crc != expected_crc:
             raise ImageError(f"checksum mismatch (stored {expected_crc:08x}, computed {crc:08x})")
-        return ImageInfo(header.fields["journal_id"], path, os.fstat(file.fileno()).st_size)
+        return ImageInfo(
+            header.fields["journal_id"], path, os.fstat(file.fileno()).st_size, header.fields["raft_index"]
+        )
 
 
 def load_image(path: str | Path) -> Catalog:

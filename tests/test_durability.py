@@ -139,7 +139,7 @@ def test_corrupt_newest_image_falls_back_to_an_older_one(fresh_quire):
         assert {row[0] for row in cursor.fetchall()} == {"a1", "a2", "b1", "b2", "c1"}
     connection.close()
     log = node.log_file.read_text()
-    assert newest.name in log and "checksum" in log
+    assert newest.name in log and "is unusable" in log and "falling back" in log
 
 
 def test_every_image_corrupt_refuses_to_start_with_a_clear_message(fresh_quire):

@@ -140,7 +140,7 @@ class ScriptedSession(BaseSession):
         self.database = database
 
     async def describe(self, sql):
-        if POINT_SELECT.fullmatch(sql.replace("NULL", "0")):
+        if POINT_SELECT.fullmatch(sql.replace("?", "0")):
             return [column("c", "CHAR(120)")]
         return None
 

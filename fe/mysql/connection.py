@@ -316,7 +316,7 @@ class Connection:
     """Serves one client from handshake to close, handing its statements to a session.
 
     Besides BaseSession's methods a session may define `async describe(sql) -> columns | None`:
-    the result columns of a statement about to be prepared (its parameters are NULL in `sql`).
+    the result columns of a statement about to be prepared (`sql` still holds its `?` markers).
 
     What a session can read from it: connection_id, user, host, codec (the client's character set
     as a Python codec), connect_attrs, front (the MysqlFront, for processlist and kill), and
@@ -948,8 +948,9 @@ class Connection:
         describe = getattr(self.session, "describe", None)
         if describe is None:
             return []
-        columns = await describe(substitute(stmt, [None] * stmt.num_params))
-        return [as_column(c) for c in columns or ()]
+        columns = [as_column(c) for c in await describe(stmt.sql) or ()]
+        stmt.column_names = [c.name for c in columns]
+        return columns
 
     async def _com_stmt_execute(self, payload: bytes) -> None:
         execution = parse_execute(
@@ -965,6 +966,11 @@ class Connection:
             )
         stmt.cursor = None
         result = await self._execute(execution.sql, execution.attrs, "Execute")
+        if stmt.column_names and len(stmt.column_names) == len(result.columns):
+            # MySQL names a prepared statement's columns after its text, not the bound values.
+            result.columns = [
+                as_column(c).renamed(name) for c, name in zip(result.columns, stmt.column_names, strict=True)
+            ]
         if not (execution.use_cursor and result.columns):
             await self._send_result(result, binary=True)
             return

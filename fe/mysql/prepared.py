@@ -40,6 +40,7 @@ class PreparedStatement:
     param_types: list[ParamType] | None = None  # as last sent by the client
     long_data: dict[int, bytearray] = field(default_factory=dict)
     cursor: Iterator[bytes] | None = None
+    column_names: list[str] = field(default_factory=list)  # from the statement text, at prepare
 
     @property
     def num_params(self) -> int:

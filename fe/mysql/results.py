@@ -93,6 +93,11 @@ class Column:
     def decimals(self) -> int:
         return self.spec.decimals
 
+    def renamed(self, name: str) -> Column:
+        column = Column(name, self.spec, table=self.table, schema=self.schema)
+        column.flags = self.flags
+        return column
+
     def definition(self) -> bytes:
         """The ColumnDefinition41 packet payload for a result set header."""
         if self._definition is None:

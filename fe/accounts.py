@@ -50,7 +50,9 @@ class CatalogIdentityProvider(IdentityProvider):
 
 def _hash(password: str | None, password_hash: str | None) -> str:
     if password_hash is not None:
-        if password_hash and (len(password_hash) != HASH_LENGTH or not password_hash.startswith("*")):
+        if password_hash and (
+            len(password_hash) != HASH_LENGTH or not password_hash.startswith("*")
+        ):
             raise QueryError(1372, "Password hash should be a 41-digit hexadecimal number")
         return password_hash.upper()
     return native_password_hash(password) if password else ""
@@ -58,7 +60,10 @@ def _hash(password: str | None, password_hash: str | None) -> str:
 
 def _require_user_admin(session) -> None:
     if not privileges.has(session.user, privileges.GRANT):
-        raise QueryError(1227, "Access denied; you need (at least one of) the GRANT_PRIV or ADMIN_PRIV privilege(s) for this operation")
+        raise QueryError(
+            1227,
+            "Access denied; you need (at least one of) the GRANT_PRIV or ADMIN_PRIV privilege(s) for this operation",
+        )
 
 
 def create_user(session, statement: st.CreateUser) -> list[ops.Op]:
@@ -89,21 +94,34 @@ def set_password(session, statement: st.SetPassword) -> list[ops.Op]:
     if target is None:
         user = session.user
     else:
-        user = session.catalog.users.get((target.name, target.host)) or find_user(session.catalog, target.name)
+        user = session.catalog.users.get((target.name, target.host)) or find_user(
+            session.catalog, target.name
+        )
         if user is None:
-            raise QueryError(1133, f"Can't find any matching row in the user table for '{target.name}'@'{target.host}'")
+            raise QueryError(
+                1133,
+                f"Can't find any matching row in the user table for '{target.name}'@'{target.host}'",
+            )
         if user.name != session.user.name:
             _require_user_admin(session)
-    return [ops.SetPassword(user.name, user.host, _hash(statement.password, statement.password_hash))]
+    return [
+        ops.SetPassword(user.name, user.host, _hash(statement.password, statement.password_hash))
+    ]
 
 
 def grant(session, statement: st.GrantStatement) -> list[ops.Op]:
     is_global = statement.db == "*"
     if not privileges.has(session.user, privileges.GRANT, statement.db):
-        raise QueryError(1227, "Access denied; you need (at least one of) the GRANT_PRIV privilege(s) for this operation")
+        raise QueryError(
+            1227,
+            "Access denied; you need (at least one of) the GRANT_PRIV privilege(s) for this operation",
+        )
     target = session.catalog.users.get((statement.user.name, statement.user.host))
     if target is None:
-        raise QueryError(1133, f"Can't find any matching row in the user table for {statement.user.name}@{statement.user.host}")
+        raise QueryError(
+            1133,
+            f"Can't find any matching row in the user table for {statement.user.name}@{statement.user.host}",
+        )
     names = privileges.canonical(statement.privileges, is_global)
     if not is_global and names & set(privileges.GLOBAL_ONLY):
         raise QueryError(1221, "ADMIN_PRIV and NODE_PRIV can only be granted on *.*")
@@ -113,7 +131,10 @@ def grant(session, statement: st.GrantStatement) -> list[ops.Op]:
     if statement.revoke:
         held = next((g for g in target.grants if g.db == entry.db and g.table == entry.table), None)
         if held is None or not (held.privileges & names):
-            raise QueryError(1141, f"There is no such grant defined for user '{target.name}' on host '{target.host}'")
+            raise QueryError(
+                1141,
+                f"There is no such grant defined for user '{target.name}' on host '{target.host}'",
+            )
         return [ops.RevokePrivileges(target.name, target.host, entry)]
     return [ops.GrantPrivileges(target.name, target.host, entry)]
 
@@ -122,11 +143,19 @@ def show_grants_rows(session, target: st.UserName | None) -> list[tuple]:
     if target is None:
         user = session.user
     else:
-        user = session.catalog.users.get((target.name, target.host)) or find_user(session.catalog, target.name)
+        user = session.catalog.users.get((target.name, target.host)) or find_user(
+            session.catalog, target.name
+        )
         if user is None:
-            raise QueryError(1141, f"There is no such grant defined for user '{target.name}' on host '{target.host}'")
+            raise QueryError(
+                1141,
+                f"There is no such grant defined for user '{target.name}' on host '{target.host}'",
+            )
         if user.name != session.user.name and not privileges.has(session.user, privileges.GRANT):
-            raise QueryError(1044, f"Access denied for user '{session.user.name}'@'{session.user.host}' to database 'mysql'")
+            raise QueryError(
+                1044,
+                f"Access denied for user '{session.user.name}'@'{session.user.host}' to database 'mysql'",
+            )
     lines = [privileges.grant_text(user, grant) for grant in user.grants]
     if not lines:
         lines = [f"GRANT USAGE_PRIV ON *.* TO {user.identity}"]

@@ -22,10 +22,16 @@ def _address(text: str) -> tuple[str, int]:
 def alter_system(session, statement: st.AlterSystem) -> list[ops.Op]:
     session.require_admin("ALTER SYSTEM")
     if statement.role == "BACKEND":
-        raise QueryError(1235, "ALTER SYSTEM ... BACKEND is not supported yet: backends come with the data plane")
+        raise QueryError(
+            1235, "ALTER SYSTEM ... BACKEND is not supported yet: backends come with the data plane"
+        )
     host, port = _address(statement.address)
     existing = next(
-        (fe for fe in list(session.catalog.frontends.values()) if fe.host == host and fe.edit_log_port == port),
+        (
+            fe
+            for fe in list(session.catalog.frontends.values())
+            if fe.host == host and fe.edit_log_port == port
+        ),
         None,
     )
     role = FrontendRole(statement.role)
@@ -42,7 +48,9 @@ def alter_system(session, statement: st.AlterSystem) -> list[ops.Op]:
 
 
 async def kill(session, statement: st.Kill) -> Result:
-    target = next((p for p in session.node.front.processlist() if p.id == statement.connection_id), None)
+    target = next(
+        (p for p in session.node.front.processlist() if p.id == statement.connection_id), None
+    )
     if target is None:
         raise QueryError(1094, f"Unknown thread id: {statement.connection_id}")
     if target.user != session.user.name and not privileges.is_admin(session.user):
@@ -57,8 +65,15 @@ async def show_config(session, statement: st.AdminShowConfig) -> Result:
     rows = []
     for key, value in session.node.config.items():
         if match(key.name):
-            kind = type(key.default).__name__.replace("str", "String").replace("int", "int").replace("bool", "boolean")
-            rows.append((key.name, str(value), kind, "true" if key.mutable else "false", "false", ""))
+            kind = (
+                type(key.default)
+                .__name__.replace("str", "String")
+                .replace("int", "int")
+                .replace("bool", "boolean")
+            )
+            rows.append(
+                (key.name, str(value), kind, "true" if key.mutable else "false", "false", "")
+            )
     return text_result(["Key", "Value", "Type", "IsMutable", "MasterOnly", "Comment"], rows)
 
 

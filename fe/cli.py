@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import requests
 
@@ -31,9 +30,17 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def node_options(sub: argparse.ArgumentParser, with_be: bool) -> None:
-        sub.add_argument("--conf", default=str(DEFAULT_FE_CONF), help="FE configuration file (default: conf/fe.conf)")
+        sub.add_argument(
+            "--conf",
+            default=str(DEFAULT_FE_CONF),
+            help="FE configuration file (default: conf/fe.conf)",
+        )
         if with_be:
-            sub.add_argument("--be-conf", default=str(DEFAULT_BE_CONF), help="data-plane configuration file (default: conf/be.conf)")
+            sub.add_argument(
+                "--be-conf",
+                default=str(DEFAULT_BE_CONF),
+                help="data-plane configuration file (default: conf/be.conf)",
+            )
         sub.add_argument(
             "--override",
             action="append",
@@ -41,7 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="KEY=VALUE",
             help="set any configuration key, repeatable (e.g. --override query_port=9031)",
         )
-        sub.add_argument("--daemon", action="store_true", help="run in the background; the pid goes to log_dir/quire.pid")
+        sub.add_argument(
+            "--daemon",
+            action="store_true",
+            help="run in the background; the pid goes to log_dir/quire.pid",
+        )
 
     up = commands.add_parser(
         "up",
@@ -50,11 +61,27 @@ def build_parser() -> argparse.ArgumentParser:
         "Reads conf/fe.conf and conf/be.conf; an unknown key is an error.",
     )
     node_options(up, with_be=True)
-    fe = commands.add_parser("fe", help="start an FE node alone", description="Start one FE node (leader of a new cluster on first start).")
+    fe = commands.add_parser(
+        "fe",
+        help="start an FE node alone",
+        description="Start one FE node (leader of a new cluster on first start).",
+    )
     node_options(fe, with_be=False)
-    stop = commands.add_parser("stop", help="stop a node started with --daemon", description="Send SIGTERM to the node whose pid file is in log_dir and wait for it to exit.")
-    stop.add_argument("--conf", default=str(DEFAULT_FE_CONF), help="FE configuration file (default: conf/fe.conf)")
-    stop.add_argument("--override", action="append", default=[], metavar="KEY=VALUE", help="configuration overrides used at start")
+    stop = commands.add_parser(
+        "stop",
+        help="stop a node started with --daemon",
+        description="Send SIGTERM to the node whose pid file is in log_dir and wait for it to exit.",
+    )
+    stop.add_argument(
+        "--conf", default=str(DEFAULT_FE_CONF), help="FE configuration file (default: conf/fe.conf)"
+    )
+    stop.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="configuration overrides used at start",
+    )
     return parser
 
 
@@ -62,9 +89,13 @@ def setup_logging(config: Config, foreground: bool) -> None:
     log_dir = config.path("log_dir")
     log_dir.mkdir(parents=True, exist_ok=True)
     level = config["sys_log_level"].replace("WARN", "WARNING")
-    formatter = logging.Formatter("%(asctime)s %(levelname)s [%(threadName)s] %(name)s: %(message)s")
+    formatter = logging.Formatter(
+        "%(asctime)s %(levelname)s [%(threadName)s] %(name)s: %(message)s"
+    )
     handler = logging.handlers.RotatingFileHandler(
-        log_dir / "fe.log", maxBytes=config["sys_log_roll_mb"] * 1024 * 1024, backupCount=config["sys_log_roll_num"]
+        log_dir / "fe.log",
+        maxBytes=config["sys_log_roll_mb"] * 1024 * 1024,
+        backupCount=config["sys_log_roll_num"],
     )
     handler.setFormatter(formatter)
     root = logging.getLogger()
@@ -127,7 +158,9 @@ def start_daemon(argv: list[str], config: Config) -> int:
     url = f"http://127.0.0.1:{config['http_port']}/api/health"
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            sys.stderr.write(f"quire failed to start (exit {process.returncode}); see {log_dir / 'fe.log'}\n")
+            sys.stderr.write(
+                f"quire failed to start (exit {process.returncode}); see {log_dir / 'fe.log'}\n"
+            )
             return 1
         try:
             if requests.get(url, timeout=1).status_code == 200:
@@ -136,7 +169,9 @@ def start_daemon(argv: list[str], config: Config) -> int:
         except requests.RequestException:
             pass
         time.sleep(0.2)
-    sys.stderr.write(f"quire did not become ready within {DAEMON_START_TIMEOUT_SECONDS} s; see {log_dir / 'fe.log'}\n")
+    sys.stderr.write(
+        f"quire did not become ready within {DAEMON_START_TIMEOUT_SECONDS} s; see {log_dir / 'fe.log'}\n"
+    )
     return 1
 
 

@@ -115,18 +115,25 @@ def build_table(session, database: Database, statement: st.CreateTable) -> Table
     key_columns = known(statement.key_columns, "Key") or (columns[0].name,)
     if tuple(c.name for c in columns[: len(key_columns)]) != key_columns:
         raise QueryError(
-            1105, "Key columns should be an ordered prefix of the schema (the first columns, in order)"
+            1105,
+            "Key columns should be an ordered prefix of the schema (the first columns, in order)",
         )
     for position, column in enumerate(columns):
         is_key = position < len(key_columns)
         if is_key and column.aggregation:
-            raise QueryError(1105, f"Key column '{column.name}' should not have an aggregation type")
+            raise QueryError(
+                1105, f"Key column '{column.name}' should not have an aggregation type"
+            )
         if not is_key and key_model == KeyModel.AGGREGATE and not column.aggregation:
             raise QueryError(
-                1105, f"Value column '{column.name}' of an AGGREGATE KEY table needs an aggregation (SUM, MAX, MIN, REPLACE, ...)"
+                1105,
+                f"Value column '{column.name}' of an AGGREGATE KEY table needs an aggregation (SUM, MAX, MIN, REPLACE, ...)",
             )
         if key_model != KeyModel.AGGREGATE and column.aggregation:
-            raise QueryError(1105, f"Column '{column.name}': aggregation types are only allowed in AGGREGATE KEY tables")
+            raise QueryError(
+                1105,
+                f"Column '{column.name}': aggregation types are only allowed in AGGREGATE KEY tables",
+            )
         columns[position] = dataclasses.replace(column, is_key=is_key)
     if statement.distribution_columns:
         distribution = known(statement.distribution_columns, "Distribution")
@@ -170,7 +177,9 @@ def _sort_key(values: tuple[str, ...], types: list[str]):
                 key.append((0, int(value), ""))
                 continue
             except ValueError:
-                raise QueryError(1105, f"Invalid partition value '{value}' for type {type_text}") from None
+                raise QueryError(
+                    1105, f"Invalid partition value '{value}' for type {type_text}"
+                ) from None
         key.append((1, 0, value))
     return tuple(key)
 
@@ -189,7 +198,10 @@ def partition_ranges(definitions, partition_columns, columns: list[Column]):
         seen.add(definition.name.lower())
         for bound in (definition.lower, definition.upper):
             if bound and len(bound) != len(partition_columns):
-                raise QueryError(1105, f"Partition {definition.name}: expected {len(partition_columns)} value(s) per bound")
+                raise QueryError(
+                    1105,
+                    f"Partition {definition.name}: expected {len(partition_columns)} value(s) per bound",
+                )
 
     def upper_key(definition):
         return (1,) if not definition.upper else (0, _sort_key(definition.upper, types))
@@ -199,12 +211,23 @@ def partition_ranges(definitions, partition_columns, columns: list[Column]):
     previous_upper: tuple[str, ...] = ()
     for definition in ordered:
         lower = definition.lower or previous_upper
-        if lower and definition.upper and _sort_key(lower, types) >= _sort_key(definition.upper, types):
+        if (
+            lower
+            and definition.upper
+            and _sort_key(lower, types) >= _sort_key(definition.upper, types)
+        ):
             raise QueryError(1105, f"Partition {definition.name}: empty or overlapping range")
         if result and not result[-1][2]:
             raise QueryError(1105, "Only the last partition may be VALUES LESS THAN MAXVALUE")
-        if result and lower and result[-1][2] and _sort_key(lower, types) < _sort_key(result[-1][2], types):
-            raise QueryError(1105, f"Partition {definition.name}: range overlaps partition {result[-1][0]}")
+        if (
+            result
+            and lower
+            and result[-1][2]
+            and _sort_key(lower, types) < _sort_key(result[-1][2], types)
+        ):
+            raise QueryError(
+                1105, f"Partition {definition.name}: range overlaps partition {result[-1][0]}"
+            )
         result.append((definition.name, lower, definition.upper))
         previous_upper = definition.upper
     return result
@@ -245,7 +268,9 @@ def _add_column(session, database, table: Table, action: st.AddColumn) -> Table:
         raise QueryError(1060, f"Duplicate column name '{action.column.name}'")
     column = action.column
     if table.key_model == KeyModel.AGGREGATE and not column.aggregation and not column.is_key:
-        raise QueryError(1105, f"Value column '{column.name}' of an AGGREGATE KEY table needs an aggregation")
+        raise QueryError(
+            1105, f"Value column '{column.name}' of an AGGREGATE KEY table needs an aggregation"
+        )
     if table.key_model != KeyModel.AGGREGATE and column.aggregation:
         raise QueryError(1105, "Aggregation types are only allowed in AGGREGATE KEY tables")
     if column.is_key:
@@ -272,7 +297,9 @@ def _drop_column(session, database, table: Table, action: st.DropColumn) -> Tabl
     if column.name in table.distribution_columns or column.name in table.partition_columns:
         raise QueryError(1105, f"Can not drop distribution or partition column '{column.name}'")
     if len(table.columns) == 1:
-        raise QueryError(1090, "You can't delete all columns with ALTER TABLE; use DROP TABLE instead")
+        raise QueryError(
+            1090, "You can't delete all columns with ALTER TABLE; use DROP TABLE instead"
+        )
     return dataclasses.replace(table, columns=tuple(c for c in table.columns if c is not column))
 
 
@@ -281,8 +308,12 @@ def _modify_column(session, database, table: Table, action: st.ModifyColumn) -> 
     column = dataclasses.replace(action.column, name=old.name, is_key=old.is_key)
     if old.is_key:
         column = dataclasses.replace(column, nullable=False)
-    if (old.name in table.distribution_columns or old.name in table.partition_columns) and column.type != old.type:
-        raise QueryError(1105, f"Can not change the type of distribution or partition column '{old.name}'")
+    if (
+        old.name in table.distribution_columns or old.name in table.partition_columns
+    ) and column.type != old.type:
+        raise QueryError(
+            1105, f"Can not change the type of distribution or partition column '{old.name}'"
+        )
     if table.key_model == KeyModel.AGGREGATE and not column.is_key and not column.aggregation:
         column = dataclasses.replace(column, aggregation=old.aggregation)
     columns = [c for c in table.columns if c is not old]
@@ -303,7 +334,9 @@ def _rename_column(session, database, table: Table, action: st.RenameColumn) -> 
 
     return dataclasses.replace(
         table,
-        columns=tuple(dataclasses.replace(c, name=action.new) if c is old else c for c in table.columns),
+        columns=tuple(
+            dataclasses.replace(c, name=action.new) if c is old else c for c in table.columns
+        ),
         key_columns=renamed(table.key_columns),
         distribution_columns=renamed(table.distribution_columns),
         partition_columns=renamed(table.partition_columns),
@@ -323,13 +356,18 @@ def _rename_table(session, database, table: Table, action: st.RenameTable) -> Ta
 def _add_partition(session, database, table: Table, action: st.AddPartition) -> Table:
     if not table.partition_columns:
         raise QueryError(1505, "Table is not partitioned: ADD PARTITION needs PARTITION BY RANGE")
-    definitions = [
-        st.PartitionDef(p.name, p.lower, p.upper) for p in table.partitions
-    ] + [action.partition]
+    definitions = [st.PartitionDef(p.name, p.lower, p.upper) for p in table.partitions] + [
+        action.partition
+    ]
     partition_ranges(definitions, table.partition_columns, list(table.columns))
     buckets = action.buckets or table.buckets
     first = session.node.allocate_ids(1 + buckets)
-    bounds = {name: (lower, upper) for name, lower, upper in partition_ranges(definitions, table.partition_columns, list(table.columns))}
+    bounds = {
+        name: (lower, upper)
+        for name, lower, upper in partition_ranges(
+            definitions, table.partition_columns, list(table.columns)
+        )
+    }
     lower, upper = bounds[action.partition.name]
     partition = Partition(first, action.partition.name, lower, upper, first + 1, buckets)
     return dataclasses.replace(table, partitions=(*table.partitions, partition))
@@ -340,7 +378,9 @@ def _drop_partition(session, database, table: Table, action: st.DropPartition) -
     if len(kept) == len(table.partitions):
         if action.if_exists:
             return table
-        raise QueryError(1507, f"Error in list of partitions to DROP: partition {action.name} does not exist")
+        raise QueryError(
+            1507, f"Error in list of partitions to DROP: partition {action.name} does not exist"
+        )
     if not table.partition_columns:
         raise QueryError(1505, "Table is not partitioned")
     return dataclasses.replace(table, partitions=kept)

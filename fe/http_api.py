@@ -86,10 +86,15 @@ class HttpApi:
 
     async def health(self, request: web.Request) -> web.Response:
         ok = self.node.ready
-        return web.json_response({"status": "OK" if ok else "STARTING", "journal_id": self.node.catalog.journal_id}, status=200 if ok else 503)
+        return web.json_response(
+            {"status": "OK" if ok else "STARTING", "journal_id": self.node.catalog.journal_id},
+            status=200 if ok else 503,
+        )
 
     async def metrics(self, request: web.Request) -> web.Response:
-        return web.Response(body=self.node.metrics.render(), content_type="text/plain", charset="utf-8")
+        return web.Response(
+            body=self.node.metrics.render(), content_type="text/plain", charset="utf-8"
+        )
 
     async def info(self, request: web.Request) -> web.Response:
         node = self.node
@@ -113,24 +118,40 @@ class HttpApi:
     async def version(self, request: web.Request) -> web.Response:
         from fe.variables import VERSION, VERSION_COMMENT
 
-        return web.json_response({"version": "0.1.0", "mysql_version": VERSION, "comment": VERSION_COMMENT})
+        return web.json_response(
+            {"version": "0.1.0", "mysql_version": VERSION, "comment": VERSION_COMMENT}
+        )
 
     async def role(self, request: web.Request) -> web.Response:
         node = self.node
         host = request.query.get("host")
         port = request.query.get("port")
         if host is None:
-            return web.json_response({"role": "FOLLOWER", "name": node.name, "cluster_id": node.cluster_id})
+            return web.json_response(
+                {"role": "FOLLOWER", "name": node.name, "cluster_id": node.cluster_id}
+            )
         frontend = next(
-            (f for f in list(node.catalog.frontends.values()) if f.host == host and str(f.edit_log_port) == port),
+            (
+                f
+                for f in list(node.catalog.frontends.values())
+                if f.host == host and str(f.edit_log_port) == port
+            ),
             None,
         )
         if frontend is None:
-            return web.json_response({"code": 404, "msg": f"frontend {host}:{port} was not added with ALTER SYSTEM"}, status=404)
-        return web.json_response({"role": str(frontend.role), "name": frontend.name, "cluster_id": node.cluster_id})
+            return web.json_response(
+                {"code": 404, "msg": f"frontend {host}:{port} was not added with ALTER SYSTEM"},
+                status=404,
+            )
+        return web.json_response(
+            {"role": str(frontend.role), "name": frontend.name, "cluster_id": node.cluster_id}
+        )
 
     async def journal_id(self, request: web.Request) -> web.Response:
-        return web.json_response({"journal_id": self.node.catalog.journal_id}, headers={"X-Quire-Journal-Id": str(self.node.catalog.journal_id)})
+        return web.json_response(
+            {"journal_id": self.node.catalog.journal_id},
+            headers={"X-Quire-Journal-Id": str(self.node.catalog.journal_id)},
+        )
 
     async def image(self, request: web.Request) -> web.StreamResponse:
         images = self.node.images.images()
@@ -140,8 +161,12 @@ class HttpApi:
         else:
             info = next((i for i in images if str(i.journal_id) == wanted), None)
         if info is None:
-            return web.json_response({"code": 404, "msg": f"no image with version {wanted}"}, status=404)
-        response = web.StreamResponse(headers={"X-Image-Version": str(info.journal_id), "Content-Length": str(info.size)})
+            return web.json_response(
+                {"code": 404, "msg": f"no image with version {wanted}"}, status=404
+            )
+        response = web.StreamResponse(
+            headers={"X-Image-Version": str(info.journal_id), "Content-Length": str(info.size)}
+        )
         response.content_type = "application/octet-stream"
         await response.prepare(request)
         with self.node.images.stream(info.journal_id) as file:

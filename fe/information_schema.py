@@ -24,7 +24,9 @@ def type_parts(type_text: str) -> tuple[str, list[int]]:
     match = TYPE_PATTERN.match(type_text)
     if match is None:
         return type_text.upper(), []
-    arguments = [int(part) for part in (match.group("args") or "").split(",") if part.strip().isdigit()]
+    arguments = [
+        int(part) for part in (match.group("args") or "").split(",") if part.strip().isdigit()
+    ]
     return match.group("base"), arguments
 
 
@@ -64,7 +66,14 @@ def character_length(type_text: str) -> int | None:
 
 def numeric_precision_scale(type_text: str) -> tuple[int | None, int | None]:
     base, arguments = type_parts(type_text)
-    integers = {"TINYINT": 3, "SMALLINT": 5, "MEDIUMINT": 7, "INT": 10, "BIGINT": 19, "LARGEINT": 39}
+    integers = {
+        "TINYINT": 3,
+        "SMALLINT": 5,
+        "MEDIUMINT": 7,
+        "INT": 10,
+        "BIGINT": 19,
+        "LARGEINT": 39,
+    }
     if base in integers:
         return integers[base], 0
     if base in ("DECIMAL", "DECIMALV3"):
@@ -80,7 +89,13 @@ def numeric_precision_scale(type_text: str) -> tuple[int | None, int | None]:
 
 def column_key(table: Table, column: Column) -> str:
     if column.name in table.key_columns:
-        return "UNI" if table.key_model == "UNIQUE" else "DUP" if table.key_model == "DUPLICATE" else "AGG"
+        return (
+            "UNI"
+            if table.key_model == "UNIQUE"
+            else "DUP"
+            if table.key_model == "DUPLICATE"
+            else "AGG"
+        )
     return ""
 
 
@@ -98,7 +113,11 @@ def visible_tables(session) -> list[tuple[str, Table]]:
 
 
 def visible_databases(session) -> list[str]:
-    names = [db.name for db in list(session.catalog.dbs.values()) if privileges.has_any(session.user, db.name)]
+    names = [
+        db.name
+        for db in list(session.catalog.dbs.values())
+        if privileges.has_any(session.user, db.name)
+    ]
     return sorted([INFORMATION_SCHEMA, *names])
 
 
@@ -176,7 +195,9 @@ def _columns(session) -> pa.Table:
             data["IS_NULLABLE"].append("YES" if column.nullable else "NO")
             data["DATA_TYPE"].append(data_type(column.type))
             data["CHARACTER_MAXIMUM_LENGTH"].append(length)
-            data["CHARACTER_OCTET_LENGTH"].append(length * 4 if length and length < STRING_LENGTH else length)
+            data["CHARACTER_OCTET_LENGTH"].append(
+                length * 4 if length and length < STRING_LENGTH else length
+            )
             data["NUMERIC_PRECISION"].append(precision)
             data["NUMERIC_SCALE"].append(scale)
             data["DATETIME_PRECISION"].append(None)
@@ -196,7 +217,9 @@ def _columns(session) -> pa.Table:
         "NUMERIC_SCALE": pa.int64(),
         "DATETIME_PRECISION": pa.int64(),
     }
-    return pa.table({name: pa.array(values, types.get(name, pa.string())) for name, values in data.items()})
+    return pa.table(
+        {name: pa.array(values, types.get(name, pa.string())) for name, values in data.items()}
+    )
 
 
 def unquote_default(default: str | None) -> str | None:
@@ -238,7 +261,12 @@ def _character_sets(session) -> pa.Table:
 def _collations(session) -> pa.Table:
     return pa.table(
         {
-            "COLLATION_NAME": ["utf8mb4_0900_bin", "utf8mb4_general_ci", "utf8mb3_general_ci", "binary"],
+            "COLLATION_NAME": [
+                "utf8mb4_0900_bin",
+                "utf8mb4_general_ci",
+                "utf8mb3_general_ci",
+                "binary",
+            ],
             "CHARACTER_SET_NAME": ["utf8mb4", "utf8mb4", "utf8mb3", "binary"],
             "ID": pa.array([309, 45, 33, 63], pa.int64()),
             "IS_DEFAULT": ["Yes", "", "Yes", "Yes"],
@@ -255,13 +283,89 @@ BUILDERS = {
     "engines": _engines,
     "character_sets": _character_sets,
     "collations": _collations,
-    "views": _empty("TABLE_CATALOG", "TABLE_SCHEMA", "TABLE_NAME", "VIEW_DEFINITION", "CHECK_OPTION", "IS_UPDATABLE", "DEFINER", "SECURITY_TYPE", "CHARACTER_SET_CLIENT", "COLLATION_CONNECTION"),
-    "statistics": _empty("TABLE_CATALOG", "TABLE_SCHEMA", "TABLE_NAME", "NON_UNIQUE", "INDEX_SCHEMA", "INDEX_NAME", "SEQ_IN_INDEX", "COLUMN_NAME", "COLLATION", "CARDINALITY", "SUB_PART", "PACKED", "NULLABLE", "INDEX_TYPE", "COMMENT", "INDEX_COMMENT"),
-    "key_column_usage": _empty("CONSTRAINT_CATALOG", "CONSTRAINT_SCHEMA", "CONSTRAINT_NAME", "TABLE_CATALOG", "TABLE_SCHEMA", "TABLE_NAME", "COLUMN_NAME", "ORDINAL_POSITION", "POSITION_IN_UNIQUE_CONSTRAINT", "REFERENCED_TABLE_SCHEMA", "REFERENCED_TABLE_NAME", "REFERENCED_COLUMN_NAME"),
-    "table_constraints": _empty("CONSTRAINT_CATALOG", "CONSTRAINT_SCHEMA", "CONSTRAINT_NAME", "TABLE_SCHEMA", "TABLE_NAME", "CONSTRAINT_TYPE"),
-    "referential_constraints": _empty("CONSTRAINT_CATALOG", "CONSTRAINT_SCHEMA", "CONSTRAINT_NAME", "UNIQUE_CONSTRAINT_CATALOG", "UNIQUE_CONSTRAINT_SCHEMA", "UNIQUE_CONSTRAINT_NAME", "MATCH_OPTION", "UPDATE_RULE", "DELETE_RULE", "TABLE_NAME", "REFERENCED_TABLE_NAME"),
-    "routines": _empty("SPECIFIC_NAME", "ROUTINE_CATALOG", "ROUTINE_SCHEMA", "ROUTINE_NAME", "ROUTINE_TYPE", "DATA_TYPE", "ROUTINE_DEFINITION"),
-    "triggers": _empty("TRIGGER_CATALOG", "TRIGGER_SCHEMA", "TRIGGER_NAME", "EVENT_MANIPULATION", "EVENT_OBJECT_SCHEMA", "EVENT_OBJECT_TABLE", "ACTION_STATEMENT"),
+    "views": _empty(
+        "TABLE_CATALOG",
+        "TABLE_SCHEMA",
+        "TABLE_NAME",
+        "VIEW_DEFINITION",
+        "CHECK_OPTION",
+        "IS_UPDATABLE",
+        "DEFINER",
+        "SECURITY_TYPE",
+        "CHARACTER_SET_CLIENT",
+        "COLLATION_CONNECTION",
+    ),
+    "statistics": _empty(
+        "TABLE_CATALOG",
+        "TABLE_SCHEMA",
+        "TABLE_NAME",
+        "NON_UNIQUE",
+        "INDEX_SCHEMA",
+        "INDEX_NAME",
+        "SEQ_IN_INDEX",
+        "COLUMN_NAME",
+        "COLLATION",
+        "CARDINALITY",
+        "SUB_PART",
+        "PACKED",
+        "NULLABLE",
+        "INDEX_TYPE",
+        "COMMENT",
+        "INDEX_COMMENT",
+    ),
+    "key_column_usage": _empty(
+        "CONSTRAINT_CATALOG",
+        "CONSTRAINT_SCHEMA",
+        "CONSTRAINT_NAME",
+        "TABLE_CATALOG",
+        "TABLE_SCHEMA",
+        "TABLE_NAME",
+        "COLUMN_NAME",
+        "ORDINAL_POSITION",
+        "POSITION_IN_UNIQUE_CONSTRAINT",
+        "REFERENCED_TABLE_SCHEMA",
+        "REFERENCED_TABLE_NAME",
+        "REFERENCED_COLUMN_NAME",
+    ),
+    "table_constraints": _empty(
+        "CONSTRAINT_CATALOG",
+        "CONSTRAINT_SCHEMA",
+        "CONSTRAINT_NAME",
+        "TABLE_SCHEMA",
+        "TABLE_NAME",
+        "CONSTRAINT_TYPE",
+    ),
+    "referential_constraints": _empty(
+        "CONSTRAINT_CATALOG",
+        "CONSTRAINT_SCHEMA",
+        "CONSTRAINT_NAME",
+        "UNIQUE_CONSTRAINT_CATALOG",
+        "UNIQUE_CONSTRAINT_SCHEMA",
+        "UNIQUE_CONSTRAINT_NAME",
+        "MATCH_OPTION",
+        "UPDATE_RULE",
+        "DELETE_RULE",
+        "TABLE_NAME",
+        "REFERENCED_TABLE_NAME",
+    ),
+    "routines": _empty(
+        "SPECIFIC_NAME",
+        "ROUTINE_CATALOG",
+        "ROUTINE_SCHEMA",
+        "ROUTINE_NAME",
+        "ROUTINE_TYPE",
+        "DATA_TYPE",
+        "ROUTINE_DEFINITION",
+    ),
+    "triggers": _empty(
+        "TRIGGER_CATALOG",
+        "TRIGGER_SCHEMA",
+        "TRIGGER_NAME",
+        "EVENT_MANIPULATION",
+        "EVENT_OBJECT_SCHEMA",
+        "EVENT_OBJECT_TABLE",
+        "ACTION_STATEMENT",
+    ),
     "partitions": _empty("TABLE_CATALOG", "TABLE_SCHEMA", "TABLE_NAME", "PARTITION_NAME"),
     "events": _empty("EVENT_CATALOG", "EVENT_SCHEMA", "EVENT_NAME"),
 }

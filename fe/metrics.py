@@ -11,17 +11,23 @@ class Metrics:
     def __init__(self, node):
         self.registry = CollectorRegistry()
         self._queries = Counter("quire_queries", "Statements received", registry=self.registry)
-        self._errors = Counter("quire_query_errors", "Statements that failed", registry=self.registry)
-        Gauge("quire_journal_id", "Id of the last applied journal operation", registry=self.registry).set_function(
-            lambda: node.catalog.journal_id
+        self._errors = Counter(
+            "quire_query_errors", "Statements that failed", registry=self.registry
         )
+        Gauge(
+            "quire_journal_id", "Id of the last applied journal operation", registry=self.registry
+        ).set_function(lambda: node.catalog.journal_id)
         Gauge("quire_connections", "Open MySQL connections", registry=self.registry).set_function(
             lambda: node.front.connection_count if node.front else 0
         )
-        Gauge("quire_checkpoint_age_seconds", "Seconds since the last image was written", registry=self.registry).set_function(
-            lambda: time.monotonic() - node.last_checkpoint_at
+        Gauge(
+            "quire_checkpoint_age_seconds",
+            "Seconds since the last image was written",
+            registry=self.registry,
+        ).set_function(lambda: time.monotonic() - node.last_checkpoint_at)
+        Gauge("quire_tables", "Tables in the catalog", registry=self.registry).set_function(
+            lambda: len(node.catalog.tables)
         )
-        Gauge("quire_tables", "Tables in the catalog", registry=self.registry).set_function(lambda: len(node.catalog.tables))
         Gauge("quire_is_leader", "1 on the leader", registry=self.registry).set_function(
             lambda: 1 if node.journal and node.journal.status().is_leader else 0
         )

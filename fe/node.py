@@ -20,7 +20,14 @@ from fe.mysql.errors import QueryError
 from fe.mysql.server import MysqlFront
 from fe.session import QuireSession, StatementCache
 from fe.variables import ClusterGlobalVariables
-from image.identity import NodeRole, new_identity, read_role, read_version, write_role, write_version
+from image.identity import (
+    NodeRole,
+    new_identity,
+    read_role,
+    read_version,
+    write_role,
+    write_version,
+)
 from image.images import ImageError, ImageInfo, ImageStore
 from metadata import ops
 from metadata.catalog import ApplyError, Catalog
@@ -43,7 +50,11 @@ class StartupError(Exception):
 
 
 def local_address(priority_networks: str) -> str:
-    networks = [ipaddress.ip_network(n.strip(), strict=False) for n in priority_networks.split(";") if n.strip()]
+    networks = [
+        ipaddress.ip_network(n.strip(), strict=False)
+        for n in priority_networks.split(";")
+        if n.strip()
+    ]
     if not networks:
         return "127.0.0.1"
     candidates = {"127.0.0.1"}
@@ -93,15 +104,21 @@ class FrontendNode:
         configured = self.config["cluster_id"]
         if version is None:
             if any(self.image_dir.glob("image.*")) or (self.meta_dir / "journal").exists():
-                raise StartupError(f"{self.image_dir / 'VERSION'} is missing but the meta_dir holds data; refusing to start a new cluster over it")
+                raise StartupError(
+                    f"{self.image_dir / 'VERSION'} is missing but the meta_dir holds data; refusing to start a new cluster over it"
+                )
             version = new_identity(configured or None)
             write_version(self.image_dir, version)
             logger.info("new cluster: cluster id %d", version.cluster_id)
         elif configured and configured != version.cluster_id:
-            raise StartupError(f"cluster_id {configured} in the configuration differs from {version.cluster_id} in {self.image_dir / 'VERSION'}")
+            raise StartupError(
+                f"cluster_id {configured} in the configuration differs from {version.cluster_id} in {self.image_dir / 'VERSION'}"
+            )
         role = read_role(self.image_dir)
         if role is None:
-            role = NodeRole("FOLLOWER", f"{self.host}_{self.config['edit_log_port']}_{int(time.time() * 1000)}")
+            role = NodeRole(
+                "FOLLOWER", f"{self.host}_{self.config['edit_log_port']}_{int(time.time() * 1000)}"
+            )
             write_role(self.image_dir, role)
         self.cluster_id, self.token, self.name = version.cluster_id, version.token, role.name
 
@@ -114,7 +131,13 @@ class FrontendNode:
         if loaded is not None:
             self.catalog, self.last_image = loaded
             self.global_variables.catalog = self.catalog
-            logger.info("loaded %s (journal id %d, %d tables) in %.2f s", self.last_image.path.name, self.catalog.journal_id, len(self.catalog.tables), time.monotonic() - started)
+            logger.info(
+                "loaded %s (journal id %d, %d tables) in %.2f s",
+                self.last_image.path.name,
+                self.catalog.journal_id,
+                len(self.catalog.tables),
+                time.monotonic() - started,
+            )
         else:
             logger.info("no image yet: starting from an empty catalog")
 
@@ -130,7 +153,11 @@ class FrontendNode:
         )
         started = time.monotonic()
         self.journal.start()
-        logger.info("journal replayed to journal id %d in %.2f s", self.catalog.journal_id, time.monotonic() - started)
+        logger.info(
+            "journal replayed to journal id %d in %.2f s",
+            self.catalog.journal_id,
+            time.monotonic() - started,
+        )
         if not self.journal.wait_leader(timeout=30):
             raise StartupError("the journal did not elect a leader within 30 s")
 
@@ -139,11 +166,21 @@ class FrontendNode:
         first: list[ops.Op] = []
         if not self.catalog.users:
             everything = (Grant("*", "*", ROOT_PRIVILEGES),)
-            first += [ops.CreateUser(User("root", "%", "", everything)), ops.CreateUser(User("admin", "%", "", everything))]
+            first += [
+                ops.CreateUser(User("root", "%", "", everything)),
+                ops.CreateUser(User("admin", "%", "", everything)),
+            ]
         if self.name not in self.catalog.frontends:
             first.append(
                 ops.AddFrontend(
-                    Frontend(self.name, self.host, self.config["edit_log_port"], self.config["http_port"], self.config["query_port"], FrontendRole.FOLLOWER)
+                    Frontend(
+                        self.name,
+                        self.host,
+                        self.config["edit_log_port"],
+                        self.config["http_port"],
+                        self.config["query_port"],
+                        FrontendRole.FOLLOWER,
+                    )
                 )
             )
         if first:
@@ -179,7 +216,9 @@ class FrontendNode:
         await self.start_servers()
         self.start_threads()
         self.ready = True
-        logger.info("Quire FE %s is ready: mysql -h %s -P %d -u root", self.name, self.host, self.front.port)
+        logger.info(
+            "Quire FE %s is ready: mysql -h %s -P %d -u root", self.name, self.host, self.front.port
+        )
         if ready_callback:
             ready_callback()
         stop = asyncio.Event()
@@ -229,11 +268,16 @@ class FrontendNode:
         try:
             results = await asyncio.wait_for(future, timeout)
         except TimeoutError:
-            raise QueryError(1105, f"The journal did not commit within {timeout} s; the statement may or may not have taken effect") from None
+            raise QueryError(
+                1105,
+                f"The journal did not commit within {timeout} s; the statement may or may not have taken effect",
+            ) from None
         return _raise_first_error(results)
 
     def commit_blocking(self, operations: list[ops.Op]) -> list[object]:
-        results = self.journal.commit(encode_ops(operations), timeout=self.config["journal_commit_timeout_second"])
+        results = self.journal.commit(
+            encode_ops(operations), timeout=self.config["journal_commit_timeout_second"]
+        )
         return _raise_first_error(results)
 
     # -- checkpoints ---------------------------------------------------------------------------
@@ -248,7 +292,12 @@ class FrontendNode:
             # The journal keeps what the oldest readable image lacks, so start-up can fall back to it.
             covered = min(i.raft_index for i in self.images.images() if i.raft_index >= 0)
             self.journal.truncate_through(covered)
-            logger.info("checkpoint %s written in %.2f s; journal truncated through raft index %d", info.path.name, time.monotonic() - started, covered)
+            logger.info(
+                "checkpoint %s written in %.2f s; journal truncated through raft index %d",
+                info.path.name,
+                time.monotonic() - started,
+                covered,
+            )
             return info
 
     async def checkpoint_now(self) -> ImageInfo:
@@ -258,7 +307,10 @@ class FrontendNode:
         while not self._stopping.wait(CHECKPOINTER_TICK_SECONDS):
             since = self.last_image.journal_id if self.last_image else 0
             due = self.catalog.journal_id - since >= self.config["edit_log_roll_num"]
-            period = time.monotonic() - self.last_checkpoint_at >= self.config["checkpoint_interval_second"]
+            period = (
+                time.monotonic() - self.last_checkpoint_at
+                >= self.config["checkpoint_interval_second"]
+            )
             if due and period and self.journal.status().is_leader:
                 try:
                     self.checkpoint()
@@ -305,7 +357,11 @@ def _settle(future: asyncio.Future, result, error) -> None:
     if future.done():
         return
     if error is not None:
-        future.set_exception(error if isinstance(error, QueryError) else QueryError(1105, f"Journal write failed: {error}"))
+        future.set_exception(
+            error
+            if isinstance(error, QueryError)
+            else QueryError(1105, f"Journal write failed: {error}")
+        )
     else:
         future.set_result(result)
 

@@ -18,7 +18,9 @@ def show_proc(session, path: str) -> tuple[list[str], list[tuple]]:
     if head == "dbs" and not rest:
         rows = []
         for db in sorted(list(catalog.dbs.values()), key=lambda d: d.id):
-            rows.append((db.id, db.name, len(catalog.tables_of(db.id)), "0.000", "1024.000 TB", "NULL"))
+            rows.append(
+                (db.id, db.name, len(catalog.tables_of(db.id)), "0.000", "1024.000 TB", "NULL")
+            )
         return ["DbId", "DbName", "TableNum", "Size", "Quota", "LastConsistencyCheckTime"], rows
     if head == "dbs" and len(rest) == 1:
         db = catalog.dbs.get(_id(rest[0]))
@@ -26,18 +28,44 @@ def show_proc(session, path: str) -> tuple[list[str], list[tuple]]:
             raise QueryError(1105, f"Database {rest[0]} does not exist")
         rows = []
         for table in catalog.tables_of(db.id):
-            rows.append((table.id, table.name, 1, ", ".join(table.partition_columns), len(table.partitions), "NORMAL", table.engine.upper(), str(table.key_model)))
-        return ["TableId", "TableName", "IndexNum", "PartitionColumnName", "PartitionNum", "State", "Type", "KeysType"], rows
+            rows.append(
+                (
+                    table.id,
+                    table.name,
+                    1,
+                    ", ".join(table.partition_columns),
+                    len(table.partitions),
+                    "NORMAL",
+                    table.engine.upper(),
+                    str(table.key_model),
+                )
+            )
+        return [
+            "TableId",
+            "TableName",
+            "IndexNum",
+            "PartitionColumnName",
+            "PartitionNum",
+            "State",
+            "Type",
+            "KeysType",
+        ], rows
     if head == "dbs" and len(rest) == 2:
         table = catalog.tables.get(_id(rest[1]))
         if table is None or table.db_id != _id(rest[0]):
             raise QueryError(1105, f"Table {rest[1]} does not exist in database {rest[0]}")
-        rows = [(p.id, p.name, p.buckets, p.tablet_start, p.tablet_start + p.buckets - 1) for p in table.partitions]
+        rows = [
+            (p.id, p.name, p.buckets, p.tablet_start, p.tablet_start + p.buckets - 1)
+            for p in table.partitions
+        ]
         return ["PartitionId", "PartitionName", "Buckets", "FirstTabletId", "LastTabletId"], rows
     if head == "frontends" and not rest:
         return session.node.frontends_rows()
     if head == "backends" and not rest:
-        rows = [(b.id, b.host, b.heartbeat_port) for b in sorted(list(catalog.backends.values()), key=lambda b: b.id)]
+        rows = [
+            (b.id, b.host, b.heartbeat_port)
+            for b in sorted(list(catalog.backends.values()), key=lambda b: b.id)
+        ]
         return ["BackendId", "Host", "HeartbeatPort"], rows
     if head == "journal" and not rest:
         status = session.node.journal.status()
@@ -50,7 +78,9 @@ def show_proc(session, path: str) -> tuple[list[str], list[tuple]]:
             ("EntriesInJournal", str(status.entries_in_journal)),
         ]
     if head == "images" and not rest:
-        rows = [(info.journal_id, info.path.name, info.size) for info in session.node.images.images()]
+        rows = [
+            (info.journal_id, info.path.name, info.size) for info in session.node.images.images()
+        ]
         return ["JournalId", "File", "Size"], rows
     raise QueryError(1105, f"Proc path '{path}' does not exist")
 

@@ -86,7 +86,11 @@ class SelectPlan:
 
 
 def plan_select(expression: exp.Expression) -> SelectPlan:
-    names = tuple(projection_name(projection) for projection in expression.expressions) if isinstance(expression, exp.Select) else ()
+    names = (
+        tuple(projection_name(projection) for projection in expression.expressions)
+        if isinstance(expression, exp.Select)
+        else ()
+    )
     constant = None
     if isinstance(expression, exp.Select) and _is_bare_select(expression):
         evaluators = [_constant_evaluator(projection) for projection in expression.expressions]
@@ -164,7 +168,10 @@ def run_select(session, plan: SelectPlan) -> Result:
         rows = [row]
         if limit is not None and limit.expression is not None and limit.expression.this == "0":
             rows = []
-        return Result(columns=[column(n, python_type(v)) for n, v in zip(plan.names, row, strict=True)], rows=rows)
+        return Result(
+            columns=[column(n, python_type(v)) for n, v in zip(plan.names, row, strict=True)],
+            rows=rows,
+        )
     return _run_in_duckdb(session, plan)
 
 
@@ -198,9 +205,16 @@ def _run_in_duckdb(session, plan: SelectPlan) -> Result:
     finally:
         cursor.close()
     names = [entry[0] for entry in description]
-    if plan.names and len(plan.names) == len(names) and not any(isinstance(p, exp.Star) for p in plan.expression.expressions):
+    if (
+        plan.names
+        and len(plan.names) == len(names)
+        and not any(isinstance(p, exp.Star) for p in plan.expression.expressions)
+    ):
         names = list(plan.names)
-    columns = [column(name, DUCKDB_TYPES.get(str(entry[1]).split("(")[0], _decimal_type(entry[1]))) for name, entry in zip(names, description, strict=True)]
+    columns = [
+        column(name, DUCKDB_TYPES.get(str(entry[1]).split("(")[0], _decimal_type(entry[1])))
+        for name, entry in zip(names, description, strict=True)
+    ]
     return Result(columns=columns, rows=rows)
 
 
@@ -212,12 +226,15 @@ def _refuse_table_read(session, db: str, name: str):
 
     resolve_table(session, TableName(db, name))  # 1049 / 1146 first, as MySQL
     raise QueryError(
-        1235, f"Reading table data ({db}.{name}) is not supported yet: the data plane comes in a later release"
+        1235,
+        f"Reading table data ({db}.{name}) is not supported yet: the data plane comes in a later release",
     )
 
 
 UNKNOWN_COLUMN = re.compile(r'Referenced column "([^"]+)" (?:was )?not found')
-UNKNOWN_FUNCTION = re.compile(r"(?:Scalar|Table|Aggregate)? ?Function with name (\w+) does not exist")
+UNKNOWN_FUNCTION = re.compile(
+    r"(?:Scalar|Table|Aggregate)? ?Function with name (\w+) does not exist"
+)
 
 
 def _query_error(error: duckdb.Error) -> QueryError:
@@ -229,7 +246,10 @@ def _query_error(error: duckdb.Error) -> QueryError:
         return QueryError(1305, f"FUNCTION {match.group(1)} does not exist")
     if isinstance(error, duckdb.ParserException):
         return QueryError(1064, "You have an error in your SQL syntax")
-    if isinstance(error, duckdb.ConversionException | duckdb.InvalidInputException | duckdb.OutOfRangeException):
+    if isinstance(
+        error,
+        duckdb.ConversionException | duckdb.InvalidInputException | duckdb.OutOfRangeException,
+    ):
         return QueryError(1292, f"Incorrect value: {message.split(':', 1)[-1].strip()}")
     return QueryError(1105, f"Cannot run this query: {message.split(':', 1)[-1].strip()}")
 

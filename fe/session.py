@@ -124,7 +124,9 @@ class QuireSession(BaseSession):
     def user(self) -> User:
         user = accounts.find_user(self.catalog, self.username or "")
         if user is None:
-            raise QueryError(1045, f"Access denied for user '{self.username}': the user was dropped")
+            raise QueryError(
+                1045, f"Access denied for user '{self.username}': the user was dropped"
+            )
         return user
 
     @property
@@ -151,20 +153,32 @@ class QuireSession(BaseSession):
         if self.catalog.database(name) is None:
             raise QueryError(1049, f"Unknown database '{name}'")
         if not privileges.has_any(self.user, name):
-            raise QueryError(1044, f"Access denied for user '{self.username}'@'{self.client_host}' to database '{name}'")
+            raise QueryError(
+                1044,
+                f"Access denied for user '{self.username}'@'{self.client_host}' to database '{name}'",
+            )
 
     def require(self, privilege: str, db: str, table: str = "*") -> None:
         user = self.user
         if privileges.has(user, privilege, db, table):
             return
         if table == "*":
-            raise QueryError(1044, f"Access denied for user '{user.name}'@'{self.client_host}' to database '{db}'")
+            raise QueryError(
+                1044,
+                f"Access denied for user '{user.name}'@'{self.client_host}' to database '{db}'",
+            )
         command = privilege.removesuffix("_PRIV")
-        raise QueryError(1142, f"{command} command denied to user '{user.name}'@'{self.client_host}' for table '{db}.{table}'")
+        raise QueryError(
+            1142,
+            f"{command} command denied to user '{user.name}'@'{self.client_host}' for table '{db}.{table}'",
+        )
 
     def require_admin(self, what: str) -> None:
         if not privileges.is_admin(self.user):
-            raise QueryError(1227, f"Access denied; you need (at least one of) the ADMIN_PRIV or NODE_PRIV privilege(s) for {what}")
+            raise QueryError(
+                1227,
+                f"Access denied; you need (at least one of) the ADMIN_PRIV or NODE_PRIV privilege(s) for {what}",
+            )
 
     def variable(self, name: str, scope: str = ""):
         try:
@@ -202,10 +216,18 @@ class QuireSession(BaseSession):
         kind = (item.args.get("kind") or "").upper()
         if kind in ("NAMES", "CHARACTER SET", "CHARSET"):
             charset = item.name or "utf8mb4"
-            for name in ("character_set_client", "character_set_connection", "character_set_results"):
+            for name in (
+                "character_set_client",
+                "character_set_connection",
+                "character_set_results",
+            ):
                 self.variables.set(name, charset if charset.lower() != "default" else "utf8mb4")
             return
-        if kind == "TRANSACTION" or item.args.get("kind") is None and isinstance(item.this, exp.Var):
+        if (
+            kind == "TRANSACTION"
+            or item.args.get("kind") is None
+            and isinstance(item.this, exp.Var)
+        ):
             return
         assignment = item.this
         if not isinstance(assignment, exp.EQ | exp.PropertyEQ):
@@ -241,7 +263,9 @@ class QuireSession(BaseSession):
         try:
             typed = coerce(type_, value) if value is not None else None
         except (TypeError, ValueError):
-            raise QueryError(1231, f"Variable '{name}' can't be set to the value of '{value}'") from None
+            raise QueryError(
+                1231, f"Variable '{name}' can't be set to the value of '{value}'"
+            ) from None
         if scope == "GLOBAL":
             self.require_admin("SET GLOBAL")
             from metadata import ops
@@ -265,7 +289,9 @@ class QuireSession(BaseSession):
         return Result()
 
     async def _unsupported(self, statement: st.Unsupported) -> Result:
-        raise QueryError(1235, f"{statement.kind} is not supported yet: table data comes with the data plane")
+        raise QueryError(
+            1235, f"{statement.kind} is not supported yet: table data comes with the data plane"
+        )
 
 
 WRITES = {

@@ -22,9 +22,7 @@ from metadata.records import Table
 def like_matcher(pattern: str | None, case_sensitive: bool = True):
     if pattern is None:
         return lambda value: True
-    regex = "".join(
-        ".*" if ch == "%" else "." if ch == "_" else re.escape(ch) for ch in pattern
-    )
+    regex = "".join(".*" if ch == "%" else "." if ch == "_" else re.escape(ch) for ch in pattern)
     compiled = re.compile(f"^{regex}$", 0 if case_sensitive else re.IGNORECASE | re.DOTALL)
     return lambda value: compiled.match(value) is not None
 
@@ -33,8 +31,12 @@ def text_result(names: list[str], rows: list[tuple]) -> Result:
     types = []
     for index, _ in enumerate(names):
         sample = next((row[index] for row in rows if row[index] is not None), None)
-        types.append("BIGINT" if isinstance(sample, int) and not isinstance(sample, bool) else "VARCHAR")
-    return Result(columns=[column(name, type_) for name, type_ in zip(names, types, strict=True)], rows=rows)
+        types.append(
+            "BIGINT" if isinstance(sample, int) and not isinstance(sample, bool) else "VARCHAR"
+        )
+    return Result(
+        columns=[column(name, type_) for name, type_ in zip(names, types, strict=True)], rows=rows
+    )
 
 
 def show(session, statement: st.Show) -> Result:
@@ -46,7 +48,9 @@ def show(session, statement: st.Show) -> Result:
 
 def _databases(session, statement: st.Show) -> Result:
     match = like_matcher(statement.like)
-    return text_result(["Database"], [(name,) for name in visible_databases(session) if match(name)])
+    return text_result(
+        ["Database"], [(name,) for name in visible_databases(session) if match(name)]
+    )
 
 
 def _tables(session, statement: st.Show) -> Result:
@@ -99,7 +103,17 @@ def _columns(session, statement: st.Show) -> Result:
             rows.append((col.name, mysql_column_type(col.type), "YES" if col.nullable else "NO",
                          column_key(table, col), _default_text(col.default), extra))  # fmt: skip
     if statement.full:
-        names = ["Field", "Type", "Collation", "Null", "Key", "Default", "Extra", "Privileges", "Comment"]
+        names = [
+            "Field",
+            "Type",
+            "Collation",
+            "Null",
+            "Key",
+            "Default",
+            "Extra",
+            "Privileges",
+            "Comment",
+        ]
     else:
         names = ["Field", "Type", "Null", "Key", "Default", "Extra"]
     return text_result(names, rows)
@@ -135,7 +149,11 @@ def create_table_sql(table: Table) -> str:
         if col.comment:
             parts.append(f"COMMENT {quote_string(col.comment)}")
         lines.append("  " + " ".join(parts))
-    text = f"CREATE TABLE {quote(table.name)} (\n" + ",\n".join(lines) + f"\n) ENGINE={table.engine.upper()}\n"
+    text = (
+        f"CREATE TABLE {quote(table.name)} (\n"
+        + ",\n".join(lines)
+        + f"\n) ENGINE={table.engine.upper()}\n"
+    )
     text += f"{table.key_model} KEY({', '.join(quote(c) for c in table.key_columns)})\n"
     if table.comment:
         text += f"COMMENT {quote_string(table.comment)}\n"
@@ -144,9 +162,13 @@ def create_table_sql(table: Table) -> str:
         for partition in table.partitions:
             if partition.lower:
                 upper = _bound(partition.upper) if partition.upper else "(MAXVALUE)"
-                partitions.append(f"PARTITION {quote(partition.name)} VALUES [{_bound(partition.lower)}, {upper})")
+                partitions.append(
+                    f"PARTITION {quote(partition.name)} VALUES [{_bound(partition.lower)}, {upper})"
+                )
             elif partition.upper:
-                partitions.append(f"PARTITION {quote(partition.name)} VALUES LESS THAN {_bound(partition.upper)}")
+                partitions.append(
+                    f"PARTITION {quote(partition.name)} VALUES LESS THAN {_bound(partition.upper)}"
+                )
             else:
                 partitions.append(f"PARTITION {quote(partition.name)} VALUES LESS THAN MAXVALUE")
         text += f"PARTITION BY RANGE({', '.join(quote(c) for c in table.partition_columns)})\n("
@@ -156,9 +178,11 @@ def create_table_sql(table: Table) -> str:
     else:
         text += f"DISTRIBUTED BY RANDOM BUCKETS {table.buckets}"
     if table.properties:
-        text += "\nPROPERTIES (\n" + ",\n".join(
-            f"{quote_string(k)} = {quote_string(v)}" for k, v in table.properties
-        ) + "\n)"
+        text += (
+            "\nPROPERTIES (\n"
+            + ",\n".join(f"{quote_string(k)} = {quote_string(v)}" for k, v in table.properties)
+            + "\n)"
+        )
     return text + ";"
 
 
@@ -170,10 +194,17 @@ def _create_table(session, statement: st.Show) -> Result:
 def _create_database(session, statement: st.Show) -> Result:
     database = resolve_database(session, statement.db)
     if not privileges.has_any(session.user, database.name):
-        raise QueryError(1044, f"Access denied for user '{session.user.name}'@'{session.client_host}' to database '{database.name}'")
+        raise QueryError(
+            1044,
+            f"Access denied for user '{session.user.name}'@'{session.client_host}' to database '{database.name}'",
+        )
     text = f"CREATE DATABASE {quote(database.name)}"
     if database.properties:
-        text += " PROPERTIES (" + ", ".join(f"{quote_string(k)} = {quote_string(v)}" for k, v in database.properties) + ")"
+        text += (
+            " PROPERTIES ("
+            + ", ".join(f"{quote_string(k)} = {quote_string(v)}" for k, v in database.properties)
+            + ")"
+        )
     return text_result(["Database", "Create Database"], [(database.name, text)])
 
 
@@ -207,7 +238,9 @@ def _status(session, statement: st.Show) -> Result:
         "Uptime": int(session.node.uptime()),
         "Questions": session.node.metrics.queries_total(),
     }
-    return text_result(["Variable_name", "Value"], [(k, str(v)) for k, v in values.items() if match(k)])
+    return text_result(
+        ["Variable_name", "Value"], [(k, str(v)) for k, v in values.items() if match(k)]
+    )
 
 
 def _processlist(session, statement: st.Show) -> Result:
@@ -217,7 +250,18 @@ def _processlist(session, statement: st.Show) -> Result:
         if not is_admin and process.user != session.user.name:
             continue
         info = process.info if statement.full else (process.info or "")[:100]
-        rows.append((process.id, process.user, process.host, process.db, process.command, process.time, process.state, info))
+        rows.append(
+            (
+                process.id,
+                process.user,
+                process.host,
+                process.db,
+                process.command,
+                process.time,
+                process.state,
+                info,
+            )
+        )
     return text_result(["Id", "User", "Host", "db", "Command", "Time", "State", "Info"], rows)
 
 
@@ -260,8 +304,28 @@ def _tablet(session, statement: st.Show) -> Result:
     table, partition, bucket = found
     database = session.catalog.dbs.get(table.db_id)
     return text_result(
-        ["DbName", "TableName", "PartitionName", "DbId", "TableId", "PartitionId", "TabletId", "Bucket"],
-        [(database.name if database else "", table.name, partition.name, table.db_id, table.id, partition.id, statement.tablet_id, bucket)],
+        [
+            "DbName",
+            "TableName",
+            "PartitionName",
+            "DbId",
+            "TableId",
+            "PartitionId",
+            "TabletId",
+            "Bucket",
+        ],
+        [
+            (
+                database.name if database else "",
+                table.name,
+                partition.name,
+                table.db_id,
+                table.id,
+                partition.id,
+                statement.tablet_id,
+                bucket,
+            )
+        ],
     )
 
 
@@ -280,7 +344,28 @@ def _table_status(session, statement: st.Show) -> Result:
     rows = []
     for table in session.catalog.tables_of(database.id):
         if match(table.name) and privileges.has_any(session.user, database.name, table.name):
-            rows.append((table.name, table.engine.upper(), 10, "Dynamic", 0, 0, 0, 0, 0, 0, None, None, None, None, "utf8mb4_0900_bin", None, "", table.comment))
+            rows.append(
+                (
+                    table.name,
+                    table.engine.upper(),
+                    10,
+                    "Dynamic",
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    None,
+                    None,
+                    None,
+                    None,
+                    "utf8mb4_0900_bin",
+                    None,
+                    "",
+                    table.comment,
+                )
+            )
     return text_result(
         ["Name", "Engine", "Version", "Row_format", "Rows", "Avg_row_length", "Data_length",
          "Max_data_length", "Index_length", "Data_free", "Auto_increment", "Create_time",
@@ -298,14 +383,27 @@ def _engines(session, statement: st.Show) -> Result:
 
 def _charset(session, statement: st.Show) -> Result:
     match = like_matcher(statement.like, case_sensitive=False)
-    rows = [("utf8mb4", "UTF-8 Unicode", "utf8mb4_0900_bin", 4), ("utf8mb3", "UTF-8 Unicode", "utf8mb3_general_ci", 3), ("binary", "Binary pseudo charset", "binary", 1)]
-    return text_result(["Charset", "Description", "Default collation", "Maxlen"], [r for r in rows if match(r[0])])
+    rows = [
+        ("utf8mb4", "UTF-8 Unicode", "utf8mb4_0900_bin", 4),
+        ("utf8mb3", "UTF-8 Unicode", "utf8mb3_general_ci", 3),
+        ("binary", "Binary pseudo charset", "binary", 1),
+    ]
+    return text_result(
+        ["Charset", "Description", "Default collation", "Maxlen"], [r for r in rows if match(r[0])]
+    )
 
 
 def _collation(session, statement: st.Show) -> Result:
     match = like_matcher(statement.like, case_sensitive=False)
-    rows = [("utf8mb4_0900_bin", "utf8mb4", 309, "Yes", "Yes", 1), ("utf8mb4_general_ci", "utf8mb4", 45, "", "Yes", 1), ("binary", "binary", 63, "Yes", "Yes", 1)]
-    return text_result(["Collation", "Charset", "Id", "Default", "Compiled", "Sortlen"], [r for r in rows if match(r[0])])
+    rows = [
+        ("utf8mb4_0900_bin", "utf8mb4", 309, "Yes", "Yes", 1),
+        ("utf8mb4_general_ci", "utf8mb4", 45, "", "Yes", 1),
+        ("binary", "binary", 63, "Yes", "Yes", 1),
+    ]
+    return text_result(
+        ["Collation", "Charset", "Id", "Default", "Compiled", "Sortlen"],
+        [r for r in rows if match(r[0])],
+    )
 
 
 def _warnings(session, statement: st.Show) -> Result:
@@ -324,7 +422,10 @@ def _frontends(session, statement: st.Show) -> Result:
 
 def _backends(session, statement: st.Show) -> Result:
     session.require_admin("SHOW BACKENDS")
-    rows = [(b.id, b.host, b.heartbeat_port, "false") for b in sorted(list(session.catalog.backends.values()), key=lambda b: b.id)]
+    rows = [
+        (b.id, b.host, b.heartbeat_port, "false")
+        for b in sorted(list(session.catalog.backends.values()), key=lambda b: b.id)
+    ]
     return text_result(["BackendId", "Host", "HeartbeatPort", "Alive"], rows)
 
 
@@ -337,7 +438,9 @@ def _proc(session, statement: st.Show) -> Result:
 
 
 def glob_match(pattern: str | None, value: str) -> bool:
-    return pattern is None or fnmatch.fnmatchcase(value, pattern.replace("%", "*").replace("_", "?"))
+    return pattern is None or fnmatch.fnmatchcase(
+        value, pattern.replace("%", "*").replace("_", "?")
+    )
 
 
 SHOW_HANDLERS = {

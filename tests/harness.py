@@ -37,7 +37,9 @@ def wait_until(condition, timeout: float, what: str, interval: float = 0.05):
 class QuireProcess:
     """One `quire up` process with its own meta_dir, log_dir and ports."""
 
-    def __init__(self, workdir: Path, overrides: dict[str, object] | None = None, command: str = "up"):
+    def __init__(
+        self, workdir: Path, overrides: dict[str, object] | None = None, command: str = "up"
+    ):
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.command = command
@@ -73,7 +75,11 @@ class QuireProcess:
         assert self.process is None or self.process.poll() is not None
         self.output = open(self.workdir / "quire.out", "ab")
         self.process = subprocess.Popen(
-            self.args(), cwd=REPO, stdout=self.output, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+            self.args(),
+            cwd=REPO,
+            stdout=self.output,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         if wait:
             self.wait_ready()
@@ -84,7 +90,12 @@ class QuireProcess:
             if self.process.poll() is not None:
                 raise AssertionError(f"quire exited with {self.process.returncode}:\n{self.tail()}")
             try:
-                return requests.get(f"http://127.0.0.1:{self.http_port}/api/health", timeout=1).status_code == 200
+                return (
+                    requests.get(
+                        f"http://127.0.0.1:{self.http_port}/api/health", timeout=1
+                    ).status_code
+                    == 200
+                )
             except requests.RequestException:
                 return False
 
@@ -94,12 +105,24 @@ class QuireProcess:
         text = ""
         for path in (self.workdir / "quire.out", self.log_file):
             if path.exists():
-                text += f"--- {path.name}\n" + "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) + "\n"
+                text += (
+                    f"--- {path.name}\n"
+                    + "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+                    + "\n"
+                )
         return text
 
-    def connect(self, user: str = "root", password: str = "", database: str | None = None, **kwargs):
+    def connect(
+        self, user: str = "root", password: str = "", database: str | None = None, **kwargs
+    ):
         return pymysql.connect(
-            host="127.0.0.1", port=self.query_port, user=user, password=password, database=database, autocommit=True, **kwargs
+            host="127.0.0.1",
+            port=self.query_port,
+            user=user,
+            password=password,
+            database=database,
+            autocommit=True,
+            **kwargs,
         )
 
     def kill(self, sig: int = signal.SIGKILL) -> None:

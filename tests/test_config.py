@@ -3,7 +3,15 @@ import sys
 
 import pytest
 
-from fe.config import DEFAULT_BE_CONF, DEFAULT_FE_CONF, FE_KEYS, BE_KEYS, Config, ConfigError, read_conf_file
+from fe.config import (
+    BE_KEYS,
+    DEFAULT_BE_CONF,
+    DEFAULT_FE_CONF,
+    FE_KEYS,
+    Config,
+    ConfigError,
+    read_conf_file,
+)
 from tests.harness import REPO
 
 
@@ -38,10 +46,15 @@ def test_runtime_changes_only_for_mutable_keys():
 
 def test_cli_help_and_bad_override():
     for args in (["--help"], ["up", "--help"], ["fe", "--help"], ["stop", "--help"]):
-        result = subprocess.run([sys.executable, "-m", "fe.cli", *args], cwd=REPO, capture_output=True, text=True)
+        result = subprocess.run(
+            [sys.executable, "-m", "fe.cli", *args], cwd=REPO, capture_output=True, text=True
+        )
         assert result.returncode == 0 and "usage: quire" in result.stdout
     result = subprocess.run(
-        [sys.executable, "-m", "fe.cli", "up", "--override", "bogus=1"], cwd=REPO, capture_output=True, text=True
+        [sys.executable, "-m", "fe.cli", "up", "--override", "bogus=1"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 2
     assert "unknown configuration key 'bogus'" in result.stderr

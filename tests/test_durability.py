@@ -12,7 +12,9 @@ from tests.harness import QuireProcess, wait_until
 CLIENTS = 6
 
 
-def create_tables_until_killed(node: QuireProcess, client: int, acknowledged: list, attempted: list, stop: threading.Event):
+def create_tables_until_killed(
+    node: QuireProcess, client: int, acknowledged: list, attempted: list, stop: threading.Event
+):
     connection = node.connect(database="durable")
     index = 0
     try:
@@ -20,7 +22,9 @@ def create_tables_until_killed(node: QuireProcess, client: int, acknowledged: li
             while not stop.is_set():
                 name = f"t_{client}_{index}"
                 attempted.append(name)
-                cursor.execute(f"CREATE TABLE {name} (k INT, v VARCHAR(20), c{index % 7} BIGINT) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 3")
+                cursor.execute(
+                    f"CREATE TABLE {name} (k INT, v VARCHAR(20), c{index % 7} BIGINT) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 3"
+                )
                 acknowledged.append(name)
                 index += 1
     except pymysql.MySQLError:
@@ -37,7 +41,9 @@ def run_ddl_and_kill(node: QuireProcess, seconds: float) -> tuple[list, list]:
     attempted: list = []
     stop = threading.Event()
     threads = [
-        threading.Thread(target=create_tables_until_killed, args=(node, i, acknowledged, attempted, stop))
+        threading.Thread(
+            target=create_tables_until_killed, args=(node, i, acknowledged, attempted, stop)
+        )
         for i in range(CLIENTS)
     ]
     for thread in threads:
@@ -91,7 +97,9 @@ def test_kill_9_under_concurrent_ddl_loses_nothing_acknowledged(fresh_quire):
 
 
 def test_kill_9_after_checkpoints_and_journal_truncation(tmp_path):
-    node = QuireProcess(tmp_path / "node", {"edit_log_roll_num": 100, "checkpoint_interval_second": 1})
+    node = QuireProcess(
+        tmp_path / "node", {"edit_log_roll_num": 100, "checkpoint_interval_second": 1}
+    )
     try:
         node.start()
         node.connect().cursor().execute("CREATE DATABASE durable")
@@ -100,7 +108,9 @@ def test_kill_9_after_checkpoints_and_journal_truncation(tmp_path):
         assert images, "no checkpoint was written"
         node.start()
         check_catalog(node, acknowledged, attempted)
-        assert journal_facts(node)["FirstIndex"] > 1, "the journal was never truncated after an image"
+        assert journal_facts(node)["FirstIndex"] > 1, (
+            "the journal was never truncated after an image"
+        )
     finally:
         node.stop()
 
@@ -128,7 +138,9 @@ def test_corrupt_newest_image_falls_back_to_an_older_one(fresh_quire):
     checkpoint(node)
     make_tables(node, ["c1"])
     node.stop()
-    newest = max((node.meta_dir / "image").glob("image.[0-9]*"), key=lambda p: int(p.name.split(".")[1]))
+    newest = max(
+        (node.meta_dir / "image").glob("image.[0-9]*"), key=lambda p: int(p.name.split(".")[1])
+    )
     data = bytearray(newest.read_bytes())
     data[len(data) // 2] ^= 0xFF
     newest.write_bytes(bytes(data))

@@ -46,14 +46,14 @@ def test_create_table_doris_syntax_and_show_create_round_trip(root):
     run(root, "USE shop")
     run(
         root,
-        'CREATE TABLE t (k INT, v VARCHAR(20)) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 8 '
+        "CREATE TABLE t (k INT, v VARCHAR(20)) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 8 "
         'PROPERTIES ("replication_num" = "1")',
     )
     run(
         root,
         "CREATE TABLE sales (d DATE NOT NULL, shop INT NOT NULL COMMENT 'the shop', "
-        "amount DECIMAL(10,2) SUM DEFAULT \"0\") AGGREGATE KEY(d, shop) "
-        "PARTITION BY RANGE(d) (PARTITION p2025 VALUES LESS THAN (\"2026-01-01\"), "
+        'amount DECIMAL(10,2) SUM DEFAULT "0") AGGREGATE KEY(d, shop) '
+        'PARTITION BY RANGE(d) (PARTITION p2025 VALUES LESS THAN ("2026-01-01"), '
         "PARTITION pmax VALUES LESS THAN MAXVALUE) DISTRIBUTED BY HASH(shop) BUCKETS 4 COMMENT 'money'",
     )
     assert run(root, "SHOW TABLES") == (("sales",), ("t",))
@@ -63,7 +63,11 @@ def test_create_table_doris_syntax_and_show_create_round_trip(root):
         run(root, copy)
         again = run(root, f"SHOW CREATE TABLE {name}_copy")[0][1]
         assert again.replace(f"`{name}_copy`", f"`{name}`", 1) == created
-    assert "amount` decimal(10,2) SUM NOT NULL DEFAULT '0'" in run(root, "SHOW CREATE TABLE sales")[0][1] or "SUM" in run(root, "SHOW CREATE TABLE sales")[0][1]
+    assert (
+        "amount` decimal(10,2) SUM NOT NULL DEFAULT '0'"
+        in run(root, "SHOW CREATE TABLE sales")[0][1]
+        or "SUM" in run(root, "SHOW CREATE TABLE sales")[0][1]
+    )
     partitions = run(root, "SHOW PARTITIONS FROM sales")
     assert [row[1] for row in partitions] == ["p2025", "pmax"]
     assert sum(row[7] for row in partitions) == 8
@@ -75,7 +79,10 @@ def test_create_table_doris_syntax_and_show_create_round_trip(root):
 
 def test_create_table_mysql_syntax_like_and_errors(root):
     run(root, "USE shop")
-    run(root, "CREATE TABLE users (id BIGINT PRIMARY KEY AUTO_INCREMENT, name VARCHAR(50) NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4")
+    run(
+        root,
+        "CREATE TABLE users (id BIGINT PRIMARY KEY AUTO_INCREMENT, name VARCHAR(50) NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
+    )
     assert "UNIQUE KEY(`id`)" in run(root, "SHOW CREATE TABLE users")[0][1]
     run(root, "CREATE TABLE users2 LIKE users")
     assert run(root, "DESC users2") == run(root, "DESC users")
@@ -88,14 +95,19 @@ def test_create_table_mysql_syntax_like_and_errors(root):
     expect_error(root, "DROP TABLE nothing", 1051)
     run(root, "DROP TABLE IF EXISTS nothing")
     expect_error(root, "SHOW CREATE TABLE nothing", 1146)
-    fresh = pymysql.connect(host=root.host, port=root.port, user="root", password="", autocommit=True)
+    fresh = pymysql.connect(
+        host=root.host, port=root.port, user="root", password="", autocommit=True
+    )
     expect_error(fresh, "CREATE TABLE x (a INT)", 1046)
     fresh.close()
 
 
 def test_alter_table(root):
     run(root, "USE shop")
-    run(root, "CREATE TABLE a (k INT, v VARCHAR(20)) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 2")
+    run(
+        root,
+        "CREATE TABLE a (k INT, v VARCHAR(20)) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 2",
+    )
     run(root, "ALTER TABLE a ADD COLUMN c INT DEFAULT \"0\" COMMENT 'cc' AFTER k")
     assert [row[0] for row in run(root, "DESC a")] == ["k", "c", "v"]
     run(root, "ALTER TABLE a MODIFY COLUMN v VARCHAR(40) NOT NULL")
@@ -125,9 +137,15 @@ def test_information_schema_and_connect_time_queries(root):
     expect_error(root, "SET no_such_variable = 1", 1193)
     schemata = run(root, "SELECT schema_name FROM information_schema.schemata ORDER BY schema_name")
     assert ("shop",) in schemata and ("information_schema",) in schemata
-    tables = run(root, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'shop' ORDER BY 1")
+    tables = run(
+        root,
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'shop' ORDER BY 1",
+    )
     assert ("t",) in tables
-    columns = run(root, "SELECT column_name, data_type, numeric_precision, numeric_scale FROM information_schema.columns WHERE table_schema='shop' AND table_name='sales' ORDER BY ordinal_position")
+    columns = run(
+        root,
+        "SELECT column_name, data_type, numeric_precision, numeric_scale FROM information_schema.columns WHERE table_schema='shop' AND table_name='sales' ORDER BY ordinal_position",
+    )
     assert columns[2] == ("amount", "decimal", 10, 2)
     expect_error(root, "SELEC 1", 1064)
 
@@ -150,7 +168,9 @@ def test_users_grants_and_privileges(quire, root):
     expect_error(alice, "ADMIN SHOW FRONTEND CONFIG", 1227)
     expect_error(alice, "ALTER SYSTEM ADD FOLLOWER '127.0.0.1:1'", 1227)
     run(root, "GRANT SELECT ON priv.* TO alice")
-    assert ("priv",) in run(alice, "SHOW DATABASES") and ("secret",) not in run(alice, "SHOW DATABASES")
+    assert ("priv",) in run(alice, "SHOW DATABASES") and ("secret",) not in run(
+        alice, "SHOW DATABASES"
+    )
     run(alice, "USE priv")
     assert run(alice, "SHOW TABLES") == (("t",),)
     expect_error(alice, "DROP TABLE priv.t", 1142)
@@ -179,7 +199,16 @@ def test_admin_statements(quire, root):
     with root.cursor() as cursor:
         cursor.execute("SHOW FRONTENDS")
         names = [d[0] for d in cursor.description]
-    assert names[:8] == ["Name", "Host", "EditLogPort", "HttpPort", "QueryPort", "RpcPort", "Role", "IsMaster"]
+    assert names[:8] == [
+        "Name",
+        "Host",
+        "EditLogPort",
+        "HttpPort",
+        "QueryPort",
+        "RpcPort",
+        "Role",
+        "IsMaster",
+    ]
     assert frontends[0][6] == "FOLLOWER" and frontends[0][7] == "true"
     assert ("dbs",) in run(root, "SHOW PROC '/'")
     dbs = run(root, "SHOW PROC '/dbs'")

@@ -46,7 +46,6 @@ from fe.mysql.prepared import (
     parse_query_attributes,
     prepare,
     sql_literal,
-    substitute,
 )
 from fe.mysql.results import (
     NOT_NULL_FLAG,

@@ -74,7 +74,9 @@ def parse_with_sqlglot(tokens: list[Token], sql: str) -> exp.Expression:
     try:
         expressions = DIALECT.parser().parse(tokens, sql)
     except SqlglotParseError as error:
-        raise ParseError(f"You have an error in your SQL syntax: {error.errors[0]['description']}") from None
+        raise ParseError(
+            f"You have an error in your SQL syntax: {error.errors[0]['description']}"
+        ) from None
     if len(expressions) != 1 or expressions[0] is None:
         raise ParseError("You have an error in your SQL syntax")
     return expressions[0]
@@ -129,7 +131,9 @@ class Grammar:
         if self.position < len(self.tokens):
             near = self.sql[self.tokens[self.position].start :][:40]
             raise ParseError(f"You have an error in your SQL syntax; {what} near '{near}'")
-        raise ParseError(f"You have an error in your SQL syntax; {what} at the end of the statement")
+        raise ParseError(
+            f"You have an error in your SQL syntax; {what} at the end of the statement"
+        )
 
     def peek_type(self) -> TokenType | None:
         if self.position < len(self.tokens):
@@ -547,7 +551,14 @@ class Grammar:
             options["buckets"] = self._last_buckets
         elif self.accept("PROPERTIES"):
             options["properties"] = self.properties()
-        elif self.at("DEFAULT") or self.at("CHARSET") or self.at("CHARACTER") or self.at("COLLATE") or self.at("AUTO_INCREMENT") or self.at("ROW_FORMAT"):
+        elif (
+            self.at("DEFAULT")
+            or self.at("CHARSET")
+            or self.at("CHARACTER")
+            or self.at("COLLATE")
+            or self.at("AUTO_INCREMENT")
+            or self.at("ROW_FORMAT")
+        ):
             self.accept("DEFAULT")
             self.next()
             self.accept("SET")
@@ -634,7 +645,9 @@ class Grammar:
                     self.expect_type(TokenType.R_PAREN, ")")
             elif self.accept("UNSIGNED") or self.accept("ZEROFILL"):
                 pass
-            elif self.accept("CHARACTER", "SET") or self.accept("CHARSET") or self.accept("COLLATE"):
+            elif (
+                self.accept("CHARACTER", "SET") or self.accept("CHARSET") or self.accept("COLLATE")
+            ):
                 self.name_or_string()
             elif self.accept("ON", "UPDATE"):
                 self.default_value()
@@ -751,7 +764,18 @@ class Grammar:
         if word in ("CHARACTER", "CHARSET"):
             self.accept("SET")
             return st.Show("CHARSET", like=self.like())
-        if word in ("PROCESSLIST", "FRONTENDS", "BACKENDS", "ENGINES", "COLLATION", "WARNINGS", "ERRORS", "TRIGGERS", "PLUGINS", "PRIVILEGES"):
+        if word in (
+            "PROCESSLIST",
+            "FRONTENDS",
+            "BACKENDS",
+            "ENGINES",
+            "COLLATION",
+            "WARNINGS",
+            "ERRORS",
+            "TRIGGERS",
+            "PLUGINS",
+            "PRIVILEGES",
+        ):
             return st.Show(word, like=self.like(), full=full)
         self.fail("unsupported SHOW")
 

@@ -36,6 +36,7 @@ class HttpApi:
                 web.get("/role", self.role),
                 web.get("/journal_id", self.journal_id),
                 web.get("/image", self.image),
+                web.get("/dump", self.dump),
                 web.post("/api/checkpoint", self.checkpoint),
             ]
         )
@@ -174,6 +175,13 @@ class HttpApi:
                 await response.write(chunk)
         await response.write_eof()
         return response
+
+    async def dump(self, request: web.Request) -> web.Response:
+        """The whole catalog as canonical text (for comparing nodes and replays)."""
+        text = await asyncio.to_thread(self.node.catalog.canonical_dump)
+        return web.Response(
+            text=text, headers={"X-Quire-Journal-Id": str(self.node.catalog.journal_id)}
+        )
 
     async def checkpoint(self, request: web.Request) -> web.Response:
         info = await self.node.checkpoint_now()

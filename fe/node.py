@@ -209,11 +209,18 @@ class FrontendNode:
 
     async def run(self, ready_callback=None) -> None:
         """Start everything and serve until stop() is called."""
-        self.load_identity()
-        self.load_image()
-        await asyncio.to_thread(self.start_journal)
-        await asyncio.to_thread(self.bootstrap)
-        await self.start_servers()
+        try:
+            self.load_identity()
+            self.load_image()
+            await asyncio.to_thread(self.start_journal)
+            await asyncio.to_thread(self.bootstrap)
+            await self.start_servers()
+        except OSError as error:
+            await self.shutdown()
+            raise StartupError(str(error)) from None
+        except BaseException:
+            await self.shutdown()
+            raise
         self.start_threads()
         self.ready = True
         logger.info(

@@ -18,7 +18,8 @@ from fe.config import Config
 from fe.metrics import Metrics
 from fe.mysql.errors import QueryError
 from fe.mysql.server import MysqlFront
-from fe.session import QuireSession, StatementCache
+from fe.session import QuireSession
+from fe.statement_cache import StatementCache
 from fe.variables import ClusterGlobalVariables
 from image.identity import (
     NodeRole,

@@ -1,15 +1,14 @@
 """One MySQL connection's session: who is connected, the current database and variables, and the
 dispatch of each statement to its handler.
 
-Parsing is the front's hot spot, so a statement's parsed form is cached by its text: a repeated
-statement (a client's connect-time queries, an application's point statements) skips the parse.
+Parsing is the front's hot spot: statements come from the FE's StatementCache, so a repeated
+statement or query shape skips sqlglot's parser.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections import OrderedDict
 
 from mysql_mimic.session import BaseSession
 from sqlglot import exp
@@ -18,46 +17,13 @@ from fe import accounts, admin, ddl, privileges, queries, show
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
 from fe.sql import statements as st
-from fe.sql.parser import ParseError, parse
+from fe.sql.parser import ParseError
 from fe.variables import QuireSessionVariables, coerce
 from metadata.records import User
 
 logger = logging.getLogger(__name__)
 
 MAX_WARNINGS = 64
-
-
-class StatementCache:
-    """Parsed statements by SQL text, least recently used first out; shared by all sessions."""
-
-    def __init__(self, capacity: int):
-        assert capacity >= 0
-        self.capacity = capacity
-        self._entries: OrderedDict[str, object] = OrderedDict()
-
-    def get(self, sql: str):
-        entry = self._entries.get(sql)
-        if entry is not None:
-            self._entries.move_to_end(sql)
-        return entry
-
-    def put(self, sql: str, statement: object) -> None:
-        if self.capacity == 0:
-            return
-        self._entries[sql] = statement
-        if len(self._entries) > self.capacity:
-            self._entries.popitem(last=False)
-
-
-def prepare(sql: str) -> object:
-    """Parse a statement into what runs it: queries become SelectPlans, the rest stay records."""
-    statement = parse(sql)
-    if isinstance(statement, st.Query):
-        expression = statement.expression
-        if not isinstance(expression, exp.Select | exp.Union):
-            raise ParseError("Only SELECT queries are supported here")
-        return queries.plan_select(expression)
-    return statement
 
 
 class QuireSession(BaseSession):
@@ -92,11 +58,7 @@ class QuireSession(BaseSession):
     async def handle_query(self, sql: str, attrs: dict[str, str]) -> Result:
         self.node.metrics.query_started()
         try:
-            statement = self.node.statement_cache.get(sql)
-            if statement is None:
-                statement = prepare(sql)
-                self.node.statement_cache.put(sql, statement)
-            return await self.execute(statement)
+            return await self.execute(self.node.statement_cache.statement(sql))
         except ParseError as error:
             self.node.metrics.query_failed()
             raise QueryError(1064, str(error)) from None
@@ -105,10 +67,10 @@ class QuireSession(BaseSession):
             raise
 
     async def describe(self, sql: str):
-        """Result columns of a statement being prepared (its parameters given as NULL); only
+        """Result columns of a statement being prepared (its `?` markers read as NULL); only
         queries are run for this, never writes."""
         try:
-            statement = prepare(sql)
+            statement = self.node.statement_cache.statement(sql)
         except ParseError:
             return None
         if not isinstance(statement, queries.SelectPlan):

@@ -968,7 +968,8 @@ class Connection:
         if stmt.column_names and len(stmt.column_names) == len(result.columns):
             # MySQL names a prepared statement's columns after its text, not the bound values.
             result.columns = [
-                as_column(c).renamed(name) for c, name in zip(result.columns, stmt.column_names, strict=True)
+                as_column(c).renamed(name)
+                for c, name in zip(result.columns, stmt.column_names, strict=True)
             ]
         if not (execution.use_cursor and result.columns):
             await self._send_result(result, binary=True)

@@ -57,6 +57,11 @@ class ParseError(Exception):
 
 
 def parse(sql: str) -> object:
+    return parse_tokens(tokenize(sql), sql)
+
+
+def tokenize(sql: str) -> list[Token]:
+    """sqlglot's tokens of one statement (trailing semicolons dropped); ParseError if malformed."""
     try:
         tokens = DIALECT.tokenize(sql)
     except TokenError as error:
@@ -67,6 +72,10 @@ def parse(sql: str) -> object:
         raise ParseError("Query was empty")
     if any(token.token_type == TokenType.SEMICOLON for token in tokens):
         raise ParseError("Multiple statements in one query are not supported")
+    return tokens
+
+
+def parse_tokens(tokens: list[Token], sql: str) -> object:
     return Grammar(tokens, sql).statement()
 
 

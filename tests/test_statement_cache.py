@@ -1,0 +1,48 @@
+"""The statement cache: repeated statements and query shapes skip the parser, and binding a
+cached shape gives the same answer as a fresh parse."""
+
+import pytest
+
+from fe.sql.parser import ParseError
+from fe.statement_cache import StatementCache
+
+
+def names_and_tree(plan):
+    return plan.names, plan.expression.sql(dialect="mysql")
+
+
+def test_same_text_is_parsed_once():
+    cache = StatementCache(16)
+    first = cache.statement("SHOW TABLES")
+    assert cache.statement("SHOW TABLES") is first
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "SELECT {0} + {1}, '{2}' AS s",
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = '{2}' LIMIT {0}",
+        "SELECT {0} LIMIT {1}",
+    ],
+)
+def test_a_shape_is_bound_like_a_fresh_parse(template):
+    cache = StatementCache(16)
+    cache.statement(template.format(1, 2, "a"))
+    assert cache.shape_hits == 0
+    for values in ((7, 0, "x'y"), (3, 10, "")):
+        sql = template.format(*values).replace("x'y", "x''y")
+        bound = cache.statement(sql)
+        fresh = StatementCache(16).statement(sql)
+        assert names_and_tree(bound) == names_and_tree(fresh)
+    assert cache.shape_hits == 2
+
+
+def test_limits_are_explicit_and_errors_are_not_cached():
+    cache = StatementCache(2)
+    for i in range(5):
+        cache.statement(f"SELECT {i} AS c{i}")
+    assert len(cache.by_text) == 2 and len(cache.by_shape) == 2
+    with pytest.raises(ParseError):
+        cache.statement("SELEC 1")
+    with pytest.raises(ParseError):
+        cache.statement("SELEC 1")

@@ -89,21 +89,27 @@ def drop_user(session, statement: st.DropUser) -> list[ops.Op]:
     return [ops.DropUser(name, host)]
 
 
-def set_password(session, statement: st.SetPassword) -> list[ops.Op]:
-    target = statement.user
+def _named_user(session, target: st.UserName | None, code: int, message: str) -> User:
+    """The user a statement names (the session's own when it names none)."""
     if target is None:
-        user = session.user
-    else:
-        user = session.catalog.users.get((target.name, target.host)) or find_user(
-            session.catalog, target.name
-        )
-        if user is None:
-            raise QueryError(
-                1133,
-                f"Can't find any matching row in the user table for '{target.name}'@'{target.host}'",
-            )
-        if user.name != session.user.name:
-            _require_user_admin(session)
+        return session.user
+    user = session.catalog.users.get((target.name, target.host)) or find_user(
+        session.catalog, target.name
+    )
+    if user is None:
+        raise QueryError(code, message.format(name=target.name, host=target.host))
+    return user
+
+
+def set_password(session, statement: st.SetPassword) -> list[ops.Op]:
+    user = _named_user(
+        session,
+        statement.user,
+        1133,
+        "Can't find any matching row in the user table for '{name}'@'{host}'",
+    )
+    if user.name != session.user.name:
+        _require_user_admin(session)
     return [
         ops.SetPassword(user.name, user.host, _hash(statement.password, statement.password_hash))
     ]
@@ -140,22 +146,14 @@ def grant(session, statement: st.GrantStatement) -> list[ops.Op]:
 
 
 def show_grants_rows(session, target: st.UserName | None) -> list[tuple]:
-    if target is None:
-        user = session.user
-    else:
-        user = session.catalog.users.get((target.name, target.host)) or find_user(
-            session.catalog, target.name
+    user = _named_user(
+        session, target, 1141, "There is no such grant defined for user '{name}' on host '{host}'"
+    )
+    if user.name != session.user.name and not privileges.has(session.user, privileges.GRANT):
+        raise QueryError(
+            1044,
+            f"Access denied for user '{session.user.name}'@'{session.user.host}' to database 'mysql'",
         )
-        if user is None:
-            raise QueryError(
-                1141,
-                f"There is no such grant defined for user '{target.name}' on host '{target.host}'",
-            )
-        if user.name != session.user.name and not privileges.has(session.user, privileges.GRANT):
-            raise QueryError(
-                1044,
-                f"Access denied for user '{session.user.name}'@'{session.user.host}' to database 'mysql'",
-            )
     lines = [privileges.grant_text(user, grant) for grant in user.grants]
     if not lines:
         lines = [f"GRANT USAGE_PRIV ON *.* TO {user.identity}"]

@@ -55,25 +55,29 @@ def resolve_table(session, name: st.TableName) -> tuple[Database, Table]:
     return database, table
 
 
-def create_table(session, statement: st.CreateTable) -> list[ops.Op]:
+def _new_table_database(session, statement: st.CreateTable | st.CreateTableLike) -> Database | None:
+    """The database a new table goes into; None when IF NOT EXISTS finds it already there."""
     database = resolve_database(session, statement.table.db)
     session.require(privileges.CREATE, database.name, statement.table.name)
     if session.catalog.table(database.id, statement.table.name) is not None:
         if statement.if_not_exists:
-            return []
+            return None
         raise QueryError(1050, f"Table '{statement.table.name}' already exists")
-    table = build_table(session, database, statement)
-    return [ops.CreateTable(table)]
+    return database
+
+
+def create_table(session, statement: st.CreateTable) -> list[ops.Op]:
+    database = _new_table_database(session, statement)
+    if database is None:
+        return []
+    return [ops.CreateTable(build_table(session, database, statement))]
 
 
 def create_table_like(session, statement: st.CreateTableLike) -> list[ops.Op]:
     _, source = resolve_table(session, statement.source)
-    database = resolve_database(session, statement.table.db)
-    session.require(privileges.CREATE, database.name, statement.table.name)
-    if session.catalog.table(database.id, statement.table.name) is not None:
-        if statement.if_not_exists:
-            return []
-        raise QueryError(1050, f"Table '{statement.table.name}' already exists")
+    database = _new_table_database(session, statement)
+    if database is None:
+        return []
     partitions = source.partitions
     first = session.node.allocate_ids(1 + sum(1 + p.buckets for p in partitions))
     next_id = first + 1

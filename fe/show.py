@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import re
 
 from fe import accounts, privileges
@@ -11,6 +10,7 @@ from fe.information_schema import (
     INFORMATION_SCHEMA,
     column_key,
     mysql_column_type,
+    unquote_default,
     visible_databases,
 )
 from fe.mysql.errors import QueryError
@@ -79,14 +79,6 @@ def readable_table(session, name: st.TableName) -> tuple:
     return database, table
 
 
-def _default_text(default: str | None) -> str | None:
-    if default is None or default == "NULL":
-        return None
-    if default.startswith("'") and default.endswith("'"):
-        return default[1:-1].replace("''", "'")
-    return default
-
-
 def _columns(session, statement: st.Show) -> Result:
     _, table = readable_table(session, statement.table)
     match = like_matcher(statement.like, case_sensitive=False)
@@ -97,11 +89,11 @@ def _columns(session, statement: st.Show) -> Result:
         extra = "auto_increment" if col.auto_increment else (col.aggregation or "")
         if statement.full:
             rows.append((col.name, mysql_column_type(col.type), None, "YES" if col.nullable else "NO",
-                         column_key(table, col), _default_text(col.default), extra,
+                         column_key(table, col), unquote_default(col.default), extra,
                          "select,insert,update,references", col.comment))  # fmt: skip
         else:
             rows.append((col.name, mysql_column_type(col.type), "YES" if col.nullable else "NO",
-                         column_key(table, col), _default_text(col.default), extra))  # fmt: skip
+                         column_key(table, col), unquote_default(col.default), extra))  # fmt: skip
     if statement.full:
         names = [
             "Field",
@@ -435,12 +427,6 @@ def _proc(session, statement: st.Show) -> Result:
 
     names, rows = show_proc(session, statement.path)
     return text_result(names, rows)
-
-
-def glob_match(pattern: str | None, value: str) -> bool:
-    return pattern is None or fnmatch.fnmatchcase(
-        value, pattern.replace("%", "*").replace("_", "?")
-    )
 
 
 SHOW_HANDLERS = {

@@ -188,6 +188,7 @@ class FrontendNode:
             self.commit_blocking(first)
 
     async def start_servers(self) -> None:
+        self._completions = Completions(asyncio.get_running_loop())
         from fe.http_api import HttpApi
 
         self.front = MysqlFront(
@@ -265,13 +266,10 @@ class FrontendNode:
     async def commit(self, operations: list[ops.Op]) -> list[object]:
         """Journal the operations as one entry; returns once committed, fsynced and applied."""
         assert 0 < len(operations) <= MAX_OPS_PER_STATEMENT
-        loop = asyncio.get_running_loop()
-        future = loop.create_future()
-
-        def done(result, error):
-            loop.call_soon_threadsafe(_settle, future, result, error)
-
-        self.journal.submit(encode_ops(operations), done)
+        future = asyncio.get_running_loop().create_future()
+        self.journal.submit(
+            encode_ops(operations), lambda r, e: self._completions.put(future, r, e)
+        )
         timeout = self.config["journal_commit_timeout_second"]
         try:
             results = await asyncio.wait_for(future, timeout)
@@ -359,6 +357,29 @@ class FrontendNode:
                 "quire-0.1.0", "Yes" if is_self else "No",
             ))  # fmt: skip
         return names, rows
+
+
+class Completions:
+    """Hands journal acknowledgements from the journal's thread to the event loop, many per
+    wake-up instead of one loop wake-up per statement."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.loop = loop
+        self._lock = threading.Lock()
+        self._pending: list = []
+
+    def put(self, future: asyncio.Future, result, error) -> None:
+        with self._lock:
+            self._pending.append((future, result, error))
+            first = len(self._pending) == 1
+        if first:
+            self.loop.call_soon_threadsafe(self._settle_all)
+
+    def _settle_all(self) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, []
+        for future, result, error in pending:
+            _settle(future, result, error)
 
 
 def _settle(future: asyncio.Future, result, error) -> None:

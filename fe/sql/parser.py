@@ -8,6 +8,8 @@ sqlglot's compiled parser cannot be subclassed from Python, so the grammar lives
 
 from __future__ import annotations
 
+import threading
+
 from sqlglot import exp
 from sqlglot.dialects.mysql import MySQL
 from sqlglot.errors import ParseError as SqlglotParseError
@@ -18,6 +20,7 @@ from fe.sql import statements as st
 from metadata.records import Column, KeyModel
 
 DIALECT = MySQL()
+_per_thread = threading.local()  # a sqlglot tokenizer is reusable, but not across threads
 
 WORD_TOKENS_EXCLUDED = {
     TokenType.STRING,
@@ -62,8 +65,11 @@ def parse(sql: str) -> object:
 
 def tokenize(sql: str) -> list[Token]:
     """sqlglot's tokens of one statement (trailing semicolons dropped); ParseError if malformed."""
+    tokenizer = getattr(_per_thread, "tokenizer", None)
+    if tokenizer is None:
+        tokenizer = _per_thread.tokenizer = DIALECT.tokenizer_class(dialect=DIALECT)
     try:
-        tokens = DIALECT.tokenize(sql)
+        tokens = tokenizer.tokenize(sql)
     except TokenError as error:
         raise ParseError(f"You have an error in your SQL syntax: {error}") from None
     while tokens and tokens[-1].token_type == TokenType.SEMICOLON:
@@ -96,31 +102,35 @@ class Grammar:
         self.tokens = tokens
         self.sql = sql
         self.position = 0
+        # Each token's keyword words, upper case; None for quoted strings and identifiers.
+        self.words: list[tuple[str, ...] | None] = [
+            None
+            if token.token_type in (TokenType.STRING, TokenType.IDENTIFIER)
+            else tuple(token.text.upper().split())
+            for token in tokens
+        ]
 
     # -- token helpers -------------------------------------------------------------------------
 
     def _word(self, offset: int = 0) -> str | None:
         index = self.position + offset
-        if index >= len(self.tokens):
+        if index >= len(self.tokens) or self.words[index] is None:
             return None
-        token = self.tokens[index]
-        if token.token_type in (TokenType.STRING, TokenType.IDENTIFIER):
-            return None
-        return token.text.upper()
+        return " ".join(self.words[index])
 
     def _match(self, words: tuple[str, ...]) -> int:
         """Tokens spanned by `words` at the current position (0 if no match); sqlglot makes
         one token of some word pairs ("PARTITION BY", "PRIMARY KEY")."""
-        wanted = list(words)
         offset = 0
-        while wanted:
-            text = self._word(offset)
-            if text is None:
+        matched = 0
+        while matched < len(words):
+            index = self.position + offset
+            if index >= len(self.words):
                 return 0
-            parts = text.split()
-            if parts != wanted[: len(parts)]:
+            parts = self.words[index]
+            if parts is None or parts != words[matched : matched + len(parts)]:
                 return 0
-            del wanted[: len(parts)]
+            matched += len(parts)
             offset += 1
         return offset
 

@@ -13,6 +13,7 @@ import sys
 import time
 
 import requests
+import uvloop
 
 from fe.config import DEFAULT_BE_CONF, DEFAULT_FE_CONF, Config, ConfigError
 
@@ -128,7 +129,7 @@ def run_node(config: Config) -> int:
         await node.run()
 
     try:
-        asyncio.run(main())
+        uvloop.run(main())
     except StartupError as error:
         logger.error("cannot start: %s", error)
         return 1

@@ -92,7 +92,9 @@ class ImageStore:
             match = _IMAGE_NAME.fullmatch(entry.name)
             if match and entry.is_file():
                 path = Path(entry.path)
-                found.append(ImageInfo(int(match.group(1)), path, entry.stat().st_size, _raft_index(path)))
+                found.append(
+                    ImageInfo(int(match.group(1)), path, entry.stat().st_size, _raft_index(path))
+                )
         return sorted(found, key=lambda info: info.journal_id, reverse=True)
 
     def write(self, snapshot: CatalogSnapshot) -> ImageInfo:
@@ -182,7 +184,10 @@ def verify(path: str | Path) -> ImageInfo:
         if crc != expected_crc:
             raise ImageError(f"checksum mismatch (stored {expected_crc:08x}, computed {crc:08x})")
         return ImageInfo(
-            header.fields["journal_id"], path, os.fstat(file.fileno()).st_size, header.fields["raft_index"]
+            header.fields["journal_id"],
+            path,
+            os.fstat(file.fileno()).st_size,
+            header.fields["raft_index"],
         )
 
 

@@ -39,8 +39,8 @@ from metadata.records import Backend, Database, Frontend, Grant, Partition, Tabl
 # Ids below this are never handed out, as in Doris: room for built-in objects.
 INITIAL_NEXT_ID = 10_000
 
-# Above this many removed tablet ranges, the range index is rebuilt instead of edited in place.
-_BULK_RANGE_REMOVAL = 64
+# Dead tablet range ids a lookup may step over before the range index is swept.
+_MAX_DEAD_STEPS = 64
 
 ER_DB_CREATE_EXISTS = 1007
 ER_DB_DROP_EXISTS = 1008
@@ -110,6 +110,9 @@ def initial_ops() -> list[Op]:
 
 
 class Catalog:
+    """The primary dicts are public for reading; change them only through `apply`. Lookups that
+    use the derived indexes take `lock`, so they never see half of an operation."""
+
     def __init__(self) -> None:
         self.lock = threading.RLock()
         self.journal_id = 0
@@ -126,31 +129,13 @@ class Catalog:
         self._db_ids_by_name: dict[str, int] = {}
         self._table_ids_by_db: dict[int, dict[str, int]] = {}
         self._tablet_ranges = TabletRanges()
-        self._apply_by_type = {
-            CreateDatabase: self._create_database,
-            DropDatabase: self._drop_database,
-            CreateTable: self._create_table,
-            DropTable: self._drop_table,
-            ReplaceTable: self._replace_table,
-            CreateUser: self._create_user,
-            DropUser: self._drop_user,
-            SetPassword: self._set_password,
-            GrantPrivileges: self._grant,
-            RevokePrivileges: self._revoke,
-            AddFrontend: self._add_frontend,
-            DropFrontend: self._drop_frontend,
-            AddBackend: self._add_backend,
-            DropBackend: self._drop_backend,
-            Timestamp: self._timestamp,
-            NextId: self._next_id,
-            SetGlobalVariable: self._set_global_variable,
-        }
 
     # Reads.
 
     def database(self, name: str) -> Database | None:
-        db_id = self._db_ids_by_name.get(name)
-        return None if db_id is None else self.dbs.get(db_id)
+        with self.lock:
+            db_id = self._db_ids_by_name.get(name)
+            return None if db_id is None else self.dbs[db_id]
 
     def tables_of(self, db_id: int) -> list[Table]:
         with self.lock:
@@ -158,8 +143,9 @@ class Catalog:
             return [self.tables[names[name]] for name in sorted(names)]
 
     def table(self, db_id: int, name: str) -> Table | None:
-        table_id = self._table_ids_by_db.get(db_id, {}).get(name)
-        return None if table_id is None else self.tables.get(table_id)
+        with self.lock:
+            table_id = self._table_ids_by_db.get(db_id, {}).get(name)
+            return None if table_id is None else self.tables[table_id]
 
     def tablet(self, tablet_id: int) -> tuple[Table, Partition, int] | None:
         """The table and partition holding a tablet, and the tablet's bucket index."""
@@ -180,25 +166,32 @@ class Catalog:
         """Apply one operation. Returns the record it created or changed (None for the others);
         raises ApplyError, with the catalog unchanged, if the catalog rejects it. Either way the
         operation takes the next journal id."""
-        handler = self._apply_by_type.get(type(op))
+        handler = _HANDLERS.get(type(op))
         assert handler is not None, f"no apply for {type(op).__name__}"
         with self.lock:
             self.journal_id += 1
-            return handler(op)
+            return handler(self, op)
 
     def apply_entry(self, raft_index: int, payload: bytes) -> list[object]:
         """Apply one journal entry (a batch of encoded operations) at its raft index. Returns one
         result per operation, an ApplyError where it was rejected. An entry at or below the
-        catalog's raft index is already in it (it came with the image) and is skipped. Raises
-        codec.CodecError, with nothing applied, if the payload cannot be decoded."""
+        catalog's raft index is already in it (it came with the image) and is skipped. A payload
+        that cannot be decoded raises codec.CodecError: the entry is passed over (the raft index
+        advances) and nothing is applied, the same on every node."""
+        try:
+            ops = codec.decode_ops(payload)
+        except codec.CodecError:
+            with self.lock:
+                self.raft_index = max(self.raft_index, raft_index)
+            raise
         with self.lock:
             if raft_index <= self.raft_index:
                 return []
-            ops = codec.decode_ops(payload)
             results: list[object] = []
             for op in ops:
+                self.journal_id += 1
                 try:
-                    results.append(self.apply(op))
+                    results.append(_HANDLERS[type(op)](self, op))
                 except ApplyError as error:
                     results.append(error)
             self.raft_index = raft_index
@@ -462,7 +455,9 @@ class Catalog:
     def _raise_next_id_for(self, table: Table) -> None:
         highest = table.id
         for partition in table.partitions:
-            highest = max(highest, partition.id, partition.tablet_start + partition.buckets - 1)
+            last_tablet = partition.tablet_start + partition.buckets - 1
+            highest = partition.id if partition.id > highest else highest
+            highest = last_tablet if last_tablet > highest else highest
         self._raise_next_id(highest + 1)
 
     def _check_tablet_ranges(self, table: Table, replacing: Table | None = None) -> None:
@@ -482,18 +477,45 @@ class Catalog:
         assert len(self._db_ids_by_name) == len(self.dbs), "two databases with one name"
 
 
+_HANDLERS = {
+    CreateDatabase: Catalog._create_database,
+    DropDatabase: Catalog._drop_database,
+    CreateTable: Catalog._create_table,
+    DropTable: Catalog._drop_table,
+    ReplaceTable: Catalog._replace_table,
+    CreateUser: Catalog._create_user,
+    DropUser: Catalog._drop_user,
+    SetPassword: Catalog._set_password,
+    GrantPrivileges: Catalog._grant,
+    RevokePrivileges: Catalog._revoke,
+    AddFrontend: Catalog._add_frontend,
+    DropFrontend: Catalog._drop_frontend,
+    AddBackend: Catalog._add_backend,
+    DropBackend: Catalog._drop_backend,
+    Timestamp: Catalog._timestamp,
+    NextId: Catalog._next_id,
+    SetGlobalVariable: Catalog._set_global_variable,
+}
+
+
 class TabletRanges:
     """Which table and partition hold a tablet, without an entry per tablet.
 
     A partition's tablets are one id range (tablet_start, buckets). The index keeps the ranges'
-    first ids sorted, and for each its table id, partition position and end; live ranges never
-    overlap (apply rejects a table whose ranges would), so the range holding a tablet is the one
-    with the greatest first id at or below it: one bisection.
+    first ids in a sorted list, and for each its table id, partition position and end. Live ranges
+    never overlap (apply rejects a table whose ranges would), so the range holding a tablet is the
+    live one with the greatest first id at or below it: one bisection.
+
+    Removing a range only forgets its entry and marks its first id dead in the list (deleting
+    from the middle of a long list costs a memmove of the whole tail); dead ids are skipped by
+    lookups and swept out once they are many, or a lookup had to step over too many.
     """
 
     def __init__(self) -> None:
-        self._starts: list[int] = []
+        self._starts: list[int] = []  # sorted; live and dead first ids
+        self._dead: set[int] = set()  # first ids in the list with no entry
         self._entries: dict[int, tuple[int, int, int]] = {}  # start -> (table id, position, end)
+        self._high_water = 0  # above every tablet id of every range indexed so far
         self.tablet_count = 0
 
     @classmethod
@@ -507,14 +529,19 @@ class TabletRanges:
                 entries[start] = (table.id, position, start + partition.buckets)
                 index.tablet_count += partition.buckets
         index._starts = sorted(entries)
+        index._high_water = max((end for _, _, end in entries.values()), default=0)
         return index
 
     def find(self, tablet_id: int) -> tuple[int, int, int] | None:
         """(table id, partition position, bucket) of a tablet, None if no partition holds it."""
-        position = bisect.bisect_right(self._starts, tablet_id) - 1
+        starts = self._starts
+        closest = bisect.bisect_right(starts, tablet_id) - 1
+        position = self._live_at_or_before(closest)
+        if closest - position > _MAX_DEAD_STEPS:
+            self._sweep()  # so that the next lookups here take one step again
         if position < 0:
             return None
-        start = self._starts[position]
+        start = starts[position]
         table_id, partition_position, end = self._entries[start]
         if tablet_id >= end:
             return None
@@ -525,7 +552,7 @@ class TabletRanges:
         definition `replacing`; None if they can."""
         if replacing is not None and _same_ranges(replacing, table):
             return None
-        spans = sorted((p.tablet_start, p.buckets) for p in table.partitions)
+        spans = sorted([(p.tablet_start, p.buckets) for p in table.partitions])
         previous_end = -1
         for start, buckets in spans:
             if buckets < 1 or start < 0:
@@ -536,10 +563,10 @@ class TabletRanges:
         if replacing is not None:  # ranges it keeps are known not to overlap other tables'
             kept = {(p.tablet_start, p.buckets) for p in replacing.partitions}
             spans = [span for span in spans if span not in kept]
-        if not spans or not self._starts:
+        if not spans:
             return None
-        if spans[0][0] >= self._entries[self._starts[-1]][2]:
-            return None  # the usual case: all new ids, above every live range
+        if spans[0][0] >= self._high_water:
+            return None  # the usual case: new ids, above every range indexed so far
         for start, buckets in spans:
             other = self._overlapping_table(start, start + buckets, table.id)
             if other is not None:
@@ -548,58 +575,57 @@ class TabletRanges:
 
     def _overlapping_table(self, start: int, end: int, own_table_id: int) -> int | None:
         starts, entries = self._starts, self._entries
-        position = bisect.bisect_right(starts, start) - 1
+        position = self._live_at_or_before(bisect.bisect_right(starts, start) - 1)
         while position >= 0:
             table_id, _, other_end = entries[starts[position]]
             if table_id != own_table_id:
                 if other_end > start:
                     return table_id
                 break
-            position -= 1
-        position = bisect.bisect_right(starts, start)
-        while position < len(starts):
-            table_id, _, _ = entries[starts[position]]
-            if table_id != own_table_id:
-                if starts[position] < end:
-                    return table_id
+            position = self._live_at_or_before(position - 1)
+        for position in range(bisect.bisect_right(starts, start), len(starts)):
+            if starts[position] >= end:
                 break
-            position += 1
+            entry = entries.get(starts[position])
+            if entry is not None and entry[0] != own_table_id:
+                return entry[0]
         return None
 
-    def add(self, table: Table, already_listed: Set[int] = frozenset()) -> None:
-        starts, entries = self._starts, self._entries
+    def _live_at_or_before(self, position: int) -> int:
+        """The position of the last live first id at or before `position`, -1 if none."""
+        starts, dead = self._starts, self._dead
+        while position >= 0 and starts[position] in dead:
+            position -= 1
+        return position
+
+    def add(self, table: Table, already_indexed: Set[int] = frozenset()) -> None:
+        starts, entries, dead = self._starts, self._entries, self._dead
         for position, partition in enumerate(table.partitions):
             start = partition.tablet_start
             assert start not in entries, f"tablet range {start} indexed twice"
-            entries[start] = (table.id, position, start + partition.buckets)
+            end = start + partition.buckets
+            entries[start] = (table.id, position, end)
             self.tablet_count += partition.buckets
-            if start in already_listed:
+            if end > self._high_water:
+                self._high_water = end
+            if start in already_indexed:
                 continue
-            if not starts or start > starts[-1]:
+            if start in dead:
+                dead.discard(start)
+            elif not starts or start > starts[-1]:
                 starts.append(start)
             else:
                 bisect.insort(starts, start)
 
     def remove(self, partitions: Iterable[Partition]) -> None:
-        removed = [p.tablet_start for p in partitions]
-        if not removed:
-            return
         entries = self._entries
-        for start in removed:
+        for partition in partitions:
+            start = partition.tablet_start
             _, _, end = entries.pop(start)
             self.tablet_count -= end - start
-        starts = self._starts
-        if len(removed) > _BULK_RANGE_REMOVAL:
-            self._starts = [start for start in starts if start in entries]
-            return
-        # A table's ranges are usually adjacent in the index: delete them run by run.
-        positions = sorted(bisect.bisect_left(starts, start) for start in removed)
-        run_end = positions[-1]
-        for index in range(len(positions) - 1, -1, -1):
-            if index == 0 or positions[index - 1] != positions[index] - 1:
-                del starts[positions[index] : run_end + 1]
-                if index:
-                    run_end = positions[index - 1]
+            self._dead.add(start)
+        if len(self._dead) > max(_MAX_DEAD_STEPS, len(self._starts) // 4):
+            self._sweep()
 
     def replace(self, old: Table, new: Table) -> None:
         """Index `new` in place of `old`, the same table redefined."""
@@ -612,7 +638,12 @@ class TabletRanges:
         for start in kept:
             _, _, end = self._entries.pop(start)
             self.tablet_count -= end - start
-        self.add(new, already_listed=kept)
+        self.add(new, already_indexed=kept)
+
+    def _sweep(self) -> None:
+        dead = self._dead
+        self._starts = [start for start in self._starts if start not in dead]
+        dead.clear()
 
 
 def _same_ranges(old: Table, new: Table) -> bool:

@@ -65,12 +65,33 @@ class CodecError(ValueError):
 
 
 # Records. Each encoder returns a tuple of plain values; each decoder takes what msgpack gives back
-# for it (tuples, because batches and images are unpacked with use_list=False).
+# for it (tuples, because batches and images are unpacked with use_list=False) and checks its shape:
+# the number of fields and the type of every field that apply computes with or uses as a key.
+
+_NONE = type(None)
 
 
-def _expect_arity(value: Sequence, arity: int, what: str) -> None:
-    if type(value) is not tuple or len(value) != arity:
-        raise CodecError(f"malformed {what}: expected {arity} fields, got {value!r:.200}")
+def _expect(value: Any, kinds: tuple[tuple[type, ...], ...], what: str) -> None:
+    if type(value) is not tuple or len(value) != len(kinds):
+        raise CodecError(f"malformed {what}: expected {len(kinds)} fields, got {value!r:.200}")
+    for position, (item, allowed) in enumerate(zip(value, kinds, strict=True)):
+        if type(item) not in allowed:
+            raise CodecError(
+                f"malformed {what}: field {position} is {type(item).__name__}, expected "
+                + " or ".join(kind.__name__ for kind in allowed)
+            )
+
+
+def _int(value: Any) -> int:
+    if type(value) is not int:
+        raise CodecError(f"expected an integer, got {value!r:.200}")
+    return value
+
+
+def _str(value: Any) -> str:
+    if type(value) is not str:
+        raise CodecError(f"expected a string, got {value!r:.200}")
+    return value
 
 
 def _encode_column(column: Column) -> tuple:
@@ -86,21 +107,37 @@ def _encode_column(column: Column) -> tuple:
     )
 
 
-# Most columns repeat across tables ("id BIGINT NOT NULL"), and records are immutable: decoding
-# shares one Column per distinct definition, which makes decoding faster and the catalog smaller.
-_COLUMN_CACHE_LIMIT = 100_000
-_column_cache: dict[tuple, Column] = {}
+_COLUMN_FIELDS = ((str,), (str,), (bool,), (str, _NONE), (str,), (bool,), (str, _NONE), (bool,))
+
+# The same values come back again and again across tables: column definitions ("id BIGINT NOT
+# NULL"), key column lists, partition bounds, properties. Everything decoded is immutable, so
+# decoding keeps one object per distinct value: faster, a smaller catalog, and fewer objects for
+# the garbage collector to walk.
+_SHARED_LIMIT = 200_000
+_shared_columns: dict[tuple, Column] = {}
+_shared_tuples: dict[tuple, tuple] = {}
 
 
 def _decode_column(value: tuple) -> Column:
-    column = _column_cache.get(value)
+    column = _shared_columns.get(value)
     if column is None:
-        _expect_arity(value, 8, "Column")
+        _expect(value, _COLUMN_FIELDS, "Column")
         column = Column(*value)
-        if len(_column_cache) >= _COLUMN_CACHE_LIMIT:
-            _column_cache.clear()
-        _column_cache[value] = column
+        if len(_shared_columns) >= _SHARED_LIMIT:
+            _shared_columns.clear()
+        _shared_columns[value] = column
     return column
+
+
+def _shared(value: tuple) -> tuple:
+    shared = _shared_tuples.get(value)
+    if shared is None:
+        if type(value) is not tuple:
+            raise CodecError(f"expected an array, got {value!r:.200}")
+        if len(_shared_tuples) >= _SHARED_LIMIT:
+            _shared_tuples.clear()
+        _shared_tuples[value] = shared = value
+    return shared
 
 
 def _encode_partition(partition: Partition) -> tuple:
@@ -115,8 +152,17 @@ def _encode_partition(partition: Partition) -> tuple:
 
 
 def _decode_partition(value: tuple) -> Partition:
-    _expect_arity(value, 6, "Partition")
-    return Partition(*value)
+    if type(value) is not tuple or len(value) != 6:
+        raise CodecError(f"malformed Partition: expected 6 fields, got {value!r:.200}")
+    id_, name, lower, upper, tablet_start, buckets = value
+    if not (
+        type(id_) is int
+        and type(name) is str
+        and type(tablet_start) is int
+        and type(buckets) is int
+    ):
+        raise CodecError(f"malformed Partition: {value!r:.200}")
+    return Partition(id_, name, _shared(lower), _shared(upper), tablet_start, buckets)
 
 
 def _encode_table(table: Table) -> tuple:
@@ -138,7 +184,8 @@ def _encode_table(table: Table) -> tuple:
 
 
 def _decode_table(value: tuple) -> Table:
-    _expect_arity(value, 13, "Table")
+    if type(value) is not tuple or len(value) != 13:
+        raise CodecError(f"malformed Table: expected 13 fields, got {value!r:.200}")
     (
         id_,
         db_id,
@@ -154,18 +201,29 @@ def _decode_table(value: tuple) -> Table:
         comment,
         engine,
     ) = value
+    if not (
+        type(id_) is int
+        and type(db_id) is int
+        and type(name) is str
+        and type(columns) is tuple
+        and type(buckets) is int
+        and type(partitions) is tuple
+        and type(comment) is str
+        and type(engine) is str
+    ):
+        raise CodecError(f"malformed Table: {value!r:.200}")
     return Table(
         id_,
         db_id,
         name,
         tuple(map(_decode_column, columns)),
         _KEY_MODELS[key_model],
-        key_columns,
-        distribution_columns,
+        _shared(key_columns),
+        _shared(distribution_columns),
         buckets,
-        partition_columns,
+        _shared(partition_columns),
         tuple(map(_decode_partition, partitions)),
-        properties,
+        _shared(properties),
         comment,
         engine,
     )
@@ -175,8 +233,8 @@ def _encode_database(database: Database) -> tuple:
     return (database.id, database.name, database.properties)
 
 
-def _decode_database(value: Sequence) -> Database:
-    _expect_arity(value, 3, "Database")
+def _decode_database(value: tuple) -> Database:
+    _expect(value, ((int,), (str,), (tuple,)), "Database")
     return Database(*value)
 
 
@@ -184,18 +242,18 @@ def _encode_grant(grant: Grant) -> tuple:
     return (grant.db, grant.table, tuple(sorted(grant.privileges)))
 
 
-def _decode_grant(value: Sequence) -> Grant:
-    _expect_arity(value, 3, "Grant")
+def _decode_grant(value: tuple) -> Grant:
+    _expect(value, ((str,), (str,), (tuple,)), "Grant")
     db, table, privileges = value
-    return Grant(db, table, frozenset(privileges))
+    return Grant(db, table, frozenset(map(_str, privileges)))
 
 
 def _encode_user(user: User) -> tuple:
     return (user.name, user.host, user.password_hash, tuple(map(_encode_grant, user.grants)))
 
 
-def _decode_user(value: Sequence) -> User:
-    _expect_arity(value, 4, "User")
+def _decode_user(value: tuple) -> User:
+    _expect(value, ((str,), (str,), (str,), (tuple,)), "User")
     name, host, password_hash, grants = value
     return User(name, host, password_hash, tuple(map(_decode_grant, grants)))
 
@@ -211,8 +269,8 @@ def _encode_frontend(frontend: Frontend) -> tuple:
     )
 
 
-def _decode_frontend(value: Sequence) -> Frontend:
-    _expect_arity(value, 6, "Frontend")
+def _decode_frontend(value: tuple) -> Frontend:
+    _expect(value, ((str,), (str,), (int,), (int,), (int,), (str,)), "Frontend")
     name, host, edit_log_port, http_port, query_port, role = value
     return Frontend(name, host, edit_log_port, http_port, query_port, _FRONTEND_ROLES[role])
 
@@ -221,8 +279,8 @@ def _encode_backend(backend: Backend) -> tuple:
     return (backend.id, backend.host, backend.heartbeat_port, backend.properties)
 
 
-def _decode_backend(value: Sequence) -> Backend:
-    _expect_arity(value, 4, "Backend")
+def _decode_backend(value: tuple) -> Backend:
+    _expect(value, ((int,), (str,), (int,), (tuple,)), "Backend")
     return Backend(*value)
 
 
@@ -275,7 +333,7 @@ _OP_CODECS: dict[OpCode, tuple[type, int, _OpEncoder, _OpDecoder]] = {
         DropDatabase,
         1,
         lambda op: (op.db_id,),
-        lambda a: DropDatabase(a[1]),
+        lambda a: DropDatabase(_int(a[1])),
     ),
     OpCode.CREATE_TABLE: (
         CreateTable,
@@ -287,7 +345,7 @@ _OP_CODECS: dict[OpCode, tuple[type, int, _OpEncoder, _OpDecoder]] = {
         DropTable,
         1,
         lambda op: (op.table_id,),
-        lambda a: DropTable(a[1]),
+        lambda a: DropTable(_int(a[1])),
     ),
     OpCode.REPLACE_TABLE: (
         ReplaceTable,
@@ -305,25 +363,25 @@ _OP_CODECS: dict[OpCode, tuple[type, int, _OpEncoder, _OpDecoder]] = {
         DropUser,
         2,
         lambda op: (op.name, op.host),
-        lambda a: DropUser(a[1], a[2]),
+        lambda a: DropUser(_str(a[1]), _str(a[2])),
     ),
     OpCode.SET_PASSWORD: (
         SetPassword,
         3,
         lambda op: (op.name, op.host, op.password_hash),
-        lambda a: SetPassword(a[1], a[2], a[3]),
+        lambda a: SetPassword(_str(a[1]), _str(a[2]), _str(a[3])),
     ),
     OpCode.GRANT: (
         GrantPrivileges,
         3,
         lambda op: (op.name, op.host, _encode_grant(op.grant)),
-        lambda a: GrantPrivileges(a[1], a[2], _decode_grant(a[3])),
+        lambda a: GrantPrivileges(_str(a[1]), _str(a[2]), _decode_grant(a[3])),
     ),
     OpCode.REVOKE: (
         RevokePrivileges,
         3,
         lambda op: (op.name, op.host, _encode_grant(op.grant)),
-        lambda a: RevokePrivileges(a[1], a[2], _decode_grant(a[3])),
+        lambda a: RevokePrivileges(_str(a[1]), _str(a[2]), _decode_grant(a[3])),
     ),
     OpCode.ADD_FRONTEND: (
         AddFrontend,
@@ -335,7 +393,7 @@ _OP_CODECS: dict[OpCode, tuple[type, int, _OpEncoder, _OpDecoder]] = {
         DropFrontend,
         1,
         lambda op: (op.name,),
-        lambda a: DropFrontend(a[1]),
+        lambda a: DropFrontend(_str(a[1])),
     ),
     OpCode.ADD_BACKEND: (
         AddBackend,
@@ -347,25 +405,25 @@ _OP_CODECS: dict[OpCode, tuple[type, int, _OpEncoder, _OpDecoder]] = {
         DropBackend,
         1,
         lambda op: (op.backend_id,),
-        lambda a: DropBackend(a[1]),
+        lambda a: DropBackend(_int(a[1])),
     ),
     OpCode.TIMESTAMP: (
         Timestamp,
         1,
         lambda op: (op.millis,),
-        lambda a: Timestamp(a[1]),
+        lambda a: Timestamp(_int(a[1])),
     ),
     OpCode.NEXT_ID: (
         NextId,
         1,
         lambda op: (op.next_id,),
-        lambda a: NextId(a[1]),
+        lambda a: NextId(_int(a[1])),
     ),
     OpCode.SET_GLOBAL_VARIABLE: (
         SetGlobalVariable,
         2,
         lambda op: (op.name, op.value),
-        lambda a: SetGlobalVariable(a[1], a[2]),
+        lambda a: SetGlobalVariable(_str(a[1]), _str(a[2])),
     ),
 }
 
@@ -408,7 +466,7 @@ def decode_ops(data: bytes) -> list[Op]:
         raise CodecError(f"unknown journal format version {version}")
     try:
         items = msgpack.unpackb(memoryview(data)[1:], use_list=False, raw=False)
-    except (ValueError, msgpack.UnpackException) as error:
+    except (ValueError, TypeError, msgpack.UnpackException) as error:
         raise CodecError(f"batch is not valid msgpack: {error}") from error
     if type(items) is not tuple or not 0 < len(items) <= MAX_OPS_PER_BATCH:
         raise CodecError(f"batch must be an array of 1 to {MAX_OPS_PER_BATCH} operations")
@@ -417,7 +475,7 @@ def decode_ops(data: bytes) -> list[Op]:
     for position, item in enumerate(items):
         if type(item) is not tuple or not item:
             raise CodecError(f"operation {position} is not an array: {item!r:.200}")
-        entry = decoders.get(item[0])
+        entry = decoders.get(item[0]) if type(item[0]) is int else None
         if entry is None:
             raise CodecError(f"operation {position} has unknown op code {item[0]!r}")
         length, decode = entry

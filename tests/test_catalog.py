@@ -260,9 +260,11 @@ def test_apply_entry_returns_results_and_errors_and_tracks_the_raft_index(catalo
     assert catalog.raft_index == 7 and catalog.journal_id == 2 + 3
     assert catalog.apply_entry(7, encode_ops([DropDatabase(1)])) == []
     assert catalog.database("db1") is not None
+    before = catalog.canonical_dump().split("\n", 2)[2]
     with pytest.raises(CodecError):
         catalog.apply_entry(8, b"\x01garbage")
-    assert catalog.raft_index == 7 and catalog.journal_id == 5
+    assert catalog.raft_index == 8 and catalog.journal_id == 5
+    assert catalog.canonical_dump().split("\n", 2)[2] == before
 
 
 class Workload:
@@ -406,3 +408,77 @@ def test_lookups_stay_fast_on_a_large_catalog():
     assert time.monotonic() < deadline
     assert catalog.tablet_count() == 100_000
     assert hits == sum(1 for t in probes if ((t - 100_000) // 100) % 2 == 1)
+
+
+def test_tablet_lookup_matches_a_brute_force_index_through_drops_and_reuse(catalog):
+    """Ranges come and go (drops, partitions removed then restored with the same ids); every
+    tablet id, live or dead, must resolve exactly as a per-tablet dict would say."""
+    rng = random.Random(5)
+    tables = {}
+    for i in range(300):
+        table = make_table(1000 + i, 1, f"t{i}", 10_000 + i * 12, partitions=3, buckets=4)
+        catalog.apply(CreateTable(table))
+        tables[table.id] = table
+    removed_partitions = {}
+
+    def check():
+        expected = {}
+        for table in catalog.tables.values():
+            for partition in table.partitions:
+                for bucket, tablet_id in enumerate(partition.tablet_ids):
+                    expected[tablet_id] = (table.id, partition.id, bucket)
+        for tablet_id in range(9_990, 10_000 + 300 * 12 + 10):
+            found = catalog.tablet(tablet_id)
+            got = None if found is None else (found[0].id, found[1].id, found[2])
+            assert got == expected.get(tablet_id), tablet_id
+        assert catalog.tablet_count() == len(expected)
+
+    for step in range(600):
+        table_id = rng.choice(list(tables))
+        table = tables[table_id]
+        action = rng.random()
+        if action < 0.3:
+            catalog.apply(DropTable(table_id))
+            del tables[table_id]
+            if len(tables) < 50:
+                break
+        elif action < 0.65 and len(table.partitions) > 1:
+            gone = table.partitions[rng.randrange(len(table.partitions))]
+            removed_partitions.setdefault(table_id, []).append(gone)
+            table = replace(table, partitions=tuple(p for p in table.partitions if p != gone))
+            catalog.apply(ReplaceTable(table))
+            tables[table_id] = table
+        elif removed_partitions.get(table_id):
+            restored = removed_partitions[table_id].pop()
+            table = replace(table, partitions=(restored, *table.partitions))
+            catalog.apply(ReplaceTable(table))
+            tables[table_id] = table
+        if step % 50 == 0:
+            check()
+    check()
+
+
+def test_damaged_entries_are_rejected_or_applied_never_crash_apply():
+    """Random damage to valid entries: decoding either refuses the entry (CodecError) or yields
+    well-typed operations that apply or are rejected with an ApplyError, as on every node."""
+    rng = random.Random(9)
+    base_ops = list(Workload(seed=3).ops(40))
+    entries = [encode_ops(base_ops[i : i + 4]) for i in range(0, len(base_ops), 4)]
+    catalog = Catalog()
+    outcomes = {"refused": 0, "applied": 0, "rejected": 0}
+    raft_index = 0
+    for _ in range(2000):
+        damaged = bytearray(rng.choice(entries))
+        for _ in range(rng.randint(1, 3)):
+            damaged[rng.randrange(1, len(damaged))] = rng.randrange(256)
+        raft_index += 1
+        try:
+            results = catalog.apply_entry(raft_index, bytes(damaged))
+        except CodecError:
+            outcomes["refused"] += 1
+            continue
+        for result in results:
+            outcomes["rejected" if isinstance(result, ApplyError) else "applied"] += 1
+    assert all(outcomes.values()), outcomes
+    rebuilt = Catalog.from_snapshot(catalog.snapshot())
+    assert rebuilt.canonical_dump() == catalog.canonical_dump()

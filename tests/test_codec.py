@@ -167,10 +167,19 @@ def test_unknown_op_code_is_rejected():
         ([[int(OpCode.DROP_TABLE)]], "DROP_TABLE.*0 fields, expected 1"),
         ([[int(OpCode.DROP_USER), "a", "b", "c"]], "DROP_USER.*3 fields, expected 2"),
         ([[int(OpCode.CREATE_DATABASE), [1, "d"]]], "Database: expected 3 fields"),
-        ([[int(OpCode.CREATE_TABLE), [1, 2, "t", [], "NOPE", [], [], 1, [], [], [], "", "olap"]]],
-         "CREATE_TABLE.*malformed"),
+        (
+            [
+                [
+                    int(OpCode.CREATE_TABLE),
+                    [1, 2, "t", [], "NOPE", [], [], 1, [], [], [], "", "olap"],
+                ]
+            ],
+            "CREATE_TABLE.*malformed",
+        ),
         ([[int(OpCode.ADD_FRONTEND), ["f", "h", 1, 2, 3, "LEADER"]]], "ADD_FRONTEND"),
         ([5], "operation 0 is not an array"),
+        ([[{"x": 1}, 1]], "unknown op code"),
+        ([[True, [1, "d", []]]], "unknown op code True"),
         ({"a": 1}, "batch must be an array"),
         ([], "batch must be an array of 1"),
     ],
@@ -197,3 +206,23 @@ def test_batch_limits_are_enforced():
     assert len(decode_ops(encode_ops([Timestamp(1)] * codec.MAX_OPS_PER_BATCH))) == (
         codec.MAX_OPS_PER_BATCH
     )
+
+
+def test_damaged_batches_decode_or_raise_codec_error_never_anything_else():
+    import random
+
+    rng = random.Random(3)
+    data = encode_ops(list(ONE_OP_PER_CODE.values()))
+    outcomes = {"decoded": 0, "rejected": 0}
+    for _ in range(3000):
+        damaged = bytearray(data)
+        for _ in range(rng.randint(1, 4)):
+            damaged[rng.randrange(len(damaged))] = rng.randrange(256)
+        if rng.random() < 0.2:
+            damaged = damaged[: rng.randrange(len(damaged))]
+        try:
+            decode_ops(bytes(damaged))
+            outcomes["decoded"] += 1
+        except CodecError:
+            outcomes["rejected"] += 1
+    assert outcomes["rejected"] > 0 and outcomes["decoded"] > 0

@@ -179,6 +179,7 @@ def test_damaged_newest_image_falls_back_to_the_older_one(tmp_path, caplog, dama
     damage(newer.path)
     with pytest.raises(ImageError, match=cause):
         verify(newer.path)
+    assert [info.journal_id for info in store.images()] == [newer.journal_id, older.journal_id]
     with caplog.at_level(logging.ERROR, logger="image.images"):
         loaded, info = store.load_newest()
     assert info == older
@@ -187,6 +188,20 @@ def test_damaged_newest_image_falls_back_to_the_older_one(tmp_path, caplog, dama
     assert len(errors) == 1
     assert newer.path.name in errors[0].getMessage()
     assert "falling back" in errors[0].getMessage()
+
+
+def test_images_report_the_raft_index_their_header_holds(tmp_path):
+    store, older, _, newer = two_images(tmp_path)
+    catalog = Catalog()
+    catalog.apply_entry(41, encode_ops(ddl_ops(200)))
+    newest = store.write(catalog.snapshot())
+    assert newest.raft_index == 41
+    flip_byte(newer.path, 0)
+    assert [(i.journal_id, i.raft_index) for i in store.images()] == [
+        (newest.journal_id, 41),
+        (newer.journal_id, -1),
+        (older.journal_id, 0),
+    ]
 
 
 def test_all_images_damaged_is_an_error_naming_each(tmp_path):
@@ -253,6 +268,7 @@ def test_replaying_the_journal_onto_an_image_matches_the_live_catalog(tmp_path):
 
     restarted, info = store.load_newest()
     assert 0 < info.journal_id < live.journal_id
+    assert info.raft_index == restarted.raft_index == len(batches) // 3
     for raft_index, batch in enumerate(batches, start=1):
         restarted.apply_entry(raft_index, batch)  # entries already in the image are skipped
     assert restarted.canonical_dump() == live.canonical_dump()

@@ -32,9 +32,9 @@ from image.identity import (
 )
 from image.images import ImageError, ImageInfo, ImageStore
 from metadata import ops
-from metadata.catalog import ApplyError, Catalog
+from metadata.catalog import ApplyError, Catalog, initial_ops
 from metadata.codec import encode_ops
-from metadata.records import Frontend, FrontendRole, Grant, User
+from metadata.records import Frontend, FrontendRole
 from metadata.replication import ReplicatedJournal
 
 logger = logging.getLogger(__name__)
@@ -175,11 +175,7 @@ class FrontendNode:
         """First start of a cluster: journal the built-in users and this frontend."""
         first: list[ops.Op] = []
         if not self.catalog.users:
-            everything = (Grant("*", "*", ROOT_PRIVILEGES),)
-            first += [
-                ops.CreateUser(User("root", "%", "", everything)),
-                ops.CreateUser(User("admin", "%", "", everything)),
-            ]
+            first += initial_ops(ROOT_PRIVILEGES)
         if self.name not in self.catalog.frontends:
             first.append(
                 ops.AddFrontend(

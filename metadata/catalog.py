@@ -100,9 +100,10 @@ class CatalogSnapshot:
         return sum(p.buckets for t in self.tables.values() for p in t.partitions)
 
 
-def initial_ops() -> list[Op]:
-    """What the first leader journals before anything else: the built-in users, as in Doris."""
-    everything = (Grant("*", "*", frozenset({"ALL"})),)
+def initial_ops(privileges: frozenset[str] = frozenset({"ALL"})) -> list[Op]:
+    """What the first leader journals before anything else: the built-in users, as in Doris,
+    holding `privileges` on *.*."""
+    everything = (Grant("*", "*", privileges),)
     return [
         CreateUser(User("root", "%", "", everything)),
         CreateUser(User("admin", "%", "", everything)),

@@ -12,14 +12,20 @@ Writes collect in a WriteBatch and reach RocksDB in `flush()`: one WAL write, an
 fsync, for every entry appended since the previous flush (group commit). The term and vote are the
 exception: Raft needs them on disk before any message that reflects them, so `setCurrentTerm`
 flushes at once. A torn last WAL record left by a crash is dropped by RocksDB's point-in-time
-recovery; nothing that a flush had synced is lost.
+recovery; nothing that a flush had synced is lost. One kind of tail RocksDB cannot get past is
+cut before it opens the journal (`cut_unreadable_wal_tail`).
 """
 
 from __future__ import annotations
 
 import logging
+import mmap
+import os
 import struct
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 from pysyncobj.journal import Journal
 from rocksdict import DBRecoveryMode, Options, Rdict, WriteBatch, WriteOptions
@@ -50,6 +56,72 @@ CACHED_ENTRY_OVERHEAD = 128
 OPEN_SLICE_LIMIT = 4096
 
 
+# RocksDB's WAL: 32 KiB blocks of records, each with a header (crc32c, length, type) and a payload.
+WAL_BLOCK_BYTES = 32768
+_WAL_HEADER = struct.Struct("<IHB")
+_WAL_RECORD_TYPES = (1, 2, 3, 4)  # full, first, middle, last: what RocksDB writes here
+
+# Opens the journal's RocksDB in a child process: a hang there must not hang the FE. It gets this
+# long, plus a second per 5 MB of WAL, before the damaged tail is cut.
+WAL_PROBE_SECONDS = 30.0
+_PROBE = """
+import sys
+from rocksdict import DBRecoveryMode, Options, Rdict
+options = Options(raw_mode=True)
+options.set_wal_recovery_mode(DBRecoveryMode.point_in_time())
+Rdict(sys.argv[1], options).close()
+"""
+
+
+def cut_unreadable_wal_tail(path: str) -> int:
+    """Cut a damaged end of the newest WAL if RocksDB cannot open the journal; returns bytes cut.
+
+    RocksDB 9.8 loops forever opening a WAL whose damaged tail holds a record header of a
+    "recyclable" type, as random bytes left by a crash may read. A WAL whose records run to its end
+    is left alone. Otherwise RocksDB tries first, in a child process; only if that does not finish
+    is the WAL cut where its well-formed records end. Point-in-time recovery drops everything after
+    the first damaged record anyway, so the cut loses nothing RocksDB would have kept.
+    """
+    logs = [log for log in Path(path).glob("*.log") if log.stem.isdigit()]
+    if not logs:
+        return 0
+    newest = max(logs, key=lambda log: int(log.stem))
+    size = newest.stat().st_size
+    if size == 0:
+        return 0
+    with newest.open("rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        end = end_of_wal_records(data)
+    if end == size:
+        return 0
+    timeout = WAL_PROBE_SECONDS + size / 5e6
+    logger.warning(
+        "%s ends with %d damaged bytes; checking that RocksDB opens it", newest, size - end
+    )
+    try:
+        subprocess.run([sys.executable, "-c", _PROBE, path], timeout=timeout, capture_output=True)
+        return 0  # opened, or failed with an error that opening it here will report
+    except subprocess.TimeoutExpired:
+        pass
+    logger.warning("RocksDB hangs opening %s: cutting its last %d bytes", newest, size - end)
+    os.truncate(newest, end)
+    return size - end
+
+
+def end_of_wal_records(data: bytes | mmap.mmap) -> int:
+    """Where the chain of well-formed records of a RocksDB WAL ends (its size, if undamaged)."""
+    position, size = 0, len(data)
+    while position + _WAL_HEADER.size <= size:
+        room = WAL_BLOCK_BYTES - position % WAL_BLOCK_BYTES
+        if room < _WAL_HEADER.size:  # a block's last bytes are padding
+            position += room
+            continue
+        _crc, length, kind = _WAL_HEADER.unpack_from(data, position)
+        if kind not in _WAL_RECORD_TYPES or _WAL_HEADER.size + length > room:
+            return position
+        position += _WAL_HEADER.size + length
+    return min(position, size)  # a block's padding may run past the end of the file
+
+
 def entry_key(raft_index: int) -> bytes:
     return ENTRY_PREFIX + _INDEX.pack(raft_index)
 
@@ -75,9 +147,10 @@ class RocksJournal(Journal):
         options = Options(raw_mode=True)
         options.create_if_missing(True)
         options.set_wal_recovery_mode(DBRecoveryMode.point_in_time())
+        cut_unreadable_wal_tail(path)
         self._db = Rdict(path, options)
         self._write_options = WriteOptions()
-        self._write_options.sync = sync
+        self._write_options.sync = False  # flush() syncs the WAL itself
         self._batch = WriteBatch(raw_mode=True)
         self._closed = False
 
@@ -247,6 +320,9 @@ class RocksJournal(Journal):
         self._db.write(self._batch, self._write_options)
         self._batch = WriteBatch(raw_mode=True)
         if self.sync:
+            # A synced write() holds the GIL through the fsync; flush_wal releases it, so the
+            # MySQL front keeps serving while the journal waits for the disk.
+            self._db.flush_wal(True)
             self.wal_syncs += 1
         self.durable_commit_index = self.commit_index
         if self._tail_bytes > self.max_cached_bytes:

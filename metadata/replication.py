@@ -108,10 +108,12 @@ class JournalLimits:
     max_cached_bytes: int = 64 << 20  # newest entries kept in memory besides RocksDB
     tick_period: float = 0.05  # longest sleep of the journal's thread
     append_entries_period: float = 0.1  # heartbeat
-    raft_min_timeout: float = 0.4  # election timeout range
-    raft_max_timeout: float = 1.4
-    leader_fallback_timeout: float = 3.0  # a leader no majority answered for that long steps down
-    connection_timeout: float = 3.5
+    # Election timeouts: generous, since a Python tick thread can be starved of the GIL or CPU for
+    # a good fraction of a second on a busy machine. A one-node cluster elects itself at once.
+    raft_min_timeout: float = 1.0
+    raft_max_timeout: float = 2.0
+    leader_fallback_timeout: float = 4.0  # a leader no majority answered for that long steps down
+    connection_timeout: float = 4.0
     connection_retry_time: float = 0.5
     keepalive_period: float = 1.0
     bind_retries: int = 3
@@ -125,8 +127,9 @@ class JournalLimits:
             "max_apply_entries > 0": self.max_apply_entries > 0,
             "apply_budget_seconds > 0": self.apply_budget_seconds > 0,
             "submit_timeout > 0": self.submit_timeout > 0,
-            "max_pending_bytes >= max_payload_bytes": self.max_pending_bytes
-            >= self.max_payload_bytes,
+            "max_pending_bytes >= max_payload_bytes": (
+                self.max_pending_bytes >= self.max_payload_bytes
+            ),
             "max_cached_bytes > 0": self.max_cached_bytes > 0,
             "tick_period > 0": self.tick_period > 0,
             "raft_min_timeout > 3 * append_entries_period": (
@@ -136,8 +139,9 @@ class JournalLimits:
             "leader_fallback_timeout > append_entries_period": (
                 self.leader_fallback_timeout > self.append_entries_period
             ),
-            "connection_timeout >= raft_max_timeout": self.connection_timeout
-            >= self.raft_max_timeout,
+            "connection_timeout >= raft_max_timeout": (
+                self.connection_timeout >= self.raft_max_timeout
+            ),
             "0 < keepalive_period < connection_timeout": (
                 0 < self.keepalive_period < self.connection_timeout
             ),
@@ -262,6 +266,8 @@ class ReplicatedJournal:
         )
 
     def close(self) -> None:
+        """Stop; what is still waiting gets JournalClosedError. Not from the journal's thread."""
+        assert self._thread is not threading.current_thread(), "close() from a journal callback"
         with self._lock:
             if self._closing:
                 return
@@ -270,7 +276,7 @@ class ReplicatedJournal:
         if node is None:
             return
         node.wake()
-        if thread is not None and thread is not threading.current_thread():
+        if thread is not None:
             thread.join()
         self._persist_and_acknowledge()
         node._doDestroy()  # closes the transport and the journal

@@ -8,8 +8,10 @@ the journal on the same directory and checks what the state machine gets.
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -18,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from metadata.journal import RocksJournal
+import metadata.journal
+from metadata.journal import RocksJournal, end_of_wal_records
 from metadata.replication import ReplicatedJournal
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -97,6 +100,8 @@ def assert_replayed_once_in_order(
 def test_sigkill_during_commits_loses_nothing_acknowledged(tmp_path):
     journal_dir = tmp_path / "journal"
     acknowledged = kill_after_acknowledgements(start_worker(journal_dir, "200"), 400)
+    wal = max(journal_dir.glob("*.log"), key=lambda path: int(path.stem)).read_bytes()
+    assert end_of_wal_records(wal) == len(wal)  # a kill leaves whole records: nothing to repair
 
     journal, state_machine = restart(journal_dir)
     try:
@@ -109,26 +114,38 @@ def test_sigkill_during_commits_loses_nothing_acknowledged(tmp_path):
         journal.close()
 
 
-@pytest.mark.parametrize("damage", ["garbage", "torn-copy"])
+def damaged_tail(kind: str, wal: bytes) -> bytes:
+    noise = random.Random(kind).randbytes(3000)
+    if kind == "garbage":  # a first header of a type RocksDB rejects cleanly
+        return struct.pack("<IHB", 0, 100, 1) + noise
+    if kind == "torn-copy":  # the start of a real record, cut short by the crash
+        return wal[len(wal) // 2 : len(wal) // 2 + 2500]
+    # A header of a recyclable type: RocksDB 9.8 loops forever opening this unless Quire cuts it.
+    return struct.pack("<IHB", 0x3915EEA6, 30194, int(kind.removeprefix("recyclable-"))) + noise
+
+
+@pytest.mark.parametrize("damage", ["garbage", "torn-copy", "recyclable-7"])
 def test_a_torn_wal_tail_is_dropped_on_reopen(tmp_path, damage):
     journal_dir = tmp_path / "journal"
     acknowledged = kill_after_acknowledgements(start_worker(journal_dir, "4000"), 150)
-
     wal = max(journal_dir.glob("*.log"), key=lambda path: int(path.stem))
     data = wal.read_bytes()
+    assert end_of_wal_records(data) == len(data)  # Quire reads RocksDB's WAL as RocksDB wrote it
     with wal.open("ab") as tail:
-        if damage == "garbage":
-            tail.write(os.urandom(3000))
-        else:  # the start of a real record, cut short: a write the crash interrupted
-            tail.write(data[len(data) // 2 : len(data) // 2 + 2500])
+        tail.write(damaged_tail(damage, data))
 
-    journal, state_machine = restart(journal_dir)
+    # Reopened in a process of its own, so that a hang inside RocksDB fails the test.
+    replay = start_worker(journal_dir, "replay")
     try:
-        assert_replayed_once_in_order(state_machine.applied, acknowledged)
-        assert journal.wait_leader(5)
-        journal.commit(b"after-repair", timeout=5)
+        output, _ = replay.communicate(timeout=60)
     finally:
-        journal.close()
+        replay.kill()
+        replay.wait()
+    assert replay.returncode == 0
+    *lines, last = output.splitlines()
+    assert last == "committed after repair"
+    replayed = [(int(index), payload.encode()) for index, payload in map(str.split, lines)]
+    assert_replayed_once_in_order(replayed, acknowledged)
 
 
 def test_term_and_vote_survive_sigkill(tmp_path):
@@ -146,6 +163,16 @@ def _worker(journal_dir: str, mode: str) -> None:
         journal = RocksJournal(journal_dir)
         journal.setCurrentTerm(9, "127.0.0.1:9010")
         os.kill(os.getpid(), signal.SIGKILL)
+    if mode == "replay":
+        metadata.journal.WAL_PROBE_SECONDS = 3.0  # RocksDB opens this WAL in well under a second
+        journal, state_machine = restart(Path(journal_dir))
+        for raft_index, payload in state_machine.applied:
+            sys.stdout.write(f"{raft_index} {payload.decode()}\n")
+        assert journal.wait_leader(5)
+        journal.commit(b"after-repair", timeout=5)
+        journal.close()
+        sys.stdout.write("committed after repair\n")
+        return
     payload_size = int(mode)
     journal = ReplicatedJournal(
         journal_dir=journal_dir,

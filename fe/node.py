@@ -160,8 +160,7 @@ class FrontendNode:
         try:
             self.journal.start()
         finally:
-            gc.collect()
-            gc.freeze()
+            gc.freeze()  # what replay built lives on: keep the collector from walking it again
             gc.enable()
         logger.info(
             "journal replayed to journal id %d in %.2f s",

@@ -68,6 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Start one FE node (leader of a new cluster on first start).",
     )
     node_options(fe, with_be=False)
+    fe.add_argument(
+        "--helper",
+        metavar="HOST:EDIT_LOG_PORT|http://HOST:HTTP_PORT",
+        help="join the cluster of this node (added first with ALTER SYSTEM ADD FOLLOWER/OBSERVER)",
+    )
     stop = commands.add_parser(
         "stop",
         help="stop a node started with --daemon",
@@ -115,10 +120,10 @@ def load_config(args: argparse.Namespace, with_be: bool) -> Config:
     return Config.load(args.conf, getattr(args, "be_conf", None), args.override, with_be=with_be)
 
 
-def run_node(config: Config) -> int:
+def run_node(config: Config, helper: str | None = None) -> int:
     from fe.node import FrontendNode, StartupError, pid_file_path
 
-    node = FrontendNode(config)
+    node = FrontendNode(config, helper)
     pid_file = pid_file_path(config)
     pid_file.write_text(f"{os.getpid()}\n")
 
@@ -215,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.daemon:
         return start_daemon(argv, config)
     setup_logging(config, foreground=True)
-    return run_node(config)
+    return run_node(config, getattr(args, "helper", None))
 
 
 if __name__ == "__main__":

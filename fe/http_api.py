@@ -56,8 +56,12 @@ class HttpApi:
 
     @web.middleware
     async def _authenticate(self, request: web.Request, handler):
-        if request.path in ("/api/health", "/metrics"):
-            return await handler(request)
+        if request.path in ("/api/health", "/metrics") or (
+            request.path == "/role" and "host" in request.query
+        ):
+            return await handler(
+                request
+            )  # /role?host=&port= answers a joining node (checked there)
         token = request.headers.get("X-Quire-Token")
         if token is not None and hmac.compare_digest(token, self.node.token):
             return await handler(request)
@@ -124,12 +128,13 @@ class HttpApi:
         )
 
     async def role(self, request: web.Request) -> web.Response:
+        """This node's role; with ?host=&port=, the role a joining node was added with, plus what it
+        needs to join (cluster id, token, followers), told only to that node's own address."""
         node = self.node
-        host = request.query.get("host")
-        port = request.query.get("port")
+        host, port = request.query.get("host"), request.query.get("port")
         if host is None:
             return web.json_response(
-                {"role": "FOLLOWER", "name": node.name, "cluster_id": node.cluster_id}
+                {"role": node.role, "name": node.name, "cluster_id": node.cluster_id}
             )
         frontend = next(
             (
@@ -144,8 +149,27 @@ class HttpApi:
                 {"code": 404, "msg": f"frontend {host}:{port} was not added with ALTER SYSTEM"},
                 status=404,
             )
+        if request.remote != frontend.host:
+            return web.json_response(
+                {
+                    "code": 403,
+                    "msg": f"only {frontend.host} itself may ask for the role of {host}:{port}",
+                },
+                status=403,
+            )
+        followers = [
+            f"{f.host}:{f.edit_log_port}"
+            for f in list(node.catalog.frontends.values())
+            if f.role == "FOLLOWER"
+        ]
         return web.json_response(
-            {"role": str(frontend.role), "name": frontend.name, "cluster_id": node.cluster_id}
+            {
+                "role": str(frontend.role),
+                "name": frontend.name,
+                "cluster_id": node.cluster_id,
+                "token": node.token,
+                "followers": followers,
+            }
         )
 
     async def journal_id(self, request: web.Request) -> web.Response:

@@ -6,6 +6,7 @@ HTTP servers on one asyncio loop.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import ipaddress
 import logging
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from fe.accounts import CatalogIdentityProvider
 from fe.config import Config
+from fe.helper import JoinError, ask_role, check_local, download_image, helper_url
 from fe.metrics import Metrics
 from fe.mysql.errors import QueryError
 from fe.mysql.server import MysqlFront
@@ -73,8 +75,11 @@ def local_address(priority_networks: str) -> str:
 
 
 class FrontendNode:
-    def __init__(self, config: Config):
+    def __init__(self, config: Config, helper: str | None = None):
         self.config = config
+        self.helper = helper
+        self.role = "FOLLOWER"
+        self.known_followers: list[str] = []  # from the helper, before the catalog knows them
         self.host = local_address(config["priority_networks"])
         self.meta_dir = config.path("meta_dir")
         self.image_dir = self.meta_dir / "image"
@@ -100,8 +105,28 @@ class FrontendNode:
 
     # -- start-up ------------------------------------------------------------------------------
 
+    def join(self) -> None:
+        """First start (or a restart) with --helper: ask the helper, check, fetch its image."""
+        base = helper_url(self.helper, self.config["http_port"])
+        try:
+            role, identity, self.known_followers = ask_role(
+                base, self.host, self.config["edit_log_port"]
+            )
+            check_local(read_version(self.image_dir), read_role(self.image_dir), role, identity)
+            if read_version(self.image_dir) is None:
+                download_image(base, identity.token, self.image_dir)
+                write_version(self.image_dir, identity)
+                write_role(self.image_dir, role)
+        except JoinError as error:
+            raise StartupError(str(error)) from None
+        logger.info(
+            "joined cluster %d through %s as %s %s", identity.cluster_id, base, role.role, role.name
+        )
+
     def load_identity(self) -> None:
         self.image_dir.mkdir(parents=True, exist_ok=True)
+        if self.helper:
+            self.join()
         version = read_version(self.image_dir)
         configured = self.config["cluster_id"]
         if version is None:
@@ -123,6 +148,7 @@ class FrontendNode:
             )
             write_role(self.image_dir, role)
         self.cluster_id, self.token, self.name = version.cluster_id, version.token, role.name
+        self.role = role.role
 
     def load_image(self) -> None:
         started = time.monotonic()
@@ -146,10 +172,11 @@ class FrontendNode:
     def start_journal(self) -> None:
         self.journal = ReplicatedJournal(
             journal_dir=str(self.meta_dir / "journal"),
-            self_address=f"{self.host}:{self.config['edit_log_port']}",
-            partners=[],
+            self_address=None if self.role == "OBSERVER" else self.address,
+            partners=[a for a in self.followers() if a != self.address],
             state_machine=self.catalog,
             applied_index=self.catalog.raft_index,
+            applied_term=self.catalog.raft_term,
             sync=self.config["master_sync_policy"] == "SYNC",
             password=self.token,
         )
@@ -170,8 +197,28 @@ class FrontendNode:
         if not self.journal.wait_leader(timeout=30):
             raise StartupError("the journal did not elect a leader within 30 s")
 
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.config['edit_log_port']}"
+
+    def followers(self) -> list[str]:
+        """The voting members' journal addresses, as the catalog (or the helper) knows them."""
+        from_catalog = [
+            f"{f.host}:{f.edit_log_port}"
+            for f in list(self.catalog.frontends.values())
+            if f.role == FrontendRole.FOLLOWER
+        ]
+        return sorted(set(from_catalog) | set(self.known_followers))
+
     def bootstrap(self) -> None:
         """First start of a cluster: journal the built-in users and this frontend."""
+        if (
+            self.helper
+            or self.role == "OBSERVER"
+            or self.catalog.frontends
+            and self.name not in self.catalog.frontends
+        ):
+            return  # a node that joined: the leader journaled all of this
         first: list[ops.Op] = []
         if not self.catalog.users:
             first += initial_ops(ROOT_PRIVILEGES)
@@ -296,6 +343,8 @@ class FrontendNode:
         with self._checkpoint_lock:
             started = time.monotonic()
             snapshot = self.catalog.snapshot()
+            term = self.journal.term_at(snapshot.raft_index)
+            snapshot = dataclasses.replace(snapshot, raft_term=term or 0)
             info = self.images.write(snapshot)
             self.last_image = info
             self.last_checkpoint_at = time.monotonic()

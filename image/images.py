@@ -221,6 +221,7 @@ def load_image(path: str | Path) -> Catalog:
         raft_index=fields["raft_index"],
         next_id=fields["next_id"],
         last_timestamp_ms=fields["last_timestamp_ms"],
+        raft_term=fields.get("raft_term", 0),
         dbs={db.id: db for db in sections["databases"]},
         tables={table.id: table for table in sections["tables"]},
         users={(user.name, user.host): user for user in sections["users"]},
@@ -257,6 +258,7 @@ def _write_image(file: BinaryIO, snapshot: CatalogSnapshot) -> None:
     header = msgpack.packb(
         {
             **{name: getattr(snapshot, name) for name in _HEADER_COUNTERS},
+            "raft_term": snapshot.raft_term,
             "codec_version": codec.FORMAT_VERSION,
             "counts": {name: len(sections[name]) for name, _ in SECTIONS},
         }

@@ -95,6 +95,9 @@ class CatalogSnapshot:
     frontends: dict[str, Frontend]
     backends: dict[int, Backend]
     global_variables: dict[str, str]
+    raft_term: int = (
+        0  # the term of the entry at raft_index, which the journal knows (images record it)
+    )
 
     def tablet_count(self) -> int:
         return sum(p.buckets for t in self.tables.values() for p in t.partitions)
@@ -118,6 +121,7 @@ class Catalog:
         self.lock = threading.RLock()
         self.journal_id = 0
         self.raft_index = 0
+        self.raft_term = 0  # known after an image load; apply does not track it
         self.next_id = INITIAL_NEXT_ID
         self.last_timestamp_ms = 0
         self.dbs: dict[int, Database] = {}
@@ -211,6 +215,7 @@ class Catalog:
                 frontends=self.frontends.copy(),
                 backends=self.backends.copy(),
                 global_variables=self.global_variables.copy(),
+                raft_term=self.raft_term,
             )
 
     @classmethod
@@ -226,6 +231,7 @@ class Catalog:
         catalog.frontends = dict(snap.frontends)
         catalog.backends = dict(snap.backends)
         catalog.global_variables = dict(snap.global_variables)
+        catalog.raft_term = snap.raft_term
         catalog._rebuild_indexes()
         return catalog
 

@@ -385,6 +385,16 @@ class ReplicatedJournal:
                 and not self._closing
             )
 
+    def term_at(self, raft_index: int) -> int | None:
+        """The term of a committed entry still in the journal (thread-safe: reads RocksDB)."""
+        journal = self._journal
+        assert journal is not None, "start() first"
+        if raft_index == journal.base_index:
+            return journal.base_term
+        if not journal.base_index < raft_index <= journal.durable_commit_index:
+            return None
+        return journal._read_entry(raft_index)[2]
+
     def status(self) -> JournalStatus:
         node, journal = self._node, self._journal
         assert node is not None and journal is not None, "start() first"

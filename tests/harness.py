@@ -38,9 +38,14 @@ class QuireProcess:
     """One `quire up` process with its own meta_dir, log_dir and ports."""
 
     def __init__(
-        self, workdir: Path, overrides: dict[str, object] | None = None, command: str = "up"
+        self,
+        workdir: Path,
+        overrides: dict[str, object] | None = None,
+        command: str = "up",
+        extra_args: list[str] = (),
     ):
         self.workdir = Path(workdir)
+        self.extra_args = list(extra_args)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.command = command
         self.query_port = free_port()
@@ -69,7 +74,7 @@ class QuireProcess:
         args = [sys.executable, "-m", "fe.cli", self.command]
         for key, value in self.overrides.items():
             args += ["--override", f"{key}={value}"]
-        return args
+        return args + self.extra_args
 
     def start(self, wait: bool = True) -> QuireProcess:
         assert self.process is None or self.process.poll() is not None

@@ -1,0 +1,122 @@
+"""Joining a cluster through a helper (`quire fe --helper`), as Doris's FE does: ask the helper
+which role this node was added with and the cluster's identity, then download its newest image.
+
+A node that was never added, or whose local VERSION / ROLE disagree with the cluster, stops with an
+error that names the cause.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import requests
+
+from image.identity import ClusterIdentity, NodeRole
+from image.images import ImageError, verify
+
+logger = logging.getLogger(__name__)
+
+HELPER_TIMEOUT_SECONDS = 10
+DOWNLOAD_CHUNK_BYTES = 1 << 20
+
+
+class JoinError(Exception):
+    pass
+
+
+def helper_url(helper: str, http_port: int) -> str:
+    """`host:edit_log_port` (the helper serves HTTP on this node's http_port, as in Doris) or
+    `http://host:http_port`."""
+    if helper.startswith(("http://", "https://")):
+        parts = urlsplit(helper)
+        if not parts.hostname:
+            raise JoinError(f"--helper {helper!r} has no host")
+        return f"{parts.scheme}://{parts.netloc}"
+    host, sep, port = helper.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise JoinError(
+            f"--helper wants host:edit_log_port or http://host:http_port, not {helper!r}"
+        )
+    return f"http://{host}:{http_port}"
+
+
+def ask_role(
+    base: str, host: str, edit_log_port: int
+) -> tuple[NodeRole, ClusterIdentity, list[str]]:
+    """The role this node was added with, the cluster's identity and its followers' addresses."""
+    try:
+        response = requests.get(
+            f"{base}/role",
+            params={"host": host, "port": edit_log_port},
+            timeout=HELPER_TIMEOUT_SECONDS,
+        )
+    except requests.RequestException as error:
+        raise JoinError(f"the helper {base} is unreachable: {error}") from None
+    if response.status_code == 404:
+        raise JoinError(
+            f"this node ({host}:{edit_log_port}) was not added to the cluster of {base}: run "
+            f'ALTER SYSTEM ADD FOLLOWER "{host}:{edit_log_port}" (or ADD OBSERVER) on its leader first'
+        )
+    if response.status_code != 200:
+        raise JoinError(
+            f"the helper {base} refused: HTTP {response.status_code} {response.text[:200]}"
+        )
+    answer = response.json()
+    identity = ClusterIdentity(int(answer["cluster_id"]), answer["token"])
+    return NodeRole(answer["role"], answer["name"]), identity, list(answer["followers"])
+
+
+def check_local(
+    local_version: ClusterIdentity | None,
+    local_role: NodeRole | None,
+    role: NodeRole,
+    identity: ClusterIdentity,
+) -> None:
+    if local_version is not None and local_version.cluster_id != identity.cluster_id:
+        raise JoinError(
+            f"wrong cluster: this node's VERSION says cluster id {local_version.cluster_id}, "
+            f"the helper's cluster is {identity.cluster_id}"
+        )
+    if local_role is not None and local_role.role != role.role:
+        raise JoinError(
+            f"role mismatch: this node's ROLE says {local_role.role}, the cluster added it as {role.role}"
+        )
+
+
+def download_image(base: str, token: str, image_dir: Path) -> Path | None:
+    """The helper's newest image, verified, as image.<journal_id> in image_dir; None if it has none."""
+    try:
+        response = requests.get(
+            f"{base}/image",
+            headers={"X-Quire-Token": token},
+            stream=True,
+            timeout=HELPER_TIMEOUT_SECONDS,
+        )
+    except requests.RequestException as error:
+        raise JoinError(f"cannot download an image from {base}: {error}") from None
+    with response:
+        if response.status_code == 404:
+            return None
+        if response.status_code != 200:
+            raise JoinError(f"image download from {base} failed: HTTP {response.status_code}")
+        version = int(response.headers["X-Image-Version"])
+        partial = image_dir / "image.download"
+        with open(partial, "wb") as file:
+            for chunk in response.iter_content(DOWNLOAD_CHUNK_BYTES):
+                file.write(chunk)
+            file.flush()
+            os.fsync(file.fileno())
+    try:
+        info = verify(partial)
+    except ImageError as error:
+        partial.unlink(missing_ok=True)
+        raise JoinError(f"the image downloaded from {base} is damaged: {error}") from None
+    if info.journal_id != version:
+        raise JoinError(f"the helper sent image {info.journal_id} for version {version}")
+    final = image_dir / f"image.{version}"
+    os.replace(partial, final)
+    logger.info("downloaded image %s (%d bytes) from %s", final.name, info.size, base)
+    return final

@@ -1,0 +1,91 @@
+"""Several FE processes: a node joins through a helper (`quire fe --helper`) after ALTER SYSTEM
+added it, catches up from the helper's image and the journal, and one that cannot join says why."""
+
+import pytest
+
+from tests.harness import QuireProcess, wait_until
+
+
+@pytest.fixture
+def leader(tmp_path):
+    node = QuireProcess(tmp_path / "leader").start()
+    yield node
+    node.stop()
+
+
+def execute(node, *statements):
+    connection = node.connect()
+    with connection.cursor() as cursor:
+        for statement in statements:
+            cursor.execute(statement)
+        rows = cursor.fetchall()
+    connection.close()
+    return rows
+
+
+def tables(node, db):
+    return {row[0] for row in execute(node, f"SHOW TABLES FROM {db}")}
+
+
+def joiner(tmp_path, leader, name="observer"):
+    return QuireProcess(tmp_path / name, command="fe", extra_args=["--helper", f"http://127.0.0.1:{leader.http_port}"])
+
+
+def test_observer_joins_through_the_helper_and_follows_the_journal(tmp_path, leader):
+    observer = joiner(tmp_path, leader)
+    try:
+        execute(leader, "CREATE DATABASE d1", "CREATE TABLE d1.before_image (k INT)")
+        execute(leader, f'ALTER SYSTEM ADD OBSERVER "127.0.0.1:{observer.edit_log_port}"', "ADMIN CHECKPOINT")
+        execute(leader, "CREATE TABLE d1.after_image (k INT)")
+        observer.start()
+        wait_until(lambda: tables(observer, "d1") == {"before_image", "after_image"}, 30, "the observer to catch up")
+        execute(leader, "CREATE TABLE d1.while_joined (k INT)")
+        wait_until(lambda: "while_joined" in tables(observer, "d1"), 30, "a new table on the observer")
+        roles = {row[6] for row in execute(leader, "SHOW FRONTENDS")}
+        assert roles == {"FOLLOWER", "OBSERVER"}
+        assert (observer.meta_dir / "image" / "VERSION").read_text() == (leader.meta_dir / "image" / "VERSION").read_text()
+        # An observer's loss changes nothing for the leader.
+        observer.kill()
+        execute(leader, "CREATE TABLE d1.after_observer_died (k INT)")
+        # Restarted without --helper, it recovers its role and state from its own files.
+        observer.extra_args = []
+        observer.start()
+        wait_until(lambda: "after_observer_died" in tables(observer, "d1"), 30, "the restarted observer to catch up")
+    finally:
+        observer.stop()
+
+
+def start_fails(node) -> str:
+    node.start(wait=False)
+    assert node.process.wait(timeout=60) != 0
+    return node.log_file.read_text()
+
+
+def test_a_node_that_was_never_added_cannot_join(tmp_path, leader):
+    stranger = joiner(tmp_path, leader, "stranger")
+    log = start_fails(stranger)
+    assert "was not added to the cluster" in log and "ALTER SYSTEM ADD FOLLOWER" in log
+
+
+def test_a_node_of_another_cluster_cannot_join(tmp_path, leader):
+    other = QuireProcess(tmp_path / "other", command="fe").start()
+    other.stop()
+    execute(leader, f'ALTER SYSTEM ADD OBSERVER "127.0.0.1:{other.edit_log_port}"')
+    other.extra_args = ["--helper", f"http://127.0.0.1:{leader.http_port}"]
+    log = start_fails(other)
+    assert "wrong cluster" in log
+
+
+def test_role_mismatch_and_unreachable_helper(tmp_path, leader):
+    node = joiner(tmp_path, leader, "flipper")
+    execute(leader, f'ALTER SYSTEM ADD OBSERVER "127.0.0.1:{node.edit_log_port}"')
+    node.start()
+    node.stop()
+    execute(
+        leader,
+        f'ALTER SYSTEM DROP OBSERVER "127.0.0.1:{node.edit_log_port}"',
+        f'ALTER SYSTEM ADD FOLLOWER "127.0.0.1:{node.edit_log_port}"',
+    )
+    assert "role mismatch" in start_fails(node)
+    lonely = QuireProcess(tmp_path / "lonely", command="fe", extra_args=["--helper", "http://127.0.0.1:9"])
+    assert "is unreachable" in start_fails(lonely)

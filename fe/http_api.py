@@ -16,7 +16,10 @@ from aiohttp import web
 
 from fe import privileges
 from fe.accounts import find_user
+from fe.forwarding import FORWARD_PATH
 from fe.mysql.connection import native_password_hash
+from fe.mysql.errors import QueryError
+from fe.sql.parser import ParseError
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +41,7 @@ class HttpApi:
                 web.get("/image", self.image),
                 web.get("/dump", self.dump),
                 web.post("/api/checkpoint", self.checkpoint),
+                web.post(FORWARD_PATH, self.forwarded),
             ]
         )
         self.runner: web.AppRunner | None = None
@@ -65,6 +69,10 @@ class HttpApi:
         token = request.headers.get("X-Quire-Token")
         if token is not None and hmac.compare_digest(token, self.node.token):
             return await handler(request)
+        if request.path == FORWARD_PATH:
+            return web.json_response(
+                {"code": 401, "msg": "only FEs of this cluster forward statements"}, status=401
+            )
         if self._basic_auth_admin(request.headers.get("Authorization", "")):
             return await handler(request)
         return web.json_response(
@@ -199,6 +207,33 @@ class HttpApi:
                 await response.write(chunk)
         await response.write_eof()
         return response
+
+    async def forwarded(self, request: web.Request) -> web.Response:
+        """A statement another FE forwarded: run it as its user, answer with the journal id."""
+        from fe.session import QuireSession
+
+        body = await request.json()
+        session = QuireSession(self.node)
+        session.username = body["user"]
+        session.database = body.get("database")
+        try:
+            session.apply_variables(body.get("variables") or {})
+            if not self.node.is_leader():
+                raise QueryError(1105, "This FE is no longer the leader; retry the statement")
+            result = await session.execute(self.node.statement_cache.statement(body["sql"]))
+        except ParseError as error:
+            return web.json_response({"code": 1064, "message": str(error), "sqlstate": "42000"})
+        except QueryError as error:
+            return web.json_response(
+                {"code": error.code, "message": error.message, "sqlstate": error.sqlstate}
+            )
+        return web.json_response(
+            {
+                "journal_id": self.node.catalog.journal_id,
+                "affected_rows": result.affected_rows,
+                "info": result.info,
+            }
+        )
 
     async def dump(self, request: web.Request) -> web.Response:
         """The whole catalog as canonical text (for comparing nodes and replays)."""

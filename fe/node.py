@@ -17,6 +17,7 @@ from pathlib import Path
 
 from fe.accounts import CatalogIdentityProvider
 from fe.config import Config
+from fe.forwarding import Forwarder
 from fe.helper import JoinError, ask_role, check_local, download_image, helper_url
 from fe.metrics import Metrics
 from fe.mysql.errors import QueryError
@@ -240,6 +241,7 @@ class FrontendNode:
 
     async def start_servers(self) -> None:
         self._completions = Completions(asyncio.get_running_loop())
+        self.forwarder = Forwarder(self)
         from fe.http_api import HttpApi
 
         self.front = MysqlFront(
@@ -377,13 +379,37 @@ class FrontendNode:
                     logger.exception("checkpoint failed; will retry")
 
     def _time_printer(self) -> None:
-        while not self._stopping.wait(max(self.config["meta_delay_toleration_second"] / 2, 0.5)):
+        interval = 0.0  # the first timestamp goes out at once
+        while not self._stopping.wait(interval):
+            interval = max(self.config["meta_delay_toleration_second"] / 2, 0.5)
             if not self.journal.status().is_leader:
                 continue
             try:
                 self.commit_blocking([ops.Timestamp(int(time.time() * 1000))])
             except Exception as error:
                 logger.warning("TimePrinter could not journal a timestamp: %s", error)
+
+    # -- roles ---------------------------------------------------------------------------------
+
+    def is_leader(self) -> bool:
+        return self.journal.status().is_leader
+
+    def check_fresh(self) -> None:
+        """TimePrinter: a non-leader whose newest leader timestamp is too old refuses reads."""
+        tolerance = self.config["meta_delay_toleration_second"]
+        lag = self.metadata_lag_seconds()
+        if lag is not None and lag > tolerance:
+            raise QueryError(
+                1105,
+                f"Metadata on this FE is {lag:.0f} s behind the leader (meta_delay_toleration_second="
+                f"{tolerance}): it cannot reach the leader, so it refuses reads until it catches up",
+            )
+
+    def metadata_lag_seconds(self) -> float | None:
+        """Seconds between now and the newest TimePrinter entry replayed; None before the first."""
+        if self.catalog.last_timestamp_ms == 0:
+            return None
+        return max(time.time() - self.catalog.last_timestamp_ms / 1000, 0.0)
 
     # -- status --------------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from mysql_mimic.session import BaseSession
 from sqlglot import exp
 
 from fe import accounts, admin, ddl, privileges, queries, show
+from fe.forwarding import needs_leader
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
 from fe.sql import statements as st
@@ -58,7 +59,13 @@ class QuireSession(BaseSession):
     async def handle_query(self, sql: str, attrs: dict[str, str]) -> Result:
         self.node.metrics.query_started()
         try:
-            return await self.execute(self.node.statement_cache.statement(sql))
+            statement = self.node.statement_cache.statement(sql)
+            if not self.node.is_leader():
+                if needs_leader(statement, WRITES):
+                    return await self.node.forwarder.forward(self, sql)
+                if isinstance(statement, METADATA_READS):
+                    self.node.check_fresh()
+            return await self.execute(statement)
         except ParseError as error:
             self.node.metrics.query_failed()
             raise QueryError(1064, str(error)) from None
@@ -79,6 +86,14 @@ class QuireSession(BaseSession):
             return queries.run_select(self, statement).columns
         except QueryError:
             return None
+
+    def changed_variables(self) -> dict[str, object]:
+        """The session variables this session set (what a forwarded statement runs with)."""
+        return dict(self.variables._values)
+
+    def apply_variables(self, values: dict[str, object]) -> None:
+        for name, value in values.items():
+            self.variables.set(name, value)
 
     # -- who and where -------------------------------------------------------------------------
 
@@ -255,6 +270,8 @@ class QuireSession(BaseSession):
             1235, f"{statement.kind} is not supported yet: table data comes with the data plane"
         )
 
+
+METADATA_READS = (queries.SelectPlan, st.Show, st.Describe, st.Use)
 
 WRITES = {
     st.CreateDatabase: ddl.create_database,

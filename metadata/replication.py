@@ -31,12 +31,23 @@ pysyncobj 0.3.17 is used through `_RaftNode`, the one place where Quire corrects
    whose next entry is older than the leader's first one needs an image (downloaded over HTTP by
    the FE, not through Raft); the leader only keeps it quiet with heartbeats. Applying is bounded
    per tick in entries and time, so heartbeats keep flowing.
+9. Membership comes from Quire's catalog, not from pysyncobj's membership entries (disabled, and
+   skipped on replay): every node applies the catalog's AddFrontend/DropFrontend operations and
+   calls `set_members`, which takes effect in the journal's thread at the next tick. Voters added
+   start at nextIndex = last + 1 and matchIndex 0; removed ones leave the quorum at once. Callers
+   must change one voter at a time and commit each change before the next (single-server changes:
+   any two majorities of the old and new sets overlap); the leader refuses to drop itself.
+10. pysyncobj accepts any incoming non-voting connection as a read-only node. Once `set_members`
+   has named the observers, a non-voting peer must announce a listed address, from that address's
+   host, as its first message, or is disconnected. With a cluster password, strangers are refused
+   earlier by the encryption.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import ipaddress
 import logging
 import os
 import threading
@@ -49,7 +60,11 @@ from typing import Protocol
 import pysyncobj.syncobj
 from pysyncobj import SyncObj, SyncObjConf
 from pysyncobj.config import FAIL_REASON
+from pysyncobj.dns_resolver import globalDnsResolver
+from pysyncobj.node import Node, TCPNode
 from pysyncobj.pipe_notifier import PipeNotifier
+from pysyncobj.tcp_connection import TcpConnection
+from pysyncobj.transport import TCPTransport
 
 from metadata.journal import REGULAR_COMMAND, RocksJournal
 
@@ -58,6 +73,8 @@ logger = logging.getLogger(__name__)
 Callback = Callable[[object, Exception | None], None]
 
 KEEPALIVE_MESSAGE = "quire_keepalive"
+# An observer's first message, naming the address it is listed as.
+OBSERVER_HELLO_MESSAGE = "quire_observer"
 
 
 class StateMachine(Protocol):
@@ -117,6 +134,8 @@ class JournalLimits:
     connection_retry_time: float = 0.5
     keepalive_period: float = 1.0
     bind_retries: int = 3
+    max_members: int = 64  # followers plus observers named in set_members
+    max_unidentified_observers: int = 16  # non-voting connections waiting for their first message
 
     def __post_init__(self) -> None:
         rules = {
@@ -146,6 +165,8 @@ class JournalLimits:
                 0 < self.keepalive_period < self.connection_timeout
             ),
             "bind_retries > 0": self.bind_retries > 0,
+            "max_members > 0": self.max_members > 0,
+            "max_unidentified_observers > 0": self.max_unidentified_observers > 0,
         }
         broken = [rule for rule, holds in rules.items() if not holds]
         if broken:
@@ -169,6 +190,14 @@ class JournalStatus:
     last_index: int
     entries_in_journal: int
     wal_syncs: int
+    voters: tuple[str, ...] = ()  # this node's view, itself included when it votes
+    observers: tuple[str, ...] | None = None  # the listed observers; None until set_members
+
+
+@dataclass(frozen=True)
+class _Members:
+    followers: frozenset[str]
+    observers: frozenset[str]
 
 
 class _Submission:
@@ -200,16 +229,22 @@ class ReplicatedJournal:
         applied_term: int = 0,
         sync: bool = True,
         password: str | None = None,
+        observer_address: str | None = None,
         **limits_and_timeouts: float | int,
     ):
         """A journal node; self_address None makes an observer, which follows but never votes.
 
         applied_index (and applied_term) name the last entry the state machine already contains,
-        from an image; 0 if none.
+        from an image; 0 if none. observer_address is the "host:port" an observer is listed as in
+        the voters' observer lists (see set_members).
         """
         assert applied_index >= 0 and applied_term >= 0
         if self_address is None and not partners:
             raise ValueError("an observer needs partners to follow")
+        if self_address is not None and observer_address is not None:
+            raise ValueError("observer_address is for observers, which have no self_address")
+        if observer_address is not None:
+            _check_address(observer_address)
         self.limits = JournalLimits(**limits_and_timeouts)
         self.journal_dir = journal_dir
         self.self_address = self_address
@@ -219,6 +254,7 @@ class ReplicatedJournal:
         self.applied_term = applied_term
         self.sync = sync
         self.password = password
+        self.observer_address = observer_address
 
         self._journal: RocksJournal | None = None
         self._node: _RaftNode | None = None
@@ -237,6 +273,11 @@ class ReplicatedJournal:
         self._known_leader: object = None
         self._last_keepalive = 0.0
         self._leader_changed = threading.Condition()
+        self._pending_members: _Members | None = None  # guarded by _lock
+        self._voters: tuple[str, ...] = tuple(
+            sorted({*self.partners, *([self_address] if self_address else [])})
+        )
+        self._observers: tuple[str, ...] | None = None
 
     # Life cycle.
 
@@ -371,6 +412,66 @@ class ReplicatedJournal:
         if truncation.error is not None:
             raise truncation.error
 
+    # Membership (fact 9).
+
+    def set_members(self, followers: Sequence[str], observers: Sequence[str]) -> None:
+        """Make the voters `followers` ("host:port"; this node's own address is ignored) and allow
+        the non-voting nodes listed in `observers`, from the next tick on. Idempotent; may be
+        called from any thread, the journal's own (a state machine's apply_entry) included, and
+        before start(). Change one voter at a time, each committed before the next.
+        """
+        followers_set = frozenset(_check_address(address) for address in followers)
+        observers_set = frozenset(_check_address(address) for address in observers)
+        if len(followers_set) + len(observers_set) > self.limits.max_members:
+            raise ValueError(
+                f"{len(followers_set)} followers and {len(observers_set)} observers exceed "
+                f"max_members {self.limits.max_members}"
+            )
+        if followers_set & observers_set:
+            raise ValueError(
+                f"{', '.join(sorted(followers_set & observers_set))} cannot be both a follower "
+                "and an observer"
+            )
+        if self.self_address is None and not followers_set:
+            raise ValueError("an observer needs followers to follow")
+        node = self._node
+        if (
+            self.self_address is not None
+            and self.self_address not in followers_set
+            and node is not None
+            and node._isLeader()
+        ):
+            raise JournalError(
+                f"{self.self_address} leads the journal and cannot drop itself from the "
+                "followers: transfer leadership first"
+            )
+        with self._lock:
+            self._pending_members = _Members(followers_set, observers_set)
+            if node is not None and not self._closing:
+                node.wake()
+
+    def _apply_pending_members(self) -> None:
+        """In the journal's thread, at the start of a tick."""
+        with self._lock:
+            members, self._pending_members = self._pending_members, None
+        if members is None:
+            return
+        node = self._node
+        if self.self_address is not None and self.self_address not in members.followers:
+            if node._isLeader():
+                logger.error(
+                    "ignoring a member set without %s, which leads the journal", self.self_address
+                )
+                return
+            logger.warning("%s is no longer among the journal's voters", self.self_address)
+        node.change_voters(members.followers)
+        node.transport.set_allowed_observers(members.observers)
+        voters = set(members.followers)
+        if self.self_address is not None:
+            voters.add(self.self_address)  # a dropped node still counts itself while it runs
+        self._voters = tuple(sorted(voters))
+        self._observers = tuple(sorted(members.observers))
+
     # Reading.
 
     def wait_leader(self, timeout: float) -> bool:
@@ -408,6 +509,8 @@ class ReplicatedJournal:
             last_index=journal.last_index,
             entries_in_journal=journal.entry_count,
             wal_syncs=journal.wal_syncs,
+            voters=self._voters,
+            observers=self._observers,
         )
 
     # Start-up.
@@ -606,6 +709,13 @@ class ReplicatedJournal:
             node.wake()
 
 
+def _check_address(address: str) -> str:
+    host, _, port = str(address).rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{address!r} is not a host:port address")
+    return address
+
+
 @contextlib.contextmanager
 def _journal_injected(journal: RocksJournal) -> Iterator[None]:
     """Make SyncObj's constructor take journal (fact 1), for the duration of one construction."""
@@ -675,7 +785,9 @@ class _RaftNode(SyncObj):
         self._wake_pending = False
         try:
             with _journal_injected(journal):
-                super().__init__(owner.self_address, owner.partners, conf)
+                super().__init__(
+                    owner.self_address, owner.partners, conf, transportClass=_Transport
+                )
         except ImportError as error:  # pysyncobj's message for a password without 'cryptography'
             raise JournalError(
                 f"a cluster password needs the 'cryptography' package: {error}"
@@ -692,6 +804,34 @@ class _RaftNode(SyncObj):
         """The state machine holds everything up to raft_index; pysyncobj starts at 1 (fact 4)."""
         self._SyncObj__raftLastApplied = raft_index
         self._SyncObj__raftCommitIndex = max(self._journal.getRaftCommitIndex(), raft_index)
+
+    @property
+    def transport(self) -> _Transport:
+        return self._SyncObj__transport
+
+    def change_voters(self, followers: frozenset[str]) -> None:
+        """Replicate to, and count the votes of, exactly these followers (fact 9)."""
+        me = self._SyncObj__selfNode
+        wanted = {TCPNode(address) for address in followers if me is None or address != me.id}
+        others = self._SyncObj__otherNodes
+        for node in others - wanted:
+            others.discard(node)
+            self._SyncObj__raftNextIndex.pop(node, None)
+            self._SyncObj__raftMatchIndex.pop(node, None)
+            self._SyncObj__lastResponseTime.pop(node, None)
+            self.transport.dropNode(node)  # its connection's callbacks no longer find it
+            self._SyncObj__connectedNodes.discard(node)
+            self._lagging_warned.discard(node)
+            logger.info("journal voter %s dropped", node.id)
+        for node in wanted - others:
+            others.add(node)
+            self._SyncObj__raftNextIndex[node] = self._journal.last_index + 1
+            self._SyncObj__raftMatchIndex[node] = 0
+            if self._isLeader():
+                self._SyncObj__lastResponseTime[node] = time.monotonic()
+            self.transport.addNode(node)
+            logger.info("journal voter %s added", node.id)
+        assert others == wanted
 
     def elect_self_now(self) -> None:
         self._SyncObj__raftElectionDeadline = 0.0  # the only voter: no need to wait for a leader
@@ -739,6 +879,7 @@ class _RaftNode(SyncObj):
     # The tick.
 
     def _onTick(self, timeToWait: float = 0.0) -> None:
+        self._owner._apply_pending_members()
         # A leader counts its own log toward commit: what it appended must be on disk first.
         self._owner._persist_and_acknowledge()
         self._owner._run_truncations()
@@ -787,7 +928,7 @@ class _RaftNode(SyncObj):
 
     def _SyncObj__onMessageReceived(self, node: object, message: dict) -> None:
         kind = message.get("type")
-        if kind == KEEPALIVE_MESSAGE:
+        if kind in (KEEPALIVE_MESSAGE, OBSERVER_HELLO_MESSAGE):
             return
         if (
             kind == "append_entries"
@@ -856,3 +997,109 @@ class _RaftNode(SyncObj):
 
     def _SyncObj__loadDumpFile(self, clearJournal: bool) -> None:
         logger.error("ignoring a pysyncobj snapshot: Quire nodes load images instead")
+
+
+class _Transport(TCPTransport):
+    """pysyncobj's TCP transport, where observers say who they are and voters check it (fact 10)."""
+
+    def __init__(self, syncObj: _RaftNode, selfNode: TCPNode | None, otherNodes: set[TCPNode]):
+        self._allowed_observers: frozenset[str] | None = None  # None: any, as pysyncobj does
+        self._unidentified: dict[TcpConnection, float] = {}  # connection -> deadline
+        self._observer_addresses: dict[Node, str] = {}
+        super().__init__(syncObj, selfNode, otherNodes)
+
+    def set_allowed_observers(self, observers: frozenset[str]) -> None:
+        self._allowed_observers = observers
+        for node, address in list(self._observer_addresses.items()):
+            if address not in observers:
+                logger.info("disconnecting observer %s: no longer listed", address)
+                connection = self._connections.get(node)
+                if connection is not None:
+                    connection.disconnect()
+
+    # The observer's side.
+
+    def _sendSelfAddress(self, conn: TcpConnection) -> None:
+        super()._sendSelfAddress(conn)
+        if self._selfIsReadonlyNode:
+            address = self._syncObj._owner.observer_address
+            conn.send({"type": OBSERVER_HELLO_MESSAGE, "address": address})
+
+    # The voter's side.
+
+    def _onIncomingMessageReceived(self, conn: TcpConnection, message: object) -> None:
+        if self._allowed_observers is None or message != "readonly":
+            super()._onIncomingMessageReceived(conn, message)
+            return
+        limits = self._syncObj._owner.limits
+        if len(self._unidentified) >= limits.max_unidentified_observers:
+            logger.warning("refusing a non-voting connection: too many are unidentified")
+            self._refuse(conn)
+            return
+        self._unidentified[conn] = time.monotonic() + limits.connection_timeout
+        conn.setOnMessageReceivedCallback(functools.partial(self._on_observer_hello, conn))
+
+    def _on_observer_hello(self, conn: TcpConnection, message: object) -> None:
+        self._unidentified.pop(conn, None)
+        address = None
+        if isinstance(message, dict) and message.get("type") == OBSERVER_HELLO_MESSAGE:
+            address = message.get("address")
+        peer = _peer_host(conn)
+        allowed = self._allowed_observers or frozenset()
+        if address not in allowed or not _same_host(peer, address):
+            logger.warning(
+                "refused a non-voting connection from %s announcing %r: not a listed observer",
+                peer,
+                address,
+            )
+            self._refuse(conn)
+            return
+        super()._onIncomingMessageReceived(conn, "readonly")
+        node = self._connToNode(conn)
+        assert node is not None
+        self._observer_addresses[node] = address
+        logger.info("observer %s connected", address)
+
+    def _refuse(self, conn: TcpConnection) -> None:
+        self._unidentified.pop(conn, None)
+        self._unknownConnections.discard(conn)
+        conn.disconnect()
+
+    def _onDisconnected(self, conn: TcpConnection) -> None:
+        self._unidentified.pop(conn, None)
+        node = self._connToNode(conn)
+        super()._onDisconnected(conn)
+        if node is not None and node not in self._nodes:
+            self._connections.pop(node, None)  # pysyncobj keeps a read-only node's forever
+            self._observer_addresses.pop(node, None)
+
+    def _onTick(self) -> None:
+        super()._onTick()
+        if self._unidentified:
+            now = time.monotonic()
+            for conn, deadline in list(self._unidentified.items()):
+                if deadline < now:
+                    logger.warning("refused a non-voting connection: it did not say who it is")
+                    self._refuse(conn)
+
+
+def _peer_host(conn: TcpConnection) -> str | None:
+    sock = conn._TcpConnection__socket
+    try:
+        return None if sock is None else sock.getpeername()[0]
+    except OSError:
+        return None
+
+
+def _same_host(peer: str | None, address: str) -> bool:
+    """Whether a connection from peer can come from the host of "host:port" address."""
+    if peer is None:
+        return False
+    resolved = globalDnsResolver().resolve(address.rpartition(":")[0])
+    if resolved is None:
+        return False
+    try:
+        peer_ip, listed_ip = ipaddress.ip_address(peer), ipaddress.ip_address(resolved)
+    except ValueError:
+        return False
+    return peer_ip == listed_ip or (peer_ip.is_loopback and listed_ip.is_loopback)

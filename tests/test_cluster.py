@@ -28,29 +28,49 @@ def tables(node, db):
 
 
 def joiner(tmp_path, leader, name="observer"):
-    return QuireProcess(tmp_path / name, command="fe", extra_args=["--helper", f"http://127.0.0.1:{leader.http_port}"])
+    return QuireProcess(
+        tmp_path / name,
+        command="fe",
+        extra_args=["--helper", f"http://127.0.0.1:{leader.http_port}"],
+    )
 
 
 def test_observer_joins_through_the_helper_and_follows_the_journal(tmp_path, leader):
     observer = joiner(tmp_path, leader)
     try:
         execute(leader, "CREATE DATABASE d1", "CREATE TABLE d1.before_image (k INT)")
-        execute(leader, f'ALTER SYSTEM ADD OBSERVER "127.0.0.1:{observer.edit_log_port}"', "ADMIN CHECKPOINT")
+        execute(
+            leader,
+            f'ALTER SYSTEM ADD OBSERVER "127.0.0.1:{observer.edit_log_port}"',
+            "ADMIN CHECKPOINT",
+        )
         execute(leader, "CREATE TABLE d1.after_image (k INT)")
         observer.start()
-        wait_until(lambda: tables(observer, "d1") == {"before_image", "after_image"}, 30, "the observer to catch up")
+        wait_until(
+            lambda: tables(observer, "d1") == {"before_image", "after_image"},
+            30,
+            "the observer to catch up",
+        )
         execute(leader, "CREATE TABLE d1.while_joined (k INT)")
-        wait_until(lambda: "while_joined" in tables(observer, "d1"), 30, "a new table on the observer")
+        wait_until(
+            lambda: "while_joined" in tables(observer, "d1"), 30, "a new table on the observer"
+        )
         roles = {row[6] for row in execute(leader, "SHOW FRONTENDS")}
         assert roles == {"FOLLOWER", "OBSERVER"}
-        assert (observer.meta_dir / "image" / "VERSION").read_text() == (leader.meta_dir / "image" / "VERSION").read_text()
+        assert (observer.meta_dir / "image" / "VERSION").read_text() == (
+            leader.meta_dir / "image" / "VERSION"
+        ).read_text()
         # An observer's loss changes nothing for the leader.
         observer.kill()
         execute(leader, "CREATE TABLE d1.after_observer_died (k INT)")
         # Restarted without --helper, it recovers its role and state from its own files.
         observer.extra_args = []
         observer.start()
-        wait_until(lambda: "after_observer_died" in tables(observer, "d1"), 30, "the restarted observer to catch up")
+        wait_until(
+            lambda: "after_observer_died" in tables(observer, "d1"),
+            30,
+            "the restarted observer to catch up",
+        )
     finally:
         observer.stop()
 
@@ -87,5 +107,81 @@ def test_role_mismatch_and_unreachable_helper(tmp_path, leader):
         f'ALTER SYSTEM ADD FOLLOWER "127.0.0.1:{node.edit_log_port}"',
     )
     assert "role mismatch" in start_fails(node)
-    lonely = QuireProcess(tmp_path / "lonely", command="fe", extra_args=["--helper", "http://127.0.0.1:9"])
+    lonely = QuireProcess(
+        tmp_path / "lonely", command="fe", extra_args=["--helper", "http://127.0.0.1:9"]
+    )
     assert "is unreachable" in start_fails(lonely)
+
+
+def test_writes_on_an_observer_are_forwarded_with_read_your_write(tmp_path, leader):
+    observer = joiner(tmp_path, leader)
+    try:
+        execute(
+            leader,
+            f'ALTER SYSTEM ADD OBSERVER "127.0.0.1:{observer.edit_log_port}"',
+            "ADMIN CHECKPOINT",
+        )
+        execute(
+            leader,
+            "CREATE USER bob IDENTIFIED BY 'pw'",
+            "CREATE DATABASE shared",
+            "GRANT SELECT_PRIV ON shared.* TO bob",
+        )
+        observer.start()
+        wait_until(
+            lambda: "bob" in str(execute(observer, "SHOW GRANTS FOR bob")),
+            30,
+            "bob on the observer",
+        )
+        connection = observer.connect(database="shared")
+        with connection.cursor() as cursor:
+            for i in range(20):
+                cursor.execute(f"CREATE TABLE fw_{i} (k INT) DISTRIBUTED BY HASH(k) BUCKETS 2")
+                cursor.execute("SHOW TABLES")  # the same session reads its own write at once
+                assert (f"fw_{i}",) in cursor.fetchall()
+            cursor.execute("SET GLOBAL wait_timeout = 1234")
+            cursor.execute("SELECT @@global.wait_timeout")
+            assert cursor.fetchone() == (1234,)
+        connection.close()
+        assert {f"fw_{i}" for i in range(20)} <= tables(leader, "shared")
+        # A forwarded statement runs with the original user's privileges, no more.
+        bob = observer.connect("bob", "pw", database="shared")
+        with bob.cursor() as cursor, pytest.raises(Exception) as excinfo:
+            cursor.execute("CREATE TABLE not_yours (k INT)")
+        assert excinfo.value.args[0] == 1142
+        bob.close()
+    finally:
+        observer.stop()
+
+
+def test_an_observer_cut_off_from_the_leader_refuses_stale_reads(tmp_path):
+    import signal
+
+    leader = QuireProcess(tmp_path / "leader", {"meta_delay_toleration_second": 4}).start()
+    observer = joiner(tmp_path, leader)
+    observer.overrides["meta_delay_toleration_second"] = 4
+    try:
+        execute(
+            leader,
+            f'ALTER SYSTEM ADD OBSERVER "127.0.0.1:{observer.edit_log_port}"',
+            "ADMIN CHECKPOINT",
+        )
+        observer.start()
+        wait_until(lambda: execute(observer, "SHOW DATABASES"), 30, "the observer to serve")
+        leader.process.send_signal(signal.SIGSTOP)
+        try:
+
+            def refused():
+                try:
+                    execute(observer, "SHOW DATABASES")
+                    return False
+                except Exception as error:
+                    return "behind the leader" in str(error)
+
+            wait_until(refused, 30, "the observer to refuse stale reads")
+        finally:
+            leader.process.send_signal(signal.SIGCONT)
+        wait_until(lambda: not refused(), 30, "the observer to serve again after catching up")
+    finally:
+        observer.stop()
+        leader.stop()

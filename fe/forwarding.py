@@ -1,0 +1,98 @@
+"""Statements a non-leader cannot run itself go to the leader over HTTP with the session's context
+(user, current database, changed session variables). The leader runs them as that user and answers
+with its journal id; the non-leader answers its client only once it has replayed that far, so a
+session reads its own writes on any FE (the seed's read-your-write rule).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+import requests
+from sqlglot import exp
+
+from fe.mysql.errors import QueryError
+from fe.mysql.results import Result
+from fe.sql import statements as st
+
+logger = logging.getLogger(__name__)
+
+FORWARD_PATH = "/api/forward"
+REPLAY_POLL_SECONDS = 0.005
+LEADER_ONLY = (st.AdminCheckpoint,)
+
+
+def needs_leader(statement, writes: dict) -> bool:
+    if type(statement) in writes or isinstance(statement, LEADER_ONLY):
+        return True
+    if isinstance(statement, st.SetStatement):
+        return any(_is_global(item) for item in statement.expression.expressions)
+    return False
+
+
+def _is_global(item: exp.Expression) -> bool:
+    if (item.args.get("kind") or "").upper() == "GLOBAL":
+        return True
+    target = item.this.this if isinstance(item.this, exp.EQ | exp.PropertyEQ) else None
+    return (
+        isinstance(target, exp.SessionParameter)
+        and (target.args.get("kind") or "").upper() == "GLOBAL"
+    )
+
+
+class Forwarder:
+    def __init__(self, node):
+        self.node = node
+
+    def leader_url(self) -> str:
+        leader = self.node.journal.status().leader
+        if leader is None:
+            raise QueryError(
+                1105,
+                "No leader FE: a majority of followers is unreachable; writes are refused until it is back",
+            )
+        host, _, port = str(leader).rpartition(":")
+        for frontend in list(self.node.catalog.frontends.values()):
+            if frontend.host == host and str(frontend.edit_log_port) == port:
+                return f"http://{frontend.host}:{frontend.http_port}"
+        raise QueryError(1105, f"The leader {leader} is not in this FE's catalog yet; retry")
+
+    async def forward(self, session, sql: str) -> Result:
+        request = {
+            "sql": sql,
+            "user": session.username,
+            "database": session.database,
+            "variables": session.changed_variables(),
+        }
+        timeout = self.node.config["journal_commit_timeout_second"]
+        url = self.leader_url() + FORWARD_PATH
+        try:
+            response = await asyncio.to_thread(
+                requests.post,
+                url,
+                json=request,
+                headers={"X-Quire-Token": self.node.token},
+                timeout=timeout,
+            )
+        except requests.RequestException as error:
+            raise QueryError(1105, f"Could not reach the leader at {url}: {error}") from None
+        if response.status_code != 200:
+            raise QueryError(1105, f"The leader refused the statement: HTTP {response.status_code}")
+        answer = response.json()
+        if "code" in answer:
+            raise QueryError(answer["code"], answer["message"], answer.get("sqlstate"))
+        await self.wait_replayed(answer["journal_id"], timeout)
+        return Result(affected_rows=answer.get("affected_rows", 0), info=answer.get("info", ""))
+
+    async def wait_replayed(self, journal_id: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while self.node.catalog.journal_id < journal_id:
+            if time.monotonic() > deadline:
+                raise QueryError(
+                    1105,
+                    f"The statement committed (journal id {journal_id}) but this FE has replayed only "
+                    f"{self.node.catalog.journal_id} after {timeout} s",
+                )
+            await asyncio.sleep(REPLAY_POLL_SECONDS)

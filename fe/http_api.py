@@ -42,6 +42,7 @@ class HttpApi:
                 web.get("/dump", self.dump),
                 web.post("/api/checkpoint", self.checkpoint),
                 web.post(FORWARD_PATH, self.forwarded),
+                web.post("/api/frontend_ports", self.frontend_ports),
             ]
         )
         self.runner: web.AppRunner | None = None
@@ -69,7 +70,7 @@ class HttpApi:
         token = request.headers.get("X-Quire-Token")
         if token is not None and hmac.compare_digest(token, self.node.token):
             return await handler(request)
-        if request.path == FORWARD_PATH:
+        if request.path in (FORWARD_PATH, "/api/frontend_ports"):
             return web.json_response(
                 {"code": 401, "msg": "only FEs of this cluster forward statements"}, status=401
             )
@@ -234,6 +235,19 @@ class HttpApi:
                 "info": result.info,
             }
         )
+
+    async def frontend_ports(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        try:
+            await asyncio.to_thread(
+                self.node.report_ports,
+                str(body["name"]),
+                int(body["http_port"]),
+                int(body["query_port"]),
+            )
+        except QueryError as error:
+            return web.json_response({"code": error.code, "msg": error.message}, status=409)
+        return web.json_response({"ok": True})
 
     async def dump(self, request: web.Request) -> web.Response:
         """The whole catalog as canonical text (for comparing nodes and replays)."""

@@ -15,6 +15,8 @@ import threading
 import time
 from pathlib import Path
 
+import requests
+
 from fe.accounts import CatalogIdentityProvider
 from fe.config import Config
 from fe.forwarding import Forwarder
@@ -175,12 +177,15 @@ class FrontendNode:
             journal_dir=str(self.meta_dir / "journal"),
             self_address=None if self.role == "OBSERVER" else self.address,
             partners=[a for a in self.followers() if a != self.address],
-            state_machine=self.catalog,
+            state_machine=MembershipTracker(self),
             applied_index=self.catalog.raft_index,
             applied_term=self.catalog.raft_term,
             sync=self.config["master_sync_policy"] == "SYNC",
             password=self.token,
+            observer_address=self.address if self.role == "OBSERVER" else None,
         )
+        if self.catalog.frontends:
+            self.journal.set_members(*self.members())
         started = time.monotonic()
         # The catalog's records hold no reference cycles: the cyclic collector would only rescan
         # the growing catalog during replay (a quarter of replay time), so it waits until after.
@@ -210,6 +215,15 @@ class FrontendNode:
             if f.role == FrontendRole.FOLLOWER
         ]
         return sorted(set(from_catalog) | set(self.known_followers))
+
+    def members(self) -> tuple[list[str], list[str]]:
+        """(followers, observers) journal addresses, as ALTER SYSTEM made them."""
+        observers = [
+            f"{f.host}:{f.edit_log_port}"
+            for f in list(self.catalog.frontends.values())
+            if f.role == FrontendRole.OBSERVER
+        ]
+        return self.followers(), sorted(observers)
 
     def bootstrap(self) -> None:
         """First start of a cluster: journal the built-in users and this frontend."""
@@ -259,6 +273,7 @@ class FrontendNode:
         logger.info("HTTP API listening on %s:%d", self.host, self.http.port)
 
     def start_threads(self) -> None:
+        threading.Thread(target=self._report_ports, name="report-ports", daemon=True).start()
         threading.Thread(target=self._checkpointer, name="checkpointer", daemon=True).start()
         threading.Thread(target=self._time_printer, name="time-printer", daemon=True).start()
 
@@ -378,6 +393,38 @@ class FrontendNode:
                 except Exception:
                     logger.exception("checkpoint failed; will retry")
 
+    def report_ports(self, name: str, http_port: int, query_port: int) -> None:
+        """Leader: journal the HTTP and query ports a joined FE listens on."""
+        record = self.catalog.frontends.get(name)
+        if record is None:
+            raise QueryError(1105, f"frontend {name} does not exist")
+        if (record.http_port, record.query_port) != (http_port, query_port):
+            updated = dataclasses.replace(record, http_port=http_port, query_port=query_port)
+            self.commit_blocking([ops.UpdateFrontend(updated)])
+
+    def _report_ports(self) -> None:
+        """An FE added by ALTER SYSTEM is known by its journal port only: tell the cluster the
+        ports other FEs forward to and clients connect to."""
+        interval = 0.0
+        while not self._stopping.wait(interval):
+            interval = 1.0
+            try:
+                if self.is_leader():
+                    self.report_ports(self.name, self.http.port, self.front.port)
+                else:
+                    url = self.forwarder.leader_url() + "/api/frontend_ports"
+                    body = {
+                        "name": self.name,
+                        "http_port": self.http.port,
+                        "query_port": self.front.port,
+                    }
+                    requests.post(
+                        url, json=body, headers={"X-Quire-Token": self.token}, timeout=10
+                    ).raise_for_status()
+                return
+            except Exception as error:
+                logger.info("ports not reported to the leader yet: %s", error)
+
     def _time_printer(self) -> None:
         interval = 0.0  # the first timestamp goes out at once
         while not self._stopping.wait(interval):
@@ -436,6 +483,27 @@ class FrontendNode:
                 "quire-0.1.0", "Yes" if is_self else "No",
             ))  # fmt: skip
         return names, rows
+
+
+class MembershipTracker:
+    """The journal's state machine: the catalog, plus telling the journal when ALTER SYSTEM
+    changed who follows and who observes."""
+
+    def __init__(self, node: FrontendNode):
+        self.node = node
+        self.members = node.members()
+
+    def apply_entry(self, raft_index: int, payload: bytes) -> object:
+        results = self.node.catalog.apply_entry(raft_index, payload)
+        if self.node.journal is not None and self.node.catalog.frontends:
+            members = self.node.members()
+            if members != self.members:
+                self.members = members
+                try:
+                    self.node.journal.set_members(*members)
+                except Exception as error:  # the change is journaled; the journal keeps its set
+                    logger.error("journal members not changed to %s: %s", members, error)
+        return results
 
 
 class Completions:

@@ -33,6 +33,7 @@ from metadata.ops import (
     SetGlobalVariable,
     SetPassword,
     Timestamp,
+    UpdateFrontend,
 )
 from metadata.records import Backend, Database, Frontend, Grant, Partition, Table, User
 
@@ -416,6 +417,23 @@ class Catalog:
         self.frontends[frontend.name] = frontend
         return frontend
 
+    def _update_frontend(self, op: UpdateFrontend) -> Frontend:
+        frontend = op.frontend
+        existing = self.frontends.get(frontend.name)
+        if existing is None:
+            raise ApplyError(ER_UNKNOWN_ERROR, f"frontend '{frontend.name}' does not exist")
+        if (existing.host, existing.edit_log_port, existing.role) != (
+            frontend.host,
+            frontend.edit_log_port,
+            frontend.role,
+        ):
+            raise ApplyError(
+                ER_UNKNOWN_ERROR,
+                f"frontend '{frontend.name}' may only change its HTTP and query ports",
+            )
+        self.frontends[frontend.name] = frontend
+        return frontend
+
     def _drop_frontend(self, op: DropFrontend) -> Frontend:
         frontend = self.frontends.pop(op.name, None)
         if frontend is None:
@@ -496,6 +514,7 @@ _HANDLERS = {
     GrantPrivileges: Catalog._grant,
     RevokePrivileges: Catalog._revoke,
     AddFrontend: Catalog._add_frontend,
+    UpdateFrontend: Catalog._update_frontend,
     DropFrontend: Catalog._drop_frontend,
     AddBackend: Catalog._add_backend,
     DropBackend: Catalog._drop_backend,

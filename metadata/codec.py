@@ -36,6 +36,7 @@ from metadata.ops import (
     SetGlobalVariable,
     SetPassword,
     Timestamp,
+    UpdateFrontend,
 )
 from metadata.records import (
     Backend,
@@ -388,6 +389,12 @@ _OP_CODECS: dict[OpCode, tuple[type, int, _OpEncoder, _OpDecoder]] = {
         1,
         lambda op: (_encode_frontend(op.frontend),),
         lambda a: AddFrontend(_decode_frontend(a[1])),
+    ),
+    OpCode.UPDATE_FRONTEND: (
+        UpdateFrontend,
+        1,
+        lambda op: (_encode_frontend(op.frontend),),
+        lambda a: UpdateFrontend(_decode_frontend(a[1])),
     ),
     OpCode.DROP_FRONTEND: (
         DropFrontend,

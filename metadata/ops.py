@@ -26,6 +26,7 @@ class OpCode(IntEnum):
     REVOKE = 24
     ADD_FRONTEND = 30
     DROP_FRONTEND = 31
+    UPDATE_FRONTEND = 34  # a joined FE reports its HTTP and query ports
     ADD_BACKEND = 32
     DROP_BACKEND = 33
     TIMESTAMP = 40  # TimePrinter
@@ -113,6 +114,12 @@ class DropFrontend:
 
 
 @dataclass(frozen=True, slots=True)
+class UpdateFrontend:
+    CODE = OpCode.UPDATE_FRONTEND
+    frontend: Frontend
+
+
+@dataclass(frozen=True, slots=True)
 class AddBackend:
     CODE = OpCode.ADD_BACKEND
     backend: Backend
@@ -158,6 +165,7 @@ Op = (
     | RevokePrivileges
     | AddFrontend
     | DropFrontend
+    | UpdateFrontend
     | AddBackend
     | DropBackend
     | Timestamp

@@ -185,3 +185,40 @@ def test_an_observer_cut_off_from_the_leader_refuses_stale_reads(tmp_path):
     finally:
         observer.stop()
         leader.stop()
+
+
+def leader_of(nodes):
+    for node in nodes:
+        if node.process and node.process.poll() is None:
+            try:
+                rows = execute(node, "SHOW FRONTENDS")
+            except Exception:
+                continue
+            for row in rows:
+                if row[7] == "true" and row[10] == "true":
+                    return node
+    return None
+
+
+def test_three_followers_replicate_and_survive_the_leader_dying(tmp_path, leader):
+    followers = [joiner(tmp_path, leader, f"follower{i}") for i in range(2)]
+    try:
+        execute(leader, "CREATE DATABASE ha", "CREATE TABLE ha.t0 (k INT)", "ADMIN CHECKPOINT")
+        for node in followers:
+            execute(leader, f'ALTER SYSTEM ADD FOLLOWER "127.0.0.1:{node.edit_log_port}"')
+            node.start()
+            wait_until(lambda node=node: "t0" in tables(node, "ha"), 30, "a follower to catch up")
+        execute(followers[0], "CREATE TABLE ha.t1 (k INT)")  # forwarded, committed by a majority
+        for node in (leader, *followers):
+            wait_until(lambda node=node: "t1" in tables(node, "ha"), 30, "t1 everywhere")
+        leader.kill()
+        survivors = followers
+        wait_until(lambda: leader_of(survivors), 30, "a new leader among the survivors")
+        execute(survivors[1], "CREATE TABLE ha.t2 (k INT)")
+        for node in survivors:
+            wait_until(lambda node=node: "t2" in tables(node, "ha"), 30, "t2 on the survivors")
+        leader.start()  # the old leader comes back as a follower and catches up
+        wait_until(lambda: "t2" in tables(leader, "ha"), 60, "the old leader to catch up")
+    finally:
+        for node in followers:
+            node.stop()

@@ -22,6 +22,7 @@ from metadata.ops import (
     SetGlobalVariable,
     SetPassword,
     Timestamp,
+    UpdateFrontend,
 )
 from metadata.records import (
     Backend,
@@ -83,6 +84,9 @@ ONE_OP_PER_CODE = {
         Frontend("fe_1", "127.0.0.1", 9010, 8030, 9030, FrontendRole.OBSERVER)
     ),
     OpCode.DROP_FRONTEND: DropFrontend("fe_1"),
+    OpCode.UPDATE_FRONTEND: UpdateFrontend(
+        Frontend("fe_1", "127.0.0.1", 9010, 8031, 9031, FrontendRole.OBSERVER)
+    ),
     OpCode.ADD_BACKEND: AddBackend(Backend(10_050, "127.0.0.2", 9050, (("tag", "hot"),))),
     OpCode.DROP_BACKEND: DropBackend(10_050),
     OpCode.TIMESTAMP: Timestamp(1_767_225_600_123),

@@ -46,6 +46,7 @@ logger = logging.getLogger(__name__)
 
 MAX_OPS_PER_STATEMENT = 1024
 CHECKPOINTER_TICK_SECONDS = 1.0
+QUORUM_CHECK_SECONDS = 0.25  # how often a waiting write checks that the majority still answers
 ROOT_PRIVILEGES = frozenset(
     {"SELECT_PRIV", "LOAD_PRIV", "ALTER_PRIV", "CREATE_PRIV", "DROP_PRIV", "SHOW_VIEW_PRIV",
      "GRANT_PRIV", "ADMIN_PRIV", "NODE_PRIV"}
@@ -334,19 +335,30 @@ class FrontendNode:
     async def commit(self, operations: list[ops.Op]) -> list[object]:
         """Journal the operations as one entry; returns once committed, fsynced and applied."""
         assert 0 < len(operations) <= MAX_OPS_PER_STATEMENT
+        self.require_quorum()
         future = asyncio.get_running_loop().create_future()
         self.journal.submit(
             encode_ops(operations), lambda r, e: self._completions.put(future, r, e)
         )
         timeout = self.config["journal_commit_timeout_second"]
-        try:
-            results = await asyncio.wait_for(future, timeout)
-        except TimeoutError:
-            raise QueryError(
-                1105,
-                f"The journal did not commit within {timeout} s; the statement may or may not have taken effect",
-            ) from None
-        return _raise_first_error(results)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                results = await asyncio.wait_for(asyncio.shield(future), QUORUM_CHECK_SECONDS)
+                return _raise_first_error(results)
+            except TimeoutError:
+                pass
+            if not self.journal.has_quorum():
+                raise QueryError(
+                    1105,
+                    "A majority of the follower FEs became unreachable while the statement was being "
+                    "committed: it may or may not have taken effect",
+                )
+            if time.monotonic() > deadline:
+                raise QueryError(
+                    1105,
+                    f"The journal did not commit within {timeout} s; the statement may or may not have taken effect",
+                )
 
     def commit_blocking(self, operations: list[ops.Op]) -> list[object]:
         results = self.journal.commit(
@@ -440,6 +452,14 @@ class FrontendNode:
 
     def is_leader(self) -> bool:
         return self.journal.status().is_leader
+
+    def require_quorum(self) -> None:
+        if not self.journal.has_quorum():
+            raise QueryError(
+                1105,
+                "Writes are refused: a majority of the follower FEs is unreachable (reads still work; "
+                "writes resume when the majority is back)",
+            )
 
     def check_fresh(self) -> None:
         """TimePrinter: a non-leader whose newest leader timestamp is too old refuses reads."""

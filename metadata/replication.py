@@ -61,6 +61,7 @@ import pysyncobj.syncobj
 from pysyncobj import SyncObj, SyncObjConf
 from pysyncobj.config import FAIL_REASON
 from pysyncobj.dns_resolver import globalDnsResolver
+from pysyncobj.monotonic import monotonic as raft_clock
 from pysyncobj.node import Node, TCPNode
 from pysyncobj.pipe_notifier import PipeNotifier
 from pysyncobj.tcp_connection import TcpConnection
@@ -496,6 +497,20 @@ class ReplicatedJournal:
             return None
         return journal._read_entry(raft_index)[2]
 
+    def has_quorum(self) -> bool:
+        """Whether this node leads and a majority of voters answered it within half of
+        leader_fallback_timeout: writes are routed by this, not by pysyncobj's leader flag, which a
+        leader cut off from the majority keeps for leader_fallback_timeout."""
+        node = self._node
+        assert node is not None, "start() first"
+        if not node._isLeader():
+            return False
+        others = list(node._SyncObj__otherNodes)
+        answered = dict(node._SyncObj__lastResponseTime)
+        deadline = raft_clock() - self.limits.leader_fallback_timeout / 2
+        count = 1 + sum(1 for other in others if answered.get(other, 0) > deadline)
+        return count > (len(others) + 1) / 2
+
     def status(self) -> JournalStatus:
         node, journal = self._node, self._journal
         assert node is not None and journal is not None, "start() first"
@@ -828,7 +843,7 @@ class _RaftNode(SyncObj):
             self._SyncObj__raftNextIndex[node] = self._journal.last_index + 1
             self._SyncObj__raftMatchIndex[node] = 0
             if self._isLeader():
-                self._SyncObj__lastResponseTime[node] = time.monotonic()
+                self._SyncObj__lastResponseTime[node] = raft_clock()
             self.transport.addNode(node)
             logger.info("journal voter %s added", node.id)
         assert others == wanted

@@ -222,3 +222,51 @@ def test_three_followers_replicate_and_survive_the_leader_dying(tmp_path, leader
     finally:
         for node in followers:
             node.stop()
+
+
+def test_without_a_majority_reads_work_and_writes_are_refused_quickly(tmp_path, leader):
+    import signal
+    import time
+
+    followers = [joiner(tmp_path, leader, f"follower{i}") for i in range(2)]
+    try:
+        execute(leader, "CREATE DATABASE q", "ADMIN CHECKPOINT")
+        for node in followers:
+            execute(leader, f'ALTER SYSTEM ADD FOLLOWER "127.0.0.1:{node.edit_log_port}"')
+            node.start()
+        for node in followers:
+            node.process.send_signal(signal.SIGSTOP)
+        try:
+            for node in (leader,):
+
+                def refused():
+                    started = time.monotonic()
+                    try:
+                        execute(node, "CREATE TABLE q.nope (k INT)")
+                    except Exception as error:
+                        assert time.monotonic() - started < 5, (
+                            "the write hung instead of failing fast"
+                        )
+                        return "majority" in str(error)
+                    return False
+
+                wait_until(refused, 30, "writes to be refused")
+                assert ("q",) in execute(node, "SHOW DATABASES")  # reads still served
+        finally:
+            for node in followers:
+                node.process.send_signal(signal.SIGCONT)
+        wait_until(lambda: leader_of([leader, *followers]), 30, "a leader with a majority again")
+
+        def accepted():
+            try:
+                execute(leader_of([leader, *followers]), "CREATE TABLE IF NOT EXISTS q.yes (k INT)")
+                return True
+            except Exception:
+                return False
+
+        wait_until(accepted, 30, "writes to be accepted again")
+        for node in (leader, *followers):
+            wait_until(lambda node=node: "yes" in tables(node, "q"), 30, "the write everywhere")
+    finally:
+        for node in followers:
+            node.stop()

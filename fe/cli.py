@@ -15,6 +15,7 @@ import time
 import requests
 import uvloop
 
+from fe import cluster
 from fe.config import DEFAULT_BE_CONF, DEFAULT_FE_CONF, Config, ConfigError
 
 logger = logging.getLogger("quire")
@@ -88,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="configuration overrides used at start",
     )
+    cluster.add_parser(commands)
     return parser
 
 
@@ -210,6 +212,8 @@ def stop_daemon(config: Config) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    if args.command == "cluster":
+        return cluster.main(args)
     try:
         config = load_config(args, with_be=args.command == "up")
     except ConfigError as error:

@@ -86,8 +86,27 @@ def check_local(
         )
 
 
-def download_image(base: str, token: str, image_dir: Path) -> Path | None:
-    """The helper's newest image, verified, as image.<journal_id> in image_dir; None if it has none."""
+def download_image(base: str, token: str, image_dir: Path) -> Path:
+    """The helper's newest image, verified, as image.<journal_id> in image_dir. A helper without
+    an image is asked to write one first: a joined node starts from an image, which also tells it
+    the cluster's members when it restarts without --helper."""
+    image = _download(base, token, image_dir)
+    if image is None:
+        try:
+            requests.post(
+                f"{base}/api/checkpoint", headers={"X-Quire-Token": token}, timeout=60
+            ).raise_for_status()
+        except requests.RequestException as error:
+            raise JoinError(
+                f"the helper {base} has no image and could not write one: {error}"
+            ) from None
+        image = _download(base, token, image_dir)
+    if image is None:
+        raise JoinError(f"the helper {base} has no image to start from")
+    return image
+
+
+def _download(base: str, token: str, image_dir: Path) -> Path | None:
     try:
         response = requests.get(
             f"{base}/image",

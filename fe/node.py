@@ -20,6 +20,8 @@ import requests
 from fe.accounts import CatalogIdentityProvider
 from fe.config import Config
 from fe.forwarding import Forwarder
+from fe.frontends import COLUMNS as FRONTEND_COLUMNS
+from fe.frontends import FrontendMonitor
 from fe.helper import JoinError, ask_role, check_local, download_image, helper_url
 from fe.metrics import Metrics
 from fe.mysql.errors import QueryError
@@ -92,6 +94,7 @@ class FrontendNode:
         self.global_variables = ClusterGlobalVariables(self.catalog)
         self.statement_cache = StatementCache(config["statement_cache_size"])
         self.metrics = Metrics(self)
+        self.frontend_monitor = FrontendMonitor(self)
         self.journal: ReplicatedJournal | None = None
         self.front: MysqlFront | None = None
         self.http = None
@@ -275,6 +278,7 @@ class FrontendNode:
 
     def start_threads(self) -> None:
         threading.Thread(target=self._report_ports, name="report-ports", daemon=True).start()
+        self.frontend_monitor.start()
         threading.Thread(target=self._checkpointer, name="checkpointer", daemon=True).start()
         threading.Thread(target=self._time_printer, name="time-printer", daemon=True).start()
 
@@ -488,21 +492,7 @@ class FrontendNode:
             self.images.keep = self.config[name]
 
     def frontends_rows(self) -> tuple[list[str], list[tuple]]:
-        names = ["Name", "Host", "EditLogPort", "HttpPort", "QueryPort", "RpcPort", "Role", "IsMaster",
-                 "ClusterId", "Join", "Alive", "ReplayedJournalId", "LastHeartbeat", "IsHelper", "ErrMsg",
-                 "Version", "CurrentConnected"]  # fmt: skip
-        status = self.journal.status()
-        rows = []
-        for fe in sorted(list(self.catalog.frontends.values()), key=lambda f: f.name):
-            is_self = fe.name == self.name
-            rows.append((
-                fe.name, fe.host, fe.edit_log_port, fe.http_port, fe.query_port, self.config["rpc_port"],
-                str(fe.role), str(is_self and status.is_leader).lower(), self.cluster_id,
-                "true", str(is_self).lower(), self.catalog.journal_id if is_self else 0,
-                time.strftime("%Y-%m-%d %H:%M:%S") if is_self else "", "true" if is_self else "false", "",
-                "quire-0.1.0", "Yes" if is_self else "No",
-            ))  # fmt: skip
-        return names, rows
+        return FRONTEND_COLUMNS, self.frontend_monitor.rows()
 
 
 class MembershipTracker:

@@ -195,7 +195,7 @@ def leader_of(nodes):
             except Exception:
                 continue
             for row in rows:
-                if row[7] == "true" and row[10] == "true":
+                if row[16] == "Yes" and row[7] == "true":  # the node itself says it leads
                     return node
     return None
 
@@ -237,21 +237,18 @@ def test_without_a_majority_reads_work_and_writes_are_refused_quickly(tmp_path, 
         for node in followers:
             node.process.send_signal(signal.SIGSTOP)
         try:
-            for node in (leader,):
 
-                def refused():
-                    started = time.monotonic()
-                    try:
-                        execute(node, "CREATE TABLE q.nope (k INT)")
-                    except Exception as error:
-                        assert time.monotonic() - started < 5, (
-                            "the write hung instead of failing fast"
-                        )
-                        return "majority" in str(error)
-                    return False
+            def refused():
+                started = time.monotonic()
+                try:
+                    execute(leader, "CREATE TABLE q.nope (k INT)")
+                except Exception as error:
+                    assert time.monotonic() - started < 5, "the write hung instead of failing fast"
+                    return "majority" in str(error)
+                return False
 
-                wait_until(refused, 30, "writes to be refused")
-                assert ("q",) in execute(node, "SHOW DATABASES")  # reads still served
+            wait_until(refused, 30, "writes to be refused")
+            assert ("q",) in execute(leader, "SHOW DATABASES")  # reads still served
         finally:
             for node in followers:
                 node.process.send_signal(signal.SIGCONT)
@@ -270,3 +267,66 @@ def test_without_a_majority_reads_work_and_writes_are_refused_quickly(tmp_path, 
     finally:
         for node in followers:
             node.stop()
+
+
+def test_show_frontends_is_live_on_every_node_and_quick_while_one_is_down(tmp_path, leader):
+    import time
+
+    observer = joiner(tmp_path, leader)
+    try:
+        execute(
+            leader,
+            f'ALTER SYSTEM ADD OBSERVER "127.0.0.1:{observer.edit_log_port}"',
+            "ADMIN CHECKPOINT",
+        )
+        observer.start()
+
+        def view(node):
+            return {row[6]: row for row in execute(node, "SHOW FRONTENDS")}
+
+        def all_alive(node):
+            rows = view(node)
+            return len(rows) == 2 and all(row[10] == "true" and row[3] > 0 for row in rows.values())
+
+        for node in (leader, observer):
+            wait_until(lambda node=node: all_alive(node), 30, "every FE alive in SHOW FRONTENDS")
+        assert view(observer)["FOLLOWER"][7] == "true"  # the observer knows who leads
+        assert view(leader)["OBSERVER"][11] > 0  # and the leader sees what the observer replayed
+        observer.kill()
+        wait_until(
+            lambda: view(leader)["OBSERVER"][10] == "false",
+            30,
+            "the dead observer shown as not alive",
+        )
+        started = time.monotonic()
+        execute(leader, "SHOW FRONTENDS")
+        assert time.monotonic() - started < 1.0, "SHOW FRONTENDS waited on the dead node"
+    finally:
+        observer.stop()
+
+
+def test_an_observer_added_before_any_image_restarts_from_its_own_files(tmp_path, leader):
+    observer = joiner(tmp_path, leader)
+    try:
+        execute(
+            leader,
+            "CREATE DATABASE early",
+            f'ALTER SYSTEM ADD OBSERVER "127.0.0.1:{observer.edit_log_port}"',
+        )
+        observer.start()  # the helper has no image yet: it writes one for the joiner
+        wait_until(
+            lambda: ("early",) in execute(observer, "SHOW DATABASES"),
+            30,
+            "the observer to catch up",
+        )
+        observer.stop()
+        observer.extra_args = []
+        execute(leader, "CREATE DATABASE later")
+        observer.start()
+        wait_until(
+            lambda: ("later",) in execute(observer, "SHOW DATABASES"),
+            30,
+            "the restarted observer to catch up",
+        )
+    finally:
+        observer.stop()

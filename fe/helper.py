@@ -106,7 +106,13 @@ def download_image(base: str, token: str, image_dir: Path) -> Path:
     return image
 
 
-def _download(base: str, token: str, image_dir: Path) -> Path | None:
+def fetch_newer_image(base: str, token: str, image_dir: Path, have: int) -> Path | None:
+    """The FE's newest image if it is newer than journal id `have`, verified and kept in
+    image_dir; None if it has nothing newer."""
+    return _download(base, token, image_dir, newer_than=have)
+
+
+def _download(base: str, token: str, image_dir: Path, newer_than: int = -1) -> Path | None:
     try:
         response = requests.get(
             f"{base}/image",
@@ -122,6 +128,8 @@ def _download(base: str, token: str, image_dir: Path) -> Path | None:
         if response.status_code != 200:
             raise JoinError(f"image download from {base} failed: HTTP {response.status_code}")
         version = int(response.headers["X-Image-Version"])
+        if version <= newer_than:
+            return None
         partial = image_dir / "image.download"
         with open(partial, "wb") as file:
             for chunk in response.iter_content(DOWNLOAD_CHUNK_BYTES):

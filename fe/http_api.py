@@ -203,10 +203,13 @@ class HttpApi:
         )
         response.content_type = "application/octet-stream"
         await response.prepare(request)
-        with self.node.images.stream(info.journal_id) as file:
-            while chunk := await asyncio.to_thread(file.read, IMAGE_CHUNK_BYTES):
-                await response.write(chunk)
-        await response.write_eof()
+        try:
+            with self.node.images.stream(info.journal_id) as file:
+                while chunk := await asyncio.to_thread(file.read, IMAGE_CHUNK_BYTES):
+                    await response.write(chunk)
+            await response.write_eof()
+        except ConnectionError:
+            logger.debug("image %d: the client stopped reading", info.journal_id)  # it had this one
         return response
 
     async def forwarded(self, request: web.Request) -> web.Response:

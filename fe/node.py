@@ -22,7 +22,14 @@ from fe.config import Config
 from fe.forwarding import Forwarder
 from fe.frontends import COLUMNS as FRONTEND_COLUMNS
 from fe.frontends import FrontendMonitor
-from fe.helper import JoinError, ask_role, check_local, download_image, helper_url
+from fe.helper import (
+    JoinError,
+    ask_role,
+    check_local,
+    download_image,
+    fetch_newer_image,
+    helper_url,
+)
 from fe.metrics import Metrics
 from fe.mysql.errors import QueryError
 from fe.mysql.server import MysqlFront
@@ -287,6 +294,12 @@ class FrontendNode:
         try:
             self.load_identity()
             self.load_image()
+            if (
+                not self.helper
+                and len(self.catalog.frontends) > 1
+                and self.sync_image_from_cluster()
+            ):
+                self.load_image()  # down a long time: the cluster's image covers what we missed
             await asyncio.to_thread(self.start_journal)
             await asyncio.to_thread(self.bootstrap)
             await self.start_servers()
@@ -403,11 +416,60 @@ class FrontendNode:
                 time.monotonic() - self.last_checkpoint_at
                 >= self.config["checkpoint_interval_second"]
             )
-            if due and period and self.journal.status().is_leader:
+            if not period:
+                continue
+            if not self.journal.status().is_leader:
+                self.last_checkpoint_at = time.monotonic()
+                self.follow_images()
+            elif due:
                 try:
                     self.checkpoint()
                 except Exception:
                     logger.exception("checkpoint failed; will retry")
+
+    def sync_image_from_cluster(self) -> ImageInfo | None:
+        """Fetch the newest image another FE holds if it is newer than ours (leader first)."""
+        have = self.images.images()
+        newest = have[0].journal_id if have else -1
+        leader = str(self.journal.status().leader) if self.journal else ""
+        others = sorted(
+            (
+                f
+                for f in list(self.catalog.frontends.values())
+                if f.name != self.name and f.http_port
+            ),
+            key=lambda f: f"{f.host}:{f.edit_log_port}" != leader,
+        )
+        for frontend in others:
+            base = f"http://{frontend.host}:{frontend.http_port}"
+            try:
+                path = fetch_newer_image(base, self.token, self.image_dir, newest)
+            except JoinError as error:
+                logger.info("no image from %s: %s", base, error)
+                continue
+            if path is None:
+                return None
+            self.images.prune()
+            return next((i for i in self.images.images() if i.path == path), None)
+        return None
+
+    def follow_images(self) -> None:
+        """Non-leaders keep the leader's recent images, so they restart from one, and drop the
+        journal entries those images cover."""
+        try:
+            info = self.sync_image_from_cluster()
+        except Exception:
+            logger.exception("fetching the leader's image failed; will retry")
+            return
+        if info is None:
+            return
+        self.last_image = info
+        covered = min(i.raft_index for i in self.images.images() if i.raft_index >= 0)
+        if covered <= self.journal.status().last_applied:
+            self.journal.truncate_through(covered)
+        logger.info(
+            "keeping %s from the leader; journal truncated through %d", info.path.name, covered
+        )
 
     def report_ports(self, name: str, http_port: int, query_port: int) -> None:
         """Leader: journal the HTTP and query ports a joined FE listens on."""

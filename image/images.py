@@ -150,6 +150,11 @@ class ImageStore:
         except FileNotFoundError:
             raise ImageError(f"no image {path.name} in {self.image_dir}") from None
 
+    def prune(self) -> None:
+        """Keep the newest `keep` images (after images arrived from another FE)."""
+        with self._write_lock:
+            self._delete_old_images()
+
     def _delete_old_images(self) -> None:
         for info in self.images()[self.keep :]:
             try:

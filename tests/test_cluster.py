@@ -330,3 +330,47 @@ def test_an_observer_added_before_any_image_restarts_from_its_own_files(tmp_path
         )
     finally:
         observer.stop()
+
+
+def test_a_follower_down_while_the_leader_truncated_its_journal_catches_up_from_an_image(tmp_path):
+    fast = {"edit_log_roll_num": 20, "checkpoint_interval_second": 1}
+    leader = QuireProcess(tmp_path / "leader", fast).start()
+    followers = [
+        QuireProcess(
+            tmp_path / f"follower{i}",
+            fast,
+            command="fe",
+            extra_args=["--helper", f"http://127.0.0.1:{leader.http_port}"],
+        )
+        for i in range(2)
+    ]
+    try:
+        execute(leader, "CREATE DATABASE lag")
+        for node in followers:
+            execute(leader, f'ALTER SYSTEM ADD FOLLOWER "127.0.0.1:{node.edit_log_port}"')
+            node.start()
+        late = followers[1]
+        wait_until(lambda: ("lag",) in execute(late, "SHOW DATABASES"), 30, "the late follower")
+        last_seen = int(dict(execute(late, "SHOW PROC '/journal'"))["LastIndex"])
+        late.stop()
+        created = []
+
+        def truncated_past_the_late_follower():
+            created.append(f"t{len(created)}")
+            execute(leader, f"CREATE TABLE lag.{created[-1]} (k INT)")
+            return journal_first_index(leader) > last_seen + 1
+
+        wait_until(truncated_past_the_late_follower, 60, "the leader to truncate past it", 0.02)
+        late.extra_args = []
+        late.start()
+        wait_until(lambda: created[-1] in tables(late, "lag"), 60, "the late follower to catch up")
+        assert tables(late, "lag") == tables(leader, "lag")
+    finally:
+        for node in followers:
+            node.stop()
+        leader.stop()
+
+
+def journal_first_index(node) -> int:
+    rows = dict(execute(node, "SHOW PROC '/journal'"))
+    return int(rows["FirstIndex"])

@@ -126,10 +126,16 @@ class FrontendNode:
             role, identity, self.known_followers = ask_role(
                 base, self.host, self.config["edit_log_port"]
             )
-            check_local(read_version(self.image_dir), read_role(self.image_dir), role, identity)
+            local_role = read_role(self.image_dir)
+            check_local(read_version(self.image_dir), local_role, role, identity)
             if read_version(self.image_dir) is None:
                 download_image(base, identity.token, self.image_dir)
                 write_version(self.image_dir, identity)
+                write_role(self.image_dir, role)
+            elif local_role is not None and local_role.name != role.name:
+                # Dropped and added again on the same address: the cluster knows it by a new name.
+                logger.info("re-added to the cluster: %s is now %s", local_role.name, role.name)
+                download_image(base, identity.token, self.image_dir)
                 write_role(self.image_dir, role)
         except JoinError as error:
             raise StartupError(str(error)) from None

@@ -1,6 +1,8 @@
 """Several FE processes: a node joins through a helper (`quire fe --helper`) after ALTER SYSTEM
 added it, catches up from the helper's image and the journal, and one that cannot join says why."""
 
+import time
+
 import pytest
 
 from tests.harness import QuireProcess, wait_until
@@ -374,3 +376,76 @@ def test_a_follower_down_while_the_leader_truncated_its_journal_catches_up_from_
 def journal_first_index(node) -> int:
     rows = dict(execute(node, "SHOW PROC '/journal'"))
     return int(rows["FirstIndex"])
+
+
+def test_a_frontend_dropped_and_added_again_on_the_same_address_rejoins(tmp_path, leader):
+    observer = joiner(tmp_path, leader)
+    try:
+        execute(
+            leader,
+            "CREATE DATABASE again",
+            f'ALTER SYSTEM ADD OBSERVER "127.0.0.1:{observer.edit_log_port}"',
+        )
+        observer.start()
+        observer.stop()
+        address = f"127.0.0.1:{observer.edit_log_port}"
+        execute(leader, f'ALTER SYSTEM DROP OBSERVER "{address}"', "CREATE DATABASE while_dropped")
+        execute(leader, f'ALTER SYSTEM ADD OBSERVER "{address}"')
+        observer.start()
+        wait_until(
+            lambda: ("while_dropped",) in execute(observer, "SHOW DATABASES"),
+            30,
+            "the re-added observer",
+        )
+
+        def alive_in_show_frontends():
+            rows = {row[6]: row for row in execute(leader, "SHOW FRONTENDS")}
+            return "OBSERVER" in rows and rows["OBSERVER"][10] == "true"
+
+        wait_until(alive_in_show_frontends, 30, "the re-added observer alive in SHOW FRONTENDS")
+    finally:
+        observer.stop()
+
+
+def test_strangers_cannot_use_the_journal_port_or_the_fe_to_fe_endpoints(tmp_path, leader):
+    import requests
+
+    from metadata.catalog import Catalog
+    from metadata.replication import ReplicatedJournal
+    from tests.harness import free_port
+
+    execute(leader, "CREATE DATABASE guarded")
+    for path in ("/api/forward", "/api/frontend_ports"):
+        url = f"http://127.0.0.1:{leader.http_port}{path}"
+        assert requests.post(url, json={}, timeout=5).status_code == 401
+        assert (
+            requests.post(url, json={}, headers={"X-Quire-Token": "guess"}, timeout=5).status_code
+            == 401
+        )
+        admin = requests.post(url, json={}, auth=("root", ""), timeout=5)
+        assert admin.status_code == 401, "FE-to-FE endpoints take the cluster token only"
+    token = dict(
+        line.split("=", 1)
+        for line in (leader.meta_dir / "image" / "VERSION").read_text().splitlines()
+        if "=" in line
+    )["token"]
+    for password, listed in (("not-the-token", False), (token, False)):
+        catalog = Catalog()
+        intruder = ReplicatedJournal(
+            journal_dir=str(tmp_path / f"intruder-{listed}-{len(password)}"),
+            self_address=None,
+            partners=[f"127.0.0.1:{leader.edit_log_port}"],
+            state_machine=catalog,
+            applied_index=0,
+            password=password,
+            observer_address=f"127.0.0.1:{free_port()}",
+        )
+        intruder.start()
+        try:
+            # An accepted peer would receive and apply the leader's journal at once.
+            deadline = time.monotonic() + 3
+            while time.monotonic() < deadline:
+                assert catalog.journal_id == 0, "a stranger received journal entries"
+                time.sleep(0.1)
+        finally:
+            intruder.close()

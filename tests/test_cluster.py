@@ -449,3 +449,28 @@ def test_strangers_cannot_use_the_journal_port_or_the_fe_to_fe_endpoints(tmp_pat
                 time.sleep(0.1)
         finally:
             intruder.close()
+
+
+def test_helper_bootstrap_through_a_follower_that_is_not_the_leader(tmp_path, leader):
+    follower = joiner(tmp_path, leader, "follower")
+    observer = QuireProcess(tmp_path / "observer", command="fe")
+    try:
+        execute(
+            leader,
+            "CREATE DATABASE via",
+            f'ALTER SYSTEM ADD FOLLOWER "127.0.0.1:{follower.edit_log_port}"',
+        )
+        follower.start()
+        execute(leader, f'ALTER SYSTEM ADD OBSERVER "127.0.0.1:{observer.edit_log_port}"')
+        wait_until(
+            lambda: len(execute(follower, "SHOW FRONTENDS")) == 3,
+            30,
+            "the follower to learn of the observer",
+        )
+        observer.extra_args = ["--helper", f"http://127.0.0.1:{follower.http_port}"]
+        observer.start()
+        execute(leader, "CREATE TABLE via.t (k INT)")
+        wait_until(lambda: "t" in tables(observer, "via"), 30, "the observer to follow")
+    finally:
+        observer.stop()
+        follower.stop()

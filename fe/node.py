@@ -272,6 +272,7 @@ class FrontendNode:
 
     async def start_servers(self) -> None:
         self._completions = Completions(asyncio.get_running_loop())
+        self.membership_lock = asyncio.Lock()
         self.forwarder = Forwarder(self)
         from fe.http_api import HttpApi
 

@@ -175,14 +175,23 @@ class QuireSession(BaseSession):
         builder = WRITES.get(kind)
         if builder is not None:
             self.warnings = []
-            operations = builder(self, statement)
-            if operations:
-                await self.node.commit(operations)
+            if kind is st.AlterSystem:
+                # One membership change at a time, each committed before the next is checked
+                # (pysyncobj does not serialise them; Raft needs single-server changes).
+                async with self.node.membership_lock:
+                    await self._write(builder, statement)
+            else:
+                await self._write(builder, statement)
             return Result()
         handler = READS.get(kind)
         if handler is None:
             raise QueryError(1235, f"{kind.__name__} is not supported yet")
         return await handler(self, statement)
+
+    async def _write(self, builder, statement) -> None:
+        operations = builder(self, statement)
+        if operations:
+            await self.node.commit(operations)
 
     async def _set(self, statement: st.SetStatement) -> Result:
         for item in statement.expression.expressions:

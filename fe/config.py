@@ -60,6 +60,8 @@ FE_KEYS = (
     Key("checkpoint_interval_second", 60, mutable=True),
     Key("image_keep_count", 3, mutable=True),
     Key("master_sync_policy", "SYNC", choices=("SYNC", "WRITE_NO_SYNC", "NO_SYNC")),
+    Key("election_timeout_min_ms", 600),
+    Key("election_timeout_max_ms", 1000),
     Key("meta_delay_toleration_second", 300, mutable=True),
     Key("qe_max_connection", 1024, mutable=True),
     Key("max_allowed_packet", 16 * 1024 * 1024),

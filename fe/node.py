@@ -200,6 +200,8 @@ class FrontendNode:
             sync=self.config["master_sync_policy"] == "SYNC",
             password=self.token,
             observer_address=self.address if self.role == "OBSERVER" else None,
+            raft_min_timeout=self.config["election_timeout_min_ms"] / 1000,
+            raft_max_timeout=self.config["election_timeout_max_ms"] / 1000,
         )
         if self.catalog.frontends:
             self.journal.set_members(*self.members())

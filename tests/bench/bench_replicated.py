@@ -205,9 +205,9 @@ def run_workers(target, arguments, clients: int, count: int, seconds: float) -> 
 
 
 class QuireBench:
-    def __init__(self, directory: Path):
+    def __init__(self, directory: Path, overrides: list[str] = ()):
         self.directory = directory
-        self.cluster = quire_cluster.up(directory, 3, 0, overrides=[ROLL_OVERRIDE])
+        self.cluster = quire_cluster.up(directory, 3, 0, overrides=[ROLL_OVERRIDE, *overrides])
         self.token = self.cluster.token()
         assert self.token, "no cluster token in fe1's VERSION"
         self.execute(self.leader(), f"CREATE DATABASE IF NOT EXISTS {DATABASE}")
@@ -500,6 +500,13 @@ def main() -> None:
     parser.add_argument(
         "--no-check-perf", action="store_true", help="skip `etcdctl check perf` (60 s)"
     )
+    parser.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="conf key for the Quire FEs",
+    )
     args = parser.parse_args()
     assert 0 < args.clients <= MAX_WORKERS
     assert 0 < args.rounds <= MAX_ROUNDS
@@ -515,7 +522,7 @@ def main() -> None:
         quire = etcd = None
         try:
             began = time.perf_counter()
-            quire = QuireBench(root / "quire")
+            quire = QuireBench(root / "quire", args.override)
             etcd = EtcdBench(root / "etcd")
             logger.info("clusters up in %.1f s", time.perf_counter() - began)
 

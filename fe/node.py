@@ -526,7 +526,7 @@ class FrontendNode:
     # -- roles ---------------------------------------------------------------------------------
 
     def is_leader(self) -> bool:
-        return self.journal.status().is_leader
+        return self.journal.is_leader()
 
     def require_quorum(self) -> None:
         if not self.journal.has_quorum():

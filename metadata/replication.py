@@ -497,6 +497,12 @@ class ReplicatedJournal:
             return None
         return journal._read_entry(raft_index)[2]
 
+    def is_leader(self) -> bool:
+        """pysyncobj's leader flag (cheap: asked for every statement). Route writes by has_quorum."""
+        node = self._node
+        assert node is not None, "start() first"
+        return node._isLeader()
+
     def has_quorum(self) -> bool:
         """Whether this node leads and a majority of voters answered it within half of
         leader_fallback_timeout: writes are routed by this, not by pysyncobj's leader flag, which a

@@ -21,6 +21,8 @@ logger = logging.getLogger(__name__)
 
 FORWARD_PATH = "/api/forward"
 REPLAY_POLL_SECONDS = 0.005
+FAILOVER_SECONDS = 3.0  # how long a forward keeps looking for a (new) leader: one failover
+LEADER_RETRY_SECONDS = 0.1
 LEADER_ONLY = (st.AdminCheckpoint,)
 
 
@@ -67,17 +69,7 @@ class Forwarder:
             "variables": session.changed_variables(),
         }
         timeout = self.node.config["journal_commit_timeout_second"]
-        url = self.leader_url() + FORWARD_PATH
-        try:
-            response = await asyncio.to_thread(
-                requests.post,
-                url,
-                json=request,
-                headers={"X-Quire-Token": self.node.token},
-                timeout=timeout,
-            )
-        except requests.RequestException as error:
-            raise QueryError(1105, f"Could not reach the leader at {url}: {error}") from None
+        response = await self._send(request, timeout)
         if response.status_code != 200:
             raise QueryError(1105, f"The leader refused the statement: HTTP {response.status_code}")
         answer = response.json()
@@ -85,6 +77,34 @@ class Forwarder:
             raise QueryError(answer["code"], answer["message"], answer.get("sqlstate"))
         await self.wait_replayed(answer["journal_id"], timeout)
         return Result(affected_rows=answer.get("affected_rows", 0), info=answer.get("info", ""))
+
+    async def _send(self, request: dict, timeout: float) -> requests.Response:
+        """POST to the leader. While no leader is known or it refuses connections (it died, an
+        election is on), look it up again for FAILOVER_SECONDS, so the statement reaches the new
+        leader. Only those cases are retried: there the statement reached nobody."""
+        deadline = time.monotonic() + FAILOVER_SECONDS
+        while True:
+            try:
+                url = self.leader_url() + FORWARD_PATH
+                return await asyncio.to_thread(
+                    requests.post,
+                    url,
+                    json=request,
+                    headers={"X-Quire-Token": self.node.token},
+                    timeout=timeout,
+                )
+            except (QueryError, requests.ConnectionError) as error:
+                retriable = isinstance(error, QueryError) or not isinstance(error, requests.Timeout)
+                if not retriable or time.monotonic() > deadline:
+                    if isinstance(error, QueryError):
+                        raise
+                    raise QueryError(1105, f"Could not reach the leader: {error}") from None
+            except requests.RequestException as error:
+                raise QueryError(
+                    1105,
+                    f"The leader did not answer ({error}); the statement may or may not have taken effect",
+                ) from None
+            await asyncio.sleep(LEADER_RETRY_SECONDS)
 
     async def wait_replayed(self, journal_id: int, timeout: float) -> None:
         deadline = time.monotonic() + timeout

@@ -65,12 +65,7 @@ async def show_config(session, statement: st.AdminShowConfig) -> Result:
     rows = []
     for key, value in session.node.config.items():
         if match(key.name):
-            kind = (
-                type(key.default)
-                .__name__.replace("str", "String")
-                .replace("int", "int")
-                .replace("bool", "boolean")
-            )
+            kind = type(key.default).__name__.replace("str", "String").replace("bool", "boolean")
             rows.append(
                 (key.name, str(value), kind, "true" if key.mutable else "false", "false", "")
             )

@@ -62,12 +62,7 @@ class FrontendMonitor:
         node = self.node
         status = node.journal.status()
         members = set(status.voters) | set(status.observers or ())
-        lag = node.metadata_lag_seconds()
-        stale = (
-            lag is not None
-            and not status.is_leader
-            and lag > node.config["meta_delay_toleration_second"]
-        )
+        lag = node.stale_seconds()
         rows = []
         for fe in sorted(list(node.catalog.frontends.values()), key=lambda f: f.name):
             address = f"{fe.host}:{fe.edit_log_port}"
@@ -76,7 +71,7 @@ class FrontendMonitor:
                     True,
                     node.catalog.journal_id,
                     time.time(),
-                    f"metadata {lag:.0f} s behind the leader" if stale else "",
+                    f"metadata {lag:.0f} s behind the leader" if lag is not None else "",
                 )
             else:
                 seen = self.seen.get(fe.name, Seen(False, 0, 0.0, "not polled yet"))

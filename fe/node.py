@@ -17,6 +17,7 @@ from pathlib import Path
 
 import requests
 
+from fe import privileges
 from fe.accounts import CatalogIdentityProvider
 from fe.config import Config
 from fe.forwarding import Forwarder
@@ -57,9 +58,8 @@ MAX_OPS_PER_STATEMENT = 1024
 CHECKPOINTER_TICK_SECONDS = 1.0
 QUORUM_CHECK_SECONDS = 0.25  # how often a waiting write checks that the majority still answers
 ROOT_PRIVILEGES = frozenset(
-    {"SELECT_PRIV", "LOAD_PRIV", "ALTER_PRIV", "CREATE_PRIV", "DROP_PRIV", "SHOW_VIEW_PRIV",
-     "GRANT_PRIV", "ADMIN_PRIV", "NODE_PRIV"}
-)  # fmt: skip
+    (*privileges.OBJECT_PRIVILEGES, privileges.GRANT, *privileges.GLOBAL_ONLY)
+)
 
 
 class StartupError(Exception):
@@ -281,7 +281,7 @@ class FrontendNode:
         self.front = MysqlFront(
             session_factory=lambda: QuireSession(self),
             identity_provider=CatalogIdentityProvider(self.catalog),
-            host=self.host if self.host != "127.0.0.1" else "127.0.0.1",
+            host=self.host,
             port=self.config["query_port"],
             max_connections=self.config["qe_max_connection"],
             max_packet_bytes=self.config["max_allowed_packet"],
@@ -536,11 +536,19 @@ class FrontendNode:
                 "writes resume when the majority is back)",
             )
 
+    def stale_seconds(self) -> float | None:
+        """How far behind the leader this non-leader's metadata is, when more than
+        meta_delay_toleration_second (the TimePrinter rule); None while it is fresh enough."""
+        lag = self.metadata_lag_seconds()
+        if lag is None or lag <= self.config["meta_delay_toleration_second"] or self.is_leader():
+            return None
+        return lag
+
     def check_fresh(self) -> None:
         """TimePrinter: a non-leader whose newest leader timestamp is too old refuses reads."""
-        tolerance = self.config["meta_delay_toleration_second"]
-        lag = self.metadata_lag_seconds()
-        if lag is not None and lag > tolerance:
+        lag = self.stale_seconds()
+        if lag is not None:
+            tolerance = self.config["meta_delay_toleration_second"]
             raise QueryError(
                 1105,
                 f"Metadata on this FE is {lag:.0f} s behind the leader (meta_delay_toleration_second="

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import duckdb
-import pyarrow as pa
 from sqlglot import exp
 
 from fe.information_schema import INFORMATION_SCHEMA, build_table
@@ -280,7 +279,3 @@ def _literal(value) -> exp.Expression:
     if isinstance(value, int | float | decimal.Decimal):
         return exp.Literal.number(value)
     return exp.Literal.string(str(value))
-
-
-def arrow_table(columns: dict[str, list]) -> pa.Table:
-    return pa.table(columns)

@@ -24,8 +24,6 @@ from metadata.records import User
 
 logger = logging.getLogger(__name__)
 
-MAX_WARNINGS = 64
-
 
 class QuireSession(BaseSession):
     def __init__(self, node):

@@ -61,7 +61,7 @@ class QuireSession(BaseSession):
             if not self.node.is_leader():
                 if needs_leader(statement, WRITES):
                     return await self.node.forwarder.forward(self, sql)
-                if isinstance(statement, METADATA_READS):
+                if isinstance(statement, METADATA_READS) and not _node_status(statement):
                     self.node.check_fresh()
             return await self.execute(statement)
         except ParseError as error:
@@ -279,6 +279,19 @@ class QuireSession(BaseSession):
 
 
 METADATA_READS = (queries.SelectPlan, st.Show, st.Describe, st.Use)
+# What this FE itself knows about the cluster stays readable while its catalog is stale: it is
+# how an operator finds out why reads are refused.
+NODE_STATUS_PROC = ("/frontends", "/journal", "/images")
+
+
+def _node_status(statement) -> bool:
+    if not isinstance(statement, st.Show):
+        return False
+    if statement.what == "FRONTENDS":
+        return True
+    path = (statement.path or "").rstrip("/")
+    return statement.what == "PROC" and path in NODE_STATUS_PROC
+
 
 WRITES = {
     st.CreateDatabase: ddl.create_database,

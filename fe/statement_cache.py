@@ -47,7 +47,8 @@ class LRU:
 
 
 class StatementCache:
-    def __init__(self, capacity: int):
+    def __init__(self, capacity: int, max_sql_bytes: int = 16384):
+        self.max_sql_bytes = max_sql_bytes  # longer statements are parsed every time, not kept
         self.by_text = LRU(capacity)
         self.by_shape = LRU(capacity)
         self.shape_hits = 0
@@ -64,7 +65,8 @@ class StatementCache:
             statement = parse_tokens(tokens, sql)
             if isinstance(statement, st.Query):
                 statement = plan(statement.expression)
-        self.by_text.put(sql, statement)
+        if len(sql) <= self.max_sql_bytes:
+            self.by_text.put(sql, statement)
         return statement
 
     def _query(self, tokens: list[Token], sql: str):

@@ -46,3 +46,13 @@ def test_limits_are_explicit_and_errors_are_not_cached():
         cache.statement("SELEC 1")
     with pytest.raises(ParseError):
         cache.statement("SELEC 1")
+
+
+def test_long_statements_are_parsed_but_not_kept():
+    cache = StatementCache(16, max_sql_bytes=100)
+    comment = "x" * 200
+    statement = cache.statement(f"CREATE TABLE t (k INT) COMMENT '{comment}'")
+    assert statement.comment == comment
+    assert len(cache.by_text) == 0
+    cache.statement("SELECT 1")
+    assert len(cache.by_text) == 1

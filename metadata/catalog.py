@@ -203,6 +203,15 @@ class Catalog:
             self.raft_index = raft_index
             return results
 
+    def assume(self, other: Catalog) -> None:
+        """Take other's contents in place (an image newer than everything applied here), so that
+        every holder of this catalog sees them at once."""
+        assert other.raft_index >= self.raft_index, "an image older than the catalog"
+        with self.lock, other.lock:
+            for name, value in vars(other).items():
+                if name != "lock":
+                    setattr(self, name, value)
+
     def snapshot(self) -> CatalogSnapshot:
         with self.lock:
             return CatalogSnapshot(

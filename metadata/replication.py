@@ -28,9 +28,10 @@ pysyncobj 0.3.17 is used through `_RaftNode`, the one place where Quire corrects
 7. Batching made a commit wait for the next tick or append period: the journal's thread is woken
    on submit and after appending, and new entries go to followers at once.
 8. A pysyncobj snapshot would be serialized in the tick thread: none is ever made. A follower
-   whose next entry is older than the leader's first one needs an image (downloaded over HTTP by
-   the FE, not through Raft); the leader only keeps it quiet with heartbeats. Applying is bounded
-   per tick in entries and time, so heartbeats keep flowing.
+   whose next entry is older than the leader's first one needs an image: the leader keeps it
+   quiet with heartbeats marked `NEEDS_IMAGE`, the follower's `on_needs_image` fetches an image
+   over HTTP (the FE, not Raft) and `install_image` restarts the journal after it. Applying is
+   bounded per tick in entries and time, so heartbeats keep flowing.
 9. Membership comes from Quire's catalog, not from pysyncobj's membership entries (disabled, and
    skipped on replay): every node applies the catalog's AddFrontend/DropFrontend operations and
    calls `set_members`, which takes effect in the journal's thread at the next tick. Voters added
@@ -41,6 +42,9 @@ pysyncobj 0.3.17 is used through `_RaftNode`, the one place where Quire corrects
    has named the observers, a non-voting peer must announce a listed address, from that address's
    host, as its first message, or is disconnected. With a cluster password, strangers are refused
    earlier by the encryption.
+11. Messages were pickled with protocol 2, where every entry's bytes became a latin-1 string
+   rebuilt by a function call on arrival (1.3 us per entry each way, most of a new node's catch-up
+   cost): connections pickle with the highest protocol (`_MessagePickle`); any protocol unpickles.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ import functools
 import ipaddress
 import logging
 import os
+import pickle
 import threading
 import time
 from collections import deque
@@ -58,6 +63,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import pysyncobj.syncobj
+import pysyncobj.tcp_connection
 from pysyncobj import SyncObj, SyncObjConf
 from pysyncobj.config import FAIL_REASON
 from pysyncobj.dns_resolver import globalDnsResolver
@@ -71,11 +77,24 @@ from metadata.journal import REGULAR_COMMAND, RocksJournal
 
 logger = logging.getLogger(__name__)
 
+
+class _MessagePickle:
+    """What pysyncobj's connections serialise messages with (fact 11). Messages are unpickled only
+    after the cluster password's encryption has authenticated them."""
+
+    dumps = functools.partial(pickle.dumps, protocol=pickle.HIGHEST_PROTOCOL)
+    loads = pickle.loads
+
+
+pysyncobj.tcp_connection.pickle = _MessagePickle
+
 Callback = Callable[[object, Exception | None], None]
 
 KEEPALIVE_MESSAGE = "quire_keepalive"
 # An observer's first message, naming the address it is listed as.
 OBSERVER_HELLO_MESSAGE = "quire_observer"
+# Marks the leader's heartbeats to a node that needs entries the leader no longer has (fact 8).
+NEEDS_IMAGE = "quire_needs_image"
 
 
 class StateMachine(Protocol):
@@ -112,6 +131,16 @@ class JournalClosedError(JournalError):
     pass
 
 
+CATCH_UP_REPORT_SECONDS = 3.0
+
+
+@dataclass
+class _CatchUp:
+    started: float
+    applied: int  # raft index applied when this node found itself behind
+    reported: float
+
+
 @dataclass(frozen=True)
 class JournalLimits:
     """Every bound and timeout of the journal; passed to ReplicatedJournal as keyword arguments."""
@@ -135,6 +164,7 @@ class JournalLimits:
     connection_retry_time: float = 0.5
     keepalive_period: float = 1.0
     bind_retries: int = 3
+    catch_up_report_entries: int = 1000  # a node this far behind logs its progress and rate
     max_members: int = 64  # followers plus observers named in set_members
     max_unidentified_observers: int = 16  # non-voting connections waiting for their first message
 
@@ -218,6 +248,14 @@ class _Truncation:
         self.finished = threading.Event()
 
 
+class _Install(_Truncation):
+    def __init__(self, raft_index: int, raft_term: int, load: Callable[[], None]):
+        super().__init__(raft_index)
+        self.raft_term = raft_term
+        self.load = load
+        self.installed = False
+
+
 class ReplicatedJournal:
     def __init__(
         self,
@@ -231,13 +269,16 @@ class ReplicatedJournal:
         sync: bool = True,
         password: str | None = None,
         observer_address: str | None = None,
+        on_needs_image: Callable[[int], None] | None = None,
         **limits_and_timeouts: float | int,
     ):
         """A journal node; self_address None makes an observer, which follows but never votes.
 
         applied_index (and applied_term) name the last entry the state machine already contains,
         from an image; 0 if none. observer_address is the "host:port" an observer is listed as in
-        the voters' observer lists (see set_members).
+        the voters' observer lists (see set_members). on_needs_image(first_index) is called, in
+        the journal's thread, when the leader no longer has the entries this node lacks: it should
+        find an image covering at least first_index and call install_image (fact 8).
         """
         assert applied_index >= 0 and applied_term >= 0
         if self_address is None and not partners:
@@ -256,6 +297,7 @@ class ReplicatedJournal:
         self.sync = sync
         self.password = password
         self.observer_address = observer_address
+        self.on_needs_image = on_needs_image
 
         self._journal: RocksJournal | None = None
         self._node: _RaftNode | None = None
@@ -268,6 +310,7 @@ class ReplicatedJournal:
         self._outstanding = 0  # submissions queued or waiting; at most max_pending_submissions
         self._outstanding_bytes = 0  # their payloads; at most max_pending_bytes
         self._truncations: deque[_Truncation] = deque()
+        self._installs: deque[_Install] = deque()
         # Owned by the journal's thread:
         self._waiting: dict[int, _Submission] = {}  # id -> submission, in submission order
         self._acks: list[tuple[_Submission, object]] = []  # applied, acknowledged once persisted
@@ -279,6 +322,7 @@ class ReplicatedJournal:
             sorted({*self.partners, *([self_address] if self_address else [])})
         )
         self._observers: tuple[str, ...] | None = None
+        self._catch_up: _CatchUp | None = None  # owned by the journal's thread
 
     # Life cycle.
 
@@ -295,6 +339,9 @@ class ReplicatedJournal:
             journal.close()
             raise
         node.restart_applying_at(replayed_through)
+        if self.partners:  # measured from now: how fast this node gets what it missed
+            started = time.monotonic()
+            self._catch_up = _CatchUp(started, replayed_through, started)
         if self.self_address is not None and not self.partners:
             node.elect_self_now()
         self._journal, self._node = journal, node
@@ -326,6 +373,8 @@ class ReplicatedJournal:
             node.close_wake_pipe()
             queued, self._queue = list(self._queue), deque()
             truncations, self._truncations = list(self._truncations), deque()
+            truncations += self._installs
+            self._installs = deque()
         for submission in [*queued, *self._waiting.values()]:
             self._complete(submission, None, JournalClosedError("the journal is closed"))
         for truncation in truncations:
@@ -412,6 +461,60 @@ class ReplicatedJournal:
             raise JournalTimeoutError(f"truncation through {raft_index} did not finish in time")
         if truncation.error is not None:
             raise truncation.error
+
+    def install_image(self, raft_index: int, raft_term: int, load: Callable[[], None]) -> bool:
+        """Restart this node's journal after an image of the committed state through raft_index,
+        for a node that lacks entries the leader no longer has (fact 8). In the journal's thread,
+        between two entries: load() must put the image into the state machine; then every entry
+        is dropped and applying resumes after raft_index. Blocks until done. False (and load() is
+        not called) when the node has entries through raft_index by then."""
+        install = _Install(raft_index, raft_term, load)
+        with self._lock:
+            if self._closing or self._node is None:
+                raise JournalClosedError("the journal is not running")
+            self._installs.append(install)
+            self._node.wake()
+        if not install.finished.wait(self.limits.submit_timeout):
+            raise JournalTimeoutError(
+                f"installing the image at {raft_index} did not finish in time"
+            )
+        if install.error is not None:
+            raise install.error
+        return install.installed
+
+    def _run_installs(self) -> None:
+        with self._lock:
+            installs, self._installs = list(self._installs), deque()
+        for install in installs:
+            try:
+                install.installed = self._install(install)
+            except Exception as error:
+                logger.exception("installing the image at %d failed", install.raft_index)
+                install.error = error
+            install.finished.set()
+
+    def _install(self, install: _Install) -> bool:
+        node, journal = self._node, self._journal
+        if journal.last_index >= install.raft_index:
+            return False
+        # Every entry this node holds is older than the image, which covers only committed ones:
+        # dropping them loses nothing the cluster counted on.
+        if node._isLeader():
+            raise JournalError("the leader does not install images")
+        install.load()
+        journal.reset(install.raft_index, install.raft_term)
+        node.restart_applying_at(install.raft_index)
+        self._last_applied_to_state_machine = install.raft_index
+        logger.info(
+            "journal restarted after the image at raft index %d (term %d)",
+            install.raft_index,
+            install.raft_term,
+        )
+        return True
+
+    def _needs_image(self, first_index: int) -> None:
+        if self.on_needs_image is not None:
+            self.on_needs_image(first_index)
 
     # Membership (fact 9).
 
@@ -606,11 +709,46 @@ class ReplicatedJournal:
     def _run(self) -> None:
         node, period = self._node, self.limits.tick_period
         while not self._closing:
+            # Committed entries left to apply (applying is bounded per tick): do not wait for I/O.
+            behind = node._SyncObj__raftCommitIndex > node._SyncObj__raftLastApplied
             try:
-                node._onTick(period)
+                node._onTick(0.0 if behind else period)
             except Exception:
                 logger.exception("journal tick failed")
                 time.sleep(period)
+
+    def _report_catch_up(self, applied: int, leader_commit: int | None) -> None:
+        """Log a node's progress while it is far behind the leader, and its rate once it is not."""
+        if leader_commit is None:
+            return  # no leader heard from yet
+        behind = leader_commit - applied
+        now = time.monotonic()
+        if self._catch_up is None:
+            if behind >= self.limits.catch_up_report_entries:
+                self._catch_up = _CatchUp(now, applied, now)
+                logger.info("catching up with the leader: %d entries behind", behind)
+            return
+        if behind > 0:
+            if now - self._catch_up.reported >= CATCH_UP_REPORT_SECONDS:
+                self._catch_up.reported = now
+                logger.info(
+                    "catching up: %d entries applied, %d to go",
+                    applied - self._catch_up.applied,
+                    behind,
+                )
+            return
+        count, elapsed = applied - self._catch_up.applied, now - self._catch_up.started
+        self._catch_up = None
+        if count == 0:
+            logger.info("in step with the leader at raft index %d", applied)
+            return
+        logger.info(
+            "caught up with the leader at raft index %d: %d entries in %.2f s (%.0f entries/s)",
+            applied,
+            count,
+            elapsed,
+            count / max(elapsed, 1e-6),
+        )
 
     def _apply_entry(self, raft_index: int, payload: bytes) -> object:
         assert raft_index > self._last_applied_to_state_machine, (
@@ -904,6 +1042,7 @@ class _RaftNode(SyncObj):
         # A leader counts its own log toward commit: what it appended must be on disk first.
         self._owner._persist_and_acknowledge()
         self._owner._run_truncations()
+        self._owner._run_installs()
         super()._onTick(timeToWait)
 
     def _checkCommandsToApply(self) -> None:
@@ -918,6 +1057,8 @@ class _RaftNode(SyncObj):
         """Apply committed entries in raft order, a bounded amount per tick (fact 8)."""
         commit, applied = self._SyncObj__raftCommitIndex, self._SyncObj__raftLastApplied
         if commit <= applied:
+            if self._owner._catch_up is not None:
+                self._owner._report_catch_up(applied, self._SyncObj__leaderCommitIndex)
             return False
         limits = self._owner.limits
         deadline = time.monotonic() + limits.apply_budget_seconds
@@ -936,6 +1077,10 @@ class _RaftNode(SyncObj):
                 )
             if time.monotonic() > deadline:
                 break
+        if not self._isLeader():
+            self._owner._report_catch_up(
+                self._SyncObj__raftLastApplied, self._SyncObj__leaderCommitIndex
+            )
         return False
 
     def _apply_pysyncobj_command(self, command: bytes) -> object:
@@ -951,6 +1096,12 @@ class _RaftNode(SyncObj):
         kind = message.get("type")
         if kind in (KEEPALIVE_MESSAGE, OBSERVER_HELLO_MESSAGE):
             return
+        if (
+            message.get(NEEDS_IMAGE)
+            and kind == "append_entries"
+            and self._journal.last_index < message["prevLogIdx"]
+        ):
+            self._owner._needs_image(message["prevLogIdx"])
         if (
             kind == "append_entries"
             and "entries" in message
@@ -987,6 +1138,7 @@ class _RaftNode(SyncObj):
             SyncObj._SyncObj__sendAppendEntries(self)
         finally:
             connected.update(lagging)
+        self._lagging_warned &= lagging
         for node in lagging:
             self._keep_lagging_follower_quiet(node)
 
@@ -994,7 +1146,7 @@ class _RaftNode(SyncObj):
         if node not in self._lagging_warned:
             self._lagging_warned.add(node)
             logger.warning(
-                "%s needs entry %d but the journal starts at %d: it must load a newer image",
+                "%s needs entry %d but the journal starts at %d: it must load an image",
                 node,
                 self._SyncObj__raftNextIndex.get(node),
                 self._journal.first_index,
@@ -1008,6 +1160,7 @@ class _RaftNode(SyncObj):
                 "entries": [],
                 "prevLogIdx": self._journal.base_index,
                 "prevLogTerm": self._journal.base_term,
+                NEEDS_IMAGE: True,
             },
         )
 

@@ -375,6 +375,65 @@ def test_a_follower_down_while_the_leader_truncated_its_journal_catches_up_from_
         leader.stop()
 
 
+def test_a_running_follower_left_behind_the_truncation_catches_up_from_an_image(tmp_path):
+    import signal
+
+    fast = {"edit_log_roll_num": 20, "checkpoint_interval_second": 1, "image_keep_count": 2}
+    leader = QuireProcess(tmp_path / "leader", fast).start()
+    followers = [
+        QuireProcess(
+            tmp_path / f"follower{i}",
+            fast,
+            command="fe",
+            extra_args=["--helper", f"http://127.0.0.1:{leader.http_port}"],
+        )
+        for i in range(2)
+    ]
+    try:
+        execute(leader, "CREATE DATABASE behind")
+        for node in followers:
+            execute(leader, f'ALTER SYSTEM ADD FOLLOWER "127.0.0.1:{node.edit_log_port}"')
+            node.start()
+        late = followers[1]
+        wait_until(lambda: ("behind",) in execute(late, "SHOW DATABASES"), 30, "the follower")
+        late.process.send_signal(signal.SIGSTOP)
+        stopped_at = time.monotonic()
+        created = []
+
+        def create() -> None:
+            created.append(f"t{len(created)}")
+            execute(leader, f"CREATE TABLE behind.{created[-1]} (k INT)")
+
+        try:
+            # Entries sent before the leader gave up on the connection (connection_timeout, 4 s)
+            # may still sit in socket buffers: truncate past those too.
+            wait_until(lambda: create() or time.monotonic() - stopped_at > 6, 60, "writes", 0.02)
+            sent = int(dict(execute(leader, "SHOW PROC '/journal'"))["LastIndex"])
+            wait_until(
+                lambda: create() or journal_first_index(leader) > sent + 1,
+                60,
+                "the leader to truncate past it",
+                0.02,
+            )
+        finally:
+            late.process.send_signal(signal.SIGCONT)
+        pid = late.process.pid
+        wait_until(lambda: created[-1] in tables(late, "behind"), 60, "it to catch up")
+        assert late.process.pid == pid and late.process.poll() is None  # no restart
+        assert tables(late, "behind") == tables(leader, "behind")
+        assert "catching up from the leader's image" in late.log_file.read_text()
+        execute(leader, "CREATE TABLE behind.after (k INT)")  # and it follows the journal again
+        wait_until(lambda: "after" in tables(late, "behind"), 30, "a new table on it")
+        late.kill()  # what it installed is on its disk
+        late.extra_args = []
+        late.start()
+        assert tables(late, "behind") == tables(leader, "behind")
+    finally:
+        for node in followers:
+            node.stop()
+        leader.stop()
+
+
 def journal_first_index(node) -> int:
     rows = dict(execute(node, "SHOW PROC '/journal'"))
     return int(rows["FirstIndex"])

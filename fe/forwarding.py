@@ -24,6 +24,7 @@ REPLAY_POLL_SECONDS = 0.005
 FAILOVER_SECONDS = 3.0  # how long a forward keeps looking for a (new) leader: one failover
 LEADER_RETRY_SECONDS = 0.1
 LEADER_ONLY = (st.AdminCheckpoint,)
+MAX_LEADER_CONNECTIONS = 32  # kept open to the leader, for forwards running at once
 
 
 def needs_leader(statement, writes: dict) -> bool:
@@ -47,6 +48,11 @@ def _is_global(item: exp.Expression) -> bool:
 class Forwarder:
     def __init__(self, node):
         self.node = node
+        self._http = requests.Session()  # keeps connections to the leader open between forwards
+        adapter = requests.adapters.HTTPAdapter(
+            pool_connections=4, pool_maxsize=MAX_LEADER_CONNECTIONS
+        )
+        self._http.mount("http://", adapter)
 
     def leader_url(self) -> str:
         leader = self.node.journal.status().leader
@@ -87,7 +93,7 @@ class Forwarder:
             try:
                 url = self.leader_url() + FORWARD_PATH
                 return await asyncio.to_thread(
-                    requests.post,
+                    self._http.post,
                     url,
                     json=request,
                     headers={"X-Quire-Token": self.node.token},

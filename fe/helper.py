@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -21,6 +22,7 @@ logger = logging.getLogger(__name__)
 
 HELPER_TIMEOUT_SECONDS = 10
 DOWNLOAD_CHUNK_BYTES = 1 << 20
+PROGRESS_SECONDS = 5.0
 
 
 class JoinError(Exception):
@@ -131,11 +133,27 @@ def _download(base: str, token: str, image_dir: Path, newer_than: int = -1) -> P
         if version <= newer_than:
             return None
         partial = image_dir / "image.download"
+        total = int(response.headers.get("Content-Length", 0))
+        started = reported = time.monotonic()
+        received = 0
+        # No limit on the whole transfer (a big image must not time out, Doris #26003): only
+        # each read waits at most HELPER_TIMEOUT_SECONDS.
         with open(partial, "wb") as file:
             for chunk in response.iter_content(DOWNLOAD_CHUNK_BYTES):
                 file.write(chunk)
+                received += len(chunk)
+                if time.monotonic() - reported >= PROGRESS_SECONDS:
+                    reported = time.monotonic()
+                    logger.info(
+                        "downloading image.%d from %s: %d of %d MiB",
+                        version,
+                        base,
+                        received >> 20,
+                        total >> 20,
+                    )
             file.flush()
             os.fsync(file.fileno())
+        elapsed = time.monotonic() - started
     try:
         info = verify(partial)
     except ImageError as error:
@@ -145,5 +163,7 @@ def _download(base: str, token: str, image_dir: Path, newer_than: int = -1) -> P
         raise JoinError(f"the helper sent image {info.journal_id} for version {version}")
     final = image_dir / f"image.{version}"
     os.replace(partial, final)
-    logger.info("downloaded image %s (%d bytes) from %s", final.name, info.size, base)
+    logger.info(
+        "downloaded image %s (%d bytes) from %s in %.2f s", final.name, info.size, base, elapsed
+    )
     return final

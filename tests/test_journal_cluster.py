@@ -220,12 +220,44 @@ def test_a_follower_behind_the_leaders_truncation_is_kept_quiet(cluster, caplog)
     leader.truncate_through(last)
     term = leader.status().term
 
+    asked: list[int] = []
     with caplog.at_level(logging.WARNING):
-        restarted = three.add_node(f"voter-{number}", behind.self_address, three.addresses)
+        restarted = three.add_node(
+            f"voter-{number}",
+            behind.self_address,
+            three.addresses,
+            on_needs_image=asked.append,
+        )
         wait_until(lambda: restarted.status().leader == leader.self_address)
         time.sleep(2.5)  # longer than the election timeout
     assert leader.status().is_leader and restarted.status().term == term
-    assert any("must load a newer image" in r.getMessage() for r in caplog.records)
+    assert any("it must load an image" in r.getMessage() for r in caplog.records)
+    assert asked and set(asked) == {last}  # the leader's journal starts after `last`
+
+    # The node installs an image of the state through `last`, then follows the journal again.
+    machine = three.machines[-1]
+    leader_machine = three.machines[three.nodes.index(leader)]
+    image = list(leader_machine.applied)
+
+    def load():
+        machine.applied[:] = image
+
+    assert restarted.install_image(last, term, load)
+    after = leader.commit(b"after the image", timeout=5)
+    wait_until(lambda: machine.applied and machine.applied[-1] == (after, b"after the image"))
+    wait_until(lambda: leader_machine.applied[-1][0] == after)
+    assert machine.applied == leader_machine.applied
+    assert not restarted.install_image(last, term, load)  # it has those entries now
+
+
+def test_messages_between_nodes_carry_bytes_as_bytes():
+    """Fact 11: protocol 2 rebuilt every entry's bytes from a latin-1 string on arrival."""
+    import pysyncobj.tcp_connection
+
+    message = {"entries": [(b"\x01\xff\x00", 7, 1)]}
+    data = pysyncobj.tcp_connection.pickle.dumps(message)
+    assert b"_codecs" not in data and b"latin" not in data
+    assert pysyncobj.tcp_connection.pickle.loads(data) == message
 
 
 # The follower's side of fact 5, entry by entry.

@@ -8,7 +8,9 @@ Run by hand from the repository root (needs the etcd-server and etcd-client pack
 1. Throughput: 16 client processes send CREATE TABLE (each to its own tables) to the Quire leader
    through PyMySQL, for --seconds; beside them 16 processes put ~200-byte values into etcd through
    its HTTP/JSON gateway (POST /v3/kv/put) on the etcd leader, for as long; then etcd's own
-   `etcdctl check perf --load=s` (60 s) against the same cluster.
+   `etcdctl check perf --load=s` (60 s) against the same cluster. Then Quire's journal alone,
+   below the front: three processes, each a ReplicatedJournal voter (RocksDB, fsync), with 16
+   threads committing ~200-byte payloads on its leader for --seconds.
 2. Failover: kill -9 the leader, then time until a client retrying a write every 20 ms on a
    surviving node (each attempt given at most 1 s) gets its first acknowledgement; the killed
    node is restarted and waited for between rounds. Median and max over --rounds, for Quire and for etcd.
@@ -39,6 +41,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,7 +75,7 @@ VALUE_BYTES = 200
 CATCH_UP_TARGET = 50_000.0
 CHECK_PERF_TIMEOUT = 180.0
 ROLL_OVERRIDE = "edit_log_roll_num=1000000"
-CAUGHT_UP = re.compile(r"(caught up with the leader at raft index .*)")
+CAUGHT_UP = re.compile(r"((?:caught up with|in step with) the leader at raft index .*)")
 JOURNAL_RATE = re.compile(r"\(([\d.]+) entries/s\)")
 
 
@@ -203,6 +206,106 @@ def run_workers(target, arguments, clients: int, count: int, seconds: float) -> 
                 process.kill()
     assert all(process.exitcode == 0 for process in processes), "a client process failed"
     return Figure.of(elapsed, latencies)
+
+
+# Quire's journal alone: three processes, each one ReplicatedJournal voter, no MySQL front.
+
+
+class _Counter:
+    def apply_entry(self, raft_index: int, payload: bytes) -> object:
+        return raft_index
+
+
+def journal_member(directory, address, partners, threads, seconds, commands, results):
+    """One voter. Answers "leader?" and, when it leads, "drive" (commits from threads)."""
+    from metadata.replication import ReplicatedJournal
+
+    journal = ReplicatedJournal(
+        journal_dir=directory,
+        self_address=address,
+        partners=partners,
+        state_machine=_Counter(),
+        applied_index=0,
+        sync=True,
+    )
+    journal.start()
+    try:
+        while (command := commands.get()) != "stop":
+            if command == "leader?":
+                results.put((address, journal.status().is_leader))
+                continue
+            assert command == "drive"
+            results.put(drive_journal(journal, threads, seconds))
+    finally:
+        journal.close()
+
+
+def drive_journal(journal, threads: int, seconds: float) -> tuple[float, list[float]]:
+    latencies: list[float] = []
+    lock = threading.Lock()
+    stop_at = time.monotonic() + seconds
+    payload = b"v" * VALUE_BYTES
+
+    def run() -> None:
+        mine = []
+        while time.monotonic() < stop_at:
+            began = time.perf_counter()
+            journal.commit(payload, timeout=REQUEST_TIMEOUT)
+            mine.append(time.perf_counter() - began)
+        with lock:
+            latencies.extend(mine)
+
+    workers = [threading.Thread(target=run) for _ in range(threads)]
+    began = time.perf_counter()
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return time.perf_counter() - began, latencies
+
+
+def journal_throughput(directory: Path, threads: int, seconds: float) -> Figure:
+    """Fsynced commits/s of a 3-voter ReplicatedJournal (3 processes) from threads on its leader."""
+    context = multiprocessing.get_context("spawn")
+    addresses = [f"{HOST}:{port}" for port in quire_cluster.free_ports(3)]
+    members = []
+    for number, address in enumerate(addresses):
+        commands, results = context.Queue(), context.Queue()
+        process = context.Process(
+            target=journal_member,
+            args=(
+                str(directory / f"journal{number}"),
+                address,
+                [a for a in addresses if a != address],
+                threads,
+                seconds,
+                commands,
+                results,
+            ),
+        )
+        process.start()
+        members.append((process, commands, results))
+    try:
+
+        def leader():
+            for _, commands, _ in members:
+                commands.put("leader?")
+            answers = [results.get(timeout=REQUEST_TIMEOUT) for _, _, results in members]
+            leading = [n for n, (_, is_leader) in enumerate(answers) if is_leader]
+            return leading[0] + 1 if leading else None
+
+        number = wait_until(leader, READY_TIMEOUT, "the journal's leader") - 1
+        _, commands, results = members[number]
+        commands.put("drive")
+        elapsed, latencies = results.get(timeout=seconds + READY_TIMEOUT)
+        return Figure.of(elapsed, latencies)
+    finally:
+        for _, commands, _ in members:
+            commands.put("stop")
+        for process, _, _ in members:
+            process.join(timeout=REQUEST_TIMEOUT)
+            if process.is_alive():
+                process.kill()
 
 
 # Quire.
@@ -548,6 +651,11 @@ def main() -> None:
                 "etcd put (HTTP gateway), %d clients:     %s", args.clients, etcd_put.describe()
             )
             results["quire_ddl"], results["etcd_put"] = quire_ddl, etcd_put
+            journal = journal_throughput(root / "journal", args.clients, args.seconds)
+            logger.info(
+                "Quire journal alone (3 voters), %d threads: %s", args.clients, journal.describe()
+            )
+            results["quire_journal"] = journal
             if not args.no_check_perf:
                 summary, perf = etcd.check_perf()
                 logger.info("etcdctl check perf --load=s: %s", summary or "(no summary)")
@@ -613,6 +721,16 @@ def report(results: dict) -> None:
             "Quire DDL/s / etcdctl check perf writes/s: %s",
             ratio(quire_ddl.rate, results.get("check_perf")),
         )
+    if results.get("quire_journal"):
+        logger.info(
+            "Quire journal commits/s / etcdctl check perf writes/s: %s",
+            ratio(results["quire_journal"].rate, results.get("check_perf")),
+        )
+        if etcd_put:
+            logger.info(
+                "Quire journal commits/s / etcd puts/s:   %s",
+                ratio(results["quire_journal"].rate, etcd_put.rate),
+            )
     if results.get("quire_failovers") and results.get("etcd_failovers"):
         quire_times, etcd_times = results["quire_failovers"], results["etcd_failovers"]
         logger.info(

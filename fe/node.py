@@ -57,6 +57,7 @@ logger = logging.getLogger(__name__)
 MAX_OPS_PER_STATEMENT = 1024
 CHECKPOINTER_TICK_SECONDS = 1.0
 IMAGE_RETRY_SECONDS = 1.0
+CATCH_UP_BEFORE_SERVING_SECONDS = 60
 # Catalog records hold no reference cycles, yet each one is a tracked container: with the default
 # (700) the collector ran every few entries while a node caught up, a fifth of the apply time.
 GC_YOUNG_THRESHOLD = 10_000
@@ -231,6 +232,12 @@ class FrontendNode:
         )
         if not self.journal.wait_leader(timeout=30):
             raise StartupError("the journal did not elect a leader within 30 s")
+        if not self.journal.wait_caught_up(timeout=CATCH_UP_BEFORE_SERVING_SECONDS):
+            logger.warning(
+                "not caught up with the leader after %d s: serving anyway; reads are refused "
+                "while this FE lags more than meta_delay_toleration_second",
+                CATCH_UP_BEFORE_SERVING_SECONDS,
+            )
 
     @property
     def address(self) -> str:

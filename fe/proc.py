@@ -72,6 +72,8 @@ def show_proc(session, path: str) -> tuple[list[str], list[tuple]]:
         return ["Name", "Value"], [
             ("JournalId", str(catalog.journal_id)),
             ("RaftIndex", str(catalog.raft_index)),
+            ("Term", str(status.term)),
+            ("Leader", str(status.leader or "")),
             ("CommitIndex", str(status.commit_index)),
             ("FirstIndex", str(status.first_index)),
             ("LastIndex", str(status.last_index)),

@@ -152,13 +152,15 @@ class RocksJournal(Journal):
         self._write_options = WriteOptions()
         self._write_options.sync = False  # flush() syncs the WAL itself
         self._batch = WriteBatch(raw_mode=True)
+        # Whether the batch holds more than the commit index. The commit index alone is written
+        # without an fsync: a restart that finds it behind learns it again from the leader.
+        self._sync_needed = False
         self._closed = False
 
         base = self._db.get(KEY_BASE)
         self.base_index, self.base_term = _BASE.unpack(base) if base is not None else (0, 0)
         commit = self._db.get(KEY_COMMIT_INDEX)
         self.commit_index = _INDEX.unpack(commit)[0] if commit is not None else 0
-        self.durable_commit_index = self.commit_index
         self._term, self._voted_for = self._read_term()
 
         self.last_index = self.base_index
@@ -170,6 +172,7 @@ class RocksJournal(Journal):
             self.last_index = last[1]
             self._cache(last)
         self._check_contiguous()
+        self.durable_last_index = self.last_index
         logger.info(
             "journal %s opened: entries %d..%d, commit index %d, term %d",
             path,
@@ -252,6 +255,7 @@ class RocksJournal(Journal):
         )
         assert term >= self.last_term, f"term {term} after term {self.last_term}"
         self._batch.put(entry_key(idx), _encode_entry(command, term))
+        self._sync_needed = True
         self._cache((command, idx, term))
         self.last_index = idx
 
@@ -299,6 +303,7 @@ class RocksJournal(Journal):
         self._term, self._voted_for = term, votedForNodeId
         vote = _NO_VOTE if votedForNodeId is None else _VOTE + str(votedForNodeId).encode()
         self._batch.put(KEY_TERM, _INDEX.pack(term) + vote)
+        self._sync_needed = True
         self.flush()  # Raft: durable before any message that carries this term or vote
 
     def getCurrentTerm(self) -> int:
@@ -319,12 +324,13 @@ class RocksJournal(Journal):
         assert not self._closed, "journal is closed"
         self._db.write(self._batch, self._write_options)
         self._batch = WriteBatch(raw_mode=True)
-        if self.sync:
+        if self.sync and self._sync_needed:
+            self._sync_needed = False
             # A synced write() holds the GIL through the fsync; flush_wal releases it, so the
             # MySQL front keeps serving while the journal waits for the disk.
             self._db.flush_wal(True)
             self.wal_syncs += 1
-        self.durable_commit_index = self.commit_index
+        self.durable_last_index = self.last_index
         if self._tail_bytes > self.max_cached_bytes:
             self._evict_oldest(self.max_cached_bytes // 2)
         return True
@@ -442,7 +448,9 @@ class RocksJournal(Journal):
         self.base_index, self.base_term = raft_index, term
         self.last_index = max(self.last_index, raft_index)
         self._batch.put(KEY_BASE, _BASE.pack(raft_index, term))
+        self._sync_needed = True
 
     def _delete_range(self, first: int, last: int) -> None:
         if first <= last:
             self._batch.delete_range(entry_key(first), entry_key(last + 1))
+            self._sync_needed = True

@@ -1,9 +1,12 @@
 """The replicated journal: Raft through pysyncobj, entries in RocksDB, applied to a state machine.
 
-A payload submitted on the leader becomes a raft entry; once a majority of voters holds it on disk
-and the leader's commit index that covers it is on disk too, the state machine applies it and the
-submitter's callback gets the result. Every node applies the same entries in the same order; after
-a restart, `start()` replays the committed entries that the state machine's image does not cover.
+A payload submitted on the leader becomes a raft entry; once a majority of voters (the leader
+included) holds it on disk it is committed, the state machine applies it and the submitter's
+callback gets the result. Every node applies the same entries in the same order; after a restart,
+`start()` replays the committed entries that the state machine's image does not cover. The commit
+index reaches the disk with the next write, without an fsync of its own: a restarted node may find
+it behind what it had acknowledged, so `wait_caught_up` waits until the leader's commit (or, on a
+node that leads, its whole journal) is applied before the node serves.
 
 Threads: `submit`, `commit`, `truncate_through`, `status` and `close` may be called from any
 thread. Everything else runs in the journal's thread, which drives pysyncobj's tick: appending,
@@ -45,6 +48,13 @@ pysyncobj 0.3.17 is used through `_RaftNode`, the one place where Quire corrects
 11. Messages were pickled with protocol 2, where every entry's bytes became a latin-1 string
    rebuilt by a function call on arrival (1.3 us per entry each way, most of a new node's catch-up
    cost): connections pickle with the highest protocol (`_MessagePickle`); any protocol unpickles.
+12. A follower that was paused or cut off (SIGSTOP, a long GC, a partition) called an election
+   with a higher term the moment it came back, and the healthy leader stepped down for it: writes
+   in flight failed. Elections are preceded by a pre-vote (Raft thesis 9.6): a node whose election
+   timeout passed first asks the voters whether they would vote for it, without raising its term;
+   a voter says yes only if the candidate's log is up to date and it has not heard from a leader
+   for raft_min_timeout (a leader never says yes). Only with a majority of yeses does pysyncobj
+   start the election.
 """
 
 from __future__ import annotations
@@ -95,6 +105,8 @@ KEEPALIVE_MESSAGE = "quire_keepalive"
 OBSERVER_HELLO_MESSAGE = "quire_observer"
 # Marks the leader's heartbeats to a node that needs entries the leader no longer has (fact 8).
 NEEDS_IMAGE = "quire_needs_image"
+PRE_VOTE = "quire_pre_vote"  # fact 12
+PRE_VOTE_GRANTED = "quire_pre_vote_granted"
 
 
 class StateMachine(Protocol):
@@ -132,6 +144,7 @@ class JournalClosedError(JournalError):
 
 
 CATCH_UP_REPORT_SECONDS = 3.0
+CATCH_UP_POLL_SECONDS = 0.005
 
 
 @dataclass
@@ -313,7 +326,6 @@ class ReplicatedJournal:
         self._installs: deque[_Install] = deque()
         # Owned by the journal's thread:
         self._waiting: dict[int, _Submission] = {}  # id -> submission, in submission order
-        self._acks: list[tuple[_Submission, object]] = []  # applied, acknowledged once persisted
         self._known_leader: object = None
         self._last_keepalive = 0.0
         self._leader_changed = threading.Condition()
@@ -367,7 +379,7 @@ class ReplicatedJournal:
         node.wake()
         if thread is not None:
             thread.join()
-        self._persist_and_acknowledge()
+        self._persist()
         node._doDestroy()  # closes the transport and the journal
         with self._lock:  # submit() and truncate_through() wake the node under this lock
             node.close_wake_pipe()
@@ -590,13 +602,32 @@ class ReplicatedJournal:
                 and not self._closing
             )
 
+    def wait_caught_up(self, timeout: float) -> bool:
+        """After wait_leader: wait until this node has applied what it knows to be committed: its
+        whole journal if it leads (a restart may find its commit index behind what it had
+        acknowledged), else the leader's commit index. False on timeout."""
+        node, journal = self._node, self._journal
+        if node is None:
+            raise JournalClosedError("the journal is not started")
+        target = journal.last_index if node._isLeader() else node._SyncObj__leaderCommitIndex
+        deadline = time.monotonic() + timeout
+        while node.raftLastApplied < (target or 0):
+            if self._closing or time.monotonic() > deadline:
+                return False
+            time.sleep(CATCH_UP_POLL_SECONDS)
+        return True
+
     def term_at(self, raft_index: int) -> int | None:
         """The term of a committed entry still in the journal (thread-safe: reads RocksDB)."""
         journal = self._journal
         assert journal is not None, "start() first"
         if raft_index == journal.base_index:
             return journal.base_term
-        if not journal.base_index < raft_index <= journal.durable_commit_index:
+        if (
+            not journal.base_index
+            < raft_index
+            <= min(journal.commit_index, journal.durable_last_index)
+        ):
             return None
         return journal._read_entry(raft_index)[2]
 
@@ -786,7 +817,10 @@ class ReplicatedJournal:
 
     def _on_raft_outcome(self, submission: _Submission, result: object, reason: int) -> None:
         if reason == FAIL_REASON.SUCCESS:
-            self._acks.append((submission, result))
+            # Committed: on the disks of a majority, this leader's included (it flushes what it
+            # appended before it counts its own log). The commit index reaches the disk with the
+            # next flush; a restart that finds it behind learns it again before serving.
+            self._complete(submission, result, None)
         elif reason in (FAIL_REASON.DISCARDED, FAIL_REASON.NOT_LEADER, FAIL_REASON.LEADER_CHANGED):
             self._complete(
                 submission, None, NotLeaderError(self._node.leader_address(), "leadership changed")
@@ -796,16 +830,9 @@ class ReplicatedJournal:
                 submission, None, JournalError(f"pysyncobj refused the entry (reason {reason})")
             )
 
-    def _persist_and_acknowledge(self) -> None:
-        """Flush the journal (one fsync for all that was appended), then answer what is now safe."""
-        journal = self._journal
-        journal.flush()
-        if not self._acks:
-            return
-        assert journal.durable_commit_index >= self._last_applied_to_state_machine
-        acks, self._acks = self._acks, []
-        for submission, result in acks:
-            self._complete(submission, result, None)
+    def _persist(self) -> None:
+        """Flush the journal: one fsync for all that was appended."""
+        self._journal.flush()
 
     def _complete(self, submission: _Submission, result: object, error: Exception | None) -> None:
         if submission.done:
@@ -851,7 +878,7 @@ class ReplicatedJournal:
 
     def _before_poll(self) -> None:
         """Runs at the end of every tick, before the journal's thread waits for the network."""
-        self._persist_and_acknowledge()
+        self._persist()
         self._expire_submissions()
         node = self._node
         now = time.monotonic()
@@ -942,6 +969,10 @@ class _RaftNode(SyncObj):
         self._journal = journal
         self._lagging_warned: set[object] = set()
         self._wake_pending = False
+        self._leader_heard_at = 0.0  # raft_clock() of the last append_entries from a leader
+        self._pre_vote_term = 0  # the term a pre-vote round asks about; 0: none running
+        self._pre_votes: set[object] = set()
+        self._election_allowed = False  # a pre-vote round won: pysyncobj may start the election
         try:
             with _journal_injected(journal):
                 super().__init__(
@@ -1038,12 +1069,66 @@ class _RaftNode(SyncObj):
     # The tick.
 
     def _onTick(self, timeToWait: float = 0.0) -> None:
+        self._pre_vote_if_due()
         self._owner._apply_pending_members()
         # A leader counts its own log toward commit: what it appended must be on disk first.
-        self._owner._persist_and_acknowledge()
+        self._owner._persist()
         self._owner._run_truncations()
         self._owner._run_installs()
         super()._onTick(timeToWait)
+        if self._election_allowed and self._SyncObj__raftCurrentTerm >= self._pre_vote_term:
+            self._election_allowed, self._pre_vote_term = False, 0  # pysyncobj started it
+
+    # Pre-vote (fact 12).
+
+    def _pre_vote_if_due(self) -> None:
+        """Before pysyncobj's tick: when the election timeout has passed, hold its election back and
+        ask the voters first."""
+        if (
+            self._SyncObj__selfNode is None
+            or self._isLeader()
+            or self._election_allowed
+            or self._SyncObj__raftElectionDeadline >= raft_clock()
+        ):
+            return
+        self._SyncObj__raftElectionDeadline = raft_clock() + self._SyncObj__generateRaftTimeout()
+        self._pre_vote_term = self._SyncObj__raftCurrentTerm + 1
+        self._pre_votes = {self._SyncObj__selfNode}
+        message = {
+            "type": PRE_VOTE,
+            "term": self._pre_vote_term,
+            "last_log_index": self._journal.last_index,
+            "last_log_term": self._journal.last_term,
+        }
+        for node in self._SyncObj__otherNodes:
+            self._SyncObj__transport.send(node, message)
+        self._count_pre_votes()
+
+    def _count_pre_votes(self) -> None:
+        if len(self._pre_votes) > (len(self._SyncObj__otherNodes) + 1) / 2:
+            self._election_allowed = True
+            self._SyncObj__raftElectionDeadline = 0.0  # the election starts in this tick
+
+    def _on_pre_vote(self, node: object, message: dict) -> None:
+        if self._SyncObj__selfNode is None or node not in self._SyncObj__otherNodes:
+            return  # observers do not vote; nor do strangers count
+        if message["type"] == PRE_VOTE_GRANTED:
+            if message["term"] == self._pre_vote_term and not self._isLeader():
+                self._pre_votes.add(node)
+                self._count_pre_votes()
+            return
+        up_to_date = (message["last_log_term"], message["last_log_index"]) >= (
+            self._journal.last_term,
+            self._journal.last_index,
+        )
+        leader_heard = raft_clock() - self._leader_heard_at < self._owner.limits.raft_min_timeout
+        if (
+            message["term"] > self._SyncObj__raftCurrentTerm
+            and up_to_date
+            and not self._isLeader()
+            and not leader_heard
+        ):
+            self._SyncObj__transport.send(node, {"type": PRE_VOTE_GRANTED, "term": message["term"]})
 
     def _checkCommandsToApply(self) -> None:
         last_index = self._journal.last_index
@@ -1096,6 +1181,12 @@ class _RaftNode(SyncObj):
         kind = message.get("type")
         if kind in (KEEPALIVE_MESSAGE, OBSERVER_HELLO_MESSAGE):
             return
+        if kind in (PRE_VOTE, PRE_VOTE_GRANTED):
+            self._on_pre_vote(node, message)
+            return
+        if kind == "append_entries" and message["term"] >= self._SyncObj__raftCurrentTerm:
+            self._leader_heard_at = raft_clock()
+            self._election_allowed, self._pre_vote_term = False, 0
         if (
             message.get(NEEDS_IMAGE)
             and kind == "append_entries"
@@ -1122,7 +1213,7 @@ class _RaftNode(SyncObj):
 
     def _SyncObj__sendNextNodeIdx(self, node, reset=False, nextNodeIdx=None, success=False):
         # A follower acknowledges entries only once they are on its disk.
-        self._owner._persist_and_acknowledge()
+        self._owner._persist()
         SyncObj._SyncObj__sendNextNodeIdx(
             self, node, reset=reset, nextNodeIdx=nextNodeIdx, success=success
         )

@@ -9,7 +9,7 @@ import time
 import pymysql
 
 from tests.harness import QuireProcess, free_port, wait_until
-from tests.test_cluster import execute, leader_of, tables
+from tests.test_cluster import execute, joiner, leader_of, tables
 from tests.test_failover import dump
 
 TOLERANCE = {"meta_delay_toleration_second": 4}
@@ -342,4 +342,49 @@ def test_concurrent_alter_system_statements_are_serialised(tmp_path):
         execute(leader, "CREATE TABLE still_writable.after_drops (k INT)")
         assert tables(leader, "still_writable") == {"t", "after_drops"}
     finally:
+        leader.stop()
+
+
+def test_a_follower_paused_past_the_election_timeout_does_not_unseat_the_leader(tmp_path):
+    """Without a pre-vote, a follower resuming from SIGSTOP called an election at a higher term
+    and the healthy leader stepped down: statements in flight failed."""
+    leader = QuireProcess(tmp_path / "leader").start()
+    followers = [joiner(tmp_path, leader, f"follower{i}") for i in range(2)]
+    try:
+        execute(leader, "CREATE DATABASE steady", "ADMIN CHECKPOINT")
+        for node in followers:
+            execute(leader, f'ALTER SYSTEM ADD FOLLOWER "127.0.0.1:{node.edit_log_port}"')
+            node.start()
+        wait_until(
+            lambda: all(("steady",) in execute(n, "SHOW DATABASES") for n in followers),
+            30,
+            "the followers",
+        )
+        term = dict(execute(leader, "SHOW PROC '/journal'"))["Term"]
+        paused = followers[1]
+        errors, created = [], []
+        # Paused shorter and longer than the leader's connection timeout (4 s): the first time it
+        # wakes to the leader's buffered heartbeats, the second time to closed connections.
+        for pause in (2, 6):
+            paused.process.send_signal(signal.SIGSTOP)
+            stopped_at = time.monotonic()
+            try:
+                while time.monotonic() - stopped_at < pause:
+                    created.append(f"t{len(created)}")
+                    execute(leader, f"CREATE TABLE steady.{created[-1]} (k INT)")
+            finally:
+                paused.process.send_signal(signal.SIGCONT)
+            resumed_at = time.monotonic()
+            while time.monotonic() - resumed_at < 2:  # it reads what it missed, then follows
+                created.append(f"t{len(created)}")
+                try:
+                    execute(leader, f"CREATE TABLE steady.{created[-1]} (k INT)")
+                except pymysql.MySQLError as error:
+                    errors.append(error)
+        assert errors == []
+        assert dict(execute(leader, "SHOW PROC '/journal'"))["Term"] == term
+        wait_until(lambda: created[-1] in tables(paused, "steady"), 30, "the paused follower")
+    finally:
+        for node in followers:
+            node.stop()
         leader.stop()

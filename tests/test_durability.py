@@ -79,7 +79,7 @@ def journal_facts(node: QuireProcess) -> dict:
     connection = node.connect()
     with connection.cursor() as cursor:
         cursor.execute("SHOW PROC '/journal'")
-        facts = {name: int(value) for name, value in cursor.fetchall()}
+        facts = {name: int(value) for name, value in cursor.fetchall() if value.isdigit()}
     connection.close()
     return facts
 

@@ -232,6 +232,10 @@ class FrontendNode:
         )
         if not self.journal.wait_leader(timeout=30):
             raise StartupError("the journal did not elect a leader within 30 s")
+
+    def catch_up(self) -> None:
+        """Before the MySQL port opens: apply what the cluster committed, so that a restarted FE
+        never answers with less than it had acknowledged."""
         if not self.journal.wait_caught_up(timeout=CATCH_UP_BEFORE_SERVING_SECONDS):
             logger.warning(
                 "not caught up with the leader after %d s: serving anyway; reads are refused "
@@ -289,12 +293,19 @@ class FrontendNode:
         if first:
             self.commit_blocking(first)
 
-    async def start_servers(self) -> None:
+    async def start_http(self) -> None:
+        """The HTTP API opens first: other FEs and operators reach it (health says STARTING) while
+        this FE catches up."""
         self._completions = Completions(asyncio.get_running_loop())
         self.membership_lock = asyncio.Lock()
         self.forwarder = Forwarder(self)
         from fe.http_api import HttpApi
 
+        self.http = HttpApi(self)
+        await self.http.start(self.host, self.config["http_port"])
+        logger.info("HTTP API listening on %s:%d", self.host, self.http.port)
+
+    async def start_front(self) -> None:
         self.front = MysqlFront(
             session_factory=lambda: QuireSession(self),
             identity_provider=CatalogIdentityProvider(self.catalog),
@@ -304,10 +315,7 @@ class FrontendNode:
             max_packet_bytes=self.config["max_allowed_packet"],
         )
         await self.front.start()
-        self.http = HttpApi(self)
-        await self.http.start(self.host, self.config["http_port"])
         logger.info("MySQL protocol listening on %s:%d", self.host, self.front.port)
-        logger.info("HTTP API listening on %s:%d", self.host, self.http.port)
 
     def start_threads(self) -> None:
         threading.Thread(target=self._report_ports, name="report-ports", daemon=True).start()
@@ -327,8 +335,10 @@ class FrontendNode:
             ):
                 self.load_image()  # down a long time: the cluster's image covers what we missed
             await asyncio.to_thread(self.start_journal)
+            await self.start_http()
+            await asyncio.to_thread(self.catch_up)
             await asyncio.to_thread(self.bootstrap)
-            await self.start_servers()
+            await self.start_front()
         except OSError as error:
             await self.shutdown()
             raise StartupError(str(error)) from None

@@ -236,7 +236,14 @@ class FrontendNode:
     def catch_up(self) -> None:
         """Before the MySQL port opens: apply what the cluster committed, so that a restarted FE
         never answers with less than it had acknowledged."""
-        if not self.journal.wait_caught_up(timeout=CATCH_UP_BEFORE_SERVING_SECONDS):
+        started = time.monotonic()
+        if self.journal.wait_caught_up(timeout=CATCH_UP_BEFORE_SERVING_SECONDS):
+            logger.info(
+                "caught up to journal id %d in %.2f s",
+                self.catalog.journal_id,
+                time.monotonic() - started,
+            )
+        else:
             logger.warning(
                 "not caught up with the leader after %d s: serving anyway; reads are refused "
                 "while this FE lags more than meta_delay_toleration_second",

@@ -103,6 +103,41 @@ def cluster(tmp_path):
         made.close()
 
 
+def test_a_restart_that_finds_its_commit_index_behind_applies_everything_before_serving(tmp_path):
+    """The commit index is written without an fsync of its own: after a power cut it can be behind
+    entries that were acknowledged. wait_caught_up applies them before the node serves."""
+    address = free_address()
+
+    def start(machine):
+        node = ReplicatedJournal(
+            journal_dir=str(tmp_path / "node"),
+            self_address=address,
+            partners=[],
+            state_machine=machine,
+            applied_index=0,
+        )
+        node.start()
+        return node
+
+    first = start(RecordingStateMachine())
+    assert first.wait_leader(5)
+    acknowledged = [first.commit(b"entry %d" % n, timeout=5) for n in range(10)]
+    first.close()
+    journal = RocksJournal(str(tmp_path / "node"))  # as if the last commit index write was lost
+    journal.setRaftCommitIndex(acknowledged[2])
+    journal.flush()
+    journal.close()
+
+    machine = RecordingStateMachine()
+    node = start(machine)
+    try:
+        assert [index for index, _ in machine.applied] == acknowledged[:3]  # replayed at start
+        assert node.wait_leader(5) and node.wait_caught_up(5)
+        assert [payload for _, payload in machine.applied] == [b"entry %d" % n for n in range(10)]
+    finally:
+        node.close()
+
+
 def test_three_nodes_apply_the_same_entries_under_pipelined_load(cluster, caplog):
     """A late ack moved pysyncobj's nextIndex back; followers deleted applied entries (fact 5)."""
     three = cluster(3)

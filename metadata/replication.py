@@ -1113,7 +1113,10 @@ class _RaftNode(SyncObj):
         if self._SyncObj__selfNode is None or node not in self._SyncObj__otherNodes:
             return  # observers do not vote; nor do strangers count
         if message["type"] == PRE_VOTE_GRANTED:
-            if message["term"] == self._pre_vote_term and not self._isLeader():
+            # A yes that arrives after this node moved to that term (voting for another
+            # candidate) is stale: counting it would start a rival election.
+            stale = self._SyncObj__raftCurrentTerm >= message["term"]
+            if message["term"] == self._pre_vote_term and not stale and not self._isLeader():
                 self._pre_votes.add(node)
                 self._count_pre_votes()
             return

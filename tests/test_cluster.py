@@ -1,6 +1,7 @@
 """Several FE processes: a node joins through a helper (`quire fe --helper`) after ALTER SYSTEM
 added it, catches up from the helper's image and the journal, and one that cannot join says why."""
 
+import contextlib
 import time
 
 import pytest
@@ -336,8 +337,12 @@ def test_an_observer_added_before_any_image_restarts_from_its_own_files(tmp_path
         observer.stop()
 
 
-def test_a_follower_down_while_the_leader_truncated_its_journal_catches_up_from_an_image(tmp_path):
-    fast = {"edit_log_roll_num": 20, "checkpoint_interval_second": 1}
+@contextlib.contextmanager
+def checkpointing_cluster(tmp_path, database: str):
+    """A leader and two followers that write an image every 20 entries and keep two: the leader's
+    journal soon starts after what a stopped follower has. Yields (leader, followers), with
+    `database` created and replicated."""
+    fast = {"edit_log_roll_num": 20, "checkpoint_interval_second": 1, "image_keep_count": 2}
     leader = QuireProcess(tmp_path / "leader", fast).start()
     followers = [
         QuireProcess(
@@ -349,12 +354,24 @@ def test_a_follower_down_while_the_leader_truncated_its_journal_catches_up_from_
         for i in range(2)
     ]
     try:
-        execute(leader, "CREATE DATABASE lag")
+        execute(leader, f"CREATE DATABASE {database}")
         for node in followers:
             execute(leader, f'ALTER SYSTEM ADD FOLLOWER "127.0.0.1:{node.edit_log_port}"')
             node.start()
+        for node in followers:
+            wait_until(
+                lambda node=node: (database,) in execute(node, "SHOW DATABASES"), 30, "followers"
+            )
+        yield leader, followers
+    finally:
+        for node in followers:
+            node.stop()
+        leader.stop()
+
+
+def test_a_follower_down_while_the_leader_truncated_its_journal_catches_up_from_an_image(tmp_path):
+    with checkpointing_cluster(tmp_path, "lag") as (leader, followers):
         late = followers[1]
-        wait_until(lambda: ("lag",) in execute(late, "SHOW DATABASES"), 30, "the late follower")
         last_seen = int(dict(execute(late, "SHOW PROC '/journal'"))["LastIndex"])
         late.stop()
         created = []
@@ -369,33 +386,13 @@ def test_a_follower_down_while_the_leader_truncated_its_journal_catches_up_from_
         late.start()
         wait_until(lambda: created[-1] in tables(late, "lag"), 60, "the late follower to catch up")
         assert tables(late, "lag") == tables(leader, "lag")
-    finally:
-        for node in followers:
-            node.stop()
-        leader.stop()
 
 
 def test_a_running_follower_left_behind_the_truncation_catches_up_from_an_image(tmp_path):
     import signal
 
-    fast = {"edit_log_roll_num": 20, "checkpoint_interval_second": 1, "image_keep_count": 2}
-    leader = QuireProcess(tmp_path / "leader", fast).start()
-    followers = [
-        QuireProcess(
-            tmp_path / f"follower{i}",
-            fast,
-            command="fe",
-            extra_args=["--helper", f"http://127.0.0.1:{leader.http_port}"],
-        )
-        for i in range(2)
-    ]
-    try:
-        execute(leader, "CREATE DATABASE behind")
-        for node in followers:
-            execute(leader, f'ALTER SYSTEM ADD FOLLOWER "127.0.0.1:{node.edit_log_port}"')
-            node.start()
+    with checkpointing_cluster(tmp_path, "behind") as (leader, followers):
         late = followers[1]
-        wait_until(lambda: ("behind",) in execute(late, "SHOW DATABASES"), 30, "the follower")
         late.process.send_signal(signal.SIGSTOP)
         stopped_at = time.monotonic()
         created = []
@@ -428,10 +425,6 @@ def test_a_running_follower_left_behind_the_truncation_catches_up_from_an_image(
         late.extra_args = []
         late.start()
         assert tables(late, "behind") == tables(leader, "behind")
-    finally:
-        for node in followers:
-            node.stop()
-        leader.stop()
 
 
 def journal_first_index(node) -> int:

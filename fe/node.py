@@ -535,12 +535,14 @@ class FrontendNode:
                 first_index,
             )
             while not self._stopping.is_set():
+                loaded = None
                 try:
                     self.sync_image_from_cluster()
-                    loaded = self.images.load_newest()
+                    # Headers first: a whole image is read only once one covers first_index.
+                    if any(i.raft_index >= first_index for i in self.images.images()):
+                        loaded = self.images.load_newest()
                 except Exception as error:
                     logger.warning("no image to catch up from yet: %s", error)
-                    loaded = None
                 if loaded is not None and loaded[0].raft_index >= first_index:
                     break
                 self._stopping.wait(IMAGE_RETRY_SECONDS)

@@ -152,15 +152,13 @@ class RocksJournal(Journal):
         self._write_options = WriteOptions()
         self._write_options.sync = False  # flush() syncs the WAL itself
         self._batch = WriteBatch(raw_mode=True)
-        # Whether the batch holds more than the commit index. The commit index alone is written
-        # without an fsync: a restart that finds it behind learns it again from the leader.
-        self._sync_needed = False
         self._closed = False
 
         base = self._db.get(KEY_BASE)
         self.base_index, self.base_term = _BASE.unpack(base) if base is not None else (0, 0)
         commit = self._db.get(KEY_COMMIT_INDEX)
         self.commit_index = _INDEX.unpack(commit)[0] if commit is not None else 0
+        self._written_commit_index = self.commit_index
         self._term, self._voted_for = self._read_term()
 
         self.last_index = self.base_index
@@ -255,7 +253,6 @@ class RocksJournal(Journal):
         )
         assert term >= self.last_term, f"term {term} after term {self.last_term}"
         self._batch.put(entry_key(idx), _encode_entry(command, term))
-        self._sync_needed = True
         self._cache((command, idx, term))
         self.last_index = idx
 
@@ -293,8 +290,7 @@ class RocksJournal(Journal):
                 logger.warning(
                     "commit index moves back from %d to %d", self.commit_index, raftCommitIndex
                 )
-            self.commit_index = raftCommitIndex
-            self._batch.put(KEY_COMMIT_INDEX, _INDEX.pack(raftCommitIndex))
+            self.commit_index = raftCommitIndex  # written by the next flush
 
     def getRaftCommitIndex(self) -> int:
         return max(self.commit_index, self.base_index)
@@ -303,7 +299,6 @@ class RocksJournal(Journal):
         self._term, self._voted_for = term, votedForNodeId
         vote = _NO_VOTE if votedForNodeId is None else _VOTE + str(votedForNodeId).encode()
         self._batch.put(KEY_TERM, _INDEX.pack(term) + vote)
-        self._sync_needed = True
         self.flush()  # Raft: durable before any message that carries this term or vote
 
     def getCurrentTerm(self) -> int:
@@ -318,14 +313,19 @@ class RocksJournal(Journal):
     # Quire's operations.
 
     def flush(self) -> bool:
-        """Write what was appended since the last flush: one WAL write, one fsync if sync is on."""
+        """Write what changed since the last flush: one WAL write, and one fsync if sync is on and
+        more than the commit index changed. The commit index alone is not fsynced: a restart that
+        finds it behind learns it again from the leader."""
+        needs_sync = self.sync and bool(self._batch)  # entries, deletions, base, term or vote
+        if self.commit_index != self._written_commit_index:
+            self._batch.put(KEY_COMMIT_INDEX, _INDEX.pack(self.commit_index))
+            self._written_commit_index = self.commit_index
         if not self._batch:
             return False
         assert not self._closed, "journal is closed"
         self._db.write(self._batch, self._write_options)
         self._batch = WriteBatch(raw_mode=True)
-        if self.sync and self._sync_needed:
-            self._sync_needed = False
+        if needs_sync:
             # A synced write() holds the GIL through the fsync; flush_wal releases it, so the
             # MySQL front keeps serving while the journal waits for the disk.
             self._db.flush_wal(True)
@@ -366,7 +366,6 @@ class RocksJournal(Journal):
         self._uncache_from(0)
         self.last_index = base_index
         self.commit_index = base_index
-        self._batch.put(KEY_COMMIT_INDEX, _INDEX.pack(base_index))
         self.flush()
 
     def close(self) -> None:
@@ -448,9 +447,7 @@ class RocksJournal(Journal):
         self.base_index, self.base_term = raft_index, term
         self.last_index = max(self.last_index, raft_index)
         self._batch.put(KEY_BASE, _BASE.pack(raft_index, term))
-        self._sync_needed = True
 
     def _delete_range(self, first: int, last: int) -> None:
         if first <= last:
             self._batch.delete_range(entry_key(first), entry_key(last + 1))
-            self._sync_needed = True

@@ -286,25 +286,33 @@ def run_together(statements: list[str], node) -> list[tuple[str, object]]:
     return [(statement, outcomes[i]) for i, statement in enumerate(statements)]
 
 
+def alter_observers_together(leader, verb: str, distinct: list[int], contested: int) -> str:
+    """ALTER SYSTEM <verb> OBSERVER for every distinct port and twice for the contested one, all
+    at once: every distinct one succeeds, exactly one contested one does. Returns the loser's
+    error message."""
+    outcomes = run_together(
+        [f'ALTER SYSTEM {verb} OBSERVER "127.0.0.1:{port}"' for port in distinct]
+        + [f'ALTER SYSTEM {verb} OBSERVER "127.0.0.1:{contested}"'] * 2,
+        leader,
+    )
+    for statement, outcome in outcomes[: len(distinct)]:
+        assert outcome is None, f"{statement}: {outcome}"
+    contest = [outcome for _, outcome in outcomes[len(distinct) :]]
+    assert contest.count(None) == 1, f"{verb} the same address twice: {contest}"
+    (refusal,) = [outcome for outcome in contest if outcome is not None]
+    assert isinstance(refusal, tuple) and refusal[0] == 1105, refusal
+    return refusal[1]
+
+
 def test_concurrent_alter_system_statements_are_serialised(tmp_path):
     leader = QuireProcess(tmp_path / "leader").start()
     try:
         distinct = [free_port() for _ in range(6)]
         contested = free_port()
-        added = run_together(
-            [f'ALTER SYSTEM ADD OBSERVER "127.0.0.1:{port}"' for port in distinct]
-            + [f'ALTER SYSTEM ADD OBSERVER "127.0.0.1:{contested}"'] * 2,
-            leader,
-        )
-        for statement, outcome in added[:6]:
-            assert outcome is None, f"{statement}: {outcome}"
-        contest = [outcome for _, outcome in added[6:]]
-        assert contest.count(None) == 1, f"adding the same address twice: {contest}"
-        (refusal,) = [outcome for outcome in contest if outcome is not None]
-        assert isinstance(refusal, tuple) and refusal[0] == 1105, refusal
+        refusal = alter_observers_together(leader, "ADD", distinct, contested)
         # Refused by ALTER SYSTEM's own check, which ran after the winner had committed: not by
         # the journal's apply, as when both checks run before either commit.
-        assert f"Frontend 127.0.0.1:{contested} already exists (as OBSERVER)" in refusal[1], refusal
+        assert f"Frontend 127.0.0.1:{contested} already exists (as OBSERVER)" in refusal
 
         observers = {*distinct, contested}
 
@@ -325,18 +333,8 @@ def test_concurrent_alter_system_statements_are_serialised(tmp_path):
         execute(leader, "CREATE DATABASE still_writable", "CREATE TABLE still_writable.t (k INT)")
         assert tables(leader, "still_writable") == {"t"}
 
-        dropped = run_together(
-            [f'ALTER SYSTEM DROP OBSERVER "127.0.0.1:{port}"' for port in distinct]
-            + [f'ALTER SYSTEM DROP OBSERVER "127.0.0.1:{contested}"'] * 2,
-            leader,
-        )
-        for statement, outcome in dropped[:6]:
-            assert outcome is None, f"{statement}: {outcome}"
-        contest = [outcome for _, outcome in dropped[6:]]
-        assert contest.count(None) == 1, f"dropping the same address twice: {contest}"
-        (refusal,) = [outcome for outcome in contest if outcome is not None]
-        assert isinstance(refusal, tuple) and refusal[0] == 1105, refusal
-        assert f"OBSERVER 127.0.0.1:{contested} does not exist" in refusal[1], refusal
+        refusal = alter_observers_together(leader, "DROP", distinct, contested)
+        assert f"OBSERVER 127.0.0.1:{contested} does not exist" in refusal
 
         assert listed() == [(leader.edit_log_port, "FOLLOWER")]
         execute(leader, "CREATE TABLE still_writable.after_drops (k INT)")

@@ -52,6 +52,7 @@ import pymysql  # noqa: E402
 import requests  # noqa: E402
 
 from fe import cluster as quire_cluster  # noqa: E402
+from tests.harness import wait_until  # noqa: E402
 
 logger = logging.getLogger("bench_replicated")
 
@@ -70,7 +71,6 @@ ATTEMPT_TIMEOUT = (
 FILL_SECONDS = 900.0
 CATCH_UP_TIMEOUT = 600.0
 READY_TIMEOUT = 90.0
-POLL_SECONDS = 0.05
 VALUE_BYTES = 200
 CATCH_UP_TARGET = 50_000.0
 CHECK_PERF_TIMEOUT = 180.0
@@ -102,17 +102,6 @@ class Figure:
             f"{self.rate:8.0f}/s  ({self.operations} in {self.elapsed:.1f}s, "
             f"p50 {self.p50 * 1000:.2f} ms, p99 {self.p99 * 1000:.2f} ms)"
         )
-
-
-def wait_until(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(POLL_SECONDS)
 
 
 # Client processes: each connects, waits at the barrier, then works until its count or deadline.

@@ -11,6 +11,7 @@ import gc
 import ipaddress
 import logging
 import socket
+import ssl
 import threading
 import time
 from pathlib import Path
@@ -19,6 +20,7 @@ import requests
 
 from fe import privileges
 from fe.accounts import CatalogIdentityProvider
+from fe.certificates import CertificateError, self_signed, server_context
 from fe.config import Config
 from fe.forwarding import Forwarder
 from fe.frontends import COLUMNS as FRONTEND_COLUMNS
@@ -103,7 +105,9 @@ class FrontendNode:
         self.image_dir = self.meta_dir / "image"
         self.images = ImageStore(self.image_dir, keep=config["image_keep_count"])
         self.catalog = Catalog()
-        self.global_variables = ClusterGlobalVariables(self.catalog)
+        self.global_variables = ClusterGlobalVariables(
+            self.catalog, {"have_ssl": "YES" if config["enable_ssl"] else "DISABLED"}
+        )
         self.statement_cache = StatementCache(
             config["statement_cache_size"], config["statement_cache_max_sql_bytes"]
         )
@@ -320,9 +324,25 @@ class FrontendNode:
             port=self.config["query_port"],
             max_connections=self.config["qe_max_connection"],
             max_packet_bytes=self.config["max_allowed_packet"],
+            ssl_context=self._mysql_tls() if self.config["enable_ssl"] else None,
+            secure_transport_required=lambda: bool(
+                self.global_variables.get_variable("require_secure_transport")
+            ),
         )
         await self.front.start()
         logger.info("MySQL protocol listening on %s:%d", self.host, self.front.port)
+
+    def _mysql_tls(self) -> ssl.SSLContext:
+        cert_file, key_file = self.config["mysql_ssl_cert_file"], self.config["mysql_ssl_key_file"]
+        if bool(cert_file) != bool(key_file):
+            raise CertificateError(
+                "set both mysql_ssl_cert_file and mysql_ssl_key_file, or neither"
+            )
+        if cert_file:
+            return server_context(
+                self.config.path("mysql_ssl_cert_file"), self.config.path("mysql_ssl_key_file")
+            )
+        return server_context(*self_signed(self.meta_dir / "tls", self.host))
 
     def start_threads(self) -> None:
         threading.Thread(target=self._report_ports, name="report-ports", daemon=True).start()
@@ -346,7 +366,7 @@ class FrontendNode:
             await asyncio.to_thread(self.catch_up)
             await asyncio.to_thread(self.bootstrap)
             await self.start_front()
-        except OSError as error:
+        except (OSError, CertificateError) as error:
             await self.shutdown()
             raise StartupError(str(error)) from None
         except BaseException:

@@ -156,6 +156,8 @@ class QuireSession(BaseSession):
             )
 
     def variable(self, name: str, scope: str = ""):
+        if name.lower() == "ssl_cipher" and scope != "GLOBAL":
+            return getattr(self.connection, "cipher", "")
         try:
             if scope == "GLOBAL":
                 return self.variables.global_variables.get_variable(name)
@@ -252,6 +254,11 @@ class QuireSession(BaseSession):
             ) from None
         if scope == "GLOBAL":
             self.require_admin("SET GLOBAL")
+            if name == "require_secure_transport" and typed and not self.node.front.ssl_context:
+                raise QueryError(
+                    3161,
+                    "No secure transports (SSL or Shared Memory) are configured, unable to set --require_secure_transport=ON.",
+                )
             from metadata import ops
 
             text = "" if typed is None else str(int(typed) if isinstance(typed, bool) else typed)

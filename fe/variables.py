@@ -67,6 +67,7 @@ SCHEMA = {
     "socket": (str, "", False),
     "ssl_cipher": (str, "", False),
     "have_ssl": (str, "DISABLED", False),
+    "require_secure_transport": (bool, False, True),
     "wait_timeout": (int, 28800, True),
     "group_concat_max_len": (int, 1024, True),
     "max_user_connections": (int, 100, True),
@@ -79,14 +80,18 @@ SCHEMA = {
 
 
 class ClusterGlobalVariables(GlobalVariables):
-    """Global values: what SET GLOBAL journaled, else the schema's default."""
+    """Global values: what SET GLOBAL journaled, else this node's own value (node_values: what
+    differs between FEs, such as have_ssl), else the schema's default."""
 
-    def __init__(self, catalog: Catalog):
+    def __init__(self, catalog: Catalog, node_values: dict[str, Any] | None = None):
         super().__init__(SCHEMA)
         self.catalog = catalog
+        self.node_values = dict(node_values or {})
 
     def get_variable(self, name: str) -> Any | None:
         name = name.lower()
+        if name in self.node_values:
+            return self.node_values[name]
         text = self.catalog.global_variables.get(name)
         if text is None:
             return super().get_variable(name)

@@ -14,6 +14,7 @@ import hmac
 import itertools
 import logging
 import secrets
+import ssl
 import struct
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -58,6 +59,7 @@ from fe.mysql.results import (
     lenenc_bytes,
     lenenc_int,
 )
+from fe.mysql.tls import TlsChannel
 
 if TYPE_CHECKING:
     from fe.mysql.server import MysqlFront
@@ -72,6 +74,7 @@ CLIENT_CONNECT_ATTRS = int(Capabilities.CLIENT_CONNECT_ATTRS)
 CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA = int(Capabilities.CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA)
 CLIENT_DEPRECATE_EOF = int(Capabilities.CLIENT_DEPRECATE_EOF)
 CLIENT_QUERY_ATTRIBUTES = int(Capabilities.CLIENT_QUERY_ATTRIBUTES)
+CLIENT_SSL = int(Capabilities.CLIENT_SSL)
 SERVER_STATUS_AUTOCOMMIT = int(ServerStatus.SERVER_STATUS_AUTOCOMMIT)
 SERVER_STATUS_CURSOR_EXISTS = int(ServerStatus.SERVER_STATUS_CURSOR_EXISTS)
 SERVER_STATUS_LAST_ROW_SENT = int(ServerStatus.SERVER_STATUS_LAST_ROW_SENT)
@@ -101,6 +104,7 @@ ROWS_PER_BATCH = 1024
 MAX_ERROR_MESSAGE_BYTES = 512
 MAX_AUTH_ROUNDS = 8
 MAX_CONNECT_ATTRS = 1024
+SSL_REQUEST_BYTES = 32  # capabilities, max packet size, collation, filler: nothing else
 
 _HEADER = struct.Struct("<I")
 _EOF = struct.Struct("<BHH")
@@ -239,6 +243,18 @@ class PacketStream:
             self.buffer = bytearray()
             self.flushed = True
         await self.writer.drain()
+
+    async def start_tls(self, context: ssl.SSLContext) -> None:
+        """Go on over TLS (after a client's SSL request); the packet sequence carries on."""
+        assert not self.buffer
+        channel = TlsChannel(self.reader, self.writer, context)
+        await channel.handshake()
+        self.reader = self.writer = channel
+
+    @property
+    def cipher(self) -> str:
+        ssl_object = self.writer.get_extra_info("ssl_object")
+        return ssl_object.cipher()[0] if ssl_object is not None else ""
 
     async def close(self) -> None:
         if self.writer.is_closing():
@@ -449,10 +465,19 @@ class Connection:
         await self.stream.flush()
 
         try:
-            response = self._parse_handshake_response(await self.stream.read())
-        except (MalformedPacket, ValueError) as e:
+            payload = await self.stream.read()
+            if self._is_ssl_request(payload):
+                await self.stream.start_tls(self.front.ssl_context)
+                payload = await self.stream.read()
+            response = self._parse_handshake_response(payload)
+        except (MalformedPacket, ValueError, ssl.SSLError) as e:
             logger.info("connection %d: bad handshake: %s", self.connection_id, e)
             await self._abort(ErrorCode.HANDSHAKE_ERROR, "Bad handshake")
+        if not self.stream.cipher and self.front.secure_transport_required():
+            await self._abort(
+                ErrorCode.SECURE_TRANSPORT_REQUIRED,
+                "Connections using insecure transport are prohibited while --require_secure_transport=ON.",
+            )
         self.capabilities = response.capabilities
         self.deprecate_eof = bool(response.capabilities & CLIENT_DEPRECATE_EOF)
         self.codec = _client_codec(response.collation)
@@ -481,7 +506,7 @@ class Connection:
 
     def _handshake(self, nonce: bytes, plugin_name: str) -> bytes:
         """Initial Handshake v10; `nonce` is the plugin's data (20 bytes and a NUL for native)."""
-        capabilities = SERVER_CAPABILITIES
+        capabilities = self._server_capabilities
         first, second = nonce[:8].ljust(8, b"\x00"), nonce[8:].ljust(13, b"\x00")
         flags = struct.pack(
             "<HBHHB",
@@ -504,12 +529,29 @@ class Connection:
             ]
         )
 
+    @property
+    def _server_capabilities(self) -> int:
+        if self.front.ssl_context is None:
+            return SERVER_CAPABILITIES
+        return SERVER_CAPABILITIES | CLIENT_SSL
+
+    def _is_ssl_request(self, payload: bytes) -> bool:
+        if len(payload) != SSL_REQUEST_BYTES or self.stream.cipher:
+            return False
+        capabilities = struct.unpack_from("<I", payload)[0]
+        return bool(capabilities & self._server_capabilities & CLIENT_SSL)
+
+    @property
+    def cipher(self) -> str:
+        """The TLS cipher this client's connection uses; empty when it is not encrypted."""
+        return self.stream.cipher
+
     def _parse_handshake_response(self, payload: bytes) -> HandshakeResponse:
         reader = PacketReader(payload)
         client_capabilities = reader.uint4()
         if not client_capabilities & CLIENT_PROTOCOL_41:
             raise MalformedPacket("client does not speak protocol 4.1")
-        capabilities = client_capabilities & SERVER_CAPABILITIES
+        capabilities = client_capabilities & self._server_capabilities
         max_packet_size = reader.uint4()
         collation = reader.uint1()
         reader.take(23)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import ssl
 import struct
 import time
 from collections.abc import Awaitable, Callable
@@ -41,6 +42,8 @@ class MysqlFront:
         handshake_timeout: float = 10.0,
         max_prepared_statements: int = DEFAULT_MAX_PREPARED_STATEMENTS,
         backlog: int = 1024,
+        ssl_context: ssl.SSLContext | None = None,
+        secure_transport_required: Callable[[], bool] = lambda: False,
     ):
         assert max_connections > 0
         assert 1024 <= max_packet_bytes <= 2**30, max_packet_bytes
@@ -55,6 +58,8 @@ class MysqlFront:
         self.handshake_timeout = handshake_timeout
         self.max_prepared_statements = max_prepared_statements
         self.backlog = backlog
+        self.ssl_context = ssl_context  # None: no TLS offered
+        self.secure_transport_required = secure_transport_required  # asked at each login
         self.started_at = time.monotonic()
         self.questions = 0
         self._connections: dict[int, Connection] = {}

@@ -167,6 +167,7 @@ def check_resources(parent: Path, target_bytes: float) -> None:
 
 def connect(port: int, timeout: float = STATEMENT_TIMEOUT):
     return pymysql.connect(
+        ssl_disabled=True,  # the anchors serve no TLS
         host=HOST,
         port=port,
         user="root",

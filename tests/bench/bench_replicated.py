@@ -109,6 +109,7 @@ class Figure:
 
 def quire_connect(port: int, timeout: float = REQUEST_TIMEOUT):
     return pymysql.connect(
+        ssl_disabled=True,  # the anchors serve no TLS
         host=HOST,
         port=port,
         user="root",

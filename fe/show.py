@@ -243,7 +243,9 @@ def _processlist(session, statement: st.Show) -> Result:
     for process in session.node.front.processlist():
         if not is_admin and process.user != session.user.name:
             continue
-        info = process.info if statement.full else (process.info or "")[:100]
+        info = accounts.without_secrets(process.info) if process.info else process.info
+        if not statement.full:
+            info = (info or "")[:100]
         rows.append(
             (
                 process.id,

@@ -1,11 +1,15 @@
 """Privileges and accounts attacked as a low-privilege user would: through PyMySQL, the mariadb CLI
 (which shows the SQLSTATE) and HTTP basic auth, against a real `quire up`."""
 
+import itertools
 import subprocess
+import threading
 
 import pymysql
 import pytest
 import requests
+
+from tests.harness import wait_until
 
 CLI_TIMEOUT_SECONDS = 60
 HTTP_TIMEOUT_SECONDS = 30
@@ -299,3 +303,40 @@ def test_an_administrator_still_learns_what_does_not_exist(root):
     assert code_of(root, "USE nodb") == 1049
     assert code_of(root, "SELECT * FROM db2.nothing") == 1146
     assert code_of(root, "SELECT * FROM db2.secret_t") == 1235
+
+
+# -- SHOW FULL PROCESSLIST does not show passwords -------------------------------------------
+
+
+def test_processlist_masks_the_passwords_of_running_statements(quire, root):
+    run(root, "CREATE USER victim IDENTIFIED BY 'first'")
+    stop = threading.Event()
+
+    def change_passwords():
+        with quire.connect() as connection:
+            for n in itertools.count():
+                if stop.is_set():
+                    return
+                run(connection, f"SET PASSWORD FOR victim = PASSWORD('s3cret-{n}')")
+                run(connection, f"CREATE USER victim_{n} IDENTIFIED BY 's3cret-{n}'")
+
+    writer = threading.Thread(target=change_passwords, daemon=True)
+    writer.start()
+    shown: list[str] = []
+
+    def seen_both() -> bool:
+        for row in run(root, "SHOW FULL PROCESSLIST"):
+            if row[7] and "victim" in row[7]:
+                shown.append(row[7])
+        return any(i.startswith("SET") for i in shown) and any(
+            i.startswith("CREATE") for i in shown
+        )
+
+    try:
+        wait_until(seen_both, 120, "the password statements in the processlist", interval=0)
+    finally:
+        stop.set()
+        writer.join(timeout=60)
+    assert not [info for info in shown if "s3cret" in info], shown
+    assert any(info.startswith("SET PASSWORD FOR victim = PASSWORD(<secret>)") for info in shown)
+    assert any("IDENTIFIED BY <secret>" in info for info in shown)

@@ -1,13 +1,20 @@
 """Users, passwords and grants: statements to journal operations, and the identity provider the
-MySQL front authenticates against."""
+MySQL front authenticates against.
+
+An account is user@host, as in MySQL: a client logs in as the account of its user name whose host
+pattern matches the client's address, the most specific pattern first (a literal host or IP, then
+patterns with % and _, '%' last). Statements name accounts exactly ('u' alone is 'u'@'%').
+"""
 
 from __future__ import annotations
 
+import ipaddress
+import re
+
 from mysql_mimic.auth import IdentityProvider
-from mysql_mimic.auth import User as AuthUser
 
 from fe import privileges
-from fe.mysql.connection import NativePasswordPlugin, native_password_hash
+from fe.mysql.connection import Account, NativePasswordPlugin, native_password_hash
 from fe.mysql.errors import QueryError
 from fe.sql import statements as st
 from metadata import ops
@@ -16,18 +23,74 @@ from metadata.records import Grant, User
 
 BUILT_IN_USERS = ("root", "admin")
 HASH_LENGTH = 41
+LOOPBACK = ipaddress.ip_network("127.0.0.0/8")
 
 
-def find_user(catalog: Catalog, name: str, host: str | None = None) -> User | None:
-    if host is not None:
-        return catalog.users.get((name, host))
-    exact = catalog.users.get((name, "%"))
-    if exact is not None:
-        return exact
-    for (user_name, _), user in list(catalog.users.items()):
-        if user_name == name:
-            return user
-    return None
+_STRING = r"""(?:'(?:[^'\\]|\\.|'')*(?:'|$)|"(?:[^"\\]|\\.|"")*(?:"|$))"""
+_SECRET = re.compile(
+    r"(\bIDENTIFIED\s+(?:WITH\s+\S+\s+)?(?:BY|AS)\s+(?:PASSWORD\s+)?"
+    r"|\bPASSWORD\s*\(\s*"
+    r"|\bSET\s+PASSWORD\b[^=]*=\s*)" + _STRING,
+    re.IGNORECASE,
+)
+
+
+def without_secrets(sql: str) -> str:
+    """The statement with its passwords and hashes replaced by <secret>, as MySQL shows it."""
+    return _SECRET.sub(r"\1<secret>", sql)
+
+
+def _address(host: str):
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return None
+    mapped = getattr(address, "ipv4_mapped", None)
+    return mapped or address
+
+
+def host_matches(pattern: str, client_host: str) -> bool:
+    """Whether an account's host pattern admits a client connecting from `client_host` (an IP)."""
+    pattern = pattern.lower()
+    if pattern in ("%", ""):
+        return True
+    address = _address(client_host)
+    if pattern == "localhost":
+        return address is not None and (address in LOOPBACK or address.is_loopback)
+    if "/" in pattern:
+        try:
+            return address is not None and address in ipaddress.ip_network(pattern, strict=False)
+        except ValueError:
+            return False
+    host = str(address) if address is not None else client_host.lower()
+    if "%" not in pattern and "_" not in pattern:
+        literal = _address(pattern)
+        return host == (str(literal) if literal is not None else pattern)
+    regex = "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in pattern)
+    return re.fullmatch(regex, host) is not None
+
+
+def host_specificity(pattern: str) -> tuple[int, int]:
+    """Sorts account hosts most specific first: literals, then patterns by the length of their
+    literal prefix, then '%', then ''."""
+    if pattern == "":
+        return (3, 0)
+    if pattern == "%":
+        return (2, 0)
+    wildcard = min((i for i, c in enumerate(pattern) if c in "%_"), default=None)
+    if wildcard is None or "/" in pattern:
+        return (0, 0)
+    return (1, -wildcard)
+
+
+def account_for_login(catalog: Catalog, name: str, client_host: str) -> User | None:
+    """The account a client at `client_host` logging in as `name` is."""
+    candidates = [
+        user
+        for (user_name, host), user in list(catalog.users.items())
+        if user_name == name and host_matches(host, client_host)
+    ]
+    return min(candidates, key=lambda user: host_specificity(user.host), default=None)
 
 
 class CatalogIdentityProvider(IdentityProvider):
@@ -37,14 +100,15 @@ class CatalogIdentityProvider(IdentityProvider):
     def get_plugins(self):
         return [NativePasswordPlugin()]
 
-    async def get_user(self, username: str) -> AuthUser | None:
-        user = find_user(self.catalog, username)
+    async def get_user(self, username: str, host: str) -> Account | None:
+        user = account_for_login(self.catalog, username, host)
         if user is None:
             return None
-        return AuthUser(
+        return Account(
             name=user.name,
             auth_string=user.password_hash or None,
             auth_plugin=NativePasswordPlugin.name,
+            host=user.host,
         )
 
 
@@ -58,12 +122,41 @@ def _hash(password: str | None, password_hash: str | None) -> str:
     return native_password_hash(password) if password else ""
 
 
+def access_denied(*privilege_names: str) -> QueryError:
+    names = ", ".join(sorted(privilege_names))
+    return QueryError(
+        1227,
+        f"Access denied; you need (at least one of) the {names} privilege(s) for this operation",
+    )
+
+
 def _require_user_admin(session) -> None:
     if not privileges.has(session.user, privileges.GRANT):
-        raise QueryError(
-            1227,
-            "Access denied; you need (at least one of) the GRANT_PRIV or ADMIN_PRIV privilege(s) for this operation",
-        )
+        raise access_denied(privileges.GRANT)
+
+
+def _require_may_change(session, target: User) -> None:
+    """An account holding ADMIN_PRIV or NODE_PRIV is changed only by one holding it too (else
+    GRANT_PRIV would reach them by setting their password)."""
+    user = session.user
+    if privileges.is_admin(target) and not privileges.is_admin(user):
+        raise access_denied(privileges.ADMIN)
+    if privileges.is_node_operator(target) and not privileges.is_node_operator(user):
+        raise access_denied(privileges.NODE)
+
+
+def _require_grantor(session, db: str, table: str, names: frozenset[str]) -> None:
+    """GRANT and REVOKE need GRANT_PRIV and every privilege they name, held at the level they
+    name or above."""
+    user = session.user
+    missing = (names | {privileges.GRANT}) - privileges.held(user, db, table)
+    if not missing:
+        return
+    if db == "*":
+        raise access_denied(*missing)
+    if table == "*":
+        raise QueryError(1044, f"Access denied for user {user.identity} to database '{db}'")
+    raise QueryError(1142, f"GRANT command denied to user {user.identity} for table '{db}.{table}'")
 
 
 def create_user(session, statement: st.CreateUser) -> list[ops.Op]:
@@ -82,23 +175,27 @@ def drop_user(session, statement: st.DropUser) -> list[ops.Op]:
     name, host = statement.user.name, statement.user.host
     if name in BUILT_IN_USERS:
         raise QueryError(1396, f"Operation DROP USER failed for '{name}'@'{host}': built-in user")
-    if session.catalog.users.get((name, host)) is None:
+    target = session.catalog.users.get((name, host))
+    if target is None:
         if statement.if_exists:
             return []
         raise QueryError(1396, f"Operation DROP USER failed for '{name}'@'{host}'")
+    _require_may_change(session, target)
     return [ops.DropUser(name, host)]
 
 
 def _named_user(session, target: st.UserName | None, code: int, message: str) -> User:
-    """The user a statement names (the session's own when it names none)."""
+    """The account a statement names (the session's own when it names none)."""
     if target is None:
         return session.user
-    user = session.catalog.users.get((target.name, target.host)) or find_user(
-        session.catalog, target.name
-    )
+    user = session.catalog.users.get((target.name, target.host))
     if user is None:
         raise QueryError(code, message.format(name=target.name, host=target.host))
     return user
+
+
+def _is_own(session, user: User) -> bool:
+    return (user.name, user.host) == (session.username, session.user_host)
 
 
 def set_password(session, statement: st.SetPassword) -> list[ops.Op]:
@@ -108,8 +205,9 @@ def set_password(session, statement: st.SetPassword) -> list[ops.Op]:
         1133,
         "Can't find any matching row in the user table for '{name}'@'{host}'",
     )
-    if user.name != session.user.name:
+    if not _is_own(session, user):
         _require_user_admin(session)
+        _require_may_change(session, user)
     return [
         ops.SetPassword(user.name, user.host, _hash(statement.password, statement.password_hash))
     ]
@@ -117,20 +215,17 @@ def set_password(session, statement: st.SetPassword) -> list[ops.Op]:
 
 def grant(session, statement: st.GrantStatement) -> list[ops.Op]:
     is_global = statement.db == "*"
-    if not privileges.has(session.user, privileges.GRANT, statement.db):
-        raise QueryError(
-            1227,
-            "Access denied; you need (at least one of) the GRANT_PRIV privilege(s) for this operation",
-        )
+    names = privileges.canonical(statement.privileges, is_global)
+    if not is_global and names & set(privileges.GLOBAL_ONLY):
+        raise QueryError(1221, "ADMIN_PRIV and NODE_PRIV can only be granted on *.*")
+    _require_grantor(session, statement.db, statement.table, names)
     target = session.catalog.users.get((statement.user.name, statement.user.host))
     if target is None:
         raise QueryError(
             1133,
-            f"Can't find any matching row in the user table for {statement.user.name}@{statement.user.host}",
+            f"Can't find any matching row in the user table for '{statement.user.name}'@'{statement.user.host}'",
         )
-    names = privileges.canonical(statement.privileges, is_global)
-    if not is_global and names & set(privileges.GLOBAL_ONLY):
-        raise QueryError(1221, "ADMIN_PRIV and NODE_PRIV can only be granted on *.*")
+    _require_may_change(session, target)
     if statement.revoke and target.name in BUILT_IN_USERS:
         raise QueryError(1227, f"Cannot revoke privileges of built-in user {target.name}")
     entry = Grant(statement.db, statement.table, names)
@@ -149,10 +244,9 @@ def show_grants_rows(session, target: st.UserName | None) -> list[tuple]:
     user = _named_user(
         session, target, 1141, "There is no such grant defined for user '{name}' on host '{host}'"
     )
-    if user.name != session.user.name and not privileges.has(session.user, privileges.GRANT):
+    if not _is_own(session, user) and not privileges.has(session.user, privileges.GRANT):
         raise QueryError(
-            1044,
-            f"Access denied for user '{session.user.name}'@'{session.user.host}' to database 'mysql'",
+            1044, f"Access denied for user {session.user.identity} to database 'mysql'"
         )
     lines = [privileges.grant_text(user, grant) for grant in user.grants]
     if not lines:

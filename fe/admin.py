@@ -20,7 +20,7 @@ def _address(text: str) -> tuple[str, int]:
 
 
 def alter_system(session, statement: st.AlterSystem) -> list[ops.Op]:
-    session.require_admin("ALTER SYSTEM")
+    session.require_node()
     if statement.role == "BACKEND":
         raise QueryError(
             1235, "ALTER SYSTEM ... BACKEND is not supported yet: backends come with the data plane"
@@ -60,7 +60,7 @@ async def kill(session, statement: st.Kill) -> Result:
 
 
 async def show_config(session, statement: st.AdminShowConfig) -> Result:
-    session.require_admin("ADMIN SHOW FRONTEND CONFIG")
+    session.require_admin()
     match = like_matcher(statement.like, case_sensitive=False)
     rows = []
     for key, value in session.node.config.items():
@@ -73,7 +73,7 @@ async def show_config(session, statement: st.AdminShowConfig) -> Result:
 
 
 async def set_config(session, statement: st.AdminSetConfig) -> Result:
-    session.require_admin("ADMIN SET FRONTEND CONFIG")
+    session.require_admin()
     for name, value in statement.settings:
         try:
             session.node.set_config(name, value)
@@ -83,6 +83,6 @@ async def set_config(session, statement: st.AdminSetConfig) -> Result:
 
 
 async def checkpoint(session, statement: st.AdminCheckpoint) -> Result:
-    session.require_admin("ADMIN CHECKPOINT")
+    session.require_admin()
     info = await session.node.checkpoint_now()
     return Result(info=f"image.{info.journal_id}" if info else "")

@@ -37,10 +37,16 @@ def drop_database(session, statement: st.DropDatabase) -> list[ops.Op]:
     return [ops.DropDatabase(database.id)]
 
 
-def resolve_database(session, db_name: str | None) -> Database:
+def database_name(session, db_name: str | None) -> str:
+    """The database a statement names, or the current one."""
     name = db_name or session.database
     if not name:
         raise QueryError(1046, "No database selected")
+    return name
+
+
+def resolve_database(session, db_name: str | None) -> Database:
+    name = database_name(session, db_name)
     database = session.catalog.database(name)
     if database is None:
         raise QueryError(1049, f"Unknown database '{name}'")
@@ -57,8 +63,10 @@ def resolve_table(session, name: st.TableName) -> tuple[Database, Table]:
 
 def _new_table_database(session, statement: st.CreateTable | st.CreateTableLike) -> Database | None:
     """The database a new table goes into; None when IF NOT EXISTS finds it already there."""
+    session.require(
+        privileges.CREATE, database_name(session, statement.table.db), statement.table.name
+    )
     database = resolve_database(session, statement.table.db)
-    session.require(privileges.CREATE, database.name, statement.table.name)
     if session.catalog.table(database.id, statement.table.name) is not None:
         if statement.if_not_exists:
             return None
@@ -74,6 +82,11 @@ def create_table(session, statement: st.CreateTable) -> list[ops.Op]:
 
 
 def create_table_like(session, statement: st.CreateTableLike) -> list[ops.Op]:
+    source_db = database_name(session, statement.source.db)
+    session.require(privileges.SELECT, source_db, statement.source.name)
+    session.require(
+        privileges.CREATE, database_name(session, statement.table.db), statement.table.name
+    )
     _, source = resolve_table(session, statement.source)
     database = _new_table_database(session, statement)
     if database is None:
@@ -238,8 +251,10 @@ def partition_ranges(definitions, partition_columns, columns: list[Column]):
 
 
 def drop_table(session, statement: st.DropTable) -> list[ops.Op]:
+    session.require(
+        privileges.DROP, database_name(session, statement.table.db), statement.table.name
+    )
     database = resolve_database(session, statement.table.db)
-    session.require(privileges.DROP, database.name, statement.table.name)
     table = session.catalog.table(database.id, statement.table.name)
     if table is None:
         if statement.if_exists:
@@ -249,8 +264,10 @@ def drop_table(session, statement: st.DropTable) -> list[ops.Op]:
 
 
 def alter_table(session, statement: st.AlterTable) -> list[ops.Op]:
+    session.require(
+        privileges.ALTER, database_name(session, statement.table.db), statement.table.name
+    )
     database, table = resolve_table(session, statement.table)
-    session.require(privileges.ALTER, database.name, table.name)
     for action in statement.actions:
         table = ALTER_ACTIONS[type(action)](session, database, table, action)
     return [ops.ReplaceTable(table)]
@@ -348,9 +365,9 @@ def _rename_column(session, database, table: Table, action: st.RenameColumn) -> 
 
 
 def _rename_table(session, database, table: Table, action: st.RenameTable) -> Table:
+    session.require(privileges.CREATE, database.name, action.new_name)
     if session.catalog.table(database.id, action.new_name) is not None:
         raise QueryError(1050, f"Table '{action.new_name}' already exists")
-    session.require(privileges.CREATE, database.name, action.new_name)
     partitions = table.partitions
     if not table.partition_columns:
         partitions = tuple(dataclasses.replace(p, name=action.new_name) for p in partitions)

@@ -71,6 +71,7 @@ class Forwarder:
         request = {
             "sql": sql,
             "user": session.username,
+            "user_host": session.user_host,
             "database": session.database,
             "variables": session.changed_variables(),
         }

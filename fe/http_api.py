@@ -15,7 +15,7 @@ import logging
 from aiohttp import web
 
 from fe import privileges
-from fe.accounts import find_user
+from fe.accounts import account_for_login
 from fe.forwarding import FORWARD_PATH
 from fe.mysql.connection import native_password_hash
 from fe.mysql.errors import QueryError
@@ -74,7 +74,7 @@ class HttpApi:
             return web.json_response(
                 {"code": 401, "msg": "only FEs of this cluster forward statements"}, status=401
             )
-        if self._basic_auth_admin(request.headers.get("Authorization", "")):
+        if self._basic_auth_admin(request.headers.get("Authorization", ""), request.remote or ""):
             return await handler(request)
         return web.json_response(
             {"code": 401, "msg": "Unauthorized: use HTTP basic auth with an admin user"},
@@ -82,7 +82,7 @@ class HttpApi:
             headers={"WWW-Authenticate": 'Basic realm="quire"'},
         )
 
-    def _basic_auth_admin(self, header: str) -> bool:
+    def _basic_auth_admin(self, header: str, client_host: str) -> bool:
         scheme, _, encoded = header.partition(" ")
         if scheme.lower() != "basic":
             return False
@@ -90,7 +90,7 @@ class HttpApi:
             name, _, password = base64.b64decode(encoded, validate=True).decode().partition(":")
         except (binascii.Error, UnicodeDecodeError):
             return False
-        user = find_user(self.node.catalog, name)
+        user = account_for_login(self.node.catalog, name, client_host)
         if user is None:
             return False
         expected = native_password_hash(password) if password else ""
@@ -218,7 +218,7 @@ class HttpApi:
 
         body = await request.json()
         session = QuireSession(self.node)
-        session.username = body["user"]
+        session.username, session.user_host = body["user"], body["user_host"]
         session.database = body.get("database")
         try:
             session.apply_variables(body.get("variables") or {})

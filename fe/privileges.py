@@ -1,7 +1,8 @@
 """Privileges in Doris's model, accepting MySQL's names too.
 
 A grant holds canonical names (SELECT_PRIV, LOAD_PRIV, ...) on *.*, db.* or db.table; a check
-asks whether a user holds one privilege on one object at any level.
+asks whether a user holds one privilege on one object, through a grant at that level or above.
+ADMIN_PRIV on *.* holds every privilege but NODE_PRIV; NODE_PRIV covers node operations only.
 """
 
 from __future__ import annotations
@@ -68,23 +69,31 @@ def canonical(names: tuple[str, ...], is_global: bool) -> frozenset[str]:
 
 
 def _grants_on(user: User, db: str, table: str):
+    """The user's grants at the level db.table or above (table "*": the whole database)."""
     for grant in user.grants:
         if grant.db == "*" or (grant.db == db and grant.table in ("*", table)):
             yield grant
 
 
-def has(user: User, privilege: str, db: str = "*", table: str = "*") -> bool:
+def held(user: User, db: str = "*", table: str = "*") -> frozenset[str]:
+    """Every privilege the user holds on db.table (db "*": globally), ADMIN_PRIV's included."""
+    names = frozenset().union(*(grant.privileges for grant in _grants_on(user, db, table)))
     if is_admin(user):
-        return True
-    return any(privilege in grant.privileges for grant in _grants_on(user, db, table))
+        names |= {*OBJECT_PRIVILEGES, GRANT, USAGE}
+    return names
+
+
+def has(user: User, privilege: str, db: str = "*", table: str = "*") -> bool:
+    return privilege in held(user, db, table)
 
 
 def has_any(user: User, db: str, table: str | None = None) -> bool:
-    """Whether the user may see the database (table=None) or the table at all."""
+    """Whether the user may see the database (table=None) or the table at all: some object
+    privilege on it (GRANT_PRIV, USAGE_PRIV and NODE_PRIV show nothing)."""
     if is_admin(user):
         return True
     for grant in user.grants:
-        if not grant.privileges - {USAGE}:
+        if not grant.privileges & set(OBJECT_PRIVILEGES):
             continue
         if grant.db == "*":
             return True
@@ -94,10 +103,11 @@ def has_any(user: User, db: str, table: str | None = None) -> bool:
 
 
 def is_admin(user: User) -> bool:
-    return any(
-        grant.db == "*" and (ADMIN in grant.privileges or NODE in grant.privileges)
-        for grant in user.grants
-    )
+    return any(grant.db == "*" and ADMIN in grant.privileges for grant in user.grants)
+
+
+def is_node_operator(user: User) -> bool:
+    return any(grant.db == "*" and NODE in grant.privileges for grant in user.grants)
 
 
 def grant_text(user: User, grant: Grant) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from fe.mysql.errors import QueryError
 
 ROOT = ("dbs", "frontends", "backends", "journal", "images")
+# The paths about nodes, not data: NODE_PRIV reads them as ADMIN_PRIV does.
+NODE_PATHS = ("", "/frontends", "/backends", "/journal", "/images")
 
 
 def show_proc(session, path: str) -> tuple[list[str], list[tuple]]:

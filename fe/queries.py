@@ -220,10 +220,13 @@ def _run_in_duckdb(session, plan: SelectPlan) -> Result:
 def _refuse_table_read(session, db: str, name: str):
     if not db:
         raise QueryError(1046, "No database selected")
+    from fe import privileges
     from fe.ddl import resolve_table
     from fe.sql.statements import TableName
 
-    resolve_table(session, TableName(db, name))  # 1049 / 1146 first, as MySQL
+    if not privileges.has(session.user, privileges.SELECT, db, name):
+        raise session.table_denied("SELECT", db, name)  # before 1049 / 1146, as MySQL
+    resolve_table(session, TableName(db, name))
     raise QueryError(
         1235,
         f"Reading table data ({db}.{name}) is not supported yet: the data plane comes in a later release",

@@ -30,7 +30,8 @@ class QuireSession(BaseSession):
         self.node = node
         self.catalog = node.catalog
         self.variables = QuireSessionVariables(node.global_variables)
-        self.username: str | None = None
+        self.username: str | None = None  # the account logged in as: username@user_host
+        self.user_host: str | None = None
         self.database: str | None = None
         self.connection = None
         self.warnings: list[tuple] = []
@@ -97,10 +98,11 @@ class QuireSession(BaseSession):
 
     @property
     def user(self) -> User:
-        user = accounts.find_user(self.catalog, self.username or "")
+        user = self.catalog.users.get((self.username or "", self.user_host or ""))
         if user is None:
             raise QueryError(
-                1045, f"Access denied for user '{self.username}': the user was dropped"
+                1045,
+                f"Access denied for user '{self.username}'@'{self.user_host}': the account was dropped",
             )
         return user
 
@@ -122,38 +124,45 @@ class QuireSession(BaseSession):
         user = self.user
         return f"{user.name}@{user.host}"
 
-    def check_database(self, name: str) -> None:
-        if name.lower() == "information_schema":
-            return
-        if self.catalog.database(name) is None:
-            raise QueryError(1049, f"Unknown database '{name}'")
-        if not privileges.has_any(self.user, name):
-            raise QueryError(
-                1044,
-                f"Access denied for user '{self.username}'@'{self.client_host}' to database '{name}'",
-            )
+    def database_denied(self, name: str) -> QueryError:
+        return QueryError(1044, f"Access denied for user {self.user.identity} to database '{name}'")
 
-    def require(self, privilege: str, db: str, table: str = "*") -> None:
-        user = self.user
-        if privileges.has(user, privilege, db, table):
-            return
-        if table == "*":
-            raise QueryError(
-                1044,
-                f"Access denied for user '{user.name}'@'{self.client_host}' to database '{db}'",
-            )
-        command = privilege.removesuffix("_PRIV")
-        raise QueryError(
+    def table_denied(self, command: str, db: str, table: str) -> QueryError:
+        return QueryError(
             1142,
-            f"{command} command denied to user '{user.name}'@'{self.client_host}' for table '{db}.{table}'",
+            f"{command} command denied to user {self.user.identity} for table '{db}.{table}'",
         )
 
-    def require_admin(self, what: str) -> None:
+    def check_database(self, name: str) -> None:
+        """USE: what the user may not see is denied whether or not it exists, as in MySQL."""
+        if name.lower() == "information_schema":
+            return
+        if not privileges.has_any(self.user, name):
+            raise self.database_denied(name)
+        if self.catalog.database(name) is None:
+            raise QueryError(1049, f"Unknown database '{name}'")
+
+    def require(self, privilege: str, db: str, table: str = "*") -> None:
+        if privileges.has(self.user, privilege, db, table):
+            return
+        if table == "*":
+            raise self.database_denied(db)
+        raise self.table_denied(privilege.removesuffix("_PRIV"), db, table)
+
+    def require_admin(self) -> None:
         if not privileges.is_admin(self.user):
-            raise QueryError(
-                1227,
-                f"Access denied; you need (at least one of) the ADMIN_PRIV or NODE_PRIV privilege(s) for {what}",
-            )
+            raise accounts.access_denied(privileges.ADMIN)
+
+    def require_node(self) -> None:
+        """Node operations (ALTER SYSTEM ... FOLLOWER/OBSERVER/BACKEND) need NODE_PRIV."""
+        if not privileges.is_node_operator(self.user):
+            raise accounts.access_denied(privileges.NODE)
+
+    def require_admin_or_node(self) -> None:
+        """What nodes there are and how they are (SHOW FRONTENDS, BACKENDS, node PROC paths)."""
+        user = self.user
+        if not (privileges.is_admin(user) or privileges.is_node_operator(user)):
+            raise accounts.access_denied(privileges.ADMIN, privileges.NODE)
 
     def variable(self, name: str, scope: str = ""):
         if name.lower() == "ssl_cipher" and scope != "GLOBAL":
@@ -253,7 +262,7 @@ class QuireSession(BaseSession):
                 1231, f"Variable '{name}' can't be set to the value of '{value}'"
             ) from None
         if scope == "GLOBAL":
-            self.require_admin("SET GLOBAL")
+            self.require_admin()
             if name == "require_secure_transport" and typed and not self.node.front.ssl_context:
                 raise QueryError(
                     3161,

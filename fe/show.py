@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from fe import accounts, privileges
-from fe.ddl import resolve_database, resolve_table
+from fe.ddl import database_name, resolve_database, resolve_table
 from fe.information_schema import (
     INFORMATION_SCHEMA,
     column_key,
@@ -53,8 +53,16 @@ def _databases(session, statement: st.Show) -> Result:
     )
 
 
+def visible_database(session, db_name: str | None):
+    """The database a SHOW names: denied whether or not it exists when the user may not see it."""
+    name = database_name(session, db_name)
+    if name.lower() != INFORMATION_SCHEMA and not privileges.has_any(session.user, name):
+        raise session.database_denied(name)
+    return resolve_database(session, name)
+
+
 def _tables(session, statement: st.Show) -> Result:
-    database = resolve_database(session, statement.db)
+    database = visible_database(session, statement.db)
     match = like_matcher(statement.like)
     names = [
         table.name
@@ -67,20 +75,19 @@ def _tables(session, statement: st.Show) -> Result:
     return text_result([header], [(name,) for name in names])
 
 
-def readable_table(session, name: st.TableName) -> tuple:
-    if (name.db or session.database or "").lower() == INFORMATION_SCHEMA:
+def readable_table(session, name: st.TableName, command: str) -> tuple:
+    """The table a SHOW or DESC names: denied whether or not it exists when the user may not
+    see it, as MySQL checks privileges first."""
+    db = database_name(session, name.db)
+    if db.lower() == INFORMATION_SCHEMA:
         raise QueryError(1235, "Describing information_schema tables is not supported; query them")
-    database, table = resolve_table(session, name)
-    if not privileges.has_any(session.user, database.name, table.name):
-        raise QueryError(
-            1142,
-            f"SHOW command denied to user '{session.user.name}'@'{session.client_host}' for table '{table.name}'",
-        )
-    return database, table
+    if not privileges.has_any(session.user, db, name.name):
+        raise session.table_denied(command, db, name.name)
+    return resolve_table(session, name)
 
 
 def _columns(session, statement: st.Show) -> Result:
-    _, table = readable_table(session, statement.table)
+    _, table = readable_table(session, statement.table, "SELECT")
     match = like_matcher(statement.like, case_sensitive=False)
     rows = []
     for col in table.columns:
@@ -179,17 +186,12 @@ def create_table_sql(table: Table) -> str:
 
 
 def _create_table(session, statement: st.Show) -> Result:
-    _, table = readable_table(session, statement.table)
+    _, table = readable_table(session, statement.table, "SHOW")
     return text_result(["Table", "Create Table"], [(table.name, create_table_sql(table))])
 
 
 def _create_database(session, statement: st.Show) -> Result:
-    database = resolve_database(session, statement.db)
-    if not privileges.has_any(session.user, database.name):
-        raise QueryError(
-            1044,
-            f"Access denied for user '{session.user.name}'@'{session.client_host}' to database '{database.name}'",
-        )
+    database = visible_database(session, statement.db)
     text = f"CREATE DATABASE {quote(database.name)}"
     if database.properties:
         text += (
@@ -241,7 +243,9 @@ def _processlist(session, statement: st.Show) -> Result:
     for process in session.node.front.processlist():
         if not is_admin and process.user != session.user.name:
             continue
-        info = process.info if statement.full else (process.info or "")[:100]
+        info = accounts.without_secrets(process.info) if process.info else process.info
+        if not statement.full:
+            info = (info or "")[:100]
         rows.append(
             (
                 process.id,
@@ -258,7 +262,7 @@ def _processlist(session, statement: st.Show) -> Result:
 
 
 def _partitions(session, statement: st.Show) -> Result:
-    database, table = readable_table(session, statement.table)
+    database, table = readable_table(session, statement.table, "SHOW")
     rows = []
     for partition in table.partitions:
         if table.partition_columns:
@@ -280,7 +284,7 @@ def _partitions(session, statement: st.Show) -> Result:
 
 
 def _tablets(session, statement: st.Show) -> Result:
-    database, table = readable_table(session, statement.table)
+    database, table = readable_table(session, statement.table, "SHOW")
     rows = []
     for partition in table.partitions:
         for bucket, tablet_id in enumerate(partition.tablet_ids):
@@ -289,7 +293,7 @@ def _tablets(session, statement: st.Show) -> Result:
 
 
 def _tablet(session, statement: st.Show) -> Result:
-    session.require_admin("SHOW TABLET")
+    session.require_admin()
     found = session.catalog.tablet(statement.tablet_id)
     if found is None:
         raise QueryError(1105, f"Tablet {statement.tablet_id} does not exist")
@@ -322,7 +326,7 @@ def _tablet(session, statement: st.Show) -> Result:
 
 
 def _index(session, statement: st.Show) -> Result:
-    readable_table(session, statement.table)
+    readable_table(session, statement.table, "SELECT")
     return text_result(
         ["Table", "Non_unique", "Key_name", "Seq_in_index", "Column_name", "Collation", "Cardinality",
          "Sub_part", "Packed", "Null", "Index_type", "Comment"],
@@ -331,7 +335,7 @@ def _index(session, statement: st.Show) -> Result:
 
 
 def _table_status(session, statement: st.Show) -> Result:
-    database = resolve_database(session, statement.db)
+    database = visible_database(session, statement.db)
     match = like_matcher(statement.like)
     rows = []
     for table in session.catalog.tables_of(database.id):
@@ -407,13 +411,13 @@ def _empty(*names: str):
 
 
 def _frontends(session, statement: st.Show) -> Result:
-    session.require_admin("SHOW FRONTENDS")
+    session.require_admin_or_node()
     names, rows = session.node.frontends_rows()
     return text_result(names, rows)
 
 
 def _backends(session, statement: st.Show) -> Result:
-    session.require_admin("SHOW BACKENDS")
+    session.require_admin_or_node()
     rows = [
         (b.id, b.host, b.heartbeat_port, "false")
         for b in sorted(list(session.catalog.backends.values()), key=lambda b: b.id)
@@ -422,8 +426,12 @@ def _backends(session, statement: st.Show) -> Result:
 
 
 def _proc(session, statement: st.Show) -> Result:
-    session.require_admin("SHOW PROC")
-    from fe.proc import show_proc
+    from fe.proc import NODE_PATHS, show_proc
+
+    if statement.path.strip().rstrip("/") in NODE_PATHS:
+        session.require_admin_or_node()
+    else:
+        session.require_admin()
 
     names, rows = show_proc(session, statement.path)
     return text_result(names, rows)

@@ -89,7 +89,7 @@ class Users(IdentityProvider):
     def get_plugins(self):
         return [NativePasswordPlugin()]
 
-    async def get_user(self, username):
+    async def get_user(self, username, host):
         if username == "crash":
             raise RuntimeError("secret identity detail")
         if username == "root":

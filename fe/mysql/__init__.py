@@ -4,6 +4,7 @@ from mysql_mimic.auth import IdentityProvider, User
 from mysql_mimic.session import BaseSession
 
 from fe.mysql.connection import (
+    Account,
     Connection,
     NativePasswordPlugin,
     ProcessInfo,
@@ -14,6 +15,7 @@ from fe.mysql.results import Column, Result, column
 from fe.mysql.server import MysqlFront
 
 __all__ = [
+    "Account",
     "BaseSession",
     "Column",
     "Connection",

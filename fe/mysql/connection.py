@@ -327,11 +327,22 @@ class AccessDenied(ConnectionAborted):
     pass
 
 
+@dataclass
+class Account(User):
+    """A user account: `host` is the pattern of client hosts it admits ('%' for any)."""
+
+    host: str = "%"
+
+
 class Connection:
     """Serves one client from handshake to close, handing its statements to a session.
 
     Besides BaseSession's methods a session may define `async describe(sql) -> columns | None`:
     the result columns of a statement about to be prepared (`sql` still holds its `?` markers).
+
+    The identity provider's `get_user(username, host)` picks the account a client at `host` logs
+    in as (an Account, or a plain User: host '%'); once the client proves it, the session's
+    `username` and `user_host` name that account.
 
     What a session can read from it: connection_id, user, host, codec (the client's character set
     as a Python codec), connect_attrs, front (the MysqlFront, for processlist and kill), and
@@ -489,8 +500,7 @@ class Connection:
             response.client_plugin,
             handshake=(plugin, handshake_state),
         )
-        self.user = user
-        self.session.username = user
+        self._log_in_as(user)
         try:
             await self.session.init(self)
         except QueryError as e:
@@ -502,7 +512,12 @@ class Connection:
                 await self._abort(e.code, e.message, e.sqlstate)
         self._write_ok()
         await self.stream.flush()
-        logger.debug("connection %d: %s@%s logged in", self.connection_id, user, self.host)
+        logger.debug("connection %d: %s@%s logged in", self.connection_id, self.user, self.host)
+
+    def _log_in_as(self, account: User) -> None:
+        self.user = account.name
+        self.session.username = account.name
+        self.session.user_host = getattr(account, "host", "%")
 
     def _handshake(self, nonce: bytes, plugin_name: str) -> bytes:
         """Initial Handshake v10; `nonce` is the plugin's data (20 bytes and a NUL for native)."""
@@ -590,10 +605,10 @@ class Connection:
         auth_response: bytes,
         client_plugin: str | None,
         handshake: tuple[AuthPlugin, AuthState] | None = None,
-    ) -> str:
-        """The name the user authenticated as; on failure the client gets 1045 and is dropped."""
+    ) -> User:
+        """The account the client authenticated as; on failure it gets 1045 and is dropped."""
         identity = self.identity_provider
-        user = await identity.get_user(username)
+        user = await identity.get_user(username, self.host)
         if user is None:
             if handshake is not None:
                 await handshake[1].aclose()
@@ -635,7 +650,8 @@ class Connection:
             decision = await state.asend(info.copy(auth_response))
         await state.aclose()
         if isinstance(decision, Success):
-            return decision.authenticated_as
+            assert decision.authenticated_as == user.name, decision
+            return user
         if isinstance(decision, Forbidden) and decision.msg:
             logger.info("connection %d: %s denied: %s", self.connection_id, username, decision.msg)
         await self._deny(username, auth_response)
@@ -933,8 +949,7 @@ class Connection:
         user = await self._authenticate(username, auth_response, client_plugin)
         self.prepared.clear()
         await self.session.reset()
-        self.user = user
-        self.session.username = user
+        self._log_in_as(user)
         self.status_flags = SERVER_STATUS_AUTOCOMMIT
         if database:
             try:

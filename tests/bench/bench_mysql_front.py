@@ -50,7 +50,7 @@ class Root(IdentityProvider):
     def get_plugins(self):
         return [NativePasswordPlugin()]
 
-    async def get_user(self, username):
+    async def get_user(self, username, host):
         return User(name=username, auth_string="", auth_plugin="mysql_native_password")
 
 

@@ -60,16 +60,18 @@ ALLOWED_ANONYMOUS = frozenset({"BIN", "JSON_ARRAY"})
 
 
 def check(expression: exp.Expression) -> None:
-    """Raise UnknownFunction or SourceNotAllowed for anything outside what Quire offers."""
-    for node in expression.walk():
+    """Raise UnknownFunction or SourceNotAllowed for anything outside what Quire offers; a
+    function is named before the FROM item it sits in."""
+    for node in expression.find_all(exp.Func):
         if isinstance(node, exp.Anonymous):
             if node.name.upper() not in ALLOWED_ANONYMOUS:
                 raise UnknownFunction(node.name)
-        elif isinstance(node, exp.Func) and type(node) not in ALLOWED_FUNCTIONS:
+        elif type(node) not in ALLOWED_FUNCTIONS:
             raise UnknownFunction(node.sql_name().lower())
-        elif isinstance(node, exp.Table) and not isinstance(node.this, exp.Identifier):
+    for node in expression.walk():
+        if isinstance(node, exp.Table) and not isinstance(node.this, exp.Identifier):
             raise SourceNotAllowed("only table names can be read, not table functions")
-        elif isinstance(node, exp.Lateral) and not isinstance(node.this, exp.Subquery):
+        if isinstance(node, exp.Lateral) and not isinstance(node.this, exp.Subquery):
             raise SourceNotAllowed("LATERAL takes a subquery")
-        elif isinstance(node, exp.Unnest | exp.Values | exp.Pivot | exp.Into):
+        if isinstance(node, exp.Unnest | exp.Values | exp.Pivot | exp.Into):
             raise SourceNotAllowed(f"{node.key.upper()} is not supported")

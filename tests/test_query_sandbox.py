@@ -305,7 +305,10 @@ def test_kill_query_from_the_mariadb_cli_victim(quire, root):
         run(root, f"KILL QUERY {target}")
         _, stderr = victim.communicate(timeout=STOP_SECONDS)
         assert victim.returncode == 1
-        assert stderr.splitlines()[-1] == "ERROR 1317 (70100) at line 1: Query execution was interrupted"
+        assert (
+            stderr.splitlines()[-1]
+            == "ERROR 1317 (70100) at line 1: Query execution was interrupted"
+        )
     finally:
         victim.kill()
         victim.wait()

@@ -71,6 +71,9 @@ FE_KEYS = (
     Key("journal_commit_timeout_second", 30, mutable=True),
     Key("statement_cache_size", 4096),
     Key("statement_cache_max_sql_bytes", 16384),
+    Key("query_executor_threads", 4),
+    Key("query_queue_size", 64),
+    Key("query_engine_threads", 1),
 )
 BE_KEYS = (Key("storage_root", "storage"),)
 KEYS = {key.name: key for key in FE_KEYS + BE_KEYS}

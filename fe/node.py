@@ -18,6 +18,7 @@ from pathlib import Path
 
 import requests
 
+from be.engine import Engine
 from fe import privileges
 from fe.accounts import CatalogIdentityProvider
 from fe.certificates import CertificateError, self_signed, server_context
@@ -112,6 +113,11 @@ class FrontendNode:
             config["statement_cache_size"], config["statement_cache_max_sql_bytes"]
         )
         self.metrics = Metrics(self)
+        self.query_engine = Engine(
+            workers=config["query_executor_threads"],
+            queue_size=config["query_queue_size"],
+            threads_per_query=config["query_engine_threads"],
+        )
         self.frontend_monitor = FrontendMonitor(self)
         self.journal: ReplicatedJournal | None = None
         self.front: MysqlFront | None = None
@@ -396,6 +402,7 @@ class FrontendNode:
             await self.http.close()
         if self.front:
             await self.front.close()
+        self.query_engine.close()
         if self.journal:
             await asyncio.to_thread(self.journal.close)
         logger.info("Quire FE stopped")

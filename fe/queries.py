@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import datetime
 import decimal
-import re
-import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import duckdb
 from sqlglot import exp
 
+from be import engine
 from fe.information_schema import INFORMATION_SCHEMA, build_table
-from fe.mysql.errors import QueryError
+from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.results import Result, column
+from fe.variables import SCHEMA
 
 SESSION_FUNCTIONS = {
     "DATABASE": lambda session: session.database,
@@ -32,6 +32,16 @@ SESSION_FUNCTIONS = {
     "CURRENT_SCHEMA": lambda session: session.database,
     "CONNECTION_ID": lambda session: session.connection_id,
     "LAST_INSERT_ID": lambda session: 0,
+    # MySQL reads the clock once per statement, to the second unless asked for a precision.
+    "NOW": lambda session: datetime.datetime.now().replace(microsecond=0),
+    "SYSDATE": lambda session: datetime.datetime.now().replace(microsecond=0),
+    "CURRENT_TIMESTAMP": lambda session: datetime.datetime.now().replace(microsecond=0),
+    "LOCALTIME": lambda session: datetime.datetime.now().replace(microsecond=0),
+    "LOCALTIMESTAMP": lambda session: datetime.datetime.now().replace(microsecond=0),
+    "UTC_TIMESTAMP": lambda session: datetime.datetime.now(datetime.UTC).replace(
+        microsecond=0, tzinfo=None
+    ),
+    "UNIX_TIMESTAMP": lambda session: int(time.time()),
 }
 
 DUCKDB_TYPES = {
@@ -54,9 +64,6 @@ DUCKDB_TYPES = {
     "BLOB": "VARBINARY",
     "NULL": "VARCHAR",
 }
-
-_duckdb = duckdb.connect(":memory:")
-_duckdb_lock = threading.Lock()
 
 
 def python_type(value: object) -> str:
@@ -160,7 +167,7 @@ def _number(text: str):
         return decimal.Decimal(text) if "e" not in text.lower() else float(text)
 
 
-def run_select(session, plan: SelectPlan) -> Result:
+async def run_select(session, plan: SelectPlan) -> Result:
     if plan.constant is not None:
         row = tuple(evaluate(session) for evaluate in plan.constant)
         limit = plan.expression.args.get("limit")
@@ -171,11 +178,15 @@ def run_select(session, plan: SelectPlan) -> Result:
             columns=[column(n, python_type(v)) for n, v in zip(plan.names, row, strict=True)],
             rows=rows,
         )
-    return _run_in_duckdb(session, plan)
+    return await _run_in_engine(session, plan)
 
 
-def _run_in_duckdb(session, plan: SelectPlan) -> Result:
-    expression = plan.expression.copy()
+async def _run_in_engine(session, plan: SelectPlan) -> Result:
+    expression = plan.expression.copy().transform(lambda node: _bind(node, session))
+    try:
+        engine.check(expression)
+    except engine.EngineError as error:
+        raise _query_error(error) from None
     tables: dict[str, str] = {}
     for table in list(expression.find_all(exp.Table)):
         db = table.db or session.database or ""
@@ -186,24 +197,21 @@ def _run_in_duckdb(session, plan: SelectPlan) -> Result:
         tables[registered] = name
         alias = table.alias or table.name
         table.replace(exp.to_table(registered).as_(alias) if alias else exp.to_table(registered))
-    expression = expression.transform(lambda node: _bind(node, session))
-    sql = expression.sql(dialect="duckdb")
-    with _duckdb_lock:
-        cursor = _duckdb.cursor()
+    arrow = {}
+    for registered, name in tables.items():
+        arrow[registered] = build_table(name, session)
+        if arrow[registered] is None:
+            raise QueryError(1109, f"Unknown table '{name}' in information_schema")
     try:
-        for registered, name in tables.items():
-            arrow = build_table(name, session)
-            if arrow is None:
-                raise QueryError(1109, f"Unknown table '{name}' in information_schema")
-            cursor.register(registered, arrow)
-        result = cursor.execute(sql)
-        description = result.description
-        rows = result.fetchall()
-    except duckdb.Error as error:
+        answer = await session.node.query_engine.run(
+            expression.sql(dialect="duckdb"),
+            arrow,
+            timeout_seconds=_positive_variable(session, "query_timeout"),
+            memory_limit_bytes=_positive_variable(session, "exec_mem_limit"),
+        )
+    except engine.EngineError as error:
         raise _query_error(error) from None
-    finally:
-        cursor.close()
-    names = [entry[0] for entry in description]
+    names = [name for name, _ in answer.columns]
     if (
         plan.names
         and len(plan.names) == len(names)
@@ -211,10 +219,15 @@ def _run_in_duckdb(session, plan: SelectPlan) -> Result:
     ):
         names = list(plan.names)
     columns = [
-        column(name, DUCKDB_TYPES.get(str(entry[1]).split("(")[0], _decimal_type(entry[1])))
-        for name, entry in zip(names, description, strict=True)
+        column(name, DUCKDB_TYPES.get(duck_type.split("(")[0], _decimal_type(duck_type)))
+        for name, (_, duck_type) in zip(names, answer.columns, strict=True)
     ]
-    return Result(columns=columns, rows=rows)
+    return Result(columns=columns, rows=answer.rows)
+
+
+def _positive_variable(session, name: str) -> int:
+    value = session.variable(name)
+    return value if isinstance(value, int) and value > 0 else SCHEMA[name][1]
 
 
 def _refuse_table_read(session, db: str, name: str):
@@ -233,27 +246,39 @@ def _refuse_table_read(session, db: str, name: str):
     )
 
 
-UNKNOWN_COLUMN = re.compile(r'Referenced column "([^"]+)" (?:was )?not found')
-UNKNOWN_FUNCTION = re.compile(
-    r"(?:Scalar|Table|Aggregate)? ?Function with name (\w+) does not exist"
-)
-
-
-def _query_error(error: duckdb.Error) -> QueryError:
-    """DuckDB's error as the MySQL error a client expects; never DuckDB's internals."""
-    message = str(error).splitlines()[0]
-    if match := UNKNOWN_COLUMN.search(message):
-        return QueryError(1054, f"Unknown column '{match.group(1)}' in 'field list'")
-    if match := UNKNOWN_FUNCTION.search(message):
-        return QueryError(1305, f"FUNCTION {match.group(1)} does not exist")
-    if isinstance(error, duckdb.ParserException):
-        return QueryError(1064, "You have an error in your SQL syntax")
-    if isinstance(
-        error,
-        duckdb.ConversionException | duckdb.InvalidInputException | duckdb.OutOfRangeException,
-    ):
-        return QueryError(1292, f"Incorrect value: {message.split(':', 1)[-1].strip()}")
-    return QueryError(1105, f"Cannot run this query: {message.split(':', 1)[-1].strip()}")
+def _query_error(error: engine.EngineError) -> QueryError:
+    """The engine's error as the MySQL error a client expects; never DuckDB's internals."""
+    if isinstance(error, engine.UnknownFunction):
+        return QueryError(ErrorCode.SP_DOES_NOT_EXIST, error.message)
+    if isinstance(error, engine.UnknownColumn):
+        return QueryError(ErrorCode.BAD_FIELD_ERROR, f"{error.message} in 'field list'")
+    if isinstance(error, engine.SourceNotAllowed | engine.InvalidQuery):
+        return QueryError(
+            ErrorCode.PARSE_ERROR, f"You have an error in your SQL syntax: {error.message}"
+        )
+    if isinstance(error, engine.InvalidValue):
+        return QueryError(ErrorCode.TRUNCATED_WRONG_VALUE, f"Incorrect value: {error.message}")
+    if isinstance(error, engine.QueryInterrupted):
+        return QueryError(ErrorCode.QUERY_INTERRUPTED, "Query execution was interrupted")
+    if isinstance(error, engine.QueryTimedOut):
+        return QueryError(
+            ErrorCode.QUERY_TIMEOUT,
+            "Query execution was interrupted, maximum statement execution time exceeded "
+            f"(query_timeout = {error.seconds:g} s)",
+        )
+    if isinstance(error, engine.MemoryLimitExceeded):
+        return QueryError(
+            ErrorCode.CAPACITY_EXCEEDED,
+            f"Memory capacity of {error.limit_bytes} bytes for 'exec_mem_limit' exceeded; "
+            "raise it with SET exec_mem_limit = <bytes>",
+        )
+    if isinstance(error, engine.EngineBusy):
+        return QueryError(
+            ErrorCode.UNKNOWN_ERROR,
+            f"Too many queries on this FE ({error.running} running, {error.waiting} waiting); "
+            "try again later",
+        )
+    return QueryError(ErrorCode.UNKNOWN_ERROR, f"Cannot run this query: {error.message}")
 
 
 def _decimal_type(duck_type) -> str:
@@ -277,6 +302,8 @@ def _bind(node: exp.Expression, session) -> exp.Expression:
 def _literal(value) -> exp.Expression:
     if value is None:
         return exp.null()
+    if isinstance(value, datetime.datetime):
+        return exp.cast(exp.Literal.string(value.isoformat(" ")), exp.DataType.Type.DATETIME)
     if isinstance(value, bool):
         return exp.Literal.number(int(value))
     if isinstance(value, int | float | decimal.Decimal):

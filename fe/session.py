@@ -82,7 +82,7 @@ class QuireSession(BaseSession):
         if not isinstance(statement, queries.SelectPlan):
             return None
         try:
-            return queries.run_select(self, statement).columns
+            return (await queries.run_select(self, statement)).columns
         except QueryError:
             return None
 
@@ -179,7 +179,7 @@ class QuireSession(BaseSession):
     async def execute(self, statement) -> Result:
         if isinstance(statement, queries.SelectPlan):
             self.warnings = []
-            return queries.run_select(self, statement)
+            return await queries.run_select(self, statement)
         kind = type(statement)
         builder = WRITES.get(kind)
         if builder is not None:
@@ -236,16 +236,16 @@ class QuireSession(BaseSession):
             return  # user variables (@x) are accepted and ignored
         else:
             name = target.name
-        value = self._evaluate(assignment.expression)
+        value = await self._evaluate(assignment.expression)
         await self.set_variable(name.lower(), value, scope)
 
-    def _evaluate(self, expression: exp.Expression):
+    async def _evaluate(self, expression: exp.Expression):
         if isinstance(expression, exp.Column | exp.Var):
             if expression.name.upper() == "DEFAULT":
                 return None
             return expression.name  # SET autocommit = ON, SET time_zone = SYSTEM
         plan = queries.plan_select(exp.select(expression.copy()))
-        result = queries.run_select(self, plan)
+        result = await queries.run_select(self, plan)
         return result.rows[0][0] if result.rows else None
 
     async def set_variable(self, name: str, value, scope: str) -> None:
@@ -261,6 +261,8 @@ class QuireSession(BaseSession):
             raise QueryError(
                 1231, f"Variable '{name}' can't be set to the value of '{value}'"
             ) from None
+        if name in POSITIVE_VARIABLES and typed is not None and typed <= 0:
+            raise QueryError(1231, f"Variable '{name}' can't be set to the value of '{value}'")
         if scope == "GLOBAL":
             self.require_admin()
             if name == "require_secure_transport" and typed and not self.node.front.ssl_context:
@@ -294,6 +296,7 @@ class QuireSession(BaseSession):
         )
 
 
+POSITIVE_VARIABLES = ("query_timeout", "exec_mem_limit")  # they bound every query
 METADATA_READS = (queries.SelectPlan, st.Show, st.Describe, st.Use)
 # What this FE itself knows about the cluster stays readable while its catalog is stale: it is
 # how an operator finds out why reads are refused.

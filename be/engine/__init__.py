@@ -1,0 +1,35 @@
+"""The query engine shared by the FE (information_schema) and the CN: DuckDB locked down to the
+Arrow tables it is handed, the functions of an allow-list, bounded time, memory and threads."""
+
+from be.engine.allow_list import check
+from be.engine.errors import (
+    EngineBusy,
+    EngineError,
+    InvalidQuery,
+    InvalidValue,
+    MemoryLimitExceeded,
+    QueryFailed,
+    QueryInterrupted,
+    QueryTimedOut,
+    SourceNotAllowed,
+    UnknownColumn,
+    UnknownFunction,
+)
+from be.engine.executor import Answer, Engine
+
+__all__ = [
+    "Answer",
+    "Engine",
+    "EngineBusy",
+    "EngineError",
+    "InvalidQuery",
+    "InvalidValue",
+    "MemoryLimitExceeded",
+    "QueryFailed",
+    "QueryInterrupted",
+    "QueryTimedOut",
+    "SourceNotAllowed",
+    "UnknownColumn",
+    "UnknownFunction",
+    "check",
+]

@@ -1,0 +1,77 @@
+"""The functions and FROM items a query may use, checked on its sqlglot tree before it is
+transpiled for DuckDB.
+
+An allow-list, not a block-list: DuckDB has far more functions than MySQL (read_text, glob,
+query, getenv, ...) and grows new ones with each release; only MySQL's functions that Quire means to
+offer get through, whatever DuckDB would do with the others.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from be.engine.errors import SourceNotAllowed, UnknownFunction
+
+STRING_FUNCTIONS = (
+    exp.Ascii, exp.Chr, exp.Concat, exp.ConcatWs, exp.EndsWith, exp.FromBase64, exp.GroupConcat,
+    exp.Hex, exp.Left, exp.Length, exp.Lower, exp.MD5, exp.NumberToStr, exp.Pad, exp.RegexpLike,
+    exp.RegexpReplace, exp.Repeat, exp.Replace, exp.Reverse, exp.Right, exp.SHA, exp.SHA2,
+    exp.Space, exp.SplitPart, exp.StartsWith, exp.StrPosition, exp.Stuff, exp.Substring,
+    exp.SubstringIndex, exp.ToBase64, exp.Trim, exp.Unhex, exp.Upper,
+)  # fmt: skip
+MATH_FUNCTIONS = (
+    exp.Abs, exp.Acos, exp.Asin, exp.Atan, exp.Atan2, exp.Ceil, exp.Cos, exp.Cot, exp.Degrees,
+    exp.Exp, exp.Floor, exp.Greatest, exp.Least, exp.Ln, exp.Log, exp.Pi, exp.Pow, exp.Radians,
+    exp.Rand, exp.Round, exp.Sign, exp.Sin, exp.Sqrt, exp.Tan, exp.Trunc,
+)  # fmt: skip
+DATE_FUNCTIONS = (
+    exp.CurrentDate, exp.CurrentTime, exp.DateAdd, exp.DateDiff, exp.DateSub, exp.Day,
+    exp.DayOfMonth, exp.DayOfWeek, exp.DayOfYear, exp.Dayname, exp.Extract, exp.Hour,
+    exp.LastDay, exp.Minute, exp.Month, exp.Quarter, exp.Second, exp.StrToDate, exp.TimestampDiff,
+    exp.TimeToStr, exp.TsOrDsToDate, exp.TsOrDsToTimestamp, exp.UnixToTime, exp.Week, exp.Year,
+)  # fmt: skip
+AGGREGATE_FUNCTIONS = (
+    exp.AnyValue, exp.Avg, exp.BitwiseAndAgg, exp.BitwiseOrAgg, exp.BitwiseXorAgg, exp.Count,
+    exp.Max, exp.Min, exp.Stddev, exp.StddevPop, exp.StddevSamp, exp.Sum, exp.Variance,
+    exp.VariancePop,
+)  # fmt: skip
+WINDOW_FUNCTIONS = (
+    exp.CumeDist, exp.DenseRank, exp.FirstValue, exp.Lag, exp.LastValue, exp.Lead, exp.NthValue,
+    exp.Ntile, exp.PercentRank, exp.Rank, exp.RowNumber,
+)  # fmt: skip
+CONDITIONAL_FUNCTIONS = (exp.Case, exp.Coalesce, exp.If, exp.Nullif)
+OPERATORS = (exp.And, exp.Collate, exp.Exists, exp.Or, exp.Xor)  # sqlglot models these as functions
+CAST_FUNCTIONS = (exp.Cast, exp.TryCast)
+JSON_FUNCTIONS = (exp.JSONExtract, exp.JSONExtractScalar, exp.JSONObject)
+
+ALLOWED_FUNCTIONS: frozenset[type[exp.Func]] = frozenset(
+    STRING_FUNCTIONS
+    + MATH_FUNCTIONS
+    + DATE_FUNCTIONS
+    + AGGREGATE_FUNCTIONS
+    + WINDOW_FUNCTIONS
+    + CONDITIONAL_FUNCTIONS
+    + CAST_FUNCTIONS
+    + JSON_FUNCTIONS
+    + OPERATORS
+)
+# MySQL functions sqlglot does not model, which DuckDB implements with MySQL's meaning.
+ALLOWED_ANONYMOUS = frozenset({"BIN", "JSON_ARRAY"})
+
+
+def check(expression: exp.Expression) -> None:
+    """Raise UnknownFunction or SourceNotAllowed for anything outside what Quire offers; a
+    function is named before the FROM item it sits in."""
+    for node in expression.find_all(exp.Func):
+        if isinstance(node, exp.Anonymous):
+            if node.name.upper() not in ALLOWED_ANONYMOUS:
+                raise UnknownFunction(node.name)
+        elif type(node) not in ALLOWED_FUNCTIONS:
+            raise UnknownFunction(node.sql_name().lower())
+    for node in expression.walk():
+        if isinstance(node, exp.Table) and not isinstance(node.this, exp.Identifier):
+            raise SourceNotAllowed("only table names can be read, not table functions")
+        if isinstance(node, exp.Lateral) and not isinstance(node.this, exp.Subquery):
+            raise SourceNotAllowed("LATERAL takes a subquery")
+        if isinstance(node, exp.Unnest | exp.Values | exp.Pivot | exp.Into):
+            raise SourceNotAllowed(f"{node.key.upper()} is not supported")

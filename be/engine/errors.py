@@ -1,0 +1,64 @@
+"""What can go wrong running a query in the engine, as kinds of our own: `be` never speaks MySQL,
+the FE maps each kind to an error code."""
+
+from __future__ import annotations
+
+
+class EngineError(Exception):
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class UnknownFunction(EngineError):
+    """A function the engine does not offer (not on the allow-list, or unknown to DuckDB)."""
+
+    def __init__(self, name: str):
+        super().__init__(f"FUNCTION {name} does not exist")
+        self.name = name
+
+
+class SourceNotAllowed(EngineError):
+    """A FROM item that is not a plain table name or a subquery (table functions, VALUES, ...)."""
+
+
+class UnknownColumn(EngineError):
+    def __init__(self, name: str):
+        super().__init__(f"Unknown column '{name}'")
+        self.name = name
+
+
+class InvalidQuery(EngineError):
+    """DuckDB could not parse what it was given."""
+
+
+class InvalidValue(EngineError):
+    """A value could not be converted or is out of range."""
+
+
+class QueryFailed(EngineError):
+    """Anything else DuckDB refused; the message is DuckDB's first line, without its internals."""
+
+
+class QueryInterrupted(EngineError):
+    def __init__(self):
+        super().__init__("Query execution was interrupted")
+
+
+class QueryTimedOut(EngineError):
+    def __init__(self, seconds: float):
+        super().__init__(f"Query ran longer than {seconds:g} s")
+        self.seconds = seconds
+
+
+class MemoryLimitExceeded(EngineError):
+    def __init__(self, limit_bytes: int):
+        super().__init__(f"Query needed more than {limit_bytes} bytes of memory")
+        self.limit_bytes = limit_bytes
+
+
+class EngineBusy(EngineError):
+    def __init__(self, running: int, waiting: int):
+        super().__init__(f"{running} queries running and {waiting} waiting")
+        self.running = running
+        self.waiting = waiting

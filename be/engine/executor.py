@@ -1,0 +1,229 @@
+"""Locked-down DuckDB, run off the event loop.
+
+Each query gets a DuckDB database of its own for as long as it runs (databases are kept and reused,
+one per memory limit): the database's memory_limit is then the query's. A database sees nothing but
+the Arrow tables handed to it: no files, no network, no extensions, no temporary files, its settings
+locked so that SQL cannot change them back. Queries run in a bounded pool of worker threads; a query
+that is cancelled, or runs past its timeout, is interrupted inside DuckDB.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import threading
+from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+
+import duckdb
+import pyarrow as pa
+
+from be.engine.errors import (
+    EngineBusy,
+    EngineError,
+    InvalidQuery,
+    InvalidValue,
+    MemoryLimitExceeded,
+    QueryFailed,
+    QueryInterrupted,
+    QueryTimedOut,
+    UnknownColumn,
+    UnknownFunction,
+)
+
+logger = logging.getLogger(__name__)
+
+FETCH_ROWS = 2048  # rows converted to Python between two checks for an interrupt
+INTERRUPT_RETRY_SECONDS = 0.05  # an interrupt that arrived before DuckDB started is sent again
+
+UNKNOWN_COLUMN = re.compile(r'Referenced column "([^"]+)" (?:was )?not found')
+UNKNOWN_FUNCTION = re.compile(
+    r"(?:Scalar|Table|Aggregate)? ?Function with name (\w+) does not exist"
+)
+
+
+def database_config(memory_limit_bytes: int, threads: int) -> dict[str, object]:
+    """The settings of every engine database; lock_configuration makes them final."""
+    return {
+        "enable_external_access": False,
+        "autoload_known_extensions": False,
+        "autoinstall_known_extensions": False,
+        "allow_community_extensions": False,
+        "allow_unsigned_extensions": False,
+        "allow_persistent_secrets": False,
+        "python_enable_replacements": False,
+        "memory_limit": f"{memory_limit_bytes}B",
+        "temp_directory": "",
+        "max_temp_directory_size": "0B",
+        "threads": threads,
+        "lock_configuration": True,
+    }
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A query's result: (name, DuckDB type name) per column, and the rows."""
+
+    columns: list[tuple[str, str]]
+    rows: list[tuple]
+
+
+class Engine:
+    """Runs SQL (DuckDB's dialect) over registered Arrow tables, `workers` queries at a time and
+    at most `queue_size` more waiting; beyond that a query is refused with EngineBusy."""
+
+    def __init__(self, workers: int, queue_size: int, threads_per_query: int):
+        assert workers > 0 and queue_size >= 0 and threads_per_query > 0
+        self.workers = workers
+        self.queue_size = queue_size
+        self.threads_per_query = threads_per_query
+        self._executor = ThreadPoolExecutor(workers, thread_name_prefix="query")
+        self._lock = threading.Lock()
+        self._admitted = 0  # queries submitted whose worker has not finished
+        self._idle: dict[int, list[duckdb.DuckDBPyConnection]] = {}
+        self._closed = False
+
+    @property
+    def admitted(self) -> int:
+        return self._admitted
+
+    async def run(
+        self,
+        sql: str,
+        tables: Mapping[str, pa.Table],
+        *,
+        timeout_seconds: float | None,
+        memory_limit_bytes: int,
+    ) -> Answer:
+        assert memory_limit_bytes > 0
+        query = _Query(sql, tables, memory_limit_bytes)
+        with self._lock:
+            if self._closed or self._admitted >= self.workers + self.queue_size:
+                running = min(self._admitted, self.workers)
+                raise EngineBusy(running, self._admitted - running)
+            self._admitted += 1
+        try:
+            future = self._executor.submit(self._execute, query)
+        except RuntimeError:  # shut down meanwhile
+            self._finished(None)
+            raise EngineBusy(0, 0) from None
+        future.add_done_callback(self._finished)
+        try:
+            async with asyncio.timeout(timeout_seconds):
+                return await asyncio.wrap_future(future)
+        except TimeoutError:
+            self._stop(query, future)
+            raise QueryTimedOut(timeout_seconds) from None
+        except asyncio.CancelledError:
+            self._stop(query, future)
+            raise
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle = [database for databases in self._idle.values() for database in databases]
+            self._idle.clear()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        for database in idle:
+            database.close()
+
+    def _finished(self, future: Future | None) -> None:
+        with self._lock:
+            self._admitted -= 1
+
+    def _stop(self, query: _Query, future: Future) -> None:
+        """Interrupt the query until its worker is done with it."""
+        if future.done():
+            return
+        query.stop()
+        asyncio.get_running_loop().call_later(INTERRUPT_RETRY_SECONDS, self._stop, query, future)
+
+    def _execute(self, query: _Query) -> Answer:
+        database = self._database(query.memory_limit_bytes)
+        try:
+            return query.run(database)
+        finally:
+            self._release(query.memory_limit_bytes, database)
+
+    def _database(self, memory_limit_bytes: int) -> duckdb.DuckDBPyConnection:
+        with self._lock:
+            idle = self._idle.get(memory_limit_bytes)
+            if idle:
+                return idle.pop()
+        return duckdb.connect(
+            ":memory:", config=database_config(memory_limit_bytes, self.threads_per_query)
+        )
+
+    def _release(self, memory_limit_bytes: int, database: duckdb.DuckDBPyConnection) -> None:
+        with self._lock:
+            kept = sum(len(databases) for databases in self._idle.values())
+            if not self._closed and kept < self.workers:
+                self._idle.setdefault(memory_limit_bytes, []).append(database)
+                return
+        database.close()
+
+
+class _Query:
+    """One query's state shared by the worker running it and the loop that may stop it."""
+
+    def __init__(self, sql: str, tables: Mapping[str, pa.Table], memory_limit_bytes: int):
+        self.sql = sql
+        self.tables = tables
+        self.memory_limit_bytes = memory_limit_bytes
+        self._lock = threading.Lock()
+        self._connection: duckdb.DuckDBPyConnection | None = None
+        self._stopped = False
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+            connection = self._connection
+        if connection is not None:
+            connection.interrupt()
+
+    def run(self, database: duckdb.DuckDBPyConnection) -> Answer:
+        connection = database.cursor()
+        try:
+            with self._lock:
+                if self._stopped:
+                    raise QueryInterrupted()
+                self._connection = connection
+            for name, table in self.tables.items():
+                connection.register(name, table)
+            result = connection.execute(self.sql)
+            columns = [(entry[0], str(entry[1])) for entry in result.description]
+            rows: list[tuple] = []
+            while batch := result.fetchmany(FETCH_ROWS):
+                if self._stopped:
+                    raise QueryInterrupted()
+                rows += batch
+            return Answer(columns, rows)
+        except duckdb.Error as error:
+            raise self._engine_error(error) from None
+        finally:
+            with self._lock:
+                self._connection = None
+            connection.close()
+
+    def _engine_error(self, error: duckdb.Error) -> EngineError:
+        if isinstance(error, duckdb.InterruptException) or self._stopped:
+            return QueryInterrupted()
+        if isinstance(error, duckdb.OutOfMemoryException):
+            return MemoryLimitExceeded(self.memory_limit_bytes)
+        message = str(error).splitlines()[0]
+        detail = message.split(":", 1)[-1].strip()
+        if match := UNKNOWN_COLUMN.search(message):
+            return UnknownColumn(match.group(1))
+        if match := UNKNOWN_FUNCTION.search(message):
+            return UnknownFunction(match.group(1))
+        if isinstance(error, duckdb.ParserException):
+            return InvalidQuery(detail)
+        if isinstance(
+            error,
+            duckdb.ConversionException | duckdb.InvalidInputException | duckdb.OutOfRangeException,
+        ):
+            return InvalidValue(detail)
+        logger.debug("query failed in DuckDB: %s", message)
+        return QueryFailed(detail)

@@ -221,6 +221,9 @@ class FrontendNode:
             observer_address=self.address if self.role == "OBSERVER" else None,
             raft_min_timeout=self.config["election_timeout_min_ms"] / 1000,
             raft_max_timeout=self.config["election_timeout_max_ms"] / 1000,
+            max_frame_bytes=self.config["journal_max_frame_bytes"],
+            max_unauthenticated_frame_bytes=self.config["journal_max_unauthenticated_frame_bytes"],
+            handshake_timeout=self.config["journal_handshake_timeout_ms"] / 1000,
             on_needs_image=self.needs_image,
         )
         if self.catalog.frontends:

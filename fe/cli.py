@@ -72,23 +72,39 @@ def build_parser() -> argparse.ArgumentParser:
     fe.add_argument(
         "--helper",
         metavar="HOST:EDIT_LOG_PORT|http://HOST:HTTP_PORT",
-        help="join the cluster of this node (added first with ALTER SYSTEM ADD FOLLOWER/OBSERVER)",
+        help="join the cluster of this node (added first with ALTER SYSTEM ADD FOLLOWER/OBSERVER); "
+        "needs the cluster token, from --token-file or the QUIRE_CLUSTER_TOKEN environment variable",
+    )
+    fe.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="file holding the cluster token (printed by `quire token` on a node of the cluster)",
+    )
+    token = commands.add_parser(
+        "token",
+        help="print this node's cluster token, for a node that joins with --helper",
+        description="Print the cluster token from meta_dir/image/VERSION. Give it to a joining node "
+        "in a file (--token-file) or the QUIRE_CLUSTER_TOKEN environment variable, never as a "
+        "command-line argument: other local users can read those.",
     )
     stop = commands.add_parser(
         "stop",
         help="stop a node started with --daemon",
         description="Send SIGTERM to the node whose pid file is in log_dir and wait for it to exit.",
     )
-    stop.add_argument(
-        "--conf", default=str(DEFAULT_FE_CONF), help="FE configuration file (default: conf/fe.conf)"
-    )
-    stop.add_argument(
-        "--override",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="configuration overrides used at start",
-    )
+    for sub in (stop, token):
+        sub.add_argument(
+            "--conf",
+            default=str(DEFAULT_FE_CONF),
+            help="FE configuration file (default: conf/fe.conf)",
+        )
+        sub.add_argument(
+            "--override",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="configuration overrides used at start",
+        )
     cluster.add_parser(commands)
     return parser
 
@@ -122,10 +138,10 @@ def load_config(args: argparse.Namespace, with_be: bool) -> Config:
     return Config.load(args.conf, getattr(args, "be_conf", None), args.override, with_be=with_be)
 
 
-def run_node(config: Config, helper: str | None = None) -> int:
+def run_node(config: Config, helper: str | None = None, token_file: str | None = None) -> int:
     from fe.node import FrontendNode, StartupError, pid_file_path
 
-    node = FrontendNode(config, helper)
+    node = FrontendNode(config, helper, token_file)
     pid_file = pid_file_path(config)
     pid_file.write_text(f"{os.getpid()}\n")
 
@@ -209,6 +225,22 @@ def stop_daemon(config: Config) -> int:
     return 1
 
 
+def print_token(config: Config) -> int:
+    from image.identity import IdentityError, read_version
+
+    image_dir = config.path("meta_dir") / "image"
+    try:
+        identity = read_version(image_dir)
+    except (IdentityError, OSError) as error:
+        sys.stderr.write(f"quire: cannot read the cluster token: {error}\n")
+        return 1
+    if identity is None:
+        sys.stderr.write(f"quire: no VERSION in {image_dir}: this node never started\n")
+        return 1
+    print(identity.token)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
@@ -221,10 +253,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.command == "stop":
         return stop_daemon(config)
+    if args.command == "token":
+        return print_token(config)
     if args.daemon:
         return start_daemon(argv, config)
     setup_logging(config, foreground=True)
-    return run_node(config, getattr(args, "helper", None))
+    return run_node(config, getattr(args, "helper", None), getattr(args, "token_file", None))
 
 
 if __name__ == "__main__":

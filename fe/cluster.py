@@ -21,6 +21,7 @@ from pathlib import Path
 
 import requests
 
+from fe.helper import TOKEN_ENVIRONMENT_VARIABLE
 from image.identity import IdentityError, read_version
 
 logger = logging.getLogger("quire.cluster")
@@ -187,8 +188,12 @@ def start_process(cluster: Cluster, node: ClusterNode, helper: str | None) -> No
         args += ["--conf", cluster.conf]
     for override in [*cluster.overrides, *node.overrides(cluster.directory)]:
         args += ["--override", override]
+    environment = {**os.environ}
     if helper:
         args += ["--helper", helper]
+        token = cluster.token()
+        assert token, "a node joins a cluster whose first node has started"
+        environment[TOKEN_ENVIRONMENT_VARIABLE] = token  # not in args: others read /proc/*/cmdline
     python_path = os.pathsep.join(
         p for p in (str(PACKAGE_ROOT), os.environ.get("PYTHONPATH", "")) if p
     )
@@ -199,7 +204,7 @@ def start_process(cluster: Cluster, node: ClusterNode, helper: str | None) -> No
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": python_path},
+            env={**environment, "PYTHONUNBUFFERED": "1", "PYTHONPATH": python_path},
         )
     node.pid = process.pid
     logger.info("started %s (%s), pid %d", node.name, node.role, node.pid)

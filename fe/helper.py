@@ -1,8 +1,10 @@
 """Joining a cluster through a helper (`quire fe --helper`), as Doris's FE does: ask the helper
 which role this node was added with and the cluster's identity, then download its newest image.
 
-A node that was never added, or whose local VERSION / ROLE disagree with the cluster, stops with an
-error that names the cause.
+The joiner proves it may join with the cluster token, which the operator gives it (`quire token` on
+a member prints it) in a file or the environment, never on the command line; the helper never sends
+the token. A node that was never added, holds no or the wrong token, or whose local VERSION / ROLE
+disagree with the cluster, stops with an error that names the cause.
 """
 
 from __future__ import annotations
@@ -25,8 +27,28 @@ DOWNLOAD_CHUNK_BYTES = 1 << 20
 PROGRESS_SECONDS = 5.0
 
 
+TOKEN_ENVIRONMENT_VARIABLE = "QUIRE_CLUSTER_TOKEN"
+HOW_TO_GIVE_THE_TOKEN = (
+    "run `quire token` on a node of the cluster and give its output to this node with "
+    f"--token-file FILE or the {TOKEN_ENVIRONMENT_VARIABLE} environment variable"
+)
+
+
 class JoinError(Exception):
     pass
+
+
+def given_token(token_file: str | None) -> str | None:
+    """The cluster token the operator gave this node: --token-file, else the environment."""
+    if token_file is None:
+        return os.environ.get(TOKEN_ENVIRONMENT_VARIABLE, "").strip() or None
+    try:
+        token = Path(token_file).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as error:
+        raise JoinError(f"cannot read the token file {token_file}: {error}") from None
+    if not token:
+        raise JoinError(f"the token file {token_file} is empty: {HOW_TO_GIVE_THE_TOKEN}")
+    return token
 
 
 def helper_url(helper: str, http_port: int) -> str:
@@ -46,13 +68,14 @@ def helper_url(helper: str, http_port: int) -> str:
 
 
 def ask_role(
-    base: str, host: str, edit_log_port: int
+    base: str, host: str, edit_log_port: int, token: str
 ) -> tuple[NodeRole, ClusterIdentity, list[str]]:
     """The role this node was added with, the cluster's identity and its followers' addresses."""
     try:
         response = requests.get(
             f"{base}/role",
             params={"host": host, "port": edit_log_port},
+            headers={"X-Quire-Token": token},
             timeout=HELPER_TIMEOUT_SECONDS,
         )
     except requests.RequestException as error:
@@ -62,12 +85,17 @@ def ask_role(
             f"this node ({host}:{edit_log_port}) was not added to the cluster of {base}: run "
             f'ALTER SYSTEM ADD FOLLOWER "{host}:{edit_log_port}" (or ADD OBSERVER) on its leader first'
         )
+    if response.status_code == 401:
+        raise JoinError(
+            f"the helper {base} refused this node's cluster token: it is not the token of that "
+            f"cluster; {HOW_TO_GIVE_THE_TOKEN}"
+        )
     if response.status_code != 200:
         raise JoinError(
             f"the helper {base} refused: HTTP {response.status_code} {response.text[:200]}"
         )
     answer = response.json()
-    identity = ClusterIdentity(int(answer["cluster_id"]), answer["token"])
+    identity = ClusterIdentity(int(answer["cluster_id"]), token)
     return NodeRole(answer["role"], answer["name"]), identity, list(answer["followers"])
 
 

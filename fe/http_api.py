@@ -61,12 +61,8 @@ class HttpApi:
 
     @web.middleware
     async def _authenticate(self, request: web.Request, handler):
-        if request.path in ("/api/health", "/metrics") or (
-            request.path == "/role" and "host" in request.query
-        ):
-            return await handler(
-                request
-            )  # /role?host=&port= answers a joining node (checked there)
+        if request.path in ("/api/health", "/metrics"):
+            return await handler(request)
         token = request.headers.get("X-Quire-Token")
         if token is not None and hmac.compare_digest(token, self.node.token):
             return await handler(request)
@@ -138,46 +134,30 @@ class HttpApi:
 
     async def role(self, request: web.Request) -> web.Response:
         """This node's role; with ?host=&port=, the role a joining node was added with, plus what it
-        needs to join (cluster id, token, followers), told only to that node's own address."""
+        needs to join (cluster id, followers). Never the token: the joiner already holds it."""
         node = self.node
         host, port = request.query.get("host"), request.query.get("port")
         if host is None:
             return web.json_response(
                 {"role": node.role, "name": node.name, "cluster_id": node.cluster_id}
             )
+        frontends = list(node.catalog.frontends.values())
         frontend = next(
-            (
-                f
-                for f in list(node.catalog.frontends.values())
-                if f.host == host and str(f.edit_log_port) == port
-            ),
-            None,
+            (f for f in frontends if f.host == host and str(f.edit_log_port) == port), None
         )
         if frontend is None:
             return web.json_response(
                 {"code": 404, "msg": f"frontend {host}:{port} was not added with ALTER SYSTEM"},
                 status=404,
             )
-        if request.remote != frontend.host:
-            return web.json_response(
-                {
-                    "code": 403,
-                    "msg": f"only {frontend.host} itself may ask for the role of {host}:{port}",
-                },
-                status=403,
-            )
-        followers = [
-            f"{f.host}:{f.edit_log_port}"
-            for f in list(node.catalog.frontends.values())
-            if f.role == "FOLLOWER"
-        ]
         return web.json_response(
             {
                 "role": str(frontend.role),
                 "name": frontend.name,
                 "cluster_id": node.cluster_id,
-                "token": node.token,
-                "followers": followers,
+                "followers": [
+                    f"{f.host}:{f.edit_log_port}" for f in frontends if f.role == "FOLLOWER"
+                ],
             }
         )
 

@@ -27,11 +27,13 @@ from fe.forwarding import Forwarder
 from fe.frontends import COLUMNS as FRONTEND_COLUMNS
 from fe.frontends import FrontendMonitor
 from fe.helper import (
+    HOW_TO_GIVE_THE_TOKEN,
     JoinError,
     ask_role,
     check_local,
     download_image,
     fetch_newer_image,
+    given_token,
     helper_url,
 )
 from fe.metrics import Metrics
@@ -96,9 +98,10 @@ def local_address(priority_networks: str) -> str:
 
 
 class FrontendNode:
-    def __init__(self, config: Config, helper: str | None = None):
+    def __init__(self, config: Config, helper: str | None = None, token_file: str | None = None):
         self.config = config
         self.helper = helper
+        self.token_file = token_file
         self.role = "FOLLOWER"
         self.known_followers: list[str] = []  # from the helper, before the catalog knows them
         self.host = local_address(config["priority_networks"])
@@ -141,12 +144,18 @@ class FrontendNode:
         """First start (or a restart) with --helper: ask the helper, check, fetch its image."""
         base = helper_url(self.helper, self.config["http_port"])
         try:
+            local_version = read_version(self.image_dir)
+            token = given_token(self.token_file) or (local_version and local_version.token)
+            if not token:
+                raise JoinError(
+                    f"joining through --helper needs the cluster token: {HOW_TO_GIVE_THE_TOKEN}"
+                )
             role, identity, self.known_followers = ask_role(
-                base, self.host, self.config["edit_log_port"]
+                base, self.host, self.config["edit_log_port"], token
             )
             local_role = read_role(self.image_dir)
-            check_local(read_version(self.image_dir), local_role, role, identity)
-            if read_version(self.image_dir) is None:
+            check_local(local_version, local_role, role, identity)
+            if local_version is None:
                 download_image(base, identity.token, self.image_dir)
                 write_version(self.image_dir, identity)
                 write_role(self.image_dir, role)
@@ -163,6 +172,7 @@ class FrontendNode:
 
     def load_identity(self) -> None:
         self.image_dir.mkdir(parents=True, exist_ok=True)
+        self.meta_dir.chmod(0o700)  # the token, images and journal: for this node's user only
         if self.helper:
             self.join()
         version = read_version(self.image_dir)
@@ -221,6 +231,9 @@ class FrontendNode:
             observer_address=self.address if self.role == "OBSERVER" else None,
             raft_min_timeout=self.config["election_timeout_min_ms"] / 1000,
             raft_max_timeout=self.config["election_timeout_max_ms"] / 1000,
+            max_frame_bytes=self.config["journal_max_frame_bytes"],
+            max_unauthenticated_frame_bytes=self.config["journal_max_unauthenticated_frame_bytes"],
+            handshake_timeout=self.config["journal_handshake_timeout_ms"] / 1000,
             on_needs_image=self.needs_image,
         )
         if self.catalog.frontends:

@@ -2,7 +2,7 @@
 
 VERSION holds the cluster's identity (`clusterId=`, `token=`), chosen once by the first leader and
 copied by every node that joins; ROLE holds this node's role (FOLLOWER or OBSERVER) and its name.
-Both are small key=value text files, replaced atomically.
+Both are small key=value text files, replaced atomically, readable by their owner only.
 """
 
 from __future__ import annotations
@@ -129,7 +129,9 @@ def _read_key_values(path: Path) -> dict[str, str] | None:
 def _write_key_values(path: Path, values: dict[str, str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(path.name + ".tmp")
-    with open(temporary, "w", encoding="utf-8") as file:
+    temporary.unlink(missing_ok=True)  # a leftover would keep its mode
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with open(descriptor, "w", encoding="utf-8") as file:
         file.write("".join(f"{key}={value}\n" for key, value in values.items()))
         file.flush()
         os.fsync(file.fileno())

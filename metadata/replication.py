@@ -47,7 +47,11 @@ pysyncobj 0.3.17 is used through `_RaftNode`, the one place where Quire corrects
    earlier by the encryption.
 11. Messages were pickled with protocol 2, where every entry's bytes became a latin-1 string
    rebuilt by a function call on arrival (1.3 us per entry each way, most of a new node's catch-up
-   cost): connections pickle with the highest protocol (`_MessagePickle`); any protocol unpickles.
+   cost): connections pickle with the highest protocol (`_MessagePickle`). Messages hold builtin
+   values only, so they are unpickled without any global: even a holder of the cluster password
+   cannot make a message run code. pysyncobj would also unpickle split entries ("transmission"
+   messages) and its membership and code-version commands, none of which Quire makes: they are
+   refused.
 12. A follower that was paused or cut off (SIGSTOP, a long GC, a partition) called an election
    with a higher term the moment it came back, and the healthy leader stepped down for it: writes
    in flight failed. Elections are preceded by a pre-vote (Raft thesis 9.6): a node whose election
@@ -55,16 +59,26 @@ pysyncobj 0.3.17 is used through `_RaftNode`, the one place where Quire corrects
    a voter says yes only if the candidate's log is up to date and it has not heard from a leader
    for raft_min_timeout (a leader never says yes). Only with a majority of yeses does pysyncobj
    start the election.
+13. pysyncobj buffered a frame of any size its length header announced (up to 2 GB), before any
+   check, copying the buffer on every read in the journal's thread: a stranger streaming 31 MB
+   slowed every commit for seconds. Connections accepted by `_Server` are `_Connection`s, which
+   check the header before buffering a frame, and so are the connections this node opens: a frame
+   over `max_frame_bytes`, or over `max_unauthenticated_frame_bytes` before a first message
+   authenticated the connection, drops it, as does not finishing the handshake (authenticating
+   and naming itself) within `handshake_timeout` on an incoming connection.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import io
 import ipaddress
 import logging
 import os
 import pickle
+import socket
+import struct
 import threading
 import time
 from collections import deque
@@ -80,20 +94,32 @@ from pysyncobj.dns_resolver import globalDnsResolver
 from pysyncobj.monotonic import monotonic as raft_clock
 from pysyncobj.node import Node, TCPNode
 from pysyncobj.pipe_notifier import PipeNotifier
+from pysyncobj.poller import POLL_EVENT_TYPE
 from pysyncobj.tcp_connection import TcpConnection
+from pysyncobj.tcp_server import TcpServer
 from pysyncobj.transport import TCPTransport
 
-from metadata.journal import REGULAR_COMMAND, RocksJournal
+from metadata.journal import NO_OP_COMMAND, REGULAR_COMMAND, RocksJournal
 
 logger = logging.getLogger(__name__)
 
 
+class _MessageUnpickler(pickle.Unpickler):
+    """Journal messages hold builtin values only (fact 11): no global is ever looked up."""
+
+    def find_class(self, module: str, name: str) -> object:
+        raise pickle.UnpicklingError(f"a journal message may not refer to {module}.{name}")
+
+
 class _MessagePickle:
     """What pysyncobj's connections serialise messages with (fact 11). Messages are unpickled only
-    after the cluster password's encryption has authenticated them."""
+    after the cluster password's encryption has authenticated them, and never run code."""
 
     dumps = functools.partial(pickle.dumps, protocol=pickle.HIGHEST_PROTOCOL)
-    loads = pickle.loads
+
+    @staticmethod
+    def loads(data: bytes) -> object:
+        return _MessageUnpickler(io.BytesIO(data)).load()
 
 
 pysyncobj.tcp_connection.pickle = _MessagePickle
@@ -180,6 +206,10 @@ class JournalLimits:
     catch_up_report_entries: int = 1000  # a node this far behind logs its progress and rate
     max_members: int = 64  # followers plus observers named in set_members
     max_unidentified_observers: int = 16  # non-voting connections waiting for their first message
+    # Fact 13: the largest frame a connection reads, and before a first authenticated message.
+    max_frame_bytes: int = 32 << 20
+    max_unauthenticated_frame_bytes: int = 64 << 10
+    handshake_timeout: float = 5.0  # an incoming connection authenticates and names itself by then
 
     def __post_init__(self) -> None:
         rules = {
@@ -211,6 +241,15 @@ class JournalLimits:
             "bind_retries > 0": self.bind_retries > 0,
             "max_members > 0": self.max_members > 0,
             "max_unidentified_observers > 0": self.max_unidentified_observers > 0,
+            # An append_entries message: a batch, the entry that crossed its end, their framing.
+            "max_frame_bytes >= 2 * (append_entries_batch_bytes + max_payload_bytes)": (
+                self.max_frame_bytes
+                >= 2 * (self.append_entries_batch_bytes + self.max_payload_bytes)
+            ),
+            "0 < max_unauthenticated_frame_bytes <= max_frame_bytes": (
+                0 < self.max_unauthenticated_frame_bytes <= self.max_frame_bytes
+            ),
+            "handshake_timeout > 0": self.handshake_timeout > 0,
         }
         broken = [rule for rule, holds in rules.items() if not holds]
         if broken:
@@ -1172,15 +1211,18 @@ class _RaftNode(SyncObj):
         return False
 
     def _apply_pysyncobj_command(self, command: bytes) -> object:
-        try:
-            return self._SyncObj__doApplyCommand(command)  # no-op, membership, code version
-        except pysyncobj.syncobj.SyncObjExceptionWrongVer:
-            logger.error("ignoring a request to switch to an unsupported pysyncobj code version")
-            return None
+        """pysyncobj's no-op. Its membership and code-version commands, which it would unpickle,
+        Quire never makes (facts 9, 11): one found in the journal is skipped."""
+        if command[:1] != NO_OP_COMMAND:
+            logger.error("skipped a pysyncobj command of type %d: Quire makes none", command[0])
+        return None
 
     # Replication (facts 5, 7, 8).
 
     def _SyncObj__onMessageReceived(self, node: object, message: dict) -> None:
+        if not isinstance(message, dict) or "transmission" in message:
+            logger.warning("ignored a journal message Quire never sends: %.100r", message)
+            return  # a split entry would be unpickled by pysyncobj (fact 11)
         kind = message.get("type")
         if kind in (KEEPALIVE_MESSAGE, OBSERVER_HELLO_MESSAGE):
             return
@@ -1267,14 +1309,129 @@ class _RaftNode(SyncObj):
         logger.error("ignoring a pysyncobj snapshot: Quire nodes load images instead")
 
 
+class _Connection(TcpConnection):
+    """pysyncobj's connection, reading frames of a bounded size (fact 13)."""
+
+    HEADER = struct.Struct("i")  # pysyncobj's length header
+
+    def __init__(self, limits: JournalLimits, **kwargs: object):
+        super().__init__(**kwargs)
+        self.limits = limits
+        self.authenticated = False  # a message parsed: with a password, its encryption checked
+        self.handshake_deadline = time.monotonic() + limits.handshake_timeout
+
+    def connect(self, host: str, port: int) -> bool:
+        self.authenticated = False  # an outgoing connection authenticates on each connect
+        return super().connect(host, port)
+
+    def frame_limit(self) -> int:
+        if self.authenticated:
+            return self.limits.max_frame_bytes
+        return self.limits.max_unauthenticated_frame_bytes
+
+    def _TcpConnection__processRead(self) -> bool:
+        buffer, limit = self._TcpConnection__readBuffer, self.frame_limit()
+        if len(buffer) >= self.HEADER.size:
+            (length,) = self.HEADER.unpack_from(buffer)
+            if not 0 <= length <= limit:
+                logger.warning(
+                    "dropped a journal connection from %s: it announced a frame of %d bytes, "
+                    "the limit is %d",
+                    _peer_host(self),
+                    length,
+                    limit,
+                )
+                self.disconnect()
+                return False
+        if len(buffer) >= self.HEADER.size + limit:
+            return False  # a whole frame is buffered: it is parsed before more is read
+        return super()._TcpConnection__processRead()
+
+    def _TcpConnection__processParseMessage(self) -> object:
+        message = super()._TcpConnection__processParseMessage()
+        if message is not None:
+            self.authenticated = True
+        return message
+
+
+class _Server(TcpServer):
+    """pysyncobj's server, whose connections are `_Connection`s (fact 13)."""
+
+    def __init__(self, limits: JournalLimits, *args: object, **kwargs: object):
+        super().__init__(*args, **kwargs)
+        self.limits = limits
+
+    def _TcpServer__onNewConnection(self, descr: int, event: int) -> None:
+        if not event & POLL_EVENT_TYPE.READ:
+            super()._TcpServer__onNewConnection(descr, event)
+            return
+        try:
+            sock, _ = self._TcpServer__socket.accept()
+        except BlockingIOError:
+            return
+        except OSError as error:
+            logger.error("the journal port stopped accepting connections: %s", error)
+            self.unbind()
+            return
+        send_size, receive_size = self._TcpServer__sendBufferSize, self._TcpServer__recvBufferSize
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_size)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_size)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setblocking(False)
+        connection = _Connection(
+            self.limits,
+            poller=self._TcpServer__poller,
+            socket=sock,
+            timeout=self._TcpServer__connectionTimeout,
+            sendBufferSize=send_size,
+            recvBufferSize=receive_size,
+            keepalive=self._TcpServer__keepalive,
+        )
+        self._TcpServer__onNewConnectionCallback(connection)
+
+
 class _Transport(TCPTransport):
-    """pysyncobj's TCP transport, where observers say who they are and voters check it (fact 10)."""
+    """pysyncobj's TCP transport, where observers say who they are and voters check it (fact 10),
+    and incoming connections have bounded frames and a handshake deadline (fact 13)."""
 
     def __init__(self, syncObj: _RaftNode, selfNode: TCPNode | None, otherNodes: set[TCPNode]):
         self._allowed_observers: frozenset[str] | None = None  # None: any, as pysyncobj does
         self._unidentified: dict[TcpConnection, float] = {}  # connection -> deadline
         self._observer_addresses: dict[Node, str] = {}
         super().__init__(syncObj, selfNode, otherNodes)
+
+    def _createServer(self) -> None:
+        super()._createServer()
+        plain, conf = self._server, self._syncObj.conf
+        self._server = _Server(
+            self._syncObj._owner.limits,
+            self._syncObj._poller,
+            plain._TcpServer__host,
+            plain._TcpServer__port,
+            onNewConnection=self._onNewIncomingConnection,
+            sendBufferSize=conf.sendBufferSize,
+            recvBufferSize=conf.recvBufferSize,
+            connectionTimeout=conf.connectionTimeout,
+        )
+
+    def addNode(self, node: TCPNode) -> None:
+        super().addNode(node)
+        plain, conf = self._connections.get(node), self._syncObj.conf
+        if plain is None or isinstance(plain, _Connection):
+            return  # the peer connects to this node
+        connection = _Connection(
+            self._syncObj._owner.limits,
+            poller=self._syncObj._poller,
+            timeout=conf.connectionTimeout,
+            sendBufferSize=conf.sendBufferSize,
+            recvBufferSize=conf.recvBufferSize,
+            keepalive=conf.tcp_keepalive,
+        )
+        connection.encryptor = self._syncObj.encryptor
+        connection.setOnConnectedCallback(functools.partial(self._onOutgoingConnected, connection))
+        connection.setOnMessageReceivedCallback(functools.partial(self._onMessageReceived, node))
+        connection.setOnDisconnectedCallback(functools.partial(self._onDisconnected, connection))
+        self._connections[node] = connection
 
     def set_allowed_observers(self, observers: frozenset[str]) -> None:
         self._allowed_observers = observers
@@ -1343,12 +1500,19 @@ class _Transport(TCPTransport):
 
     def _onTick(self) -> None:
         super()._onTick()
-        if self._unidentified:
-            now = time.monotonic()
-            for conn, deadline in list(self._unidentified.items()):
-                if deadline < now:
-                    logger.warning("refused a non-voting connection: it did not say who it is")
-                    self._refuse(conn)
+        now = time.monotonic()
+        for conn in list(self._unknownConnections):
+            if conn.handshake_deadline < now:
+                logger.warning(
+                    "dropped a journal connection from %s: no handshake within %.1f s",
+                    _peer_host(conn),
+                    conn.limits.handshake_timeout,
+                )
+                self._refuse(conn)
+        for conn, deadline in list(self._unidentified.items()):
+            if deadline < now:
+                logger.warning("refused a non-voting connection: it did not say who it is")
+                self._refuse(conn)
 
 
 def _peer_host(conn: TcpConnection) -> str | None:

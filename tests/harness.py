@@ -13,6 +13,9 @@ from pathlib import Path
 import pymysql
 import requests
 
+from fe.helper import TOKEN_ENVIRONMENT_VARIABLE
+from image.identity import read_version
+
 REPO = Path(__file__).resolve().parent.parent
 START_TIMEOUT_SECONDS = 60
 
@@ -21,6 +24,11 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def cluster_token(node: QuireProcess) -> str:
+    """The token in a started node's VERSION, as `quire token` prints it."""
+    return read_version(node.meta_dir / "image").token
 
 
 def wait_until(condition, timeout: float, what: str, interval: float = 0.05):
@@ -43,9 +51,11 @@ class QuireProcess:
         overrides: dict[str, object] | None = None,
         command: str = "up",
         extra_args: list[str] = (),
+        env: dict[str, str] | None = None,
     ):
         self.workdir = Path(workdir)
         self.extra_args = list(extra_args)
+        self.env = dict(env or {})
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.command = command
         self.query_port = free_port()
@@ -70,6 +80,12 @@ class QuireProcess:
     def log_file(self) -> Path:
         return Path(self.overrides["log_dir"]) / "fe.log"
 
+    def join_through(self, helper: QuireProcess) -> QuireProcess:
+        """Start with --helper on helper's HTTP port, given the cluster token as an operator would."""
+        self.extra_args = ["--helper", f"http://127.0.0.1:{helper.http_port}"]
+        self.env[TOKEN_ENVIRONMENT_VARIABLE] = cluster_token(helper)
+        return self
+
     def args(self) -> list[str]:
         args = [sys.executable, "-m", "fe.cli", self.command]
         for key, value in self.overrides.items():
@@ -84,7 +100,7 @@ class QuireProcess:
             cwd=REPO,
             stdout=self.output,
             stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, **self.env, "PYTHONUNBUFFERED": "1"},
         )
         if wait:
             self.wait_ready()

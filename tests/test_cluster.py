@@ -31,11 +31,7 @@ def tables(node, db):
 
 
 def joiner(tmp_path, leader, name="observer"):
-    return QuireProcess(
-        tmp_path / name,
-        command="fe",
-        extra_args=["--helper", f"http://127.0.0.1:{leader.http_port}"],
-    )
+    return QuireProcess(tmp_path / name, command="fe").join_through(leader)
 
 
 def test_observer_joins_through_the_helper_and_follows_the_journal(tmp_path, leader):
@@ -94,7 +90,7 @@ def test_a_node_of_another_cluster_cannot_join(tmp_path, leader):
     other = QuireProcess(tmp_path / "other", command="fe").start()
     other.stop()
     execute(leader, f'ALTER SYSTEM ADD OBSERVER "127.0.0.1:{other.edit_log_port}"')
-    other.extra_args = ["--helper", f"http://127.0.0.1:{leader.http_port}"]
+    other.join_through(leader)
     log = start_fails(other)
     assert "wrong cluster" in log
 
@@ -110,9 +106,8 @@ def test_role_mismatch_and_unreachable_helper(tmp_path, leader):
         f'ALTER SYSTEM ADD FOLLOWER "127.0.0.1:{node.edit_log_port}"',
     )
     assert "role mismatch" in start_fails(node)
-    lonely = QuireProcess(
-        tmp_path / "lonely", command="fe", extra_args=["--helper", "http://127.0.0.1:9"]
-    )
+    lonely = joiner(tmp_path, leader, "lonely")
+    lonely.extra_args = ["--helper", "http://127.0.0.1:9"]
     assert "is unreachable" in start_fails(lonely)
 
 
@@ -345,12 +340,7 @@ def checkpointing_cluster(tmp_path, database: str):
     fast = {"edit_log_roll_num": 20, "checkpoint_interval_second": 1, "image_keep_count": 2}
     leader = QuireProcess(tmp_path / "leader", fast).start()
     followers = [
-        QuireProcess(
-            tmp_path / f"follower{i}",
-            fast,
-            command="fe",
-            extra_args=["--helper", f"http://127.0.0.1:{leader.http_port}"],
-        )
+        QuireProcess(tmp_path / f"follower{i}", fast, command="fe").join_through(leader)
         for i in range(2)
     ]
     try:
@@ -521,7 +511,7 @@ def test_helper_bootstrap_through_a_follower_that_is_not_the_leader(tmp_path, le
             30,
             "the follower to learn of the observer",
         )
-        observer.extra_args = ["--helper", f"http://127.0.0.1:{follower.http_port}"]
+        observer.join_through(follower)
         observer.start()
         execute(leader, "CREATE TABLE via.t (k INT)")
         wait_until(lambda: "t" in tables(observer, "via"), 30, "the observer to follow")

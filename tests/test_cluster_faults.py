@@ -16,10 +16,6 @@ TOLERANCE = {"meta_delay_toleration_second": 4}
 STALE_MARK = "behind the leader"
 
 
-def helper_args(leader) -> list[str]:
-    return ["--helper", f"http://127.0.0.1:{leader.http_port}"]
-
-
 def add_and_start(leader, node, role: str) -> None:
     execute(leader, f'ALTER SYSTEM ADD {role} "127.0.0.1:{node.edit_log_port}"')
     node.start()
@@ -40,12 +36,8 @@ def frontends_by_port(node) -> dict[int, tuple]:
 
 def test_an_observer_cut_off_from_every_follower_refuses_stale_reads_then_catches_up(tmp_path):
     leader = QuireProcess(tmp_path / "leader", TOLERANCE).start()
-    follower = QuireProcess(
-        tmp_path / "follower", TOLERANCE, command="fe", extra_args=helper_args(leader)
-    )
-    observer = QuireProcess(
-        tmp_path / "observer", TOLERANCE, command="fe", extra_args=helper_args(leader)
-    )
+    follower = QuireProcess(tmp_path / "follower", TOLERANCE, command="fe").join_through(leader)
+    observer = QuireProcess(tmp_path / "observer", TOLERANCE, command="fe").join_through(leader)
     followers = [leader, follower]
     try:
         execute(
@@ -194,7 +186,7 @@ def same_dump(a, b) -> bool:
 def test_an_observer_killed_under_load_changes_nothing_elsewhere(tmp_path):
     leader = QuireProcess(tmp_path / "leader").start()
     joiners = [
-        QuireProcess(tmp_path / name, command="fe", extra_args=helper_args(leader))
+        QuireProcess(tmp_path / name, command="fe").join_through(leader)
         for name in ("follower1", "follower2", "observer")
     ]
     *others, observer = joiners

@@ -51,8 +51,9 @@ def client(node, name: str, acknowledged: list, stop: threading.Event) -> None:
 
 def test_leader_killed_under_concurrent_ddl_loses_nothing_acknowledged(tmp_path):
     first = QuireProcess(tmp_path / "fe1", command="fe").start()
-    helper = ["--helper", f"http://127.0.0.1:{first.http_port}"]
-    others = [QuireProcess(tmp_path / f"fe{i}", command="fe", extra_args=helper) for i in (2, 3, 4)]
+    others = [
+        QuireProcess(tmp_path / f"fe{i}", command="fe").join_through(first) for i in (2, 3, 4)
+    ]
     nodes = [first, *others]
     try:
         execute(first, "CREATE DATABASE fo", "ADMIN CHECKPOINT")

@@ -348,11 +348,7 @@ def run(args: argparse.Namespace, root: Path) -> dict:
             gigabytes(rss_bytes(leader.process.pid)),
         )
 
-        observer = QuireProcess(
-            root / "observer",
-            command="fe",
-            extra_args=["--helper", f"http://{HOST}:{leader.http_port}"],
-        )
+        observer = QuireProcess(root / "observer", command="fe").join_through(leader)
         execute(leader.query_port, f'ALTER SYSTEM ADD OBSERVER "{HOST}:{observer.edit_log_port}"')
         began = time.perf_counter()
         execute(leader.query_port, "ADMIN CHECKPOINT", timeout=CHECKPOINT_TIMEOUT)

@@ -65,6 +65,7 @@ FE_KEYS = (
     Key("journal_max_frame_bytes", 32 * 1024 * 1024),
     Key("journal_max_unauthenticated_frame_bytes", 64 * 1024),
     Key("journal_handshake_timeout_ms", 5000),
+    Key("journal_max_unknown_connections", 64),
     Key("meta_delay_toleration_second", 300, mutable=True),
     Key("qe_max_connection", 1024, mutable=True),
     Key("max_allowed_packet", 16 * 1024 * 1024),

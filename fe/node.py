@@ -234,6 +234,7 @@ class FrontendNode:
             max_frame_bytes=self.config["journal_max_frame_bytes"],
             max_unauthenticated_frame_bytes=self.config["journal_max_unauthenticated_frame_bytes"],
             handshake_timeout=self.config["journal_handshake_timeout_ms"] / 1000,
+            max_unknown_connections=self.config["journal_max_unknown_connections"],
             on_needs_image=self.needs_image,
         )
         if self.catalog.frontends:

@@ -210,6 +210,7 @@ class JournalLimits:
     max_frame_bytes: int = 32 << 20
     max_unauthenticated_frame_bytes: int = 64 << 10
     handshake_timeout: float = 5.0  # an incoming connection authenticates and names itself by then
+    max_unknown_connections: int = 64  # incoming connections that have not named themselves yet
 
     def __post_init__(self) -> None:
         rules = {
@@ -250,6 +251,7 @@ class JournalLimits:
                 0 < self.max_unauthenticated_frame_bytes <= self.max_frame_bytes
             ),
             "handshake_timeout > 0": self.handshake_timeout > 0,
+            "max_unknown_connections > 0": self.max_unknown_connections > 0,
         }
         broken = [rule for rule, holds in rules.items() if not holds]
         if broken:
@@ -1451,6 +1453,18 @@ class _Transport(TCPTransport):
             conn.send({"type": OBSERVER_HELLO_MESSAGE, "address": address})
 
     # The voter's side.
+
+    def _onNewIncomingConnection(self, conn: TcpConnection) -> None:
+        limit = self._syncObj._owner.limits.max_unknown_connections
+        if len(self._unknownConnections) >= limit:
+            logger.warning(
+                "dropped a journal connection from %s: %d others have not named themselves yet",
+                _peer_host(conn),
+                limit,
+            )
+            conn.disconnect()
+            return
+        super()._onNewIncomingConnection(conn)
 
     def _onIncomingMessageReceived(self, conn: TcpConnection, message: object) -> None:
         if self._allowed_observers is None or message != "readonly":

@@ -74,6 +74,34 @@ def test_a_silent_connection_is_dropped_after_the_handshake_deadline(fe):
     assert "no handshake within" in fe.log_file.read_text()
 
 
+def test_a_flood_of_silent_connections_is_capped_and_the_node_still_commits(tmp_path):
+    limit = 4
+    fe = QuireProcess(
+        tmp_path / "capped",
+        {"journal_max_unknown_connections": limit, "journal_handshake_timeout_ms": 60000},
+    ).start()
+    try:
+        flood = [connect(fe) for _ in range(limit)]
+        try:
+            wait_until(
+                lambda: _refused_at_once(fe), 60, "a connection past the cap to be dropped at once"
+            )
+            execute(fe, "CREATE DATABASE during_the_flood")
+        finally:
+            for sock in flood:
+                sock.close()
+        assert "others have not named themselves yet" in fe.log_file.read_text()
+        assert ("during_the_flood",) in execute(fe, "SHOW DATABASES")
+    finally:
+        fe.stop()
+
+
+def _refused_at_once(fe) -> bool:
+    with connect(fe) as sock:
+        sock.settimeout(1.0)  # well under the handshake deadline
+        return closed_by_peer(sock)
+
+
 def test_ddl_stays_fast_while_a_stranger_streams_a_big_frame(fe):
     total, chunk = 32 << 20, b"\0" * (64 << 10)
     stop, dropped = threading.Event(), []

@@ -14,6 +14,7 @@ import re
 from mysql_mimic.auth import IdentityProvider
 
 from fe import privileges
+from fe.lockout import LoginTracker
 from fe.mysql.connection import Account, NativePasswordPlugin, native_password_hash
 from fe.mysql.errors import QueryError
 from fe.sql import statements as st
@@ -94,8 +95,9 @@ def account_for_login(catalog: Catalog, name: str, client_host: str) -> User | N
 
 
 class CatalogIdentityProvider(IdentityProvider):
-    def __init__(self, catalog: Catalog):
+    def __init__(self, catalog: Catalog, login_tracker: LoginTracker):
         self.catalog = catalog
+        self.login_tracker = login_tracker
 
     def get_plugins(self):
         return [NativePasswordPlugin()]
@@ -110,6 +112,12 @@ class CatalogIdentityProvider(IdentityProvider):
             auth_plugin=NativePasswordPlugin.name,
             host=user.host,
         )
+
+    def login_refusal(self, account: Account, password_ok: bool, client_host: str):
+        user = self.catalog.users.get((account.name, account.host))
+        if user is None:
+            return None
+        return self.login_tracker.login(user, password_ok, client_host)
 
 
 def _hash(password: str | None, password_hash: str | None) -> str:
@@ -167,7 +175,50 @@ def create_user(session, statement: st.CreateUser) -> list[ops.Op]:
             return []
         raise QueryError(1396, f"Operation CREATE USER failed for '{name}'@'{host}'")
     password_hash = _hash(statement.password, statement.password_hash)
-    return [ops.CreateUser(User(name, host, password_hash, ()))]
+    lockout = statement.lockout
+    return [
+        ops.CreateUser(
+            User(
+                name,
+                host,
+                password_hash,
+                (),
+                failed_login_attempts=lockout.failed_login_attempts or 0,
+                password_lock_seconds=lockout.password_lock_seconds or 0,
+                lockout_epoch=session.node.allocate_ids(1),
+            )
+        )
+    ]
+
+
+def alter_user(session, statement: st.AlterUser) -> list[ops.Op]:
+    """ALTER USER: a new password (one's own needs no privilege) and the lock-out policy; a new
+    policy or ACCOUNT UNLOCK unblocks the account and restarts its count on every FE."""
+    name, host = statement.user.name, statement.user.host
+    target = session.catalog.users.get((name, host))
+    if target is None or not _is_own(session, target) or statement.lockout != st.LockoutOptions():
+        _require_user_admin(session)
+    if target is None:
+        if statement.if_exists:
+            return []
+        raise QueryError(1396, f"Operation ALTER USER failed for '{name}'@'{host}'")
+    changes = []
+    if statement.new_password is not None:
+        changes += set_password(session, statement.new_password)
+    lockout = statement.lockout
+    if lockout != st.LockoutOptions():
+        _require_may_change(session, target)
+        attempts, lock_seconds = lockout.failed_login_attempts, lockout.password_lock_seconds
+        changes.append(
+            ops.SetLockoutPolicy(
+                name,
+                host,
+                target.failed_login_attempts if attempts is None else attempts,
+                target.password_lock_seconds if lock_seconds is None else lock_seconds,
+                session.node.allocate_ids(1),
+            )
+        )
+    return changes
 
 
 def drop_user(session, statement: st.DropUser) -> list[ops.Op]:

@@ -71,6 +71,7 @@ FE_KEYS = (
     Key("journal_commit_timeout_second", 30, mutable=True),
     Key("statement_cache_size", 4096),
     Key("statement_cache_max_sql_bytes", 16384),
+    Key("failed_login_max_accounts", 100_000),
 )
 BE_KEYS = (Key("storage_root", "storage"),)
 KEYS = {key.name: key for key in FE_KEYS + BE_KEYS}

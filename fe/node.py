@@ -33,6 +33,7 @@ from fe.helper import (
     fetch_newer_image,
     helper_url,
 )
+from fe.lockout import LoginTracker
 from fe.metrics import Metrics
 from fe.mysql.errors import QueryError
 from fe.mysql.server import MysqlFront
@@ -111,6 +112,7 @@ class FrontendNode:
         self.statement_cache = StatementCache(
             config["statement_cache_size"], config["statement_cache_max_sql_bytes"]
         )
+        self.login_tracker = LoginTracker(config["failed_login_max_accounts"])
         self.metrics = Metrics(self)
         self.frontend_monitor = FrontendMonitor(self)
         self.journal: ReplicatedJournal | None = None
@@ -319,7 +321,7 @@ class FrontendNode:
     async def start_front(self) -> None:
         self.front = MysqlFront(
             session_factory=lambda: QuireSession(self),
-            identity_provider=CatalogIdentityProvider(self.catalog),
+            identity_provider=CatalogIdentityProvider(self.catalog, self.login_tracker),
             host=self.host,
             port=self.config["query_port"],
             max_connections=self.config["qe_max_connection"],

@@ -14,13 +14,13 @@ import re
 from mysql_mimic.auth import IdentityProvider
 
 from fe import privileges
-from fe.lockout import LoginTracker
+from fe.lockout import SECONDS_PER_DAY, LoginTracker
 from fe.mysql.connection import Account, NativePasswordPlugin, native_password_hash
 from fe.mysql.errors import QueryError
 from fe.sql import statements as st
 from metadata import ops
 from metadata.catalog import Catalog
-from metadata.records import Grant, User
+from metadata.records import LOCKED_UNTIL_UNLOCK, Grant, User
 
 BUILT_IN_USERS = ("root", "admin")
 HASH_LENGTH = 41
@@ -289,6 +289,32 @@ def grant(session, statement: st.GrantStatement) -> list[ops.Op]:
             )
         return [ops.RevokePrivileges(target.name, target.host, entry)]
     return [ops.GrantPrivileges(target.name, target.host, entry)]
+
+
+def show_create_user(session, target: st.UserName) -> str:
+    """MySQL's SHOW CREATE USER: the account's password hash and lock-out policy."""
+    user = session.catalog.users.get((target.name, target.host))
+    if user is None or not _is_own(session, user):
+        _require_user_admin(session)
+    if user is None:
+        raise QueryError(
+            1396, f"Operation SHOW CREATE USER failed for '{target.name}'@'{target.host}'"
+        )
+    if not _is_own(session, user):
+        _require_may_change(session, user)
+    text = f"CREATE USER {user.identity} IDENTIFIED WITH 'mysql_native_password'"
+    if user.password_hash:
+        text += f" AS '{user.password_hash}'"
+    lock_seconds = user.password_lock_seconds
+    if lock_seconds == LOCKED_UNTIL_UNLOCK:
+        lock_time = "UNBOUNDED"
+    elif lock_seconds % SECONDS_PER_DAY == 0:
+        lock_time = str(lock_seconds // SECONDS_PER_DAY)
+    else:
+        lock_time = f"{lock_seconds} SECOND"
+    return (
+        f"{text} FAILED_LOGIN_ATTEMPTS {user.failed_login_attempts} PASSWORD_LOCK_TIME {lock_time}"
+    )
 
 
 def show_grants_rows(session, target: st.UserName | None) -> list[tuple]:

@@ -166,6 +166,29 @@ def test_alter_user_sets_the_policy_and_a_new_policy_unblocks(quire, root):
     assert logs_in(quire, "later", "new")
 
 
+def test_show_create_user_shows_the_policy(quire, root):
+    run(root, "CREATE USER shown IDENTIFIED BY 'pw' FAILED_LOGIN_ATTEMPTS 4 PASSWORD_LOCK_TIME 2")
+    run(root, "CREATE USER 'shown'@'10.%' PASSWORD_LOCK_TIME 30 SECOND")
+    ((own_text,),) = run(root, "SHOW CREATE USER shown")
+    assert own_text == (
+        "CREATE USER 'shown'@'%' IDENTIFIED WITH 'mysql_native_password' "
+        "AS '*D821809F681A40A6E379B50D0463EFAE20BDD122' "
+        "FAILED_LOGIN_ATTEMPTS 4 PASSWORD_LOCK_TIME 2"
+    )
+    ((text,),) = run(root, "SHOW CREATE USER 'shown'@'10.%'")
+    assert text.endswith(
+        "IDENTIFIED WITH 'mysql_native_password' FAILED_LOGIN_ATTEMPTS 0 PASSWORD_LOCK_TIME 30 SECOND"
+    )
+    run(root, "ALTER USER 'shown'@'10.%' PASSWORD_LOCK_TIME UNBOUNDED")
+    assert run(root, "SHOW CREATE USER 'shown'@'10.%'")[0][0].endswith(
+        "PASSWORD_LOCK_TIME UNBOUNDED"
+    )
+    with quire.connect("shown", "pw") as own:
+        assert run(own, "SHOW CREATE USER shown") == ((own_text,),)
+        assert error_of(own, "SHOW CREATE USER root")[0] == 1227
+    assert error_of(root, "SHOW CREATE USER nobody_at_all")[0] == 1396
+
+
 def test_http_basic_auth_counts_with_the_mysql_logins(quire, root):
     run(
         root,

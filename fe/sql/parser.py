@@ -797,6 +797,8 @@ class Grammar:
         if word == "CREATE":
             if self.accept("DATABASE") or self.accept("SCHEMA"):
                 return st.Show("CREATE DATABASE", db=self.identifier())
+            if self.accept("USER"):
+                return st.Show("CREATE USER", user=self.user_name())
             self.expect("TABLE")
             return st.Show("CREATE TABLE", table=self.table_name())
         if word == "GRANTS":

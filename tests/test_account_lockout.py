@@ -10,11 +10,12 @@ import requests
 
 from fe.lockout import LoginTracker
 from metadata.records import User
-from tests.harness import wait_until
+from tests.harness import QuireProcess, wait_until
 
 CLI_TIMEOUT_SECONDS = 60
 HTTP_TIMEOUT_SECONDS = 30
 EXPIRY_DEADLINE_SECONDS = 60
+REPLICATION_DEADLINE_SECONDS = 60
 BLOCKED = 3955
 
 
@@ -274,6 +275,37 @@ def test_the_policy_survives_a_restart_and_an_image(fresh_quire):
     assert login_error(quire, "kept", "wrong")[0] == 1045
     assert login_error(quire, "kept", "wrong")[0] == BLOCKED
     assert login_error(quire, "altered", "wrong")[0] == BLOCKED
+
+
+def test_each_fe_counts_its_own_logins_and_account_unlock_reaches_every_fe(tmp_path):
+    leader = QuireProcess(tmp_path / "leader").start()
+    observer = QuireProcess(
+        tmp_path / "observer",
+        command="fe",
+        extra_args=["--helper", f"http://127.0.0.1:{leader.http_port}"],
+    )
+    try:
+        with leader.connect() as root:
+            run(root, f'ALTER SYSTEM ADD OBSERVER "127.0.0.1:{observer.edit_log_port}"')
+            run(
+                root,
+                "CREATE USER roamer IDENTIFIED BY 'right' FAILED_LOGIN_ATTEMPTS 1 PASSWORD_LOCK_TIME 1",
+            )
+        observer.start()
+        wait_until(
+            lambda: login_error(observer, "roamer", "wrong")[0] == BLOCKED,
+            REPLICATION_DEADLINE_SECONDS,
+            "the observer to know the account and block it",
+        )
+        assert logs_in(leader, "roamer", "right")  # the leader has seen no failure
+        assert login_error(leader, "roamer", "wrong")[0] == BLOCKED
+        with observer.connect() as root_on_observer:  # forwarded to the leader
+            run(root_on_observer, "ALTER USER roamer ACCOUNT UNLOCK")
+        assert logs_in(observer, "roamer", "right")
+        assert logs_in(leader, "roamer", "right")
+    finally:
+        observer.stop()
+        leader.stop()
 
 
 def test_the_tracker_holds_a_bounded_number_of_accounts():

@@ -14,12 +14,13 @@ import re
 from mysql_mimic.auth import IdentityProvider
 
 from fe import privileges
+from fe.lockout import SECONDS_PER_DAY, LoginTracker
 from fe.mysql.connection import Account, NativePasswordPlugin, native_password_hash
 from fe.mysql.errors import QueryError
 from fe.sql import statements as st
 from metadata import ops
 from metadata.catalog import Catalog
-from metadata.records import Grant, User
+from metadata.records import LOCKED_UNTIL_UNLOCK, Grant, User
 
 BUILT_IN_USERS = ("root", "admin")
 HASH_LENGTH = 41
@@ -94,8 +95,9 @@ def account_for_login(catalog: Catalog, name: str, client_host: str) -> User | N
 
 
 class CatalogIdentityProvider(IdentityProvider):
-    def __init__(self, catalog: Catalog):
+    def __init__(self, catalog: Catalog, login_tracker: LoginTracker):
         self.catalog = catalog
+        self.login_tracker = login_tracker
 
     def get_plugins(self):
         return [NativePasswordPlugin()]
@@ -110,6 +112,12 @@ class CatalogIdentityProvider(IdentityProvider):
             auth_plugin=NativePasswordPlugin.name,
             host=user.host,
         )
+
+    def login_refusal(self, account: Account, password_ok: bool, client_host: str):
+        user = self.catalog.users.get((account.name, account.host))
+        if user is None:
+            return None
+        return self.login_tracker.login(user, password_ok, client_host)
 
 
 def _hash(password: str | None, password_hash: str | None) -> str:
@@ -167,7 +175,50 @@ def create_user(session, statement: st.CreateUser) -> list[ops.Op]:
             return []
         raise QueryError(1396, f"Operation CREATE USER failed for '{name}'@'{host}'")
     password_hash = _hash(statement.password, statement.password_hash)
-    return [ops.CreateUser(User(name, host, password_hash, ()))]
+    lockout = statement.lockout
+    return [
+        ops.CreateUser(
+            User(
+                name,
+                host,
+                password_hash,
+                (),
+                failed_login_attempts=lockout.failed_login_attempts or 0,
+                password_lock_seconds=lockout.password_lock_seconds or 0,
+                lockout_epoch=session.node.allocate_ids(1),
+            )
+        )
+    ]
+
+
+def alter_user(session, statement: st.AlterUser) -> list[ops.Op]:
+    """ALTER USER: a new password (one's own needs no privilege) and the lock-out policy; a new
+    policy or ACCOUNT UNLOCK unblocks the account and restarts its count on every FE."""
+    name, host = statement.user.name, statement.user.host
+    target = session.catalog.users.get((name, host))
+    if target is None or not _is_own(session, target) or statement.lockout != st.LockoutOptions():
+        _require_user_admin(session)
+    if target is None:
+        if statement.if_exists:
+            return []
+        raise QueryError(1396, f"Operation ALTER USER failed for '{name}'@'{host}'")
+    changes = []
+    if statement.new_password is not None:
+        changes += set_password(session, statement.new_password)
+    lockout = statement.lockout
+    if lockout != st.LockoutOptions():
+        _require_may_change(session, target)
+        attempts, lock_seconds = lockout.failed_login_attempts, lockout.password_lock_seconds
+        changes.append(
+            ops.SetLockoutPolicy(
+                name,
+                host,
+                target.failed_login_attempts if attempts is None else attempts,
+                target.password_lock_seconds if lock_seconds is None else lock_seconds,
+                session.node.allocate_ids(1),
+            )
+        )
+    return changes
 
 
 def drop_user(session, statement: st.DropUser) -> list[ops.Op]:
@@ -238,6 +289,32 @@ def grant(session, statement: st.GrantStatement) -> list[ops.Op]:
             )
         return [ops.RevokePrivileges(target.name, target.host, entry)]
     return [ops.GrantPrivileges(target.name, target.host, entry)]
+
+
+def show_create_user(session, target: st.UserName) -> str:
+    """MySQL's SHOW CREATE USER: the account's password hash and lock-out policy."""
+    user = session.catalog.users.get((target.name, target.host))
+    if user is None or not _is_own(session, user):
+        _require_user_admin(session)
+    if user is None:
+        raise QueryError(
+            1396, f"Operation SHOW CREATE USER failed for '{target.name}'@'{target.host}'"
+        )
+    if not _is_own(session, user):
+        _require_may_change(session, user)
+    text = f"CREATE USER {user.identity} IDENTIFIED WITH 'mysql_native_password'"
+    if user.password_hash:
+        text += f" AS '{user.password_hash}'"
+    lock_seconds = user.password_lock_seconds
+    if lock_seconds == LOCKED_UNTIL_UNLOCK:
+        lock_time = "UNBOUNDED"
+    elif lock_seconds % SECONDS_PER_DAY == 0:
+        lock_time = str(lock_seconds // SECONDS_PER_DAY)
+    else:
+        lock_time = f"{lock_seconds} SECOND"
+    return (
+        f"{text} FAILED_LOGIN_ATTEMPTS {user.failed_login_attempts} PASSWORD_LOCK_TIME {lock_time}"
+    )
 
 
 def show_grants_rows(session, target: st.UserName | None) -> list[tuple]:

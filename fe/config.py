@@ -78,6 +78,7 @@ FE_KEYS = (
     Key("query_executor_threads", 4),
     Key("query_queue_size", 64),
     Key("query_engine_threads", 1),
+    Key("failed_login_max_accounts", 100_000),
 )
 BE_KEYS = (Key("storage_root", "storage"),)
 KEYS = {key.name: key for key in FE_KEYS + BE_KEYS}

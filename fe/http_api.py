@@ -70,29 +70,39 @@ class HttpApi:
             return web.json_response(
                 {"code": 401, "msg": "only FEs of this cluster forward statements"}, status=401
             )
-        if self._basic_auth_admin(request.headers.get("Authorization", ""), request.remote or ""):
+        refusal = self._basic_auth_admin(
+            request.headers.get("Authorization", ""), request.remote or ""
+        )
+        if refusal is None:
             return await handler(request)
         return web.json_response(
-            {"code": 401, "msg": "Unauthorized: use HTTP basic auth with an admin user"},
+            {"code": 401, "msg": refusal},
             status=401,
             headers={"WWW-Authenticate": 'Basic realm="quire"'},
         )
 
-    def _basic_auth_admin(self, header: str, client_host: str) -> bool:
+    def _basic_auth_admin(self, header: str, client_host: str) -> str | None:
+        """None if the header proves an admin account, else why the request is refused; a
+        wrong password counts as a failed login of the account, as over MySQL."""
+        unauthorized = "Unauthorized: use HTTP basic auth with an admin user"
         scheme, _, encoded = header.partition(" ")
         if scheme.lower() != "basic":
-            return False
+            return unauthorized
         try:
             name, _, password = base64.b64decode(encoded, validate=True).decode().partition(":")
         except (binascii.Error, UnicodeDecodeError):
-            return False
+            return unauthorized
         user = account_for_login(self.node.catalog, name, client_host)
         if user is None:
-            return False
+            return unauthorized
         expected = native_password_hash(password) if password else ""
-        if not hmac.compare_digest(user.password_hash, expected):
-            return False
-        return privileges.is_admin(user)
+        password_ok = hmac.compare_digest(user.password_hash, expected)
+        blocked = self.node.login_tracker.login(user, password_ok, client_host)
+        if blocked is not None:
+            return blocked.message
+        if not password_ok or not privileges.is_admin(user):
+            return unauthorized
+        return None
 
     async def health(self, request: web.Request) -> web.Response:
         ok = self.node.ready

@@ -36,6 +36,7 @@ from fe.helper import (
     given_token,
     helper_url,
 )
+from fe.lockout import LoginTracker
 from fe.metrics import Metrics
 from fe.mysql.errors import QueryError
 from fe.mysql.server import MysqlFront
@@ -115,6 +116,7 @@ class FrontendNode:
         self.statement_cache = StatementCache(
             config["statement_cache_size"], config["statement_cache_max_sql_bytes"]
         )
+        self.login_tracker = LoginTracker(config["failed_login_max_accounts"])
         self.metrics = Metrics(self)
         self.query_engine = Engine(
             workers=config["query_executor_threads"],
@@ -339,7 +341,7 @@ class FrontendNode:
     async def start_front(self) -> None:
         self.front = MysqlFront(
             session_factory=lambda: QuireSession(self),
-            identity_provider=CatalogIdentityProvider(self.catalog),
+            identity_provider=CatalogIdentityProvider(self.catalog, self.login_tracker),
             host=self.host,
             port=self.config["query_port"],
             max_connections=self.config["qe_max_connection"],

@@ -322,6 +322,7 @@ WRITES = {
     st.CreateUser: accounts.create_user,
     st.DropUser: accounts.drop_user,
     st.SetPassword: accounts.set_password,
+    st.AlterUser: accounts.alter_user,
     st.GrantStatement: accounts.grant,
     st.AlterSystem: admin.alter_system,
 }

@@ -208,6 +208,11 @@ def _grants(session, statement: st.Show) -> Result:
     return text_result([f"Grants for {target.name}@{target.host}"], rows)
 
 
+def _create_user(session, statement: st.Show) -> Result:
+    text = accounts.show_create_user(session, statement.user)
+    return text_result([f"CREATE USER for {statement.user.name}@{statement.user.host}"], [(text,)])
+
+
 def _variables(session, statement: st.Show) -> Result:
     match = like_matcher(statement.like, case_sensitive=False)
     store = session.variables.global_variables if statement.is_global else session.variables
@@ -443,6 +448,7 @@ SHOW_HANDLERS = {
     "COLUMNS": _columns,
     "CREATE TABLE": _create_table,
     "CREATE DATABASE": _create_database,
+    "CREATE USER": _create_user,
     "GRANTS": _grants,
     "VARIABLES": _variables,
     "STATUS": _status,

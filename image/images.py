@@ -216,7 +216,7 @@ def load_image(path: str | Path) -> Catalog:
             ", ".join(f"{counts[name]} {name}" for name, _ in SECTIONS),
         )
         body = _BodyReader(file, body_length, header.head_bytes())
-        sections = _read_sections(body.records(), counts, path, started)
+        sections = _read_sections(body.records(), counts, fields["codec_version"], path, started)
         if body.crc != expected_crc:
             raise ImageError(
                 f"checksum mismatch (stored {expected_crc:08x}, computed {body.crc:08x})"
@@ -411,7 +411,7 @@ class _BodyReader:
 
 
 def _read_sections(
-    records: Iterator[tuple], counts: dict, path: Path, started: float
+    records: Iterator[tuple], counts: dict, codec_version: int, path: Path, started: float
 ) -> dict[str, list]:
     sections: dict[str, list] = {}
     total = sum(counts[name] for name, _ in SECTIONS)
@@ -428,7 +428,7 @@ def _read_sections(
                     key, item = value
                     decoded.append((str(key), str(item)))
                 else:
-                    decoded.append(codec.decode_record(record_type, value))
+                    decoded.append(codec.decode_record(record_type, value, codec_version))
             except (codec.CodecError, TypeError, ValueError) as error:
                 raise ImageError(f"damaged {name} record: {error}") from error
             done += 1

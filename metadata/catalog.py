@@ -31,11 +31,21 @@ from metadata.ops import (
     ReplaceTable,
     RevokePrivileges,
     SetGlobalVariable,
+    SetLockoutPolicy,
     SetPassword,
     Timestamp,
     UpdateFrontend,
 )
-from metadata.records import Backend, Database, Frontend, Grant, Partition, Table, User
+from metadata.records import (
+    LOCKED_UNTIL_UNLOCK,
+    Backend,
+    Database,
+    Frontend,
+    Grant,
+    Partition,
+    Table,
+    User,
+)
 
 # Ids below this are never handed out, as in Doris: room for built-in objects.
 INITIAL_NEXT_ID = 10_000
@@ -347,7 +357,9 @@ class Catalog:
         key = (user.name, user.host)
         if key in self.users:
             raise ApplyError(ER_CANNOT_USER, f"Operation CREATE USER failed for {user.identity}")
+        _check_lockout_policy(user.failed_login_attempts, user.password_lock_seconds)
         self.users[key] = user
+        self._raise_next_id(user.lockout_epoch + 1)
         return user
 
     def _drop_user(self, op: DropUser) -> User:
@@ -370,6 +382,18 @@ class Catalog:
     def _set_password(self, op: SetPassword) -> User:
         user = replace(self._existing_user(op.name, op.host), password_hash=op.password_hash)
         self.users[(op.name, op.host)] = user
+        return user
+
+    def _set_lockout_policy(self, op: SetLockoutPolicy) -> User:
+        _check_lockout_policy(op.failed_login_attempts, op.password_lock_seconds)
+        user = replace(
+            self._existing_user(op.name, op.host),
+            failed_login_attempts=op.failed_login_attempts,
+            password_lock_seconds=op.password_lock_seconds,
+            lockout_epoch=op.lockout_epoch,
+        )
+        self.users[(op.name, op.host)] = user
+        self._raise_next_id(op.lockout_epoch + 1)
         return user
 
     def _grant(self, op: GrantPrivileges) -> User:
@@ -511,6 +535,15 @@ class Catalog:
         assert len(self._db_ids_by_name) == len(self.dbs), "two databases with one name"
 
 
+def _check_lockout_policy(failed_login_attempts: int, password_lock_seconds: int) -> None:
+    if failed_login_attempts < 0 or password_lock_seconds < LOCKED_UNTIL_UNLOCK:
+        raise ApplyError(
+            ER_UNKNOWN_ERROR,
+            f"invalid lock-out policy: FAILED_LOGIN_ATTEMPTS {failed_login_attempts}, "
+            f"PASSWORD_LOCK_TIME {password_lock_seconds} s",
+        )
+
+
 _HANDLERS = {
     CreateDatabase: Catalog._create_database,
     DropDatabase: Catalog._drop_database,
@@ -522,6 +555,7 @@ _HANDLERS = {
     SetPassword: Catalog._set_password,
     GrantPrivileges: Catalog._grant,
     RevokePrivileges: Catalog._revoke,
+    SetLockoutPolicy: Catalog._set_lockout_policy,
     AddFrontend: Catalog._add_frontend,
     UpdateFrontend: Catalog._update_frontend,
     DropFrontend: Catalog._drop_frontend,

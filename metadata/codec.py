@@ -6,7 +6,11 @@ declaration order; a record is an array of its fields in declaration order, enum
 privilege sets sorted so that equal records always encode to equal bytes.
 
 A released version is never changed: adding a field means a new version, and the decoder keeps
-reading the old ones.
+reading the old ones. Versions:
+
+    1   the first release
+    2   a User record ends with its lock-out policy (failed_login_attempts, password_lock_seconds,
+        lockout_epoch); operation SET_LOCKOUT_POLICY
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from metadata.ops import (
     ReplaceTable,
     RevokePrivileges,
     SetGlobalVariable,
+    SetLockoutPolicy,
     SetPassword,
     Timestamp,
     UpdateFrontend,
@@ -51,8 +56,8 @@ from metadata.records import (
     User,
 )
 
-FORMAT_VERSION = 1
-SUPPORTED_VERSIONS = frozenset({1})
+FORMAT_VERSION = 2
+SUPPORTED_VERSIONS = frozenset({1, 2})
 
 MAX_OPS_PER_BATCH = 65_536
 MAX_BATCH_BYTES = 64 * 1024 * 1024
@@ -250,11 +255,28 @@ def _decode_grant(value: tuple) -> Grant:
 
 
 def _encode_user(user: User) -> tuple:
-    return (user.name, user.host, user.password_hash, tuple(map(_encode_grant, user.grants)))
+    return (
+        user.name,
+        user.host,
+        user.password_hash,
+        tuple(map(_encode_grant, user.grants)),
+        user.failed_login_attempts,
+        user.password_lock_seconds,
+        user.lockout_epoch,
+    )
+
+
+_USER_FIELDS = ((str,), (str,), (str,), (tuple,), (int,), (int,), (int,))
 
 
 def _decode_user(value: tuple) -> User:
-    _expect(value, ((str,), (str,), (str,), (tuple,)), "User")
+    _expect(value, _USER_FIELDS, "User")
+    name, host, password_hash, grants, *lockout_policy = value
+    return User(name, host, password_hash, tuple(map(_decode_grant, grants)), *lockout_policy)
+
+
+def _decode_user_version_1(value: tuple) -> User:
+    _expect(value, _USER_FIELDS[:4], "User")
     name, host, password_hash, grants = value
     return User(name, host, password_hash, tuple(map(_decode_grant, grants)))
 
@@ -305,13 +327,21 @@ def encode_record(record: Any) -> tuple:
     return codec[0](record)
 
 
-def decode_record(record_type: type, value: Sequence) -> Any:
-    """The inverse of `encode_record` for a record of `record_type`."""
+# What older versions decode differently from FORMAT_VERSION.
+_RECORD_DECODERS_OF_VERSION: dict[int, dict[type, Callable[[Sequence], Any]]] = {
+    1: {User: _decode_user_version_1},
+}
+
+
+def decode_record(record_type: type, value: Sequence, version: int = FORMAT_VERSION) -> Any:
+    """The inverse of `encode_record` for a record of `record_type`, as `version` encoded it."""
+    assert version in SUPPORTED_VERSIONS, version
     codec = _RECORD_CODECS.get(record_type)
     if codec is None:
         raise CodecError(f"no encoding for records of type {record_type.__name__}")
+    decode = _RECORD_DECODERS_OF_VERSION.get(version, {}).get(record_type, codec[1])
     try:
-        return codec[1](value)
+        return decode(value)
     except CodecError:
         raise
     except (TypeError, ValueError, KeyError) as error:
@@ -384,6 +414,18 @@ _OP_CODECS: dict[OpCode, tuple[type, int, _OpEncoder, _OpDecoder]] = {
         lambda op: (op.name, op.host, _encode_grant(op.grant)),
         lambda a: RevokePrivileges(_str(a[1]), _str(a[2]), _decode_grant(a[3])),
     ),
+    OpCode.SET_LOCKOUT_POLICY: (
+        SetLockoutPolicy,
+        5,
+        lambda op: (
+            op.name,
+            op.host,
+            op.failed_login_attempts,
+            op.password_lock_seconds,
+            op.lockout_epoch,
+        ),
+        lambda a: SetLockoutPolicy(_str(a[1]), _str(a[2]), _int(a[3]), _int(a[4]), _int(a[5])),
+    ),
     OpCode.ADD_FRONTEND: (
         AddFrontend,
         1,
@@ -438,6 +480,16 @@ _OP_ENCODERS = {op_class: (code, encode) for code, (op_class, _, encode, _) in _
 _OP_DECODERS = {
     int(code): (arity + 1, decode) for code, (_, arity, _, decode) in _OP_CODECS.items()
 }
+_OP_DECODERS_OF_VERSION = {
+    FORMAT_VERSION: _OP_DECODERS,
+    1: {
+        **{
+            code: entry for code, entry in _OP_DECODERS.items() if code != OpCode.SET_LOCKOUT_POLICY
+        },
+        int(OpCode.CREATE_USER): (2, lambda a: CreateUser(_decode_user_version_1(a[1]))),
+    },
+}
+assert set(_OP_DECODERS_OF_VERSION) == SUPPORTED_VERSIONS
 
 
 def supported_op_codes() -> frozenset[OpCode]:
@@ -478,7 +530,7 @@ def decode_ops(data: bytes) -> list[Op]:
     if type(items) is not tuple or not 0 < len(items) <= MAX_OPS_PER_BATCH:
         raise CodecError(f"batch must be an array of 1 to {MAX_OPS_PER_BATCH} operations")
     ops = []
-    decoders = _OP_DECODERS
+    decoders = _OP_DECODERS_OF_VERSION[version]
     for position, item in enumerate(items):
         if type(item) is not tuple or not item:
             raise CodecError(f"operation {position} is not an array: {item!r:.200}")

@@ -24,6 +24,7 @@ class OpCode(IntEnum):
     SET_PASSWORD = 22
     GRANT = 23
     REVOKE = 24
+    SET_LOCKOUT_POLICY = 25  # FAILED_LOGIN_ATTEMPTS, PASSWORD_LOCK_TIME, ACCOUNT UNLOCK
     ADD_FRONTEND = 30
     DROP_FRONTEND = 31
     UPDATE_FRONTEND = 34  # a joined FE reports its HTTP and query ports
@@ -102,6 +103,18 @@ class RevokePrivileges:
 
 
 @dataclass(frozen=True, slots=True)
+class SetLockoutPolicy:
+    """The account's lock-out policy; a new `lockout_epoch` unlocks it and resets its count."""
+
+    CODE = OpCode.SET_LOCKOUT_POLICY
+    name: str
+    host: str
+    failed_login_attempts: int
+    password_lock_seconds: int
+    lockout_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
 class AddFrontend:
     CODE = OpCode.ADD_FRONTEND
     frontend: Frontend
@@ -163,6 +176,7 @@ Op = (
     | SetPassword
     | GrantPrivileges
     | RevokePrivileges
+    | SetLockoutPolicy
     | AddFrontend
     | DropFrontend
     | UpdateFrontend

@@ -91,6 +91,9 @@ class Grant:
     privileges: frozenset[str]
 
 
+LOCKED_UNTIL_UNLOCK = -1  # PASSWORD_LOCK_TIME UNBOUNDED
+
+
 @dataclass(frozen=True, slots=True)
 class User:
     name: str
@@ -99,10 +102,20 @@ class User:
         ""  # mysql_native_password hash: "*" + hex(SHA1(SHA1(password))), "" = none
     )
     grants: tuple[Grant, ...] = ()
+    # The lock-out policy (FAILED_LOGIN_ATTEMPTS, PASSWORD_LOCK_TIME); 0 in either turns it off.
+    failed_login_attempts: int = 0
+    password_lock_seconds: int = 0  # LOCKED_UNTIL_UNLOCK: UNBOUNDED
+    # An id the leader draws whenever the account's failed-login count and lock must start
+    # afresh (creation, a new policy, ACCOUNT UNLOCK): each FE's login tracker compares it.
+    lockout_epoch: int = 0
 
     @property
     def identity(self) -> str:
         return f"'{self.name}'@'{self.host}'"
+
+    @property
+    def tracks_failed_logins(self) -> bool:
+        return self.failed_login_attempts > 0 and self.password_lock_seconds != 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from metadata.ops import (
     ReplaceTable,
     RevokePrivileges,
     SetGlobalVariable,
+    SetLockoutPolicy,
     SetPassword,
     Timestamp,
     UpdateFrontend,
@@ -74,12 +75,16 @@ ONE_OP_PER_CODE = {
             "192.168.%",
             "*0D3CED9BEC10A777AEC23CCC353A8C08A633045E",
             (Grant("*", "*", frozenset({"SELECT", "INSERT"})), Grant("db", "t", frozenset())),
+            failed_login_attempts=3,
+            password_lock_seconds=-1,
+            lockout_epoch=10_077,
         )
     ),
     OpCode.DROP_USER: DropUser("jürgen", "%"),
     OpCode.SET_PASSWORD: SetPassword("root", "%", ""),
     OpCode.GRANT: GrantPrivileges("u", "%", Grant("db1", "*", frozenset({"ALTER", "DROP"}))),
     OpCode.REVOKE: RevokePrivileges("u", "%", Grant("db1", "t1", frozenset({"DROP"}))),
+    OpCode.SET_LOCKOUT_POLICY: SetLockoutPolicy("u", "10.0.0.%", 5, 86_400, 10_078),
     OpCode.ADD_FRONTEND: AddFrontend(
         Frontend("fe_1", "127.0.0.1", 9010, 8030, 9030, FrontendRole.OBSERVER)
     ),
@@ -118,7 +123,7 @@ def test_a_batch_round_trips_in_order_with_equal_types():
     assert isinstance(table.partitions[0].upper, tuple)
     assert table.partitions[0].lower == ()
     assert table.columns[0].default is None
-    assert decoded[10].frontend.role is FrontendRole.OBSERVER
+    assert decoded[11].frontend.role is FrontendRole.OBSERVER
 
 
 def test_equal_ops_encode_to_equal_bytes_whatever_the_set_order():
@@ -142,6 +147,7 @@ def test_encoding_is_compact():
         FULL_TABLE.partitions[1],
         Database(1, "d"),
         User("root"),
+        User("u", "h", "", (), failed_login_attempts=2, password_lock_seconds=3, lockout_epoch=4),
         Frontend("fe", "::1", 1),
         Backend(7, "h", 2),
         Grant("d", "*", frozenset({"LOAD"})),
@@ -230,3 +236,56 @@ def test_damaged_batches_decode_or_raise_codec_error_never_anything_else():
         except CodecError:
             outcomes["rejected"] += 1
     assert outcomes["rejected"] > 0 and outcomes["decoded"] > 0
+
+
+# A batch version 1 wrote (a user with a grant, then a password change), kept byte for byte.
+VERSION_1_BATCH = bytes.fromhex(
+    "0192921494a76ac3bc7267656ea831302e302e302e25d9292a3044334345443942454331304137373741"
+    "45433233434343333533413843303841363333303435459193a3646231a12a92a94c4f41445f50524956"
+    "ab53454c4543545f505249569416a76ac3bc7267656ea831302e302e302e25a0"
+)
+
+
+def test_version_1_batches_still_decode_with_no_lockout_policy():
+    create, set_password = decode_ops(VERSION_1_BATCH)
+    assert create == CreateUser(
+        User(
+            "jürgen",
+            "10.0.0.%",
+            "*0D3CED9BEC10A777AEC23CCC353A8C08A633045E",
+            (Grant("db1", "*", frozenset({"SELECT_PRIV", "LOAD_PRIV"})),),
+        )
+    )
+    assert (create.user.failed_login_attempts, create.user.password_lock_seconds) == (0, 0)
+    assert not create.user.tracks_failed_logins
+    assert set_password == SetPassword("jürgen", "10.0.0.%", "")
+
+
+def test_version_2_writes_the_lockout_policy_and_version_1_shapes_are_refused_in_it():
+    assert codec.FORMAT_VERSION == 2 and codec.SUPPORTED_VERSIONS == {1, 2}
+    user = ONE_OP_PER_CODE[OpCode.CREATE_USER].user
+    assert encode_ops([CreateUser(user)])[0] == 2
+    assert decode_ops(encode_ops([CreateUser(user)]))[0].user.password_lock_seconds == -1
+    with pytest.raises(CodecError, match="User: expected 7 fields"):
+        decode_ops(bytes([2]) + VERSION_1_BATCH[1:])
+
+
+def test_version_1_knows_neither_the_new_user_fields_nor_the_new_operation():
+    version_2_user = encode_ops([ONE_OP_PER_CODE[OpCode.CREATE_USER]])
+    with pytest.raises(CodecError, match="User: expected 4 fields"):
+        decode_ops(bytes([1]) + version_2_user[1:])
+    version_2_policy = encode_ops([ONE_OP_PER_CODE[OpCode.SET_LOCKOUT_POLICY]])
+    with pytest.raises(CodecError, match="unknown op code 25"):
+        decode_ops(bytes([1]) + version_2_policy[1:])
+
+
+def test_records_decode_as_the_version_that_wrote_them():
+    version_1_user = ("u", "%", "", (("*", "*", ("SELECT_PRIV",)),))
+    assert decode_record(User, version_1_user, version=1) == User(
+        "u", "%", "", (Grant("*", "*", frozenset({"SELECT_PRIV"})),)
+    )
+    with pytest.raises(CodecError, match="expected 7 fields"):
+        decode_record(User, version_1_user)
+    with pytest.raises(CodecError, match="expected 4 fields"):
+        decode_record(User, encode_record(User("u", failed_login_attempts=1)), version=1)
+    assert decode_record(Database, (1, "d", ()), version=1) == Database(1, "d")

@@ -15,6 +15,7 @@ from image.identity import (
     write_version,
 )
 from image.images import ImageError, ImageStore, load_image, verify
+from metadata import codec
 from metadata.catalog import ApplyError, Catalog, initial_ops
 from metadata.codec import encode_ops
 from metadata.ops import (
@@ -22,10 +23,12 @@ from metadata.ops import (
     AddFrontend,
     CreateDatabase,
     CreateTable,
+    CreateUser,
     DropTable,
     GrantPrivileges,
     ReplaceTable,
     SetGlobalVariable,
+    SetLockoutPolicy,
     Timestamp,
 )
 from metadata.records import (
@@ -38,6 +41,7 @@ from metadata.records import (
     KeyModel,
     Partition,
     Table,
+    User,
 )
 
 
@@ -86,6 +90,8 @@ def full_catalog():
         *initial_ops(),
         *ddl_ops(300),
         GrantPrivileges("admin", "%", Grant("db_1", "*", frozenset({"SELECT"}))),
+        CreateUser(User("guarded", "10.%", "", (), 3, 86_400, 80_000)),
+        SetLockoutPolicy("admin", "%", 5, -1, 80_001),
         AddFrontend(Frontend("fe_a", "127.0.0.1", 9010, 8030, 9030)),
         AddFrontend(Frontend("fe_b", "127.0.0.2", 9010, role=FrontendRole.OBSERVER)),
         AddBackend(Backend(90_000, "127.0.0.3", 9050, (("tag", "x"),))),
@@ -120,6 +126,28 @@ def test_image_round_trip_preserves_the_whole_catalog(tmp_path):
     assert verify(info.path) == info
     with store.stream(info.journal_id) as file:
         assert file.read() == info.path.read_bytes()
+
+
+def test_an_image_written_by_codec_version_1_still_loads(tmp_path, monkeypatch):
+    catalog = Catalog()
+    for op in [*initial_ops(), *ddl_ops(20)]:
+        catalog.apply(op)
+    version_1_user = (
+        lambda user: (
+            user.name,
+            user.host,
+            user.password_hash,
+            tuple(map(codec._encode_grant, user.grants)),
+        ),
+        codec._decode_user,
+    )
+    with monkeypatch.context() as version_1:
+        version_1.setattr(codec, "FORMAT_VERSION", 1)
+        version_1.setitem(codec._RECORD_CODECS, User, version_1_user)
+        info = ImageStore(tmp_path).write(catalog.snapshot())
+    loaded = load_image(info.path)
+    assert loaded.canonical_dump() == catalog.canonical_dump()
+    assert loaded.users[("root", "%")].failed_login_attempts == 0
 
 
 def test_empty_catalog_and_missing_directory(tmp_path):

@@ -342,7 +342,9 @@ class Connection:
 
     The identity provider's `get_user(username, host)` picks the account a client at `host` logs
     in as (an Account, or a plain User: host '%'); once the client proves it, the session's
-    `username` and `user_host` name that account.
+    `username` and `user_host` name that account. A provider may also define
+    `login_refusal(account, password_ok, host) -> QueryError | None`: told the outcome of every
+    password check, it may refuse the login whatever the password (a blocked account).
 
     What a session can read from it: connection_id, user, host, codec (the client's character set
     as a Python codec), connect_attrs, front (the MysqlFront, for processlist and kill), and
@@ -649,7 +651,13 @@ class Connection:
             auth_response = await self.stream.read()
             decision = await state.asend(info.copy(auth_response))
         await state.aclose()
-        if isinstance(decision, Success):
+        password_ok = isinstance(decision, Success)
+        login_refusal = getattr(identity, "login_refusal", None)
+        refusal = None if login_refusal is None else login_refusal(user, password_ok, self.host)
+        if refusal is not None:
+            logger.info("connection %d: %s refused: %s", self.connection_id, username, refusal)
+            await self._abort(refusal.code, refusal.message, refusal.sqlstate, error=AccessDenied)
+        if password_ok:
             assert decision.authenticated_as == user.name, decision
             return user
         if isinstance(decision, Forbidden) and decision.msg:

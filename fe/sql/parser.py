@@ -17,7 +17,7 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
 from fe.sql import statements as st
-from metadata.records import Column, KeyModel
+from metadata.records import LOCKED_UNTIL_UNLOCK, Column, KeyModel
 
 DIALECT = MySQL()
 _per_thread = threading.local()  # a sqlglot tokenizer is reusable, but not across threads
@@ -52,6 +52,8 @@ PRIVILEGES = {
     "NODE_PRIV", "ADMIN_PRIV", "GRANT_PRIV", "SELECT_PRIV", "LOAD_PRIV", "ALTER_PRIV",
     "CREATE_PRIV", "DROP_PRIV", "USAGE_PRIV", "SHOW_VIEW_PRIV",
 }  # fmt: skip
+LOCK_TIME_UNITS = {"DAY": 86_400, "HOUR": 3_600, "SECOND": 1}
+MAX_LOCKOUT_NUMBER = 32_767  # MySQL's bound on FAILED_LOGIN_ATTEMPTS and PASSWORD_LOCK_TIME
 QUERY_STARTS = {TokenType.SELECT, TokenType.WITH, TokenType.L_PAREN, TokenType.VALUES}
 
 
@@ -376,19 +378,56 @@ class Grammar:
     def create_user(self):
         if_not_exists = self.if_not_exists()
         user = self.user_name()
-        password = password_hash = None
+        password = self.identified(user)
+        lockout = self.lockout_options(may_unlock=False)
+        if password is None:
+            return st.CreateUser(user, if_not_exists=if_not_exists, lockout=lockout)
+        return st.CreateUser(
+            user, password.password, password.password_hash, if_not_exists, lockout
+        )
+
+    def identified(self, user: st.UserName) -> st.SetPassword | None:
+        """IDENTIFIED BY 'p' | BY PASSWORD 'hash' | WITH plugin [BY 'p' | AS 'hash'], if there."""
         if self.accept("IDENTIFIED", "BY"):
             if self.accept("PASSWORD"):
-                password_hash = self.string()
-            else:
-                password = self.string()
-        elif self.accept("IDENTIFIED", "WITH"):
+                return st.SetPassword(user, password_hash=self.string())
+            return st.SetPassword(user, password=self.string())
+        if self.accept("IDENTIFIED", "WITH"):
             self.identifier()
             if self.accept("BY"):
-                password = self.string()
-            elif self.accept("AS"):
-                password_hash = self.string()
-        return st.CreateUser(user, password, password_hash, if_not_exists)
+                return st.SetPassword(user, password=self.string())
+            if self.accept("AS"):
+                return st.SetPassword(user, password_hash=self.string())
+            return st.SetPassword(user)
+        return None
+
+    def lockout_options(self, may_unlock: bool) -> st.LockoutOptions:
+        """MySQL's and Doris's FAILED_LOGIN_ATTEMPTS n and PASSWORD_LOCK_TIME {n | UNBOUNDED}
+        (n days; Doris: n DAY|HOUR|SECOND), and ACCOUNT UNLOCK (Doris: ACCOUNT_UNLOCK)."""
+        attempts = lock_seconds = None
+        unlock = False
+        while self.position < len(self.tokens):
+            if self.accept("FAILED_LOGIN_ATTEMPTS"):
+                attempts = self.bounded_integer("FAILED_LOGIN_ATTEMPTS", MAX_LOCKOUT_NUMBER)
+            elif self.accept("PASSWORD_LOCK_TIME"):
+                if self.accept("UNBOUNDED"):
+                    lock_seconds = LOCKED_UNTIL_UNLOCK
+                else:
+                    count = self.bounded_integer("PASSWORD_LOCK_TIME", MAX_LOCKOUT_NUMBER)
+                    unit = next((u for u in LOCK_TIME_UNITS if self.accept(u)), "DAY")
+                    lock_seconds = count * LOCK_TIME_UNITS[unit]
+            elif may_unlock and (self.accept("ACCOUNT", "UNLOCK") or self.accept("ACCOUNT_UNLOCK")):
+                unlock = True
+            else:
+                self.fail("unexpected input")
+        return st.LockoutOptions(attempts, lock_seconds, unlock)
+
+    def bounded_integer(self, what: str, maximum: int) -> int:
+        value = self.integer()
+        if not 0 <= value <= maximum:
+            self.position -= 1
+            self.fail(f"{what} must be 0 to {maximum}")
+        return value
 
     def _grant(self):
         return self.grant(revoke=False)
@@ -434,12 +473,15 @@ class Grammar:
     def _alter(self):
         self.expect("ALTER")
         if self.accept("USER"):
-            self.if_exists()
+            if_exists = self.if_exists()
             user = self.user_name()
-            self.expect("IDENTIFIED", "BY")
-            if self.accept("PASSWORD"):
-                return st.SetPassword(user, password_hash=self.string())
-            return st.SetPassword(user, password=self.string())
+            password = self.identified(user)
+            lockout = self.lockout_options(may_unlock=True)
+            if password is None and lockout == st.LockoutOptions():
+                self.fail(
+                    "expected IDENTIFIED BY, FAILED_LOGIN_ATTEMPTS, PASSWORD_LOCK_TIME or ACCOUNT UNLOCK"
+                )
+            return st.AlterUser(user, if_exists, password, lockout)
         if self.accept("SYSTEM"):
             action = self.next().text.upper()
             role = self.next().text.upper()
@@ -755,6 +797,8 @@ class Grammar:
         if word == "CREATE":
             if self.accept("DATABASE") or self.accept("SCHEMA"):
                 return st.Show("CREATE DATABASE", db=self.identifier())
+            if self.accept("USER"):
+                return st.Show("CREATE USER", user=self.user_name())
             self.expect("TABLE")
             return st.Show("CREATE TABLE", table=self.table_name())
         if word == "GRANTS":

@@ -157,11 +157,30 @@ class AlterTable:
 
 
 @dataclass(frozen=True)
+class LockoutOptions:
+    """FAILED_LOGIN_ATTEMPTS n, PASSWORD_LOCK_TIME (in seconds; -1 UNBOUNDED), ACCOUNT UNLOCK;
+    None where the statement does not say."""
+
+    failed_login_attempts: int | None = None
+    password_lock_seconds: int | None = None
+    unlock: bool = False
+
+
+@dataclass(frozen=True)
 class CreateUser:
     user: UserName
     password: str | None = None  # plain text
     password_hash: str | None = None  # IDENTIFIED BY PASSWORD '*...'
     if_not_exists: bool = False
+    lockout: LockoutOptions = LockoutOptions()
+
+
+@dataclass(frozen=True)
+class AlterUser:
+    user: UserName
+    if_exists: bool = False
+    new_password: SetPassword | None = None  # IDENTIFIED BY ...
+    lockout: LockoutOptions = LockoutOptions()
 
 
 @dataclass(frozen=True)

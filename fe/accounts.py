@@ -27,20 +27,6 @@ HASH_LENGTH = 41
 LOOPBACK = ipaddress.ip_network("127.0.0.0/8")
 
 
-_STRING = r"""(?:'(?:[^'\\]|\\.|'')*(?:'|$)|"(?:[^"\\]|\\.|"")*(?:"|$))"""
-_SECRET = re.compile(
-    r"(\bIDENTIFIED\s+(?:WITH\s+\S+\s+)?(?:BY|AS)\s+(?:PASSWORD\s+)?"
-    r"|\bPASSWORD\s*\(\s*"
-    r"|\bSET\s+PASSWORD\b[^=]*=\s*)" + _STRING,
-    re.IGNORECASE,
-)
-
-
-def without_secrets(sql: str) -> str:
-    """The statement with its passwords and hashes replaced by <secret>, as MySQL shows it."""
-    return _SECRET.sub(r"\1<secret>", sql)
-
-
 def _address(host: str):
     try:
         address = ipaddress.ip_address(host)

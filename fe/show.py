@@ -248,7 +248,7 @@ def _processlist(session, statement: st.Show) -> Result:
     for process in session.node.front.processlist():
         if not is_admin and process.user != session.user.name:
             continue
-        info = accounts.without_secrets(process.info) if process.info else process.info
+        info = process.info
         if not statement.full:
             info = (info or "")[:100]
         rows.append(

@@ -48,6 +48,7 @@ from fe.mysql.prepared import (
     prepare,
     sql_literal,
 )
+from fe.mysql.redact import without_secrets
 from fe.mysql.results import (
     NOT_NULL_FLAG,
     Column,
@@ -456,7 +457,7 @@ class Connection:
             command="Killed" if self._kill == KillKind.CONNECTION else self.command,
             time=int(now - self._since),
             state=self.state,
-            info=self.info,
+            info=without_secrets(self.info) if self.info else self.info,
         )
 
     def _set_idle(self) -> None:
@@ -740,7 +741,7 @@ class Connection:
                     self.connection_id,
                     self.user,
                     self.host,
-                    self.info,
+                    without_secrets(self.info) if self.info else self.info,
                 )
                 await self._fail(
                     ErrorCode.UNKNOWN_ERROR, f"Internal error (incident {incident}, see the FE log)"

@@ -279,11 +279,7 @@ def test_the_policy_survives_a_restart_and_an_image(fresh_quire):
 
 def test_each_fe_counts_its_own_logins_and_account_unlock_reaches_every_fe(tmp_path):
     leader = QuireProcess(tmp_path / "leader").start()
-    observer = QuireProcess(
-        tmp_path / "observer",
-        command="fe",
-        extra_args=["--helper", f"http://127.0.0.1:{leader.http_port}"],
-    )
+    observer = QuireProcess(tmp_path / "observer", command="fe").join_through(leader)
     try:
         with leader.connect() as root:
             run(root, f'ALTER SYSTEM ADD OBSERVER "127.0.0.1:{observer.edit_log_port}"')

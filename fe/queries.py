@@ -208,6 +208,7 @@ async def _run_in_engine(session, plan: SelectPlan) -> Result:
             arrow,
             timeout_seconds=_positive_variable(session, "query_timeout"),
             memory_limit_bytes=_positive_variable(session, "exec_mem_limit"),
+            abandoned=session.client_gone,
         )
     except engine.EngineError as error:
         raise _query_error(error) from None

@@ -115,6 +115,10 @@ class QuireSession(BaseSession):
                 return str(address[0])
         return "%"
 
+    def client_gone(self) -> bool:
+        """Whether this session's client closed its connection (a forwarded session has none)."""
+        return self.connection is not None and self.connection.client_gone()
+
     @property
     def connection_id(self) -> int:
         return getattr(self.connection, "connection_id", 0)

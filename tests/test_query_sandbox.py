@@ -5,6 +5,7 @@ stalls other clients nor escapes KILL, query_timeout or exec_mem_limit."""
 from __future__ import annotations
 
 import subprocess
+import sys
 import threading
 import time
 from decimal import Decimal
@@ -384,4 +385,42 @@ def test_a_full_query_pool_refuses_at_once_and_never_blocks(fresh_quire):
         wait_until(answered, STOP_SECONDS, "the worker to be free again")
     finally:
         busy.close()
+        root.close()
+
+
+def test_a_query_whose_client_went_away_is_stopped(fresh_quire):
+    fresh_quire.overrides.update({"query_executor_threads": 1, "query_queue_size": 0})
+    fresh_quire.start()
+    client = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import pymysql, sys; pymysql.connect(host='127.0.0.1', port=int(sys.argv[1]), "
+            "user='root', autocommit=True).cursor().execute(sys.argv[2])",
+            str(fresh_quire.query_port),
+            ENDLESS,
+        ]
+    )
+    root = fresh_quire.connect(read_timeout=STOP_SECONDS)
+    try:
+
+        def running():
+            rows = run(root, "SHOW FULL PROCESSLIST")
+            return any(row[4] == "Query" and row[7] == ENDLESS for row in rows)
+
+        wait_until(running, STOP_SECONDS, "the query to be running")
+        client.kill()  # kill -9: the client is gone without a word; query_timeout is 900 s
+        client.wait(STOP_SECONDS)
+
+        def answered():
+            try:
+                return run(root, "SELECT COUNT(*) FROM information_schema.collations") == ((4,),)
+            except pymysql.err.OperationalError as error:
+                assert error.args[0] == 1105  # the worker is still busy
+                return False
+
+        wait_until(answered, STOP_SECONDS, "the abandoned query to free its worker")
+        assert not running()
+    finally:
+        client.kill()
         root.close()

@@ -45,6 +45,10 @@ class QueryInterrupted(EngineError):
         super().__init__("Query execution was interrupted")
 
 
+class QueryAbandoned(QueryInterrupted):
+    """The one who asked went away (its client disconnected): the query was stopped."""
+
+
 class QueryTimedOut(EngineError):
     def __init__(self, seconds: float):
         super().__init__(f"Query ran longer than {seconds:g} s")

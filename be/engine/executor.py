@@ -13,7 +13,7 @@ import asyncio
 import logging
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -26,6 +26,7 @@ from be.engine.errors import (
     InvalidQuery,
     InvalidValue,
     MemoryLimitExceeded,
+    QueryAbandoned,
     QueryFailed,
     QueryInterrupted,
     QueryTimedOut,
@@ -36,6 +37,7 @@ from be.engine.errors import (
 logger = logging.getLogger(__name__)
 
 FETCH_ROWS = 2048  # rows converted to Python between two checks for an interrupt
+ABANDON_CHECK_SECONDS = 0.5  # how soon a query whose asker went away is stopped
 INTERRUPT_RETRY_SECONDS = 0.05  # an interrupt that arrived before DuckDB started is sent again
 
 UNKNOWN_COLUMN = re.compile(r'Referenced column "([^"]+)" (?:was )?not found')
@@ -96,7 +98,9 @@ class Engine:
         *,
         timeout_seconds: float | None,
         memory_limit_bytes: int,
+        abandoned: Callable[[], bool] = lambda: False,
     ) -> Answer:
+        """Run sql; `abandoned` says whether the one waiting for it has gone (it is then stopped)."""
         assert memory_limit_bytes > 0
         query = _Query(sql, tables, memory_limit_bytes)
         with self._lock:
@@ -111,14 +115,29 @@ class Engine:
             raise EngineBusy(0, 0) from None
         future.add_done_callback(self._finished)
         try:
-            async with asyncio.timeout(timeout_seconds):
-                return await asyncio.wrap_future(future)
+            return await self._answer(future, timeout_seconds, abandoned)
         except TimeoutError:
             self._stop(query, future)
             raise QueryTimedOut(timeout_seconds) from None
+        except QueryAbandoned:
+            self._stop(query, future)
+            raise
         except asyncio.CancelledError:
             self._stop(query, future)
             raise
+
+    async def _answer(
+        self, future: Future, timeout_seconds: float | None, abandoned: Callable[[], bool]
+    ) -> Answer:
+        """The query's answer; every ABANDON_CHECK_SECONDS, whether the asker is still there."""
+        answer = asyncio.wrap_future(future)
+        async with asyncio.timeout(timeout_seconds):
+            while True:
+                done, _ = await asyncio.wait({answer}, timeout=ABANDON_CHECK_SECONDS)
+                if done:
+                    return answer.result()
+                if abandoned():
+                    raise QueryAbandoned()
 
     def close(self) -> None:
         with self._lock:

@@ -564,6 +564,10 @@ class Connection:
         """The TLS cipher this client's connection uses; empty when it is not encrypted."""
         return self.stream.cipher
 
+    def client_gone(self) -> bool:
+        """Whether the client closed its side (with nothing unread), say while a statement runs."""
+        return self.stream.reader.at_eof()
+
     def _parse_handshake_response(self, payload: bytes) -> HandshakeResponse:
         reader = PacketReader(payload)
         client_capabilities = reader.uint4()

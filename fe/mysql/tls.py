@@ -70,6 +70,9 @@ class TlsChannel:
         del plain[:n]
         return data
 
+    def at_eof(self) -> bool:
+        return not self._plain and not self._incoming.pending and self._reader.at_eof()
+
     def write(self, data: bytes | bytearray | memoryview) -> None:
         self.ssl_object.write(data)
         self._send_outgoing()

@@ -349,6 +349,18 @@ def test_exec_mem_limit_fails_a_big_aggregation_cleanly(quire, root, nobody):
     assert refused(nobody, "SET exec_mem_limit = -1").args[0] == 1231
 
 
+def test_exec_mem_limit_bounds_the_answer_held_for_the_client(quire, root, nobody):
+    # DuckDB streams this answer (its own memory stays small): 4**9 rows of 9 collation names
+    # are about 50 MB as Python rows, so the FE counts what it holds against exec_mem_limit.
+    wide = cross_join(9, select="{concat}")
+    run(nobody, "SET exec_mem_limit = 8388608")
+    error = refused(nobody, wide)
+    assert error.args[0] == 3170 and "exec_mem_limit" in error.args[1]
+    run(nobody, "SET exec_mem_limit = 2147483648")
+    assert len(run(nobody, cross_join(5, select="{concat}"))) == 4**5
+    assert run(root, "SELECT 1") == ((1,),)
+
+
 def test_the_server_survived(quire, root):
     assert run(root, "SELECT COUNT(*) FROM information_schema.schemata") == ((1,),)
     assert quire.process.poll() is None

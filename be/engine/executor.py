@@ -37,6 +37,8 @@ from be.engine.errors import (
 logger = logging.getLogger(__name__)
 
 FETCH_ROWS = 2048  # rows converted to Python between two checks for an interrupt
+ROW_OVERHEAD_BYTES = 64  # a row tuple's header
+VALUE_BYTES = 40  # a value's slot and a small object (strings and bytes add their length)
 ABANDON_CHECK_SECONDS = 0.5  # how soon a query whose asker went away is stopped
 INTERRUPT_RETRY_SECONDS = 0.05  # an interrupt that arrived before DuckDB started is sent again
 
@@ -184,6 +186,18 @@ class Engine:
         database.close()
 
 
+def _estimated_bytes(rows: list[tuple]) -> int:
+    """About what rows take as Python objects: the answer counts against the query's memory
+    limit too (DuckDB streams it, so its own limit does not see it)."""
+    total = 0
+    for row in rows:
+        total += ROW_OVERHEAD_BYTES + VALUE_BYTES * len(row)
+        for value in row:
+            if isinstance(value, str | bytes):
+                total += len(value)
+    return total
+
+
 class _Query:
     """One query's state shared by the worker running it and the loop that may stop it."""
 
@@ -214,7 +228,11 @@ class _Query:
             result = connection.execute(self.sql)
             columns = [(entry[0], str(entry[1])) for entry in result.description]
             rows: list[tuple] = []
+            held = 0
             while batch := result.fetchmany(FETCH_ROWS):
+                held += _estimated_bytes(batch)
+                if held > self.memory_limit_bytes:
+                    raise MemoryLimitExceeded(self.memory_limit_bytes)
                 if self._stopped:
                     raise QueryInterrupted()
                 rows += batch

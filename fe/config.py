@@ -75,6 +75,8 @@ FE_KEYS = (
     Key("journal_commit_timeout_second", 30, mutable=True),
     Key("statement_cache_size", 4096),
     Key("statement_cache_max_sql_bytes", 16384),
+    Key("max_statement_tokens", 200_000),
+    Key("max_waiting_long_statements", 4),
     Key("query_executor_threads", 4),
     Key("query_queue_size", 64),
     Key("query_engine_threads", 1),

@@ -19,7 +19,6 @@ from fe.accounts import account_for_login
 from fe.forwarding import FORWARD_PATH
 from fe.mysql.connection import native_password_hash
 from fe.mysql.errors import QueryError
-from fe.sql.parser import ParseError
 
 logger = logging.getLogger(__name__)
 
@@ -214,9 +213,7 @@ class HttpApi:
             session.apply_variables(body.get("variables") or {})
             if not self.node.is_leader():
                 raise QueryError(1105, "This FE is no longer the leader; retry the statement")
-            result = await session.execute(self.node.statement_cache.statement(body["sql"]))
-        except ParseError as error:
-            return web.json_response({"code": 1064, "message": str(error), "sqlstate": "42000"})
+            result = await session.execute(await session.parse(body["sql"]))
         except QueryError as error:
             return web.json_response(
                 {"code": error.code, "message": error.message, "sqlstate": error.sqlstate}

@@ -114,7 +114,10 @@ class FrontendNode:
             self.catalog, {"have_ssl": "YES" if config["enable_ssl"] else "DISABLED"}
         )
         self.statement_cache = StatementCache(
-            config["statement_cache_size"], config["statement_cache_max_sql_bytes"]
+            config["statement_cache_size"],
+            config["statement_cache_max_sql_bytes"],
+            max_tokens=config["max_statement_tokens"],
+            max_waiting_long_statements=config["max_waiting_long_statements"],
         )
         self.login_tracker = LoginTracker(config["failed_login_max_accounts"])
         self.metrics = Metrics(self)
@@ -419,6 +422,7 @@ class FrontendNode:
         if self.front:
             await self.front.close()
         self.query_engine.close()
+        self.statement_cache.close()
         if self.journal:
             await asyncio.to_thread(self.journal.close)
         logger.info("Quire FE stopped")

@@ -19,6 +19,7 @@ from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
 from fe.sql import statements as st
 from fe.sql.parser import ParseError
+from fe.statement_cache import LongStatementsBusy
 from fe.variables import QuireSessionVariables, coerce
 from metadata.records import User
 
@@ -58,26 +59,39 @@ class QuireSession(BaseSession):
     async def handle_query(self, sql: str, attrs: dict[str, str]) -> Result:
         self.node.metrics.query_started()
         try:
-            statement = self.node.statement_cache.statement(sql)
+            statement = await self.parse(sql)
             if not self.node.is_leader():
                 if needs_leader(statement, WRITES):
                     return await self.node.forwarder.forward(self, sql)
                 if isinstance(statement, METADATA_READS) and not _node_status(statement):
                     self.node.check_fresh()
             return await self.execute(statement)
-        except ParseError as error:
-            self.node.metrics.query_failed()
-            raise QueryError(1064, str(error)) from None
         except QueryError:
             self.node.metrics.query_failed()
             raise
+        except RecursionError:
+            self.node.metrics.query_failed()
+            raise QueryError(
+                1064, "You have an error in your SQL syntax: the statement nests too deeply"
+            ) from None
+
+    async def parse(self, sql: str):
+        """The statement, parsed (from the FE's cache, or off the event loop when it is long)."""
+        try:
+            return await self.node.statement_cache.parse(sql)
+        except ParseError as error:
+            raise QueryError(1064, str(error)) from None
+        except LongStatementsBusy:
+            raise QueryError(
+                1105, "Too many long statements are being parsed on this FE; retry later"
+            ) from None
 
     async def describe(self, sql: str):
         """Result columns of a statement being prepared (its `?` markers read as NULL); only
         queries are run for this, never writes."""
         try:
-            statement = self.node.statement_cache.statement(sql)
-        except ParseError:
+            statement = await self.parse(sql)
+        except (QueryError, RecursionError):
             return None
         if not isinstance(statement, queries.SelectPlan):
             return None

@@ -20,8 +20,7 @@ def run(sql: str, memory_limit_bytes: int = MEMORY, timeout_seconds: float | Non
         query_engine = engine.Engine(workers=2, queue_size=2, threads_per_query=1)
         try:
             return await query_engine.run(
-                sql,
-                {"c": COLLATIONS},
+                lambda: (sql, {"c": COLLATIONS}),
                 timeout_seconds=timeout_seconds,
                 memory_limit_bytes=memory_limit_bytes,
             )

@@ -66,6 +66,9 @@ def database_config(memory_limit_bytes: int, threads: int) -> dict[str, object]:
     }
 
 
+Prepare = Callable[[], tuple[str, Mapping[str, pa.Table]]]  # the SQL and the tables it reads
+
+
 @dataclass(frozen=True)
 class Answer:
     """A query's result: (name, DuckDB type name) per column, and the rows."""
@@ -95,16 +98,17 @@ class Engine:
 
     async def run(
         self,
-        sql: str,
-        tables: Mapping[str, pa.Table],
+        prepare: Prepare,
         *,
         timeout_seconds: float | None,
         memory_limit_bytes: int,
         abandoned: Callable[[], bool] = lambda: False,
     ) -> Answer:
-        """Run sql; `abandoned` says whether the one waiting for it has gone (it is then stopped)."""
+        """Run the SQL that prepare() gives over the tables it gives, both made on the worker (a
+        big statement's preparation holds no event loop; its exceptions reach the caller as they
+        are); `abandoned` says whether the one waiting has gone (the query is then stopped)."""
         assert memory_limit_bytes > 0
-        query = _Query(sql, tables, memory_limit_bytes)
+        query = _Query(prepare, memory_limit_bytes)
         with self._lock:
             if self._closed or self._admitted >= self.workers + self.queue_size:
                 running = min(self._admitted, self.workers)
@@ -201,9 +205,8 @@ def _estimated_bytes(rows: list[tuple]) -> int:
 class _Query:
     """One query's state shared by the worker running it and the loop that may stop it."""
 
-    def __init__(self, sql: str, tables: Mapping[str, pa.Table], memory_limit_bytes: int):
-        self.sql = sql
-        self.tables = tables
+    def __init__(self, prepare: Prepare, memory_limit_bytes: int):
+        self.prepare = prepare
         self.memory_limit_bytes = memory_limit_bytes
         self._lock = threading.Lock()
         self._connection: duckdb.DuckDBPyConnection | None = None
@@ -217,15 +220,16 @@ class _Query:
             connection.interrupt()
 
     def run(self, database: duckdb.DuckDBPyConnection) -> Answer:
+        sql, tables = self.prepare()
         connection = database.cursor()
         try:
             with self._lock:
                 if self._stopped:
                     raise QueryInterrupted()
                 self._connection = connection
-            for name, table in self.tables.items():
+            for name, table in tables.items():
                 connection.register(name, table)
-            result = connection.execute(self.sql)
+            result = connection.execute(sql)
             columns = [(entry[0], str(entry[1])) for entry in result.description]
             rows: list[tuple] = []
             held = 0

@@ -17,3 +17,11 @@ def fresh_quire(tmp_path):
     node = QuireProcess(tmp_path / "node")
     yield node
     node.stop()
+
+
+@pytest.fixture
+def leader(tmp_path):
+    """A `quire up` of the test's own that others join."""
+    node = QuireProcess(tmp_path / "leader").start()
+    yield node
+    node.stop()

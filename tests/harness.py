@@ -31,6 +31,34 @@ def cluster_token(node: QuireProcess) -> str:
     return read_version(node.meta_dir / "image").token
 
 
+def run(connection, sql, args=None):
+    """One statement on a PyMySQL connection: its rows."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, args)
+        return cursor.fetchall()
+
+
+def error_of(connection, sql) -> tuple[int, str]:
+    """The MySQL error code and message a statement fails with (it must fail)."""
+    try:
+        run(connection, sql)
+    except pymysql.MySQLError as error:
+        return error.args[0], error.args[1]
+    raise AssertionError(f"{sql!r} did not fail")
+
+
+def execute(node, *statements):
+    """Statements on a new root connection to node: the last one's rows."""
+    connection = node.connect()
+    try:
+        with connection.cursor() as cursor:
+            for statement in statements:
+                cursor.execute(statement)
+            return cursor.fetchall()
+    finally:
+        connection.close()
+
+
 def wait_until(condition, timeout: float, what: str, interval: float = 0.05):
     deadline = time.monotonic() + timeout
     while True:

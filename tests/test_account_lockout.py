@@ -10,25 +10,13 @@ import requests
 
 from fe.lockout import LoginTracker
 from metadata.records import User
-from tests.harness import QuireProcess, wait_until
+from tests.harness import QuireProcess, error_of, run, wait_until
 
 CLI_TIMEOUT_SECONDS = 60
 HTTP_TIMEOUT_SECONDS = 30
 EXPIRY_DEADLINE_SECONDS = 60
 REPLICATION_DEADLINE_SECONDS = 60
 BLOCKED = 3955
-
-
-def run(connection, sql, args=None):
-    with connection.cursor() as cursor:
-        cursor.execute(sql, args)
-        return cursor.fetchall()
-
-
-def error_of(connection, sql) -> tuple[int, str]:
-    with pytest.raises(pymysql.MySQLError) as excinfo:
-        run(connection, sql)
-    return excinfo.value.args[0], excinfo.value.args[1]
 
 
 def login_error(quire, user: str, password: str) -> tuple[int, str]:

@@ -32,7 +32,7 @@ from sqlalchemy import (
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import types as sa_types
 
-from tests.harness import wait_until
+from tests.harness import run, wait_until
 
 CLI_TIMEOUT_SECONDS = 30
 COM_QUERY = 3
@@ -50,12 +50,6 @@ MYSQL_TABLE = (
     "balance DECIMAL(10,2) DEFAULT 0, note TEXT, PRIMARY KEY (id)) "
     "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
 )
-
-
-def run(connection, sql, args=None):
-    with connection.cursor() as cursor:
-        cursor.execute(sql, args)
-        return cursor.fetchall()
 
 
 def mariadb(quire, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:

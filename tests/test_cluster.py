@@ -6,24 +6,7 @@ import time
 
 import pytest
 
-from tests.harness import QuireProcess, wait_until
-
-
-@pytest.fixture
-def leader(tmp_path):
-    node = QuireProcess(tmp_path / "leader").start()
-    yield node
-    node.stop()
-
-
-def execute(node, *statements):
-    connection = node.connect()
-    with connection.cursor() as cursor:
-        for statement in statements:
-            cursor.execute(statement)
-        rows = cursor.fetchall()
-    connection.close()
-    return rows
+from tests.harness import QuireProcess, execute, wait_until
 
 
 def tables(node, db):

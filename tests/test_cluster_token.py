@@ -6,27 +6,8 @@ import stat
 import subprocess
 import sys
 
-import pytest
-
 from fe.helper import TOKEN_ENVIRONMENT_VARIABLE
-from tests.harness import REPO, QuireProcess, cluster_token, wait_until
-
-
-@pytest.fixture
-def leader(tmp_path):
-    node = QuireProcess(tmp_path / "leader").start()
-    yield node
-    node.stop()
-
-
-def execute(node, *statements):
-    connection = node.connect()
-    with connection.cursor() as cursor:
-        for statement in statements:
-            cursor.execute(statement)
-        rows = cursor.fetchall()
-    connection.close()
-    return rows
+from tests.harness import REPO, QuireProcess, cluster_token, execute, wait_until
 
 
 def curl(*args: str) -> tuple[int, str]:

@@ -8,7 +8,7 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from image.identity import read_version
-from tests.harness import wait_until
+from tests.harness import run, wait_until
 
 TIMEOUT_SECONDS = 10
 ROOT = ("root", "")
@@ -20,12 +20,6 @@ ADMIN_ENDPOINTS = [
     ("GET", "/image"),
     ("POST", "/api/checkpoint"),
 ]
-
-
-def run(connection, sql):
-    with connection.cursor() as cursor:
-        cursor.execute(sql)
-        return cursor.fetchall()
 
 
 @pytest.fixture(scope="module")

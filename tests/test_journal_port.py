@@ -13,7 +13,7 @@ import zlib
 import pytest
 from pysyncobj.encryptor import getEncryptor
 
-from tests.harness import QuireProcess, cluster_token, wait_until
+from tests.harness import QuireProcess, cluster_token, execute, wait_until
 
 HANDSHAKE_TIMEOUT_MS = 2000
 DDL_BOUND_SECONDS = 2.0  # 7 s before frames were bounded; 0.0x s on an idle machine
@@ -27,16 +27,6 @@ def fe(tmp_path_factory):
     ).start()
     yield node
     node.stop()
-
-
-def execute(node, statement):
-    connection = node.connect()
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute(statement)
-            return cursor.fetchall()
-    finally:
-        connection.close()
 
 
 def connect(fe) -> socket.socket:

@@ -8,7 +8,7 @@ import time
 import pymysql
 import pytest
 
-from tests.harness import QuireProcess, wait_until
+from tests.harness import QuireProcess, run, wait_until
 
 LIST = 60_000  # an IN list of that many strings: about a second of sqlglot's parser
 DEEP = 5000
@@ -36,12 +36,6 @@ def nobody(quire):
     connection = quire.connect(user="nobody", password="pw", read_timeout=300)
     yield connection
     connection.close()
-
-
-def run(connection, sql):
-    with connection.cursor() as cursor:
-        cursor.execute(sql)
-        return cursor.fetchall()
 
 
 WIDE = 20_000  # a select list of that many variables: 15 s of sqlglot's transform on the loop

@@ -9,22 +9,10 @@ import pymysql
 import pytest
 import requests
 
-from tests.harness import wait_until
+from tests.harness import error_of, run, wait_until
 
 CLI_TIMEOUT_SECONDS = 60
 HTTP_TIMEOUT_SECONDS = 30
-
-
-def run(connection, sql, args=None):
-    with connection.cursor() as cursor:
-        cursor.execute(sql, args)
-        return cursor.fetchall()
-
-
-def error_of(connection, sql) -> tuple[int, str]:
-    with pytest.raises(pymysql.MySQLError) as excinfo:
-        run(connection, sql)
-    return excinfo.value.args[0], excinfo.value.args[1]
 
 
 def code_of(connection, sql) -> int:

@@ -14,7 +14,7 @@ import pymysql
 import pytest
 import requests
 
-from tests.harness import QuireProcess, wait_until
+from tests.harness import QuireProcess, run, wait_until
 
 CLI_TIMEOUT_SECONDS = 60
 PROMPT_SECONDS = 5.0  # what "answers promptly" means while a minutes-long query runs
@@ -36,12 +36,6 @@ BIG_AGGREGATION = (
     + ", ".join(f"information_schema.collations c{i}" for i in range(10))
     + " GROUP BY k) AS grouped"
 ).format(concat="CONCAT(" + ", ".join(f"c{i}.COLLATION_NAME" for i in range(10)) + ")")
-
-
-def run(connection, sql, args=None):
-    with connection.cursor() as cursor:
-        cursor.execute(sql, args)
-        return cursor.fetchall()
 
 
 def refused(connection, sql) -> pymysql.err.MySQLError:

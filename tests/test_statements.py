@@ -3,15 +3,11 @@
 import pymysql
 import pytest
 
+from tests.harness import run
+
 
 def error_code(excinfo) -> int:
     return excinfo.value.args[0]
-
-
-def run(connection, sql, args=None):
-    with connection.cursor() as cursor:
-        cursor.execute(sql, args)
-        return cursor.fetchall()
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,8 @@
-"""Statements a non-leader cannot run itself go to the leader over HTTP with the session's context
-(user, current database, changed session variables). The leader runs them as that user and answers
-with its journal id; the non-leader answers its client only once it has replayed that far, so a
-session reads its own writes on any FE (the seed's read-your-write rule).
+"""Statements a non-leader cannot run itself (fe.statement_kinds says which) go to the leader over
+HTTP with the session's context (user, current database, changed session variables). The leader
+runs them as that user and answers with its journal id; the non-leader answers its client only once
+it has replayed that far, so a session reads its own writes on any FE (the seed's read-your-write
+rule).
 """
 
 from __future__ import annotations
@@ -11,11 +12,9 @@ import logging
 import time
 
 import requests
-from sqlglot import exp
 
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
-from fe.sql import statements as st
 
 logger = logging.getLogger(__name__)
 
@@ -23,26 +22,7 @@ FORWARD_PATH = "/api/forward"
 REPLAY_POLL_SECONDS = 0.005
 FAILOVER_SECONDS = 3.0  # how long a forward keeps looking for a (new) leader: one failover
 LEADER_RETRY_SECONDS = 0.1
-LEADER_ONLY = (st.AdminCheckpoint,)
 MAX_LEADER_CONNECTIONS = 32  # kept open to the leader, for forwards running at once
-
-
-def needs_leader(statement, writes: dict) -> bool:
-    if type(statement) in writes or isinstance(statement, LEADER_ONLY):
-        return True
-    if isinstance(statement, st.SetStatement):
-        return any(_is_global(item) for item in statement.expression.expressions)
-    return False
-
-
-def _is_global(item: exp.Expression) -> bool:
-    if (item.args.get("kind") or "").upper() == "GLOBAL":
-        return True
-    target = item.this.this if isinstance(item.this, exp.EQ | exp.PropertyEQ) else None
-    return (
-        isinstance(target, exp.SessionParameter)
-        and (target.args.get("kind") or "").upper() == "GLOBAL"
-    )
 
 
 class Forwarder:

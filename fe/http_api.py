@@ -19,6 +19,7 @@ from fe.accounts import account_for_login
 from fe.forwarding import FORWARD_PATH
 from fe.mysql.connection import native_password_hash
 from fe.mysql.errors import QueryError
+from fe.statement_kinds import kind_of
 
 logger = logging.getLogger(__name__)
 
@@ -213,7 +214,10 @@ class HttpApi:
             session.apply_variables(body.get("variables") or {})
             if not self.node.is_leader():
                 raise QueryError(1105, "This FE is no longer the leader; retry the statement")
-            result = await session.execute(await session.parse(body["sql"]))
+            statement = await session.parse(body["sql"])
+            if not kind_of(statement).forwarded(statement):
+                raise QueryError(1105, "Only statements that need the leader are forwarded")
+            result = await session.execute(statement)
         except QueryError as error:
             return web.json_response(
                 {"code": error.code, "message": error.message, "sqlstate": error.sqlstate}

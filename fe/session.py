@@ -11,16 +11,14 @@ import logging
 import time
 
 from mysql_mimic.session import BaseSession
-from sqlglot import exp
 
-from fe import accounts, admin, ddl, privileges, queries, show
-from fe.forwarding import needs_leader
+from fe import accounts, privileges, queries
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
-from fe.sql import statements as st
 from fe.sql.parser import ParseError
 from fe.statement_cache import LongStatementsBusy
-from fe.variables import QuireSessionVariables, coerce
+from fe.statement_kinds import kind_of
+from fe.variables import QuireSessionVariables
 from metadata.records import User
 
 logger = logging.getLogger(__name__)
@@ -61,9 +59,10 @@ class QuireSession(BaseSession):
         try:
             statement = await self.parse(sql)
             if not self.node.is_leader():
-                if needs_leader(statement, WRITES):
+                kind = kind_of(statement)
+                if kind.forwarded(statement):
                     return await self.node.forwarder.forward(self, sql)
-                if isinstance(statement, METADATA_READS) and not _node_status(statement):
+                if not kind.runs_when_stale(statement):
                     self.node.check_fresh()
             return await self.execute(statement)
         except QueryError:
@@ -195,165 +194,19 @@ class QuireSession(BaseSession):
     # -- execution -----------------------------------------------------------------------------
 
     async def execute(self, statement) -> Result:
-        if isinstance(statement, queries.SelectPlan):
+        kind = kind_of(statement)
+        if kind.resets_warnings:
             self.warnings = []
-            return await queries.run_select(self, statement)
-        kind = type(statement)
-        builder = WRITES.get(kind)
-        if builder is not None:
-            self.warnings = []
-            if kind is st.AlterSystem:
-                # One membership change at a time, each committed before the next is checked
-                # (pysyncobj does not serialise them; Raft needs single-server changes).
-                async with self.node.membership_lock:
-                    await self._write(builder, statement)
-            else:
-                await self._write(builder, statement)
-            return Result()
-        handler = READS.get(kind)
-        if handler is None:
-            raise QueryError(1235, f"{kind.__name__} is not supported yet")
-        return await handler(self, statement)
+        if not kind.writes:
+            return await kind.handler(self, statement)
+        if kind.serialised:
+            async with self.node.membership_lock:
+                await self._write(kind.handler, statement)
+        else:
+            await self._write(kind.handler, statement)
+        return Result()
 
     async def _write(self, builder, statement) -> None:
         operations = builder(self, statement)
         if operations:
             await self.node.commit(operations)
-
-    async def _set(self, statement: st.SetStatement) -> Result:
-        for item in statement.expression.expressions:
-            await self._set_item(item)
-        return Result()
-
-    async def _set_item(self, item: exp.SetItem) -> None:
-        kind = (item.args.get("kind") or "").upper()
-        if kind in ("NAMES", "CHARACTER SET", "CHARSET"):
-            charset = item.name or "utf8mb4"
-            for name in (
-                "character_set_client",
-                "character_set_connection",
-                "character_set_results",
-            ):
-                self.variables.set(name, charset if charset.lower() != "default" else "utf8mb4")
-            return
-        if (
-            kind == "TRANSACTION"
-            or item.args.get("kind") is None
-            and isinstance(item.this, exp.Var)
-        ):
-            return
-        assignment = item.this
-        if not isinstance(assignment, exp.EQ | exp.PropertyEQ):
-            raise QueryError(1064, "You have an error in your SQL syntax near SET")
-        target = assignment.this
-        scope = kind
-        if isinstance(target, exp.SessionParameter):
-            scope = (target.args.get("kind") or scope or "SESSION").upper()
-            name = target.name
-        elif isinstance(target, exp.Parameter | exp.Placeholder):
-            return  # user variables (@x) are accepted and ignored
-        else:
-            name = target.name
-        value = await self._evaluate(assignment.expression)
-        await self.set_variable(name.lower(), value, scope)
-
-    async def _evaluate(self, expression: exp.Expression):
-        if isinstance(expression, exp.Column | exp.Var):
-            if expression.name.upper() == "DEFAULT":
-                return None
-            return expression.name  # SET autocommit = ON, SET time_zone = SYSTEM
-        plan = queries.plan_select(exp.select(expression.copy()))
-        result = await queries.run_select(self, plan)
-        return result.rows[0][0] if result.rows else None
-
-    async def set_variable(self, name: str, value, scope: str) -> None:
-        try:
-            type_, _, dynamic = self.variables.get_schema(name)
-        except Exception:
-            raise QueryError(1193, f"Unknown system variable '{name}'") from None
-        if not dynamic:
-            raise QueryError(1238, f"Variable '{name}' is a read only variable")
-        try:
-            typed = coerce(type_, value) if value is not None else None
-        except (TypeError, ValueError):
-            raise QueryError(
-                1231, f"Variable '{name}' can't be set to the value of '{value}'"
-            ) from None
-        if name in POSITIVE_VARIABLES and typed is not None and typed <= 0:
-            raise QueryError(1231, f"Variable '{name}' can't be set to the value of '{value}'")
-        if scope == "GLOBAL":
-            self.require_admin()
-            if name == "require_secure_transport" and typed and not self.node.front.ssl_context:
-                raise QueryError(
-                    3161,
-                    "No secure transports (SSL or Shared Memory) are configured, unable to set --require_secure_transport=ON.",
-                )
-            from metadata import ops
-
-            text = "" if typed is None else str(int(typed) if isinstance(typed, bool) else typed)
-            await self.node.commit([ops.SetGlobalVariable(name, text)])
-            return
-        self.variables.set(name, typed)
-
-    async def _use(self, statement: st.Use) -> Result:
-        await self.use(statement.db)
-        return Result()
-
-    async def _show(self, statement: st.Show) -> Result:
-        return show.show(self, statement)
-
-    async def _describe(self, statement: st.Describe) -> Result:
-        return show.describe(self, statement)
-
-    async def _transaction(self, statement: st.Transaction) -> Result:
-        return Result()
-
-    async def _unsupported(self, statement: st.Unsupported) -> Result:
-        raise QueryError(
-            1235, f"{statement.kind} is not supported yet: table data comes with the data plane"
-        )
-
-
-POSITIVE_VARIABLES = ("query_timeout", "exec_mem_limit")  # they bound every query
-METADATA_READS = (queries.SelectPlan, st.Show, st.Describe, st.Use)
-# What this FE itself knows about the cluster stays readable while its catalog is stale: it is
-# how an operator finds out why reads are refused.
-NODE_STATUS_PROC = ("/frontends", "/journal", "/images")
-
-
-def _node_status(statement) -> bool:
-    if not isinstance(statement, st.Show):
-        return False
-    if statement.what == "FRONTENDS":
-        return True
-    path = (statement.path or "").rstrip("/")
-    return statement.what == "PROC" and path in NODE_STATUS_PROC
-
-
-WRITES = {
-    st.CreateDatabase: ddl.create_database,
-    st.DropDatabase: ddl.drop_database,
-    st.CreateTable: ddl.create_table,
-    st.CreateTableLike: ddl.create_table_like,
-    st.DropTable: ddl.drop_table,
-    st.AlterTable: ddl.alter_table,
-    st.CreateUser: accounts.create_user,
-    st.DropUser: accounts.drop_user,
-    st.SetPassword: accounts.set_password,
-    st.AlterUser: accounts.alter_user,
-    st.GrantStatement: accounts.grant,
-    st.AlterSystem: admin.alter_system,
-}
-
-READS = {
-    st.SetStatement: QuireSession._set,
-    st.Use: QuireSession._use,
-    st.Show: QuireSession._show,
-    st.Describe: QuireSession._describe,
-    st.Transaction: QuireSession._transaction,
-    st.Unsupported: QuireSession._unsupported,
-    st.Kill: admin.kill,
-    st.AdminShowConfig: admin.show_config,
-    st.AdminSetConfig: admin.set_config,
-    st.AdminCheckpoint: admin.checkpoint,
-}

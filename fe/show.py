@@ -39,7 +39,7 @@ def text_result(names: list[str], rows: list[tuple]) -> Result:
     )
 
 
-def show(session, statement: st.Show) -> Result:
+async def show(session, statement: st.Show) -> Result:
     handler = SHOW_HANDLERS.get(statement.what)
     if handler is None:
         raise QueryError(1235, f"SHOW {statement.what} is not supported")
@@ -118,7 +118,7 @@ def _columns(session, statement: st.Show) -> Result:
     return text_result(names, rows)
 
 
-def describe(session, statement: st.Describe) -> Result:
+async def describe(session, statement: st.Describe) -> Result:
     return _columns(session, st.Show("COLUMNS", table=statement.table))
 
 

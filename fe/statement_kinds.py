@@ -1,0 +1,109 @@
+"""Every statement type the front runs: its handler and its kind.
+
+A write's handler returns journal operations that the leader commits; a non-leader forwards writes
+and the other statements only the leader runs. A non-leader whose catalog is stale (TimePrinter)
+refuses what reads the catalog, except what it knows of the cluster itself (SHOW FRONTENDS, SHOW
+PROC '/frontends' ...): that is how an operator finds out why reads are refused. The session, the
+forwarder and the HTTP API ask here rather than keeping lists of their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from fe import accounts, admin, ddl, queries, set_statement, show
+from fe.mysql.errors import QueryError
+from fe.mysql.results import Result
+from fe.sql import statements as st
+
+Predicate = Callable[[object], bool]
+
+# What this FE itself knows about the cluster: readable while its catalog is stale.
+NODE_STATUS_PROC = ("/frontends", "/journal", "/images")
+
+
+@dataclass(frozen=True)
+class StatementKind:
+    handler: Callable  # (session, statement) -> journal operations for a write, else a Result
+    writes: bool = False
+    leader_only: bool | Predicate = False  # a non-leader forwards it (as it forwards every write)
+    readable_when_stale: bool | Predicate = True
+    serialised: bool = False  # one at a time, each committed before the next is checked
+    resets_warnings: bool = False
+
+    def __post_init__(self):
+        assert not self.serialised or self.writes, "only writes are serialised"
+
+    def forwarded(self, statement) -> bool:
+        return self.writes or _holds(self.leader_only, statement)
+
+    def runs_when_stale(self, statement) -> bool:
+        return _holds(self.readable_when_stale, statement)
+
+
+def _holds(rule: bool | Predicate, statement) -> bool:
+    return rule(statement) if callable(rule) else rule
+
+
+def kind_of(statement) -> StatementKind:
+    kind = KINDS.get(type(statement))
+    if kind is None:
+        raise QueryError(1235, f"{type(statement).__name__} is not supported yet")
+    return kind
+
+
+def shows_node_status(statement: st.Show) -> bool:
+    if statement.what == "FRONTENDS":
+        return True
+    path = (statement.path or "").rstrip("/")
+    return statement.what == "PROC" and path in NODE_STATUS_PROC
+
+
+async def _use(session, statement: st.Use) -> Result:
+    await session.use(statement.db)
+    return Result()
+
+
+async def _accept(session, statement: st.Transaction) -> Result:
+    return Result()
+
+
+async def _unsupported(session, statement: st.Unsupported) -> Result:
+    raise QueryError(
+        1235, f"{statement.kind} is not supported yet: table data comes with the data plane"
+    )
+
+
+def _write(handler: Callable, serialised: bool = False) -> StatementKind:
+    return StatementKind(handler, writes=True, serialised=serialised, resets_warnings=True)
+
+
+KINDS: dict[type, StatementKind] = {
+    queries.SelectPlan: StatementKind(
+        queries.run_select, readable_when_stale=False, resets_warnings=True
+    ),
+    st.Use: StatementKind(_use, readable_when_stale=False),
+    st.Show: StatementKind(show.show, readable_when_stale=shows_node_status),
+    st.Describe: StatementKind(show.describe, readable_when_stale=False),
+    st.SetStatement: StatementKind(set_statement.run, leader_only=set_statement.sets_global),
+    st.Transaction: StatementKind(_accept),
+    st.Unsupported: StatementKind(_unsupported),
+    st.Kill: StatementKind(admin.kill),
+    st.AdminShowConfig: StatementKind(admin.show_config),
+    st.AdminSetConfig: StatementKind(admin.set_config),
+    st.AdminCheckpoint: StatementKind(admin.checkpoint, leader_only=True),
+    st.CreateDatabase: _write(ddl.create_database),
+    st.DropDatabase: _write(ddl.drop_database),
+    st.CreateTable: _write(ddl.create_table),
+    st.CreateTableLike: _write(ddl.create_table_like),
+    st.DropTable: _write(ddl.drop_table),
+    st.AlterTable: _write(ddl.alter_table),
+    st.CreateUser: _write(accounts.create_user),
+    st.DropUser: _write(accounts.drop_user),
+    st.SetPassword: _write(accounts.set_password),
+    st.AlterUser: _write(accounts.alter_user),
+    st.GrantStatement: _write(accounts.grant),
+    # Raft needs single-server membership changes and pysyncobj does not serialise them.
+    st.AlterSystem: _write(admin.alter_system, serialised=True),
+}

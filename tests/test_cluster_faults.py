@@ -69,6 +69,8 @@ def test_an_observer_cut_off_from_every_follower_refuses_stale_reads_then_catche
                 "SHOW DATABASES",
                 "SELECT table_name FROM information_schema.tables WHERE table_schema = 'cut'",
                 "SHOW TABLES FROM cut",
+                "DESCRIBE cut.before",
+                "USE cut",
             ):
                 started = time.monotonic()
                 code, message = error_of(observer, statement)

@@ -102,3 +102,19 @@ def test_a_joiner_given_the_token_in_a_file_joins(tmp_path, leader):
         assert cluster_token(node) == cluster_token(leader)
     finally:
         node.stop()
+
+
+def test_the_leader_runs_only_statements_that_are_forwarded(leader):
+    token = cluster_token(leader)
+    url = f"http://127.0.0.1:{leader.http_port}/api/forward"
+
+    def forward(sql: str) -> dict:
+        body = json.dumps({"sql": sql, "user": "root", "user_host": "%"})
+        status, answer = curl("-X", "POST", "-H", f"X-Quire-Token: {token}", "-d", body, url)
+        assert status == 200, answer
+        return json.loads(answer)
+
+    for sql in ("SELECT 1", "SHOW DATABASES", "SET SESSION query_timeout = 30", "KILL 1"):
+        assert forward(sql)["code"] == 1105, sql
+    assert "journal_id" in forward("CREATE DATABASE forwarded")
+    assert ("forwarded",) in execute(leader, "SHOW DATABASES")

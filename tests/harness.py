@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -24,6 +25,11 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def free_address() -> str:
+    """host:port of a free loopback port, as the journal names its nodes."""
+    return f"127.0.0.1:{free_port()}"
 
 
 def cluster_token(node: QuireProcess) -> str:
@@ -68,6 +74,37 @@ def wait_until(condition, timeout: float, what: str, interval: float = 0.05):
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(interval)
+
+
+def run_quire(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """The `quire` command run to its end, as a user runs it: its exit code and output."""
+    return subprocess.run(
+        [sys.executable, "-m", "fe.cli", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+class RecordingStateMachine:
+    """A journal's state machine that keeps what it applied; `gate` holds apply while cleared,
+    a payload starting with b"fail:" fails, and seconds_per_entry slows each entry down."""
+
+    def __init__(self, seconds_per_entry: float = 0.0):
+        self.applied: list[tuple[int, bytes]] = []
+        self.seconds_per_entry = seconds_per_entry
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def apply_entry(self, raft_index: int, payload: bytes) -> object:
+        self.gate.wait(30)
+        if self.seconds_per_entry:
+            time.sleep(self.seconds_per_entry)
+        if payload.startswith(b"fail:"):
+            raise ValueError(payload.decode())
+        self.applied.append((raft_index, payload))
+        return raft_index
 
 
 class QuireProcess:

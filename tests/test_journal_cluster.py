@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import socket
 import threading
 import time
 
@@ -11,31 +10,7 @@ import pytest
 
 from metadata.journal import RocksJournal
 from metadata.replication import NotLeaderError, ReplicatedJournal, skip_known_entries
-
-
-def free_address() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{probe.getsockname()[1]}"
-
-
-class RecordingStateMachine:
-    def __init__(self, seconds_per_entry: float = 0.0):
-        self.applied: list[tuple[int, bytes]] = []
-        self.seconds_per_entry = seconds_per_entry
-
-    def apply_entry(self, raft_index: int, payload: bytes) -> object:
-        if self.seconds_per_entry:
-            time.sleep(self.seconds_per_entry)
-        self.applied.append((raft_index, payload))
-        return raft_index
-
-
-def wait_until(condition, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.005)
+from tests.harness import RecordingStateMachine, free_address, wait_until
 
 
 class Cluster:
@@ -82,7 +57,7 @@ class Cluster:
                 return True
             return False
 
-        wait_until(agreed, timeout)
+        wait_until(agreed, timeout, "the voters to agree on a leader")
         return found[0]
 
     def close(self):
@@ -166,7 +141,11 @@ def test_three_nodes_apply_the_same_entries_under_pipelined_load(cluster, caplog
         for thread in threads:
             thread.join()
         commit_index = leader.status().commit_index
-        wait_until(lambda: all(node.status().last_applied >= commit_index for node in three.nodes))
+        wait_until(
+            lambda: all(node.status().last_applied >= commit_index for node in three.nodes),
+            15,
+            "every node to apply the last commit",
+        )
 
     assert errors == []
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
@@ -185,7 +164,11 @@ def test_followers_refuse_submissions_and_name_the_leader(cluster):
         follower.commit(b"not here", timeout=5)
     assert refused.value.leader == leader.self_address
     index = leader.commit(b"here", timeout=5)
-    wait_until(lambda: all(node.status().last_applied >= index for node in three.nodes))
+    wait_until(
+        lambda: all(node.status().last_applied >= index for node in three.nodes),
+        15,
+        "every node to apply the entry",
+    )
     assert all(machine.applied == [(index, b"here")] for machine in three.machines)
 
 
@@ -236,7 +219,9 @@ def test_an_observer_follows_without_voting(cluster):
     observer = one.nodes[1]
     assert observer.wait_leader(5)
     index = leader.commit(b"seen by the observer", timeout=5)
-    wait_until(lambda: observer.status().last_applied >= index)
+    wait_until(
+        lambda: observer.status().last_applied >= index, 15, "the observer to apply the entry"
+    )
     assert one.machines[1].applied == [(index, b"seen by the observer")]
     with pytest.raises(NotLeaderError):
         observer.commit(b"observers never write", timeout=5)
@@ -263,7 +248,11 @@ def test_a_follower_behind_the_leaders_truncation_is_kept_quiet(cluster, caplog)
             three.addresses,
             on_needs_image=asked.append,
         )
-        wait_until(lambda: restarted.status().leader == leader.self_address)
+        wait_until(
+            lambda: restarted.status().leader == leader.self_address,
+            15,
+            "the restarted node to follow the leader",
+        )
         time.sleep(2.5)  # longer than the election timeout
     assert leader.status().is_leader and restarted.status().term == term
     assert any("it must load an image" in r.getMessage() for r in caplog.records)
@@ -279,8 +268,12 @@ def test_a_follower_behind_the_leaders_truncation_is_kept_quiet(cluster, caplog)
 
     assert restarted.install_image(last, term, load)
     after = leader.commit(b"after the image", timeout=5)
-    wait_until(lambda: machine.applied and machine.applied[-1] == (after, b"after the image"))
-    wait_until(lambda: leader_machine.applied[-1][0] == after)
+    wait_until(
+        lambda: machine.applied and machine.applied[-1] == (after, b"after the image"),
+        15,
+        "the restarted node to apply the entry after the image",
+    )
+    wait_until(lambda: leader_machine.applied[-1][0] == after, 15, "the leader to apply the entry")
     assert machine.applied == leader_machine.applied
     assert not restarted.install_image(last, term, load)  # it has those entries now
 
@@ -360,7 +353,11 @@ def test_an_encrypted_cluster_replicates_and_shuts_out_a_wrong_password(cluster)
     three = cluster(3, [dict(password="secret"), dict(password="secret"), dict(password="wrong")])
     leader = three.leader(among=three.nodes[:2])
     index = leader.commit(b"encrypted", timeout=5)
-    wait_until(lambda: all(node.status().last_applied >= index for node in three.nodes[:2]))
+    wait_until(
+        lambda: all(node.status().last_applied >= index for node in three.nodes[:2]),
+        15,
+        "both voters to apply the entry",
+    )
     assert three.machines[0].applied == three.machines[1].applied == [(index, b"encrypted")]
     time.sleep(0.5)
     assert three.machines[2].applied == []

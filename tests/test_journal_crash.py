@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import random
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -23,23 +22,9 @@ import pytest
 import metadata.journal
 from metadata.journal import RocksJournal, end_of_wal_records
 from metadata.replication import ReplicatedJournal
+from tests.harness import RecordingStateMachine, free_address
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-def free_address() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{probe.getsockname()[1]}"
-
-
-class RecordingStateMachine:
-    def __init__(self):
-        self.applied: list[tuple[int, bytes]] = []
-
-    def apply_entry(self, raft_index: int, payload: bytes) -> object:
-        self.applied.append((raft_index, payload))
-        return raft_index
 
 
 def start_worker(journal_dir: Path, *args: str) -> subprocess.Popen:

@@ -3,34 +3,11 @@
 from __future__ import annotations
 
 import logging
-import socket
-import time
 
 import pytest
 
 from metadata.replication import JournalError, ReplicatedJournal
-
-
-def free_address() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{probe.getsockname()[1]}"
-
-
-def wait_until(condition, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.005)
-
-
-class RecordingStateMachine:
-    def __init__(self):
-        self.applied: list[tuple[int, bytes]] = []
-
-    def apply_entry(self, raft_index: int, payload: bytes) -> object:
-        self.applied.append((raft_index, payload))
-        return raft_index
+from tests.harness import RecordingStateMachine, free_address, wait_until
 
 
 class Nodes:
@@ -74,7 +51,7 @@ class Nodes:
                 return True
             return False
 
-        wait_until(agreed, timeout)
+        wait_until(agreed, timeout, "the voters to agree on a leader")
         return found[0]
 
     def set_members(self, followers, observers=()):
@@ -83,7 +60,11 @@ class Nodes:
 
     def wait_applied(self, index, names=None):
         names = names or list(self.running)
-        wait_until(lambda: all(self.running[n].status().last_applied >= index for n in names))
+        wait_until(
+            lambda: all(self.running[n].status().last_applied >= index for n in names),
+            10,
+            "the named nodes to apply the entry",
+        )
 
     def payloads(self, name):
         return [payload for _index, payload in self.machines[name].applied]
@@ -159,7 +140,11 @@ def test_a_dropped_follower_gets_nothing_more_and_its_vote_stops_counting(nodes)
     remaining = [leader.self_address, kept]
     nodes.set_members(remaining)
     survivors = [leader, nodes.running[names[kept]]]
-    wait_until(lambda: all(node.status().voters == tuple(sorted(remaining)) for node in survivors))
+    wait_until(
+        lambda: all(node.status().voters == tuple(sorted(remaining)) for node in survivors),
+        10,
+        "the survivors to see the new voters",
+    )
     nodes.stop(names[dropped])
     index = leader.commit(b"two voters", timeout=5)
     nodes.wait_applied(index)
@@ -213,7 +198,9 @@ def test_only_listed_observers_are_served(nodes, caplog):
         index = leader.commit(b"for listed observers", timeout=5)
         nodes.wait_applied(index, ["a", "listed"])
         wait_until(
-            lambda: sum("not a listed observer" in r.getMessage() for r in caplog.records) >= 2
+            lambda: sum("not a listed observer" in r.getMessage() for r in caplog.records) >= 2,
+            10,
+            "two refusals of the unlisted observer in the log",
         )
     assert nodes.payloads("listed") == [b"for listed observers"]
     assert nodes.payloads("unlisted") == nodes.payloads("anonymous") == []
@@ -225,7 +212,7 @@ def test_only_listed_observers_are_served(nodes, caplog):
     with caplog.at_level(logging.WARNING, logger="metadata.replication"):
         before = refusals()
         leader.set_members([a], [])
-        wait_until(lambda: refusals() > before)
+        wait_until(lambda: refusals() > before, 10, "another refusal")
     leader.commit(b"after the drop", timeout=5)
     assert nodes.payloads("listed") == [b"for listed observers"]
 

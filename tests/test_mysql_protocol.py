@@ -24,7 +24,6 @@ import struct
 import subprocess
 import sys
 import threading
-import time
 from decimal import Decimal
 from pathlib import Path
 
@@ -46,6 +45,7 @@ from fe.mysql import (
     native_password_hash,
 )
 from fe.mysql.errors import ErrorCode
+from tests.harness import wait_until
 
 DATABASES = {"test", "sbtest", "db1"}
 VARIABLES = {
@@ -281,15 +281,6 @@ def front():
     harness = FrontHarness()
     yield harness
     harness.stop()
-
-
-def wait_until(predicate, timeout=10.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 # A raw protocol client, to send what no well-behaved client sends.
@@ -864,7 +855,7 @@ def test_clients_vanishing_mid_packet_and_mid_result(front):
     mid_handshake.read()
     mid_handshake.close()
 
-    wait_until(lambda: front.front.connection_count == baseline, what="connections to end")
+    wait_until(lambda: front.front.connection_count == baseline, 10, "connections to end")
     with front.pymysql() as conn, conn.cursor() as cur:
         cur.execute("SELECT 'still serving'")
         assert cur.fetchone() == ("still serving",)
@@ -885,7 +876,7 @@ def test_max_connections_refuses_with_1040():
             harness.pymysql()
         assert refused.value.args[0] == 1040
         first.close()
-        wait_until(lambda: harness.front.connection_count == 1, what="a free slot")
+        wait_until(lambda: harness.front.connection_count == 1, 10, "a free slot")
         third = harness.pymysql()
         third.close()
         second.close()
@@ -929,7 +920,7 @@ def test_kill_query_interrupts_statement_and_keeps_connection(front):
                 p.id == victim_id and p.command == "Query" for p in front.front.processlist()
             )
 
-        wait_until(sleeping, what="the victim to be running")
+        wait_until(sleeping, 10, "the victim to be running")
         with killer.cursor() as cur:
             cur.execute("SHOW PROCESSLIST")
             rows = {row[0]: row for row in cur.fetchall()}
@@ -955,7 +946,11 @@ def test_kill_connection_ends_busy_and_idle_connections(front):
         busy_id, idle_id = _connection_id(busy), _connection_id(idle)
         thread, outcome = _sleep_in_thread(busy)
         wait_until(
-            lambda: any(p.id == busy_id and p.command == "Query" for p in front.front.processlist())
+            lambda: any(
+                p.id == busy_id and p.command == "Query" for p in front.front.processlist()
+            ),
+            10,
+            "the busy connection to be running its query",
         )
         with killer.cursor() as cur:
             cur.execute(f"KILL {busy_id}")
@@ -963,7 +958,11 @@ def test_kill_connection_ends_busy_and_idle_connections(front):
         thread.join(10)
         assert outcome["error"].args[0] == 1927
         ids = {busy_id, idle_id}
-        wait_until(lambda: not ids & {p.id for p in front.front.processlist()})
+        wait_until(
+            lambda: not ids & {p.id for p in front.front.processlist()},
+            10,
+            "the killed connections to leave the process list",
+        )
         with pytest.raises(pymysql.err.OperationalError) as lost:
             with idle.cursor() as cur:
                 cur.execute("SELECT 1")

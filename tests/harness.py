@@ -65,6 +65,12 @@ def execute(node, *statements):
         connection.close()
 
 
+def add_and_start(leader: QuireProcess, node: QuireProcess, role: str) -> None:
+    """Add node to leader's cluster as a FOLLOWER or OBSERVER, then start it."""
+    execute(leader, f'ALTER SYSTEM ADD {role} "127.0.0.1:{node.edit_log_port}"')
+    node.start()
+
+
 def wait_until(condition, timeout: float, what: str, interval: float = 0.05):
     deadline = time.monotonic() + timeout
     while True:
@@ -105,6 +111,22 @@ class RecordingStateMachine:
             raise ValueError(payload.decode())
         self.applied.append((raft_index, payload))
         return raft_index
+
+
+def agreed_leader(voters, timeout: float):
+    """The journal node that leads, once every one of voters agrees on it."""
+    found = []
+
+    def agreed():
+        statuses = [node.status() for node in voters]
+        leaders = [node for node, status in zip(voters, statuses, strict=True) if status.is_leader]
+        if len(leaders) == 1 and all(s.leader == leaders[0].self_address for s in statuses):
+            found.append(leaders[0])
+            return True
+        return False
+
+    wait_until(agreed, timeout, "the voters to agree on a leader")
+    return found[0]
 
 
 class QuireProcess:

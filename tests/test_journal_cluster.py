@@ -10,7 +10,7 @@ import pytest
 
 from metadata.journal import RocksJournal
 from metadata.replication import NotLeaderError, ReplicatedJournal, skip_known_entries
-from tests.harness import RecordingStateMachine, free_address, wait_until
+from tests.harness import RecordingStateMachine, agreed_leader, free_address, wait_until
 
 
 class Cluster:
@@ -45,20 +45,7 @@ class Cluster:
     def leader(self, among=None, timeout=10.0) -> ReplicatedJournal:
         """The node that leads, once every running voter agrees on it."""
         among = among or [n for n in self.nodes if n.self_address is not None]
-        found = []
-
-        def agreed():
-            statuses = [node.status() for node in among]
-            leaders = [
-                node for node, status in zip(among, statuses, strict=True) if status.is_leader
-            ]
-            if len(leaders) == 1 and all(s.leader == leaders[0].self_address for s in statuses):
-                found.append(leaders[0])
-                return True
-            return False
-
-        wait_until(agreed, timeout, "the voters to agree on a leader")
-        return found[0]
+        return agreed_leader(among, timeout)
 
     def close(self):
         for node in self.nodes:

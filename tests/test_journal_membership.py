@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from metadata.replication import JournalError, ReplicatedJournal
-from tests.harness import RecordingStateMachine, free_address, wait_until
+from tests.harness import RecordingStateMachine, agreed_leader, free_address, wait_until
 
 
 class Nodes:
@@ -41,18 +41,7 @@ class Nodes:
 
     def leader(self, timeout=10.0) -> ReplicatedJournal:
         voters = [node for node in self.running.values() if node.self_address is not None]
-        found = []
-
-        def agreed():
-            statuses = [node.status() for node in voters]
-            leaders = [n for n, s in zip(voters, statuses, strict=True) if s.is_leader]
-            if len(leaders) == 1 and all(s.leader == leaders[0].self_address for s in statuses):
-                found.append(leaders[0])
-                return True
-            return False
-
-        wait_until(agreed, timeout, "the voters to agree on a leader")
-        return found[0]
+        return agreed_leader(voters, timeout)
 
     def set_members(self, followers, observers=()):
         for node in self.running.values():

@@ -14,6 +14,7 @@ sent to clients.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import hashlib
 import logging
@@ -383,6 +384,17 @@ class RawClient:
             return False
 
 
+@contextlib.contextmanager
+def logged_in(port: int):
+    """A RawClient logged in as alice, closed at the end."""
+    client = RawClient(port)
+    try:
+        assert client.login()[0] == 0x00
+        yield client
+    finally:
+        client.close()
+
+
 def error_of(packet: bytes) -> tuple[int, str, str]:
     assert packet[0] == 0xFF, packet
     code = int.from_bytes(packet[1:3], "little")
@@ -579,9 +591,7 @@ def test_sysbench_point_selects_with_prepared_statements(front):
 
 def test_prepare_and_execute_on_the_wire(front):
     """No EOF after parameter definitions for a DEPRECATE_EOF client; types sent only once."""
-    client = RawClient(front.port)
-    try:
-        assert client.login()[0] == 0x00
+    with logged_in(front.port) as client:
         prepared = client.command(bytes([COM_STMT_PREPARE]) + b"SELECT ?, ?")
         assert prepared[0] == 0x00
         stmt_id, columns, params = struct.unpack_from("<IHH", prepared, 1)
@@ -606,14 +616,10 @@ def test_prepare_and_execute_on_the_wire(front):
         again = execute(False, -6, b"de")
         assert first[-2] == b"\x00\x00" + struct.pack("<q", 5) + b"\x03abc"
         assert again[-2] == b"\x00\x00" + struct.pack("<q", -6) + b"\x02de"
-    finally:
-        client.close()
 
 
 def test_cursor_fetch(front):
-    client = RawClient(front.port)
-    try:
-        assert client.login()[0] == 0x00
+    with logged_in(front.port) as client:
         prepared = client.command(bytes([COM_STMT_PREPARE]) + b"SELECT * FROM typed")
         stmt_id = struct.unpack_from("<I", prepared, 1)[0]
         opened = [client.command(struct.pack("<BIBI", COM_STMT_EXECUTE, stmt_id, 1, 1))]
@@ -633,8 +639,6 @@ def test_cursor_fetch(front):
         rows, status = fetch(5)
         assert len(rows) == 1 and status & 0x80  # SERVER_STATUS_LAST_ROW_SENT
         assert struct.unpack_from("<q", rows[0], 3)[0] == 2  # after the 2-byte NULL bitmap
-    finally:
-        client.close()
 
 
 def test_perl_dbd_mariadb_server_side_prepared_statements(front):
@@ -696,16 +700,12 @@ def test_prepared_date_datetime_decimal_time_parameters(front):
 
 
 def test_result_set_end_reports_no_affected_rows(front):
-    client = RawClient(front.port)
-    try:
-        assert client.login()[0] == 0x00
+    with logged_in(front.port) as client:
         packets = client.query_packets("SELECT * FROM typed")
         assert packets[0] == bytes([len(TYPED_COLUMNS)])
         end = packets[-1]
         assert end[0] == 0xFE and ok_counts(end) == (0, 0)
         assert len(packets) == 1 + len(TYPED_COLUMNS) + len(TYPED_ROWS) + 1
-    finally:
-        client.close()
 
 
 # Defect 7: column definitions carry length, decimals, flags
@@ -787,9 +787,7 @@ def test_query_error_reaches_client_with_code_and_sqlstate(front):
 
 
 def test_malformed_and_unknown_commands_leave_the_connection_usable(front):
-    client = RawClient(front.port)
-    try:
-        assert client.login()[0] == 0x00
+    with logged_in(front.port) as client:
         assert error_of(client.command(bytes([COM_STMT_EXECUTE, 1, 0])))[0] == 1835
         assert error_of(client.command(b"\x63"))[:2] == (1047, "08S01")
         assert error_of(client.command(b""))[0] == 1835
@@ -798,35 +796,25 @@ def test_malformed_and_unknown_commands_leave_the_connection_usable(front):
         assert code == 1300 and "FFFE" in message
         packets = client.query_packets("SELECT 1")
         assert packets[-2] == b"\x011"
-    finally:
-        client.close()
 
 
 def test_packet_over_the_limit_gets_1153_and_is_not_read(front):
-    client = RawClient(front.port)
-    try:
-        assert client.login()[0] == 0x00
+    with logged_in(front.port) as client:
         size = (1 << 20) + 1
         client.sock.sendall(size.to_bytes(3, "little") + b"\x00" + bytes([COM_QUERY]) + b"x" * 10)
         code, sqlstate, _ = error_of(client.read())
         assert (code, sqlstate) == (1153, "08S01")
         assert client.is_closed()
-    finally:
-        client.close()
     with front.pymysql() as conn, conn.cursor() as cur:
         with pytest.raises(pymysql.err.MySQLError):
             cur.execute("SELECT '" + "y" * (2 << 20) + "'")
 
 
 def test_packets_out_of_order_and_bad_handshakes_are_refused(front):
-    client = RawClient(front.port)
-    try:
-        assert client.login()[0] == 0x00
+    with logged_in(front.port) as client:
         client.send(bytes([COM_QUERY]) + b"SELECT 1", seq=5)
         assert error_of(client.read())[:2] == (1156, "08S01")
         assert client.is_closed()
-    finally:
-        client.close()
     client = RawClient(front.port)
     try:
         client.read()
@@ -1006,9 +994,7 @@ def test_init_db_ping_reset_and_change_user(front):
 
 
 def test_field_list(front):
-    client = RawClient(front.port)
-    try:
-        assert client.login()[0] == 0x00
+    with logged_in(front.port) as client:
         packets = [client.command(bytes([COM_FIELD_LIST]) + b"t\x00")]
         while packets[-1][0] not in (0xFE, 0xFF):
             packets.append(client.read())
@@ -1030,8 +1016,6 @@ def test_field_list(front):
             else:
                 assert type_code == 0xF6 and d[pos + 10] == 2 and default == b"\x041.50"
         assert names == [b"id", b"price"]
-    finally:
-        client.close()
 
 
 # MariaDB Connector/J (what Spark's JDBC source uses)

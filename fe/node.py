@@ -22,6 +22,7 @@ from be.engine import Engine
 from fe import privileges
 from fe.accounts import CatalogIdentityProvider
 from fe.certificates import CertificateError, self_signed, server_context
+from fe.client_errors import catalog_error
 from fe.config import Config
 from fe.forwarding import Forwarder
 from fe.frontends import COLUMNS as FRONTEND_COLUMNS
@@ -776,7 +777,7 @@ def _raise_first_error(results) -> list[object]:
         raise QueryError(1105, f"Journal apply failed: {results}")
     for result in results:
         if isinstance(result, ApplyError):
-            raise QueryError(result.code, result.message)
+            raise catalog_error(result)
     return results
 
 

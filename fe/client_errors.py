@@ -1,7 +1,7 @@
 """The core's and the data plane's error kinds as the MySQL errors a client sees.
 
-The catalog and the engine never speak MySQL: each raises kinds of its own, and this is the one
-place that gives them a code, a SQLSTATE (from the code) and the client's message.
+The catalog, the journal and the engine never speak MySQL: each raises kinds of its own, and
+this is the one place that gives them a code, a SQLSTATE (from the code) and the client's message.
 """
 
 from __future__ import annotations
@@ -58,6 +58,18 @@ def catalog_error(error: catalog.ApplyError) -> QueryError:
             )
     assert type(error) is catalog.ApplyError, f"no client error for {type(error).__name__}"
     return QueryError(ErrorCode.UNKNOWN_ERROR, error.message)
+
+
+def journal_error(error: BaseException) -> QueryError:
+    """The journal could not take or commit an entry (a JournalError: not the leader, full,
+    closed, ...)."""
+    return QueryError(ErrorCode.UNKNOWN_ERROR, f"Journal write failed: {error}")
+
+
+def apply_failure(error: BaseException) -> QueryError:
+    """Applying a committed entry raised instead of giving results (an entry that does not
+    decode is passed over on every node)."""
+    return QueryError(ErrorCode.UNKNOWN_ERROR, f"Journal apply failed: {error}")
 
 
 def engine_error(error: engine.EngineError) -> QueryError:

@@ -4,8 +4,9 @@ as when the core spoke MySQL itself."""
 import pytest
 
 from be import engine
-from fe.client_errors import catalog_error, engine_error
+from fe.client_errors import apply_failure, catalog_error, engine_error, journal_error
 from metadata.catalog import ApplyError, Catalog
+from metadata.codec import CodecError
 from metadata.ops import (
     AddFrontend,
     CreateDatabase,
@@ -21,6 +22,7 @@ from metadata.ops import (
     SetPassword,
 )
 from metadata.records import Database, Frontend, Grant, User
+from metadata.replication import JournalFullError, NotLeaderError
 from tests.test_catalog import make_table
 
 SELECT_ON_DB9 = Grant("db9", "*", frozenset({"SELECT"}))
@@ -128,3 +130,18 @@ ENGINE_CASES = [
 def test_each_engine_error_reaches_the_client_as_before(error, expected):
     mapped = engine_error(error)
     assert (mapped.code, mapped.sqlstate, mapped.message) == expected
+
+
+JOURNAL_CASES = [
+    (
+        journal_error(NotLeaderError("127.0.0.1:9010")),
+        "Journal write failed: this node is not the journal leader (leader: 127.0.0.1:9010)",
+    ),
+    (journal_error(JournalFullError("full")), "Journal write failed: full"),
+    (apply_failure(CodecError("bad batch")), "Journal apply failed: bad batch"),
+]
+
+
+@pytest.mark.parametrize(("mapped", "message"), JOURNAL_CASES)
+def test_each_journal_failure_reaches_the_client_as_before(mapped, message):
+    assert (mapped.code, mapped.sqlstate, mapped.message) == (1105, "HY000", message)

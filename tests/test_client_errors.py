@@ -53,7 +53,7 @@ CATALOG_CASES = [
     *(
         (
             op,
-            (1133, "HY000", "Can't find any matching row in the user table for 'bob'@'%'"),
+            (1133, "42000", "Can't find any matching row in the user table for 'bob'@'%'"),
         )
         for op in (
             SetPassword("bob", "%", "*ABC"),

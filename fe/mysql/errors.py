@@ -77,6 +77,7 @@ class ErrorCode(IntEnum):
 
 
 SQLSTATES: dict[int, str] = {
+    ErrorCode.PASSWORD_NO_MATCH: "42000",
     ErrorCode.DB_CREATE_EXISTS: "HY000",
     ErrorCode.DB_DROP_EXISTS: "HY000",
     ErrorCode.CON_COUNT_ERROR: "08004",

@@ -71,7 +71,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import pysyncobj.syncobj
 from pysyncobj import SyncObj, SyncObjConf
@@ -89,9 +89,6 @@ from metadata.journal.errors import JournalError, NotLeaderError
 from metadata.journal.limits import JournalLimits
 from metadata.journal.log import NO_OP_COMMAND, REGULAR_COMMAND, RocksJournal
 
-if TYPE_CHECKING:
-    from metadata.journal.replicated import ReplicatedJournal
-
 logger = logging.getLogger(__name__)
 
 KEEPALIVE_MESSAGE = "quire_keepalive"
@@ -104,6 +101,44 @@ PRE_VOTE_GRANTED = "quire_pre_vote_granted"
 
 # What a submitter hears once pysyncobj settled its entry: the state machine's result, or why not.
 Outcome = Callable[[object, JournalError | None], None]
+
+
+class RaftHost(Protocol):
+    """What a RaftNode replicates for: its settings, and what the journal's thread runs in a tick
+    (in the order of the methods here; `before_poll` ends it)."""
+
+    limits: JournalLimits
+    self_address: str | None  # None: an observer
+    partners: list[str]
+    password: str | None
+    observer_address: str | None
+
+    def apply_pending_members(self) -> None: ...
+
+    def persist(self) -> None:
+        """Flush the log: what was appended reaches the disk before it is counted or acked."""
+
+    def run_truncations(self) -> None: ...
+
+    def run_installs(self) -> None: ...
+
+    def take_submissions(self, is_leader: bool, leader: str | None) -> None:
+        """Hand queued payloads to `RaftNode.append` (on the leader), or refuse them."""
+
+    def has_queued_submissions(self) -> bool: ...
+
+    def apply_entry(self, raft_index: int, payload: bytes) -> object:
+        """Apply a committed entry; the result goes to its submitter."""
+
+    @property
+    def catching_up(self) -> bool: ...
+
+    def report_catch_up(self, applied: int, leader_commit: int | None) -> None: ...
+
+    def needs_image(self, first_index: int) -> None:
+        """The leader no longer has the entries from first_index on (fact 8)."""
+
+    def before_poll(self) -> None: ...
 
 
 class _MessageUnpickler(pickle.Unpickler):
@@ -210,8 +245,8 @@ def skip_known_entries(message: dict, journal: RocksJournal, commit_index: int) 
 class RaftNode(SyncObj):
     """pysyncobj's SyncObj with Quire's corrections, and the controls the replicated journal uses."""
 
-    def __init__(self, owner: ReplicatedJournal, journal: RocksJournal):
-        self._owner = owner
+    def __init__(self, host: RaftHost, journal: RocksJournal):
+        self._host = host
         self._journal = journal
         self._lagging_warned: set[object] = set()
         self._wake_pending = False
@@ -222,9 +257,9 @@ class RaftNode(SyncObj):
         try:
             with _journal_injected(journal):
                 super().__init__(
-                    owner.self_address,
-                    owner.partners,
-                    _sync_obj_conf(owner.limits, owner.self_address, owner.password),
+                    host.self_address,
+                    host.partners,
+                    _sync_obj_conf(host.limits, host.self_address, host.password),
                     transportClass=_Transport,
                 )
         except ImportError as error:  # pysyncobj's message for a password without 'cryptography'
@@ -232,10 +267,10 @@ class RaftNode(SyncObj):
                 f"a cluster password needs the 'cryptography' package: {error}"
             ) from error
         except pysyncobj.syncobj.SyncObjException as error:
-            raise JournalError(f"cannot listen on {owner.self_address}: {error}") from error
+            raise JournalError(f"cannot listen on {host.self_address}: {error}") from error
         assert self._SyncObj__raftLog is journal
         self._wake_notifier = PipeNotifier(self._poller, self._on_woken)
-        self.addOnTickCallback(owner._before_poll)
+        self.addOnTickCallback(host.before_poll)
 
     # Quire's controls.
 
@@ -360,7 +395,7 @@ class RaftNode(SyncObj):
             return True
         if not self._isLeader():
             return False
-        if self._owner._queue:
+        if self._host.has_queued_submissions():
             return True
         # The only voter commits its own entries at the next tick; nothing else will wake it.
         return (
@@ -379,11 +414,11 @@ class RaftNode(SyncObj):
 
     def _onTick(self, timeToWait: float = 0.0) -> None:
         self._pre_vote_if_due()
-        self._owner._apply_pending_members()
+        self._host.apply_pending_members()
         # A leader counts its own log toward commit: what it appended must be on disk first.
-        self._owner._persist()
-        self._owner._run_truncations()
-        self._owner._run_installs()
+        self._host.persist()
+        self._host.run_truncations()
+        self._host.run_installs()
         super()._onTick(timeToWait)
         if self._election_allowed and self._SyncObj__raftCurrentTerm >= self._pre_vote_term:
             self._election_allowed, self._pre_vote_term = False, 0  # pysyncobj started it
@@ -433,7 +468,7 @@ class RaftNode(SyncObj):
             self._journal.last_term,
             self._journal.last_index,
         )
-        leader_heard = raft_clock() - self._leader_heard_at < self._owner.limits.raft_min_timeout
+        leader_heard = raft_clock() - self._leader_heard_at < self._host.limits.raft_min_timeout
         if (
             message["term"] > self._SyncObj__raftCurrentTerm
             and up_to_date
@@ -444,7 +479,7 @@ class RaftNode(SyncObj):
 
     def _checkCommandsToApply(self) -> None:
         last_index = self._journal.last_index
-        self._owner._take_submissions(self._isLeader(), self.leader_address())
+        self._host.take_submissions(self._isLeader(), self.leader_address())
         super()._checkCommandsToApply()
         if self._journal.last_index != last_index and self._isLeader():
             # Replicate now rather than at the next append period (fact 7).
@@ -454,17 +489,17 @@ class RaftNode(SyncObj):
         """Apply committed entries in raft order, a bounded amount per tick (fact 8)."""
         commit, applied = self._SyncObj__raftCommitIndex, self._SyncObj__raftLastApplied
         if commit <= applied:
-            if self._owner._catch_up is not None:
-                self._owner._report_catch_up(applied, self._SyncObj__leaderCommitIndex)
+            if self._host.catching_up:
+                self._host.report_catch_up(applied, self._SyncObj__leaderCommitIndex)
             return False
-        limits = self._owner.limits
+        limits = self._host.limits
         deadline = time.monotonic() + limits.apply_budget_seconds
         waiting_commit = self._SyncObj__commandsWaitingCommit
         count = min(commit - applied, limits.max_apply_entries)
         for command, raft_index, term in self._SyncObj__getEntries(applied + 1, count):
             assert raft_index == self._SyncObj__raftLastApplied + 1
             if command[:1] == REGULAR_COMMAND:
-                result = self._owner._apply_entry(raft_index, command[1:])
+                result = self._host.apply_entry(raft_index, command[1:])
             else:
                 result = self._apply_pysyncobj_command(command)
             self._SyncObj__raftLastApplied = raft_index
@@ -475,7 +510,7 @@ class RaftNode(SyncObj):
             if time.monotonic() > deadline:
                 break
         if not self._isLeader():
-            self._owner._report_catch_up(
+            self._host.report_catch_up(
                 self._SyncObj__raftLastApplied, self._SyncObj__leaderCommitIndex
             )
         return False
@@ -507,7 +542,7 @@ class RaftNode(SyncObj):
             and kind == "append_entries"
             and self._journal.last_index < message["prevLogIdx"]
         ):
-            self._owner._needs_image(message["prevLogIdx"])
+            self._host.needs_image(message["prevLogIdx"])
         if (
             kind == "append_entries"
             and "entries" in message
@@ -528,7 +563,7 @@ class RaftNode(SyncObj):
 
     def _SyncObj__sendNextNodeIdx(self, node, reset=False, nextNodeIdx=None, success=False):
         # A follower acknowledges entries only once they are on its disk.
-        self._owner._persist()
+        self._host.persist()
         SyncObj._SyncObj__sendNextNodeIdx(
             self, node, reset=reset, nextNodeIdx=nextNodeIdx, success=success
         )
@@ -710,7 +745,7 @@ class _Transport(TCPTransport):
         super()._createServer()
         plain, conf = self._server, self._syncObj.conf
         self._server = _Server(
-            self._syncObj._owner.limits,
+            self._syncObj._host.limits,
             self._syncObj._poller,
             plain._TcpServer__host,
             plain._TcpServer__port,
@@ -728,7 +763,7 @@ class _Transport(TCPTransport):
             return  # the peer connects to this node
         conf = self._syncObj.conf
         connection = _Connection(
-            self._syncObj._owner.limits,
+            self._syncObj._host.limits,
             poller=self._syncObj._poller,
             timeout=conf.connectionTimeout,
             sendBufferSize=conf.sendBufferSize,
@@ -755,13 +790,13 @@ class _Transport(TCPTransport):
     def _sendSelfAddress(self, conn: TcpConnection) -> None:
         super()._sendSelfAddress(conn)
         if self._selfIsReadonlyNode:
-            address = self._syncObj._owner.observer_address
+            address = self._syncObj._host.observer_address
             conn.send({"type": OBSERVER_HELLO_MESSAGE, "address": address})
 
     # The voter's side.
 
     def _onNewIncomingConnection(self, conn: TcpConnection) -> None:
-        limit = self._syncObj._owner.limits.max_unknown_connections
+        limit = self._syncObj._host.limits.max_unknown_connections
         if len(self._unknownConnections) >= limit:
             logger.warning(
                 "dropped a journal connection from %s: %d others have not named themselves yet",
@@ -776,7 +811,7 @@ class _Transport(TCPTransport):
         if self._allowed_observers is None or message != "readonly":
             super()._onIncomingMessageReceived(conn, message)
             return
-        limits = self._syncObj._owner.limits
+        limits = self._syncObj._host.limits
         if len(self._unidentified) >= limits.max_unidentified_observers:
             logger.warning("refusing a non-voting connection: too many are unidentified")
             self._refuse(conn)

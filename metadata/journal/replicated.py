@@ -220,7 +220,7 @@ class ReplicatedJournal:
         node.wake()
         if thread is not None:
             thread.join()
-        self._persist()
+        self.persist()
         node.destroy()
         with self._lock:  # submit() and truncate_through() wake the node under this lock
             node.close_wake_pipe()
@@ -335,7 +335,7 @@ class ReplicatedJournal:
             raise install.error
         return install.installed
 
-    def _run_installs(self) -> None:
+    def run_installs(self) -> None:
         with self._lock:
             installs, self._installs = list(self._installs), deque()
         for install in installs:
@@ -365,7 +365,7 @@ class ReplicatedJournal:
         )
         return True
 
-    def _needs_image(self, first_index: int) -> None:
+    def needs_image(self, first_index: int) -> None:
         if self.on_needs_image is not None:
             self.on_needs_image(first_index)
 
@@ -407,7 +407,7 @@ class ReplicatedJournal:
             if node is not None and not self._closing:
                 node.wake()
 
-    def _apply_pending_members(self) -> None:
+    def apply_pending_members(self) -> None:
         """In the journal's thread, at the start of a tick."""
         with self._lock:
             members, self._pending_members = self._pending_members, None
@@ -538,7 +538,7 @@ class ReplicatedJournal:
         step = max(total // 10, 1)
         for done, (raft_index, payload) in enumerate(journal.payloads(first, last), start=1):
             if payload is not None:
-                self._apply_entry(raft_index, payload)
+                self.apply_entry(raft_index, payload)
             now = time.monotonic()
             if done < total and (done % step == 0 or now - reported > 3.0):
                 logger.info("replayed %d/%d entries", done, total)
@@ -547,7 +547,7 @@ class ReplicatedJournal:
         logger.info("replayed %d/%d entries in %.2fs", total, total, time.monotonic() - started)
         return last
 
-    # The journal's thread.
+    # The journal's thread. The methods RaftNode calls, here and above, are raft.RaftHost's.
 
     def _run(self) -> None:
         node, period = self._node, self.limits.tick_period
@@ -560,7 +560,11 @@ class ReplicatedJournal:
                 logger.exception("journal tick failed")
                 time.sleep(period)
 
-    def _report_catch_up(self, applied: int, leader_commit: int | None) -> None:
+    @property
+    def catching_up(self) -> bool:
+        return self._catch_up is not None
+
+    def report_catch_up(self, applied: int, leader_commit: int | None) -> None:
         """Log a node's progress while it is far behind the leader, and its rate once it is not."""
         if leader_commit is None:
             return  # no leader heard from yet
@@ -593,7 +597,7 @@ class ReplicatedJournal:
             count / max(elapsed, 1e-6),
         )
 
-    def _apply_entry(self, raft_index: int, payload: bytes) -> object:
+    def apply_entry(self, raft_index: int, payload: bytes) -> object:
         assert raft_index > self._last_applied_to_state_machine, (
             f"entry {raft_index} applied after {self._last_applied_to_state_machine}"
         )
@@ -604,8 +608,11 @@ class ReplicatedJournal:
             logger.debug("entry %d was refused by the state machine: %s", raft_index, error)
             return error
 
-    def _take_submissions(self, is_leader: bool, leader: str | None) -> None:
-        """Hand queued submissions to pysyncobj (leader), or refuse them."""
+    def has_queued_submissions(self) -> bool:
+        return bool(self._queue)
+
+    def take_submissions(self, is_leader: bool, leader: str | None) -> None:
+        """Hand queued submissions to the raft node (leader), or refuse them."""
         with self._lock:
             if not self._queue:
                 return
@@ -624,7 +631,7 @@ class ReplicatedJournal:
         if len(self._queue) > 0:
             self._node.wake()
 
-    def _persist(self) -> None:
+    def persist(self) -> None:
         """Flush the journal: one fsync for all that was appended."""
         self._journal.flush()
 
@@ -652,7 +659,7 @@ class ReplicatedJournal:
                 submission, None, JournalTimeoutError("the entry was not committed in time")
             )
 
-    def _run_truncations(self) -> None:
+    def run_truncations(self) -> None:
         while True:
             with self._lock:
                 if not self._truncations:
@@ -670,9 +677,9 @@ class ReplicatedJournal:
             raise JournalError(f"cannot truncate through {raft_index}: only {applied} is applied")
         self._journal.truncate_through(raft_index)
 
-    def _before_poll(self) -> None:
+    def before_poll(self) -> None:
         """Runs at the end of every tick, before the journal's thread waits for the network."""
-        self._persist()
+        self.persist()
         self._expire_submissions()
         node = self._node
         now = time.monotonic()

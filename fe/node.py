@@ -56,8 +56,8 @@ from image.images import ImageError, ImageInfo, ImageStore
 from metadata import ops
 from metadata.catalog import ApplyError, Catalog, initial_ops
 from metadata.codec import encode_ops
+from metadata.journal.replicated import ReplicatedJournal
 from metadata.records import Frontend, FrontendRole
-from metadata.replication import ReplicatedJournal
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from metadata.replication import JournalError, ReplicatedJournal
+from metadata.journal.errors import JournalError
+from metadata.journal.replicated import ReplicatedJournal
 
 
 def free_address() -> str:
@@ -206,7 +207,7 @@ def test_an_observer_applies_every_entry_but_never_makes_a_majority(nodes):
 def test_only_listed_observers_are_served(nodes, caplog):
     a, listed, unlisted = free_address(), free_address(), free_address()
     leader = nodes.start("a", a, [], followers=[a], observers=[listed])
-    with caplog.at_level(logging.WARNING, logger="metadata.replication"):
+    with caplog.at_level(logging.WARNING, logger="metadata.journal.raft"):
         nodes.start("listed", None, [a], observer_address=listed)
         nodes.start("unlisted", None, [a], observer_address=unlisted)
         nodes.start("anonymous", None, [a])
@@ -222,7 +223,7 @@ def test_only_listed_observers_are_served(nodes, caplog):
         return sum("not a listed observer" in r.getMessage() for r in caplog.records)
 
     # Dropping the observer disconnects it, and it is refused when it reconnects.
-    with caplog.at_level(logging.WARNING, logger="metadata.replication"):
+    with caplog.at_level(logging.WARNING, logger="metadata.journal.raft"):
         before = refusals()
         leader.set_members([a], [])
         wait_until(lambda: refusals() > before)

@@ -7,6 +7,7 @@ from be import engine
 from fe.client_errors import apply_failure, catalog_error, engine_error, journal_error
 from metadata.catalog import ApplyError, Catalog
 from metadata.codec import CodecError
+from metadata.journal.errors import JournalFullError, NotLeaderError
 from metadata.ops import (
     AddFrontend,
     CreateDatabase,
@@ -22,7 +23,6 @@ from metadata.ops import (
     SetPassword,
 )
 from metadata.records import Database, Frontend, Grant, User
-from metadata.replication import JournalFullError, NotLeaderError
 from tests.test_catalog import make_table
 
 SELECT_ON_DB9 = Grant("db9", "*", frozenset({"SELECT"}))

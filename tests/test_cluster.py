@@ -435,7 +435,7 @@ def test_strangers_cannot_use_the_journal_port_or_the_fe_to_fe_endpoints(tmp_pat
     import requests
 
     from metadata.catalog import Catalog
-    from metadata.replication import ReplicatedJournal
+    from metadata.journal.replicated import ReplicatedJournal
     from tests.harness import free_port
 
     execute(leader, "CREATE DATABASE guarded")

@@ -12,15 +12,15 @@ import pysyncobj.syncobj
 import pytest
 from rocksdict import Options, Rdict
 
-from metadata.journal import ENTRY_PREFIX, NO_OP_COMMAND, OPEN_SLICE_LIMIT, RocksJournal
-from metadata.replication import (
+from metadata.journal.errors import (
     JournalClosedError,
     JournalError,
     JournalFullError,
     NotLeaderError,
     PayloadTooLargeError,
-    ReplicatedJournal,
 )
+from metadata.journal.log import ENTRY_PREFIX, NO_OP_COMMAND, OPEN_SLICE_LIMIT, RocksJournal
+from metadata.journal.replicated import ReplicatedJournal
 from tests.harness import RecordingStateMachine, free_address, wait_until
 
 

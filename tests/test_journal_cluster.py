@@ -6,10 +6,15 @@ import logging
 import threading
 import time
 
+import pysyncobj.pickle
+import pysyncobj.tcp_connection
 import pytest
 
-from metadata.journal import RocksJournal
-from metadata.replication import NotLeaderError, ReplicatedJournal, skip_known_entries
+from metadata.journal import raft
+from metadata.journal.errors import NotLeaderError
+from metadata.journal.log import RocksJournal
+from metadata.journal.raft import dump_message, load_message, skip_known_entries
+from metadata.journal.replicated import ReplicatedJournal
 from tests.harness import RecordingStateMachine, agreed_leader, free_address, wait_until
 
 
@@ -267,12 +272,30 @@ def test_a_follower_behind_the_leaders_truncation_is_kept_quiet(cluster, caplog)
 
 def test_messages_between_nodes_carry_bytes_as_bytes():
     """Fact 11: protocol 2 rebuilt every entry's bytes from a latin-1 string on arrival."""
-    import pysyncobj.tcp_connection
-
     message = {"entries": [(b"\x01\xff\x00", 7, 1)]}
-    data = pysyncobj.tcp_connection.pickle.dumps(message)
+    data = dump_message(message)
     assert b"_codecs" not in data and b"latin" not in data
-    assert pysyncobj.tcp_connection.pickle.loads(data) == message
+    assert load_message(data) == message
+
+
+def test_every_journal_connection_serialises_its_own_messages(cluster):
+    """Fact 11 without a process-wide swap: pysyncobj's own pickling stays as it is, and every
+    connection a journal opens or accepts (an observer's included) is Quire's."""
+    two = cluster(2, observers=1)
+    leader = two.leader()
+    index = leader.commit(b"over Quire's connections", timeout=5)
+    wait_until(
+        lambda: all(node.status().last_applied >= index for node in two.nodes),
+        15.0,
+        "every node to apply the entry",
+    )
+
+    assert pysyncobj.tcp_connection.pickle is pysyncobj.pickle
+    assert b"_codecs" in pysyncobj.tcp_connection.pickle.dumps(b"\xff")  # protocol 2, untouched
+    for node in two.nodes:
+        transport = node._node.transport
+        connections = [*transport._connections.values(), *transport._unknownConnections]
+        assert connections and all(type(c) is raft._Connection for c in connections)
 
 
 # The follower's side of fact 5, entry by entry.

@@ -6,7 +6,8 @@ import logging
 
 import pytest
 
-from metadata.replication import JournalError, ReplicatedJournal
+from metadata.journal.errors import JournalError
+from metadata.journal.replicated import ReplicatedJournal
 from tests.harness import RecordingStateMachine, agreed_leader, free_address, wait_until
 
 
@@ -180,7 +181,7 @@ def test_an_observer_applies_every_entry_but_never_makes_a_majority(nodes):
 def test_only_listed_observers_are_served(nodes, caplog):
     a, listed, unlisted = free_address(), free_address(), free_address()
     leader = nodes.start("a", a, [], followers=[a], observers=[listed])
-    with caplog.at_level(logging.WARNING, logger="metadata.replication"):
+    with caplog.at_level(logging.WARNING, logger="metadata.journal.raft"):
         nodes.start("listed", None, [a], observer_address=listed)
         nodes.start("unlisted", None, [a], observer_address=unlisted)
         nodes.start("anonymous", None, [a])
@@ -198,7 +199,7 @@ def test_only_listed_observers_are_served(nodes, caplog):
         return sum("not a listed observer" in r.getMessage() for r in caplog.records)
 
     # Dropping the observer disconnects it, and it is refused when it reconnects.
-    with caplog.at_level(logging.WARNING, logger="metadata.replication"):
+    with caplog.at_level(logging.WARNING, logger="metadata.journal.raft"):
         before = refusals()
         leader.set_members([a], [])
         wait_until(lambda: refusals() > before, 10, "another refusal")

@@ -41,8 +41,8 @@ from pysyncobj import SyncObj, SyncObjConf, replicated  # noqa: E402
 from metadata import ops  # noqa: E402
 from metadata.catalog import Catalog  # noqa: E402
 from metadata.codec import encode_ops  # noqa: E402
+from metadata.journal.replicated import ReplicatedJournal  # noqa: E402
 from metadata.records import Column, Database, KeyModel, Partition, Table  # noqa: E402
-from metadata.replication import ReplicatedJournal  # noqa: E402
 from tests.harness import QuireProcess, free_address  # noqa: E402
 
 logger = logging.getLogger("bench_ddl")

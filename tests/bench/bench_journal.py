@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from pysyncobj import SyncObj, SyncObjConf, replicated  # noqa: E402
 
-from metadata.replication import ReplicatedJournal  # noqa: E402
+from metadata.journal.replicated import ReplicatedJournal  # noqa: E402
 from tests.harness import free_address  # noqa: E402
 
 PAYLOAD = b"p" * 200

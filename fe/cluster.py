@@ -175,7 +175,8 @@ def process_alive(pid: int) -> bool:
     try:
         if proc.joinpath("stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
             return False
-        return b"fe.cli" in proc.joinpath("cmdline").read_bytes()
+        command = proc.joinpath("cmdline").read_bytes()
+        return not command or b"fe.cli" in command  # empty while the child is still in exec
     except (OSError, IndexError):
         return True  # no /proc here: trust kill(0)
 

@@ -22,6 +22,7 @@ from be.engine import Engine
 from fe import privileges
 from fe.accounts import CatalogIdentityProvider
 from fe.certificates import CertificateError, self_signed, server_context
+from fe.client_errors import apply_failure, catalog_error, journal_error
 from fe.config import Config
 from fe.forwarding import Forwarder
 from fe.frontends import COLUMNS as FRONTEND_COLUMNS
@@ -55,8 +56,8 @@ from image.images import ImageError, ImageInfo, ImageStore
 from metadata import ops
 from metadata.catalog import ApplyError, Catalog, initial_ops
 from metadata.codec import encode_ops
+from metadata.journal.replicated import ReplicatedJournal
 from metadata.records import Frontend, FrontendRole
-from metadata.replication import ReplicatedJournal
 
 logger = logging.getLogger(__name__)
 
@@ -762,21 +763,17 @@ def _settle(future: asyncio.Future, result, error) -> None:
     if future.done():
         return
     if error is not None:
-        future.set_exception(
-            error
-            if isinstance(error, QueryError)
-            else QueryError(1105, f"Journal write failed: {error}")
-        )
+        future.set_exception(error if isinstance(error, QueryError) else journal_error(error))
     else:
         future.set_result(result)
 
 
 def _raise_first_error(results) -> list[object]:
     if isinstance(results, BaseException):
-        raise QueryError(1105, f"Journal apply failed: {results}")
+        raise apply_failure(results)
     for result in results:
         if isinstance(result, ApplyError):
-            raise QueryError(result.code, result.message)
+            raise catalog_error(result)
     return results
 
 

@@ -16,8 +16,9 @@ import pyarrow as pa
 from sqlglot import exp
 
 from be import engine
+from fe.client_errors import engine_error
 from fe.information_schema import INFORMATION_SCHEMA, build_table
-from fe.mysql.errors import ErrorCode, QueryError
+from fe.mysql.errors import QueryError
 from fe.mysql.results import Result, column
 from fe.variables import SCHEMA
 
@@ -214,7 +215,7 @@ async def _run_in_engine(session, plan: SelectPlan) -> Result:
             abandoned=session.client_gone,
         )
     except engine.EngineError as error:
-        raise _query_error(error) from None
+        raise engine_error(error) from None
     names = [name for name, _ in answer.columns]
     if (
         plan.names
@@ -248,41 +249,6 @@ def _refuse_table_read(session, db: str, name: str):
         1235,
         f"Reading table data ({db}.{name}) is not supported yet: the data plane comes in a later release",
     )
-
-
-def _query_error(error: engine.EngineError) -> QueryError:
-    """The engine's error as the MySQL error a client expects; never DuckDB's internals."""
-    if isinstance(error, engine.UnknownFunction):
-        return QueryError(ErrorCode.SP_DOES_NOT_EXIST, error.message)
-    if isinstance(error, engine.UnknownColumn):
-        return QueryError(ErrorCode.BAD_FIELD_ERROR, f"{error.message} in 'field list'")
-    if isinstance(error, engine.SourceNotAllowed | engine.InvalidQuery):
-        return QueryError(
-            ErrorCode.PARSE_ERROR, f"You have an error in your SQL syntax: {error.message}"
-        )
-    if isinstance(error, engine.InvalidValue):
-        return QueryError(ErrorCode.TRUNCATED_WRONG_VALUE, f"Incorrect value: {error.message}")
-    if isinstance(error, engine.QueryInterrupted):
-        return QueryError(ErrorCode.QUERY_INTERRUPTED, "Query execution was interrupted")
-    if isinstance(error, engine.QueryTimedOut):
-        return QueryError(
-            ErrorCode.QUERY_TIMEOUT,
-            "Query execution was interrupted, maximum statement execution time exceeded "
-            f"(query_timeout = {error.seconds:g} s)",
-        )
-    if isinstance(error, engine.MemoryLimitExceeded):
-        return QueryError(
-            ErrorCode.CAPACITY_EXCEEDED,
-            f"Memory capacity of {error.limit_bytes} bytes for 'exec_mem_limit' exceeded; "
-            "raise it with SET exec_mem_limit = <bytes>",
-        )
-    if isinstance(error, engine.EngineBusy):
-        return QueryError(
-            ErrorCode.UNKNOWN_ERROR,
-            f"Too many queries on this FE ({error.running} running, {error.waiting} waiting); "
-            "try again later",
-        )
-    return QueryError(ErrorCode.UNKNOWN_ERROR, f"Cannot run this query: {error.message}")
 
 
 def _decimal_type(duck_type) -> str:

@@ -53,43 +53,47 @@ INITIAL_NEXT_ID = 10_000
 # Dead tablet range ids a lookup may step over before the range index is swept.
 _MAX_DEAD_STEPS = 64
 
-ER_DB_CREATE_EXISTS = 1007
-ER_DB_DROP_EXISTS = 1008
-ER_BAD_DB_ERROR = 1049
-ER_TABLE_EXISTS_ERROR = 1050
-ER_BAD_TABLE_ERROR = 1051
-ER_UNKNOWN_ERROR = 1105
-ER_PASSWORD_NO_MATCH = 1133
-ER_NONEXISTING_GRANT = 1141
-ER_CANNOT_USER = 1396
-
-_SQLSTATES = {
-    ER_DB_CREATE_EXISTS: "HY000",
-    ER_DB_DROP_EXISTS: "HY000",
-    ER_BAD_DB_ERROR: "42000",
-    ER_TABLE_EXISTS_ERROR: "42S01",
-    ER_BAD_TABLE_ERROR: "42S02",
-    ER_UNKNOWN_ERROR: "HY000",
-    ER_PASSWORD_NO_MATCH: "42000",
-    ER_NONEXISTING_GRANT: "42000",
-    ER_CANNOT_USER: "HY000",
-}
-
 
 class ApplyError(Exception):
-    """An operation the catalog rejects; it still takes its journal id and changes nothing."""
+    """An operation the catalog rejects; it still takes its journal id and changes nothing.
 
-    def __init__(self, code: int, message: str):
-        super().__init__(code, message)
-        self.code = code
+    The subclasses are the rejections a statement can run into (a name taken or gone since the
+    statement looked); ApplyError itself is an operation that would break an invariant of the
+    catalog (an id in use, overlapping tablets, a clashing node). Each carries the operation it
+    rejects, so the same entry gives the same error on every node."""
+
+    def __init__(self, op: Op, message: str):
+        super().__init__(message)
+        self.op = op
         self.message = message
 
-    @property
-    def sqlstate(self) -> str:
-        return _SQLSTATES.get(self.code, "HY000")
 
-    def __str__(self) -> str:
-        return f"({self.code}) {self.message}"
+class DatabaseExists(ApplyError):
+    pass
+
+
+class UnknownDatabase(ApplyError):
+    pass
+
+
+class TableExists(ApplyError):
+    pass
+
+
+class UnknownTable(ApplyError):
+    pass
+
+
+class UserExists(ApplyError):
+    pass
+
+
+class UnknownUser(ApplyError):
+    pass
+
+
+class NoSuchGrant(ApplyError):
+    pass
 
 
 @dataclass(frozen=True)
@@ -284,11 +288,9 @@ class Catalog:
     def _create_database(self, op: CreateDatabase) -> Database:
         database = op.database
         if database.name in self._db_ids_by_name:
-            raise ApplyError(
-                ER_DB_CREATE_EXISTS, f"Can't create database '{database.name}'; database exists"
-            )
+            raise DatabaseExists(op, f"database '{database.name}' exists")
         if database.id in self.dbs:
-            raise ApplyError(ER_UNKNOWN_ERROR, f"database id {database.id} is already in use")
+            raise ApplyError(op, f"database id {database.id} is already in use")
         self.dbs[database.id] = database
         self._db_ids_by_name[database.name] = database.id
         self._table_ids_by_db[database.id] = {}
@@ -298,9 +300,7 @@ class Catalog:
     def _drop_database(self, op: DropDatabase) -> Database:
         database = self.dbs.get(op.db_id)
         if database is None:
-            raise ApplyError(
-                ER_DB_DROP_EXISTS, f"Can't drop database with id {op.db_id}; database doesn't exist"
-            )
+            raise UnknownDatabase(op, f"no database with id {op.db_id}")
         table_ids = list(self._table_ids_by_db.pop(database.id).values())
         dropped = [self.tables.pop(table_id) for table_id in table_ids]
         self._tablet_ranges.remove([p for t in dropped for p in t.partitions])
@@ -312,12 +312,12 @@ class Catalog:
         table = op.table
         names = self._table_ids_by_db.get(table.db_id)
         if names is None:
-            raise ApplyError(ER_BAD_DB_ERROR, f"Unknown database id {table.db_id}")
+            raise UnknownDatabase(op, f"no database with id {table.db_id}")
         if table.name in names:
-            raise ApplyError(ER_TABLE_EXISTS_ERROR, f"Table '{table.name}' already exists")
+            raise TableExists(op, f"table '{table.name}' exists")
         if table.id in self.tables:
-            raise ApplyError(ER_UNKNOWN_ERROR, f"table id {table.id} is already in use")
-        self._check_tablet_ranges(table)
+            raise ApplyError(op, f"table id {table.id} is already in use")
+        self._check_tablet_ranges(op)
         self.tables[table.id] = table
         names[table.name] = table.id
         self._tablet_ranges.add(table)
@@ -327,7 +327,7 @@ class Catalog:
     def _drop_table(self, op: DropTable) -> Table:
         table = self.tables.get(op.table_id)
         if table is None:
-            raise ApplyError(ER_BAD_TABLE_ERROR, f"Unknown table with id {op.table_id}")
+            raise UnknownTable(op, f"no table with id {op.table_id}")
         del self.tables[table.id]
         del self._table_ids_by_db[table.db_id][table.name]
         self._tablet_ranges.remove(table.partitions)
@@ -337,13 +337,13 @@ class Catalog:
         table = op.table
         old = self.tables.get(table.id)
         if old is None:
-            raise ApplyError(ER_BAD_TABLE_ERROR, f"Unknown table with id {table.id}")
+            raise UnknownTable(op, f"no table with id {table.id}")
         names = self._table_ids_by_db.get(table.db_id)
         if names is None:
-            raise ApplyError(ER_BAD_DB_ERROR, f"Unknown database id {table.db_id}")
+            raise UnknownDatabase(op, f"no database with id {table.db_id}")
         if names.get(table.name, table.id) != table.id:
-            raise ApplyError(ER_TABLE_EXISTS_ERROR, f"Table '{table.name}' already exists")
-        self._check_tablet_ranges(table, replacing=old)
+            raise TableExists(op, f"table '{table.name}' exists")
+        self._check_tablet_ranges(op, replacing=old)
         self.tables[table.id] = table
         if (old.db_id, old.name) != (table.db_id, table.name):
             del self._table_ids_by_db[old.db_id][old.name]
@@ -356,8 +356,8 @@ class Catalog:
         user = op.user
         key = (user.name, user.host)
         if key in self.users:
-            raise ApplyError(ER_CANNOT_USER, f"Operation CREATE USER failed for {user.identity}")
-        _check_lockout_policy(user.failed_login_attempts, user.password_lock_seconds)
+            raise UserExists(op, f"user {user.identity} exists")
+        _check_lockout_policy(op, user.failed_login_attempts, user.password_lock_seconds)
         self.users[key] = user
         self._raise_next_id(user.lockout_epoch + 1)
         return user
@@ -365,29 +365,26 @@ class Catalog:
     def _drop_user(self, op: DropUser) -> User:
         user = self.users.pop((op.name, op.host), None)
         if user is None:
-            raise ApplyError(
-                ER_CANNOT_USER, f"Operation DROP USER failed for '{op.name}'@'{op.host}'"
-            )
+            raise UnknownUser(op, f"no user '{op.name}'@'{op.host}'")
         return user
 
-    def _existing_user(self, name: str, host: str) -> User:
-        user = self.users.get((name, host))
+    def _existing_user(
+        self, op: SetPassword | SetLockoutPolicy | GrantPrivileges | RevokePrivileges
+    ) -> User:
+        user = self.users.get((op.name, op.host))
         if user is None:
-            raise ApplyError(
-                ER_PASSWORD_NO_MATCH,
-                f"Can't find any matching row in the user table for '{name}'@'{host}'",
-            )
+            raise UnknownUser(op, f"no user '{op.name}'@'{op.host}'")
         return user
 
     def _set_password(self, op: SetPassword) -> User:
-        user = replace(self._existing_user(op.name, op.host), password_hash=op.password_hash)
+        user = replace(self._existing_user(op), password_hash=op.password_hash)
         self.users[(op.name, op.host)] = user
         return user
 
     def _set_lockout_policy(self, op: SetLockoutPolicy) -> User:
-        _check_lockout_policy(op.failed_login_attempts, op.password_lock_seconds)
+        _check_lockout_policy(op, op.failed_login_attempts, op.password_lock_seconds)
         user = replace(
-            self._existing_user(op.name, op.host),
+            self._existing_user(op),
             failed_login_attempts=op.failed_login_attempts,
             password_lock_seconds=op.password_lock_seconds,
             lockout_epoch=op.lockout_epoch,
@@ -397,7 +394,7 @@ class Catalog:
         return user
 
     def _grant(self, op: GrantPrivileges) -> User:
-        user = self._existing_user(op.name, op.host)
+        user = self._existing_user(op)
         target = (op.grant.db, op.grant.table)
         grants = []
         merged = False
@@ -413,12 +410,11 @@ class Catalog:
         return user
 
     def _revoke(self, op: RevokePrivileges) -> User:
-        user = self._existing_user(op.name, op.host)
+        user = self._existing_user(op)
         target = (op.grant.db, op.grant.table)
         if not any((grant.db, grant.table) == target for grant in user.grants):
-            raise ApplyError(
-                ER_NONEXISTING_GRANT,
-                f"There is no such grant defined for user '{op.name}' on host '{op.host}'",
+            raise NoSuchGrant(
+                op, f"user '{op.name}'@'{op.host}' holds no grant on {op.grant.db}.{op.grant.table}"
             )
         grants = []
         for grant in user.grants:
@@ -433,7 +429,7 @@ class Catalog:
     def _add_frontend(self, op: AddFrontend) -> Frontend:
         frontend = op.frontend
         if frontend.name in self.frontends:
-            raise ApplyError(ER_UNKNOWN_ERROR, f"frontend '{frontend.name}' already exists")
+            raise ApplyError(op, f"frontend '{frontend.name}' already exists")
         clash = next(
             (
                 f
@@ -444,7 +440,7 @@ class Catalog:
         )
         if clash is not None:
             raise ApplyError(
-                ER_UNKNOWN_ERROR,
+                op,
                 f"frontend {frontend.host}:{frontend.edit_log_port} already exists as '{clash.name}'",
             )
         self.frontends[frontend.name] = frontend
@@ -454,14 +450,14 @@ class Catalog:
         frontend = op.frontend
         existing = self.frontends.get(frontend.name)
         if existing is None:
-            raise ApplyError(ER_UNKNOWN_ERROR, f"frontend '{frontend.name}' does not exist")
+            raise ApplyError(op, f"frontend '{frontend.name}' does not exist")
         if (existing.host, existing.edit_log_port, existing.role) != (
             frontend.host,
             frontend.edit_log_port,
             frontend.role,
         ):
             raise ApplyError(
-                ER_UNKNOWN_ERROR,
+                op,
                 f"frontend '{frontend.name}' may only change its HTTP and query ports",
             )
         self.frontends[frontend.name] = frontend
@@ -470,19 +466,19 @@ class Catalog:
     def _drop_frontend(self, op: DropFrontend) -> Frontend:
         frontend = self.frontends.pop(op.name, None)
         if frontend is None:
-            raise ApplyError(ER_UNKNOWN_ERROR, f"frontend '{op.name}' does not exist")
+            raise ApplyError(op, f"frontend '{op.name}' does not exist")
         return frontend
 
     def _add_backend(self, op: AddBackend) -> Backend:
         backend = op.backend
         if backend.id in self.backends:
-            raise ApplyError(ER_UNKNOWN_ERROR, f"backend id {backend.id} already exists")
+            raise ApplyError(op, f"backend id {backend.id} already exists")
         if any(
             (b.host, b.heartbeat_port) == (backend.host, backend.heartbeat_port)
             for b in self.backends.values()
         ):
             raise ApplyError(
-                ER_UNKNOWN_ERROR,
+                op,
                 f"backend {backend.host}:{backend.heartbeat_port} already exists",
             )
         self.backends[backend.id] = backend
@@ -492,7 +488,7 @@ class Catalog:
     def _drop_backend(self, op: DropBackend) -> Backend:
         backend = self.backends.pop(op.backend_id, None)
         if backend is None:
-            raise ApplyError(ER_UNKNOWN_ERROR, f"backend id {op.backend_id} does not exist")
+            raise ApplyError(op, f"backend id {op.backend_id} does not exist")
         return backend
 
     def _timestamp(self, op: Timestamp) -> None:
@@ -518,10 +514,13 @@ class Catalog:
             highest = last_tablet if last_tablet > highest else highest
         self._raise_next_id(highest + 1)
 
-    def _check_tablet_ranges(self, table: Table, replacing: Table | None = None) -> None:
+    def _check_tablet_ranges(
+        self, op: CreateTable | ReplaceTable, replacing: Table | None = None
+    ) -> None:
+        table = op.table
         problem = self._tablet_ranges.conflict(table, replacing)
         if problem is not None:
-            raise ApplyError(ER_UNKNOWN_ERROR, f"table '{table.name}': {problem}")
+            raise ApplyError(op, f"table '{table.name}': {problem}")
 
     def _rebuild_indexes(self) -> None:
         self._db_ids_by_name = {db.name: db.id for db in self.dbs.values()}
@@ -535,10 +534,12 @@ class Catalog:
         assert len(self._db_ids_by_name) == len(self.dbs), "two databases with one name"
 
 
-def _check_lockout_policy(failed_login_attempts: int, password_lock_seconds: int) -> None:
+def _check_lockout_policy(
+    op: CreateUser | SetLockoutPolicy, failed_login_attempts: int, password_lock_seconds: int
+) -> None:
     if failed_login_attempts < 0 or password_lock_seconds < LOCKED_UNTIL_UNLOCK:
         raise ApplyError(
-            ER_UNKNOWN_ERROR,
+            op,
             f"invalid lock-out policy: FAILED_LOGIN_ATTEMPTS {failed_login_attempts}, "
             f"PASSWORD_LOCK_TIME {password_lock_seconds} s",
         )

@@ -11,6 +11,14 @@ def quire(tmp_path_factory):
     node.stop()
 
 
+@pytest.fixture(scope="module")
+def root(quire):
+    """A root connection to the module's quire."""
+    connection = quire.connect()
+    yield connection
+    connection.close()
+
+
 @pytest.fixture
 def fresh_quire(tmp_path):
     """A `quire up` of the test's own, for tests that kill or restart it."""

@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -24,6 +25,11 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def free_address() -> str:
+    """host:port of a free loopback port, as the journal names its nodes."""
+    return f"127.0.0.1:{free_port()}"
 
 
 def cluster_token(node: QuireProcess) -> str:
@@ -59,6 +65,12 @@ def execute(node, *statements):
         connection.close()
 
 
+def add_and_start(leader: QuireProcess, node: QuireProcess, role: str) -> None:
+    """Add node to leader's cluster as a FOLLOWER or OBSERVER, then start it."""
+    execute(leader, f'ALTER SYSTEM ADD {role} "127.0.0.1:{node.edit_log_port}"')
+    node.start()
+
+
 def wait_until(condition, timeout: float, what: str, interval: float = 0.05):
     deadline = time.monotonic() + timeout
     while True:
@@ -68,6 +80,53 @@ def wait_until(condition, timeout: float, what: str, interval: float = 0.05):
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(interval)
+
+
+def run_quire(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """The `quire` command run to its end, as a user runs it: its exit code and output."""
+    return subprocess.run(
+        [sys.executable, "-m", "fe.cli", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+class RecordingStateMachine:
+    """A journal's state machine that keeps what it applied; `gate` holds apply while cleared,
+    a payload starting with b"fail:" fails, and seconds_per_entry slows each entry down."""
+
+    def __init__(self, seconds_per_entry: float = 0.0):
+        self.applied: list[tuple[int, bytes]] = []
+        self.seconds_per_entry = seconds_per_entry
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def apply_entry(self, raft_index: int, payload: bytes) -> object:
+        self.gate.wait(30)
+        if self.seconds_per_entry:
+            time.sleep(self.seconds_per_entry)
+        if payload.startswith(b"fail:"):
+            raise ValueError(payload.decode())
+        self.applied.append((raft_index, payload))
+        return raft_index
+
+
+def agreed_leader(voters, timeout: float):
+    """The journal node that leads, once every one of voters agrees on it."""
+    found = []
+
+    def agreed():
+        statuses = [node.status() for node in voters]
+        leaders = [node for node, status in zip(voters, statuses, strict=True) if status.is_leader]
+        if len(leaders) == 1 and all(s.leader == leaders[0].self_address for s in statuses):
+            found.append(leaders[0])
+            return True
+        return False
+
+    wait_until(agreed, timeout, "the voters to agree on a leader")
+    return found[0]
 
 
 class QuireProcess:

@@ -53,13 +53,6 @@ def blocked_text(user: str, lock: str, remaining: str, attempts: int, unit: str 
     )
 
 
-@pytest.fixture(scope="module")
-def root(quire):
-    connection = quire.connect()
-    yield connection
-    connection.close()
-
-
 def test_wrong_passwords_block_the_account_even_for_the_right_password(quire, root):
     run(
         root,

@@ -5,6 +5,7 @@ from dataclasses import replace
 
 import pytest
 
+from fe.client_errors import catalog_error
 from metadata.catalog import INITIAL_NEXT_ID, ApplyError, Catalog, initial_ops
 from metadata.codec import CodecError, encode_ops
 from metadata.ops import (
@@ -52,9 +53,11 @@ def apply_all(catalog, ops):
 
 
 def error_of(catalog, op):
+    """The catalog's rejection of op as the client sees it."""
     with pytest.raises(ApplyError) as caught:
         catalog.apply(op)
-    return caught.value
+    assert caught.value.op is op
+    return catalog_error(caught.value)
 
 
 @pytest.fixture
@@ -255,7 +258,7 @@ def test_apply_entry_returns_results_and_errors_and_tracks_the_raft_index(catalo
     ]
     results = catalog.apply_entry(7, encode_ops(ops))
     assert results[0].name == "t"
-    assert isinstance(results[1], ApplyError) and results[1].code == 1050
+    assert isinstance(results[1], ApplyError) and catalog_error(results[1]).code == 1050
     assert results[2].id == 10
     assert catalog.raft_index == 7 and catalog.journal_id == 2 + 3
     assert catalog.apply_entry(7, encode_ops([DropDatabase(1)])) == []

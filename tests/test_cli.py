@@ -1,28 +1,16 @@
 """The `quire` command as a user runs it: --daemon with a pid file, stop, start-up logs."""
 
 import os
-import subprocess
-import sys
 
 import pymysql
 
-from tests.harness import REPO, QuireProcess
-
-
-def quire(*args, timeout=120):
-    return subprocess.run(
-        [sys.executable, "-m", "fe.cli", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+from tests.harness import QuireProcess, run_quire
 
 
 def test_daemon_start_pid_file_logs_and_stop(tmp_path):
     node = QuireProcess(tmp_path)  # only for its free ports and overrides
     overrides = [arg for arg in node.args()[4:]]
-    started = quire("up", "--daemon", *overrides)
+    started = run_quire("up", "--daemon", *overrides)
     assert started.returncode == 0, started.stderr
     assert "started in the background" in started.stdout
     pid_file = tmp_path / "log" / "quire.pid"
@@ -37,7 +25,7 @@ def test_daemon_start_pid_file_logs_and_stop(tmp_path):
     assert f"MySQL protocol listening on 127.0.0.1:{node.query_port}" in log
     assert f"HTTP API listening on 127.0.0.1:{node.http_port}" in log
     assert "is ready" in log
-    stopped = quire("stop", *overrides)
+    stopped = run_quire("stop", *overrides)
     assert stopped.returncode == 0, stopped.stderr
     assert not pid_file.exists()
-    assert quire("stop", *overrides).returncode == 1
+    assert run_quire("stop", *overrides).returncode == 1

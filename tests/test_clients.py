@@ -85,13 +85,12 @@ def hang_up(connection) -> None:
 
 
 @pytest.fixture(scope="module")
-def root(quire):
-    connection = quire.connect()
-    run(connection, "CREATE DATABASE cli_db")
-    run(connection, "CREATE DATABASE orm")
-    run(connection, "CREATE TABLE cli_db.wide (zebra_count INT NOT NULL, label VARCHAR(10))")
-    yield connection
-    connection.close()
+def root(root):
+    """The root connection, with what this module's tests share."""
+    run(root, "CREATE DATABASE cli_db")
+    run(root, "CREATE DATABASE orm")
+    run(root, "CREATE TABLE cli_db.wide (zebra_count INT NOT NULL, label VARCHAR(10))")
+    return root
 
 
 # -- the mariadb command-line client ---------------------------------------------------------

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from tests.harness import QuireProcess, execute, wait_until
+from tests.harness import QuireProcess, add_and_start, execute, wait_until
 
 
 def tables(node, db):
@@ -186,8 +186,7 @@ def test_three_followers_replicate_and_survive_the_leader_dying(tmp_path, leader
     try:
         execute(leader, "CREATE DATABASE ha", "CREATE TABLE ha.t0 (k INT)", "ADMIN CHECKPOINT")
         for node in followers:
-            execute(leader, f'ALTER SYSTEM ADD FOLLOWER "127.0.0.1:{node.edit_log_port}"')
-            node.start()
+            add_and_start(leader, node, "FOLLOWER")
             wait_until(lambda node=node: "t0" in tables(node, "ha"), 30, "a follower to catch up")
         execute(followers[0], "CREATE TABLE ha.t1 (k INT)")  # forwarded, committed by a majority
         for node in (leader, *followers):
@@ -215,8 +214,7 @@ def test_without_a_majority_reads_work_and_writes_are_refused_quickly(tmp_path, 
     try:
         execute(leader, "CREATE DATABASE q", "ADMIN CHECKPOINT")
         for node in followers:
-            execute(leader, f'ALTER SYSTEM ADD FOLLOWER "127.0.0.1:{node.edit_log_port}"')
-            node.start()
+            add_and_start(leader, node, "FOLLOWER")
         for node in followers:
             node.process.send_signal(signal.SIGSTOP)
         try:
@@ -329,8 +327,7 @@ def checkpointing_cluster(tmp_path, database: str):
     try:
         execute(leader, f"CREATE DATABASE {database}")
         for node in followers:
-            execute(leader, f'ALTER SYSTEM ADD FOLLOWER "127.0.0.1:{node.edit_log_port}"')
-            node.start()
+            add_and_start(leader, node, "FOLLOWER")
         for node in followers:
             wait_until(
                 lambda node=node: (database,) in execute(node, "SHOW DATABASES"), 30, "followers"
@@ -438,7 +435,7 @@ def test_strangers_cannot_use_the_journal_port_or_the_fe_to_fe_endpoints(tmp_pat
     import requests
 
     from metadata.catalog import Catalog
-    from metadata.replication import ReplicatedJournal
+    from metadata.journal.replicated import ReplicatedJournal
     from tests.harness import free_port
 
     execute(leader, "CREATE DATABASE guarded")

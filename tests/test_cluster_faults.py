@@ -8,17 +8,12 @@ import time
 
 import pymysql
 
-from tests.harness import QuireProcess, free_port, wait_until
-from tests.test_cluster import execute, joiner, leader_of, tables
+from tests.harness import QuireProcess, add_and_start, execute, free_port, wait_until
+from tests.test_cluster import joiner, leader_of, tables
 from tests.test_failover import dump
 
 TOLERANCE = {"meta_delay_toleration_second": 4}
 STALE_MARK = "behind the leader"
-
-
-def add_and_start(leader, node, role: str) -> None:
-    execute(leader, f'ALTER SYSTEM ADD {role} "127.0.0.1:{node.edit_log_port}"')
-    node.start()
 
 
 def error_of(node, statement: str):
@@ -345,8 +340,7 @@ def test_a_follower_paused_past_the_election_timeout_does_not_unseat_the_leader(
     try:
         execute(leader, "CREATE DATABASE steady", "ADMIN CHECKPOINT")
         for node in followers:
-            execute(leader, f'ALTER SYSTEM ADD FOLLOWER "127.0.0.1:{node.edit_log_port}"')
-            node.start()
+            add_and_start(leader, node, "FOLLOWER")
         wait_until(
             lambda: all(("steady",) in execute(n, "SHOW DATABASES") for n in followers),
             30,

@@ -4,25 +4,13 @@ stopped and restarted from its own files."""
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import pymysql
 import pytest
 
 from fe.cluster import process_alive
-from tests.harness import REPO, wait_until
-
-
-def quire(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "fe.cli", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+from tests.harness import run_quire, wait_until
 
 
 def recorded_nodes(directory):
@@ -56,7 +44,7 @@ def cluster_dir(tmp_path):
     directory = tmp_path / "cluster"
     yield directory
     if (directory / "cluster.json").exists():
-        quire("cluster", "down", "--dir", str(directory))
+        run_quire("cluster", "down", "--dir", str(directory))
         for node in recorded_nodes(directory):  # whatever down could not stop
             if process_alive(node["pid"]):
                 os.kill(node["pid"], signal.SIGKILL)
@@ -64,7 +52,7 @@ def cluster_dir(tmp_path):
 
 def test_up_status_down_and_up_again_from_the_nodes_own_files(cluster_dir):
     directory = str(cluster_dir)
-    started = quire("cluster", "up", "--followers", "3", "--observers", "1", "--dir", directory)
+    started = run_quire("cluster", "up", "--followers", "3", "--observers", "1", "--dir", directory)
     assert started.returncode == 0, started.stderr
     nodes = recorded_nodes(cluster_dir)
     assert [(n["name"], n["role"]) for n in nodes] == [
@@ -77,12 +65,12 @@ def test_up_status_down_and_up_again_from_the_nodes_own_files(cluster_dir):
         assert f"mysql -h 127.0.0.1 -P {node['query_port']} -u root" in started.stdout
     assert "fe1 FOLLOWER" in next(line for line in started.stdout.splitlines() if "leader" in line)
 
-    lines = quire("cluster", "status", "--dir", directory).stdout.splitlines()
+    lines = run_quire("cluster", "status", "--dir", directory).stdout.splitlines()
     assert len(lines) == 4 and all(" alive " in line for line in lines)
     assert sum(" leader yes " in line for line in lines) == 1
     assert all("journal_id ?" not in line for line in lines)
 
-    again = quire("cluster", "up", "--dir", directory)
+    again = run_quire("cluster", "up", "--dir", directory)
     assert again.returncode != 0 and "already running" in again.stderr
 
     observer = nodes[3]
@@ -94,16 +82,16 @@ def test_up_status_down_and_up_again_from_the_nodes_own_files(cluster_dir):
     connection.close()
     wait_until(visible_everywhere(cluster_dir, "launched"), 30, "the database on every node")
 
-    stopped = quire("cluster", "down", "--dir", directory)
+    stopped = run_quire("cluster", "down", "--dir", directory)
     assert stopped.returncode == 0, stopped.stderr
     assert stopped.stdout.count("stopped") == 4
     assert not any(process_alive(node["pid"]) for node in nodes)
     began = time.monotonic()
-    lines = quire("cluster", "status", "--dir", directory).stdout.splitlines()
+    lines = run_quire("cluster", "status", "--dir", directory).stdout.splitlines()
     assert time.monotonic() - began < 5
     assert len(lines) == 4 and all(" DOWN " in line for line in lines)
 
-    restarted = quire("cluster", "up", "--dir", directory)
+    restarted = run_quire("cluster", "up", "--dir", directory)
     assert restarted.returncode == 0, restarted.stderr
     renewed = recorded_nodes(cluster_dir)
     ports = ("query_port", "http_port", "edit_log_port")
@@ -111,11 +99,11 @@ def test_up_status_down_and_up_again_from_the_nodes_own_files(cluster_dir):
     assert all(process_alive(node["pid"]) for node in renewed)
     wait_until(visible_everywhere(cluster_dir, "launched"), 30, "the database after the restart")
 
-    assert quire("cluster", "down", "--dir", directory).returncode == 0
+    assert run_quire("cluster", "down", "--dir", directory).returncode == 0
     assert not any(process_alive(node["pid"]) for node in renewed)
 
 
 def test_status_and_down_without_a_cluster_say_so(tmp_path):
     for action in ("status", "down"):
-        answer = quire("cluster", action, "--dir", str(tmp_path / "none"))
+        answer = run_quire("cluster", action, "--dir", str(tmp_path / "none"))
         assert answer.returncode == 1 and "no cluster in" in answer.stderr

@@ -4,10 +4,9 @@ presents it (given by the operator in a file or the environment), and only its o
 import json
 import stat
 import subprocess
-import sys
 
 from fe.helper import TOKEN_ENVIRONMENT_VARIABLE
-from tests.harness import REPO, QuireProcess, cluster_token, execute, wait_until
+from tests.harness import QuireProcess, cluster_token, execute, run_quire, wait_until
 
 
 def curl(*args: str) -> tuple[int, str]:
@@ -72,13 +71,9 @@ def test_a_joiner_without_the_token_or_with_a_wrong_one_is_refused(tmp_path, lea
 
 
 def test_a_joiner_given_the_token_in_a_file_joins(tmp_path, leader):
-    printed = subprocess.run(
-        [sys.executable, "-m", "fe.cli", "token", *leader.args()[4:]],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    token = run_quire("token", *leader.args()[4:])
+    assert token.returncode == 0, token.stderr
+    printed = token.stdout
     assert printed.strip() == cluster_token(leader)
     token_file = tmp_path / "token"
     token_file.write_text(printed)

@@ -1,6 +1,3 @@
-import subprocess
-import sys
-
 import pytest
 
 from fe.config import (
@@ -12,7 +9,7 @@ from fe.config import (
     ConfigError,
     read_conf_file,
 )
-from tests.harness import REPO
+from tests.harness import run_quire
 
 
 def test_conf_files_list_every_key_with_its_default():
@@ -46,15 +43,8 @@ def test_runtime_changes_only_for_mutable_keys():
 
 def test_cli_help_and_bad_override():
     for args in (["--help"], ["up", "--help"], ["fe", "--help"], ["stop", "--help"]):
-        result = subprocess.run(
-            [sys.executable, "-m", "fe.cli", *args], cwd=REPO, capture_output=True, text=True
-        )
+        result = run_quire(*args)
         assert result.returncode == 0 and "usage: quire" in result.stdout
-    result = subprocess.run(
-        [sys.executable, "-m", "fe.cli", "up", "--override", "bogus=1"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-    )
+    result = run_quire("up", "--override", "bogus=1")
     assert result.returncode == 2
     assert "unknown configuration key 'bogus'" in result.stderr

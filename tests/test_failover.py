@@ -7,8 +7,8 @@ import threading
 import pymysql
 import requests
 
-from tests.harness import QuireProcess, wait_until
-from tests.test_cluster import execute, leader_of, tables
+from tests.harness import QuireProcess, add_and_start, execute, wait_until
+from tests.test_cluster import leader_of, tables
 
 ROUNDS = 3
 
@@ -58,8 +58,7 @@ def test_leader_killed_under_concurrent_ddl_loses_nothing_acknowledged(tmp_path)
     try:
         execute(first, "CREATE DATABASE fo", "ADMIN CHECKPOINT")
         for node, role in zip(others, ("FOLLOWER", "FOLLOWER", "OBSERVER"), strict=True):
-            execute(first, f'ALTER SYSTEM ADD {role} "127.0.0.1:{node.edit_log_port}"')
-            node.start()
+            add_and_start(first, node, role)
         for node in others:
             node.extra_args = []
         acknowledged: list = []

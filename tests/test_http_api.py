@@ -32,15 +32,14 @@ def api(quire):
 
 
 @pytest.fixture(scope="module")
-def root(quire):
-    connection = quire.connect()
-    run(connection, "CREATE USER reader IDENTIFIED BY 'pw'")
-    run(connection, "CREATE DATABASE IF NOT EXISTS web")
-    run(connection, "GRANT SELECT_PRIV ON web.* TO reader")
-    run(connection, "CREATE USER operator IDENTIFIED BY 'op'")
-    run(connection, "GRANT ADMIN_PRIV ON *.* TO operator")
-    yield connection
-    connection.close()
+def root(root):
+    """The root connection, with what this module's tests share."""
+    run(root, "CREATE USER reader IDENTIFIED BY 'pw'")
+    run(root, "CREATE DATABASE IF NOT EXISTS web")
+    run(root, "GRANT SELECT_PRIV ON web.* TO reader")
+    run(root, "CREATE USER operator IDENTIFIED BY 'op'")
+    run(root, "GRANT ADMIN_PRIV ON *.* TO operator")
+    return root
 
 
 def metrics(api) -> dict[str, float]:

@@ -12,35 +12,16 @@ import pysyncobj.syncobj
 import pytest
 from rocksdict import Options, Rdict
 
-from metadata.journal import ENTRY_PREFIX, NO_OP_COMMAND, OPEN_SLICE_LIMIT, RocksJournal
-from metadata.replication import (
+from metadata.journal.errors import (
     JournalClosedError,
     JournalError,
     JournalFullError,
     NotLeaderError,
     PayloadTooLargeError,
-    ReplicatedJournal,
 )
-
-
-def free_address() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{probe.getsockname()[1]}"
-
-
-class RecordingStateMachine:
-    def __init__(self):
-        self.applied: list[tuple[int, bytes]] = []
-        self.gate = threading.Event()
-        self.gate.set()
-
-    def apply_entry(self, raft_index: int, payload: bytes) -> object:
-        self.gate.wait(30)
-        if payload.startswith(b"fail:"):
-            raise ValueError(payload.decode())
-        self.applied.append((raft_index, payload))
-        return raft_index
+from metadata.journal.log import ENTRY_PREFIX, NO_OP_COMMAND, OPEN_SLICE_LIMIT, RocksJournal
+from metadata.journal.replicated import ReplicatedJournal
+from tests.harness import RecordingStateMachine, free_address, wait_until
 
 
 @pytest.fixture
@@ -65,13 +46,6 @@ def open_journal(tmp_path):
     yield start
     for journal in started:
         journal.close()
-
-
-def wait_until(condition, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.005)
 
 
 # The RocksDB journal seen as pysyncobj's list (fact 2).
@@ -364,7 +338,7 @@ def test_a_full_queue_refuses_submissions(open_journal):
     journal.submit(b"one too many", on_done)
     assert len(outcomes) == 1 and isinstance(outcomes[0], JournalFullError)
     state_machine.gate.set()
-    wait_until(lambda: len(outcomes) == 9)
+    wait_until(lambda: len(outcomes) == 9, 10, "every submission to be answered")
     assert outcomes[1:] == [None] * 8
 
 
@@ -379,7 +353,7 @@ def test_pending_payload_bytes_are_bounded(open_journal):
         journal.submit(b"x" * 1000, lambda result, error: outcomes.append(error))
     assert len(outcomes) == 1 and isinstance(outcomes[0], JournalFullError)
     state_machine.gate.set()
-    wait_until(lambda: len(outcomes) == 3)
+    wait_until(lambda: len(outcomes) == 3, 10, "every submission to be answered")
     assert journal.commit(b"x" * 1000, timeout=5) > 0
 
 
@@ -389,7 +363,11 @@ def test_appends_are_batched_up_to_the_limit(open_journal):
     state_machine.gate.clear()
     done = threading.Semaphore(0)
     journal.submit(b"blocker", lambda result, error: done.release())
-    wait_until(lambda: journal.status().last_index > journal.status().last_applied)
+    wait_until(
+        lambda: journal.status().last_index > journal.status().last_applied,
+        10,
+        "an entry appended but not applied",
+    )
     syncs_before = journal.status().wal_syncs
     for n in range(40):
         journal.submit(b"%d" % n, lambda result, error: done.release())
@@ -428,7 +406,11 @@ def test_pending_submissions_fail_when_the_journal_closes(open_journal):
     journal.submit(b"stuck", lambda result, error: errors.append(error))
     for n in range(5):
         journal.submit(b"%d" % n, lambda result, error: errors.append(error))
-    wait_until(lambda: journal.status().last_index > journal.status().last_applied)
+    wait_until(
+        lambda: journal.status().last_index > journal.status().last_applied,
+        10,
+        "an entry appended but not applied",
+    )
     closer = threading.Thread(target=journal.close)
     closer.start()
     state_machine.gate.set()

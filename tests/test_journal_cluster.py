@@ -3,39 +3,19 @@
 from __future__ import annotations
 
 import logging
-import socket
 import threading
 import time
 
+import pysyncobj.pickle
+import pysyncobj.tcp_connection
 import pytest
 
-from metadata.journal import RocksJournal
-from metadata.replication import NotLeaderError, ReplicatedJournal, skip_known_entries
-
-
-def free_address() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{probe.getsockname()[1]}"
-
-
-class RecordingStateMachine:
-    def __init__(self, seconds_per_entry: float = 0.0):
-        self.applied: list[tuple[int, bytes]] = []
-        self.seconds_per_entry = seconds_per_entry
-
-    def apply_entry(self, raft_index: int, payload: bytes) -> object:
-        if self.seconds_per_entry:
-            time.sleep(self.seconds_per_entry)
-        self.applied.append((raft_index, payload))
-        return raft_index
-
-
-def wait_until(condition, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.005)
+from metadata.journal import raft
+from metadata.journal.errors import NotLeaderError
+from metadata.journal.log import RocksJournal
+from metadata.journal.raft import dump_message, load_message, skip_known_entries
+from metadata.journal.replicated import ReplicatedJournal
+from tests.harness import RecordingStateMachine, agreed_leader, free_address, wait_until
 
 
 class Cluster:
@@ -70,20 +50,7 @@ class Cluster:
     def leader(self, among=None, timeout=10.0) -> ReplicatedJournal:
         """The node that leads, once every running voter agrees on it."""
         among = among or [n for n in self.nodes if n.self_address is not None]
-        found = []
-
-        def agreed():
-            statuses = [node.status() for node in among]
-            leaders = [
-                node for node, status in zip(among, statuses, strict=True) if status.is_leader
-            ]
-            if len(leaders) == 1 and all(s.leader == leaders[0].self_address for s in statuses):
-                found.append(leaders[0])
-                return True
-            return False
-
-        wait_until(agreed, timeout)
-        return found[0]
+        return agreed_leader(among, timeout)
 
     def close(self):
         for node in self.nodes:
@@ -166,7 +133,11 @@ def test_three_nodes_apply_the_same_entries_under_pipelined_load(cluster, caplog
         for thread in threads:
             thread.join()
         commit_index = leader.status().commit_index
-        wait_until(lambda: all(node.status().last_applied >= commit_index for node in three.nodes))
+        wait_until(
+            lambda: all(node.status().last_applied >= commit_index for node in three.nodes),
+            15,
+            "every node to apply the last commit",
+        )
 
     assert errors == []
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
@@ -185,7 +156,11 @@ def test_followers_refuse_submissions_and_name_the_leader(cluster):
         follower.commit(b"not here", timeout=5)
     assert refused.value.leader == leader.self_address
     index = leader.commit(b"here", timeout=5)
-    wait_until(lambda: all(node.status().last_applied >= index for node in three.nodes))
+    wait_until(
+        lambda: all(node.status().last_applied >= index for node in three.nodes),
+        15,
+        "every node to apply the entry",
+    )
     assert all(machine.applied == [(index, b"here")] for machine in three.machines)
 
 
@@ -236,7 +211,9 @@ def test_an_observer_follows_without_voting(cluster):
     observer = one.nodes[1]
     assert observer.wait_leader(5)
     index = leader.commit(b"seen by the observer", timeout=5)
-    wait_until(lambda: observer.status().last_applied >= index)
+    wait_until(
+        lambda: observer.status().last_applied >= index, 15, "the observer to apply the entry"
+    )
     assert one.machines[1].applied == [(index, b"seen by the observer")]
     with pytest.raises(NotLeaderError):
         observer.commit(b"observers never write", timeout=5)
@@ -263,7 +240,11 @@ def test_a_follower_behind_the_leaders_truncation_is_kept_quiet(cluster, caplog)
             three.addresses,
             on_needs_image=asked.append,
         )
-        wait_until(lambda: restarted.status().leader == leader.self_address)
+        wait_until(
+            lambda: restarted.status().leader == leader.self_address,
+            15,
+            "the restarted node to follow the leader",
+        )
         time.sleep(2.5)  # longer than the election timeout
     assert leader.status().is_leader and restarted.status().term == term
     assert any("it must load an image" in r.getMessage() for r in caplog.records)
@@ -279,20 +260,42 @@ def test_a_follower_behind_the_leaders_truncation_is_kept_quiet(cluster, caplog)
 
     assert restarted.install_image(last, term, load)
     after = leader.commit(b"after the image", timeout=5)
-    wait_until(lambda: machine.applied and machine.applied[-1] == (after, b"after the image"))
-    wait_until(lambda: leader_machine.applied[-1][0] == after)
+    wait_until(
+        lambda: machine.applied and machine.applied[-1] == (after, b"after the image"),
+        15,
+        "the restarted node to apply the entry after the image",
+    )
+    wait_until(lambda: leader_machine.applied[-1][0] == after, 15, "the leader to apply the entry")
     assert machine.applied == leader_machine.applied
     assert not restarted.install_image(last, term, load)  # it has those entries now
 
 
 def test_messages_between_nodes_carry_bytes_as_bytes():
     """Fact 11: protocol 2 rebuilt every entry's bytes from a latin-1 string on arrival."""
-    import pysyncobj.tcp_connection
-
     message = {"entries": [(b"\x01\xff\x00", 7, 1)]}
-    data = pysyncobj.tcp_connection.pickle.dumps(message)
+    data = dump_message(message)
     assert b"_codecs" not in data and b"latin" not in data
-    assert pysyncobj.tcp_connection.pickle.loads(data) == message
+    assert load_message(data) == message
+
+
+def test_every_journal_connection_serialises_its_own_messages(cluster):
+    """Fact 11 without a process-wide swap: pysyncobj's own pickling stays as it is, and every
+    connection a journal opens or accepts (an observer's included) is Quire's."""
+    two = cluster(2, observers=1)
+    leader = two.leader()
+    index = leader.commit(b"over Quire's connections", timeout=5)
+    wait_until(
+        lambda: all(node.status().last_applied >= index for node in two.nodes),
+        15.0,
+        "every node to apply the entry",
+    )
+
+    assert pysyncobj.tcp_connection.pickle is pysyncobj.pickle
+    assert b"_codecs" in pysyncobj.tcp_connection.pickle.dumps(b"\xff")  # protocol 2, untouched
+    for node in two.nodes:
+        transport = node._node.transport
+        connections = [*transport._connections.values(), *transport._unknownConnections]
+        assert connections and all(type(c) is raft._Connection for c in connections)
 
 
 # The follower's side of fact 5, entry by entry.
@@ -360,7 +363,11 @@ def test_an_encrypted_cluster_replicates_and_shuts_out_a_wrong_password(cluster)
     three = cluster(3, [dict(password="secret"), dict(password="secret"), dict(password="wrong")])
     leader = three.leader(among=three.nodes[:2])
     index = leader.commit(b"encrypted", timeout=5)
-    wait_until(lambda: all(node.status().last_applied >= index for node in three.nodes[:2]))
+    wait_until(
+        lambda: all(node.status().last_applied >= index for node in three.nodes[:2]),
+        15,
+        "both voters to apply the entry",
+    )
     assert three.machines[0].applied == three.machines[1].applied == [(index, b"encrypted")]
     time.sleep(0.5)
     assert three.machines[2].applied == []

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import random
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -20,26 +19,12 @@ from pathlib import Path
 
 import pytest
 
-import metadata.journal
-from metadata.journal import RocksJournal, end_of_wal_records
-from metadata.replication import ReplicatedJournal
+import metadata.journal.log
+from metadata.journal.log import RocksJournal, end_of_wal_records
+from metadata.journal.replicated import ReplicatedJournal
+from tests.harness import RecordingStateMachine, free_address
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-def free_address() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{probe.getsockname()[1]}"
-
-
-class RecordingStateMachine:
-    def __init__(self):
-        self.applied: list[tuple[int, bytes]] = []
-
-    def apply_entry(self, raft_index: int, payload: bytes) -> object:
-        self.applied.append((raft_index, payload))
-        return raft_index
 
 
 def start_worker(journal_dir: Path, *args: str) -> subprocess.Popen:
@@ -164,7 +149,9 @@ def _worker(journal_dir: str, mode: str) -> None:
         journal.setCurrentTerm(9, "127.0.0.1:9010")
         os.kill(os.getpid(), signal.SIGKILL)
     if mode == "replay":
-        metadata.journal.WAL_PROBE_SECONDS = 3.0  # RocksDB opens this WAL in well under a second
+        metadata.journal.log.WAL_PROBE_SECONDS = (
+            3.0  # RocksDB opens this WAL in well under a second
+        )
         journal, state_machine = restart(Path(journal_dir))
         for raft_index, payload in state_machine.applied:
             sys.stdout.write(f"{raft_index} {payload.decode()}\n")

@@ -3,34 +3,12 @@
 from __future__ import annotations
 
 import logging
-import socket
-import time
 
 import pytest
 
-from metadata.replication import JournalError, ReplicatedJournal
-
-
-def free_address() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{probe.getsockname()[1]}"
-
-
-def wait_until(condition, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.005)
-
-
-class RecordingStateMachine:
-    def __init__(self):
-        self.applied: list[tuple[int, bytes]] = []
-
-    def apply_entry(self, raft_index: int, payload: bytes) -> object:
-        self.applied.append((raft_index, payload))
-        return raft_index
+from metadata.journal.errors import JournalError
+from metadata.journal.replicated import ReplicatedJournal
+from tests.harness import RecordingStateMachine, agreed_leader, free_address, wait_until
 
 
 class Nodes:
@@ -64,18 +42,7 @@ class Nodes:
 
     def leader(self, timeout=10.0) -> ReplicatedJournal:
         voters = [node for node in self.running.values() if node.self_address is not None]
-        found = []
-
-        def agreed():
-            statuses = [node.status() for node in voters]
-            leaders = [n for n, s in zip(voters, statuses, strict=True) if s.is_leader]
-            if len(leaders) == 1 and all(s.leader == leaders[0].self_address for s in statuses):
-                found.append(leaders[0])
-                return True
-            return False
-
-        wait_until(agreed, timeout)
-        return found[0]
+        return agreed_leader(voters, timeout)
 
     def set_members(self, followers, observers=()):
         for node in self.running.values():
@@ -83,7 +50,11 @@ class Nodes:
 
     def wait_applied(self, index, names=None):
         names = names or list(self.running)
-        wait_until(lambda: all(self.running[n].status().last_applied >= index for n in names))
+        wait_until(
+            lambda: all(self.running[n].status().last_applied >= index for n in names),
+            10,
+            "the named nodes to apply the entry",
+        )
 
     def payloads(self, name):
         return [payload for _index, payload in self.machines[name].applied]
@@ -159,7 +130,11 @@ def test_a_dropped_follower_gets_nothing_more_and_its_vote_stops_counting(nodes)
     remaining = [leader.self_address, kept]
     nodes.set_members(remaining)
     survivors = [leader, nodes.running[names[kept]]]
-    wait_until(lambda: all(node.status().voters == tuple(sorted(remaining)) for node in survivors))
+    wait_until(
+        lambda: all(node.status().voters == tuple(sorted(remaining)) for node in survivors),
+        10,
+        "the survivors to see the new voters",
+    )
     nodes.stop(names[dropped])
     index = leader.commit(b"two voters", timeout=5)
     nodes.wait_applied(index)
@@ -206,14 +181,16 @@ def test_an_observer_applies_every_entry_but_never_makes_a_majority(nodes):
 def test_only_listed_observers_are_served(nodes, caplog):
     a, listed, unlisted = free_address(), free_address(), free_address()
     leader = nodes.start("a", a, [], followers=[a], observers=[listed])
-    with caplog.at_level(logging.WARNING, logger="metadata.replication"):
+    with caplog.at_level(logging.WARNING, logger="metadata.journal.raft"):
         nodes.start("listed", None, [a], observer_address=listed)
         nodes.start("unlisted", None, [a], observer_address=unlisted)
         nodes.start("anonymous", None, [a])
         index = leader.commit(b"for listed observers", timeout=5)
         nodes.wait_applied(index, ["a", "listed"])
         wait_until(
-            lambda: sum("not a listed observer" in r.getMessage() for r in caplog.records) >= 2
+            lambda: sum("not a listed observer" in r.getMessage() for r in caplog.records) >= 2,
+            10,
+            "two refusals of the unlisted observer in the log",
         )
     assert nodes.payloads("listed") == [b"for listed observers"]
     assert nodes.payloads("unlisted") == nodes.payloads("anonymous") == []
@@ -222,10 +199,10 @@ def test_only_listed_observers_are_served(nodes, caplog):
         return sum("not a listed observer" in r.getMessage() for r in caplog.records)
 
     # Dropping the observer disconnects it, and it is refused when it reconnects.
-    with caplog.at_level(logging.WARNING, logger="metadata.replication"):
+    with caplog.at_level(logging.WARNING, logger="metadata.journal.raft"):
         before = refusals()
         leader.set_members([a], [])
-        wait_until(lambda: refusals() > before)
+        wait_until(lambda: refusals() > before, 10, "another refusal")
     leader.commit(b"after the drop", timeout=5)
     assert nodes.payloads("listed") == [b"for listed observers"]
 

@@ -14,6 +14,7 @@ sent to clients.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import hashlib
 import logging
@@ -24,7 +25,6 @@ import struct
 import subprocess
 import sys
 import threading
-import time
 from decimal import Decimal
 from pathlib import Path
 
@@ -46,6 +46,7 @@ from fe.mysql import (
     native_password_hash,
 )
 from fe.mysql.errors import ErrorCode
+from tests.harness import wait_until
 
 DATABASES = {"test", "sbtest", "db1"}
 VARIABLES = {
@@ -283,15 +284,6 @@ def front():
     harness.stop()
 
 
-def wait_until(predicate, timeout=10.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 # A raw protocol client, to send what no well-behaved client sends.
 
 CLIENT_LONG_PASSWORD = 1
@@ -390,6 +382,17 @@ class RawClient:
             return True
         except TimeoutError:
             return False
+
+
+@contextlib.contextmanager
+def logged_in(port: int):
+    """A RawClient logged in as alice, closed at the end."""
+    client = RawClient(port)
+    try:
+        assert client.login()[0] == 0x00
+        yield client
+    finally:
+        client.close()
 
 
 def error_of(packet: bytes) -> tuple[int, str, str]:
@@ -588,9 +591,7 @@ def test_sysbench_point_selects_with_prepared_statements(front):
 
 def test_prepare_and_execute_on_the_wire(front):
     """No EOF after parameter definitions for a DEPRECATE_EOF client; types sent only once."""
-    client = RawClient(front.port)
-    try:
-        assert client.login()[0] == 0x00
+    with logged_in(front.port) as client:
         prepared = client.command(bytes([COM_STMT_PREPARE]) + b"SELECT ?, ?")
         assert prepared[0] == 0x00
         stmt_id, columns, params = struct.unpack_from("<IHH", prepared, 1)
@@ -615,14 +616,10 @@ def test_prepare_and_execute_on_the_wire(front):
         again = execute(False, -6, b"de")
         assert first[-2] == b"\x00\x00" + struct.pack("<q", 5) + b"\x03abc"
         assert again[-2] == b"\x00\x00" + struct.pack("<q", -6) + b"\x02de"
-    finally:
-        client.close()
 
 
 def test_cursor_fetch(front):
-    client = RawClient(front.port)
-    try:
-        assert client.login()[0] == 0x00
+    with logged_in(front.port) as client:
         prepared = client.command(bytes([COM_STMT_PREPARE]) + b"SELECT * FROM typed")
         stmt_id = struct.unpack_from("<I", prepared, 1)[0]
         opened = [client.command(struct.pack("<BIBI", COM_STMT_EXECUTE, stmt_id, 1, 1))]
@@ -642,8 +639,6 @@ def test_cursor_fetch(front):
         rows, status = fetch(5)
         assert len(rows) == 1 and status & 0x80  # SERVER_STATUS_LAST_ROW_SENT
         assert struct.unpack_from("<q", rows[0], 3)[0] == 2  # after the 2-byte NULL bitmap
-    finally:
-        client.close()
 
 
 def test_perl_dbd_mariadb_server_side_prepared_statements(front):
@@ -705,16 +700,12 @@ def test_prepared_date_datetime_decimal_time_parameters(front):
 
 
 def test_result_set_end_reports_no_affected_rows(front):
-    client = RawClient(front.port)
-    try:
-        assert client.login()[0] == 0x00
+    with logged_in(front.port) as client:
         packets = client.query_packets("SELECT * FROM typed")
         assert packets[0] == bytes([len(TYPED_COLUMNS)])
         end = packets[-1]
         assert end[0] == 0xFE and ok_counts(end) == (0, 0)
         assert len(packets) == 1 + len(TYPED_COLUMNS) + len(TYPED_ROWS) + 1
-    finally:
-        client.close()
 
 
 # Defect 7: column definitions carry length, decimals, flags
@@ -796,9 +787,7 @@ def test_query_error_reaches_client_with_code_and_sqlstate(front):
 
 
 def test_malformed_and_unknown_commands_leave_the_connection_usable(front):
-    client = RawClient(front.port)
-    try:
-        assert client.login()[0] == 0x00
+    with logged_in(front.port) as client:
         assert error_of(client.command(bytes([COM_STMT_EXECUTE, 1, 0])))[0] == 1835
         assert error_of(client.command(b"\x63"))[:2] == (1047, "08S01")
         assert error_of(client.command(b""))[0] == 1835
@@ -807,35 +796,25 @@ def test_malformed_and_unknown_commands_leave_the_connection_usable(front):
         assert code == 1300 and "FFFE" in message
         packets = client.query_packets("SELECT 1")
         assert packets[-2] == b"\x011"
-    finally:
-        client.close()
 
 
 def test_packet_over_the_limit_gets_1153_and_is_not_read(front):
-    client = RawClient(front.port)
-    try:
-        assert client.login()[0] == 0x00
+    with logged_in(front.port) as client:
         size = (1 << 20) + 1
         client.sock.sendall(size.to_bytes(3, "little") + b"\x00" + bytes([COM_QUERY]) + b"x" * 10)
         code, sqlstate, _ = error_of(client.read())
         assert (code, sqlstate) == (1153, "08S01")
         assert client.is_closed()
-    finally:
-        client.close()
     with front.pymysql() as conn, conn.cursor() as cur:
         with pytest.raises(pymysql.err.MySQLError):
             cur.execute("SELECT '" + "y" * (2 << 20) + "'")
 
 
 def test_packets_out_of_order_and_bad_handshakes_are_refused(front):
-    client = RawClient(front.port)
-    try:
-        assert client.login()[0] == 0x00
+    with logged_in(front.port) as client:
         client.send(bytes([COM_QUERY]) + b"SELECT 1", seq=5)
         assert error_of(client.read())[:2] == (1156, "08S01")
         assert client.is_closed()
-    finally:
-        client.close()
     client = RawClient(front.port)
     try:
         client.read()
@@ -864,7 +843,7 @@ def test_clients_vanishing_mid_packet_and_mid_result(front):
     mid_handshake.read()
     mid_handshake.close()
 
-    wait_until(lambda: front.front.connection_count == baseline, what="connections to end")
+    wait_until(lambda: front.front.connection_count == baseline, 10, "connections to end")
     with front.pymysql() as conn, conn.cursor() as cur:
         cur.execute("SELECT 'still serving'")
         assert cur.fetchone() == ("still serving",)
@@ -885,7 +864,7 @@ def test_max_connections_refuses_with_1040():
             harness.pymysql()
         assert refused.value.args[0] == 1040
         first.close()
-        wait_until(lambda: harness.front.connection_count == 1, what="a free slot")
+        wait_until(lambda: harness.front.connection_count == 1, 10, "a free slot")
         third = harness.pymysql()
         third.close()
         second.close()
@@ -929,7 +908,7 @@ def test_kill_query_interrupts_statement_and_keeps_connection(front):
                 p.id == victim_id and p.command == "Query" for p in front.front.processlist()
             )
 
-        wait_until(sleeping, what="the victim to be running")
+        wait_until(sleeping, 10, "the victim to be running")
         with killer.cursor() as cur:
             cur.execute("SHOW PROCESSLIST")
             rows = {row[0]: row for row in cur.fetchall()}
@@ -955,7 +934,11 @@ def test_kill_connection_ends_busy_and_idle_connections(front):
         busy_id, idle_id = _connection_id(busy), _connection_id(idle)
         thread, outcome = _sleep_in_thread(busy)
         wait_until(
-            lambda: any(p.id == busy_id and p.command == "Query" for p in front.front.processlist())
+            lambda: any(
+                p.id == busy_id and p.command == "Query" for p in front.front.processlist()
+            ),
+            10,
+            "the busy connection to be running its query",
         )
         with killer.cursor() as cur:
             cur.execute(f"KILL {busy_id}")
@@ -963,7 +946,11 @@ def test_kill_connection_ends_busy_and_idle_connections(front):
         thread.join(10)
         assert outcome["error"].args[0] == 1927
         ids = {busy_id, idle_id}
-        wait_until(lambda: not ids & {p.id for p in front.front.processlist()})
+        wait_until(
+            lambda: not ids & {p.id for p in front.front.processlist()},
+            10,
+            "the killed connections to leave the process list",
+        )
         with pytest.raises(pymysql.err.OperationalError) as lost:
             with idle.cursor() as cur:
                 cur.execute("SELECT 1")
@@ -1007,9 +994,7 @@ def test_init_db_ping_reset_and_change_user(front):
 
 
 def test_field_list(front):
-    client = RawClient(front.port)
-    try:
-        assert client.login()[0] == 0x00
+    with logged_in(front.port) as client:
         packets = [client.command(bytes([COM_FIELD_LIST]) + b"t\x00")]
         while packets[-1][0] not in (0xFE, 0xFF):
             packets.append(client.read())
@@ -1031,8 +1016,6 @@ def test_field_list(front):
             else:
                 assert type_code == 0xF6 and d[pos + 10] == 2 and default == b"\x041.50"
         assert names == [b"id", b"price"]
-    finally:
-        client.close()
 
 
 # MariaDB Connector/J (what Spark's JDBC source uses)

@@ -39,19 +39,18 @@ def http_status(quire, user: str, password: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def root(quire):
-    connection = quire.connect()
-    run(connection, "CREATE DATABASE db1")
-    run(connection, "CREATE TABLE db1.t (k INT) DISTRIBUTED BY HASH(k) BUCKETS 1")
-    run(connection, "CREATE DATABASE db2")
+def root(root):
+    """The root connection, with what this module's tests share."""
+    run(root, "CREATE DATABASE db1")
+    run(root, "CREATE TABLE db1.t (k INT) DISTRIBUTED BY HASH(k) BUCKETS 1")
+    run(root, "CREATE DATABASE db2")
     run(
-        connection,
+        root,
         "CREATE TABLE db2.secret_t (d DATE, salary INT COMMENT 'who earns what') "
         'PARTITION BY RANGE(d) (PARTITION p2025 VALUES LESS THAN ("2026-01-01")) '
         "DISTRIBUTED BY HASH(d) BUCKETS 2 COMMENT 'payroll'",
     )
-    yield connection
-    connection.close()
+    return root
 
 
 def user(quire, root, name: str, *grants: str):

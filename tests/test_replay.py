@@ -3,7 +3,7 @@
 import requests
 
 from image.images import ImageStore, load_image
-from metadata.replication import ReplicatedJournal
+from metadata.journal.replicated import ReplicatedJournal
 from tests.harness import free_port
 
 

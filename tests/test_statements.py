@@ -10,13 +10,6 @@ def error_code(excinfo) -> int:
     return excinfo.value.args[0]
 
 
-@pytest.fixture(scope="module")
-def root(quire):
-    connection = quire.connect()
-    yield connection
-    connection.close()
-
-
 def expect_error(connection, sql, code):
     with pytest.raises(pymysql.MySQLError) as excinfo:
         run(connection, sql)
@@ -84,18 +77,28 @@ def test_create_table_mysql_syntax_like_and_errors(root):
     assert run(root, "DESC users2") == run(root, "DESC users")
     expect_error(root, "CREATE TABLE users (a INT)", 1050)
     run(root, "CREATE TABLE IF NOT EXISTS users (a INT)")
-    expect_error(root, "CREATE TABLE bad (a INT, a INT)", 1060)
-    expect_error(root, "CREATE TABLE bad (a FOO)", 1064)
-    expect_error(root, "CREATE TABLE nowhere.t (a INT)", 1049)
-    expect_error(root, "CREATE TABLE bad (a INT) DUPLICATE KEY(zz)", 1072)
-    expect_error(root, "DROP TABLE nothing", 1051)
     run(root, "DROP TABLE IF EXISTS nothing")
-    expect_error(root, "SHOW CREATE TABLE nothing", 1146)
     fresh = pymysql.connect(
         host=root.host, port=root.port, user="root", password="", autocommit=True
     )
     expect_error(fresh, "CREATE TABLE x (a INT)", 1046)
     fresh.close()
+
+
+@pytest.mark.parametrize(
+    "statement, code",
+    [
+        ("CREATE TABLE bad (a INT, a INT)", 1060),
+        ("CREATE TABLE bad (a FOO)", 1064),
+        ("CREATE TABLE nowhere.t (a INT)", 1049),
+        ("CREATE TABLE bad (a INT) DUPLICATE KEY(zz)", 1072),
+        ("DROP TABLE nothing", 1051),
+        ("SHOW CREATE TABLE nothing", 1146),
+    ],
+)
+def test_bad_table_statements_get_their_error(root, statement, code):
+    run(root, "USE shop")
+    expect_error(root, statement, code)
 
 
 def test_alter_table(root):
@@ -157,12 +160,15 @@ def test_users_grants_and_privileges(quire, root):
     assert error_code(excinfo) == 1045
     alice = quire.connect("alice", "pw1")
     assert run(alice, "SHOW DATABASES") == (("information_schema",),)
-    expect_error(alice, "USE priv", 1044)
-    expect_error(alice, "CREATE DATABASE mine", 1044)
-    expect_error(alice, "CREATE USER bob", 1227)
-    expect_error(alice, "SHOW FRONTENDS", 1227)
-    expect_error(alice, "ADMIN SHOW FRONTEND CONFIG", 1227)
-    expect_error(alice, "ALTER SYSTEM ADD FOLLOWER '127.0.0.1:1'", 1227)
+    for statement, code in [
+        ("USE priv", 1044),
+        ("CREATE DATABASE mine", 1044),
+        ("CREATE USER bob", 1227),
+        ("SHOW FRONTENDS", 1227),
+        ("ADMIN SHOW FRONTEND CONFIG", 1227),
+        ("ALTER SYSTEM ADD FOLLOWER '127.0.0.1:1'", 1227),
+    ]:
+        expect_error(alice, statement, code)
     run(root, "GRANT SELECT ON priv.* TO alice")
     assert ("priv",) in run(alice, "SHOW DATABASES") and ("secret",) not in run(
         alice, "SHOW DATABASES"

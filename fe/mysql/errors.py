@@ -33,6 +33,7 @@ class ErrorCode(IntEnum):
     KILL_DENIED_ERROR = 1095
     UNKNOWN_ERROR = 1105
     UNKNOWN_TABLE = 1109
+    PASSWORD_NO_MATCH = 1133
     WRONG_VALUE_COUNT_ON_ROW = 1136
     NONEXISTING_GRANT = 1141
     TABLEACCESS_DENIED_ERROR = 1142
@@ -76,6 +77,7 @@ class ErrorCode(IntEnum):
 
 
 SQLSTATES: dict[int, str] = {
+    ErrorCode.PASSWORD_NO_MATCH: "42000",
     ErrorCode.DB_CREATE_EXISTS: "HY000",
     ErrorCode.DB_DROP_EXISTS: "HY000",
     ErrorCode.CON_COUNT_ERROR: "08004",

@@ -25,7 +25,6 @@ import itertools
 import logging
 import multiprocessing
 import os
-import socket
 import statistics
 import sys
 import tempfile
@@ -42,9 +41,9 @@ from pysyncobj import SyncObj, SyncObjConf, replicated  # noqa: E402
 from metadata import ops  # noqa: E402
 from metadata.catalog import Catalog  # noqa: E402
 from metadata.codec import encode_ops  # noqa: E402
+from metadata.journal.replicated import ReplicatedJournal  # noqa: E402
 from metadata.records import Column, Database, KeyModel, Partition, Table  # noqa: E402
-from metadata.replication import ReplicatedJournal  # noqa: E402
-from tests.harness import QuireProcess  # noqa: E402
+from tests.harness import QuireProcess, free_address  # noqa: E402
 
 logger = logging.getLogger("bench_ddl")
 
@@ -121,12 +120,6 @@ def log_machine_state(when: str, directory: Path) -> None:
         p50 * 1000,
         p90 * 1000,
     )
-
-
-def free_address() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{probe.getsockname()[1]}"
 
 
 # 1. The MySQL front.

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import socket
 import statistics
 import sys
 import tempfile
@@ -26,15 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from pysyncobj import SyncObj, SyncObjConf, replicated  # noqa: E402
 
-from metadata.replication import ReplicatedJournal  # noqa: E402
+from metadata.journal.replicated import ReplicatedJournal  # noqa: E402
+from tests.harness import free_address  # noqa: E402
 
 PAYLOAD = b"p" * 200
-
-
-def free_address() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{probe.getsockname()[1]}"
 
 
 def report(line: str) -> None:

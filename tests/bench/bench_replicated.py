@@ -208,7 +208,7 @@ class _Counter:
 
 def journal_member(directory, address, partners, threads, seconds, commands, results):
     """One voter. Answers "leader?" and, when it leads, "drive" (commits from threads)."""
-    from metadata.replication import ReplicatedJournal
+    from metadata.journal.replicated import ReplicatedJournal
 
     journal = ReplicatedJournal(
         journal_dir=directory,

@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from metadata import ops  # noqa: E402
 from metadata.catalog import Catalog  # noqa: E402
 from metadata.codec import encode_ops  # noqa: E402
+from metadata.journal.replicated import ReplicatedJournal  # noqa: E402
 from metadata.records import Column, Database, Partition, Table  # noqa: E402
-from metadata.replication import ReplicatedJournal  # noqa: E402
 from tests.harness import free_port  # noqa: E402
 
 TARGET = 50_000

@@ -222,6 +222,12 @@ class RocksJournal(Journal):
         for raft_index in range(first, last + 1):
             yield self._tail[raft_index - tail_first]
 
+    def payloads(self, first: int, last: int) -> Iterator[tuple[int, bytes | None]]:
+        """(raft_index, payload) of the stored entries first..last; payload None for pysyncobj's
+        own commands, which carry none."""
+        for command, raft_index, _term in self.entries(first, last):
+            yield raft_index, command[1:] if command[:1] == REGULAR_COMMAND else None
+
     # pysyncobj's Journal interface.
 
     def __len__(self) -> int:

@@ -186,7 +186,7 @@ async def run_select(session, plan: SelectPlan) -> Result:
 async def _run_in_engine(session, plan: SelectPlan) -> Result:
     def prepare() -> tuple[str, dict[str, pa.Table]]:
         """On the engine's worker: a long query's copy, checks and SQL take no time of the loop."""
-        expression = _substituted(plan.expression.copy(), lambda node: _bind(node, session))
+        expression = substituted(plan.expression.copy(), lambda node: _bind(node, session))
         engine.check(expression)
         tables: dict[str, str] = {}
         for table in list(expression.find_all(exp.Table)):
@@ -256,7 +256,7 @@ def _decimal_type(duck_type) -> str:
     return text if text.startswith("DECIMAL") else "VARCHAR"
 
 
-def _substituted(root: exp.Expression, substitute) -> exp.Expression:
+def substituted(root: exp.Expression, substitute) -> exp.Expression:
     """root with every node for which substitute gives another node replaced by it, in one pass:
     sqlglot's transform and replace search a list for each item they replace (quadratic in a long
     select list)."""

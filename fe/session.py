@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Awaitable
 
 from mysql_mimic.session import BaseSession
 
-from fe import accounts, privileges, queries
+from fe import accounts, privileges, queries, statement_cache
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
 from fe.sql.parser import ParseError
@@ -55,12 +56,30 @@ class QuireSession(BaseSession):
         pass
 
     async def handle_query(self, sql: str, attrs: dict[str, str]) -> Result:
+        return await self._handle(self.parse(sql), sql)
+
+    async def prepare_statement(self, sql: str):
+        """A query parsed once with its `?` markers, for execute_prepared; None: the statement
+        runs as text with its values written in (its errors are reported when it runs)."""
+        try:
+            return await self.node.statement_cache.prepare(sql)
+        except (ParseError, LongStatementsBusy, RecursionError):
+            return None
+
+    async def execute_prepared(self, prepared, values: list, attrs: dict[str, str]) -> Result:
+        return await self._handle(self._bind(prepared, values), None)
+
+    async def _bind(self, prepared, values: list):
+        return statement_cache.bind(prepared, values)
+
+    async def _handle(self, parsing: Awaitable, sql: str | None) -> Result:
         self.node.metrics.query_started()
         try:
-            statement = await self.parse(sql)
+            statement = await parsing
             if not self.node.is_leader():
                 kind = kind_of(statement)
                 if kind.forwarded(statement):
+                    assert sql is not None, "a prepared query is never forwarded"
                     return await self.node.forwarder.forward(self, sql)
                 if not kind.runs_when_stale(statement):
                     self.node.check_fresh()

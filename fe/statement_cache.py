@@ -7,6 +7,9 @@ Two levels, both bounded LRUs shared by every session of an FE:
   statement, which arrives with its values inlined) is tokenized, and its literals are bound into
   the cached tree instead of parsing again.
 
+A prepared query is parsed once, when it is prepared, with each `?` marker kept in the tree
+(PreparedQuery); each execution binds its typed parameter values into a copy of that tree.
+
 Statements longer than max_sql_bytes are neither cached nor parsed on the event loop: one thread
 parses them, one at a time, with at most max_waiting_long_statements waiting (more are refused),
 so a long statement slows other clients but never stops them. No statement has more than
@@ -16,19 +19,27 @@ max_tokens tokens (sqlglot's parser takes about 30 us a token).
 from __future__ import annotations
 
 import asyncio
+import datetime
+import decimal
+import math
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
 from fe import queries
+from fe.mysql.errors import ErrorCode, QueryError
+from fe.mysql.prepared import time_text
 from fe.sql import statements as st
 from fe.sql.parser import QUERY_STARTS, ParseError, parse_tokens, parse_with_sqlglot, tokenize
 
 LITERAL_TOKENS = (TokenType.NUMBER, TokenType.STRING)
 SENTINEL = "\x00quire-literal-"
+PARAMETER = "\x00quire-parameter-"
 
 
 class LRU:
@@ -58,6 +69,14 @@ class LongStatementsBusy(Exception):
     pass
 
 
+@dataclass(frozen=True)
+class PreparedQuery:
+    """A query parsed with each `?` as a numbered marker, to bind parameter values into."""
+
+    template: exp.Expression
+    parameters: int
+
+
 class StatementCache:
     def __init__(
         self,
@@ -81,11 +100,21 @@ class StatementCache:
         """statement(sql), a long statement parsed off the event loop."""
         if len(sql) <= self.max_sql_bytes:
             return self.statement(sql)
+        return await self._parse_long(self._uncached, sql)
+
+    async def prepare(self, sql: str) -> PreparedQuery | None:
+        """The query `sql` parsed with its `?` markers; None for other statements (and for a
+        query that parses otherwise with its markers taken for values)."""
+        if len(sql) <= self.max_sql_bytes:
+            return self._prepared(sql)
+        return await self._parse_long(self._prepared, sql)
+
+    async def _parse_long(self, parse: Callable, sql: str):
         with self._long_lock:
             if self._long_admitted > self.max_waiting_long_statements:
                 raise LongStatementsBusy()
             self._long_admitted += 1
-        future = self._long.submit(self._uncached, sql)
+        future = self._long.submit(parse, sql)
         future.add_done_callback(self._long_done)  # a parse already running is not cancelled
         return await asyncio.wrap_future(future)
 
@@ -112,6 +141,26 @@ class StatementCache:
         if tokens[0].token_type in QUERY_STARTS:
             return plan(parse_with_sqlglot(tokens, sql))
         return _statement(tokens, sql)
+
+    def _prepared(self, sql: str) -> PreparedQuery | None:
+        tokens = self._tokens(sql)
+        if tokens[0].token_type not in QUERY_STARTS:
+            return None
+        marked = []
+        parameters = 0
+        for token in tokens:
+            if token.token_type == TokenType.PLACEHOLDER and token.text == "?":
+                token = Token.string(f"{PARAMETER}{parameters}")
+                parameters += 1
+            marked.append(token)
+        try:
+            template = parse_with_sqlglot(marked, sql)
+        except ParseError:
+            return None
+        if not isinstance(template, exp.Select | exp.Union):
+            return None
+        markers = sum(1 for node in template.find_all(exp.Literal) if _parameter_index(node) >= 0)
+        return PreparedQuery(template, parameters) if markers == parameters else None
 
     def _tokens(self, sql: str) -> list[Token]:
         tokens = tokenize(sql)
@@ -188,3 +237,46 @@ def _bound(template: exp.Expression, literals: list[Token]) -> exp.Expression:
             node.set("this", token.text)
             node.set("is_string", token.token_type != TokenType.NUMBER)
     return bound
+
+
+def bind(prepared: PreparedQuery, values: list) -> queries.SelectPlan:
+    """The prepared query with each marker replaced by its parameter's value, planned."""
+    assert len(values) == prepared.parameters, (len(values), prepared.parameters)
+
+    def value_of(node: exp.Expression) -> exp.Expression:
+        index = _parameter_index(node)
+        return node if index < 0 else parameter_expression(values[index])
+
+    return plan(queries.substituted(prepared.template.copy(), value_of))
+
+
+def _parameter_index(node: exp.Expression) -> int:
+    """The number of the parameter whose marker `node` is; -1 if it is none."""
+    if isinstance(node, exp.Literal) and node.is_string and node.this.startswith(PARAMETER):
+        return int(node.this[len(PARAMETER) :])
+    return -1
+
+
+def parameter_expression(value) -> exp.Expression:
+    """What the MySQL dialect reads from `value` written as a literal (fe.mysql's sql_literal)."""
+    if value is None:
+        return exp.Null()
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise QueryError(ErrorCode.WRONG_ARGUMENTS, f"Incorrect float parameter: {value}")
+    if isinstance(value, int | float | decimal.Decimal):
+        text = format(value, "f") if isinstance(value, decimal.Decimal) else repr(value)
+        number = exp.Literal.number(text.removeprefix("-"))
+        return exp.Neg(this=number) if text.startswith("-") else number
+    if isinstance(value, str):
+        return exp.Literal.string(value)
+    if isinstance(value, bytes):
+        return exp.HexString(this=value.hex())
+    if isinstance(value, datetime.datetime):
+        return exp.Literal.string(value.isoformat(" "))
+    if isinstance(value, datetime.date):
+        return exp.Literal.string(value.isoformat())
+    if isinstance(value, datetime.timedelta):
+        return exp.Literal.string(time_text(value))
+    raise AssertionError(f"no SQL value for {type(value).__name__}")

@@ -17,8 +17,9 @@ import secrets
 import ssl
 import struct
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from hashlib import sha1
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,7 @@ from fe.mysql.prepared import (
     PreparedStatement,
     parse_execute,
     parse_query_attributes,
+    plain_length,
     prepare,
     sql_literal,
 )
@@ -339,7 +341,10 @@ class Connection:
     """Serves one client from handshake to close, handing its statements to a session.
 
     Besides BaseSession's methods a session may define `async describe(sql) -> columns | None`:
-    the result columns of a statement about to be prepared (`sql` still holds its `?` markers).
+    the result columns of a statement about to be prepared (`sql` still holds its `?` markers);
+    and `async prepare_statement(sql) -> plan | None` with `async execute_prepared(plan, values,
+    attrs) -> Result`: a statement parsed once when it is prepared, each execution's typed
+    values bound into it (statements it gives no plan run as text with their values written in).
 
     The identity provider's `get_user(username, host)` picks the account a client at `host` logs
     in as (an Account, or a plain User: host '%'); once the client proves it, the session's
@@ -772,14 +777,17 @@ class Connection:
         await self._abort(ErrorCode.CONNECTION_KILLED, "Connection was killed")
 
     async def _execute(self, sql: str, attrs: dict[str, str], command: str) -> Result:
+        return await self._run(self.session.handle_query(sql, attrs), sql, command)
+
+    async def _run(self, running: Awaitable[Result], info: str, command: str) -> Result:
         self.command = command
         self.state = "executing"
-        self.info = sql
+        self.info = info
         self._since = time.monotonic()
         self._executing = True
         self.front.questions += 1
         try:
-            result = await self.session.handle_query(sql, attrs)
+            result = await running
         finally:
             self._executing = False
         if self._kill is not None:
@@ -989,6 +997,9 @@ class Connection:
             stmt_id = next(self._stmt_ids) & 0xFFFFFFFF
         stmt = prepare(stmt_id, sql)
         assert stmt.num_params <= MAX_PARAMS
+        prepare_statement = getattr(self.session, "prepare_statement", None)
+        if prepare_statement is not None:
+            stmt.plan = await prepare_statement(sql)
         columns = await self._describe(stmt)
         assert len(columns) <= 0xFFFF
         self.prepared[stmt_id] = stmt
@@ -1029,12 +1040,20 @@ class Connection:
             self.codec,
         )
         stmt = execution.stmt
-        if any(len(b) > self.stream.max_payload_bytes for b in stmt.long_data.values()):
+        limit = self.stream.max_payload_bytes
+        if any(len(b) > limit for b in stmt.long_data.values()) or any(
+            isinstance(v, Decimal) and plain_length(v) > limit for v in execution.values
+        ):
             raise QueryError(
                 ErrorCode.NET_PACKET_TOO_LARGE, "Parameter data bigger than 'max_allowed_packet'"
             )
         stmt.cursor = None
-        result = await self._execute(execution.sql, execution.attrs, "Execute")
+        execute_prepared = getattr(self.session, "execute_prepared", None)
+        if stmt.plan is not None and execute_prepared is not None:
+            running = execute_prepared(stmt.plan, execution.values, execution.attrs)
+            result = await self._run(running, stmt.sql, "Execute")
+        else:
+            result = await self._execute(execution.sql, execution.attrs, "Execute")
         if stmt.column_names and len(stmt.column_names) == len(result.columns):
             # MySQL names a prepared statement's columns after its text, not the bound values.
             result.columns = [

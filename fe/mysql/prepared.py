@@ -1,8 +1,10 @@
 """Server-side prepared statements: placeholders, parameter decoding, and safe substitution.
 
-A prepared statement is executed by rendering each parameter as an SQL literal (sqlglot renders
-strings, so quotes and backslashes are escaped the way the MySQL dialect reads them back) and
-handing the resulting text to the session, like any other query.
+A session that offers `prepare_statement(sql)` parses a statement once, when it is prepared, and
+is handed each execution's typed parameter values (`execute_prepared`). For other sessions, and
+statements their session does not prepare, each parameter is rendered as an SQL literal (sqlglot
+renders strings, so quotes and backslashes are escaped the way the MySQL dialect reads them back)
+and the resulting text is handed to the session like any other query.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class PreparedStatement:
     long_data: dict[int, bytearray] = field(default_factory=dict)
     cursor: Iterator[bytes] | None = None
     column_names: list[str] = field(default_factory=list)  # from the statement text, at prepare
+    plan: object | None = None  # the session's parsed statement, if it prepared one
 
     @property
     def num_params(self) -> int:
@@ -50,9 +53,14 @@ class PreparedStatement:
 @dataclass
 class Execution:
     stmt: PreparedStatement
-    sql: str
+    values: list[Any]
     attrs: dict[str, str]
     use_cursor: bool
+
+    @property
+    def sql(self) -> str:
+        """The statement's text with its values written in."""
+        return substitute(self.stmt, self.values)
 
 
 def prepare(stmt_id: int, sql: str) -> PreparedStatement:
@@ -205,7 +213,7 @@ def parse_execute(
     query_attributes: bool,
     codec: str,
 ) -> Execution:
-    """Decode a COM_STMT_EXECUTE payload (without its command byte) into the SQL to run."""
+    """Decode a COM_STMT_EXECUTE payload (without its command byte): the statement and values."""
     reader = PacketReader(data)
     stmt_id, flags, _iterations = reader.unpack(_EXECUTE_HEADER)
     stmt = statements.get(stmt_id)
@@ -223,7 +231,7 @@ def parse_execute(
     values = [value for _, value in params[: stmt.num_params]]
     attrs = {name: _attribute_text(value) for name, value in params[stmt.num_params :] if name}
     stmt.long_data.clear()
-    return Execution(stmt, substitute(stmt, values), attrs, bool(flags & CURSOR_TYPE_READ_ONLY))
+    return Execution(stmt, values, attrs, bool(flags & CURSOR_TYPE_READ_ONLY))
 
 
 def parse_query_attributes(reader: PacketReader, codec: str) -> dict[str, str]:
@@ -331,6 +339,13 @@ def _decode_decimal(raw: bytes) -> Decimal:
     return value
 
 
+def plain_length(value: Decimal) -> int:
+    """How many characters `value` takes written without an exponent (1E+9 takes ten)."""
+    sign, digits, exponent = value.as_tuple()
+    assert isinstance(exponent, int), value
+    return sign + max(len(digits) + exponent, 1) + max(-exponent, 0) + 1
+
+
 def _read_datetime(reader: PacketReader, code: int) -> date | datetime | str:
     length = reader.uint1()
     if length == 0:
@@ -413,11 +428,12 @@ def sql_literal(value: Any) -> str:
     if isinstance(value, date):
         return f"'{value.isoformat()}'"
     if isinstance(value, timedelta):
-        return f"'{_time_text(value)}'"
+        return f"'{time_text(value)}'"
     raise AssertionError(f"no SQL literal for {type(value).__name__}")
 
 
-def _time_text(value: timedelta) -> str:
+def time_text(value: timedelta) -> str:
+    """A TIME value as MySQL writes it: [-]HH:MM:SS[.ffffff], hours past 24 allowed."""
     sign = "-" if value < timedelta(0) else ""
     value = abs(value)
     total = value.days * 86400 + value.seconds

@@ -3,9 +3,8 @@
 Two levels, both bounded LRUs shared by every session of an FE:
 - by exact text: a client's connect-time queries, SELECT 1, SHOW TABLES;
 - by shape, for queries: the statement's tokens with its literals taken out. A query whose shape was
-  seen before (`... WHERE id = 7` after `... WHERE id = 3`, and every execution of a prepared
-  statement, which arrives with its values inlined) is tokenized, and its literals are bound into
-  the cached tree instead of parsing again.
+  seen before (`... WHERE id = 7` after `... WHERE id = 3`) is tokenized, and its literals are
+  bound into the cached tree instead of parsing again.
 
 A prepared query is parsed once, when it is prepared, with each `?` marker kept in the tree
 (PreparedQuery); each execution binds its typed parameter values into a copy of that tree.

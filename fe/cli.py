@@ -15,8 +15,9 @@ import time
 import requests
 import uvloop
 
+from be.config import DEFAULT_BE_CONF, Config, ConfigError
 from fe import cluster
-from fe.config import DEFAULT_BE_CONF, DEFAULT_FE_CONF, Config, ConfigError
+from fe.config import DEFAULT_FE_CONF, load_config
 
 logger = logging.getLogger("quire")
 
@@ -134,8 +135,8 @@ def setup_logging(config: Config, foreground: bool) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-def load_config(args: argparse.Namespace, with_be: bool) -> Config:
-    return Config.load(args.conf, getattr(args, "be_conf", None), args.override, with_be=with_be)
+def config_from_args(args: argparse.Namespace, with_be: bool) -> Config:
+    return load_config(args.conf, getattr(args, "be_conf", None), args.override, with_be=with_be)
 
 
 def run_node(config: Config, helper: str | None = None, token_file: str | None = None) -> int:
@@ -247,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "cluster":
         return cluster.main(args)
     try:
-        config = load_config(args, with_be=args.command == "up")
+        config = config_from_args(args, with_be=args.command == "up")
     except ConfigError as error:
         sys.stderr.write(f"quire: configuration error: {error}\n")
         return 2

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import requests
 
+from be.config import Config
 from be.engine import Engine
 from fe import privileges
 from fe.accounts import CatalogIdentityProvider
 from fe.certificates import CertificateError, self_signed, server_context
 from fe.client_errors import apply_failure, catalog_error, journal_error
-from fe.config import Config
 from fe.forwarding import Forwarder
 from fe.frontends import COLUMNS as FRONTEND_COLUMNS
 from fe.frontends import FrontendMonitor

@@ -1,14 +1,7 @@
 import pytest
 
-from fe.config import (
-    BE_KEYS,
-    DEFAULT_BE_CONF,
-    DEFAULT_FE_CONF,
-    FE_KEYS,
-    Config,
-    ConfigError,
-    read_conf_file,
-)
+from be.config import BE_KEYS, DEFAULT_BE_CONF, ConfigError, read_conf_file
+from fe.config import DEFAULT_FE_CONF, FE_KEYS, load_config
 from tests.harness import run_quire
 
 
@@ -25,16 +18,16 @@ def test_conf_files_list_every_key_with_its_default():
 
 
 def test_override_and_unknown_key():
-    config = Config.load(overrides=["query_port=9131", "meta_delay_toleration_second=10"])
+    config = load_config(overrides=["query_port=9131", "meta_delay_toleration_second=10"])
     assert config["query_port"] == 9131
     with pytest.raises(ConfigError, match="unknown configuration key 'no_such_key'"):
-        Config.load(overrides=["no_such_key=1"])
+        load_config(overrides=["no_such_key=1"])
     with pytest.raises(ConfigError, match="must be an integer"):
-        Config.load(overrides=["query_port=abc"])
+        load_config(overrides=["query_port=abc"])
 
 
 def test_runtime_changes_only_for_mutable_keys():
-    config = Config.load()
+    config = load_config()
     config.set("edit_log_roll_num", "10")
     assert config["edit_log_roll_num"] == 10
     with pytest.raises(ConfigError, match="cannot be changed at run time"):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from be.config import ConfigError
 from fe import privileges
-from fe.config import ConfigError
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
 from fe.show import like_matcher, text_result

@@ -487,7 +487,6 @@ def add_parser(commands) -> None:
 
 def main(args) -> int:
     """Run `quire cluster ACTION` for parsed args; the exit code."""
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     directory = Path(args.dir)
     try:
         if args.cluster_command == "up":

@@ -1,48 +1,17 @@
-"""Configuration: conf/fe.conf and conf/be.conf, `--override key=value`, and run-time changes.
+"""The FE's configuration: its keys (conf/fe.conf) composed with the data plane's (conf/be.conf).
 
-The schema below is the single list of keys: the conf files document the same keys (a test keeps
-them in step), an unknown key is an error, and only keys marked mutable change at run time
+The mechanism (Key, Config, conf files, overrides) is `be.config`'s; this module adds the FE's keys
+and how `quire fe` and `quire up` read their conf files. Only keys marked mutable change at run time
 (ADMIN SET FRONTEND CONFIG).
 """
 
 from __future__ import annotations
 
-import configparser
-import threading
-from dataclasses import dataclass
 from pathlib import Path
 
-PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+from be.config import BE_KEYS, DEFAULT_BE_CONF, PACKAGE_ROOT, Config, Key
+
 DEFAULT_FE_CONF = PACKAGE_ROOT / "conf" / "fe.conf"
-DEFAULT_BE_CONF = PACKAGE_ROOT / "conf" / "be.conf"
-
-
-class ConfigError(Exception):
-    pass
-
-
-@dataclass(frozen=True)
-class Key:
-    name: str
-    default: object
-    mutable: bool = False
-    choices: tuple[str, ...] = ()
-
-    def parse(self, text: str) -> object:
-        text = text.strip()
-        if isinstance(self.default, bool):
-            if text.lower() not in ("true", "false"):
-                raise ConfigError(f"{self.name} must be true or false, not {text!r}")
-            return text.lower() == "true"
-        if isinstance(self.default, int):
-            try:
-                return int(text)
-            except ValueError:
-                raise ConfigError(f"{self.name} must be an integer, not {text!r}") from None
-        if self.choices and text.upper() not in self.choices:
-            raise ConfigError(f"{self.name} must be one of {', '.join(self.choices)}, not {text!r}")
-        return text.upper() if self.choices else text
-
 
 FE_KEYS = (
     Key("meta_dir", "meta"),
@@ -82,78 +51,14 @@ FE_KEYS = (
     Key("query_engine_threads", 1),
     Key("failed_login_max_accounts", 100_000),
 )
-BE_KEYS = (Key("storage_root", "storage"),)
-KEYS = {key.name: key for key in FE_KEYS + BE_KEYS}
 
 
-def read_conf_file(path: str | Path) -> dict[str, str]:
-    """key = value lines with # comments, as Doris's fe.conf; no sections."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"configuration file {path} does not exist")
-    parser = configparser.ConfigParser(
-        interpolation=None, comment_prefixes=("#",), inline_comment_prefixes=None, strict=True
-    )
-    parser.optionxform = str
-    try:
-        parser.read_string("[conf]\n" + path.read_text(encoding="utf-8"), source=str(path))
-    except configparser.Error as error:
-        raise ConfigError(f"{path}: {error}") from None
-    return dict(parser["conf"])
-
-
-def parse_override(text: str) -> tuple[str, str]:
-    name, sep, value = text.partition("=")
-    if not sep or not name.strip():
-        raise ConfigError(f"--override wants key=value, not {text!r}")
-    return name.strip(), value.strip()
-
-
-class Config:
-    """Typed, validated configuration; reads are lock-free, run-time changes take a lock."""
-
-    def __init__(self, values: dict[str, object]):
-        self._values = values
-        self._lock = threading.Lock()
-
-    @classmethod
-    def load(
-        cls,
-        fe_conf: str | Path | None = None,
-        be_conf: str | Path | None = None,
-        overrides: list[str] = (),
-        with_be: bool = True,
-    ) -> Config:
-        raw: dict[str, str] = {}
-        raw.update(read_conf_file(fe_conf or DEFAULT_FE_CONF))
-        if with_be:
-            raw.update(read_conf_file(be_conf or DEFAULT_BE_CONF))
-        for text in overrides:
-            name, value = parse_override(text)
-            raw[name] = value
-        values = {key.name: key.default for key in KEYS.values()}
-        for name, text in raw.items():
-            key = KEYS.get(name)
-            if key is None:
-                raise ConfigError(f"unknown configuration key {name!r}")
-            values[name] = key.parse(text)
-        return cls(values)
-
-    def __getitem__(self, name: str):
-        return self._values[name]
-
-    def items(self) -> list[tuple[Key, object]]:
-        return [(KEYS[name], value) for name, value in sorted(self._values.items())]
-
-    def set(self, name: str, text: str) -> None:
-        key = KEYS.get(name)
-        if key is None:
-            raise ConfigError(f"unknown configuration key {name!r}")
-        if not key.mutable:
-            raise ConfigError(f"{name} cannot be changed at run time; set it in the conf file")
-        value = key.parse(text)
-        with self._lock:
-            self._values[name] = value
-
-    def path(self, name: str) -> Path:
-        return Path(str(self._values[name])).resolve()
+def load_config(
+    fe_conf: str | Path | None = None,
+    be_conf: str | Path | None = None,
+    overrides: list[str] = (),
+    with_be: bool = True,
+) -> Config:
+    """Every key of both schemas; conf/be.conf is read only with_be (`quire up`)."""
+    conf_files = [fe_conf or DEFAULT_FE_CONF] + ([be_conf or DEFAULT_BE_CONF] if with_be else [])
+    return Config.load(FE_KEYS + BE_KEYS, conf_files, overrides)

@@ -7,23 +7,24 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import gc
 import ipaddress
 import logging
 import socket
 import ssl
 import threading
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import requests
 
+from be.config import Config
 from be.engine import Engine
 from fe import privileges
 from fe.accounts import CatalogIdentityProvider
 from fe.certificates import CertificateError, self_signed, server_context
 from fe.client_errors import apply_failure, catalog_error, journal_error
-from fe.config import Config
 from fe.forwarding import Forwarder
 from fe.frontends import COLUMNS as FRONTEND_COLUMNS
 from fe.frontends import FrontendMonitor
@@ -65,9 +66,6 @@ MAX_OPS_PER_STATEMENT = 1024
 CHECKPOINTER_TICK_SECONDS = 1.0
 IMAGE_RETRY_SECONDS = 1.0
 CATCH_UP_BEFORE_SERVING_SECONDS = 60
-# Catalog records hold no reference cycles, yet each one is a tracked container: with the default
-# (700) the collector ran every few entries while a node caught up, a fifth of the apply time.
-GC_YOUNG_THRESHOLD = 10_000
 QUORUM_CHECK_SECONDS = 0.25  # how often a waiting write checks that the majority still answers
 ROOT_PRIVILEGES = frozenset(
     (*privileges.OBJECT_PRIVILEGES, privileges.GRANT, *privileges.GLOBAL_ONLY)
@@ -100,8 +98,19 @@ def local_address(priority_networks: str) -> str:
 
 
 class FrontendNode:
-    def __init__(self, config: Config, helper: str | None = None, token_file: str | None = None):
+    def __init__(
+        self,
+        config: Config,
+        replaying: Callable[[], AbstractContextManager[None]],
+        set_log_level: Callable[[str], None],
+        helper: str | None = None,
+        token_file: str | None = None,
+    ):
+        """replaying and set_log_level change process-wide state (the collector, the root logger):
+        the process's entry point owns them."""
         self.config = config
+        self.replaying = replaying
+        self.set_log_level = set_log_level
         self.helper = helper
         self.token_file = token_file
         self.role = "FOLLOWER"
@@ -246,15 +255,8 @@ class FrontendNode:
         if self.catalog.frontends:
             self.journal.set_members(*self.members())
         started = time.monotonic()
-        # The catalog's records hold no reference cycles: the cyclic collector would only rescan
-        # the growing catalog during replay (a quarter of replay time), so it waits until after.
-        gc.disable()
-        try:
+        with self.replaying():
             self.journal.start()
-        finally:
-            gc.freeze()  # what replay built lives on: keep the collector from walking it again
-            gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
-            gc.enable()
         logger.info(
             "journal replayed to journal id %d in %.2f s",
             self.catalog.journal_id,
@@ -702,7 +704,7 @@ class FrontendNode:
     def set_config(self, name: str, value: str) -> None:
         self.config.set(name, value)
         if name == "sys_log_level":
-            logging.getLogger().setLevel(self.config[name].replace("WARN", "WARNING"))
+            self.set_log_level(self.config[name])
         if name == "image_keep_count":
             self.images.keep = self.config[name]
 

@@ -1,15 +1,11 @@
+import re
+import subprocess
+
 import pytest
 
-from fe.config import (
-    BE_KEYS,
-    DEFAULT_BE_CONF,
-    DEFAULT_FE_CONF,
-    FE_KEYS,
-    Config,
-    ConfigError,
-    read_conf_file,
-)
-from tests.harness import run_quire
+from be.config import BE_KEYS, DEFAULT_BE_CONF, ConfigError, read_conf_file
+from fe.config import DEFAULT_FE_CONF, FE_KEYS, load_config
+from tests.harness import run, run_quire
 
 
 def test_conf_files_list_every_key_with_its_default():
@@ -25,16 +21,16 @@ def test_conf_files_list_every_key_with_its_default():
 
 
 def test_override_and_unknown_key():
-    config = Config.load(overrides=["query_port=9131", "meta_delay_toleration_second=10"])
+    config = load_config(overrides=["query_port=9131", "meta_delay_toleration_second=10"])
     assert config["query_port"] == 9131
     with pytest.raises(ConfigError, match="unknown configuration key 'no_such_key'"):
-        Config.load(overrides=["no_such_key=1"])
+        load_config(overrides=["no_such_key=1"])
     with pytest.raises(ConfigError, match="must be an integer"):
-        Config.load(overrides=["query_port=abc"])
+        load_config(overrides=["query_port=abc"])
 
 
 def test_runtime_changes_only_for_mutable_keys():
-    config = Config.load()
+    config = load_config()
     config.set("edit_log_roll_num", "10")
     assert config["edit_log_roll_num"] == 10
     with pytest.raises(ConfigError, match="cannot be changed at run time"):
@@ -48,3 +44,44 @@ def test_cli_help_and_bad_override():
     result = run_quire("up", "--override", "bogus=1")
     assert result.returncode == 2
     assert "unknown configuration key 'bogus'" in result.stderr
+
+
+CLI_TIMEOUT_SECONDS = 60
+LOGGED_IN = re.compile(r"DEBUG .*connection \d+: root@\S+ logged in")
+
+
+def mariadb_set(node, sql: str) -> subprocess.CompletedProcess:
+    command = ["mariadb", "-h", "127.0.0.1", "-P", str(node.query_port), "-u", "root"]
+    return subprocess.run(
+        [*command, "--batch", "-e", sql],
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT_SECONDS,
+    )
+
+
+def logins_logged_after_a_new_connection(node) -> int:
+    """A new connection's login is logged (at DEBUG) before its first statement runs."""
+    connection = node.connect()
+    assert run(connection, "SELECT 1") == ((1,),)
+    connection.close()
+    return len(LOGGED_IN.findall(node.log_file.read_text()))
+
+
+def test_sys_log_level_changes_the_process_log_level_at_run_time(fresh_quire):
+    node = fresh_quire.start()
+    root = node.connect()
+    assert logins_logged_after_a_new_connection(node) == 0
+    done = mariadb_set(node, "ADMIN SET FRONTEND CONFIG ('sys_log_level' = 'debug')")
+    assert done.returncode == 0, done.stderr
+    assert logins_logged_after_a_new_connection(node) == 1
+    assert run(root, "ADMIN SHOW FRONTEND CONFIG LIKE 'sys_log_level'")[0][:2] == (
+        "sys_log_level",
+        "DEBUG",
+    )
+    run(root, "ADMIN SET FRONTEND CONFIG ('sys_log_level' = 'WARN')")
+    assert logins_logged_after_a_new_connection(node) == 1
+    done = mariadb_set(node, "ADMIN SET FRONTEND CONFIG ('sys_log_level' = 'LOUD')")
+    assert done.returncode == 1
+    assert "ERROR 1105 (HY000)" in done.stderr and "sys_log_level must be one of" in done.stderr
+    root.close()

@@ -1,5 +1,5 @@
 """Start-up replay: journal entries per second replayed from RocksDB into a fresh catalog, the way
-an FE restarts (FrontendNode.start_journal: the cyclic GC waits until the replay is done).
+an FE restarts (fe/cli.py's replaying: the cyclic GC waits until the replay is done).
 
 Fills a journal with --entries CREATE/ALTER TABLE entries through ReplicatedJournal (one operation
 per entry, as DDL statements make), closes it, then times the replay of a fresh ReplicatedJournal

@@ -19,7 +19,7 @@ import requests
 import uvloop
 
 from be.config import DEFAULT_BE_CONF, Config, ConfigError
-from fe import cluster
+from fe.cluster import launcher as cluster
 from fe.config import DEFAULT_FE_CONF, load_config
 
 logger = logging.getLogger("quire")
@@ -163,7 +163,7 @@ def config_from_args(args: argparse.Namespace, with_be: bool) -> Config:
 
 
 def run_node(config: Config, helper: str | None = None, token_file: str | None = None) -> int:
-    from fe.node import FrontendNode, StartupError, pid_file_path
+    from fe.cluster.node import FrontendNode, StartupError, pid_file_path
 
     node = FrontendNode(config, replaying, set_log_level, helper, token_file)
     pid_file = pid_file_path(config)
@@ -224,7 +224,7 @@ def start_daemon(argv: list[str], config: Config) -> int:
 
 
 def stop_daemon(config: Config) -> int:
-    from fe.node import pid_file_path
+    from fe.cluster.node import pid_file_path
 
     pid_file = pid_file_path(config)
     if not pid_file.exists():

@@ -13,12 +13,14 @@ from collections.abc import Awaitable
 
 from mysql_mimic.session import BaseSession
 
-from fe import accounts, privileges, queries, statement_cache
+from fe import statement_cache
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
+from fe.security import privileges
 from fe.sql.parser import ParseError
 from fe.statement_cache import LongStatementsBusy
-from fe.statement_kinds import kind_of
+from fe.statements import accounts, queries
+from fe.statements.statement_kinds import kind_of
 from fe.variables import QuireSessionVariables
 from metadata.records import User
 

@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
-from fe import queries
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.prepared import time_text
 from fe.sql import statements as st
 from fe.sql.parser import QUERY_STARTS, ParseError, parse_tokens, parse_with_sqlglot, tokenize
+from fe.statements import queries
 
 LITERAL_TOKENS = (TokenType.NUMBER, TokenType.STRING)
 SENTINEL = "\x00quire-literal-"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pymysql
 import requests
 
-from fe.helper import TOKEN_ENVIRONMENT_VARIABLE
+from fe.cluster.helper import TOKEN_ENVIRONMENT_VARIABLE
 from image.identity import read_version
 
 REPO = Path(__file__).resolve().parent.parent

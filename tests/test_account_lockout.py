@@ -8,7 +8,7 @@ import pymysql
 import pytest
 import requests
 
-from fe.lockout import LoginTracker
+from fe.security.lockout import LoginTracker
 from metadata.records import User
 from tests.harness import QuireProcess, error_of, run, wait_until
 

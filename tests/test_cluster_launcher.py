@@ -9,7 +9,7 @@ import time
 import pymysql
 import pytest
 
-from fe.cluster import process_alive
+from fe.cluster.launcher import process_alive
 from tests.harness import run_quire, wait_until
 
 

@@ -5,7 +5,7 @@ import json
 import stat
 import subprocess
 
-from fe.helper import TOKEN_ENVIRONMENT_VARIABLE
+from fe.cluster.helper import TOKEN_ENVIRONMENT_VARIABLE
 from tests.harness import QuireProcess, cluster_token, execute, run_quire, wait_until
 
 

@@ -2,7 +2,7 @@ import pytest
 
 from fe.sql import statements as st
 from fe.statement_cache import StatementCache
-from fe.statement_kinds import KINDS, kind_of
+from fe.statements.statement_kinds import KINDS, kind_of
 
 # sql, writes, forwarded by a non-leader, runs on a non-leader whose catalog is stale
 CASES = [

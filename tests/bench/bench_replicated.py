@@ -51,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import pymysql  # noqa: E402
 import requests  # noqa: E402
 
-from fe import cluster as quire_cluster  # noqa: E402
+from fe.cluster import launcher as quire_cluster  # noqa: E402
 from tests.harness import wait_until  # noqa: E402
 
 logger = logging.getLogger("bench_replicated")

@@ -13,10 +13,10 @@ import re
 
 from mysql_mimic.auth import IdentityProvider
 
-from fe import privileges
-from fe.lockout import SECONDS_PER_DAY, LoginTracker
 from fe.mysql.connection import Account, NativePasswordPlugin, native_password_hash
 from fe.mysql.errors import QueryError
+from fe.security import privileges
+from fe.security.lockout import SECONDS_PER_DAY, LoginTracker
 from fe.sql import statements as st
 from metadata import ops
 from metadata.catalog import Catalog

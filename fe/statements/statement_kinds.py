@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fe import accounts, admin, ddl, queries, set_statement, show
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
 from fe.sql import statements as st
+from fe.statements import accounts, admin, ddl, queries, set_statement, show
 
 Predicate = Callable[[object], bool]
 

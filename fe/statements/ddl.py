@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from fe import privileges
 from fe.mysql.errors import QueryError
+from fe.security import privileges
 from fe.sql import statements as st
 from metadata import ops
 from metadata.records import Column, Database, KeyModel, Partition, Table

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import re
 
-from fe import accounts, privileges
-from fe.ddl import database_name, resolve_database, resolve_table
-from fe.information_schema import (
+from fe.mysql.errors import QueryError
+from fe.mysql.results import Result, column
+from fe.security import privileges
+from fe.sql import statements as st
+from fe.statements import accounts
+from fe.statements.ddl import database_name, resolve_database, resolve_table
+from fe.statements.information_schema import (
     INFORMATION_SCHEMA,
     column_key,
     mysql_column_type,
     unquote_default,
     visible_databases,
 )
-from fe.mysql.errors import QueryError
-from fe.mysql.results import Result, column
-from fe.sql import statements as st
 from metadata.records import Table
 
 
@@ -431,7 +432,7 @@ def _backends(session, statement: st.Show) -> Result:
 
 
 def _proc(session, statement: st.Show) -> Result:
-    from fe.proc import NODE_PATHS, show_proc
+    from fe.statements.proc import NODE_PATHS, show_proc
 
     if statement.path.strip().rstrip("/") in NODE_PATHS:
         session.require_admin_or_node()

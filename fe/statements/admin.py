@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from be.config import ConfigError
-from fe import privileges
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
-from fe.show import like_matcher, text_result
+from fe.security import privileges
 from fe.sql import statements as st
+from fe.statements.show import like_matcher, text_result
 from metadata import ops
 from metadata.records import Frontend, FrontendRole
 

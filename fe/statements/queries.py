@@ -17,9 +17,9 @@ from sqlglot import exp
 
 from be import engine
 from fe.client_errors import engine_error
-from fe.information_schema import INFORMATION_SCHEMA, build_table
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result, column
+from fe.statements.information_schema import INFORMATION_SCHEMA, build_table
 from fe.variables import SCHEMA
 
 SESSION_FUNCTIONS = {
@@ -238,9 +238,9 @@ def _positive_variable(session, name: str) -> int:
 def _refuse_table_read(session, db: str, name: str):
     if not db:
         raise QueryError(1046, "No database selected")
-    from fe import privileges
-    from fe.ddl import resolve_table
+    from fe.security import privileges
     from fe.sql.statements import TableName
+    from fe.statements.ddl import resolve_table
 
     if not privileges.has(session.user, privileges.SELECT, db, name):
         raise session.table_denied("SELECT", db, name)  # before 1049 / 1146, as MySQL

@@ -9,7 +9,7 @@ import re
 
 import pyarrow as pa
 
-from fe import privileges
+from fe.security import privileges
 from metadata.records import Column, Table
 
 INFORMATION_SCHEMA = "information_schema"

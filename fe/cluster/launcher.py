@@ -21,7 +21,7 @@ from pathlib import Path
 
 import requests
 
-from fe.helper import TOKEN_ENVIRONMENT_VARIABLE
+from fe.cluster.helper import TOKEN_ENVIRONMENT_VARIABLE
 from image.identity import IdentityError, read_version
 
 logger = logging.getLogger("quire.cluster")
@@ -35,7 +35,7 @@ STOP_TIMEOUT_SECONDS = 30
 KILL_TIMEOUT_SECONDS = 10
 STATUS_TIMEOUT_SECONDS = 0.5
 POLL_SECONDS = 0.1
-PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 
 
 class ClusterError(Exception):

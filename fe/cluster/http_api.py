@@ -14,12 +14,12 @@ import logging
 
 from aiohttp import web
 
-from fe import privileges
-from fe.accounts import account_for_login
-from fe.forwarding import FORWARD_PATH
+from fe.cluster.forwarding import FORWARD_PATH
 from fe.mysql.connection import native_password_hash
 from fe.mysql.errors import QueryError
-from fe.statement_kinds import kind_of
+from fe.security import privileges
+from fe.statements.accounts import account_for_login
+from fe.statements.statement_kinds import kind_of
 
 logger = logging.getLogger(__name__)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from fe import queries
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
 from fe.sql import statements as st
+from fe.statements import queries
 from fe.variables import coerce
 from metadata import ops
 

@@ -21,14 +21,11 @@ import requests
 
 from be.config import Config
 from be.engine import Engine
-from fe import privileges
-from fe.accounts import CatalogIdentityProvider
-from fe.certificates import CertificateError, self_signed, server_context
 from fe.client_errors import apply_failure, catalog_error, journal_error
-from fe.forwarding import Forwarder
-from fe.frontends import COLUMNS as FRONTEND_COLUMNS
-from fe.frontends import FrontendMonitor
-from fe.helper import (
+from fe.cluster.forwarding import Forwarder
+from fe.cluster.frontends import COLUMNS as FRONTEND_COLUMNS
+from fe.cluster.frontends import FrontendMonitor
+from fe.cluster.helper import (
     HOW_TO_GIVE_THE_TOKEN,
     JoinError,
     ask_role,
@@ -38,12 +35,15 @@ from fe.helper import (
     given_token,
     helper_url,
 )
-from fe.lockout import LoginTracker
-from fe.metrics import Metrics
+from fe.cluster.metrics import Metrics
 from fe.mysql.errors import QueryError
 from fe.mysql.server import MysqlFront
+from fe.security import privileges
+from fe.security.certificates import CertificateError, self_signed, server_context
+from fe.security.lockout import LoginTracker
 from fe.session import QuireSession
 from fe.statement_cache import StatementCache
+from fe.statements.accounts import CatalogIdentityProvider
 from fe.variables import ClusterGlobalVariables
 from image.identity import (
     NodeRole,
@@ -338,7 +338,7 @@ class FrontendNode:
         self._completions = Completions(asyncio.get_running_loop())
         self.membership_lock = asyncio.Lock()
         self.forwarder = Forwarder(self)
-        from fe.http_api import HttpApi
+        from fe.cluster.http_api import HttpApi
 
         self.http = HttpApi(self)
         await self.http.start(self.host, self.config["http_port"])

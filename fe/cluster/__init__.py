@@ -1,0 +1,1 @@
+"""The FE as a member of a cluster: the node's start-up and services, joining through a helper, forwarding to the leader, the frontends monitor, the HTTP API, metrics and the local cluster launcher."""

@@ -7,9 +7,10 @@ statement or query shape skips sqlglot's parser.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import Iterator
 
 from mysql_mimic.session import BaseSession
 
@@ -58,7 +59,8 @@ class QuireSession(BaseSession):
         pass
 
     async def handle_query(self, sql: str, attrs: dict[str, str]) -> Result:
-        return await self._handle(self.parse(sql), sql)
+        with self._counted():
+            return await self._run(await self.parse(sql), sql)
 
     async def prepare_statement(self, sql: str):
         """A query parsed once with its `?` markers, for execute_prepared; None: the statement
@@ -69,23 +71,15 @@ class QuireSession(BaseSession):
             return None
 
     async def execute_prepared(self, prepared, values: list, attrs: dict[str, str]) -> Result:
-        return await self._handle(self._bind(prepared, values), None)
+        with self._counted():
+            return await self._run(statement_cache.bind(prepared, values), None)
 
-    async def _bind(self, prepared, values: list):
-        return statement_cache.bind(prepared, values)
-
-    async def _handle(self, parsing: Awaitable, sql: str | None) -> Result:
+    @contextlib.contextmanager
+    def _counted(self) -> Iterator[None]:
+        """One statement in the metrics; a failure counted, too-deep nesting told as 1064."""
         self.node.metrics.query_started()
         try:
-            statement = await parsing
-            if not self.node.is_leader():
-                kind = kind_of(statement)
-                if kind.forwarded(statement):
-                    assert sql is not None, "a prepared query is never forwarded"
-                    return await self.node.forwarder.forward(self, sql)
-                if not kind.runs_when_stale(statement):
-                    self.node.check_fresh()
-            return await self.execute(statement)
+            yield
         except QueryError:
             self.node.metrics.query_failed()
             raise
@@ -94,6 +88,16 @@ class QuireSession(BaseSession):
             raise QueryError(
                 1064, "You have an error in your SQL syntax: the statement nests too deeply"
             ) from None
+
+    async def _run(self, statement, sql: str | None) -> Result:
+        if not self.node.is_leader():
+            kind = kind_of(statement)
+            if kind.forwarded(statement):
+                assert sql is not None, "a prepared query is never forwarded"
+                return await self.node.forwarder.forward(self, sql)
+            if not kind.runs_when_stale(statement):
+                self.node.check_fresh()
+        return await self.execute(statement)
 
     async def parse(self, sql: str):
         """The statement, parsed (from the FE's cache, or off the event loop when it is long)."""

@@ -92,10 +92,6 @@ class Engine:
         self._idle: dict[int, list[duckdb.DuckDBPyConnection]] = {}
         self._closed = False
 
-    @property
-    def admitted(self) -> int:
-        return self._admitted
-
     async def run(
         self,
         prepare: Prepare,

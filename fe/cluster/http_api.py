@@ -7,18 +7,15 @@ holds ADMIN_PRIV, or the cluster token (header X-Quire-Token) that other FEs pre
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import hmac
 import logging
 
-from aiohttp import web
+from aiohttp import BasicAuth, web
 
 from fe.cluster.forwarding import FORWARD_PATH
-from fe.mysql.connection import native_password_hash
 from fe.mysql.errors import QueryError
 from fe.security import privileges
-from fe.statements.accounts import account_for_login
+from fe.statements.accounts import password_login
 from fe.statements.statement_kinds import kind_of
 
 logger = logging.getLogger(__name__)
@@ -85,22 +82,20 @@ class HttpApi:
         """None if the header proves an admin account, else why the request is refused; a
         wrong password counts as a failed login of the account, as over MySQL."""
         unauthorized = "Unauthorized: use HTTP basic auth with an admin user"
-        scheme, _, encoded = header.partition(" ")
-        if scheme.lower() != "basic":
-            return unauthorized
         try:
-            name, _, password = base64.b64decode(encoded, validate=True).decode().partition(":")
-        except (binascii.Error, UnicodeDecodeError):
+            credentials = BasicAuth.decode(header, encoding="utf-8")
+        except ValueError:
             return unauthorized
-        user = account_for_login(self.node.catalog, name, client_host)
-        if user is None:
-            return unauthorized
-        expected = native_password_hash(password) if password else ""
-        password_ok = hmac.compare_digest(user.password_hash, expected)
-        blocked = self.node.login_tracker.login(user, password_ok, client_host)
+        user, blocked = password_login(
+            self.node.catalog,
+            self.node.login_tracker,
+            credentials.login,
+            credentials.password,
+            client_host,
+        )
         if blocked is not None:
             return blocked.message
-        if not password_ok or not privileges.is_admin(user):
+        if user is None or not privileges.is_admin(user):
             return unauthorized
         return None
 

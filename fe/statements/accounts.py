@@ -8,6 +8,7 @@ patterns with % and _, '%' last). Statements name accounts exactly ('u' alone is
 
 from __future__ import annotations
 
+import hmac
 import ipaddress
 import re
 
@@ -78,6 +79,20 @@ def account_for_login(catalog: Catalog, name: str, client_host: str) -> User | N
         if user_name == name and host_matches(host, client_host)
     ]
     return min(candidates, key=lambda user: host_specificity(user.host), default=None)
+
+
+def password_login(
+    catalog: Catalog, tracker: LoginTracker, name: str, password: str, client_host: str
+) -> tuple[User | None, QueryError | None]:
+    """A login with a clear-text password (HTTP basic auth): the account if the password is right,
+    and the lock-out's refusal if the account is blocked; counted as MySQL logins are."""
+    user = account_for_login(catalog, name, client_host)
+    if user is None:
+        return None, None
+    expected = native_password_hash(password) if password else ""
+    password_ok = hmac.compare_digest(user.password_hash, expected)
+    refusal = tracker.login(user, password_ok, client_host)
+    return (user if password_ok else None), refusal
 
 
 class CatalogIdentityProvider(IdentityProvider):

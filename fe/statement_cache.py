@@ -145,21 +145,10 @@ class StatementCache:
         tokens = self._tokens(sql)
         if tokens[0].token_type not in QUERY_STARTS:
             return None
-        marked = []
-        parameters = 0
-        for token in tokens:
-            if token.token_type == TokenType.PLACEHOLDER and token.text == "?":
-                token = Token.string(f"{PARAMETER}{parameters}")
-                parameters += 1
-            marked.append(token)
-        try:
-            template = parse_with_sqlglot(marked, sql)
-        except ParseError:
+        marked = _marked_template(tokens, sql, _is_parameter, PARAMETER)
+        if marked is None or not isinstance(marked[0], exp.Select | exp.Union):
             return None
-        if not isinstance(template, exp.Select | exp.Union):
-            return None
-        markers = sum(1 for node in template.find_all(exp.Literal) if _parameter_index(node) >= 0)
-        return PreparedQuery(template, parameters) if markers == parameters else None
+        return PreparedQuery(*marked)
 
     def _tokens(self, sql: str) -> list[Token]:
         tokens = tokenize(sql)
@@ -206,24 +195,41 @@ def plan(expression: exp.Expression):
 def _template(tokens: list[Token], sql: str) -> exp.Expression | None:
     """The query parsed with each literal replaced by a numbered marker; None if that changes
     how it parses (then the query is not cached by shape)."""
+    marked = _marked_template(
+        tokens, sql, lambda token: token.token_type in LITERAL_TOKENS, SENTINEL
+    )
+    return None if marked is None else marked[0]
+
+
+def _is_parameter(token: Token) -> bool:
+    return token.token_type == TokenType.PLACEHOLDER and token.text == "?"
+
+
+def _marked_template(
+    tokens: list[Token], sql: str, is_marked: Callable[[Token], bool], prefix: str
+) -> tuple[exp.Expression, int] | None:
+    """The statement parsed with each token is_marked picks replaced by a string marker
+    prefix + its number, and how many there are; None if a marker did not stay a literal."""
     marked = []
-    index = 0
+    count = 0
     for token in tokens:
-        if token.token_type in LITERAL_TOKENS:
-            marked.append(Token.string(f"{SENTINEL}{index}"))
-            index += 1
-        else:
-            marked.append(token)
+        if is_marked(token):
+            token = Token.string(f"{prefix}{count}")
+            count += 1
+        marked.append(token)
     try:
         template = parse_with_sqlglot(marked, sql)
     except ParseError:
         return None
-    markers = [
-        node
-        for node in template.find_all(exp.Literal)
-        if node.is_string and node.this.startswith(SENTINEL)
-    ]
-    return template if len(markers) == index else None
+    markers = sum(1 for node in template.find_all(exp.Literal) if _marker_index(node, prefix) >= 0)
+    return (template, count) if markers == count else None
+
+
+def _marker_index(node: exp.Expression, prefix: str) -> int:
+    """The number of the marker `node` is; -1 if it is none."""
+    if isinstance(node, exp.Literal) and node.is_string and node.this.startswith(prefix):
+        return int(node.this[len(prefix) :])
+    return -1
 
 
 def _bound(template: exp.Expression, literals: list[Token]) -> exp.Expression:
@@ -231,8 +237,9 @@ def _bound(template: exp.Expression, literals: list[Token]) -> exp.Expression:
     replaces list items one index search each: quadratic in a long IN list)."""
     bound = template.copy()
     for node in list(bound.find_all(exp.Literal)):
-        if node.is_string and node.this.startswith(SENTINEL):
-            token = literals[int(node.this[len(SENTINEL) :])]
+        index = _marker_index(node, SENTINEL)
+        if index >= 0:
+            token = literals[index]
             node.set("this", token.text)
             node.set("is_string", token.token_type != TokenType.NUMBER)
     return bound
@@ -243,17 +250,10 @@ def bind(prepared: PreparedQuery, values: list) -> queries.SelectPlan:
     assert len(values) == prepared.parameters, (len(values), prepared.parameters)
 
     def value_of(node: exp.Expression) -> exp.Expression:
-        index = _parameter_index(node)
+        index = _marker_index(node, PARAMETER)
         return node if index < 0 else parameter_expression(values[index])
 
     return plan(queries.substituted(prepared.template.copy(), value_of))
-
-
-def _parameter_index(node: exp.Expression) -> int:
-    """The number of the parameter whose marker `node` is; -1 if it is none."""
-    if isinstance(node, exp.Literal) and node.is_string and node.this.startswith(PARAMETER):
-        return int(node.this[len(PARAMETER) :])
-    return -1
 
 
 def parameter_expression(value) -> exp.Expression:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mysql_mimic.session import BaseSession
 
@@ -25,14 +27,57 @@ from fe.statements.statement_kinds import kind_of
 from fe.variables import QuireSessionVariables
 from metadata.records import User
 
+if TYPE_CHECKING:
+    from be.config import Config
+    from be.engine import Engine
+    from fe.cluster.checkpoints import Checkpointer
+    from fe.cluster.forwarding import Forwarder
+    from fe.cluster.freshness import Freshness
+    from fe.cluster.frontends import FrontendMonitor
+    from fe.cluster.metrics import Metrics
+    from fe.cluster.startup import ThisFrontend
+    from fe.cluster.write_path import MetadataWriter
+    from fe.mysql.server import MysqlFront
+    from fe.statement_cache import StatementCache
+    from fe.variables import ClusterGlobalVariables
+    from image.images import ImageStore
+    from metadata.catalog import Catalog
+    from metadata.journal.replicated import ReplicatedJournal
+
 logger = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class FrontendServices:
+    """What a session's statements use of the FE they run on."""
+
+    this: ThisFrontend
+    config: Config
+    catalog: Catalog
+    global_variables: ClusterGlobalVariables
+    statement_cache: StatementCache
+    engine: Engine
+    writer: MetadataWriter
+    forwarder: Forwarder
+    freshness: Freshness
+    metrics: Metrics
+    front: MysqlFront
+    frontends: FrontendMonitor
+    journal: ReplicatedJournal
+    images: ImageStore
+    checkpointer: Checkpointer
+    set_config: Callable[[str, str], None]
+    started_at: float  # wall clock
+
+    def uptime(self) -> float:
+        return time.time() - self.started_at
+
+
 class QuireSession(BaseSession):
-    def __init__(self, node):
-        self.node = node
-        self.catalog = node.catalog
-        self.variables = QuireSessionVariables(node.global_variables)
+    def __init__(self, services: FrontendServices):
+        self.services = services
+        self.catalog = services.catalog
+        self.variables = QuireSessionVariables(services.global_variables)
         self.username: str | None = None  # the account logged in as: username@user_host
         self.user_host: str | None = None
         self.database: str | None = None
@@ -52,7 +97,7 @@ class QuireSession(BaseSession):
         self.database = database
 
     async def reset(self) -> None:
-        self.variables = QuireSessionVariables(self.node.global_variables)
+        self.variables = QuireSessionVariables(self.services.global_variables)
         self.warnings = []
 
     async def close(self) -> None:
@@ -66,7 +111,7 @@ class QuireSession(BaseSession):
         """A query parsed once with its `?` markers, for execute_prepared; None: the statement
         runs as text with its values written in (its errors are reported when it runs)."""
         try:
-            return await self.node.statement_cache.prepare(sql)
+            return await self.services.statement_cache.prepare(sql)
         except (ParseError, LongStatementsBusy, RecursionError):
             return None
 
@@ -77,32 +122,32 @@ class QuireSession(BaseSession):
     @contextlib.contextmanager
     def _counted(self) -> Iterator[None]:
         """One statement in the metrics; a failure counted, too-deep nesting told as 1064."""
-        self.node.metrics.query_started()
+        self.services.metrics.query_started()
         try:
             yield
         except QueryError:
-            self.node.metrics.query_failed()
+            self.services.metrics.query_failed()
             raise
         except RecursionError:
-            self.node.metrics.query_failed()
+            self.services.metrics.query_failed()
             raise QueryError(
                 1064, "You have an error in your SQL syntax: the statement nests too deeply"
             ) from None
 
     async def _run(self, statement, sql: str | None) -> Result:
-        if not self.node.is_leader():
+        if not self.services.writer.is_leader():
             kind = kind_of(statement)
             if kind.forwarded(statement):
                 assert sql is not None, "a prepared query is never forwarded"
-                return await self.node.forwarder.forward(self, sql)
+                return await self.services.forwarder.forward(self, sql)
             if not kind.runs_when_stale(statement):
-                self.node.check_fresh()
+                self.services.freshness.check_fresh()
         return await self.execute(statement)
 
     async def parse(self, sql: str):
         """The statement, parsed (from the FE's cache, or off the event loop when it is long)."""
         try:
-            return await self.node.statement_cache.parse(sql)
+            return await self.services.statement_cache.parse(sql)
         except ParseError as error:
             raise QueryError(1064, str(error)) from None
         except LongStatementsBusy:
@@ -225,7 +270,7 @@ class QuireSession(BaseSession):
         if not kind.writes:
             return await kind.handler(self, statement)
         if kind.serialised:
-            async with self.node.membership_lock:
+            async with self.services.writer.membership_lock:
                 await self._write(kind.handler, statement)
         else:
             await self._write(kind.handler, statement)
@@ -234,4 +279,4 @@ class QuireSession(BaseSession):
     async def _write(self, builder, statement) -> None:
         operations = builder(self, statement)
         if operations:
-            await self.node.commit(operations)
+            await self.services.writer.commit(operations)

@@ -13,8 +13,11 @@ import time
 
 import requests
 
+from be.config import Config
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
+from metadata.catalog import Catalog
+from metadata.journal.replicated import ReplicatedJournal
 
 logger = logging.getLogger(__name__)
 
@@ -26,8 +29,11 @@ MAX_LEADER_CONNECTIONS = 32  # kept open to the leader, for forwards running at 
 
 
 class Forwarder:
-    def __init__(self, node):
-        self.node = node
+    def __init__(self, journal: ReplicatedJournal, catalog: Catalog, token: str, config: Config):
+        self.journal = journal
+        self.catalog = catalog
+        self.token = token
+        self.config = config
         self._http = requests.Session()  # keeps connections to the leader open between forwards
         adapter = requests.adapters.HTTPAdapter(
             pool_connections=4, pool_maxsize=MAX_LEADER_CONNECTIONS
@@ -35,14 +41,14 @@ class Forwarder:
         self._http.mount("http://", adapter)
 
     def leader_url(self) -> str:
-        leader = self.node.journal.status().leader
+        leader = self.journal.status().leader
         if leader is None:
             raise QueryError(
                 1105,
                 "No leader FE: a majority of followers is unreachable; writes are refused until it is back",
             )
         host, _, port = str(leader).rpartition(":")
-        for frontend in list(self.node.catalog.frontends.values()):
+        for frontend in list(self.catalog.frontends.values()):
             if frontend.host == host and str(frontend.edit_log_port) == port:
                 return f"http://{frontend.host}:{frontend.http_port}"
         raise QueryError(1105, f"The leader {leader} is not in this FE's catalog yet; retry")
@@ -55,7 +61,7 @@ class Forwarder:
             "database": session.database,
             "variables": session.changed_variables(),
         }
-        timeout = self.node.config["journal_commit_timeout_second"]
+        timeout = self.config["journal_commit_timeout_second"]
         response = await self._send(request, timeout)
         if response.status_code != 200:
             raise QueryError(1105, f"The leader refused the statement: HTTP {response.status_code}")
@@ -77,7 +83,7 @@ class Forwarder:
                     self._http.post,
                     url,
                     json=request,
-                    headers={"X-Quire-Token": self.node.token},
+                    headers={"X-Quire-Token": self.token},
                     timeout=timeout,
                 )
             except (QueryError, requests.ConnectionError) as error:
@@ -95,11 +101,11 @@ class Forwarder:
 
     async def wait_replayed(self, journal_id: int, timeout: float) -> None:
         deadline = time.monotonic() + timeout
-        while self.node.catalog.journal_id < journal_id:
+        while self.catalog.journal_id < journal_id:
             if time.monotonic() > deadline:
                 raise QueryError(
                     1105,
                     f"The statement committed (journal id {journal_id}) but this FE has replayed only "
-                    f"{self.node.catalog.journal_id} after {timeout} s",
+                    f"{self.catalog.journal_id} after {timeout} s",
                 )
             await asyncio.sleep(REPLAY_POLL_SECONDS)

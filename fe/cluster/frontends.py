@@ -11,6 +11,12 @@ from dataclasses import dataclass
 
 import requests
 
+from be.config import Config
+from fe.cluster.freshness import Freshness
+from fe.cluster.startup import ThisFrontend
+from metadata.catalog import Catalog
+from metadata.journal.replicated import ReplicatedJournal
+
 logger = logging.getLogger(__name__)
 
 POLL_SECONDS = 1.0
@@ -32,24 +38,37 @@ class Seen:
 
 
 class FrontendMonitor:
-    def __init__(self, node):
-        self.node = node
+    def __init__(
+        self,
+        this: ThisFrontend,
+        catalog: Catalog,
+        journal: ReplicatedJournal,
+        freshness: Freshness,
+        config: Config,
+        stopping: threading.Event,
+    ):
+        self.this = this
+        self.catalog = catalog
+        self.journal = journal
+        self.freshness = freshness
+        self.config = config
+        self.stopping = stopping
         self.seen: dict[str, Seen] = {}
 
     def start(self) -> None:
         threading.Thread(target=self._poll_forever, name="frontend-monitor", daemon=True).start()
 
     def _poll_forever(self) -> None:
-        while not self.node._stopping.wait(POLL_SECONDS):
-            for frontend in list(self.node.catalog.frontends.values()):
-                if frontend.name != self.node.name and frontend.http_port:
+        while not self.stopping.wait(POLL_SECONDS):
+            for frontend in list(self.catalog.frontends.values()):
+                if frontend.name != self.this.name and frontend.http_port:
                     self.seen[frontend.name] = self._poll(frontend, self.seen.get(frontend.name))
 
     def _poll(self, frontend, before: Seen | None) -> Seen:
         url = f"http://{frontend.host}:{frontend.http_port}/journal_id"
         try:
             response = requests.get(
-                url, headers={"X-Quire-Token": self.node.token}, timeout=POLL_TIMEOUT_SECONDS
+                url, headers={"X-Quire-Token": self.this.token}, timeout=POLL_TIMEOUT_SECONDS
             )
             response.raise_for_status()
             return Seen(True, int(response.json()["journal_id"]), time.time(), "")
@@ -58,18 +77,22 @@ class FrontendMonitor:
             journal_id = before.journal_id if before else 0
             return Seen(False, journal_id, last, type(error).__name__)
 
+    def table(self) -> tuple[list[str], list[tuple]]:
+        """SHOW FRONTENDS: its column names and rows."""
+        return COLUMNS, self.rows()
+
     def rows(self) -> list[tuple]:
-        node = self.node
-        status = node.journal.status()
+        this = self.this
+        status = self.journal.status()
         members = set(status.voters) | set(status.observers or ())
-        lag = node.stale_seconds()
+        lag = self.freshness.stale_seconds()
         rows = []
-        for fe in sorted(list(node.catalog.frontends.values()), key=lambda f: f.name):
+        for fe in sorted(list(self.catalog.frontends.values()), key=lambda f: f.name):
             address = f"{fe.host}:{fe.edit_log_port}"
-            if fe.name == node.name:
+            if fe.name == this.name:
                 seen = Seen(
                     True,
-                    node.catalog.journal_id,
+                    self.catalog.journal_id,
                     time.time(),
                     f"metadata {lag:.0f} s behind the leader" if lag is not None else "",
                 )
@@ -81,10 +104,10 @@ class FrontendMonitor:
                 else ""
             )
             rows.append((
-                fe.name, fe.host, fe.edit_log_port, fe.http_port, fe.query_port, node.config["rpc_port"],
-                str(fe.role), str(address == str(status.leader)).lower(), node.cluster_id,
-                str(address in members or fe.name == node.name).lower(), str(seen.alive).lower(),
+                fe.name, fe.host, fe.edit_log_port, fe.http_port, fe.query_port, self.config["rpc_port"],
+                str(fe.role), str(address == str(status.leader)).lower(), this.cluster_id,
+                str(address in members or fe.name == this.name).lower(), str(seen.alive).lower(),
                 seen.journal_id, heartbeat, str(fe.role == "FOLLOWER").lower(), seen.error, VERSION,
-                "Yes" if fe.name == node.name else "No",
+                "Yes" if fe.name == this.name else "No",
             ))  # fmt: skip
         return rows

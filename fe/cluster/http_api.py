@@ -9,14 +9,25 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+from collections.abc import Callable
 
 from aiohttp import BasicAuth, web
 
+from fe.cluster.checkpoints import Checkpointer
 from fe.cluster.forwarding import FORWARD_PATH
+from fe.cluster.membership import record_ports
+from fe.cluster.metrics import Metrics
+from fe.cluster.startup import ThisFrontend
+from fe.cluster.write_path import MetadataWriter
 from fe.mysql.errors import QueryError
 from fe.security import privileges
+from fe.security.lockout import LoginTracker
+from fe.session import QuireSession
 from fe.statements.accounts import password_login
 from fe.statements.statement_kinds import kind_of
+from image.images import ImageStore
+from metadata.catalog import Catalog
+from metadata.journal.replicated import ReplicatedJournal
 
 logger = logging.getLogger(__name__)
 
@@ -24,8 +35,32 @@ IMAGE_CHUNK_BYTES = 1 << 20
 
 
 class HttpApi:
-    def __init__(self, node):
-        self.node = node
+    def __init__(
+        self,
+        *,
+        this: ThisFrontend,
+        catalog: Catalog,
+        journal: ReplicatedJournal,
+        writer: MetadataWriter,
+        images: ImageStore,
+        checkpointer: Checkpointer,
+        metrics: Metrics,
+        login_tracker: LoginTracker,
+        new_session: Callable[[], QuireSession],
+        is_ready: Callable[[], bool],
+        query_port: Callable[[], int],
+    ):
+        self.this = this
+        self.catalog = catalog
+        self.journal = journal
+        self.writer = writer
+        self.images = images
+        self.checkpointer = checkpointer
+        self.metrics_registry = metrics
+        self.login_tracker = login_tracker
+        self.new_session = new_session
+        self.is_ready = is_ready
+        self.query_port = query_port
         self.app = web.Application(middlewares=[self._authenticate], client_max_size=1 << 20)
         self.app.add_routes(
             [
@@ -61,7 +96,7 @@ class HttpApi:
         if request.path in ("/api/health", "/metrics"):
             return await handler(request)
         token = request.headers.get("X-Quire-Token")
-        if token is not None and hmac.compare_digest(token, self.node.token):
+        if token is not None and hmac.compare_digest(token, self.this.token):
             return await handler(request)
         if request.path in (FORWARD_PATH, "/api/frontend_ports"):
             return web.json_response(
@@ -87,8 +122,8 @@ class HttpApi:
         except ValueError:
             return unauthorized
         user, blocked = password_login(
-            self.node.catalog,
-            self.node.login_tracker,
+            self.catalog,
+            self.login_tracker,
             credentials.login,
             credentials.password,
             client_host,
@@ -100,33 +135,32 @@ class HttpApi:
         return None
 
     async def health(self, request: web.Request) -> web.Response:
-        ok = self.node.ready
+        ok = self.is_ready()
         return web.json_response(
-            {"status": "OK" if ok else "STARTING", "journal_id": self.node.catalog.journal_id},
+            {"status": "OK" if ok else "STARTING", "journal_id": self.catalog.journal_id},
             status=200 if ok else 503,
         )
 
     async def metrics(self, request: web.Request) -> web.Response:
         return web.Response(
-            body=self.node.metrics.render(), content_type="text/plain", charset="utf-8"
+            body=self.metrics_registry.render(), content_type="text/plain", charset="utf-8"
         )
 
     async def info(self, request: web.Request) -> web.Response:
-        node = self.node
-        status = node.journal.status()
+        this, catalog = self.this, self.catalog
         return web.json_response(
             {
-                "name": node.name,
-                "host": node.host,
-                "query_port": node.front.port if node.front else 0,
+                "name": this.name,
+                "host": this.host,
+                "query_port": self.query_port(),
                 "http_port": self.port,
-                "edit_log_port": node.config["edit_log_port"],
-                "cluster_id": node.cluster_id,
-                "is_leader": status.is_leader,
-                "journal_id": node.catalog.journal_id,
-                "databases": len(node.catalog.dbs),
-                "tables": len(node.catalog.tables),
-                "tablets": node.catalog.tablet_count(),
+                "edit_log_port": this.edit_log_port,
+                "cluster_id": this.cluster_id,
+                "is_leader": self.journal.status().is_leader,
+                "journal_id": catalog.journal_id,
+                "databases": len(catalog.dbs),
+                "tables": len(catalog.tables),
+                "tablets": catalog.tablet_count(),
             }
         )
 
@@ -140,13 +174,13 @@ class HttpApi:
     async def role(self, request: web.Request) -> web.Response:
         """This node's role; with ?host=&port=, the role a joining node was added with, plus what it
         needs to join (cluster id, followers). Never the token: the joiner already holds it."""
-        node = self.node
+        this = self.this
         host, port = request.query.get("host"), request.query.get("port")
         if host is None:
             return web.json_response(
-                {"role": node.role, "name": node.name, "cluster_id": node.cluster_id}
+                {"role": this.role, "name": this.name, "cluster_id": this.cluster_id}
             )
-        frontends = list(node.catalog.frontends.values())
+        frontends = list(self.catalog.frontends.values())
         frontend = next(
             (f for f in frontends if f.host == host and str(f.edit_log_port) == port), None
         )
@@ -159,7 +193,7 @@ class HttpApi:
             {
                 "role": str(frontend.role),
                 "name": frontend.name,
-                "cluster_id": node.cluster_id,
+                "cluster_id": this.cluster_id,
                 "followers": [
                     f"{f.host}:{f.edit_log_port}" for f in frontends if f.role == "FOLLOWER"
                 ],
@@ -168,12 +202,12 @@ class HttpApi:
 
     async def journal_id(self, request: web.Request) -> web.Response:
         return web.json_response(
-            {"journal_id": self.node.catalog.journal_id},
-            headers={"X-Quire-Journal-Id": str(self.node.catalog.journal_id)},
+            {"journal_id": self.catalog.journal_id},
+            headers={"X-Quire-Journal-Id": str(self.catalog.journal_id)},
         )
 
     async def image(self, request: web.Request) -> web.StreamResponse:
-        images = self.node.images.images()
+        images = self.images.images()
         wanted = request.query.get("version")
         if wanted is None and images:
             info = images[0]
@@ -189,7 +223,7 @@ class HttpApi:
         response.content_type = "application/octet-stream"
         await response.prepare(request)
         try:
-            with self.node.images.stream(info.journal_id) as file:
+            with self.images.stream(info.journal_id) as file:
                 while chunk := await asyncio.to_thread(file.read, IMAGE_CHUNK_BYTES):
                     await response.write(chunk)
             await response.write_eof()
@@ -199,15 +233,13 @@ class HttpApi:
 
     async def forwarded(self, request: web.Request) -> web.Response:
         """A statement another FE forwarded: run it as its user, answer with the journal id."""
-        from fe.session import QuireSession
-
         body = await request.json()
-        session = QuireSession(self.node)
+        session = self.new_session()
         session.username, session.user_host = body["user"], body["user_host"]
         session.database = body.get("database")
         try:
             session.apply_variables(body.get("variables") or {})
-            if not self.node.is_leader():
+            if not self.writer.is_leader():
                 raise QueryError(1105, "This FE is no longer the leader; retry the statement")
             statement = await session.parse(body["sql"])
             if not kind_of(statement).forwarded(statement):
@@ -219,7 +251,7 @@ class HttpApi:
             )
         return web.json_response(
             {
-                "journal_id": self.node.catalog.journal_id,
+                "journal_id": self.catalog.journal_id,
                 "affected_rows": result.affected_rows,
                 "info": result.info,
             }
@@ -229,7 +261,9 @@ class HttpApi:
         body = await request.json()
         try:
             await asyncio.to_thread(
-                self.node.report_ports,
+                record_ports,
+                self.catalog,
+                self.writer,
                 str(body["name"]),
                 int(body["http_port"]),
                 int(body["query_port"]),
@@ -240,11 +274,9 @@ class HttpApi:
 
     async def dump(self, request: web.Request) -> web.Response:
         """The whole catalog as canonical text (for comparing nodes and replays)."""
-        text = await asyncio.to_thread(self.node.catalog.canonical_dump)
-        return web.Response(
-            text=text, headers={"X-Quire-Journal-Id": str(self.node.catalog.journal_id)}
-        )
+        text = await asyncio.to_thread(self.catalog.canonical_dump)
+        return web.Response(text=text, headers={"X-Quire-Journal-Id": str(self.catalog.journal_id)})
 
     async def checkpoint(self, request: web.Request) -> web.Response:
-        info = await self.node.checkpoint_now()
+        info = await self.checkpointer.checkpoint_now()
         return web.json_response({"image": info.path.name, "journal_id": info.journal_id})

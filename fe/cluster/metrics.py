@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
+from metadata.catalog import Catalog
+
 
 class Metrics:
-    def __init__(self, node):
+    def __init__(
+        self,
+        catalog: Catalog,
+        connection_count: Callable[[], int],
+        seconds_since_checkpoint: Callable[[], float],
+        is_leader: Callable[[], bool],
+    ):
         self.registry = CollectorRegistry()
         self._queries = Counter("quire_queries", "Statements received", registry=self.registry)
         self._errors = Counter(
@@ -16,20 +24,20 @@ class Metrics:
         )
         Gauge(
             "quire_journal_id", "Id of the last applied journal operation", registry=self.registry
-        ).set_function(lambda: node.catalog.journal_id)
+        ).set_function(lambda: catalog.journal_id)
         Gauge("quire_connections", "Open MySQL connections", registry=self.registry).set_function(
-            lambda: node.front.connection_count if node.front else 0
+            connection_count
         )
         Gauge(
             "quire_checkpoint_age_seconds",
             "Seconds since the last image was written",
             registry=self.registry,
-        ).set_function(lambda: time.monotonic() - node.last_checkpoint_at)
+        ).set_function(seconds_since_checkpoint)
         Gauge("quire_tables", "Tables in the catalog", registry=self.registry).set_function(
-            lambda: len(node.catalog.tables)
+            lambda: len(catalog.tables)
         )
         Gauge("quire_is_leader", "1 on the leader", registry=self.registry).set_function(
-            lambda: 1 if node.journal and node.journal.status().is_leader else 0
+            lambda: 1 if is_leader() else 0
         )
 
     def query_started(self) -> None:

@@ -186,7 +186,7 @@ def create_user(session, statement: st.CreateUser) -> list[ops.Op]:
                 (),
                 failed_login_attempts=lockout.failed_login_attempts or 0,
                 password_lock_seconds=lockout.password_lock_seconds or 0,
-                lockout_epoch=session.node.allocate_ids(1),
+                lockout_epoch=session.services.writer.allocate_ids(1),
             )
         )
     ]
@@ -216,7 +216,7 @@ def alter_user(session, statement: st.AlterUser) -> list[ops.Op]:
                 host,
                 target.failed_login_attempts if attempts is None else attempts,
                 target.password_lock_seconds if lock_seconds is None else lock_seconds,
-                session.node.allocate_ids(1),
+                session.services.writer.allocate_ids(1),
             )
         )
     return changes

@@ -42,20 +42,20 @@ def alter_system(session, statement: st.AlterSystem) -> list[ops.Op]:
         return [ops.AddFrontend(Frontend(name, host, port, role=role))]
     if existing is None or existing.role != role:
         raise QueryError(1105, f"{role} {host}:{port} does not exist")
-    if existing.name == session.node.name:
+    if existing.name == session.services.this.name:
         raise QueryError(1105, "Cannot drop the current leader; transfer leadership first")
     return [ops.DropFrontend(existing.name)]
 
 
 async def kill(session, statement: st.Kill) -> Result:
     target = next(
-        (p for p in session.node.front.processlist() if p.id == statement.connection_id), None
+        (p for p in session.services.front.processlist() if p.id == statement.connection_id), None
     )
     if target is None:
         raise QueryError(1094, f"Unknown thread id: {statement.connection_id}")
     if target.user != session.user.name and not privileges.is_admin(session.user):
         raise QueryError(1095, f"You are not owner of thread {statement.connection_id}")
-    session.node.front.kill(statement.connection_id, statement.query_only)
+    session.services.front.kill(statement.connection_id, statement.query_only)
     return Result()
 
 
@@ -63,7 +63,7 @@ async def show_config(session, statement: st.AdminShowConfig) -> Result:
     session.require_admin()
     match = like_matcher(statement.like, case_sensitive=False)
     rows = []
-    for key, value in session.node.config.items():
+    for key, value in session.services.config.items():
         if match(key.name):
             kind = type(key.default).__name__.replace("str", "String").replace("bool", "boolean")
             rows.append(
@@ -76,7 +76,7 @@ async def set_config(session, statement: st.AdminSetConfig) -> Result:
     session.require_admin()
     for name, value in statement.settings:
         try:
-            session.node.set_config(name, value)
+            session.services.set_config(name, value)
         except ConfigError as error:
             raise QueryError(1105, str(error)) from None
     return Result()
@@ -84,5 +84,5 @@ async def set_config(session, statement: st.AdminSetConfig) -> Result:
 
 async def checkpoint(session, statement: st.AdminCheckpoint) -> Result:
     session.require_admin()
-    info = await session.node.checkpoint_now()
+    info = await session.services.checkpointer.checkpoint_now()
     return Result(info=f"image.{info.journal_id}" if info else "")

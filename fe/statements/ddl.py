@@ -23,7 +23,9 @@ def create_database(session, statement: st.CreateDatabase) -> list[ops.Op]:
         if statement.if_not_exists:
             return []
         raise QueryError(1007, f"Can't create database '{statement.name}'; database exists")
-    database = Database(session.node.allocate_ids(1), statement.name, statement.properties)
+    database = Database(
+        session.services.writer.allocate_ids(1), statement.name, statement.properties
+    )
     return [ops.CreateDatabase(database)]
 
 
@@ -92,7 +94,7 @@ def create_table_like(session, statement: st.CreateTableLike) -> list[ops.Op]:
     if database is None:
         return []
     partitions = source.partitions
-    first = session.node.allocate_ids(1 + sum(1 + p.buckets for p in partitions))
+    first = session.services.writer.allocate_ids(1 + sum(1 + p.buckets for p in partitions))
     next_id = first + 1
     copies = []
     for partition in partitions:
@@ -163,7 +165,7 @@ def build_table(session, database: Database, statement: st.CreateTable) -> Table
     ranges = partition_ranges(statement.partitions, partition_columns, columns)
     if not partition_columns:
         ranges = [(statement.table.name, (), ())]
-    first = session.node.allocate_ids(1 + len(ranges) * (1 + buckets))
+    first = session.services.writer.allocate_ids(1 + len(ranges) * (1 + buckets))
     next_id = first + 1
     partitions = []
     for name, lower, upper in ranges:
@@ -382,7 +384,7 @@ def _add_partition(session, database, table: Table, action: st.AddPartition) -> 
     ]
     partition_ranges(definitions, table.partition_columns, list(table.columns))
     buckets = action.buckets or table.buckets
-    first = session.node.allocate_ids(1 + buckets)
+    first = session.services.writer.allocate_ids(1 + buckets)
     bounds = {
         name: (lower, upper)
         for name, lower, upper in partition_ranges(

@@ -62,7 +62,7 @@ def show_proc(session, path: str) -> tuple[list[str], list[tuple]]:
         ]
         return ["PartitionId", "PartitionName", "Buckets", "FirstTabletId", "LastTabletId"], rows
     if head == "frontends" and not rest:
-        return session.node.frontends_rows()
+        return session.services.frontends.table()
     if head == "backends" and not rest:
         rows = [
             (b.id, b.host, b.heartbeat_port)
@@ -70,7 +70,7 @@ def show_proc(session, path: str) -> tuple[list[str], list[tuple]]:
         ]
         return ["BackendId", "Host", "HeartbeatPort"], rows
     if head == "journal" and not rest:
-        status = session.node.journal.status()
+        status = session.services.journal.status()
         return ["Name", "Value"], [
             ("JournalId", str(catalog.journal_id)),
             ("RaftIndex", str(catalog.raft_index)),
@@ -83,7 +83,8 @@ def show_proc(session, path: str) -> tuple[list[str], list[tuple]]:
         ]
     if head == "images" and not rest:
         rows = [
-            (info.journal_id, info.path.name, info.size) for info in session.node.images.images()
+            (info.journal_id, info.path.name, info.size)
+            for info in session.services.images.images()
         ]
         return ["JournalId", "File", "Size"], rows
     raise QueryError(1105, f"Proc path '{path}' does not exist")

@@ -208,7 +208,7 @@ async def _run_in_engine(session, plan: SelectPlan) -> Result:
         return expression.sql(dialect="duckdb"), arrow
 
     try:
-        answer = await session.node.query_engine.run(
+        answer = await session.services.engine.run(
             prepare,
             timeout_seconds=_positive_variable(session, "query_timeout"),
             memory_limit_bytes=_positive_variable(session, "exec_mem_limit"),

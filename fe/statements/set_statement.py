@@ -91,12 +91,12 @@ async def set_variable(session, name: str, value, scope: str) -> None:
         raise QueryError(1231, f"Variable '{name}' can't be set to the value of '{value}'")
     if scope == "GLOBAL":
         session.require_admin()
-        if name == "require_secure_transport" and typed and not session.node.front.ssl_context:
+        if name == "require_secure_transport" and typed and not session.services.front.ssl_context:
             raise QueryError(
                 3161,
                 "No secure transports (SSL or Shared Memory) are configured, unable to set --require_secure_transport=ON.",
             )
         text = "" if typed is None else str(int(typed) if isinstance(typed, bool) else typed)
-        await session.node.commit([ops.SetGlobalVariable(name, text)])
+        await session.services.writer.commit([ops.SetGlobalVariable(name, text)])
         return
     session.variables.set(name, typed)

@@ -234,9 +234,9 @@ def _variable_text(value) -> str:
 def _status(session, statement: st.Show) -> Result:
     match = like_matcher(statement.like, case_sensitive=False)
     values = {
-        "Threads_connected": session.node.front.connection_count,
-        "Uptime": int(session.node.uptime()),
-        "Questions": session.node.metrics.queries_total(),
+        "Threads_connected": session.services.front.connection_count,
+        "Uptime": int(session.services.uptime()),
+        "Questions": session.services.metrics.queries_total(),
     }
     return text_result(
         ["Variable_name", "Value"], [(k, str(v)) for k, v in values.items() if match(k)]
@@ -246,7 +246,7 @@ def _status(session, statement: st.Show) -> Result:
 def _processlist(session, statement: st.Show) -> Result:
     is_admin = privileges.is_admin(session.user)
     rows = []
-    for process in session.node.front.processlist():
+    for process in session.services.front.processlist():
         if not is_admin and process.user != session.user.name:
             continue
         info = process.info
@@ -418,7 +418,7 @@ def _empty(*names: str):
 
 def _frontends(session, statement: st.Show) -> Result:
     session.require_admin_or_node()
-    names, rows = session.node.frontends_rows()
+    names, rows = session.services.frontends.table()
     return text_result(names, rows)
 
 

@@ -53,6 +53,14 @@ class StateMachine(Protocol):
         """
 
 
+class NamesMembers(Protocol):
+    """A state machine whose entries name the journal's members (optional)."""
+
+    def members(self) -> tuple[Sequence[str], Sequence[str]] | None:
+        """The (followers, observers) the applied entries name, or None if they name none. Read
+        after every entry applied: return the same object while they are unchanged (cheap)."""
+
+
 CATCH_UP_REPORT_SECONDS = 3.0
 CATCH_UP_POLL_SECONDS = 0.005
 
@@ -123,16 +131,16 @@ class ReplicatedJournal:
         sync: bool = True,
         password: str | None = None,
         observer_address: str | None = None,
-        on_needs_image: Callable[[int], None] | None = None,
         **limits_and_timeouts: float | int,
     ):
         """A journal node; self_address None makes an observer, which follows but never votes.
 
         applied_index (and applied_term) name the last entry the state machine already contains,
         from an image; 0 if none. observer_address is the "host:port" an observer is listed as in
-        the voters' observer lists (see set_members). on_needs_image(first_index) is called, in
-        the journal's thread, when the leader no longer has the entries this node lacks: it should
-        find an image covering at least first_index and call install_image (fact 8).
+        the voters' observer lists (see set_members). When the leader no longer has the entries
+        this node lacks, wait_image_needed says from which raft index on: find an image covering
+        at least that one and call install_image (fact 8). A state machine that also has
+        `members()` (NamesMembers) sets the members once its entries name them.
         """
         assert applied_index >= 0 and applied_term >= 0
         if self_address is None and not partners:
@@ -146,12 +154,12 @@ class ReplicatedJournal:
         self.self_address = self_address
         self.partners = [p for p in partners if p != self_address]
         self.state_machine = state_machine
+        self._members_named: Callable[[], object] | None = getattr(state_machine, "members", None)
         self.applied_index = applied_index
         self.applied_term = applied_term
         self.sync = sync
         self.password = password
         self.observer_address = observer_address
-        self.on_needs_image = on_needs_image
 
         self._journal: RocksJournal | None = None
         self._node: RaftNode | None = None
@@ -176,6 +184,9 @@ class ReplicatedJournal:
         )
         self._observers: tuple[str, ...] | None = None
         self._catch_up: _CatchUp | None = None  # owned by the journal's thread
+        self._applied_members: object = None  # the state machine's members() last taken
+        self._image_needed = threading.Condition()
+        self._image_needed_after: int | None = None  # guarded by _image_needed
 
     # Life cycle.
 
@@ -214,6 +225,8 @@ class ReplicatedJournal:
             if self._closing:
                 return
             self._closing = True
+        with self._image_needed:
+            self._image_needed.notify_all()
         node, thread = self._node, self._thread
         if node is None:
             return
@@ -341,6 +354,9 @@ class ReplicatedJournal:
         for install in installs:
             try:
                 install.installed = self._install(install)
+                with self._image_needed:
+                    if (self._image_needed_after or 0) <= install.raft_index:
+                        self._image_needed_after = None
             except Exception as error:
                 logger.exception("installing the image at %d failed", install.raft_index)
                 install.error = error
@@ -358,6 +374,7 @@ class ReplicatedJournal:
         journal.reset(install.raft_index, install.raft_term)
         node.restart_applying_at(install.raft_index)
         self._last_applied_to_state_machine = install.raft_index
+        self._follow_state_machine_members()
         logger.info(
             "journal restarted after the image at raft index %d (term %d)",
             install.raft_index,
@@ -366,16 +383,27 @@ class ReplicatedJournal:
         return True
 
     def needs_image(self, first_index: int) -> None:
-        if self.on_needs_image is not None:
-            self.on_needs_image(first_index)
+        with self._image_needed:
+            if self._image_needed_after != first_index:
+                self._image_needed_after = first_index
+                self._image_needed.notify_all()
+
+    def wait_image_needed(self, timeout: float) -> int | None:
+        """The raft index an image must cover for this node to follow the leader again, once the
+        leader no longer has the entries it lacks; None if none is needed within timeout."""
+        with self._image_needed:
+            self._image_needed.wait_for(
+                lambda: self._image_needed_after is not None or self._closing, timeout
+            )
+            return self._image_needed_after
 
     # Membership (fact 9).
 
     def set_members(self, followers: Sequence[str], observers: Sequence[str]) -> None:
         """Make the voters `followers` ("host:port"; this node's own address is ignored) and allow
         the non-voting nodes listed in `observers`, from the next tick on. Idempotent; may be
-        called from any thread, the journal's own (a state machine's apply_entry) included, and
-        before start(). Change one voter at a time, each committed before the next.
+        called from any thread and before start(). Change one voter at a time, each committed
+        before the next. Once the state machine names members, its `members()` take over.
         """
         followers_set = frozenset(_check_address(address) for address in followers)
         observers_set = frozenset(_check_address(address) for address in observers)
@@ -603,10 +631,24 @@ class ReplicatedJournal:
         )
         self._last_applied_to_state_machine = raft_index
         try:
-            return self.state_machine.apply_entry(raft_index, payload)
+            result = self.state_machine.apply_entry(raft_index, payload)
         except Exception as error:  # deterministic refusals (say, a table that exists) are results
             logger.debug("entry %d was refused by the state machine: %s", raft_index, error)
-            return error
+            result = error
+        self._follow_state_machine_members()
+        return result
+
+    def _follow_state_machine_members(self) -> None:
+        if self._members_named is None:
+            return
+        members = self._members_named()
+        if members is None or members is self._applied_members:
+            return
+        self._applied_members = members
+        try:
+            self.set_members(*members)
+        except (ValueError, JournalError) as error:  # the change is journaled; keep the set
+            logger.error("journal members not changed to %s: %s", members, error)
 
     def has_queued_submissions(self) -> bool:
         return bool(self._queue)

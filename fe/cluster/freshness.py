@@ -1,0 +1,78 @@
+"""TimePrinter: the leader journals its wall clock every meta_delay_toleration_second / 2; a
+non-leader whose newest replayed timestamp is older than meta_delay_toleration_second cannot reach
+the leader and refuses reads until it catches up."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from be.config import Config
+from fe.cluster.write_path import MetadataWriter
+from fe.mysql.errors import QueryError
+from metadata import ops
+from metadata.catalog import Catalog
+from metadata.journal.replicated import ReplicatedJournal
+
+logger = logging.getLogger(__name__)
+
+MIN_TIMESTAMP_INTERVAL_SECONDS = 0.5
+
+
+class Freshness:
+    def __init__(self, catalog: Catalog, journal: ReplicatedJournal, config: Config):
+        self.catalog = catalog
+        self.journal = journal
+        self.config = config
+
+    def metadata_lag_seconds(self) -> float | None:
+        """Seconds between now and the newest TimePrinter entry replayed; None before the first."""
+        if self.catalog.last_timestamp_ms == 0:
+            return None
+        return max(time.time() - self.catalog.last_timestamp_ms / 1000, 0.0)
+
+    def stale_seconds(self) -> float | None:
+        """How far behind the leader this non-leader's metadata is, when more than
+        meta_delay_toleration_second; None while it is fresh enough."""
+        lag = self.metadata_lag_seconds()
+        if (
+            lag is None
+            or lag <= self.config["meta_delay_toleration_second"]
+            or self.journal.is_leader()
+        ):
+            return None
+        return lag
+
+    def check_fresh(self) -> None:
+        lag = self.stale_seconds()
+        if lag is not None:
+            tolerance = self.config["meta_delay_toleration_second"]
+            raise QueryError(
+                1105,
+                f"Metadata on this FE is {lag:.0f} s behind the leader (meta_delay_toleration_second="
+                f"{tolerance}): it cannot reach the leader, so it refuses reads until it catches up",
+            )
+
+
+class TimePrinter:
+    def __init__(self, writer: MetadataWriter, config: Config, stopping: threading.Event):
+        self.writer = writer
+        self.config = config
+        self.stopping = stopping
+
+    def start(self) -> None:
+        threading.Thread(target=self._print_times, name="time-printer", daemon=True).start()
+
+    def _print_times(self) -> None:
+        interval = 0.0  # the first timestamp goes out at once
+        while not self.stopping.wait(interval):
+            interval = max(
+                self.config["meta_delay_toleration_second"] / 2, MIN_TIMESTAMP_INTERVAL_SECONDS
+            )
+            if not self.writer.is_leader():
+                continue
+            try:
+                self.writer.commit_blocking([ops.Timestamp(int(time.time() * 1000))])
+            except Exception as error:
+                logger.warning("TimePrinter could not journal a timestamp: %s", error)

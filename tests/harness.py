@@ -19,6 +19,7 @@ from image.identity import read_version
 
 REPO = Path(__file__).resolve().parent.parent
 START_TIMEOUT_SECONDS = 60
+CLI_TIMEOUT_SECONDS = 60
 
 
 def free_port() -> int:
@@ -53,6 +54,33 @@ def error_of(connection, sql) -> tuple[int, str]:
     raise AssertionError(f"{sql!r} did not fail")
 
 
+def login_error(node, user: str, password: str, **kwargs) -> tuple[int, str]:
+    """The MySQL error code and message a login is refused with (it must be refused)."""
+    try:
+        node.connect(user, password, **kwargs).close()
+    except pymysql.MySQLError as error:
+        return error.args[0], error.args[1]
+    raise AssertionError(f"{user!r} logged in")
+
+
+def mariadb(
+    node, *args: str, user: str = "root", password: str = "", stdin: str | None = None
+) -> subprocess.CompletedProcess:
+    """The mariadb CLI run to its end against node's MySQL port, as a user runs it."""
+    command = ["mariadb", "-h", "127.0.0.1", "-P", str(node.query_port), "-u", user]
+    if password:
+        command.append(f"-p{password}")
+    return subprocess.run(
+        [*command, *args], input=stdin, capture_output=True, text=True, timeout=CLI_TIMEOUT_SECONDS
+    )
+
+
+def mariadb_error(node, user: str, password: str, sql: str = "SELECT 1") -> str:
+    """The last line the mariadb CLI prints on stderr for a statement (its error line with SQLSTATE)."""
+    done = mariadb(node, "--batch", "-e", sql, user=user, password=password)
+    return (done.stderr.strip().splitlines() or [""])[-1]
+
+
 def execute(node, *statements):
     """Statements on a new root connection to node: the last one's rows."""
     connection = node.connect()
@@ -80,6 +108,13 @@ def wait_until(condition, timeout: float, what: str, interval: float = 0.05):
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(interval)
+
+
+def start_fails(node: QuireProcess) -> str:
+    """Start node, which must exit with an error: its log."""
+    node.start(wait=False)
+    assert node.process.wait(timeout=60) != 0
+    return node.log_file.read_text()
 
 
 def run_quire(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -2,27 +2,18 @@
 and the account's owner see it: PyMySQL, the mariadb CLI (which shows the SQLSTATE) and HTTP basic
 auth against a real `quire up`."""
 
-import subprocess
-
 import pymysql
 import pytest
 import requests
 
 from fe.security.lockout import LoginTracker
 from metadata.records import User
-from tests.harness import QuireProcess, error_of, run, wait_until
+from tests.harness import QuireProcess, error_of, login_error, mariadb_error, run, wait_until
 
-CLI_TIMEOUT_SECONDS = 60
 HTTP_TIMEOUT_SECONDS = 30
 EXPIRY_DEADLINE_SECONDS = 60
 REPLICATION_DEADLINE_SECONDS = 60
 BLOCKED = 3955
-
-
-def login_error(quire, user: str, password: str) -> tuple[int, str]:
-    with pytest.raises(pymysql.MySQLError) as excinfo:
-        quire.connect(user, password)
-    return excinfo.value.args[0], excinfo.value.args[1]
 
 
 def logs_in(quire, user: str, password: str) -> bool:
@@ -31,14 +22,6 @@ def logs_in(quire, user: str, password: str) -> bool:
     except pymysql.MySQLError:
         return False
     return True
-
-
-def mariadb(quire, user: str, password: str, sql: str = "SELECT 1") -> str:
-    """The last line the mariadb CLI prints on stderr (its error line with SQLSTATE)."""
-    command = ["mariadb", "-h", "127.0.0.1", "-P", str(quire.query_port), "-u", user]
-    command += [f"-p{password}", "--batch", "-e", sql]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=CLI_TIMEOUT_SECONDS)
-    return (done.stderr.strip().splitlines() or [""])[-1]
 
 
 def http_get(quire, user: str, password: str) -> requests.Response:
@@ -66,7 +49,7 @@ def test_wrong_passwords_block_the_account_even_for_the_right_password(quire, ro
     assert login_error(quire, "victim", "guess2")[0] == 1045
     assert login_error(quire, "victim", "guess3") == (BLOCKED, blocked_text("victim", "1", "1", 3))
     assert login_error(quire, "victim", "right") == (BLOCKED, blocked_text("victim", "1", "1", 3))
-    assert mariadb(quire, "victim", "right") == (
+    assert mariadb_error(quire, "victim", "right") == (
         f"ERROR 3955 (HY000): {blocked_text('victim', '1', '1', 3)}"
     )
     assert logs_in(quire, "bystander", "right")
@@ -74,7 +57,7 @@ def test_wrong_passwords_block_the_account_even_for_the_right_password(quire, ro
 
     run(root, "ALTER USER victim ACCOUNT UNLOCK")
     assert logs_in(quire, "victim", "right")
-    assert mariadb(quire, "victim", "right") == ""
+    assert mariadb_error(quire, "victim", "right") == ""
 
 
 def test_a_successful_login_starts_the_count_afresh(quire, root):
@@ -207,7 +190,7 @@ def test_only_account_administrators_change_the_policy(quire, root):
     assert error_of(nobody, "ALTER USER nobody FAILED_LOGIN_ATTEMPTS 0")[0] == 1227
     assert error_of(nobody, "ALTER USER missing ACCOUNT UNLOCK")[0] == 1227
     run(nobody, "ALTER USER nobody IDENTIFIED BY 'pw2'")  # one's own password needs no privilege
-    assert "ERROR 1227 (42000)" in mariadb(
+    assert "ERROR 1227 (42000)" in mariadb_error(
         quire, "nobody", "pw2", "ALTER USER target ACCOUNT UNLOCK"
     )
     granter = quire.connect("granter", "pw")
@@ -217,16 +200,23 @@ def test_only_account_administrators_change_the_policy(quire, root):
     assert logs_in(quire, "target", "right")
     assert error_of(root, "ALTER USER missing ACCOUNT UNLOCK")[0] == 1396
     run(root, "ALTER USER IF EXISTS missing ACCOUNT UNLOCK")
-    for sql in (
+    nobody.close()
+    granter.close()
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
         "ALTER USER target FAILED_LOGIN_ATTEMPTS 32768",
         "ALTER USER target PASSWORD_LOCK_TIME -1",
         "ALTER USER target PASSWORD_LOCK_TIME 1 WEEK",
         "CREATE USER extra ACCOUNT UNLOCK",
         "ALTER USER target",
-    ):
-        assert error_of(root, sql)[0] == 1064, sql
-    nobody.close()
-    granter.close()
+    ],
+    ids=["too many attempts", "negative lock time", "unknown unit", "unlock on create", "nothing"],
+)
+def test_a_policy_out_of_range_or_out_of_place_is_a_syntax_error(root, sql):
+    assert error_of(root, sql)[0] == 1064, sql
 
 
 def test_the_policy_survives_a_restart_and_an_image(fresh_quire):

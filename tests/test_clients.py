@@ -32,9 +32,8 @@ from sqlalchemy import (
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import types as sa_types
 
-from tests.harness import run, wait_until
+from tests.harness import mariadb, run, wait_until
 
-CLI_TIMEOUT_SECONDS = 30
 COM_QUERY = 3
 COM_FIELD_LIST = 4
 DORIS_ONLY_TYPES = ("bitmap", "hll", "quantile_state", "agg_state", "variant", "ipv4", "ipv6")
@@ -50,13 +49,6 @@ MYSQL_TABLE = (
     "balance DECIMAL(10,2) DEFAULT 0, note TEXT, PRIMARY KEY (id)) "
     "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
 )
-
-
-def mariadb(quire, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    command = ["mariadb", "-h", "127.0.0.1", "-P", str(quire.query_port), "-u", "root", *args]
-    return subprocess.run(
-        command, input=stdin, capture_output=True, text=True, timeout=CLI_TIMEOUT_SECONDS
-    )
 
 
 def read_result(connection) -> tuple:

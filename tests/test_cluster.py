@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from tests.harness import QuireProcess, add_and_start, execute, wait_until
+from tests.harness import QuireProcess, add_and_start, execute, start_fails, wait_until
 
 
 def tables(node, db):
@@ -55,12 +55,6 @@ def test_observer_joins_through_the_helper_and_follows_the_journal(tmp_path, lea
         )
     finally:
         observer.stop()
-
-
-def start_fails(node) -> str:
-    node.start(wait=False)
-    assert node.process.wait(timeout=60) != 0
-    return node.log_file.read_text()
 
 
 def test_a_node_that_was_never_added_cannot_join(tmp_path, leader):

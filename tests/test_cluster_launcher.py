@@ -103,7 +103,7 @@ def test_up_status_down_and_up_again_from_the_nodes_own_files(cluster_dir):
     assert not any(process_alive(node["pid"]) for node in renewed)
 
 
-def test_status_and_down_without_a_cluster_say_so(tmp_path):
-    for action in ("status", "down"):
-        answer = run_quire("cluster", action, "--dir", str(tmp_path / "none"))
-        assert answer.returncode == 1 and "no cluster in" in answer.stderr
+@pytest.mark.parametrize("action", ["status", "down"])
+def test_status_and_down_without_a_cluster_say_so(tmp_path, action):
+    answer = run_quire("cluster", action, "--dir", str(tmp_path / "none"))
+    assert answer.returncode == 1 and "no cluster in" in answer.stderr

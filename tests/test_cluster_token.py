@@ -6,7 +6,14 @@ import stat
 import subprocess
 
 from fe.cluster.helper import TOKEN_ENVIRONMENT_VARIABLE
-from tests.harness import QuireProcess, cluster_token, execute, run_quire, wait_until
+from tests.harness import (
+    QuireProcess,
+    cluster_token,
+    execute,
+    run_quire,
+    start_fails,
+    wait_until,
+)
 
 
 def curl(*args: str) -> tuple[int, str]:
@@ -19,12 +26,6 @@ def curl(*args: str) -> tuple[int, str]:
     ).stdout
     body, _, status = output.rpartition("\n")
     return int(status), body
-
-
-def start_fails(node) -> str:
-    node.start(wait=False)
-    assert node.process.wait(timeout=60) != 0
-    return node.log_file.read_text()
 
 
 def test_a_local_process_gets_no_token_and_no_fe_to_fe_endpoint(leader):

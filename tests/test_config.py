@@ -1,23 +1,26 @@
 import re
-import subprocess
 
 import pytest
 
 from be.config import BE_KEYS, DEFAULT_BE_CONF, ConfigError, read_conf_file
 from fe.config import DEFAULT_FE_CONF, FE_KEYS, load_config
-from tests.harness import run, run_quire
+from tests.harness import mariadb, run, run_quire
 
 
-def test_conf_files_list_every_key_with_its_default():
-    for path, keys in ((DEFAULT_FE_CONF, FE_KEYS), (DEFAULT_BE_CONF, BE_KEYS)):
-        values = read_conf_file(path)
-        assert set(values) == {key.name for key in keys}, path
-        for key in keys:
-            assert key.parse(values[key.name]) == key.default, key.name
-        lines = path.read_text().splitlines()
-        for key in keys:
-            index = next(i for i, line in enumerate(lines) if line.startswith(f"{key.name} ="))
-            assert lines[index - 1].startswith("#"), f"{key.name} has no comment line"
+@pytest.mark.parametrize(
+    ("path", "keys"),
+    [(DEFAULT_FE_CONF, FE_KEYS), (DEFAULT_BE_CONF, BE_KEYS)],
+    ids=["fe.conf", "be.conf"],
+)
+def test_conf_files_list_every_key_with_its_default(path, keys):
+    values = read_conf_file(path)
+    assert set(values) == {key.name for key in keys}, path
+    for key in keys:
+        assert key.parse(values[key.name]) == key.default, key.name
+    lines = path.read_text().splitlines()
+    for key in keys:
+        index = next(i for i, line in enumerate(lines) if line.startswith(f"{key.name} ="))
+        assert lines[index - 1].startswith("#"), f"{key.name} has no comment line"
 
 
 def test_override_and_unknown_key():
@@ -37,27 +40,23 @@ def test_runtime_changes_only_for_mutable_keys():
         config.set("query_port", "1")
 
 
-def test_cli_help_and_bad_override():
-    for args in (["--help"], ["up", "--help"], ["fe", "--help"], ["stop", "--help"]):
-        result = run_quire(*args)
-        assert result.returncode == 0 and "usage: quire" in result.stdout
+@pytest.mark.parametrize(
+    "args",
+    [["--help"], ["up", "--help"], ["fe", "--help"], ["stop", "--help"]],
+    ids=["quire", "up", "fe", "stop"],
+)
+def test_cli_help(args):
+    result = run_quire(*args)
+    assert result.returncode == 0 and "usage: quire" in result.stdout
+
+
+def test_cli_bad_override():
     result = run_quire("up", "--override", "bogus=1")
     assert result.returncode == 2
     assert "unknown configuration key 'bogus'" in result.stderr
 
 
-CLI_TIMEOUT_SECONDS = 60
 LOGGED_IN = re.compile(r"DEBUG .*connection \d+: root@\S+ logged in")
-
-
-def mariadb_set(node, sql: str) -> subprocess.CompletedProcess:
-    command = ["mariadb", "-h", "127.0.0.1", "-P", str(node.query_port), "-u", "root"]
-    return subprocess.run(
-        [*command, "--batch", "-e", sql],
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT_SECONDS,
-    )
 
 
 def logins_logged_after_a_new_connection(node) -> int:
@@ -72,7 +71,7 @@ def test_sys_log_level_changes_the_process_log_level_at_run_time(fresh_quire):
     node = fresh_quire.start()
     root = node.connect()
     assert logins_logged_after_a_new_connection(node) == 0
-    done = mariadb_set(node, "ADMIN SET FRONTEND CONFIG ('sys_log_level' = 'debug')")
+    done = mariadb(node, "--batch", "-e", "ADMIN SET FRONTEND CONFIG ('sys_log_level' = 'debug')")
     assert done.returncode == 0, done.stderr
     assert logins_logged_after_a_new_connection(node) == 1
     assert run(root, "ADMIN SHOW FRONTEND CONFIG LIKE 'sys_log_level'")[0][:2] == (
@@ -81,7 +80,7 @@ def test_sys_log_level_changes_the_process_log_level_at_run_time(fresh_quire):
     )
     run(root, "ADMIN SET FRONTEND CONFIG ('sys_log_level' = 'WARN')")
     assert logins_logged_after_a_new_connection(node) == 1
-    done = mariadb_set(node, "ADMIN SET FRONTEND CONFIG ('sys_log_level' = 'LOUD')")
+    done = mariadb(node, "--batch", "-e", "ADMIN SET FRONTEND CONFIG ('sys_log_level' = 'LOUD')")
     assert done.returncode == 1
     assert "ERROR 1105 (HY000)" in done.stderr and "sys_log_level must be one of" in done.stderr
     root.close()

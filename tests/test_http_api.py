@@ -102,32 +102,43 @@ def test_metrics_are_open_prometheus_text(quire, api, root):
     )
 
 
+REFUSED = {
+    "no credentials": {},
+    "a user without ADMIN_PRIV": {"auth": ("reader", "pw")},
+    "root with a wrong password": {"auth": ("root", "wrong")},
+    "an unknown user": {"auth": ("nobody", "")},
+    "a wrong token": {"headers": {"X-Quire-Token": "0" * 32}},
+    "a malformed Authorization header": {"headers": {"Authorization": "Basic !!!"}},
+}
+ADMITTED = ["root", "a user with ADMIN_PRIV", "the cluster token"]
+
+
 @pytest.mark.parametrize("method, path", ADMIN_ENDPOINTS)
-def test_admin_endpoints_need_an_admin(quire, api, root, method, path):
-    refusals = {
-        "no credentials": {},
-        "a user without ADMIN_PRIV": {"auth": ("reader", "pw")},
-        "root with a wrong password": {"auth": ("root", "wrong")},
-        "an unknown user": {"auth": ("nobody", "")},
-        "a wrong token": {"headers": {"X-Quire-Token": "0" * 32}},
-        "a malformed Authorization header": {"headers": {"Authorization": "Basic !!!"}},
-    }
-    for what, kwargs in refusals.items():
-        response = api(method, path, **kwargs)
-        assert response.status_code == 401, what
-        assert response.json()["code"] == 401, what
+@pytest.mark.parametrize("kwargs", REFUSED.values(), ids=REFUSED.keys())
+def test_admin_endpoints_need_an_admin(api, root, method, path, kwargs):
+    response = api(method, path, **kwargs)
+    assert response.status_code == 401
+    assert response.json()["code"] == 401
+
+
+def test_health_is_open_to_a_user_without_admin_priv(api, root):
     assert api("GET", "/api/health", auth=("reader", "pw")).status_code == 200
 
-    token = read_version(quire.meta_dir / "image").token
-    for kwargs in (
-        {"auth": ROOT},
-        {"auth": ("operator", "op")},
-        {"headers": {"X-Quire-Token": token}},
-    ):
-        response = api(method, path, **kwargs)
-        # /image answers 404 until a first image exists; either way it let the caller in.
-        allowed = (200, 404) if path == "/image" else (200,)
-        assert response.status_code in allowed, (kwargs, response.status_code, response.text)
+
+@pytest.mark.parametrize("method, path", ADMIN_ENDPOINTS)
+@pytest.mark.parametrize("who", ADMITTED)
+def test_admin_endpoints_let_an_admin_in(quire, api, root, method, path, who):
+    kwargs = {
+        "root": {"auth": ROOT},
+        "a user with ADMIN_PRIV": {"auth": ("operator", "op")},
+        "the cluster token": {
+            "headers": {"X-Quire-Token": read_version(quire.meta_dir / "image").token}
+        },
+    }[who]
+    response = api(method, path, **kwargs)
+    # /image answers 404 until a first image exists; either way it let the caller in.
+    allowed = (200, 404) if path == "/image" else (200,)
+    assert response.status_code in allowed, (kwargs, response.status_code, response.text)
 
 
 def test_info_version_and_role(quire, api, root):

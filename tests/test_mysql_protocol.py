@@ -501,13 +501,32 @@ TRICKY_STRINGS = [
 ]
 
 
-def test_prepared_string_parameters_come_back_verbatim(front):
+@pytest.mark.parametrize(
+    "value",
+    TRICKY_STRINGS,
+    ids=[
+        "quote injection",
+        "backslashes",
+        "quotes",
+        "control bytes",
+        "wildcards and utf8",
+        "empty",
+    ],
+)
+def test_prepared_string_parameters_come_back_verbatim(front, value):
     conn = front.connector()
     try:
         cur = conn.cursor(prepared=True)
-        for value in TRICKY_STRINGS:
-            cur.execute("SELECT ?", (value,))
-            assert cur.fetchall() == [(value,)]
+        cur.execute("SELECT ?", (value,))
+        assert cur.fetchall() == [(value,)]
+    finally:
+        conn.close()
+
+
+def test_question_marks_in_literals_and_comments_are_no_parameters(front):
+    conn = front.connector()
+    try:
+        cur = conn.cursor(prepared=True)
         cur.execute("SELECT ?, '?', ? /* ? */", ("a'b", 7))
         assert cur.fetchall() == [("a'b", "?", 7)]
     finally:

@@ -14,9 +14,8 @@ import pymysql
 import pytest
 import requests
 
-from tests.harness import QuireProcess, run, wait_until
+from tests.harness import QuireProcess, mariadb, run, wait_until
 
-CLI_TIMEOUT_SECONDS = 60
 PROMPT_SECONDS = 5.0  # what "answers promptly" means while a minutes-long query runs
 STOP_SECONDS = 30.0  # generous, for a loaded 2-core machine
 
@@ -42,15 +41,6 @@ def refused(connection, sql) -> pymysql.err.MySQLError:
     with pytest.raises(pymysql.err.MySQLError) as caught:
         run(connection, sql)
     return caught.value
-
-
-def mariadb(quire, user: str, password: str, *args: str) -> subprocess.CompletedProcess:
-    command = ["mariadb", "-h", "127.0.0.1", "-P", str(quire.query_port), "-u", user]
-    if password:
-        command.append(f"-p{password}")
-    return subprocess.run(
-        [*command, *args], capture_output=True, text=True, timeout=CLI_TIMEOUT_SECONDS
-    )
 
 
 def connection_id(connection) -> int:
@@ -169,17 +159,17 @@ def test_file_tables_never_reach_the_engine(quire, root, nobody):
     assert error.args[0] == 1064  # MySQL's GLOB is an operator: glob('/*') does not parse
 
 
-def test_the_mariadb_cli_gets_1305_for_read_text(quire, root):
+def test_the_mariadb_cli_gets_1305_for_read_text(quire, root, user):
+    name, password = user
     cmdline = (
         "SELECT content FROM information_schema.schemata, LATERAL read_text('/proc/self/cmdline')"
     )
-    for user, password in (("nobody", "pw"), ("root", "")):
-        done = mariadb(quire, user, password, "-e", cmdline)
-        assert done.returncode == 1
-        assert done.stderr.splitlines()[-1] == (
-            "ERROR 1305 (42000) at line 1: FUNCTION read_text does not exist"
-        )
-        assert "fe.cli" not in done.stdout
+    done = mariadb(quire, "-e", cmdline, user=name, password=password)
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == (
+        "ERROR 1305 (42000) at line 1: FUNCTION read_text does not exist"
+    )
+    assert "fe.cli" not in done.stdout
 
 
 MYSQL_FUNCTIONS = (
@@ -226,7 +216,7 @@ def test_mysql_functions_still_work(quire, root, nobody):
 
 
 def test_mysql_functions_through_the_mariadb_cli(quire, root):
-    done = mariadb(quire, "nobody", "pw", "--batch", "-N", "-e", MYSQL_FUNCTIONS)
+    done = mariadb(quire, "--batch", "-N", "-e", MYSQL_FUNCTIONS, user="nobody", password="pw")
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\t")[:4] == ["information_schema!", "INFORMATION_SCHEMA", "x", "2"]
 
@@ -324,7 +314,7 @@ def test_query_timeout_stops_a_query(quire, root, nobody):
 
 
 def test_query_timeout_through_the_mariadb_cli(quire, root):
-    done = mariadb(quire, "nobody", "pw", "-e", f"SET query_timeout = 1; {ENDLESS}")
+    done = mariadb(quire, "-e", f"SET query_timeout = 1; {ENDLESS}", user="nobody", password="pw")
     assert done.returncode == 1
     assert done.stderr.splitlines()[-1].startswith(
         "ERROR 3024 (HY000) at line 1: Query execution was interrupted, "

@@ -5,13 +5,12 @@ import hashlib
 import socket
 import ssl
 import struct
-import subprocess
 
 import mysql.connector
 import pymysql
 import pytest
 
-from tests.harness import QuireProcess
+from tests.harness import QuireProcess, mariadb
 
 
 @pytest.fixture(scope="module")
@@ -35,15 +34,8 @@ def one(connection, sql):
         return cursor.fetchone()[0]
 
 
-def mariadb(node, sql, *options):
-    return subprocess.run(
-        ["mariadb", "-h", "127.0.0.1", "-P", str(node.query_port), "-u", "root", "-N", "-B"]
-        + list(options)
-        + ["-e", sql],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+def mariadb_cli(node, sql, *options):
+    return mariadb(node, "-N", "-B", *options, "-e", sql)
 
 
 def test_pymysql_prefers_tls_when_offered(node):
@@ -63,7 +55,7 @@ def test_pymysql_verifies_the_self_signed_certificate_and_gets_an_encrypted_sess
 
 
 def test_mariadb_cli_with_and_without_tls(node):
-    encrypted = mariadb(
+    encrypted = mariadb_cli(
         node,
         "SELECT @@ssl_cipher",
         "--ssl",
@@ -72,7 +64,7 @@ def test_mariadb_cli_with_and_without_tls(node):
     )
     assert encrypted.returncode == 0, encrypted.stderr
     assert encrypted.stdout.strip()
-    plain = mariadb(node, "SELECT 1", "--skip-ssl")
+    plain = mariadb_cli(node, "SELECT 1", "--skip-ssl")
     assert plain.returncode == 0, plain.stderr
     assert plain.stdout.strip() == "1"
 
@@ -101,7 +93,7 @@ def test_require_secure_transport_refuses_plain_connections(node):
                 node.connect(user="plain_user", password="pw", ssl_disabled=True)
             assert refused.value.args[0] == 3159
             assert "insecure transport" in refused.value.args[1]
-            cli = mariadb(node, "SELECT 1", "--skip-ssl")
+            cli = mariadb_cli(node, "SELECT 1", "--skip-ssl")
             assert cli.returncode != 0
             assert "ERROR 3159 (HY000)" in cli.stderr
             with tls_connect(node, user="plain_user", password="pw") as user:

@@ -55,6 +55,7 @@ from metadata.records import (
     Table,
     User,
 )
+from metadata.types import parse_column_type
 
 FORMAT_VERSION = 2
 SUPPORTED_VERSIONS = frozenset({1, 2})
@@ -103,7 +104,7 @@ def _str(value: Any) -> str:
 def _encode_column(column: Column) -> tuple:
     return (
         column.name,
-        column.type,
+        column.type.sql,
         column.nullable,
         column.default,
         column.comment,
@@ -128,7 +129,12 @@ def _decode_column(value: tuple) -> Column:
     column = _shared_columns.get(value)
     if column is None:
         _expect(value, _COLUMN_FIELDS, "Column")
-        column = Column(*value)
+        name, type_text, *options = value
+        try:
+            column_type = parse_column_type(type_text)
+        except ValueError as error:
+            raise CodecError(f"malformed Column {name!r:.200}: {error}") from None
+        column = Column(name, column_type, *options)
         if len(_shared_columns) >= _SHARED_LIMIT:
             _shared_columns.clear()
         _shared_columns[value] = column

@@ -11,6 +11,7 @@ reading the old ones. Versions:
     1   the first release
     2   a User record ends with its lock-out policy (failed_login_attempts, password_lock_seconds,
         lockout_epoch); operation SET_LOCKOUT_POLICY
+    3   a Table record ends with its schema_version (1 for tables older versions wrote)
 """
 
 from __future__ import annotations
@@ -57,8 +58,8 @@ from metadata.records import (
 )
 from metadata.types import parse_column_type
 
-FORMAT_VERSION = 2
-SUPPORTED_VERSIONS = frozenset({1, 2})
+FORMAT_VERSION = 3
+SUPPORTED_VERSIONS = frozenset({1, 2, 3})
 
 MAX_OPS_PER_BATCH = 65_536
 MAX_BATCH_BYTES = 64 * 1024 * 1024
@@ -192,12 +193,23 @@ def _encode_table(table: Table) -> tuple:
         table.properties,
         table.comment,
         table.engine,
+        table.schema_version,
     )
 
 
 def _decode_table(value: tuple) -> Table:
+    if type(value) is not tuple or len(value) != 14:
+        raise CodecError(f"malformed Table: expected 14 fields, got {value!r:.200}")
+    return _decode_table_fields(value)
+
+
+def _decode_table_version_2(value: tuple) -> Table:
     if type(value) is not tuple or len(value) != 13:
         raise CodecError(f"malformed Table: expected 13 fields, got {value!r:.200}")
+    return _decode_table_fields((*value, 1))
+
+
+def _decode_table_fields(value: tuple) -> Table:
     (
         id_,
         db_id,
@@ -212,6 +224,7 @@ def _decode_table(value: tuple) -> Table:
         properties,
         comment,
         engine,
+        schema_version,
     ) = value
     if not (
         type(id_) is int
@@ -222,6 +235,8 @@ def _decode_table(value: tuple) -> Table:
         and type(partitions) is tuple
         and type(comment) is str
         and type(engine) is str
+        and type(schema_version) is int
+        and schema_version >= 1
     ):
         raise CodecError(f"malformed Table: {value!r:.200}")
     return Table(
@@ -238,6 +253,7 @@ def _decode_table(value: tuple) -> Table:
         _shared(properties),
         comment,
         engine,
+        schema_version,
     )
 
 
@@ -335,7 +351,8 @@ def encode_record(record: Any) -> tuple:
 
 # What older versions decode differently from FORMAT_VERSION.
 _RECORD_DECODERS_OF_VERSION: dict[int, dict[type, Callable[[Sequence], Any]]] = {
-    1: {User: _decode_user_version_1},
+    1: {User: _decode_user_version_1, Table: _decode_table_version_2},
+    2: {Table: _decode_table_version_2},
 }
 
 
@@ -486,11 +503,19 @@ _OP_ENCODERS = {op_class: (code, encode) for code, (op_class, _, encode, _) in _
 _OP_DECODERS = {
     int(code): (arity + 1, decode) for code, (_, arity, _, decode) in _OP_CODECS.items()
 }
+_OP_DECODERS_VERSION_2 = {
+    **_OP_DECODERS,
+    int(OpCode.CREATE_TABLE): (2, lambda a: CreateTable(_decode_table_version_2(a[1]))),
+    int(OpCode.REPLACE_TABLE): (2, lambda a: ReplaceTable(_decode_table_version_2(a[1]))),
+}
 _OP_DECODERS_OF_VERSION = {
     FORMAT_VERSION: _OP_DECODERS,
+    2: _OP_DECODERS_VERSION_2,
     1: {
         **{
-            code: entry for code, entry in _OP_DECODERS.items() if code != OpCode.SET_LOCKOUT_POLICY
+            code: entry
+            for code, entry in _OP_DECODERS_VERSION_2.items()
+            if code != OpCode.SET_LOCKOUT_POLICY
         },
         int(OpCode.CREATE_USER): (2, lambda a: CreateUser(_decode_user_version_1(a[1]))),
     },

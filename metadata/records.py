@@ -73,6 +73,8 @@ class Table:
     properties: tuple[tuple[str, str], ...] = ()
     comment: str = ""
     engine: str = "olap"
+    # 1 at CREATE TABLE; the catalog's apply adds 1 whenever the columns or the keys change.
+    schema_version: int = 1
 
     def column(self, name: str) -> Column | None:
         lowered = name.lower()

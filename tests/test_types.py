@@ -15,7 +15,7 @@ from metadata import codec
 from metadata.ops import CreateTable
 from metadata.records import Column, Table
 from metadata.types import ColumnType, parse_column_type
-from tests.harness import REPO
+from tests.harness import REPO, run
 
 # As written in CREATE TABLE -> .sql (stored, and re-parsed to the same value), .mysql (DESCRIBE,
 # SHOW CREATE TABLE, information_schema.COLUMNS.COLUMN_TYPE), .arrow.
@@ -166,10 +166,12 @@ def test_an_entry_and_an_image_record_written_before_typed_columns_decode_identi
     table = op.table
     assert [column.type.sql for column in table.columns] == list(VERSION_2_TYPES)
     assert table.columns[1].type == ColumnType("DECIMAL", (10, 2))
-    assert codec.encode_ops([op])[1:] == VERSION_2_CREATE_TABLE[1:]
+    assert table.schema_version == 1
 
     record = msgpack.unpackb(VERSION_2_CREATE_TABLE[1:], use_list=False)[0][1]
     assert codec.decode_record(Table, record, version=2) == table
+    assert codec.encode_record(table) == (*record, 1)  # the same fields, then the schema version
+    assert codec.decode_ops(codec.encode_ops([op])) == [op]
 
 
 def test_a_stored_type_that_does_not_parse_is_a_codec_error():
@@ -206,3 +208,47 @@ def test_the_catalog_does_not_load_pyarrow():
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
+
+
+def _index_schema(connection, table: str) -> tuple:
+    db_id = next(row[0] for row in run(connection, "SHOW PROC '/dbs'") if row[1] == "typed")
+    table_id = next(
+        row[0] for row in run(connection, f"SHOW PROC '/dbs/{db_id}'") if row[1] == table
+    )
+    return run(connection, f"SHOW PROC '/dbs/{db_id}/{table_id}/index_schema'"), (db_id, table_id)
+
+
+def test_schema_version_shows_in_show_proc_and_rises_with_each_column_change(fresh_quire):
+    fresh_quire.start()
+    connection = fresh_quire.connect()
+    run(connection, "CREATE DATABASE typed")
+    run(connection, "CREATE TABLE typed.t (k INT, v VARCHAR(20)) DISTRIBUTED BY HASH(k) BUCKETS 1")
+    rows, (db_id, table_id) = _index_schema(connection, "t")
+    assert rows == ((table_id, "t", 1, "DUPLICATE"),)
+    for alter in (
+        "ADD COLUMN added DATE",
+        "MODIFY COLUMN v VARCHAR(40)",
+        "RENAME COLUMN added created",
+        "DROP COLUMN created",
+    ):
+        run(connection, f"ALTER TABLE typed.t {alter}")
+    run(connection, 'ALTER TABLE typed.t SET ("replication_num" = "1")')
+    assert _index_schema(connection, "t")[0] == ((table_id, "t", 5, "DUPLICATE"),)
+    connection.close()
+
+    fresh_quire.restart()
+    connection = fresh_quire.connect()
+    assert _index_schema(connection, "t")[0] == ((table_id, "t", 5, "DUPLICATE"),)
+    connection.close()
+    shown = subprocess.run(
+        ["mariadb", "-h", "127.0.0.1", "-P", str(fresh_quire.query_port), "-u", "root", "-B"],
+        input=f"SHOW PROC '/dbs/{db_id}/{table_id}/index_schema'",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines() == [
+        "IndexId\tIndexName\tSchemaVersion\tKeysType",
+        f"{table_id}\tt\t5\tDUPLICATE",
+    ]

@@ -103,7 +103,12 @@ def create_table_like(session, statement: st.CreateTableLike) -> list[ops.Op]:
         )
         next_id += 1 + partition.buckets
     table = dataclasses.replace(
-        source, id=first, db_id=database.id, name=statement.table.name, partitions=tuple(copies)
+        source,
+        id=first,
+        db_id=database.id,
+        name=statement.table.name,
+        partitions=tuple(copies),
+        schema_version=1,
     )
     return [ops.CreateTable(table)]
 

@@ -310,6 +310,8 @@ class Catalog:
 
     def _create_table(self, op: CreateTable) -> Table:
         table = op.table
+        if table.schema_version != 1:
+            table = replace(table, schema_version=1)
         names = self._table_ids_by_db.get(table.db_id)
         if names is None:
             raise UnknownDatabase(op, f"no database with id {table.db_id}")
@@ -338,6 +340,9 @@ class Catalog:
         old = self.tables.get(table.id)
         if old is None:
             raise UnknownTable(op, f"no table with id {table.id}")
+        schema_version = old.schema_version + (1 if _schema_changed(old, table) else 0)
+        if table.schema_version != schema_version:
+            table = replace(table, schema_version=schema_version)
         names = self._table_ids_by_db.get(table.db_id)
         if names is None:
             raise UnknownDatabase(op, f"no database with id {table.db_id}")
@@ -532,6 +537,16 @@ class Catalog:
             names[table.name] = table.id
         self._tablet_ranges = TabletRanges.of(self.tables.values())
         assert len(self._db_ids_by_name) == len(self.dbs), "two databases with one name"
+
+
+def _schema_changed(old: Table, new: Table) -> bool:
+    """Whether rows written for `old` no longer fit `new`: a column or the keys changed (not the
+    name, comment, properties, partitions or buckets)."""
+    return (old.columns, old.key_model, old.key_columns) != (
+        new.columns,
+        new.key_model,
+        new.key_columns,
+    )
 
 
 def _check_lockout_policy(

@@ -11,6 +11,7 @@ reading the old ones. Versions:
     1   the first release
     2   a User record ends with its lock-out policy (failed_login_attempts, password_lock_seconds,
         lockout_epoch); operation SET_LOCKOUT_POLICY
+    3   a Table record ends with its schema_version (1 for tables older versions wrote)
 """
 
 from __future__ import annotations
@@ -55,9 +56,10 @@ from metadata.records import (
     Table,
     User,
 )
+from metadata.types import parse_column_type
 
-FORMAT_VERSION = 2
-SUPPORTED_VERSIONS = frozenset({1, 2})
+FORMAT_VERSION = 3
+SUPPORTED_VERSIONS = frozenset({1, 2, 3})
 
 MAX_OPS_PER_BATCH = 65_536
 MAX_BATCH_BYTES = 64 * 1024 * 1024
@@ -103,7 +105,7 @@ def _str(value: Any) -> str:
 def _encode_column(column: Column) -> tuple:
     return (
         column.name,
-        column.type,
+        column.type.sql,
         column.nullable,
         column.default,
         column.comment,
@@ -128,7 +130,12 @@ def _decode_column(value: tuple) -> Column:
     column = _shared_columns.get(value)
     if column is None:
         _expect(value, _COLUMN_FIELDS, "Column")
-        column = Column(*value)
+        name, type_text, *options = value
+        try:
+            column_type = parse_column_type(type_text)
+        except ValueError as error:
+            raise CodecError(f"malformed Column {name!r:.200}: {error}") from None
+        column = Column(name, column_type, *options)
         if len(_shared_columns) >= _SHARED_LIMIT:
             _shared_columns.clear()
         _shared_columns[value] = column
@@ -186,12 +193,23 @@ def _encode_table(table: Table) -> tuple:
         table.properties,
         table.comment,
         table.engine,
+        table.schema_version,
     )
 
 
 def _decode_table(value: tuple) -> Table:
+    if type(value) is not tuple or len(value) != 14:
+        raise CodecError(f"malformed Table: expected 14 fields, got {value!r:.200}")
+    return _decode_table_fields(value)
+
+
+def _decode_table_version_2(value: tuple) -> Table:
     if type(value) is not tuple or len(value) != 13:
         raise CodecError(f"malformed Table: expected 13 fields, got {value!r:.200}")
+    return _decode_table_fields((*value, 1))
+
+
+def _decode_table_fields(value: tuple) -> Table:
     (
         id_,
         db_id,
@@ -206,6 +224,7 @@ def _decode_table(value: tuple) -> Table:
         properties,
         comment,
         engine,
+        schema_version,
     ) = value
     if not (
         type(id_) is int
@@ -216,6 +235,8 @@ def _decode_table(value: tuple) -> Table:
         and type(partitions) is tuple
         and type(comment) is str
         and type(engine) is str
+        and type(schema_version) is int
+        and schema_version >= 1
     ):
         raise CodecError(f"malformed Table: {value!r:.200}")
     return Table(
@@ -232,6 +253,7 @@ def _decode_table(value: tuple) -> Table:
         _shared(properties),
         comment,
         engine,
+        schema_version,
     )
 
 
@@ -329,7 +351,8 @@ def encode_record(record: Any) -> tuple:
 
 # What older versions decode differently from FORMAT_VERSION.
 _RECORD_DECODERS_OF_VERSION: dict[int, dict[type, Callable[[Sequence], Any]]] = {
-    1: {User: _decode_user_version_1},
+    1: {User: _decode_user_version_1, Table: _decode_table_version_2},
+    2: {Table: _decode_table_version_2},
 }
 
 
@@ -480,11 +503,19 @@ _OP_ENCODERS = {op_class: (code, encode) for code, (op_class, _, encode, _) in _
 _OP_DECODERS = {
     int(code): (arity + 1, decode) for code, (_, arity, _, decode) in _OP_CODECS.items()
 }
+_OP_DECODERS_VERSION_2 = {
+    **_OP_DECODERS,
+    int(OpCode.CREATE_TABLE): (2, lambda a: CreateTable(_decode_table_version_2(a[1]))),
+    int(OpCode.REPLACE_TABLE): (2, lambda a: ReplaceTable(_decode_table_version_2(a[1]))),
+}
 _OP_DECODERS_OF_VERSION = {
     FORMAT_VERSION: _OP_DECODERS,
+    2: _OP_DECODERS_VERSION_2,
     1: {
         **{
-            code: entry for code, entry in _OP_DECODERS.items() if code != OpCode.SET_LOCKOUT_POLICY
+            code: entry
+            for code, entry in _OP_DECODERS_VERSION_2.items()
+            if code != OpCode.SET_LOCKOUT_POLICY
         },
         int(OpCode.CREATE_USER): (2, lambda a: CreateUser(_decode_user_version_1(a[1]))),
     },

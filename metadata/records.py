@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from metadata.types import ColumnType, parse_column_type
+
 
 class KeyModel(StrEnum):
     DUPLICATE = "DUPLICATE"
@@ -25,13 +27,18 @@ class FrontendRole(StrEnum):
 @dataclass(frozen=True, slots=True)
 class Column:
     name: str
-    type: str  # upper-case SQL type with its parameters: "INT", "VARCHAR(20)", "DECIMAL(10,2)"
+    type: ColumnType  # may be given as its SQL text ("VARCHAR(20)"): it is parsed then
     nullable: bool = True
     default: str | None = None  # the default as SQL text ("0", "'abc'", "CURRENT_TIMESTAMP")
     comment: str = ""
     is_key: bool = False
     aggregation: str | None = None  # SUM, MAX, MIN, REPLACE, ... for AGGREGATE KEY tables
     auto_increment: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.type, str):
+            object.__setattr__(self, "type", parse_column_type(self.type))
+        assert isinstance(self.type, ColumnType), self.type
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +73,8 @@ class Table:
     properties: tuple[tuple[str, str], ...] = ()
     comment: str = ""
     engine: str = "olap"
+    # 1 at CREATE TABLE; the catalog's apply adds 1 whenever the columns or the keys change.
+    schema_version: int = 1
 
     def column(self, name: str) -> Column | None:
         lowered = name.lower()

@@ -3,9 +3,12 @@ import threading
 import time
 from dataclasses import replace
 
+import msgpack
 import pytest
 
 from fe.client_errors import catalog_error
+from image.images import ImageStore, load_image
+from metadata import codec
 from metadata.catalog import INITIAL_NEXT_ID, ApplyError, Catalog, initial_ops
 from metadata.codec import CodecError, encode_ops
 from metadata.ops import (
@@ -21,13 +24,24 @@ from metadata.ops import (
     DropUser,
     GrantPrivileges,
     NextId,
+    OpCode,
     ReplaceTable,
     RevokePrivileges,
     SetGlobalVariable,
     SetPassword,
     Timestamp,
 )
-from metadata.records import Backend, Column, Database, Frontend, Grant, Partition, Table, User
+from metadata.records import (
+    Backend,
+    Column,
+    Database,
+    Frontend,
+    Grant,
+    KeyModel,
+    Partition,
+    Table,
+    User,
+)
 
 COLUMNS = (Column("k", "INT", nullable=False, is_key=True), Column("v", "VARCHAR(20)"))
 
@@ -156,7 +170,7 @@ def test_replace_table_renames_and_changes_partitions_keeping_the_id(catalog):
     )
     catalog.apply(ReplaceTable(altered))
     assert catalog.table(1, "orders") is None
-    assert catalog.table(1, "orders_v2") == altered
+    assert catalog.table(1, "orders_v2") == replace(altered, schema_version=2)
     assert catalog.tablet(1005) is None  # the dropped middle partition
     table, partition, bucket = catalog.tablet(1009)
     assert (table.name, partition.name, bucket) == ("orders_v2", "p2", 1)
@@ -165,7 +179,7 @@ def test_replace_table_renames_and_changes_partitions_keeping_the_id(catalog):
     clash = replace(altered, name="other")
     assert error_of(catalog, ReplaceTable(clash)).code == 1050
     assert error_of(catalog, ReplaceTable(replace(altered, id=999))).code == 1051
-    assert catalog.table(1, "orders_v2") == altered
+    assert catalog.table(1, "orders_v2") == replace(altered, schema_version=2)
 
 
 def test_replace_table_can_move_a_table_to_another_database(catalog):
@@ -174,6 +188,59 @@ def test_replace_table_can_move_a_table_to_another_database(catalog):
     catalog.apply(ReplaceTable(replace(table, db_id=2)))
     assert catalog.tables_of(1) == [] and catalog.table(2, "t").id == 10
     assert error_of(catalog, ReplaceTable(replace(table, db_id=42))).code == 1049
+
+
+@pytest.mark.parametrize(
+    ("change", "bumps"),
+    [
+        (lambda t: replace(t, columns=(*t.columns, Column("added", "DATE"))), True),
+        (lambda t: replace(t, columns=t.columns[:1]), True),
+        (lambda t: replace(t, columns=(t.columns[0], replace(t.columns[1], type="STRING"))), True),
+        (lambda t: replace(t, columns=(t.columns[0], replace(t.columns[1], name="w"))), True),
+        (lambda t: replace(t, columns=(t.columns[0], replace(t.columns[1], default="'x'"))), True),
+        (lambda t: replace(t, key_model=KeyModel.UNIQUE), True),
+        (lambda t: replace(t, key_columns=("k", "v")), True),
+        (lambda t: replace(t, name="renamed"), False),
+        (lambda t: replace(t, comment="a comment"), False),
+        (lambda t: replace(t, properties=(("replication_num", "1"),)), False),
+        (lambda t: replace(t, partitions=t.partitions[:1]), False),
+        (lambda t: t, False),
+    ],
+)
+def test_schema_version_starts_at_1_and_apply_raises_it_when_columns_or_keys_change(
+    catalog, change, bumps
+):
+    created = replace(make_table(10, 1, "t", 1000, partitions=2), schema_version=7)
+    catalog.apply(CreateTable(created))
+    assert catalog.tables[10].schema_version == 1
+    changed = change(catalog.tables[10])
+    catalog.apply(ReplaceTable(replace(changed, schema_version=99)))
+    version = 2 if bumps else 1
+    assert catalog.tables[10] == replace(changed, schema_version=version)
+    catalog.apply(ReplaceTable(replace(changed, comment="only the comment")))
+    assert catalog.tables[10].schema_version == version
+
+
+def test_schema_version_survives_snapshot_image_and_replay_and_old_entries_start_at_1(tmp_path):
+    ops = [
+        CreateDatabase(Database(1, "db1")),
+        CreateTable(make_table(10, 1, "t", 1000)),
+        ReplaceTable(replace(make_table(10, 1, "t", 1000), columns=COLUMNS[:1])),
+        ReplaceTable(replace(make_table(10, 1, "t", 1000), columns=COLUMNS)),
+    ]
+    live = Catalog()
+    apply_all(live, ops)
+    assert live.tables[10].schema_version == 3
+    assert Catalog.from_snapshot(live.snapshot()).tables[10].schema_version == 3
+    info = ImageStore(tmp_path).write(live.snapshot())
+    assert load_image(info.path).tables[10].schema_version == 3
+    replayed = Catalog()
+    for raft_index, op in enumerate(ops, start=1):
+        replayed.apply_entry(raft_index, encode_ops([op]))
+    assert replayed.tables == live.tables
+    version_2_table = codec.encode_op(ops[1])[1][:-1]
+    old_entry = bytes([2]) + msgpack.packb([[int(OpCode.CREATE_TABLE), version_2_table]])
+    assert codec.decode_ops(old_entry)[0].table.schema_version == 1
 
 
 def test_users_passwords_and_grants():

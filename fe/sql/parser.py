@@ -18,6 +18,7 @@ from sqlglot.tokens import Token, TokenType
 
 from fe.sql import statements as st
 from metadata.records import LOCKED_UNTIL_UNLOCK, Column, KeyModel
+from metadata.types import ALIASES, TYPE_NAMES, ColumnType, parse_column_type
 
 DIALECT = MySQL()
 _per_thread = threading.local()  # a sqlglot tokenizer is reusable, but not across threads
@@ -39,13 +40,6 @@ WORD_TOKENS_EXCLUDED = {
     TokenType.PLUS,
 }
 AGGREGATIONS = {"SUM", "MAX", "MIN", "REPLACE", "REPLACE_IF_NOT_NULL", "HLL_UNION", "BITMAP_UNION"}
-TYPE_ALIASES = {"INTEGER": "INT", "BOOL": "BOOLEAN", "TEXT": "STRING", "NUMERIC": "DECIMAL"}
-KNOWN_TYPES = {
-    "BOOLEAN", "TINYINT", "SMALLINT", "MEDIUMINT", "INT", "BIGINT", "LARGEINT", "FLOAT", "DOUBLE",
-    "DECIMAL", "DECIMALV3", "DATE", "DATETIME", "DATEV2", "DATETIMEV2", "TIMESTAMP", "TIME",
-    "CHAR", "VARCHAR", "STRING", "JSON", "JSONB", "ARRAY", "MAP", "STRUCT", "HLL", "BITMAP",
-    "VARIANT", "IPV4", "IPV6", "LONGTEXT", "MEDIUMTEXT", "TINYTEXT", "BLOB", "BINARY", "VARBINARY",
-}  # fmt: skip
 PRIVILEGES = {
     "ALL", "SELECT", "INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER", "INDEX", "GRANT",
     "SHOW", "USAGE", "RELOAD", "PROCESS", "SUPER", "REFERENCES", "EXECUTE", "EVENT", "TRIGGER",
@@ -673,7 +667,7 @@ class Grammar:
 
     def column_def(self) -> Column:
         name = self.identifier()
-        type_text = self.column_type()
+        column_type = self.column_type()
         nullable = True
         default = None
         comment = ""
@@ -718,7 +712,7 @@ class Grammar:
             nullable = False
         return Column(
             name=name,
-            type=type_text,
+            type=column_type,
             nullable=nullable,
             default=default,
             comment=comment,
@@ -727,16 +721,16 @@ class Grammar:
             auto_increment=auto_increment,
         )
 
-    def column_type(self) -> str:
+    def column_type(self) -> ColumnType:
         word = self._word()
         if word is None:
             self.fail("expected a column type")
+        start = self.position
         self.next()
-        base = TYPE_ALIASES.get(word, word)
-        if base not in KNOWN_TYPES:
+        if word not in TYPE_NAMES and word not in ALIASES:
             self.position -= 1
             self.fail(f"unknown column type {word}")
-        text = base
+        text = word
         if self.peek_type() == TokenType.L_PAREN:
             self.next()
             arguments = [str(self.integer())]
@@ -757,7 +751,11 @@ class Grammar:
                 if depth == 0:
                     break
             text += "".join(parts)
-        return text
+        try:
+            return parse_column_type(text)
+        except ValueError as error:
+            self.position = start
+            self.fail(str(error))
 
     def default_value(self) -> str:
         if self.accept("NULL"):

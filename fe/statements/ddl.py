@@ -11,6 +11,7 @@ from fe.security import privileges
 from fe.sql import statements as st
 from metadata import ops
 from metadata.records import Column, Database, KeyModel, Partition, Table
+from metadata.types import ColumnType
 
 DEFAULT_BUCKETS = 10
 MAX_COLUMNS = 4096
@@ -104,7 +105,12 @@ def create_table_like(session, statement: st.CreateTableLike) -> list[ops.Op]:
         )
         next_id += 1 + partition.buckets
     table = dataclasses.replace(
-        source, id=first, db_id=database.id, name=statement.table.name, partitions=tuple(copies)
+        source,
+        id=first,
+        db_id=database.id,
+        name=statement.table.name,
+        partitions=tuple(copies),
+        schema_version=1,
     )
     return [ops.CreateTable(table)]
 
@@ -188,16 +194,16 @@ def build_table(session, database: Database, statement: st.CreateTable) -> Table
     )
 
 
-def _sort_key(values: tuple[str, ...], types: list[str]):
+def _sort_key(values: tuple[str, ...], types: list[ColumnType]):
     key = []
-    for value, type_text in zip(values, types, strict=False):
-        if type_text.split("(")[0] in ("TINYINT", "SMALLINT", "INT", "BIGINT", "LARGEINT"):
+    for value, column_type in zip(values, types, strict=False):
+        if column_type.is_integer:
             try:
                 key.append((0, int(value), ""))
                 continue
             except ValueError:
                 raise QueryError(
-                    1105, f"Invalid partition value '{value}' for type {type_text}"
+                    1105, f"Invalid partition value '{value}' for type {column_type.sql}"
                 ) from None
         key.append((1, 0, value))
     return tuple(key)

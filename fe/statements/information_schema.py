@@ -5,86 +5,14 @@ Only what the session's user may see is included, as in MySQL.
 
 from __future__ import annotations
 
-import re
-
 import pyarrow as pa
 
 from fe.security import privileges
 from metadata.records import Column, Table
+from metadata.types import STRING_LENGTH
 
 INFORMATION_SCHEMA = "information_schema"
 CATALOG_NAME = "internal"
-
-TYPE_PATTERN = re.compile(r"^(?P<base>[A-Z0-9_]+)(?:\((?P<args>[^)]*)\))?(?P<rest>.*)$")
-CHARACTER_TYPES = {"CHAR", "VARCHAR", "STRING", "TEXT", "JSON", "JSONB"}
-STRING_LENGTH = 2147483643  # Doris's STRING maximum
-
-
-def type_parts(type_text: str) -> tuple[str, list[int]]:
-    match = TYPE_PATTERN.match(type_text)
-    if match is None:
-        return type_text.upper(), []
-    arguments = [
-        int(part) for part in (match.group("args") or "").split(",") if part.strip().isdigit()
-    ]
-    return match.group("base"), arguments
-
-
-def mysql_column_type(type_text: str) -> str:
-    """The column type as SHOW CREATE TABLE and information_schema print it: lower case, MySQL names."""
-    base, arguments = type_parts(type_text)
-    if base == "STRING":
-        return "text"
-    if base == "LARGEINT":
-        return "largeint"
-    if base in ("DECIMAL", "DECIMALV3") and not arguments:
-        arguments = [9, 0]
-    if base == "DECIMALV3":
-        base = "DECIMAL"
-    if base in ("DATEV2",):
-        base = "DATE"
-    if base in ("DATETIMEV2",):
-        base = "DATETIME"
-    suffix = f"({','.join(str(a) for a in arguments)})" if arguments else ""
-    if base in ("ARRAY", "MAP", "STRUCT"):
-        return type_text.lower()
-    return base.lower() + suffix
-
-
-def data_type(type_text: str) -> str:
-    return mysql_column_type(type_text).split("(")[0].split("<")[0]
-
-
-def character_length(type_text: str) -> int | None:
-    base, arguments = type_parts(type_text)
-    if base in ("CHAR", "VARCHAR"):
-        return arguments[0] if arguments else (1 if base == "CHAR" else 65533)
-    if base in ("STRING", "TEXT", "JSON", "JSONB"):
-        return STRING_LENGTH
-    return None
-
-
-def numeric_precision_scale(type_text: str) -> tuple[int | None, int | None]:
-    base, arguments = type_parts(type_text)
-    integers = {
-        "TINYINT": 3,
-        "SMALLINT": 5,
-        "MEDIUMINT": 7,
-        "INT": 10,
-        "BIGINT": 19,
-        "LARGEINT": 39,
-    }
-    if base in integers:
-        return integers[base], 0
-    if base in ("DECIMAL", "DECIMALV3"):
-        precision = arguments[0] if arguments else 9
-        scale = arguments[1] if len(arguments) > 1 else 0
-        return precision, scale
-    if base == "FLOAT":
-        return 12, None
-    if base == "DOUBLE":
-        return 22, None
-    return None, None
 
 
 def column_key(table: Table, column: Column) -> str:
@@ -183,9 +111,8 @@ def _columns(session) -> pa.Table:
     }  # fmt: skip
     for db, table in visible_tables(session):
         for position, column in enumerate(table.columns, start=1):
-            length = character_length(column.type)
-            precision, scale = numeric_precision_scale(column.type)
-            character = type_parts(column.type)[0] in CHARACTER_TYPES
+            length = column.type.character_length
+            character = column.type.is_character
             data["TABLE_CATALOG"].append(CATALOG_NAME)
             data["TABLE_SCHEMA"].append(db)
             data["TABLE_NAME"].append(table.name)
@@ -193,17 +120,17 @@ def _columns(session) -> pa.Table:
             data["ORDINAL_POSITION"].append(position)
             data["COLUMN_DEFAULT"].append(unquote_default(column.default))
             data["IS_NULLABLE"].append("YES" if column.nullable else "NO")
-            data["DATA_TYPE"].append(data_type(column.type))
+            data["DATA_TYPE"].append(column.type.data_type)
             data["CHARACTER_MAXIMUM_LENGTH"].append(length)
             data["CHARACTER_OCTET_LENGTH"].append(
                 length * 4 if length and length < STRING_LENGTH else length
             )
-            data["NUMERIC_PRECISION"].append(precision)
-            data["NUMERIC_SCALE"].append(scale)
+            data["NUMERIC_PRECISION"].append(column.type.numeric_precision)
+            data["NUMERIC_SCALE"].append(column.type.numeric_scale)
             data["DATETIME_PRECISION"].append(None)
             data["CHARACTER_SET_NAME"].append("utf8mb4" if character else None)
             data["COLLATION_NAME"].append("utf8mb4_0900_bin" if character else None)
-            data["COLUMN_TYPE"].append(mysql_column_type(column.type))
+            data["COLUMN_TYPE"].append(column.type.mysql)
             data["COLUMN_KEY"].append(column_key(table, column))
             data["EXTRA"].append("auto_increment" if column.auto_increment else "")
             data["PRIVILEGES"].append("select,insert,update,references")

@@ -52,10 +52,15 @@ def show_proc(session, path: str) -> tuple[list[str], list[tuple]]:
             "Type",
             "KeysType",
         ], rows
-    if head == "dbs" and len(rest) == 2:
+    if head == "dbs" and len(rest) in (2, 3):
         table = catalog.tables.get(_id(rest[1]))
         if table is None or table.db_id != _id(rest[0]):
             raise QueryError(1105, f"Table {rest[1]} does not exist in database {rest[0]}")
+        if rest[2:] == ["index_schema"]:
+            row = (table.id, table.name, table.schema_version, str(table.key_model))
+            return ["IndexId", "IndexName", "SchemaVersion", "KeysType"], [row]
+        if rest[2:]:
+            raise QueryError(1105, f"Proc path '{path}' does not exist")
         rows = [
             (p.id, p.name, p.buckets, p.tablet_start, p.tablet_start + p.buckets - 1)
             for p in table.partitions

@@ -13,7 +13,6 @@ from fe.statements.ddl import database_name, resolve_database, resolve_table
 from fe.statements.information_schema import (
     INFORMATION_SCHEMA,
     column_key,
-    mysql_column_type,
     unquote_default,
     visible_databases,
 )
@@ -96,11 +95,11 @@ def _columns(session, statement: st.Show) -> Result:
             continue
         extra = "auto_increment" if col.auto_increment else (col.aggregation or "")
         if statement.full:
-            rows.append((col.name, mysql_column_type(col.type), None, "YES" if col.nullable else "NO",
+            rows.append((col.name, col.type.mysql, None, "YES" if col.nullable else "NO",
                          column_key(table, col), unquote_default(col.default), extra,
                          "select,insert,update,references", col.comment))  # fmt: skip
         else:
-            rows.append((col.name, mysql_column_type(col.type), "YES" if col.nullable else "NO",
+            rows.append((col.name, col.type.mysql, "YES" if col.nullable else "NO",
                          column_key(table, col), unquote_default(col.default), extra))  # fmt: skip
     if statement.full:
         names = [
@@ -138,7 +137,7 @@ def _bound(values: tuple[str, ...]) -> str:
 def create_table_sql(table: Table) -> str:
     lines = []
     for col in table.columns:
-        parts = [quote(col.name), mysql_column_type(col.type)]
+        parts = [quote(col.name), col.type.mysql]
         if col.aggregation:
             parts.append(col.aggregation)
         parts.append("NULL" if col.nullable else "NOT NULL")

@@ -576,3 +576,59 @@ def test_a_flood_of_malformed_sql_from_several_clients(quire, root):
     assert codes.count(1064) >= len(codes) * 8 // 10
     assert not any(name.startswith("bad_") for (name,) in run(root, "SHOW TABLES FROM cli_db"))
     assert_server_answers(quire)
+
+
+# One statement of every kind that answers with an OK packet (statement_kinds.py's registry),
+# each in the mariadb CLI, which reads OK packets as strictly as libmariadb does.
+OK_STATEMENTS = {
+    "use": "USE ok_kinds",
+    "set session": "SET @@session.wait_timeout = 100",
+    "set names": "SET NAMES utf8mb4",
+    "transaction": "BEGIN",
+    "admin set config": 'ADMIN SET FRONTEND CONFIG ("sys_log_level" = "INFO")',
+    "admin checkpoint": "ADMIN CHECKPOINT",
+    "create database": "CREATE DATABASE ok_kinds_2",
+    "drop database": "DROP DATABASE ok_kinds_2",
+    "create table": "CREATE TABLE ok_kinds.t (k INT) DISTRIBUTED BY HASH(k) BUCKETS 1",
+    "create table like": "CREATE TABLE ok_kinds.t2 LIKE ok_kinds.base",
+    "alter table": "ALTER TABLE ok_kinds.base ADD COLUMN c INT",
+    "drop table": "DROP TABLE ok_kinds.gone",
+    "create user": "CREATE USER ok_kinds_user IDENTIFIED BY 'pw'",
+    "set password": "SET PASSWORD FOR ok_kinds_other = PASSWORD('pw2')",
+    "alter user": "ALTER USER ok_kinds_other FAILED_LOGIN_ATTEMPTS 5",
+    "grant": "GRANT SELECT_PRIV ON ok_kinds.* TO ok_kinds_other",
+    "revoke": "REVOKE SELECT_PRIV ON ok_kinds.* FROM ok_kinds_other",
+    "drop user": "DROP USER ok_kinds_dropped",
+    "set global": "SET GLOBAL wait_timeout = 28800",
+}
+
+
+@pytest.fixture(scope="module")
+def ok_kinds(quire, root):
+    with root.cursor() as cursor:
+        for statement in (
+            "CREATE DATABASE ok_kinds",
+            "CREATE TABLE ok_kinds.base (k INT) DISTRIBUTED BY HASH(k) BUCKETS 1",
+            "CREATE TABLE ok_kinds.gone (k INT) DISTRIBUTED BY HASH(k) BUCKETS 1",
+            "CREATE USER ok_kinds_other IDENTIFIED BY 'pw'",
+            "CREATE USER ok_kinds_dropped",
+        ):
+            cursor.execute(statement)
+    return quire
+
+
+@pytest.mark.parametrize("sql", OK_STATEMENTS.values(), ids=OK_STATEMENTS.keys())
+def test_every_kind_of_ok_answer_is_read_by_the_mariadb_cli(ok_kinds, sql):
+    done = mariadb(ok_kinds, "-vvv", "-e", sql)
+    assert done.returncode == 0, done.stderr
+    assert "ERROR" not in done.stderr, done.stderr
+    assert sql.startswith("USE") or "Query OK" in done.stdout, done.stdout  # USE prints no OK
+
+
+def test_admin_checkpoint_names_its_image_to_both_clients(ok_kinds, root):
+    done = mariadb(ok_kinds, "-vvv", "-e", "ADMIN CHECKPOINT")
+    assert done.returncode == 0, done.stderr
+    assert "image." in done.stdout
+    with root.cursor() as cursor:
+        cursor.execute("ADMIN CHECKPOINT")
+        assert b"image." in root._result.message

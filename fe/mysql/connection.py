@@ -876,7 +876,8 @@ class Connection:
                     lenenc_int(affected_rows),
                     lenenc_int(last_insert_id),
                     struct.pack("<HH", self.status_flags | flags, min(warnings, 0xFFFF)),
-                    info.encode(),
+                    # length-encoded, as MySQL sends it: libmariadb reads it so, PyMySQL either way
+                    lenenc_bytes(info.encode()) if info else b"",
                 ]
             )
         )

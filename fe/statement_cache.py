@@ -145,7 +145,7 @@ class StatementCache:
         if tokens[0].token_type in QUERY_STARTS:
             statement = self._query(tokens, sql)
         else:
-            statement = _statement(tokens, sql)
+            statement = parse_tokens(tokens, sql)
         if len(sql) <= self.max_sql_bytes:
             self.by_text.put(sql, statement)
         return statement
@@ -163,15 +163,19 @@ class StatementCache:
             kept = len(sql) <= self.max_sql_bytes
             statement = self._parsed(tokens, sql) if kept else _unshaped(tokens, sql)
             return Prepared(sql, markers, is_query, statement=statement)
-        parse = parse_with_sqlglot if is_query else _set_expression
-        marked = _marked_template(tokens, sql, _is_parameter, PARAMETER, parse)
-        if marked is not None and isinstance(marked[0], exp.Select | exp.Union | exp.Set):
-            return Prepared(sql, markers, is_query, template=marked[0])
+        if is_query:
+            marked = _marked_template(tokens, sql, _is_parameter, PARAMETER)
+            if marked is not None and isinstance(marked[0], exp.Select | exp.Union):
+                return Prepared(sql, markers, is_query, template=marked[0])
         prepared = Prepared(sql, markers, is_query, tokens=tuple(tokens))
         try:
-            bind(prepared, [""] * len(markers))
+            statement = bind(prepared, [f"{PARAMETER}{i}" for i in range(len(markers))])
         except ParseError:
             bind(prepared, [0] * len(markers))  # a number where a string is refused (KILL ?)
+            return prepared
+        if isinstance(statement, st.SetStatement):
+            if _markers_in(statement.expression, PARAMETER) == len(markers):
+                return Prepared(sql, markers, is_query, template=statement.expression)
         return prepared
 
     def _tokens(self, sql: str) -> list[Token]:
@@ -210,12 +214,7 @@ class StatementCache:
 def _unshaped(tokens: list[Token], sql: str):
     if tokens[0].token_type in QUERY_STARTS:
         return plan(parse_with_sqlglot(tokens, sql))
-    return _statement(tokens, sql)
-
-
-def _statement(tokens: list[Token], sql: str):
-    statement = parse_tokens(tokens, sql)
-    return plan(statement.expression) if isinstance(statement, st.Query) else statement
+    return parse_tokens(tokens, sql)
 
 
 def plan(expression: exp.Expression):
@@ -233,13 +232,6 @@ def _template(tokens: list[Token], sql: str) -> exp.Expression | None:
     return None if marked is None else marked[0]
 
 
-def _set_expression(tokens: list[Token], sql: str) -> exp.Set:
-    statement = parse_tokens(tokens, sql)
-    if not isinstance(statement, st.SetStatement):
-        raise ParseError("not a SET of variables")
-    return statement.expression
-
-
 def _is_parameter(token: Token) -> bool:
     return token.token_type == TokenType.PLACEHOLDER and token.text == "?"
 
@@ -249,7 +241,6 @@ def _marked_template(
     sql: str,
     is_marked: Callable[[Token], bool],
     prefix: str,
-    parse: Callable[[list[Token], str], exp.Expression] = parse_with_sqlglot,
 ) -> tuple[exp.Expression, int] | None:
     """The statement parsed with each token is_marked picks replaced by a string marker
     prefix + its number, and how many there are; None if a marker did not stay a literal."""
@@ -261,11 +252,14 @@ def _marked_template(
             count += 1
         marked.append(token)
     try:
-        template = parse(marked, sql)
+        template = parse_with_sqlglot(marked, sql)
     except ParseError:
         return None
-    markers = sum(1 for node in template.find_all(exp.Literal) if _marker_index(node, prefix) >= 0)
-    return (template, count) if markers == count else None
+    return (template, count) if _markers_in(template, prefix) == count else None
+
+
+def _markers_in(expression: exp.Expression, prefix: str) -> int:
+    return sum(1 for node in expression.find_all(exp.Literal) if _marker_index(node, prefix) >= 0)
 
 
 def _marker_index(node: exp.Expression, prefix: str) -> int:
@@ -294,7 +288,7 @@ def bind(prepared: Prepared, values: list):
     if prepared.statement is not None:
         return prepared.statement
     if prepared.template is None:
-        return _statement(_bound_tokens(prepared.tokens, values), prepared.sql)
+        return _unshaped(_bound_tokens(prepared.tokens, values), prepared.sql)
 
     def value_of(node: exp.Expression) -> exp.Expression:
         index = _marker_index(node, PARAMETER)

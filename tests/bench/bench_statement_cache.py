@@ -102,6 +102,7 @@ def main() -> None:
     prepare = statement_cache.StatementCache(1024).prepare_statement
     run("prepare SELECT ... id = ?", [f"SELECT ?, ? AS s{i}" for i in range(n)], prepare)
     run("prepare SET @a = ?", [f"SET @a{i} = ?" for i in range(n)], prepare)
+    run("prepare CREATE USER ?", [f"CREATE USER ? IDENTIFIED BY 'p{i}'" for i in range(n)], prepare)
 
 
 if __name__ == "__main__":

@@ -192,3 +192,16 @@ def test_a_parameter_where_the_grammar_takes_none_is_refused_at_prepare(quire, s
         assert connection.cmd_query("SELECT 1") and connection.get_rows()[0] == [(1,)]
     finally:
         connection.close()
+
+
+def test_a_huge_parameter_of_a_grammar_statement_is_bound_not_written_out(quire, root):
+    connection = connector(quire)
+    try:
+        cursor = connection.cursor(prepared=True)
+        cursor.execute("SHOW DATABASES LIKE ?", ("x" * HUGE_DIGITS,))
+        assert cursor.fetchall() == []
+        cursor.execute("SHOW DATABASES LIKE ?", ("information_schema",))
+        assert cursor.fetchall() == [("information_schema",)]
+    finally:
+        connection.close()
+    assert run(root, "SELECT 1") == ((1,),)

@@ -18,6 +18,7 @@ from mysql_mimic.session import BaseSession
 
 from fe import statement_cache
 from fe.mysql.errors import QueryError
+from fe.mysql.prepared import SessionPlan
 from fe.mysql.results import Result
 from fe.security import privileges
 from fe.sql.parser import ParseError
@@ -105,19 +106,25 @@ class QuireSession(BaseSession):
 
     async def handle_query(self, sql: str, attrs: dict[str, str]) -> Result:
         with self._counted():
-            return await self._run(await self.parse(sql), sql)
+            return await self._run(await self.parse(sql), lambda: sql)
 
-    async def prepare_statement(self, sql: str):
-        """A query parsed once with its `?` markers, for execute_prepared; None: the statement
-        runs as text with its values written in (its errors are reported when it runs)."""
-        try:
-            return await self.services.statement_cache.prepare(sql)
-        except (ParseError, LongStatementsBusy, RecursionError):
-            return None
+    async def prepare_statement(self, sql: str) -> SessionPlan:
+        """The statement parsed once with its `?` markers, for execute_prepared; the columns of
+        a query (its markers read as NULL) are found by running it, never a write."""
+        with _parse_errors():
+            prepared = await self.services.statement_cache.prepare(sql)
+        columns = []
+        if prepared.is_query:
+            with contextlib.suppress(QueryError, ParseError, RecursionError):
+                statement = statement_cache.bind(prepared, [None] * prepared.parameters)
+                columns = (await queries.run_select(self, statement)).columns
+        return SessionPlan(prepared, prepared.parameters, columns)
 
     async def execute_prepared(self, prepared, values: list, attrs: dict[str, str]) -> Result:
         with self._counted():
-            return await self._run(statement_cache.bind(prepared, values), None)
+            with _parse_errors():
+                statement = statement_cache.bind(prepared, values)
+            return await self._run(statement, lambda: statement_cache.written(prepared, values))
 
     @contextlib.contextmanager
     def _counted(self) -> Iterator[None]:
@@ -134,40 +141,19 @@ class QuireSession(BaseSession):
                 1064, "You have an error in your SQL syntax: the statement nests too deeply"
             ) from None
 
-    async def _run(self, statement, sql: str | None) -> Result:
+    async def _run(self, statement, text: Callable[[], str]) -> Result:
         if not self.services.writer.is_leader():
             kind = kind_of(statement)
             if kind.forwarded(statement):
-                assert sql is not None, "a prepared query is never forwarded"
-                return await self.services.forwarder.forward(self, sql)
+                return await self.services.forwarder.forward(self, text())
             if not kind.runs_when_stale(statement):
                 self.services.freshness.check_fresh()
         return await self.execute(statement)
 
     async def parse(self, sql: str):
         """The statement, parsed (from the FE's cache, or off the event loop when it is long)."""
-        try:
+        with _parse_errors():
             return await self.services.statement_cache.parse(sql)
-        except ParseError as error:
-            raise QueryError(1064, str(error)) from None
-        except LongStatementsBusy:
-            raise QueryError(
-                1105, "Too many long statements are being parsed on this FE; retry later"
-            ) from None
-
-    async def describe(self, sql: str):
-        """Result columns of a statement being prepared (its `?` markers read as NULL); only
-        queries are run for this, never writes."""
-        try:
-            statement = await self.parse(sql)
-        except (QueryError, RecursionError):
-            return None
-        if not isinstance(statement, queries.SelectPlan):
-            return None
-        try:
-            return (await queries.run_select(self, statement)).columns
-        except QueryError:
-            return None
 
     def changed_variables(self) -> dict[str, object]:
         """The session variables this session set (what a forwarded statement runs with)."""
@@ -280,3 +266,20 @@ class QuireSession(BaseSession):
         operations = builder(self, statement)
         if operations:
             await self.services.writer.commit(operations)
+
+
+@contextlib.contextmanager
+def _parse_errors() -> Iterator[None]:
+    """A statement that cannot be parsed, told as MySQL tells it."""
+    try:
+        yield
+    except ParseError as error:
+        raise QueryError(1064, str(error)) from None
+    except LongStatementsBusy:
+        raise QueryError(
+            1105, "Too many long statements are being parsed on this FE; retry later"
+        ) from None
+    except RecursionError:
+        raise QueryError(
+            1064, "You have an error in your SQL syntax: the statement nests too deeply"
+        ) from None

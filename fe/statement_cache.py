@@ -6,8 +6,11 @@ Two levels, both bounded LRUs shared by every session of an FE:
   seen before (`... WHERE id = 7` after `... WHERE id = 3`) is tokenized, and its literals are
   bound into the cached tree instead of parsing again.
 
-A prepared query is parsed once, when it is prepared, with each `?` marker kept in the tree
-(PreparedQuery); each execution binds its typed parameter values into a copy of that tree.
+A prepared statement is tokenized and parsed once, when it is prepared (Prepared). A query or SET
+keeps each `?` as a marker in its tree, and each execution binds its typed parameter values into a
+copy of that tree; a statement of the Doris grammar keeps its tokens, and each execution hands the
+grammar those tokens with a typed token for each value in place of its `?`. Values are never
+written into SQL text and tokenized again (a non-leader writes them out only to forward a write).
 
 Statements longer than max_sql_bytes are neither cached nor parsed on the event loop: one thread
 parses them, one at a time, with at most max_waiting_long_statements waiting (more are refused),
@@ -31,7 +34,7 @@ from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
 from fe.mysql.errors import ErrorCode, QueryError
-from fe.mysql.prepared import time_text
+from fe.mysql.prepared import sql_literal, time_text
 from fe.sql import statements as st
 from fe.sql.parser import QUERY_STARTS, ParseError, parse_tokens, parse_with_sqlglot, tokenize
 from fe.statements import queries
@@ -39,6 +42,7 @@ from fe.statements import queries
 LITERAL_TOKENS = (TokenType.NUMBER, TokenType.STRING)
 SENTINEL = "\x00quire-literal-"
 PARAMETER = "\x00quire-parameter-"
+UNSHAPED = object()  # by_shape's entry for a shape whose literals cannot be markers
 
 
 class LRU:
@@ -69,11 +73,21 @@ class LongStatementsBusy(Exception):
 
 
 @dataclass(frozen=True)
-class PreparedQuery:
-    """A query parsed with each `?` as a numbered marker, to bind parameter values into."""
+class Prepared:
+    """A statement parsed when it was prepared. Exactly one of: `statement`, runnable as it is
+    (no parameters); `template`, a query or SET with each `?` a numbered marker; `tokens`, the
+    statement's tokens with its `?` kept, for the grammar to read with values in their place."""
 
-    template: exp.Expression
-    parameters: int
+    sql: str
+    markers: tuple[int, ...]  # where each `?` is in sql
+    is_query: bool
+    statement: object = None
+    template: exp.Expression | None = None
+    tokens: tuple[Token, ...] = ()
+
+    @property
+    def parameters(self) -> int:
+        return len(self.markers)
 
 
 class StatementCache:
@@ -101,12 +115,11 @@ class StatementCache:
             return self.statement(sql)
         return await self._parse_long(self._uncached, sql)
 
-    async def prepare(self, sql: str) -> PreparedQuery | None:
-        """The query `sql` parsed with its `?` markers; None for other statements (and for a
-        query that parses otherwise with its markers taken for values)."""
+    async def prepare(self, sql: str) -> Prepared:
+        """prepare_statement(sql), a long statement parsed off the event loop."""
         if len(sql) <= self.max_sql_bytes:
-            return self._prepared(sql)
-        return await self._parse_long(self._prepared, sql)
+            return self.prepare_statement(sql)
+        return await self._parse_long(self.prepare_statement, sql)
 
     async def _parse_long(self, parse: Callable, sql: str):
         with self._long_lock:
@@ -126,29 +139,44 @@ class StatementCache:
         cached = self.by_text.get(sql)
         if cached is not None:
             return cached
-        tokens = self._tokens(sql)
+        return self._parsed(self._tokens(sql), sql)
+
+    def _parsed(self, tokens: list[Token], sql: str):
         if tokens[0].token_type in QUERY_STARTS:
             statement = self._query(tokens, sql)
         else:
-            statement = _statement(tokens, sql)
+            statement = parse_tokens(tokens, sql)
         if len(sql) <= self.max_sql_bytes:
             self.by_text.put(sql, statement)
         return statement
 
     def _uncached(self, sql: str):
-        tokens = self._tokens(sql)
-        if tokens[0].token_type in QUERY_STARTS:
-            return plan(parse_with_sqlglot(tokens, sql))
-        return _statement(tokens, sql)
+        return _unshaped(self._tokens(sql), sql)
 
-    def _prepared(self, sql: str) -> PreparedQuery | None:
+    def prepare_statement(self, sql: str) -> Prepared:
+        """`sql` tokenized and parsed once, its `?` markers kept; ParseError if it cannot be
+        parsed with a value in the place of each (MySQL refuses it at prepare time, too)."""
         tokens = self._tokens(sql)
-        if tokens[0].token_type not in QUERY_STARTS:
-            return None
-        marked = _marked_template(tokens, sql, _is_parameter, PARAMETER)
-        if marked is None or not isinstance(marked[0], exp.Select | exp.Union):
-            return None
-        return PreparedQuery(*marked)
+        markers = tuple(token.start for token in tokens if _is_parameter(token))
+        is_query = tokens[0].token_type in QUERY_STARTS
+        if not markers:
+            kept = len(sql) <= self.max_sql_bytes
+            statement = self._parsed(tokens, sql) if kept else _unshaped(tokens, sql)
+            return Prepared(sql, markers, is_query, statement=statement)
+        if is_query:
+            marked = _marked_template(tokens, sql, _is_parameter, PARAMETER)
+            if marked is not None and isinstance(marked[0], exp.Select | exp.Union):
+                return Prepared(sql, markers, is_query, template=marked[0])
+        prepared = Prepared(sql, markers, is_query, tokens=tuple(tokens))
+        try:
+            statement = bind(prepared, [f"{PARAMETER}{i}" for i in range(len(markers))])
+        except ParseError:
+            bind(prepared, [0] * len(markers))  # a number where a string is refused (KILL ?)
+            return prepared
+        if isinstance(statement, st.SetStatement):
+            if _markers_in(statement.expression, PARAMETER) == len(markers):
+                return Prepared(sql, markers, is_query, template=statement.expression)
+        return prepared
 
     def _tokens(self, sql: str) -> list[Token]:
         tokens = tokenize(sql)
@@ -173,17 +201,20 @@ class StatementCache:
         template = self.by_shape.get(shape)
         if template is None:
             template = _template(tokens, sql)
+            self.by_shape.put(shape, UNSHAPED if template is None else template)
             if template is None:
                 return plan(parse_with_sqlglot(tokens, sql))
-            self.by_shape.put(shape, template)
+        elif template is UNSHAPED:
+            return plan(parse_with_sqlglot(tokens, sql))
         else:
             self.shape_hits += 1
         return plan(_bound(template, literals))
 
 
-def _statement(tokens: list[Token], sql: str):
-    statement = parse_tokens(tokens, sql)
-    return plan(statement.expression) if isinstance(statement, st.Query) else statement
+def _unshaped(tokens: list[Token], sql: str):
+    if tokens[0].token_type in QUERY_STARTS:
+        return plan(parse_with_sqlglot(tokens, sql))
+    return parse_tokens(tokens, sql)
 
 
 def plan(expression: exp.Expression):
@@ -206,7 +237,10 @@ def _is_parameter(token: Token) -> bool:
 
 
 def _marked_template(
-    tokens: list[Token], sql: str, is_marked: Callable[[Token], bool], prefix: str
+    tokens: list[Token],
+    sql: str,
+    is_marked: Callable[[Token], bool],
+    prefix: str,
 ) -> tuple[exp.Expression, int] | None:
     """The statement parsed with each token is_marked picks replaced by a string marker
     prefix + its number, and how many there are; None if a marker did not stay a literal."""
@@ -221,8 +255,11 @@ def _marked_template(
         template = parse_with_sqlglot(marked, sql)
     except ParseError:
         return None
-    markers = sum(1 for node in template.find_all(exp.Literal) if _marker_index(node, prefix) >= 0)
-    return (template, count) if markers == count else None
+    return (template, count) if _markers_in(template, prefix) == count else None
+
+
+def _markers_in(expression: exp.Expression, prefix: str) -> int:
+    return sum(1 for node in expression.find_all(exp.Literal) if _marker_index(node, prefix) >= 0)
 
 
 def _marker_index(node: exp.Expression, prefix: str) -> int:
@@ -245,15 +282,63 @@ def _bound(template: exp.Expression, literals: list[Token]) -> exp.Expression:
     return bound
 
 
-def bind(prepared: PreparedQuery, values: list) -> queries.SelectPlan:
-    """The prepared query with each marker replaced by its parameter's value, planned."""
+def bind(prepared: Prepared, values: list):
+    """The prepared statement with each parameter's typed value in the place of its `?`."""
     assert len(values) == prepared.parameters, (len(values), prepared.parameters)
+    if prepared.statement is not None:
+        return prepared.statement
+    if prepared.template is None:
+        return _unshaped(_bound_tokens(prepared.tokens, values), prepared.sql)
 
     def value_of(node: exp.Expression) -> exp.Expression:
         index = _marker_index(node, PARAMETER)
         return node if index < 0 else parameter_expression(values[index])
 
-    return plan(queries.substituted(prepared.template.copy(), value_of))
+    bound = queries.substituted(prepared.template.copy(), value_of)
+    return st.SetStatement(bound) if isinstance(bound, exp.Set) else plan(bound)
+
+
+def written(prepared: Prepared, values: list) -> str:
+    """The prepared statement's text with its values written in (what a non-leader forwards)."""
+    assert len(values) == prepared.parameters, (len(values), prepared.parameters)
+    sql = prepared.sql
+    parts = []
+    begin = 0
+    for marker, value in zip(prepared.markers, values, strict=True):
+        parts += [sql[begin:marker], sql_literal(value)]
+        begin = marker + 1
+    return "".join(parts) + sql[begin:]
+
+
+def _bound_tokens(tokens: tuple[Token, ...], values: list) -> list[Token]:
+    bound = []
+    index = 0
+    for token in tokens:
+        if _is_parameter(token):
+            bound += parameter_tokens(values[index], token)
+            index += 1
+        else:
+            bound.append(token)
+    return bound
+
+
+def parameter_tokens(value, marker: Token) -> list[Token]:
+    """The tokens the MySQL dialect reads from `value` written as a literal, where `marker` was."""
+
+    def token(token_type: TokenType, text: str) -> Token:
+        return Token(token_type, text, marker.line, marker.col, marker.start, marker.end)
+
+    expression = parameter_expression(value)
+    if isinstance(expression, exp.Neg):
+        return [token(TokenType.DASH, "-"), token(TokenType.NUMBER, expression.this.this)]
+    if isinstance(expression, exp.Null):
+        return [token(TokenType.NULL, "NULL")]
+    if isinstance(expression, exp.Boolean):
+        return [token(TokenType.TRUE if value else TokenType.FALSE, str(value).upper())]
+    if isinstance(expression, exp.HexString):
+        return [token(TokenType.HEX_STRING, expression.this)]
+    assert isinstance(expression, exp.Literal), expression
+    return [token(TokenType.STRING if expression.is_string else TokenType.NUMBER, expression.this)]
 
 
 def parameter_expression(value) -> exp.Expression:

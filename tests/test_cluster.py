@@ -4,6 +4,7 @@ added it, catches up from the helper's image and the journal, and one that canno
 import contextlib
 import time
 
+import mysql.connector
 import pytest
 
 from tests.harness import QuireProcess, add_and_start, execute, start_fails, wait_until
@@ -119,6 +120,17 @@ def test_writes_on_an_observer_are_forwarded_with_read_your_write(tmp_path, lead
             assert cursor.fetchone() == (1234,)
         connection.close()
         assert {f"fw_{i}" for i in range(20)} <= tables(leader, "shared")
+        # A prepared write is forwarded too, its typed values written out for the leader.
+        prepared = mysql.connector.connect(
+            host="127.0.0.1", port=observer.query_port, user="root", password="", use_pure=True
+        )
+        cursor = prepared.cursor(prepared=True)
+        cursor.execute("CREATE USER ?@? IDENTIFIED BY ?", ("carol", "%", "it's"))
+        cursor.execute("SET GLOBAL wait_timeout = ?", (4321,))
+        prepared.close()
+        assert "carol" in str(execute(leader, "SHOW GRANTS FOR carol"))
+        assert execute(leader, "SELECT @@global.wait_timeout") == ((4321,),)
+        observer.connect("carol", "it's").close()
         # A forwarded statement runs with the original user's privileges, no more.
         bob = observer.connect("bob", "pw", database="shared")
         with bob.cursor() as cursor, pytest.raises(Exception) as excinfo:

@@ -342,9 +342,10 @@ class Connection:
 
     Besides BaseSession's methods a session may define `async describe(sql) -> columns | None`:
     the result columns of a statement about to be prepared (`sql` still holds its `?` markers);
-    and `async prepare_statement(sql) -> plan | None` with `async execute_prepared(plan, values,
-    attrs) -> Result`: a statement parsed once when it is prepared, each execution's typed
-    values bound into it (statements it gives no plan run as text with their values written in).
+    and `async prepare_statement(sql) -> SessionPlan` with `async execute_prepared(plan, values,
+    attrs) -> Result`: a statement parsed once when it is prepared (a malformed one refused then),
+    each execution's typed values bound into it. A session without them is handed each execution
+    as text with its values written in, and asked to `describe(sql)` at prepare.
 
     The identity provider's `get_user(username, host)` picks the account a client at `host` logs
     in as (an Account, or a plain User: host '%'); once the client proves it, the session's
@@ -996,12 +997,20 @@ class Connection:
         stmt_id = next(self._stmt_ids)
         while stmt_id in self.prepared or stmt_id == 0:
             stmt_id = next(self._stmt_ids) & 0xFFFFFFFF
-        stmt = prepare(stmt_id, sql)
-        assert stmt.num_params <= MAX_PARAMS
         prepare_statement = getattr(self.session, "prepare_statement", None)
-        if prepare_statement is not None:
-            stmt.plan = await prepare_statement(sql)
-        columns = await self._describe(stmt)
+        if prepare_statement is None:
+            stmt = prepare(stmt_id, sql)
+            columns = await self._describe(stmt)
+        else:
+            planned = await prepare_statement(sql)
+            if planned.parameters > MAX_PARAMS:
+                raise QueryError(
+                    ErrorCode.PARSE_ERROR, "Prepared statement contains too many placeholders"
+                )
+            stmt = PreparedStatement(stmt_id, sql, planned.parameters, plan=planned.plan)
+            columns = [as_column(c) for c in planned.columns]
+            stmt.column_names = [c.name for c in columns]
+        assert stmt.num_params <= MAX_PARAMS
         assert len(columns) <= 0xFFFF
         self.prepared[stmt_id] = stmt
         stream = self.stream
@@ -1049,9 +1058,8 @@ class Connection:
                 ErrorCode.NET_PACKET_TOO_LARGE, "Parameter data bigger than 'max_allowed_packet'"
             )
         stmt.cursor = None
-        execute_prepared = getattr(self.session, "execute_prepared", None)
-        if stmt.plan is not None and execute_prepared is not None:
-            running = execute_prepared(stmt.plan, execution.values, execution.attrs)
+        if stmt.plan is not None:
+            running = self.session.execute_prepared(stmt.plan, execution.values, execution.attrs)
             result = await self._run(running, stmt.sql, "Execute")
         else:
             result = await self._execute(execution.sql, execution.attrs, "Execute")

@@ -1,10 +1,10 @@
 """Server-side prepared statements: placeholders, parameter decoding, and safe substitution.
 
-A session that offers `prepare_statement(sql)` parses a statement once, when it is prepared, and
-is handed each execution's typed parameter values (`execute_prepared`). For other sessions, and
-statements their session does not prepare, each parameter is rendered as an SQL literal (sqlglot
-renders strings, so quotes and backslashes are escaped the way the MySQL dialect reads them back)
-and the resulting text is handed to the session like any other query.
+A session that offers `prepare_statement(sql)` parses a statement once, when it is prepared (a
+SessionPlan), and is handed each execution's typed parameter values (`execute_prepared`). For other
+sessions each parameter is rendered as an SQL literal (sqlglot renders strings, so quotes and
+backslashes are escaped the way the MySQL dialect reads them back) and the resulting text is handed
+to the session like any other query.
 """
 
 from __future__ import annotations
@@ -34,20 +34,27 @@ UNSIGNED_PARAM = 0x80
 ParamType = tuple[int, bool]  # (ColumnType code, unsigned)
 
 
+@dataclass(frozen=True)
+class SessionPlan:
+    """What a session's prepare_statement gives: its parsed statement (handed back to its
+    execute_prepared), how many `?` parameters it takes, and its result columns if known."""
+
+    plan: object
+    parameters: int
+    columns: list = field(default_factory=list)
+
+
 @dataclass
 class PreparedStatement:
     stmt_id: int
     sql: str
-    fragments: list[str]  # the SQL split around its placeholders: one more than parameters
+    num_params: int
+    fragments: list[str] | None = None  # the SQL split around its placeholders, if not planned
     param_types: list[ParamType] | None = None  # as last sent by the client
     long_data: dict[int, bytearray] = field(default_factory=dict)
     cursor: Iterator[bytes] | None = None
     column_names: list[str] = field(default_factory=list)  # from the statement text, at prepare
     plan: object | None = None  # the session's parsed statement, if it prepared one
-
-    @property
-    def num_params(self) -> int:
-        return len(self.fragments) - 1
 
 
 @dataclass
@@ -66,7 +73,7 @@ class Execution:
 def prepare(stmt_id: int, sql: str) -> PreparedStatement:
     """Find the statement's `?` placeholders (not those inside strings, identifiers, comments)."""
     if "?" not in sql:
-        return PreparedStatement(stmt_id, sql, [sql])
+        return PreparedStatement(stmt_id, sql, 0, [sql])
     try:
         tokens = MySQL().tokenize(sql)
     except TokenError as e:
@@ -83,7 +90,7 @@ def prepare(stmt_id: int, sql: str) -> PreparedStatement:
         fragments.append(sql[begin:position])
         begin = position + 1
     fragments.append(sql[begin:])
-    return PreparedStatement(stmt_id, sql, fragments)
+    return PreparedStatement(stmt_id, sql, len(positions), fragments)
 
 
 class MalformedPacket(Exception):
@@ -393,6 +400,7 @@ def substitute(stmt: PreparedStatement, values: list[Any]) -> str:
     if not values:
         return stmt.sql
     fragments = stmt.fragments
+    assert fragments is not None, "a statement its session planned is never written out"
     parts = [fragments[0]]
     for i, value in enumerate(values):
         parts.append(sql_literal(value))

@@ -55,10 +55,6 @@ class ParseError(Exception):
     """Malformed SQL: reported to the client as 1064."""
 
 
-def parse(sql: str) -> object:
-    return parse_tokens(tokenize(sql), sql)
-
-
 def tokenize(sql: str) -> list[Token]:
     """sqlglot's tokens of one statement (trailing semicolons dropped); ParseError if malformed."""
     tokenizer = getattr(_per_thread, "tokenizer", None)
@@ -78,6 +74,8 @@ def tokenize(sql: str) -> list[Token]:
 
 
 def parse_tokens(tokens: list[Token], sql: str) -> object:
+    """A statement other than a query (those are sqlglot's: parse_with_sqlglot) as its record."""
+    assert tokens[0].token_type not in QUERY_STARTS, "a query goes to parse_with_sqlglot"
     return Grammar(tokens, sql).statement()
 
 
@@ -257,9 +255,6 @@ class Grammar:
     # -- statements ----------------------------------------------------------------------------
 
     def statement(self):
-        first = self.tokens[0]
-        if first.token_type in QUERY_STARTS:
-            return st.Query(parse_with_sqlglot(self.tokens, self.sql))
         word = self._word()
         handler = getattr(self, f"_{(word or '').lower()}", None)
         if handler is None:

@@ -1,7 +1,8 @@
 """What the front's parser produces: one small record per statement kind.
 
-Queries (SELECT, SET, standard SHOW) stay sqlglot expressions inside `Query` / `SetStatement`; the
-Doris and administration statements that sqlglot does not know get their own records here.
+Queries are sqlglot expressions (planned by fe/statements/queries.py), SET a sqlglot expression
+inside `SetStatement`; the Doris and administration statements that sqlglot does not know get
+their own records here.
 """
 
 from __future__ import annotations
@@ -30,13 +31,6 @@ class PartitionDef:
     name: str
     lower: tuple[str, ...] = ()
     upper: tuple[str, ...] = ()  # () = MAXVALUE
-
-
-@dataclass(frozen=True)
-class Query:
-    """A SELECT (or other read) that sqlglot parsed."""
-
-    expression: exp.Expression
 
 
 @dataclass(frozen=True)

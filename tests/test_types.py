@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from fe.sql.parser import ParseError, parse
+from fe.sql.parser import ParseError, parse_tokens, tokenize
 from metadata import codec
 from metadata.ops import CreateTable
 from metadata.records import Column, Table
@@ -76,7 +76,8 @@ CASES = [
 
 
 def _column_type(written: str) -> ColumnType:
-    statement = parse(f"CREATE TABLE t (c {written}) DISTRIBUTED BY HASH(c) BUCKETS 1")
+    sql = f"CREATE TABLE t (c {written}) DISTRIBUTED BY HASH(c) BUCKETS 1"
+    statement = parse_tokens(tokenize(sql), sql)
     return statement.columns[0].type
 
 

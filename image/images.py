@@ -28,7 +28,7 @@ import msgpack
 
 from metadata import codec
 from metadata.catalog import Catalog, CatalogSnapshot
-from metadata.records import Backend, Database, Frontend, Table, User
+from metadata.records import Backend, Database, Frontend, RequestOutcome, Table, User
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +54,7 @@ SECTIONS: tuple[tuple[str, type | None], ...] = (
     ("frontends", Frontend),
     ("backends", Backend),
     ("global_variables", None),
+    ("requests", RequestOutcome),  # since codec version 3
 )
 _HEADER_COUNTERS = ("journal_id", "raft_index", "next_id", "last_timestamp_ms")
 
@@ -233,6 +234,7 @@ def load_image(path: str | Path) -> Catalog:
         frontends={frontend.name: frontend for frontend in sections["frontends"]},
         backends={backend.id: backend for backend in sections["backends"]},
         global_variables=dict(sections["global_variables"]),
+        requests={outcome.request_id: outcome for outcome in sections["requests"]},
     )
     try:
         catalog = Catalog.from_snapshot(snapshot)
@@ -259,6 +261,7 @@ def _write_image(file: BinaryIO, snapshot: CatalogSnapshot) -> None:
         "frontends": snapshot.frontends.values(),
         "backends": snapshot.backends.values(),
         "global_variables": snapshot.global_variables.items(),
+        "requests": snapshot.requests.values(),
     }
     header = msgpack.packb(
         {
@@ -373,6 +376,8 @@ def _parse_header(raw: bytes) -> dict:
     if fields.get("codec_version") not in codec.SUPPORTED_VERSIONS:
         raise ImageError(f"unknown record encoding version {fields.get('codec_version')!r}")
     counts = fields.get("counts")
+    if isinstance(counts, dict) and "requests" not in counts:
+        counts["requests"] = 0  # written before requests were kept
     if not isinstance(counts, dict) or any(
         type(counts.get(name)) is not int or counts[name] < 0 for name, _ in SECTIONS
     ):

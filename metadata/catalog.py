@@ -11,12 +11,13 @@ from __future__ import annotations
 import bisect
 import threading
 from collections.abc import Iterable, Set
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from metadata import codec
 from metadata.ops import (
     AddBackend,
     AddFrontend,
+    ClientRequest,
     CreateDatabase,
     CreateTable,
     CreateUser,
@@ -43,12 +44,17 @@ from metadata.records import (
     Frontend,
     Grant,
     Partition,
+    RequestOutcome,
     Table,
     User,
 )
 
 # Ids below this are never handed out, as in Doris: room for built-in objects.
 INITIAL_NEXT_ID = 10_000
+
+# Forwarded statements whose outcome is kept for a retry: a retry comes within seconds (one
+# failover), and the oldest is forgotten first, the same on every node.
+MAX_REMEMBERED_REQUESTS = 16_384
 
 # Dead tablet range ids a lookup may step over before the range index is swept.
 _MAX_DEAD_STEPS = 64
@@ -113,6 +119,7 @@ class CatalogSnapshot:
     raft_term: int = (
         0  # the term of the entry at raft_index, which the journal knows (images record it)
     )
+    requests: dict[str, RequestOutcome] = field(default_factory=dict)  # oldest first
 
     def tablet_count(self) -> int:
         return sum(p.buckets for t in self.tables.values() for p in t.partitions)
@@ -145,6 +152,7 @@ class Catalog:
         self.frontends: dict[str, Frontend] = {}
         self.backends: dict[int, Backend] = {}
         self.global_variables: dict[str, str] = {}
+        self.requests: dict[str, RequestOutcome] = {}  # oldest first
         # Derived indexes, rebuilt from the primary dicts on load.
         self._db_ids_by_name: dict[str, int] = {}
         self._table_ids_by_db: dict[int, dict[str, int]] = {}
@@ -180,6 +188,18 @@ class Catalog:
     def tablet_count(self) -> int:
         return self._tablet_ranges.tablet_count
 
+    def request_outcome(self, request_id: str) -> RequestOutcome | None:
+        """What became of the forwarded statement with this id, if its entry was applied."""
+        return self.requests.get(request_id)
+
+    @staticmethod
+    def refusal_of(outcome: RequestOutcome) -> ApplyError | None:
+        """The error that refused the request's operation, as its entry's apply raised it."""
+        if not outcome.refusal:
+            return None
+        kind = _apply_errors().get(outcome.refusal, ApplyError)
+        return kind(codec.decode_ops(outcome.refused_op)[0], outcome.message)
+
     # Changes.
 
     def apply(self, op: Op) -> object:
@@ -207,6 +227,13 @@ class Catalog:
         with self.lock:
             if raft_index <= self.raft_index:
                 return []
+            request = ops[0].request_id if ops and type(ops[0]) is ClientRequest else None
+            if request is not None and request in self.requests:
+                # A retry of a statement whose entry is in already: it changes nothing.
+                self.journal_id += len(ops)
+                self.raft_index = raft_index
+                outcome = self.requests[request]
+                return [self.refusal_of(outcome) or outcome]
             results: list[object] = []
             for op in ops:
                 self.journal_id += 1
@@ -214,8 +241,24 @@ class Catalog:
                     results.append(_HANDLERS[type(op)](self, op))
                 except ApplyError as error:
                     results.append(error)
+            if request is not None:
+                self._remember(request, results)
             self.raft_index = raft_index
             return results
+
+    def _remember(self, request_id: str, results: list[object]) -> None:
+        refusal = next((r for r in results if isinstance(r, ApplyError)), None)
+        outcome = RequestOutcome(request_id, self.journal_id)
+        if refusal is not None:
+            outcome = replace(
+                outcome,
+                refusal=type(refusal).__name__,
+                message=refusal.message,
+                refused_op=codec.encode_ops([refusal.op]),
+            )
+        self.requests[request_id] = outcome
+        while len(self.requests) > MAX_REMEMBERED_REQUESTS:
+            del self.requests[next(iter(self.requests))]
 
     def assume(self, other: Catalog) -> None:
         """Take other's contents in place (an image newer than everything applied here), so that
@@ -240,6 +283,7 @@ class Catalog:
                 backends=self.backends.copy(),
                 global_variables=self.global_variables.copy(),
                 raft_term=self.raft_term,
+                requests=self.requests.copy(),
             )
 
     @classmethod
@@ -256,6 +300,7 @@ class Catalog:
         catalog.backends = dict(snap.backends)
         catalog.global_variables = dict(snap.global_variables)
         catalog.raft_term = snap.raft_term
+        catalog.requests = dict(snap.requests)
         catalog._rebuild_indexes()
         return catalog
 
@@ -274,6 +319,7 @@ class Catalog:
             ("user", (snap.users[key] for key in sorted(snap.users))),
             ("frontend", (snap.frontends[key] for key in sorted(snap.frontends))),
             ("backend", (snap.backends[key] for key in sorted(snap.backends))),
+            ("request", snap.requests.values()),
         ]
         for kind, records in sections:
             lines.extend(f"{kind} {codec.encode_record(record)!r}" for record in records)
@@ -505,6 +551,9 @@ class Catalog:
     def _set_global_variable(self, op: SetGlobalVariable) -> None:
         self.global_variables[op.name] = op.value
 
+    def _client_request(self, op: ClientRequest) -> None:
+        """Marks its entry (apply_entry keeps the entry's outcome); nothing of its own."""
+
     # Id counter and indexes.
 
     def _raise_next_id(self, at_least: int) -> None:
@@ -580,6 +629,7 @@ _HANDLERS = {
     Timestamp: Catalog._timestamp,
     NextId: Catalog._next_id,
     SetGlobalVariable: Catalog._set_global_variable,
+    ClientRequest: Catalog._client_request,
 }
 
 
@@ -737,3 +787,12 @@ def _same_ranges(old: Table, new: Table) -> bool:
         (a.tablet_start, a.buckets) == (b.tablet_start, b.buckets)
         for a, b in zip(old_partitions, new_partitions, strict=True)
     )
+
+
+def _apply_errors() -> dict[str, type[ApplyError]]:
+    found, pending = {"ApplyError": ApplyError}, [ApplyError]
+    while pending:
+        for kind in pending.pop().__subclasses__():
+            found[kind.__name__] = kind
+            pending.append(kind)
+    return found

@@ -24,6 +24,7 @@ import msgpack
 from metadata.ops import (
     AddBackend,
     AddFrontend,
+    ClientRequest,
     CreateDatabase,
     CreateTable,
     CreateUser,
@@ -53,6 +54,7 @@ from metadata.records import (
     Grant,
     KeyModel,
     Partition,
+    RequestOutcome,
     Table,
     User,
 )
@@ -329,6 +331,31 @@ def _decode_backend(value: tuple) -> Backend:
     return Backend(*value)
 
 
+MAX_REQUEST_ID_CHARS = 64
+
+
+def _request_id(value: Any) -> str:
+    if type(value) is not str or not 0 < len(value) <= MAX_REQUEST_ID_CHARS:
+        raise CodecError(f"expected a request id, got {value!r:.200}")
+    return value
+
+
+def _encode_request_outcome(outcome: RequestOutcome) -> tuple:
+    return (
+        outcome.request_id,
+        outcome.journal_id,
+        outcome.refusal,
+        outcome.message,
+        outcome.refused_op,
+    )
+
+
+def _decode_request_outcome(value: tuple) -> RequestOutcome:
+    _expect(value, ((str,), (int,), (str,), (str,), (bytes,)), "RequestOutcome")
+    _request_id(value[0])
+    return RequestOutcome(*value)
+
+
 _RECORD_CODECS: dict[type, tuple[Callable[[Any], tuple], Callable[[Sequence], Any]]] = {
     Column: (_encode_column, _decode_column),
     Partition: (_encode_partition, _decode_partition),
@@ -338,6 +365,7 @@ _RECORD_CODECS: dict[type, tuple[Callable[[Any], tuple], Callable[[Sequence], An
     User: (_encode_user, _decode_user),
     Frontend: (_encode_frontend, _decode_frontend),
     Backend: (_encode_backend, _decode_backend),
+    RequestOutcome: (_encode_request_outcome, _decode_request_outcome),
 }
 
 
@@ -497,6 +525,12 @@ _OP_CODECS: dict[OpCode, tuple[type, int, _OpEncoder, _OpDecoder]] = {
         lambda op: (op.name, op.value),
         lambda a: SetGlobalVariable(_str(a[1]), _str(a[2])),
     ),
+    OpCode.CLIENT_REQUEST: (
+        ClientRequest,
+        1,
+        lambda op: (op.request_id,),
+        lambda a: ClientRequest(_request_id(a[1])),
+    ),
 }
 
 _OP_ENCODERS = {op_class: (code, encode) for code, (op_class, _, encode, _) in _OP_CODECS.items()}
@@ -504,7 +538,7 @@ _OP_DECODERS = {
     int(code): (arity + 1, decode) for code, (_, arity, _, decode) in _OP_CODECS.items()
 }
 _OP_DECODERS_VERSION_2 = {
-    **_OP_DECODERS,
+    **{code: entry for code, entry in _OP_DECODERS.items() if code != OpCode.CLIENT_REQUEST},
     int(OpCode.CREATE_TABLE): (2, lambda a: CreateTable(_decode_table_version_2(a[1]))),
     int(OpCode.REPLACE_TABLE): (2, lambda a: ReplaceTable(_decode_table_version_2(a[1]))),
 }

@@ -33,6 +33,7 @@ class OpCode(IntEnum):
     TIMESTAMP = 40  # TimePrinter
     NEXT_ID = 41
     SET_GLOBAL_VARIABLE = 42
+    CLIENT_REQUEST = 43  # first in an entry: the forwarded statement's request id
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +116,15 @@ class SetLockoutPolicy:
 
 
 @dataclass(frozen=True, slots=True)
+class ClientRequest:
+    """The entry carries the statement another FE forwarded with this id: a second entry with the
+    same id (a retry) changes nothing and gets the first one's outcome."""
+
+    CODE = OpCode.CLIENT_REQUEST
+    request_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class AddFrontend:
     CODE = OpCode.ADD_FRONTEND
     frontend: Frontend
@@ -185,4 +195,5 @@ Op = (
     | Timestamp
     | NextId
     | SetGlobalVariable
+    | ClientRequest
 )

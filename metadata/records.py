@@ -128,6 +128,18 @@ class User:
 
 
 @dataclass(frozen=True, slots=True)
+class RequestOutcome:
+    """What became of a statement another FE forwarded under request_id, kept so that a retry of
+    it (after the leader died before answering) is answered from here instead of run again."""
+
+    request_id: str
+    journal_id: int  # the journal id its entry reached
+    refusal: str = ""  # the ApplyError class that refused one of its operations; "" if none
+    message: str = ""  # the refusal's message
+    refused_op: bytes = b""  # that operation, as the codec encodes a batch of one
+
+
+@dataclass(frozen=True, slots=True)
 class Frontend:
     name: str
     host: str

@@ -9,11 +9,18 @@ import pytest
 from fe.client_errors import catalog_error
 from image.images import ImageStore, load_image
 from metadata import codec
-from metadata.catalog import INITIAL_NEXT_ID, ApplyError, Catalog, initial_ops
+from metadata.catalog import (
+    INITIAL_NEXT_ID,
+    MAX_REMEMBERED_REQUESTS,
+    ApplyError,
+    Catalog,
+    initial_ops,
+)
 from metadata.codec import CodecError, encode_ops
 from metadata.ops import (
     AddBackend,
     AddFrontend,
+    ClientRequest,
     CreateDatabase,
     CreateTable,
     CreateUser,
@@ -335,6 +342,41 @@ def test_apply_entry_returns_results_and_errors_and_tracks_the_raft_index(catalo
         catalog.apply_entry(8, b"\x01garbage")
     assert catalog.raft_index == 8 and catalog.journal_id == 5
     assert catalog.canonical_dump().split("\n", 2)[2] == before
+
+
+def test_a_retried_request_changes_nothing_and_gets_the_first_outcome(tmp_path):
+    catalog = Catalog()
+    create = [ClientRequest("r1"), CreateDatabase(Database(1, "db1"))]
+    first = catalog.apply_entry(1, encode_ops(create))
+    assert first[1].name == "db1"
+    outcome = catalog.request_outcome("r1")
+    assert outcome is not None and outcome.journal_id == 2 and outcome.refusal == ""
+    # The retry's entry (built again, with a new id, after a failover) is applied as nothing.
+    retry = [ClientRequest("r1"), CreateDatabase(Database(2, "db1"))]
+    assert catalog.apply_entry(2, encode_ops(retry)) == [outcome]
+    assert sorted(catalog.dbs) == [1] and catalog.raft_index == 2 and catalog.journal_id == 4
+
+    # A request the catalog refused is told as refused again, with the same error.
+    refused = [ClientRequest("r2"), CreateDatabase(Database(3, "db1"))]
+    assert isinstance(catalog.apply_entry(3, encode_ops(refused))[1], ApplyError)
+    again = catalog.apply_entry(4, encode_ops(refused))
+    assert len(again) == 1 and catalog_error(again[0]).code == 1007
+
+    # What is remembered goes into images, so a node restarted from one answers the same.
+    info = ImageStore(tmp_path).write(catalog.snapshot())
+    loaded = load_image(info.path)
+    assert loaded.requests == catalog.requests
+    assert loaded.canonical_dump() == catalog.canonical_dump()
+    assert loaded.apply_entry(5, encode_ops(retry)) == [outcome]
+
+
+def test_only_the_newest_requests_are_remembered():
+    catalog = Catalog()
+    for n in range(MAX_REMEMBERED_REQUESTS + 10):
+        catalog.apply_entry(n + 1, encode_ops([ClientRequest(f"r{n}"), Timestamp(n)]))
+    assert len(catalog.requests) == MAX_REMEMBERED_REQUESTS
+    assert catalog.request_outcome("r9") is None
+    assert catalog.request_outcome(f"r{MAX_REMEMBERED_REQUESTS + 9}") is not None
 
 
 class Workload:

@@ -6,6 +6,7 @@ from metadata.codec import CodecError, decode_ops, decode_record, encode_ops, en
 from metadata.ops import (
     AddBackend,
     AddFrontend,
+    ClientRequest,
     CreateDatabase,
     CreateTable,
     CreateUser,
@@ -97,6 +98,7 @@ ONE_OP_PER_CODE = {
     OpCode.TIMESTAMP: Timestamp(1_767_225_600_123),
     OpCode.NEXT_ID: NextId(2**40),
     OpCode.SET_GLOBAL_VARIABLE: SetGlobalVariable("time_zone", "Asia/Shanghai"),
+    OpCode.CLIENT_REQUEST: ClientRequest("9f86d081884c7d659a2feaa0c55ad015"),
 }
 
 

@@ -83,6 +83,7 @@ class QuireSession(BaseSession):
         self.user_host: str | None = None
         self.database: str | None = None
         self.connection = None
+        self.request_id: str | None = None  # a statement another FE forwarded: its id
         self.warnings: list[tuple] = []
         self.started = time.monotonic()
 
@@ -265,7 +266,7 @@ class QuireSession(BaseSession):
     async def _write(self, builder, statement) -> None:
         operations = builder(self, statement)
         if operations:
-            await self.services.writer.commit(operations)
+            await self.services.writer.commit(operations, self.request_id)
 
 
 @contextlib.contextmanager

@@ -4,6 +4,7 @@ presents it (given by the operator in a file or the environment), and only its o
 import json
 import stat
 import subprocess
+import uuid
 
 from fe.cluster.helper import TOKEN_ENVIRONMENT_VARIABLE
 from tests.harness import (
@@ -104,8 +105,10 @@ def test_the_leader_runs_only_statements_that_are_forwarded(leader):
     token = cluster_token(leader)
     url = f"http://127.0.0.1:{leader.http_port}/api/forward"
 
-    def forward(sql: str) -> dict:
-        body = json.dumps({"sql": sql, "user": "root", "user_host": "%"})
+    def forward(sql: str, request_id: str | None = None) -> dict:
+        request = {"sql": sql, "user": "root", "user_host": "%"}
+        request["request_id"] = request_id or uuid.uuid4().hex
+        body = json.dumps(request)
         status, answer = curl("-X", "POST", "-H", f"X-Quire-Token: {token}", "-d", body, url)
         assert status == 200, answer
         return json.loads(answer)
@@ -114,3 +117,26 @@ def test_the_leader_runs_only_statements_that_are_forwarded(leader):
         assert forward(sql)["code"] == 1105, sql
     assert "journal_id" in forward("CREATE DATABASE forwarded")
     assert ("forwarded",) in execute(leader, "SHOW DATABASES")
+
+    # Sent again with its id (the FE retries after a failover), a statement takes effect once
+    # and gets the first answer: success for the one that made the database, 1007 for another.
+    first = forward("CREATE DATABASE once", request_id="r-once")
+    again = forward("CREATE DATABASE once", request_id="r-once")
+    assert "code" not in again and again["journal_id"] >= first["journal_id"]
+    assert forward("CREATE DATABASE once")["code"] == 1007
+    assert forward("CREATE DATABASE forwarded", request_id="r-refused")["code"] == 1007
+    assert forward("CREATE DATABASE forwarded", request_id="r-refused")["code"] == 1007
+    names = [row[0] for row in execute(leader, "SHOW DATABASES")]
+    assert names.count("once") == 1
+
+    # Without an id, or with one that is not an id, the leader runs nothing.
+    body = json.dumps({"sql": "CREATE DATABASE unmarked", "user": "root", "user_host": "%"})
+    status, _ = curl("-X", "POST", "-H", f"X-Quire-Token: {token}", "-d", body, url)
+    assert status == 400
+    status, _ = curl(
+        "-X", "POST", "-H", f"X-Quire-Token: {token}", "-d",
+        json.dumps({"sql": "CREATE DATABASE unmarked", "user": "root", "request_id": "x" * 65}),
+        url,
+    )  # fmt: skip
+    assert status == 400
+    assert ("unmarked",) not in execute(leader, "SHOW DATABASES")

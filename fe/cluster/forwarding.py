@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 import time
 
 import requests
+from urllib3.exceptions import NewConnectionError
 
 from be.config import Config
 from fe.mysql.errors import QueryError
@@ -55,6 +57,7 @@ class Forwarder:
 
     async def forward(self, session, sql: str) -> Result:
         request = {
+            "request_id": secrets.token_hex(16),
             "sql": sql,
             "user": session.username,
             "user_host": session.user_host,
@@ -62,41 +65,44 @@ class Forwarder:
             "variables": session.changed_variables(),
         }
         timeout = self.config["journal_commit_timeout_second"]
-        response = await self._send(request, timeout)
-        if response.status_code != 200:
-            raise QueryError(1105, f"The leader refused the statement: HTTP {response.status_code}")
-        answer = response.json()
+        answer = await self._answer(request, timeout)
         if "code" in answer:
             raise QueryError(answer["code"], answer["message"], answer.get("sqlstate"))
         await self.wait_replayed(answer["journal_id"], timeout)
         return Result(affected_rows=answer.get("affected_rows", 0), info=answer.get("info", ""))
 
-    async def _send(self, request: dict, timeout: float) -> requests.Response:
-        """POST to the leader. While no leader is known or it refuses connections (it died, an
-        election is on), look it up again for FAILOVER_SECONDS, so the statement reaches the new
-        leader. Only those cases are retried: there the statement reached nobody."""
+    async def _answer(self, request: dict, timeout: float) -> dict:
+        """The leader's answer. While no leader is known, or the one asked died or stepped down
+        before answering, ask again (the new leader) for FAILOVER_SECONDS. The request's id
+        goes into the statement's journal entry, so a statement sent twice takes effect once and
+        the second answer tells how the first went."""
         deadline = time.monotonic() + FAILOVER_SECONDS
+        maybe_delivered = False
         while True:
             try:
                 url = self.leader_url() + FORWARD_PATH
-                return await asyncio.to_thread(
+                response = await asyncio.to_thread(
                     self._http.post,
                     url,
                     json=request,
                     headers={"X-Quire-Token": self.token},
                     timeout=timeout,
                 )
-            except (QueryError, requests.ConnectionError) as error:
-                retriable = isinstance(error, QueryError) or not isinstance(error, requests.Timeout)
-                if not retriable or time.monotonic() > deadline:
-                    if isinstance(error, QueryError):
-                        raise
-                    raise QueryError(1105, f"Could not reach the leader: {error}") from None
+                answer = _answer_of(response)
+                if not answer.get("retry"):
+                    return answer
+                failure = answer["message"]
+            except QueryError as error:  # no leader known yet
+                failure = error.message
+            except requests.Timeout:
+                raise _unknown_outcome(f"the leader did not answer within {timeout} s") from None
             except requests.RequestException as error:
-                raise QueryError(
-                    1105,
-                    f"The leader did not answer ({error}); the statement may or may not have taken effect",
-                ) from None
+                maybe_delivered = maybe_delivered or _may_have_arrived(error)
+                failure = f"Could not reach the leader: {error}"
+            if time.monotonic() > deadline:
+                if maybe_delivered:
+                    raise _unknown_outcome("the leader went away before answering")
+                raise QueryError(1105, failure)
             await asyncio.sleep(LEADER_RETRY_SECONDS)
 
     async def wait_replayed(self, journal_id: int, timeout: float) -> None:
@@ -109,3 +115,29 @@ class Forwarder:
                     f"{self.catalog.journal_id} after {timeout} s",
                 )
             await asyncio.sleep(REPLAY_POLL_SECONDS)
+
+
+def _answer_of(response: requests.Response) -> dict:
+    if response.status_code != 200:
+        raise QueryError(1105, f"The leader refused the statement: HTTP {response.status_code}")
+    try:
+        answer = response.json()
+    except ValueError:
+        raise QueryError(1105, "The leader's answer could not be read") from None
+    if not isinstance(answer, dict):
+        raise QueryError(1105, "The leader's answer could not be read")
+    return answer
+
+
+def _may_have_arrived(error: requests.RequestException) -> bool:
+    """False only when no connection to the leader was made: then nothing was sent."""
+    if isinstance(error, requests.ConnectTimeout):
+        return False
+    reason = getattr(error.args[0] if error.args else None, "reason", None)
+    return not isinstance(reason, NewConnectionError)
+
+
+def _unknown_outcome(why: str) -> QueryError:
+    return QueryError(
+        1105, f"The statement may or may not have taken effect: {why}; check before retrying it"
+    )

@@ -18,8 +18,9 @@ from fe.cluster.forwarding import FORWARD_PATH
 from fe.cluster.membership import record_ports
 from fe.cluster.metrics import Metrics
 from fe.cluster.startup import ThisFrontend
-from fe.cluster.write_path import MetadataWriter
+from fe.cluster.write_path import MetadataWriter, answer_from_outcome
 from fe.mysql.errors import QueryError
+from fe.mysql.results import Result
 from fe.security import privileges
 from fe.security.lockout import LoginTracker
 from fe.session import QuireSession
@@ -27,6 +28,7 @@ from fe.statements.accounts import password_login
 from fe.statements.statement_kinds import kind_of
 from image.images import ImageStore
 from metadata.catalog import Catalog
+from metadata.codec import MAX_REQUEST_ID_CHARS
 from metadata.journal.replicated import ReplicatedJournal
 
 logger = logging.getLogger(__name__)
@@ -234,17 +236,20 @@ class HttpApi:
     async def forwarded(self, request: web.Request) -> web.Response:
         """A statement another FE forwarded: run it as its user, answer with the journal id."""
         body = await request.json()
+        request_id = body.get("request_id")
+        if type(request_id) is not str or not 0 < len(request_id) <= MAX_REQUEST_ID_CHARS:
+            return web.json_response({"code": 400, "msg": "a request_id is needed"}, status=400)
+        if not self.writer.is_leader():
+            return web.json_response(
+                {"code": 1105, "message": "This FE is no longer the leader", "retry": True}
+            )
         session = self.new_session()
         session.username, session.user_host = body["user"], body["user_host"]
         session.database = body.get("database")
+        session.request_id = request_id
         try:
             session.apply_variables(body.get("variables") or {})
-            if not self.writer.is_leader():
-                raise QueryError(1105, "This FE is no longer the leader; retry the statement")
-            statement = await session.parse(body["sql"])
-            if not kind_of(statement).forwarded(statement):
-                raise QueryError(1105, "Only statements that need the leader are forwarded")
-            result = await session.execute(statement)
+            result = await self._run_once(session, body["sql"], request_id)
         except QueryError as error:
             return web.json_response(
                 {"code": error.code, "message": error.message, "sqlstate": error.sqlstate}
@@ -256,6 +261,26 @@ class HttpApi:
                 "info": result.info,
             }
         )
+
+    async def _run_once(self, session: QuireSession, sql: str, request_id: str) -> Result:
+        """Run a forwarded statement, or, if a try of it already reached the journal (the FE
+        retries after a failover), answer as that try was answered."""
+        outcome = self.catalog.request_outcome(request_id)
+        if outcome is None:
+            statement = await session.parse(sql)
+            if not kind_of(statement).forwarded(statement):
+                raise QueryError(1105, "Only statements that need the leader are forwarded")
+            try:
+                return await session.execute(statement)
+            except QueryError:
+                outcome = self.catalog.request_outcome(request_id)  # applied meanwhile?
+                if outcome is None:
+                    raise
+        logger.info(
+            "forwarded request %s was applied before: answered from its outcome", request_id
+        )
+        answer_from_outcome(self.catalog, outcome)
+        return Result()
 
     async def frontend_ports(self, request: web.Request) -> web.Response:
         body = await request.json()

@@ -14,6 +14,7 @@ from metadata import ops
 from metadata.catalog import ApplyError, Catalog
 from metadata.codec import encode_ops
 from metadata.journal.replicated import ReplicatedJournal
+from metadata.records import RequestOutcome
 
 MAX_OPS_PER_STATEMENT = 1024
 MAX_IDS_PER_ALLOCATION = 1_000_000
@@ -49,9 +50,12 @@ class MetadataWriter:
                 "writes resume when the majority is back)",
             )
 
-    async def commit(self, operations: list[ops.Op]) -> list[object]:
-        """Journal the operations as one entry; returns once committed, fsynced and applied."""
+    async def commit(self, operations: list[ops.Op], request_id: str | None = None) -> list[object]:
+        """Journal the operations as one entry; returns once committed, fsynced and applied. A
+        forwarded statement's entry carries its request id: a retry of it takes effect once."""
         assert 0 < len(operations) <= MAX_OPS_PER_STATEMENT
+        if request_id is not None:
+            operations = [ops.ClientRequest(request_id), *operations]
         self.require_quorum()
         loop = asyncio.get_running_loop()
         if self._completions is None:
@@ -86,6 +90,13 @@ class MetadataWriter:
             encode_ops(operations), timeout=self.config["journal_commit_timeout_second"]
         )
         return _raise_first_error(results)
+
+
+def answer_from_outcome(catalog: Catalog, outcome: RequestOutcome) -> None:
+    """A forwarded statement already applied: raise what it raised, if anything."""
+    refusal = catalog.refusal_of(outcome)
+    if refusal is not None:
+        raise catalog_error(refusal)
 
 
 class Completions:

@@ -243,7 +243,8 @@ def _marked_template(
     prefix: str,
 ) -> tuple[exp.Expression, int] | None:
     """The statement parsed with each token is_marked picks replaced by a string marker
-    prefix + its number, and how many there are; None if a marker did not stay a literal."""
+    prefix + its number, and how many there are; None if a marker did not stay a literal or is
+    a date format."""
     marked = []
     count = 0
     for token in tokens:
@@ -255,7 +256,17 @@ def _marked_template(
         template = parse_with_sqlglot(marked, sql)
     except ParseError:
         return None
-    return (template, count) if _markers_in(template, prefix) == count else None
+    if _markers_in(template, prefix) != count or _marks_a_format(template, prefix):
+        return None
+    return template, count
+
+
+def _marks_a_format(expression: exp.Expression, prefix: str) -> bool:
+    """Whether a marker is a date format, which sqlglot rewrites for DuckDB as it parses."""
+    return any(
+        _marker_index(node, prefix) >= 0 and node.arg_key == "format"
+        for node in expression.find_all(exp.Literal)
+    )
 
 
 def _markers_in(expression: exp.Expression, prefix: str) -> int:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime
 import decimal
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -19,6 +18,7 @@ from be import engine
 from fe.client_errors import engine_error
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result, column
+from fe.statements import mysql_functions
 from fe.statements.information_schema import INFORMATION_SCHEMA, build_table
 from fe.variables import SCHEMA
 
@@ -34,16 +34,6 @@ SESSION_FUNCTIONS = {
     "CURRENT_SCHEMA": lambda session: session.database,
     "CONNECTION_ID": lambda session: session.connection_id,
     "LAST_INSERT_ID": lambda session: 0,
-    # MySQL reads the clock once per statement, to the second unless asked for a precision.
-    "NOW": lambda session: datetime.datetime.now().replace(microsecond=0),
-    "SYSDATE": lambda session: datetime.datetime.now().replace(microsecond=0),
-    "CURRENT_TIMESTAMP": lambda session: datetime.datetime.now().replace(microsecond=0),
-    "LOCALTIME": lambda session: datetime.datetime.now().replace(microsecond=0),
-    "LOCALTIMESTAMP": lambda session: datetime.datetime.now().replace(microsecond=0),
-    "UTC_TIMESTAMP": lambda session: datetime.datetime.now(datetime.UTC).replace(
-        microsecond=0, tzinfo=None
-    ),
-    "UNIX_TIMESTAMP": lambda session: int(time.time()),
 }
 
 DUCKDB_TYPES = {
@@ -184,10 +174,16 @@ async def run_select(session, plan: SelectPlan) -> Result:
 
 
 async def _run_in_engine(session, plan: SelectPlan) -> Result:
+    try:
+        time = mysql_functions.StatementTime.of(session)
+    except mysql_functions.UnknownTimeZone as error:
+        raise QueryError(1298, f"Unknown or incorrect time zone: '{error}'") from None
+
     def prepare() -> tuple[str, dict[str, pa.Table]]:
         """On the engine's worker: a long query's copy, checks and SQL take no time of the loop."""
-        expression = substituted(plan.expression.copy(), lambda node: _bind(node, session))
+        expression = substituted(plan.expression.copy(), lambda node: _bind(node, session, time))
         engine.check(expression)
+        expression = mysql_functions.rewritten(expression, time)
         tables: dict[str, str] = {}
         for table in list(expression.find_all(exp.Table)):
             db = table.db or session.database or ""
@@ -281,7 +277,7 @@ def substituted(root: exp.Expression, substitute) -> exp.Expression:
     return root
 
 
-def _bind(node: exp.Expression, session) -> exp.Expression:
+def _bind(node: exp.Expression, session, time) -> exp.Expression:
     if isinstance(node, exp.Placeholder):
         return exp.null()  # a prepared statement being described
     if isinstance(node, exp.SessionParameter):
@@ -291,6 +287,9 @@ def _bind(node: exp.Expression, session) -> exp.Expression:
         function = _session_function(node)
         if function is not None:
             return _literal(function(session))
+        clock = mysql_functions.clock_value(node, time)
+        if clock is not None:
+            return clock
     return node
 
 

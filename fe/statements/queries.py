@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 from sqlglot import exp
+from sqlglot.errors import OptimizeError
+from sqlglot.optimizer.scope import traverse_scope
 
 from be import engine
 from fe.client_errors import engine_error
@@ -185,7 +187,10 @@ async def _run_in_engine(session, plan: SelectPlan) -> Result:
         engine.check(expression)
         expression = mysql_functions.rewritten(expression, time)
         tables: dict[str, str] = {}
+        common_tables = _common_table_references(expression)
         for table in list(expression.find_all(exp.Table)):
+            if id(table) in common_tables:
+                continue
             db = table.db or session.database or ""
             if db.lower() != INFORMATION_SCHEMA:
                 _refuse_table_read(session, db, table.name)
@@ -224,6 +229,20 @@ async def _run_in_engine(session, plan: SelectPlan) -> Result:
         for name, (_, duck_type) in zip(names, answer.columns, strict=True)
     ]
     return Result(columns=columns, rows=answer.rows)
+
+
+def _common_table_references(expression: exp.Expression) -> set[int]:
+    """The Table nodes that name a common table expression (WITH) in their scope, by id."""
+    try:
+        scopes = traverse_scope(expression)
+    except OptimizeError as error:
+        raise QueryError(1064, f"You have an error in your SQL syntax: {error}") from None
+    return {
+        id(table)
+        for scope in scopes
+        for table in scope.tables
+        if not table.db and table.name in scope.cte_sources
+    }
 
 
 def _positive_variable(session, name: str) -> int:

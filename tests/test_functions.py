@@ -185,3 +185,21 @@ def test_an_endless_recursive_query_is_stopped(quire):
     assert code in (3024, 1041)  # timed out, or out of memory first
     assert run(connection, "SELECT 1") == ((1,),)
     connection.close()
+
+
+def test_frontend_config_comments_are_the_conf_files(quire, root):
+    from fe.config import FE_KEYS
+
+    rows = run(root, "ADMIN SHOW FRONTEND CONFIG")
+    comments = {row[0]: row[5] for row in rows}
+    for key in FE_KEYS:
+        assert comments[key.name] and comments[key.name] == key.comment, key.name
+    done = mariadb(
+        quire,
+        "--batch",
+        "--skip-column-names",
+        "-e",
+        "ADMIN SHOW FRONTEND CONFIG LIKE 'query_port'",
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip("\n").split("\t")[-1] == "MySQL protocol port."

@@ -193,7 +193,7 @@ class StatementCache:
     def _query(self, tokens: list[Token], sql: str):
         literals = [token for token in tokens if token.token_type in LITERAL_TOKENS]
         if not literals:
-            return plan(parse_with_sqlglot(tokens, sql))
+            return plan(parse_with_sqlglot(tokens, sql), tokens, sql)
         shape = tuple(
             token.token_type if token.token_type in LITERAL_TOKENS else token.text
             for token in tokens
@@ -203,24 +203,24 @@ class StatementCache:
             template = _template(tokens, sql)
             self.by_shape.put(shape, UNSHAPED if template is None else template)
             if template is None:
-                return plan(parse_with_sqlglot(tokens, sql))
+                return plan(parse_with_sqlglot(tokens, sql), tokens, sql)
         elif template is UNSHAPED:
-            return plan(parse_with_sqlglot(tokens, sql))
+            return plan(parse_with_sqlglot(tokens, sql), tokens, sql)
         else:
             self.shape_hits += 1
-        return plan(_bound(template, literals))
+        return plan(_bound(template, literals), tokens, sql)
 
 
 def _unshaped(tokens: list[Token], sql: str):
     if tokens[0].token_type in QUERY_STARTS:
-        return plan(parse_with_sqlglot(tokens, sql))
+        return plan(parse_with_sqlglot(tokens, sql), tokens, sql)
     return parse_tokens(tokens, sql)
 
 
-def plan(expression: exp.Expression):
+def plan(expression: exp.Expression, tokens: list[Token] = (), sql: str = ""):
     if not isinstance(expression, exp.Select | exp.Union):
         raise ParseError("Only SELECT queries are supported here")
-    return queries.plan_select(expression)
+    return queries.plan_select(expression, queries.written_projections(tokens, sql))
 
 
 def _template(tokens: list[Token], sql: str) -> exp.Expression | None:

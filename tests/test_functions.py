@@ -203,3 +203,30 @@ def test_frontend_config_comments_are_the_conf_files(quire, root):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.rstrip("\n").split("\t")[-1] == "MySQL protocol port."
+
+
+def test_columns_are_named_by_the_expression_as_written(quire):
+    connection = quire.connect()
+    sql = "SELECT DATABASE(), schema(), CURDATE(), CURRENT_TIMESTAMP, 1+1, now( ), 'a' AS x, @@version"
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        names = [entry[0] for entry in cursor.description]
+    assert names == [
+        "DATABASE()",
+        "schema()",
+        "CURDATE()",
+        "CURRENT_TIMESTAMP",
+        "1+1",
+        "now( )",
+        "x",
+        "@@version",
+    ]
+    connection.close()
+    done = mariadb(
+        quire,
+        "--batch",
+        "-e",
+        "SELECT DATABASE(), DISTINCT_COUNT FROM (SELECT 1 AS DISTINCT_COUNT) t",
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "DATABASE()\tDISTINCT_COUNT"

@@ -15,6 +15,7 @@ import pyarrow as pa
 from sqlglot import exp
 from sqlglot.errors import OptimizeError
 from sqlglot.optimizer.scope import traverse_scope
+from sqlglot.tokens import Token, TokenType
 
 from be import engine
 from fe.client_errors import engine_error
@@ -85,12 +86,16 @@ class SelectPlan:
     constant: tuple[Callable, ...] | None  # per-column evaluators when no engine is needed
 
 
-def plan_select(expression: exp.Expression) -> SelectPlan:
-    names = (
-        tuple(projection_name(projection) for projection in expression.expressions)
-        if isinstance(expression, exp.Select)
-        else ()
-    )
+def plan_select(expression: exp.Expression, written: list[str] | None = None) -> SelectPlan:
+    """written: each projection's text as the client wrote it, which MySQL names a column by."""
+    names = ()
+    if isinstance(expression, exp.Select):
+        if written is None or len(written) != len(expression.expressions):
+            written = [None] * len(expression.expressions)
+        names = tuple(
+            projection_name(projection, text)
+            for projection, text in zip(expression.expressions, written, strict=True)
+        )
     constant = None
     if isinstance(expression, exp.Select) and _is_bare_select(expression):
         evaluators = [_constant_evaluator(projection) for projection in expression.expressions]
@@ -99,7 +104,7 @@ def plan_select(expression: exp.Expression) -> SelectPlan:
     return SelectPlan(expression, names, constant)
 
 
-def projection_name(projection: exp.Expression) -> str:
+def projection_name(projection: exp.Expression, written: str | None = None) -> str:
     if isinstance(projection, exp.Alias):
         return projection.alias
     if isinstance(projection, exp.Column):
@@ -107,7 +112,44 @@ def projection_name(projection: exp.Expression) -> str:
     if isinstance(projection, exp.SessionParameter):
         kind = projection.args.get("kind")
         return f"@@{kind.lower() + '.' if kind else ''}{projection.name}"
-    return projection.sql(dialect="mysql")
+    return written or projection.sql(dialect="mysql")
+
+
+PROJECTION_ENDS = {
+    TokenType.FROM, TokenType.WHERE, TokenType.GROUP_BY, TokenType.HAVING, TokenType.ORDER_BY,
+    TokenType.LIMIT, TokenType.UNION, TokenType.INTO, TokenType.WINDOW, TokenType.EXCEPT,
+    TokenType.INTERSECT, TokenType.FOR,
+}  # fmt: skip
+
+
+def written_projections(tokens: list[Token], sql: str) -> list[str] | None:
+    """The text of each item of the query's select list as written, if the query starts with
+    SELECT (None otherwise)."""
+    if not tokens or tokens[0].token_type != TokenType.SELECT:
+        return None
+    items: list[str] = []
+    depth = 0
+    begin = None
+    end = None
+    for token in tokens[1:]:
+        if depth == 0 and token.token_type in PROJECTION_ENDS:
+            break
+        if depth == 0 and token.token_type == TokenType.COMMA:
+            if begin is None:
+                return None
+            items.append(sql[begin : end + 1])
+            begin = None
+            continue
+        if depth == 0 and begin is None and token.token_type in (TokenType.DISTINCT, TokenType.ALL):
+            continue
+        depth += token.token_type == TokenType.L_PAREN
+        depth -= token.token_type == TokenType.R_PAREN
+        begin = token.start if begin is None else begin
+        end = token.end
+    if begin is None:
+        return None
+    items.append(sql[begin : end + 1])
+    return items
 
 
 def _is_bare_select(select: exp.Select) -> bool:

@@ -29,6 +29,7 @@ class Key:
     default: object
     mutable: bool = False
     choices: tuple[str, ...] = ()
+    comment: str = ""  # its comment line(s) in the conf file
 
     def parse(self, text: str) -> object:
         text = text.strip()
@@ -46,7 +47,13 @@ class Key:
         return text.upper() if self.choices else text
 
 
-BE_KEYS = (Key("storage_root", "storage"),)
+BE_KEYS = (
+    Key(
+        "storage_root",
+        "storage",
+        comment="Where the TN keeps its log (wal/) and the objects (objects/): a folder or a pyarrow filesystem URI.",
+    ),
+)
 
 
 def read_conf_file(path: str | Path) -> dict[str, str]:

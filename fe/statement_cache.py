@@ -193,7 +193,7 @@ class StatementCache:
     def _query(self, tokens: list[Token], sql: str):
         literals = [token for token in tokens if token.token_type in LITERAL_TOKENS]
         if not literals:
-            return plan(parse_with_sqlglot(tokens, sql))
+            return plan(parse_with_sqlglot(tokens, sql), tokens, sql)
         shape = tuple(
             token.token_type if token.token_type in LITERAL_TOKENS else token.text
             for token in tokens
@@ -203,24 +203,24 @@ class StatementCache:
             template = _template(tokens, sql)
             self.by_shape.put(shape, UNSHAPED if template is None else template)
             if template is None:
-                return plan(parse_with_sqlglot(tokens, sql))
+                return plan(parse_with_sqlglot(tokens, sql), tokens, sql)
         elif template is UNSHAPED:
-            return plan(parse_with_sqlglot(tokens, sql))
+            return plan(parse_with_sqlglot(tokens, sql), tokens, sql)
         else:
             self.shape_hits += 1
-        return plan(_bound(template, literals))
+        return plan(_bound(template, literals), tokens, sql)
 
 
 def _unshaped(tokens: list[Token], sql: str):
     if tokens[0].token_type in QUERY_STARTS:
-        return plan(parse_with_sqlglot(tokens, sql))
+        return plan(parse_with_sqlglot(tokens, sql), tokens, sql)
     return parse_tokens(tokens, sql)
 
 
-def plan(expression: exp.Expression):
+def plan(expression: exp.Expression, tokens: list[Token] = (), sql: str = ""):
     if not isinstance(expression, exp.Select | exp.Union):
         raise ParseError("Only SELECT queries are supported here")
-    return queries.plan_select(expression)
+    return queries.plan_select(expression, queries.written_projections(tokens, sql))
 
 
 def _template(tokens: list[Token], sql: str) -> exp.Expression | None:
@@ -243,7 +243,8 @@ def _marked_template(
     prefix: str,
 ) -> tuple[exp.Expression, int] | None:
     """The statement parsed with each token is_marked picks replaced by a string marker
-    prefix + its number, and how many there are; None if a marker did not stay a literal."""
+    prefix + its number, and how many there are; None if a marker did not stay a literal or is
+    a date format."""
     marked = []
     count = 0
     for token in tokens:
@@ -255,7 +256,17 @@ def _marked_template(
         template = parse_with_sqlglot(marked, sql)
     except ParseError:
         return None
-    return (template, count) if _markers_in(template, prefix) == count else None
+    if _markers_in(template, prefix) != count or _marks_a_format(template, prefix):
+        return None
+    return template, count
+
+
+def _marks_a_format(expression: exp.Expression, prefix: str) -> bool:
+    """Whether a marker is a date format, which sqlglot rewrites for DuckDB as it parses."""
+    return any(
+        _marker_index(node, prefix) >= 0 and node.arg_key == "format"
+        for node in expression.find_all(exp.Literal)
+    )
 
 
 def _markers_in(expression: exp.Expression, prefix: str) -> int:

@@ -21,6 +21,11 @@ def test_conf_files_list_every_key_with_its_default(path, keys):
     for key in keys:
         index = next(i for i, line in enumerate(lines) if line.startswith(f"{key.name} ="))
         assert lines[index - 1].startswith("#"), f"{key.name} has no comment line"
+        comment = []
+        while lines[index - 1].startswith("#"):
+            index -= 1
+            comment.insert(0, lines[index].removeprefix("#").strip())
+        assert key.comment == " ".join(comment), f"{key.name}: the code's comment is not the file's"
 
 
 def test_override_and_unknown_key():

@@ -13,7 +13,7 @@ from sqlglot import exp
 from be.engine.errors import SourceNotAllowed, UnknownFunction
 
 STRING_FUNCTIONS = (
-    exp.Ascii, exp.Chr, exp.Concat, exp.ConcatWs, exp.EndsWith, exp.FromBase64, exp.GroupConcat,
+    exp.Ascii, exp.Chr, exp.Concat, exp.ConcatWs, exp.Elt, exp.EndsWith, exp.FromBase64, exp.GroupConcat,
     exp.Hex, exp.Left, exp.Length, exp.Lower, exp.MD5, exp.NumberToStr, exp.Pad, exp.RegexpLike,
     exp.RegexpReplace, exp.Repeat, exp.Replace, exp.Reverse, exp.Right, exp.SHA, exp.SHA2,
     exp.Space, exp.SplitPart, exp.StartsWith, exp.StrPosition, exp.Stuff, exp.Substring,
@@ -25,7 +25,7 @@ MATH_FUNCTIONS = (
     exp.Rand, exp.Round, exp.Sign, exp.Sin, exp.Sqrt, exp.Tan, exp.Trunc,
 )  # fmt: skip
 DATE_FUNCTIONS = (
-    exp.CurrentDate, exp.CurrentTime, exp.DateAdd, exp.DateDiff, exp.DateSub, exp.Day,
+    exp.ConvertTimezone, exp.CurrentDate, exp.CurrentTime, exp.DateAdd, exp.DateDiff, exp.DateSub, exp.Day,
     exp.DayOfMonth, exp.DayOfWeek, exp.DayOfYear, exp.Dayname, exp.Extract, exp.Hour,
     exp.LastDay, exp.Minute, exp.Month, exp.Quarter, exp.Second, exp.StrToDate, exp.TimestampDiff,
     exp.TimeToStr, exp.TsOrDsToDate, exp.TsOrDsToTimestamp, exp.UnixToTime, exp.Week, exp.Year,
@@ -55,8 +55,11 @@ ALLOWED_FUNCTIONS: frozenset[type[exp.Func]] = frozenset(
     + JSON_FUNCTIONS
     + OPERATORS
 )
-# MySQL functions sqlglot does not model, which DuckDB implements with MySQL's meaning.
-ALLOWED_ANONYMOUS = frozenset({"BIN", "JSON_ARRAY"})
+# MySQL functions sqlglot does not model: DuckDB's with MySQL's meaning, or rewritten by the FE.
+ALLOWED_ANONYMOUS = frozenset(
+    {"ADDDATE", "BIN", "FIELD", "FIND_IN_SET", "JSON_ARRAY", "MID", "STRCMP", "SUBDATE",
+     "UNIX_TIMESTAMP", "WEEKDAY"}
+)  # fmt: skip
 
 
 def check(expression: exp.Expression) -> None:

@@ -255,11 +255,10 @@ class Grammar:
     # -- statements ----------------------------------------------------------------------------
 
     def statement(self):
-        word = self._word()
-        handler = getattr(self, f"_{(word or '').lower()}", None)
+        handler = STATEMENT_HANDLERS.get(self._word() or "")
         if handler is None:
             self.fail("unknown statement")
-        result = handler()
+        result = handler(self)
         self.done()
         return result
 
@@ -289,8 +288,6 @@ class Grammar:
     def _desc(self):
         self.next()
         return st.Describe(self.table_name())
-
-    _describe = _desc
 
     def _explain(self):
         return st.Unsupported("EXPLAIN")
@@ -323,8 +320,6 @@ class Grammar:
     def _delete(self):
         self.position = len(self.tokens)
         return st.Unsupported("DELETE")
-
-    _replace = _insert
 
     def _kill(self):
         self.expect("KILL")
@@ -844,3 +839,28 @@ class Grammar:
         if self.accept("CHECKPOINT"):
             return st.AdminCheckpoint()
         self.fail("unsupported ADMIN statement")
+
+
+STATEMENT_HANDLERS = {
+    "SET": Grammar._set,
+    "USE": Grammar._use,
+    "DESC": Grammar._desc,
+    "DESCRIBE": Grammar._desc,
+    "EXPLAIN": Grammar._explain,
+    "BEGIN": Grammar._begin,
+    "START": Grammar._start,
+    "COMMIT": Grammar._commit,
+    "ROLLBACK": Grammar._rollback,
+    "INSERT": Grammar._insert,
+    "REPLACE": Grammar._insert,
+    "UPDATE": Grammar._update,
+    "DELETE": Grammar._delete,
+    "KILL": Grammar._kill,
+    "CREATE": Grammar._create,
+    "DROP": Grammar._drop,
+    "GRANT": Grammar._grant,
+    "REVOKE": Grammar._revoke,
+    "ALTER": Grammar._alter,
+    "SHOW": Grammar._show,
+    "ADMIN": Grammar._admin,
+}  # a statement's first word -> its rule; any other first word is a syntax error (1064)

@@ -67,7 +67,14 @@ async def show_config(session, statement: st.AdminShowConfig) -> Result:
         if match(key.name):
             kind = type(key.default).__name__.replace("str", "String").replace("bool", "boolean")
             rows.append(
-                (key.name, str(value), kind, "true" if key.mutable else "false", "false", "")
+                (
+                    key.name,
+                    str(value),
+                    kind,
+                    "true" if key.mutable else "false",
+                    "false",
+                    key.comment,
+                )
             )
     return text_result(["Key", "Value", "Type", "IsMutable", "MasterOnly", "Comment"], rows)
 

@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import datetime
 import decimal
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
 from sqlglot import exp
+from sqlglot.errors import OptimizeError
+from sqlglot.optimizer.scope import traverse_scope
+from sqlglot.tokens import Token, TokenType
 
 from be import engine
 from fe.client_errors import engine_error
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result, column
+from fe.statements import mysql_functions
 from fe.statements.information_schema import INFORMATION_SCHEMA, build_table
 from fe.variables import SCHEMA
 
@@ -34,16 +37,6 @@ SESSION_FUNCTIONS = {
     "CURRENT_SCHEMA": lambda session: session.database,
     "CONNECTION_ID": lambda session: session.connection_id,
     "LAST_INSERT_ID": lambda session: 0,
-    # MySQL reads the clock once per statement, to the second unless asked for a precision.
-    "NOW": lambda session: datetime.datetime.now().replace(microsecond=0),
-    "SYSDATE": lambda session: datetime.datetime.now().replace(microsecond=0),
-    "CURRENT_TIMESTAMP": lambda session: datetime.datetime.now().replace(microsecond=0),
-    "LOCALTIME": lambda session: datetime.datetime.now().replace(microsecond=0),
-    "LOCALTIMESTAMP": lambda session: datetime.datetime.now().replace(microsecond=0),
-    "UTC_TIMESTAMP": lambda session: datetime.datetime.now(datetime.UTC).replace(
-        microsecond=0, tzinfo=None
-    ),
-    "UNIX_TIMESTAMP": lambda session: int(time.time()),
 }
 
 DUCKDB_TYPES = {
@@ -93,12 +86,16 @@ class SelectPlan:
     constant: tuple[Callable, ...] | None  # per-column evaluators when no engine is needed
 
 
-def plan_select(expression: exp.Expression) -> SelectPlan:
-    names = (
-        tuple(projection_name(projection) for projection in expression.expressions)
-        if isinstance(expression, exp.Select)
-        else ()
-    )
+def plan_select(expression: exp.Expression, written: list[str] | None = None) -> SelectPlan:
+    """written: each projection's text as the client wrote it, which MySQL names a column by."""
+    names = ()
+    if isinstance(expression, exp.Select):
+        if written is None or len(written) != len(expression.expressions):
+            written = [None] * len(expression.expressions)
+        names = tuple(
+            projection_name(projection, text)
+            for projection, text in zip(expression.expressions, written, strict=True)
+        )
     constant = None
     if isinstance(expression, exp.Select) and _is_bare_select(expression):
         evaluators = [_constant_evaluator(projection) for projection in expression.expressions]
@@ -107,7 +104,7 @@ def plan_select(expression: exp.Expression) -> SelectPlan:
     return SelectPlan(expression, names, constant)
 
 
-def projection_name(projection: exp.Expression) -> str:
+def projection_name(projection: exp.Expression, written: str | None = None) -> str:
     if isinstance(projection, exp.Alias):
         return projection.alias
     if isinstance(projection, exp.Column):
@@ -115,7 +112,44 @@ def projection_name(projection: exp.Expression) -> str:
     if isinstance(projection, exp.SessionParameter):
         kind = projection.args.get("kind")
         return f"@@{kind.lower() + '.' if kind else ''}{projection.name}"
-    return projection.sql(dialect="mysql")
+    return written or projection.sql(dialect="mysql")
+
+
+PROJECTION_ENDS = {
+    TokenType.FROM, TokenType.WHERE, TokenType.GROUP_BY, TokenType.HAVING, TokenType.ORDER_BY,
+    TokenType.LIMIT, TokenType.UNION, TokenType.INTO, TokenType.WINDOW, TokenType.EXCEPT,
+    TokenType.INTERSECT, TokenType.FOR,
+}  # fmt: skip
+
+
+def written_projections(tokens: list[Token], sql: str) -> list[str] | None:
+    """The text of each item of the query's select list as written, if the query starts with
+    SELECT (None otherwise)."""
+    if not tokens or tokens[0].token_type != TokenType.SELECT:
+        return None
+    items: list[str] = []
+    depth = 0
+    begin = None
+    end = None
+    for token in tokens[1:]:
+        if depth == 0 and token.token_type in PROJECTION_ENDS:
+            break
+        if depth == 0 and token.token_type == TokenType.COMMA:
+            if begin is None:
+                return None
+            items.append(sql[begin : end + 1])
+            begin = None
+            continue
+        if depth == 0 and begin is None and token.token_type in (TokenType.DISTINCT, TokenType.ALL):
+            continue
+        depth += token.token_type == TokenType.L_PAREN
+        depth -= token.token_type == TokenType.R_PAREN
+        begin = token.start if begin is None else begin
+        end = token.end
+    if begin is None:
+        return None
+    items.append(sql[begin : end + 1])
+    return items
 
 
 def _is_bare_select(select: exp.Select) -> bool:
@@ -184,12 +218,21 @@ async def run_select(session, plan: SelectPlan) -> Result:
 
 
 async def _run_in_engine(session, plan: SelectPlan) -> Result:
+    try:
+        time = mysql_functions.StatementTime.of(session)
+    except mysql_functions.UnknownTimeZone as error:
+        raise QueryError(1298, f"Unknown or incorrect time zone: '{error}'") from None
+
     def prepare() -> tuple[str, dict[str, pa.Table]]:
         """On the engine's worker: a long query's copy, checks and SQL take no time of the loop."""
-        expression = substituted(plan.expression.copy(), lambda node: _bind(node, session))
+        expression = substituted(plan.expression.copy(), lambda node: _bind(node, session, time))
         engine.check(expression)
+        expression = mysql_functions.rewritten(expression, time)
         tables: dict[str, str] = {}
+        common_tables = _common_table_references(expression)
         for table in list(expression.find_all(exp.Table)):
+            if id(table) in common_tables:
+                continue
             db = table.db or session.database or ""
             if db.lower() != INFORMATION_SCHEMA:
                 _refuse_table_read(session, db, table.name)
@@ -228,6 +271,20 @@ async def _run_in_engine(session, plan: SelectPlan) -> Result:
         for name, (_, duck_type) in zip(names, answer.columns, strict=True)
     ]
     return Result(columns=columns, rows=answer.rows)
+
+
+def _common_table_references(expression: exp.Expression) -> set[int]:
+    """The Table nodes that name a common table expression (WITH) in their scope, by id."""
+    try:
+        scopes = traverse_scope(expression)
+    except OptimizeError as error:
+        raise QueryError(1064, f"You have an error in your SQL syntax: {error}") from None
+    return {
+        id(table)
+        for scope in scopes
+        for table in scope.tables
+        if not table.db and table.name in scope.cte_sources
+    }
 
 
 def _positive_variable(session, name: str) -> int:
@@ -281,7 +338,7 @@ def substituted(root: exp.Expression, substitute) -> exp.Expression:
     return root
 
 
-def _bind(node: exp.Expression, session) -> exp.Expression:
+def _bind(node: exp.Expression, session, time) -> exp.Expression:
     if isinstance(node, exp.Placeholder):
         return exp.null()  # a prepared statement being described
     if isinstance(node, exp.SessionParameter):
@@ -291,6 +348,9 @@ def _bind(node: exp.Expression, session) -> exp.Expression:
         function = _session_function(node)
         if function is not None:
             return _literal(function(session))
+        clock = mysql_functions.clock_value(node, time)
+        if clock is not None:
+            return clock
     return node
 
 

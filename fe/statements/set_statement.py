@@ -8,7 +8,7 @@ from sqlglot import exp
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
 from fe.sql import statements as st
-from fe.statements import queries
+from fe.statements import mysql_functions, queries
 from fe.variables import coerce
 from metadata import ops
 
@@ -87,6 +87,11 @@ async def set_variable(session, name: str, value, scope: str) -> None:
         raise QueryError(
             1231, f"Variable '{name}' can't be set to the value of '{value}'"
         ) from None
+    if name == "time_zone" and typed is not None:
+        try:
+            mysql_functions.time_zone(typed)
+        except mysql_functions.UnknownTimeZone:
+            raise QueryError(1298, f"Unknown or incorrect time zone: '{typed}'") from None
     if name in POSITIVE_VARIABLES and typed is not None and typed <= 0:
         raise QueryError(1231, f"Variable '{name}' can't be set to the value of '{value}'")
     if scope == "GLOBAL":

@@ -1,0 +1,379 @@
+"""MySQL's functions that DuckDB lacks or means otherwise, as DuckDB expressions on the sqlglot tree.
+
+The clock is read once per statement (StatementTime) in the session's time_zone: NOW() and its
+kind become literals. DuckDB is run without ICU, so it knows no time zones: a conversion between
+zones is arithmetic on the zones' UTC offsets, taken at the converted value when that is a constant
+and at the statement's time otherwise.
+"""
+
+from __future__ import annotations
+
+import datetime
+import zoneinfo
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+UTC = datetime.UTC
+MAX_FRACTIONAL_DIGITS = 6
+
+
+class UnknownTimeZone(ValueError):
+    pass
+
+
+def time_zone(name: str) -> datetime.tzinfo:
+    """MySQL's time_zone value as a tzinfo: SYSTEM, an offset such as '+08:00', or a named zone."""
+    text = name.strip()
+    if text.upper() == "SYSTEM":
+        return datetime.datetime.now().astimezone().tzinfo
+    if text[:1] in ("+", "-"):
+        hours, _, minutes = text[1:].partition(":")
+        if not (hours.isdigit() and minutes.isdigit() and len(minutes) == 2):
+            raise UnknownTimeZone(name)
+        offset = datetime.timedelta(hours=int(hours), minutes=int(minutes))
+        if offset > datetime.timedelta(hours=14) or int(minutes) >= 60:
+            raise UnknownTimeZone(name)
+        return datetime.timezone(-offset if text[0] == "-" else offset)
+    try:
+        return zoneinfo.ZoneInfo(text)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise UnknownTimeZone(name) from None
+
+
+@dataclass(frozen=True)
+class StatementTime:
+    """The statement's clock reading in the session's zone."""
+
+    now: datetime.datetime  # aware
+
+    @classmethod
+    def of(cls, session) -> StatementTime:
+        zone = time_zone(str(session.variable("time_zone") or "SYSTEM"))
+        return cls(datetime.datetime.now(UTC).astimezone(zone))
+
+    @property
+    def zone(self) -> datetime.tzinfo:
+        return self.now.tzinfo
+
+    def offset_seconds(self, zone: datetime.tzinfo, local: datetime.datetime | None) -> int:
+        """zone's UTC offset at the wall time `local` (at the statement's time if not known)."""
+        at = self.now.astimezone(zone) if local is None else local.replace(tzinfo=zone)
+        return int(at.utcoffset().total_seconds())
+
+
+def clock_value(node: exp.Expression, time: StatementTime) -> exp.Expression | None:
+    """The literal a clock function (NOW(), CURDATE(), UTC_TIME(), ...) stands for, else None."""
+    reading = CLOCKS.get(_name(node))
+    if reading is None:
+        return None
+    arguments = _arguments(node)
+    if len(arguments) > 1 or (arguments and not _is_integer(arguments[0])):
+        return None
+    digits = int(arguments[0].this) if arguments else 0
+    if digits > MAX_FRACTIONAL_DIGITS:
+        return None
+    value = reading(time)
+    if isinstance(value, int):
+        return exp.Literal.number(value)
+    drop = 10 ** (MAX_FRACTIONAL_DIGITS - digits)
+    if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+        return exp.cast(exp.Literal.string(value.isoformat()), exp.DataType.Type.DATE)
+    value = value.replace(microsecond=value.microsecond // drop * drop)
+    if isinstance(value, datetime.time):
+        return exp.cast(exp.Literal.string(value.isoformat()), exp.DataType.Type.TIME)
+    return exp.cast(exp.Literal.string(value.isoformat(" ")), exp.DataType.Type.DATETIME)
+
+
+def _local_now(time: StatementTime) -> datetime.datetime:
+    return time.now.replace(tzinfo=None)
+
+
+def _utc_now(time: StatementTime) -> datetime.datetime:
+    return time.now.astimezone(UTC).replace(tzinfo=None)
+
+
+CLOCKS: dict[str, Callable[[StatementTime], object]] = {
+    "NOW": _local_now,
+    "SYSDATE": _local_now,
+    "CURRENT_TIMESTAMP": _local_now,
+    "LOCALTIME": _local_now,
+    "LOCALTIMESTAMP": _local_now,
+    "CURDATE": lambda time: time.now.date(),
+    "CURRENT_DATE": lambda time: time.now.date(),
+    "CURTIME": lambda time: _local_now(time).time(),
+    "CURRENT_TIME": lambda time: _local_now(time).time(),
+    "UTC_TIMESTAMP": _utc_now,
+    "UTC_DATE": lambda time: _utc_now(time).date(),
+    "UTC_TIME": lambda time: _utc_now(time).time(),
+}
+
+
+def rewritten(tree: exp.Expression, time: StatementTime) -> exp.Expression:
+    """tree with MySQL's functions turned into DuckDB's, innermost first."""
+    for node in reversed(list(tree.walk())):
+        rewrite = REWRITES.get(_name(node)) if isinstance(node, exp.Func) else None
+        if rewrite is None:
+            continue
+        new = rewrite(node, time)
+        if new is node:
+            continue
+        if node is tree:
+            tree = new
+        else:
+            node.replace(new)
+    return tree
+
+
+def _name(node: exp.Expression) -> str:
+    if isinstance(node, exp.Anonymous):
+        return node.name.upper()
+    return node.sql_name().upper() if isinstance(node, exp.Func) else ""
+
+
+def _arguments(node: exp.Expression) -> list[exp.Expression]:
+    if isinstance(node, exp.Anonymous):
+        return list(node.expressions)
+    return [value for value in node.args.values() if isinstance(value, exp.Expression)]
+
+
+def _is_integer(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit()
+
+
+def _function(name: str, *arguments: exp.Expression) -> exp.Expression:
+    return exp.Anonymous(this=name, expressions=list(arguments))
+
+
+def _timestamp(node: exp.Expression) -> exp.Expression:
+    """A string literal read as a DATETIME (DuckDB will not guess a string's type)."""
+    if isinstance(node, exp.Literal) and node.is_string:
+        return exp.cast(node, exp.DataType.Type.DATETIME)
+    if isinstance(node, exp.TsOrDsToDate | exp.TsOrDsToTimestamp) and _is_string(node.this):
+        return exp.cast(node.this, exp.DataType.Type.DATETIME)
+    return node
+
+
+def _is_string(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Literal) and node.is_string
+
+
+def _constant_datetime(node: exp.Expression) -> datetime.datetime | None:
+    if isinstance(node, exp.Cast) and _is_string(node.this):
+        node = node.this
+    if not _is_string(node):
+        return None
+    try:
+        return datetime.datetime.fromisoformat(node.this)
+    except ValueError:
+        return None
+
+
+def _seconds(value: int) -> exp.Expression:
+    return exp.Interval(this=exp.Literal.string(str(value)), unit=exp.var("SECOND"))
+
+
+def _unix_timestamp(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
+    arguments = node.expressions
+    if not arguments:
+        return exp.Literal.number(int(time.now.timestamp()))
+    if len(arguments) != 1:
+        return node
+    value = _timestamp(arguments[0])
+    offset = time.offset_seconds(time.zone, _constant_datetime(value))
+    seconds = _function("EPOCH", exp.cast(value, exp.DataType.Type.DATETIME))
+    return exp.Sub(
+        this=exp.cast(seconds, exp.DataType.Type.BIGINT), expression=exp.Literal.number(offset)
+    )
+
+
+def _from_unixtime(node: exp.UnixToTime, time: StatementTime) -> exp.Expression:
+    seconds = node.this
+    if isinstance(seconds, exp.Literal) and not seconds.is_string:
+        local = datetime.datetime.fromtimestamp(float(seconds.this), time.zone)
+        offset = int(local.utcoffset().total_seconds())
+    else:
+        offset = time.offset_seconds(time.zone, None)
+    micros = exp.cast(
+        exp.Mul(
+            this=exp.cast(
+                exp.Add(this=seconds, expression=exp.Literal.number(offset)),
+                exp.DataType.Type.DOUBLE,
+            ),
+            expression=exp.Literal.number(1_000_000),
+        ),
+        exp.DataType.Type.BIGINT,
+    )
+    stamp = _function("MAKE_TIMESTAMP", micros)
+    form = node.args.get("format")
+    return exp.TimeToStr(this=stamp, format=form) if form is not None else stamp
+
+
+def _convert_tz(node: exp.ConvertTimezone, time: StatementTime) -> exp.Expression:
+    value = _timestamp(node.args["timestamp"])
+    source, target = node.args.get("source_tz"), node.args.get("target_tz")
+    if not (_is_string(source) and _is_string(target)):
+        return exp.null()
+    try:
+        zones = time_zone(source.this), time_zone(target.this)
+    except UnknownTimeZone:
+        return exp.null()  # as MySQL
+    local = _constant_datetime(value)
+    from_offset = time.offset_seconds(zones[0], local)
+    at = None if local is None else local - datetime.timedelta(seconds=from_offset)
+    at_target = None if at is None else at.replace(tzinfo=UTC).astimezone(zones[1])
+    to_offset = time.offset_seconds(
+        zones[1], None if at_target is None else at_target.replace(tzinfo=None)
+    )
+    return exp.Add(
+        this=exp.cast(value, exp.DataType.Type.DATETIME),
+        expression=_seconds(to_offset - from_offset),
+    )
+
+
+def _add_days(subtract: bool) -> Callable:
+    def rewrite(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
+        if len(node.expressions) != 2:
+            return node
+        value, amount = node.expressions
+        if not isinstance(amount, exp.Interval):
+            amount = exp.Interval(this=amount, unit=exp.var("DAY"))
+        kind = exp.DateSub if subtract else exp.DateAdd
+        added = kind(this=value, expression=amount.this, unit=amount.args.get("unit"))
+        return _date_arithmetic(added, time)
+
+    return rewrite
+
+
+DATE_UNITS = {"DAY", "WEEK", "MONTH", "QUARTER", "YEAR"}
+
+
+def _date_arithmetic(node: exp.DateAdd | exp.DateSub, time: StatementTime) -> exp.Expression:
+    """A date written as a string stays a date when whole days are added, as in MySQL."""
+    value = node.this
+    unit = (node.args.get("unit") or exp.var("DAY")).name.upper()
+    if not (_is_string(value) and _is_date_text(value.this) and unit in DATE_UNITS):
+        return _with_timestamps(node, time)
+    node.set("this", exp.cast(value, exp.DataType.Type.DATE))
+    return exp.cast(node, exp.DataType.Type.DATE)
+
+
+def _is_date_text(text: str) -> bool:
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return len(text) == len("2000-01-01")
+
+
+def _date_part(part: str, shift: int = 0) -> Callable:
+    def rewrite(node: exp.Expression, time: StatementTime) -> exp.Expression:
+        arguments = _arguments(node)
+        if len(arguments) != 1:
+            return node
+        value = _function(part, _timestamp(arguments[0]))
+        return exp.Paren(this=exp.Add(this=value, expression=exp.Literal.number(shift)))
+
+    return rewrite
+
+
+def _with_timestamps(node: exp.Expression, time: StatementTime) -> exp.Expression:
+    """DuckDB's date functions refuse an untyped string: read string literals as DATETIME."""
+    for key in ("this", "expression"):
+        value = node.args.get(key)
+        if value is not None:
+            node.set(key, _timestamp(value))
+    return node
+
+
+def _timestamp_diff(node: exp.TimestampDiff, time: StatementTime) -> exp.Expression:
+    """MySQL counts whole units between the two (DuckDB's date_sub), not boundaries crossed."""
+    unit = (node.args.get("unit") or exp.var("SECOND")).name.lower()
+    return _function(
+        "DATE_SUB",
+        exp.Literal.string(unit),
+        _timestamp(node.args["expression"]),
+        _timestamp(node.this),
+    )
+
+
+def _mid(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
+    if len(node.expressions) not in (2, 3):
+        return node
+    value, start, *length = node.expressions
+    return exp.Substring(this=value, start=start, length=length[0] if length else None)
+
+
+def _field(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
+    if len(node.expressions) < 2:
+        return node
+    value, *choices = node.expressions
+    case = exp.Case()
+    for position, choice in enumerate(choices, 1):
+        case = case.when(exp.EQ(this=value.copy(), expression=choice), exp.Literal.number(position))
+    return case.else_(exp.Literal.number(0))
+
+
+def _find_in_set(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
+    if len(node.expressions) != 2:
+        return node
+    value, members = node.expressions
+    found = _function(
+        "LIST_POSITION", _function("STRING_SPLIT", members, exp.Literal.string(",")), value
+    )
+    either_null = exp.or_(
+        exp.Is(this=value.copy(), expression=exp.null()),
+        exp.Is(this=members.copy(), expression=exp.null()),
+    )
+    return (
+        exp.Case()
+        .when(either_null, exp.null())
+        .else_(exp.Coalesce(this=found, expressions=[exp.Literal.number(0)]))
+    )
+
+
+def _strcmp(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
+    if len(node.expressions) != 2:
+        return node
+    left, right = node.expressions
+    return (
+        exp.Case()
+        .when(exp.LT(this=left, expression=right), exp.Literal.number(-1))
+        .when(exp.GT(this=left.copy(), expression=right.copy()), exp.Literal.number(1))
+        .when(exp.EQ(this=left.copy(), expression=right.copy()), exp.Literal.number(0))
+    )
+
+
+def _elt(node: exp.Elt, time: StatementTime) -> exp.Expression:
+    strings = [exp.cast(value, exp.DataType.Type.VARCHAR) for value in node.expressions]
+    return _function("LIST_EXTRACT", _function("LIST_VALUE", *strings), node.this)
+
+
+REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] = {
+    "UNIX_TIMESTAMP": _unix_timestamp,
+    "UNIX_TO_TIME": _from_unixtime,
+    "CONVERT_TIMEZONE": _convert_tz,
+    "DATE_ADD": _date_arithmetic,
+    "DATE_SUB": _date_arithmetic,
+    "ADDDATE": _add_days(subtract=False),
+    "SUBDATE": _add_days(subtract=True),
+    "DAY_OF_WEEK": _date_part("DAYOFWEEK", 1),
+    "WEEKDAY": _date_part("ISODOW", -1),
+    "TIMESTAMPDIFF": _timestamp_diff,
+    "LAST_DAY": _with_timestamps,
+    "YEAR": _with_timestamps,
+    "MONTH": _with_timestamps,
+    "DAY": _with_timestamps,
+    "DAY_OF_MONTH": _with_timestamps,
+    "DAY_OF_YEAR": _with_timestamps,
+    "HOUR": _with_timestamps,
+    "MINUTE": _with_timestamps,
+    "SECOND": _with_timestamps,
+    "QUARTER": _with_timestamps,
+    "MID": _mid,
+    "FIELD": _field,
+    "FIND_IN_SET": _find_in_set,
+    "STRCMP": _strcmp,
+    "ELT": _elt,
+}

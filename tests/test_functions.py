@@ -1,0 +1,232 @@
+"""MySQL's functions, WITH queries and statement words as a MySQL user writes them, through PyMySQL
+and the mariadb CLI against a real `quire up`."""
+
+import datetime
+
+import pytest
+
+from tests.harness import error_of, mariadb, run
+
+ANSWERS = [
+    # date and time
+    ("UNIX_TIMESTAMP('1970-01-02 00:00:00')", 86400),
+    ("FROM_UNIXTIME(86400)", datetime.datetime(1970, 1, 2)),
+    ("FROM_UNIXTIME(0, '%Y-%m-%d %H:%i:%s')", "1970-01-01 00:00:00"),
+    ("CONVERT_TZ('2024-01-01 00:00:00', '+00:00', '+08:00')", datetime.datetime(2024, 1, 1, 8)),
+    (
+        "CONVERT_TZ('2024-07-01 12:00:00', 'UTC', 'America/New_York')",
+        datetime.datetime(2024, 7, 1, 8),
+    ),
+    (
+        "CONVERT_TZ('2024-01-01 12:00:00', 'UTC', 'America/New_York')",
+        datetime.datetime(2024, 1, 1, 7),
+    ),
+    ("CONVERT_TZ('2024-01-01', 'nowhere', '+00:00')", None),
+    ("DATE_FORMAT('2024-01-02 03:04:05', '%Y/%m/%d %H:%i')", "2024/01/02 03:04"),
+    ("DATE_ADD('2024-01-31', INTERVAL 1 MONTH)", datetime.date(2024, 2, 29)),
+    ("DATE_SUB('2024-01-31 10:00:00', INTERVAL 1 HOUR)", datetime.datetime(2024, 1, 31, 9)),
+    ("ADDDATE('2024-01-31', 1)", datetime.date(2024, 2, 1)),
+    ("ADDDATE('2024-01-31', INTERVAL 2 DAY)", datetime.date(2024, 2, 2)),
+    ("SUBDATE('2024-03-01', INTERVAL 1 DAY)", datetime.date(2024, 2, 29)),
+    ("DATEDIFF('2024-03-01', '2024-02-01')", 29),
+    ("TIMESTAMPDIFF(MONTH, '2024-01-31', '2024-03-01')", 1),
+    ("TIMESTAMPDIFF(DAY, '2024-01-31', '2024-03-01')", 30),
+    ("LAST_DAY('2024-02-10')", datetime.date(2024, 2, 29)),
+    ("DAYOFWEEK('2024-01-07')", 1),
+    ("WEEKDAY('2024-01-07')", 6),
+    ("STR_TO_DATE('01/02/2024', '%m/%d/%Y')", datetime.date(2024, 1, 2)),
+    ("YEAR('2024-05-06 07:08:09')", 2024),
+    ("MONTH('2024-05-06')", 5),
+    ("DAY('2024-05-06')", 6),
+    ("HOUR('2024-05-06 07:08:09')", 7),
+    ("MINUTE('2024-05-06 07:08:09')", 8),
+    ("SECOND('2024-05-06 07:08:09')", 9),
+    # strings: 1-based, MySQL's NULL rules
+    ("MID('abcdef', 2, 3)", "bcd"),
+    ("MID('abcdef', 3)", "cdef"),
+    ("FIELD('b', 'a', 'b', 'c')", 2),
+    ("FIELD('z', 'a', 'b')", 0),
+    ("FIELD(NULL, 'a')", 0),
+    ("FIND_IN_SET('b', 'a,b,c')", 2),
+    ("FIND_IN_SET('z', 'a,b,c')", 0),
+    ("FIND_IN_SET(NULL, 'a,b')", None),
+    ("STRCMP('a', 'b')", -1),
+    ("STRCMP('b', 'a')", 1),
+    ("STRCMP('a', 'a')", 0),
+    ("STRCMP(NULL, 'a')", None),
+    ("LOCATE('b', 'abcb')", 2),
+    ("LOCATE('b', 'abcb', 3)", 4),
+    ("INSTR('abc', 'c')", 3),
+    ("LPAD('hi', 5, '?')", "???hi"),
+    ("RPAD('hi', 5, '?')", "hi???"),
+    ("LPAD('hello', 2, '?')", "he"),
+    ("REPEAT('ab', 3)", "ababab"),
+    ("CONCAT('[', SPACE(3), ']')", "[   ]"),
+    ("ELT(2, 'a', 'b')", "b"),
+    ("ELT(3, 'a', 'b')", None),
+    ("FORMAT(1234567.891, 2)", "1,234,567.89"),
+]
+
+
+@pytest.mark.parametrize(("expression", "answer"), ANSWERS, ids=[a[0] for a in ANSWERS])
+def test_function_answers(root, expression, answer):
+    run(root, "SET time_zone = '+00:00'")
+    assert run(root, f"SELECT {expression}") == ((answer,),)
+
+
+def test_functions_through_the_mariadb_cli(quire):
+    sql = "; ".join(f"SELECT {expression}" for expression, _ in ANSWERS)
+    done = mariadb(quire, "--batch", "--skip-column-names", "-e", f"SET time_zone='+00:00'; {sql}")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    expected = [
+        "NULL"
+        if answer is None
+        else answer.isoformat(" ")
+        if isinstance(answer, datetime.datetime)
+        else str(answer)
+        for _, answer in ANSWERS
+    ]
+    assert lines == expected
+
+
+CLOCKS = ["NOW()", "CURRENT_TIMESTAMP()", "CURRENT_TIMESTAMP", "SYSDATE()", "LOCALTIME()"]
+
+
+@pytest.mark.parametrize("zone", ["+08:00", "Asia/Shanghai", "-05:30"])
+def test_clock_functions_honour_the_session_time_zone(quire, zone):
+    connection = quire.connect()
+    run(connection, f"SET time_zone = '{zone}'")
+    offset = {"+08:00": 8 * 60, "Asia/Shanghai": 8 * 60, "-05:30": -(5 * 60 + 30)}[zone]
+    row = run(connection, f"SELECT {', '.join(CLOCKS)}, UTC_TIMESTAMP(), UNIX_TIMESTAMP()")[0]
+    *local, utc, unix = row
+    assert all(value == local[0] for value in local), row  # one reading per statement
+    assert local[0] - utc == datetime.timedelta(minutes=offset)
+    assert datetime.datetime.fromtimestamp(unix, datetime.UTC).replace(tzinfo=None) == utc
+    assert run(connection, "SELECT UNIX_TIMESTAMP(NOW()) = UNIX_TIMESTAMP()") == ((1,),)
+    assert run(connection, "SELECT FROM_UNIXTIME(UNIX_TIMESTAMP()) = NOW()") == ((1,),)
+    today, utc_date = run(connection, "SELECT CURDATE(), UTC_DATE()")[0]
+    assert isinstance(today, datetime.date) and abs((today - utc_date).days) <= 1
+    assert run(connection, "SELECT CURRENT_DATE = CURDATE(), CAST(NOW() AS DATE) = CURDATE()") == (
+        (1, 1),
+    )
+    connection.close()
+
+
+def test_clock_through_the_mariadb_cli(quire):
+    done = mariadb(
+        quire,
+        "--batch",
+        "--skip-column-names",
+        "-e",
+        "SET time_zone='Asia/Shanghai'; SELECT TIMESTAMPDIFF(HOUR, UTC_TIMESTAMP(), NOW()), "
+        "NOW() = CURRENT_TIMESTAMP, CURDATE() = CURRENT_DATE",
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["8", "1", "1"]
+
+
+def test_unknown_time_zone_is_refused(root):
+    assert error_of(root, "SET time_zone = 'Mars/Olympus'")[0] == 1298
+    assert error_of(root, "SET time_zone = '+99:00'")[0] == 1298
+
+
+def test_a_date_format_is_not_taken_from_another_statement_of_the_same_shape(root):
+    assert run(root, "SELECT DATE_FORMAT('2024-01-02 03:04:05', '%Y')") == (("2024",),)
+    assert run(root, "SELECT DATE_FORMAT('2024-01-02 03:04:05', '%i')") == (("04",),)
+    assert run(root, "SELECT DATE_FORMAT('2024-01-02 03:04:05', '%M')") == (("January",),)
+
+
+@pytest.mark.parametrize("sql", ["MATCH x", "FROB", "HELLO world", "ACCEPT 1", "IDENTIFIER x"])
+def test_unknown_statements_are_syntax_errors(quire, root, sql):
+    assert error_of(root, sql)[0] == 1064
+    done = mariadb(quire, "--batch", "-e", sql)
+    assert "ERROR 1064 (42000)" in done.stderr, done.stderr
+
+
+WITH_QUERIES = [
+    ("WITH t AS (SELECT 1 AS a) SELECT a FROM t", ((1,),)),
+    (
+        "WITH s AS (SELECT schema_name FROM information_schema.schemata) "
+        "SELECT COUNT(*) > 0 FROM s WHERE schema_name = 'information_schema'",
+        ((1,),),
+    ),
+    (
+        "WITH x AS (WITH y AS (SELECT schema_name AS n FROM schemata) SELECT n FROM y) "
+        "SELECT n FROM x WHERE n = 'information_schema'",
+        (("information_schema",),),
+    ),
+    ("WITH tables AS (SELECT 2 AS a) SELECT a FROM tables", ((2,),)),
+    (
+        "WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r WHERE n < 10) "
+        "SELECT SUM(n) FROM r",
+        ((55,),),
+    ),
+]
+
+
+@pytest.mark.parametrize(("sql", "rows"), WITH_QUERIES, ids=[q[0] for q in WITH_QUERIES])
+def test_common_table_expressions(quire, sql, rows):
+    connection = quire.connect(database="information_schema")
+    assert run(connection, sql) == rows
+    connection.close()
+    done = mariadb(quire, "--batch", "--skip-column-names", "information_schema", "-e", sql)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(value) for row in rows for value in row]
+
+
+def test_an_endless_recursive_query_is_stopped(quire):
+    connection = quire.connect()
+    run(connection, "SET query_timeout = 2")
+    code, _ = error_of(
+        connection,
+        "WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r) SELECT COUNT(*) FROM r",
+    )
+    assert code in (3024, 1041)  # timed out, or out of memory first
+    assert run(connection, "SELECT 1") == ((1,),)
+    connection.close()
+
+
+def test_frontend_config_comments_are_the_conf_files(quire, root):
+    from fe.config import FE_KEYS
+
+    rows = run(root, "ADMIN SHOW FRONTEND CONFIG")
+    comments = {row[0]: row[5] for row in rows}
+    for key in FE_KEYS:
+        assert comments[key.name] and comments[key.name] == key.comment, key.name
+    done = mariadb(
+        quire,
+        "--batch",
+        "--skip-column-names",
+        "-e",
+        "ADMIN SHOW FRONTEND CONFIG LIKE 'query_port'",
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip("\n").split("\t")[-1] == "MySQL protocol port."
+
+
+def test_columns_are_named_by_the_expression_as_written(quire):
+    connection = quire.connect()
+    sql = "SELECT DATABASE(), schema(), CURDATE(), CURRENT_TIMESTAMP, 1+1, now( ), 'a' AS x, @@version"
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        names = [entry[0] for entry in cursor.description]
+    assert names == [
+        "DATABASE()",
+        "schema()",
+        "CURDATE()",
+        "CURRENT_TIMESTAMP",
+        "1+1",
+        "now( )",
+        "x",
+        "@@version",
+    ]
+    connection.close()
+    done = mariadb(
+        quire,
+        "--batch",
+        "-e",
+        "SELECT DATABASE(), DISTINCT_COUNT FROM (SELECT 1 AS DISTINCT_COUNT) t",
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "DATABASE()\tDISTINCT_COUNT"

@@ -230,3 +230,37 @@ def test_columns_are_named_by_the_expression_as_written(quire):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == "DATABASE()\tDISTINCT_COUNT"
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "EXPLAIN SELECT table_name FROM information_schema.tables WHERE table_schema = 'x'",
+        "EXPLAIN VERBOSE SELECT 1 + 1",
+        "EXPLAIN PHYSICAL PLAN SELECT COUNT(*) FROM information_schema.columns",
+        "EXPLAIN WITH t AS (SELECT 1 AS a) SELECT a FROM t",
+    ],
+)
+def test_explain_answers_a_plan_as_doris_does(quire, root, sql):
+    with root.cursor() as cursor:
+        cursor.execute(sql)
+        assert [d[0] for d in cursor.description] == ["Explain String"]
+        lines = [row[0] for row in cursor.fetchall()]
+    assert lines[0] == "PLAN FRAGMENT 0" and lines[1].startswith("  OUTPUT EXPRS:")
+    assert len(lines) > 3 and "quire_is_" not in "\n".join(lines)
+    done = mariadb(quire, "--batch", "-e", sql)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[:2] == ["Explain String", "PLAN FRAGMENT 0"]
+
+
+def test_explain_is_refused_as_the_query_would_be(quire, root):
+    run(root, "CREATE DATABASE IF NOT EXISTS explained")
+    run(root, "CREATE TABLE IF NOT EXISTS explained.t (k INT) DISTRIBUTED BY HASH(k) BUCKETS 1")
+    run(root, "CREATE USER IF NOT EXISTS 'explainer' IDENTIFIED BY 'pw'")
+    explainer = quire.connect("explainer", "pw")
+    try:
+        assert error_of(explainer, "EXPLAIN SELECT * FROM explained.t")[0] == 1142
+    finally:
+        explainer.close()
+    assert error_of(root, "EXPLAIN CREATE DATABASE x")[0] == 1064
+    assert error_of(root, "EXPLAIN")[0] == 1064

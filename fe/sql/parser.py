@@ -49,6 +49,10 @@ PRIVILEGES = {
 LOCK_TIME_UNITS = {"DAY": 86_400, "HOUR": 3_600, "SECOND": 1}
 MAX_LOCKOUT_NUMBER = 32_767  # MySQL's bound on FAILED_LOGIN_ATTEMPTS and PASSWORD_LOCK_TIME
 QUERY_STARTS = {TokenType.SELECT, TokenType.WITH, TokenType.L_PAREN, TokenType.VALUES}
+EXPLAIN_LEVELS = {
+    "VERBOSE", "GRAPH", "TREE", "DUMP", "PARSED", "ANALYZED", "REWRITTEN", "LOGICAL",
+    "OPTIMIZED", "PHYSICAL", "SHAPE", "MEMO", "DISTRIBUTED", "ALL",
+}  # fmt: skip
 
 
 class ParseError(Exception):
@@ -290,7 +294,17 @@ class Grammar:
         return st.Describe(self.table_name())
 
     def _explain(self):
-        return st.Unsupported("EXPLAIN")
+        """EXPLAIN [level [PLAN]] query: Doris's levels (VERBOSE, GRAPH, PHYSICAL PLAN, ...) are
+        accepted; each shows the one plan Quire has."""
+        self.expect("EXPLAIN")
+        if self._word() in EXPLAIN_LEVELS:
+            self.next()
+        self.accept("PLAN")
+        if self.peek_type() not in QUERY_STARTS:
+            self.fail("EXPLAIN takes a query")
+        query = parse_with_sqlglot(self.tokens[self.position :], self.sql)
+        self.position = len(self.tokens)
+        return st.Explain(query)
 
     def _begin(self):
         self.position = len(self.tokens)

@@ -220,6 +220,11 @@ class Describe:
 
 
 @dataclass(frozen=True)
+class Explain:
+    query: exp.Expression  # sqlglot's tree of the query explained
+
+
+@dataclass(frozen=True)
 class Kill:
     connection_id: int
     query_only: bool = False

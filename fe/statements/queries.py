@@ -217,7 +217,22 @@ async def run_select(session, plan: SelectPlan) -> Result:
     return await _run_in_engine(session, plan)
 
 
-async def _run_in_engine(session, plan: SelectPlan) -> Result:
+EXPLAIN_COLUMN = "Explain String"  # Doris's
+
+
+async def explain(session, statement) -> Result:
+    """EXPLAIN: the plan the engine would run the query with, one line per row, under the names
+    the user wrote (information_schema.tables, not the engine's own)."""
+    plan = plan_select(statement.query)
+    answer = await _run_in_engine(session, plan, explain=True)
+    lines = ["PLAN FRAGMENT 0", f"  OUTPUT EXPRS: {', '.join(plan.names) or '*'}"]
+    for row in answer.rows:
+        text = str(row[-1]).replace(_REGISTERED_PREFIX, f"{INFORMATION_SCHEMA}.")
+        lines.extend("  " + line.rstrip() for line in text.splitlines() if line.strip())
+    return Result(columns=[column(EXPLAIN_COLUMN, "VARCHAR")], rows=[(line,) for line in lines])
+
+
+async def _run_in_engine(session, plan: SelectPlan, explain: bool = False) -> Result:
     try:
         time = mysql_functions.StatementTime.of(session)
     except mysql_functions.UnknownTimeZone as error:
@@ -237,7 +252,7 @@ async def _run_in_engine(session, plan: SelectPlan) -> Result:
             if db.lower() != INFORMATION_SCHEMA:
                 _refuse_table_read(session, db, table.name)
             name = table.name.lower()
-            registered = f"quire_is_{name}"
+            registered = f"{_REGISTERED_PREFIX}{name}"
             tables[registered] = name
             alias = table.alias or table.name
             table.replace(
@@ -248,7 +263,8 @@ async def _run_in_engine(session, plan: SelectPlan) -> Result:
             arrow[registered] = build_table(name, session)
             if arrow[registered] is None:
                 raise QueryError(1109, f"Unknown table '{name}' in information_schema")
-        return expression.sql(dialect="duckdb"), arrow
+        sql = expression.sql(dialect="duckdb")
+        return ("EXPLAIN " + sql if explain else sql), arrow
 
     try:
         answer = await session.services.engine.run(
@@ -259,6 +275,8 @@ async def _run_in_engine(session, plan: SelectPlan) -> Result:
         )
     except engine.EngineError as error:
         raise engine_error(error) from None
+    if explain:
+        return Result(rows=answer.rows)
     names = [name for name, _ in answer.columns]
     if (
         plan.names
@@ -271,6 +289,9 @@ async def _run_in_engine(session, plan: SelectPlan) -> Result:
         for name, (_, duck_type) in zip(names, answer.columns, strict=True)
     ]
     return Result(columns=columns, rows=answer.rows)
+
+
+_REGISTERED_PREFIX = "quire_is_"  # an information_schema table, as the engine knows it
 
 
 def _common_table_references(expression: exp.Expression) -> set[int]:

@@ -86,6 +86,7 @@ KINDS: dict[type, StatementKind] = {
     st.Use: StatementKind(_use, readable_when_stale=False),
     st.Show: StatementKind(show.show, readable_when_stale=shows_node_status),
     st.Describe: StatementKind(show.describe, readable_when_stale=False),
+    st.Explain: StatementKind(queries.explain, readable_when_stale=False, resets_warnings=True),
     st.SetStatement: StatementKind(set_statement.run, leader_only=set_statement.sets_global),
     st.Transaction: StatementKind(_accept),
     st.Unsupported: StatementKind(_unsupported),

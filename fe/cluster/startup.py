@@ -59,11 +59,14 @@ class ThisFrontend:
 
 
 def local_address(priority_networks: str) -> str:
-    networks = [
-        ipaddress.ip_network(n.strip(), strict=False)
-        for n in priority_networks.split(";")
-        if n.strip()
-    ]
+    try:
+        networks = [
+            ipaddress.ip_network(n.strip(), strict=False)
+            for n in priority_networks.split(";")
+            if n.strip()
+        ]
+    except ValueError as error:
+        raise StartupError(f"priority_networks: {error}") from None
     if not networks:
         return "127.0.0.1"
     candidates = {"127.0.0.1"}

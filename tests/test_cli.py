@@ -150,3 +150,15 @@ def test_a_failed_start_says_why_in_one_line_and_leaves_no_meta_dir(
         assert sorted(p.name for p in node.meta_dir.iterdir()) == ["quire.lock"]
     else:
         assert not node.meta_dir.exists()
+
+
+def test_a_checkpoint_with_nothing_new_answers_with_the_existing_image(fresh_quire):
+    node = fresh_quire.start()
+    with node.connect() as connection:
+        run(connection, "CREATE DATABASE checkpointed")
+        run(connection, "ADMIN CHECKPOINT")
+        images = sorted(p.name for p in (node.meta_dir / "image").glob("image.*"))
+        written = node.log_file.read_text().count("checkpoint image.")
+        run(connection, "ADMIN CHECKPOINT")
+        assert sorted(p.name for p in (node.meta_dir / "image").glob("image.*")) == images
+        assert node.log_file.read_text().count("checkpoint image.") == written

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pymysql
 import pytest
+from rocksdict import Options, Rdict
 
 from tests.harness import QuireProcess, free_port, run, run_quire
 
@@ -162,3 +163,19 @@ def test_a_checkpoint_with_nothing_new_answers_with_the_existing_image(fresh_qui
         run(connection, "ADMIN CHECKPOINT")
         assert sorted(p.name for p in (node.meta_dir / "image").glob("image.*")) == images
         assert node.log_file.read_text().count("checkpoint image.") == written
+
+
+def test_a_journal_held_by_another_process_is_one_line(tmp_path, node):
+    overrides = overrides_of(node)
+    assert run_quire("up", "--daemon", *overrides).returncode == 0
+    assert run_quire("stop", *overrides).returncode == 0
+    held = Rdict(str(node.meta_dir / "journal"), Options(raw_mode=True))  # RocksDB's LOCK
+    try:
+        failed = run_quire("up", *overrides)
+    finally:
+        held.close()
+    assert failed.returncode == 1
+    errors = [line for line in failed.stderr.splitlines() if " INFO " not in line]
+    assert len(errors) == 1 and "cannot open the journal" in errors[0], failed.stderr
+    assert "Traceback" not in node.log_file.read_text()
+    assert (node.meta_dir / "image" / "VERSION").exists()  # not made by this start: kept

@@ -62,9 +62,12 @@ class MetaDirLock:
     def __init__(self, meta_dir: Path):
         self.meta_dir = meta_dir
         self.made_here = not meta_dir.exists()
-        meta_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         path = meta_dir / LOCK_FILE
-        self.descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            meta_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self.descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as error:
+            raise StartupError(f"cannot lock meta_dir {meta_dir}: {error}") from None
         try:
             fcntl.flock(self.descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -95,7 +98,10 @@ class PidFile:
                 f"{path} names running process {owner}: another Quire uses this log_dir; "
                 "stop it first, or give this node its own log_dir"
             )
-        path.write_text(f"{os.getpid()}\n")
+        try:
+            path.write_text(f"{os.getpid()}\n")
+        except OSError as error:
+            raise StartupError(f"cannot write the pid file: {error}") from None
         self.path = path
 
     def release(self) -> None:

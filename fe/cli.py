@@ -9,13 +9,13 @@ import gc
 import logging
 import logging.handlers
 import os
+import select
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 
-import requests
 import uvloop
 
 from be.config import DEFAULT_BE_CONF, Config, ConfigError
@@ -25,6 +25,7 @@ from fe.config import DEFAULT_FE_CONF, load_config
 logger = logging.getLogger("quire")
 
 DAEMON_START_TIMEOUT_SECONDS = 120
+READY = "ready"
 # Catalog records hold no reference cycles, yet each one is a tracked container: with the default
 # (700) the collector ran every few entries while a node caught up, a fifth of the apply time.
 GC_YOUNG_THRESHOLD = 10_000
@@ -62,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
             action="store_true",
             help="run in the background; the pid goes to log_dir/quire.pid",
         )
+        sub.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
 
     up = commands.add_parser(
         "up",
@@ -162,64 +164,109 @@ def config_from_args(args: argparse.Namespace, with_be: bool) -> Config:
     return load_config(args.conf, getattr(args, "be_conf", None), args.override, with_be=with_be)
 
 
-def run_node(config: Config, helper: str | None = None, token_file: str | None = None) -> int:
+def run_node(
+    config: Config,
+    helper: str | None = None,
+    token_file: str | None = None,
+    ready_fd: int | None = None,
+) -> int:
+    """Check and claim (ports, pid file, meta_dir) before anything is touched, then serve; a
+    start that fails says why in one line. ready_fd, from a --daemon parent, hears "ready" or
+    that line."""
     from fe.cluster.node import FrontendNode, StartupError, pid_file_path
+    from fe.cluster.preflight import MetaDirLock, PidFile, check_ports_free
+    from fe.cluster.startup import local_address
 
-    node = FrontendNode(config, replaying, set_log_level, helper, token_file)
-    pid_file = pid_file_path(config)
-    pid_file.write_text(f"{os.getpid()}\n")
-
-    async def main() -> None:
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, node.stop)
-        await node.run()
-
+    report = StartReport(ready_fd)
+    node = None
+    lock = pid_file = None
     try:
+        check_ports_free(config, local_address(config["priority_networks"]))
+        pid_file = PidFile(pid_file_path(config))
+        lock = MetaDirLock(config.path("meta_dir"))
+        node = FrontendNode(config, replaying, set_log_level, helper, token_file)
+
+        async def main() -> None:
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, node.stop)
+            await node.run(ready_callback=report.ready)
+
         uvloop.run(main())
     except StartupError as error:
         logger.error("cannot start: %s", error)
+        report.failed(f"cannot start: {error}")
         return 1
     except Exception:
         logger.exception("the node failed")
+        report.failed("the node failed")
         return 1
     finally:
-        if pid_file.exists() and pid_file.read_text().strip() == str(os.getpid()):
-            pid_file.unlink()
+        if pid_file:
+            pid_file.release()
+        if lock:
+            lock.release(start_failed=not (node and node.ready))
+        # What replay froze stays out of the collector's reach at exit, and DuckDB's bindings
+        # report each of their objects still alive then as "leaked": give them back first.
+        gc.unfreeze()
     return 0
 
 
+class StartReport:
+    """The --daemon parent's pipe: one line, "ready" or why the start failed."""
+
+    def __init__(self, fd: int | None):
+        self.fd = fd
+
+    def ready(self) -> None:
+        self._say(READY)
+
+    def failed(self, reason: str) -> None:
+        self._say(reason)
+
+    def _say(self, line: str) -> None:
+        if self.fd is None:
+            return
+        fd, self.fd = self.fd, None
+        with contextlib.suppress(OSError):
+            os.write(fd, f"{line}\n".encode())
+        os.close(fd)
+
+
 def start_daemon(argv: list[str], config: Config) -> int:
+    """Start the node in the background and wait for its own word: ready, or why not."""
     log_dir = config.path("log_dir")
     log_dir.mkdir(parents=True, exist_ok=True)
     child_args = [a for a in argv if a != "--daemon"]
-    out = open(log_dir / "quire.out", "ab")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "fe.cli", *child_args],
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-        cwd=os.getcwd(),
-    )
-    deadline = time.monotonic() + DAEMON_START_TIMEOUT_SECONDS
-    url = f"http://127.0.0.1:{config['http_port']}/api/health"
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            sys.stderr.write(
-                f"quire failed to start (exit {process.returncode}); see {log_dir / 'fe.log'}\n"
-            )
-            return 1
-        try:
-            if requests.get(url, timeout=1).status_code == 200:
-                print(f"quire started in the background, pid {process.pid}; logs in {log_dir}")
-                return 0
-        except requests.RequestException:
-            pass
-        time.sleep(0.2)
-    sys.stderr.write(
-        f"quire did not become ready within {DAEMON_START_TIMEOUT_SECONDS} s; see {log_dir / 'fe.log'}\n"
-    )
+    read_end, write_end = os.pipe()
+    with open(log_dir / "quire.out", "ab") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "fe.cli", *child_args, "--ready-fd", str(write_end)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=os.getcwd(),
+            pass_fds=(write_end,),
+        )
+    os.close(write_end)
+    with open(read_end, "rb") as report:
+        readable, _, _ = select.select([report], [], [], DAEMON_START_TIMEOUT_SECONDS)
+        line = report.readline().decode(errors="replace").strip() if readable else None
+    if line == READY:
+        print(f"quire started in the background, pid {process.pid}; logs in {log_dir}")
+        return 0
+    if line is None:
+        sys.stderr.write(
+            f"quire did not become ready within {DAEMON_START_TIMEOUT_SECONDS} s; "
+            f"see {log_dir / 'fe.log'}\n"
+        )
+        return 1
+    try:
+        code = process.wait(timeout=DAEMON_START_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        code = None
+    sys.stderr.write(f"quire: {line or f'exited with {code}'}; see {log_dir / 'fe.log'}\n")
     return 1
 
 
@@ -283,7 +330,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.daemon:
         return start_daemon(argv, config)
     setup_logging(config, foreground=True)
-    return run_node(config, getattr(args, "helper", None), getattr(args, "token_file", None))
+    return run_node(
+        config, getattr(args, "helper", None), getattr(args, "token_file", None), args.ready_fd
+    )
 
 
 if __name__ == "__main__":

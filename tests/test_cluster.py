@@ -504,3 +504,31 @@ def test_helper_bootstrap_through_a_follower_that_is_not_the_leader(tmp_path, le
     finally:
         observer.stop()
         follower.stop()
+
+
+def test_a_normal_join_warns_of_nothing_and_frontends_are_named_alike(tmp_path, leader):
+    observer = joiner(tmp_path, leader)
+    started_ms = int(time.time() * 1000)
+    try:
+        add_and_start(leader, observer, "OBSERVER")
+        wait_until(lambda: len(execute(observer, "SHOW FRONTENDS")) == 2, 30, "two frontends")
+        log = observer.log_file.read_text()
+        assert "the journal starts after the image" in log
+        assert not [line for line in log.splitlines() if " WARNING " in line], log
+        for node in (leader, observer):
+            rows = {row[0]: row for row in execute(node, "SHOW FRONTENDS")}
+            for name, row in rows.items():
+                host, edit_log_port, stamp = name.rsplit("_", 2)
+                assert (host, int(edit_log_port)) == (row[1], row[2])
+                assert abs(int(stamp) - started_ms) < 600_000, name  # milliseconds, as Doris's
+                assert row[5] == 0  # RpcPort: Quire's FEs have no RPC port yet
+        first = {row[2]: row[0] for row in execute(leader, "SHOW FRONTENDS")}
+        observer.stop()
+        address = f'"127.0.0.1:{observer.edit_log_port}"'
+        execute(leader, f"ALTER SYSTEM DROP OBSERVER {address}")
+        execute(leader, f"ALTER SYSTEM ADD OBSERVER {address}")
+        again = {row[2]: row[0] for row in execute(leader, "SHOW FRONTENDS")}
+        assert again[observer.edit_log_port] != first[observer.edit_log_port]
+        assert again[observer.edit_log_port].startswith(f"127.0.0.1_{observer.edit_log_port}_")
+    finally:
+        observer.stop()

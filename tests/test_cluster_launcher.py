@@ -4,13 +4,14 @@ stopped and restarted from its own files."""
 import json
 import os
 import signal
+import subprocess
 import time
 
 import pymysql
 import pytest
 
 from fe.cluster.launcher import process_alive
-from tests.harness import run_quire, wait_until
+from tests.harness import REPO, run_quire, wait_until
 
 
 def recorded_nodes(directory):
@@ -106,4 +107,15 @@ def test_up_status_down_and_up_again_from_the_nodes_own_files(cluster_dir):
 @pytest.mark.parametrize("action", ["status", "down"])
 def test_status_and_down_without_a_cluster_say_so(tmp_path, action):
     answer = run_quire("cluster", action, "--dir", str(tmp_path / "none"))
-    assert answer.returncode == 1 and "no cluster in" in answer.stderr
+    assert answer.returncode == 1
+    assert answer.stderr.strip() == (
+        f"quire cluster {action}: no local cluster here ({tmp_path / 'none' / 'cluster.json'} does not exist): "
+        "start one with `quire cluster up`"
+    )
+
+
+def test_the_cluster_folder_is_ignored_by_git():
+    ignored = subprocess.run(
+        ["git", "check-ignore", "--quiet", "cluster/cluster.json"], cwd=REPO, check=False
+    )
+    assert ignored.returncode == 0

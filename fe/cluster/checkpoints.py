@@ -80,6 +80,8 @@ class Checkpointer:
         with self._lock:
             started = time.monotonic()
             snapshot = self.catalog.snapshot()
+            if self._unchanged_since_last_image(snapshot.raft_index):
+                return self.last_image
             term = self.journal.term_at(snapshot.raft_index)
             snapshot = dataclasses.replace(snapshot, raft_term=term or 0)
             info = self.images.write(snapshot)
@@ -95,6 +97,10 @@ class Checkpointer:
                 covered,
             )
             return info
+
+    def _unchanged_since_last_image(self, raft_index: int) -> bool:
+        last = self.last_image
+        return last is not None and last.raft_index == raft_index and last.path.exists()
 
     async def checkpoint_now(self) -> ImageInfo:
         return await asyncio.to_thread(self.checkpoint)

@@ -27,6 +27,9 @@ COLUMNS = [
     "CurrentConnected",
 ]  # fmt: skip
 VERSION = "quire-0.1.0"
+NO_RPC_PORT = (
+    0  # what Doris shows for an FE whose heartbeat brought no RPC port: Quire has none yet
+)
 
 
 @dataclass(frozen=True)
@@ -104,7 +107,7 @@ class FrontendMonitor:
                 else ""
             )
             rows.append((
-                fe.name, fe.host, fe.edit_log_port, fe.http_port, fe.query_port, self.config["rpc_port"],
+                fe.name, fe.host, fe.edit_log_port, fe.http_port, fe.query_port, NO_RPC_PORT,
                 str(fe.role), str(address == str(status.leader)).lower(), this.cluster_id,
                 str(address in members or fe.name == this.name).lower(), str(seen.alive).lower(),
                 seen.journal_id, heartbeat, str(fe.role == "FOLLOWER").lower(), seen.error, VERSION,

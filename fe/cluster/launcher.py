@@ -370,7 +370,10 @@ def down(directory: Path) -> tuple[list[ClusterNode], list[ClusterNode]]:
 def require(directory: Path) -> Cluster:
     cluster = Cluster.load(Path(directory))
     if cluster is None:
-        raise ClusterError(f"no cluster in {directory} (no {CLUSTER_FILE}): run `quire cluster up`")
+        raise ClusterError(
+            f"no local cluster here ({Path(directory) / CLUSTER_FILE} does not exist): "
+            "start one with `quire cluster up`"
+        )
     return cluster
 
 

@@ -34,6 +34,7 @@ from fe.variables import ClusterGlobalVariables
 from image.images import ImageError, ImageInfo, ImageStore
 from metadata import ops
 from metadata.catalog import Catalog, initial_ops
+from metadata.journal.errors import JournalError
 from metadata.journal.replicated import ReplicatedJournal
 from metadata.records import Frontend, FrontendRole
 
@@ -299,7 +300,7 @@ class FrontendNode:
             await asyncio.to_thread(self.bootstrap)
             await self.front.start()
             logger.info("MySQL protocol listening on %s:%d", self.this.host, self.front.port)
-        except (OSError, CertificateError) as error:
+        except (OSError, CertificateError, JournalError) as error:
             await self.shutdown()
             raise StartupError(str(error)) from None
         except BaseException:

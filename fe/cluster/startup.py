@@ -7,6 +7,7 @@ import ipaddress
 import logging
 import socket
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,11 +60,14 @@ class ThisFrontend:
 
 
 def local_address(priority_networks: str) -> str:
-    networks = [
-        ipaddress.ip_network(n.strip(), strict=False)
-        for n in priority_networks.split(";")
-        if n.strip()
-    ]
+    try:
+        networks = [
+            ipaddress.ip_network(n.strip(), strict=False)
+            for n in priority_networks.split(";")
+            if n.strip()
+        ]
+    except ValueError as error:
+        raise StartupError(f"priority_networks: {error}") from None
     if not networks:
         return "127.0.0.1"
     candidates = {"127.0.0.1"}
@@ -77,6 +81,15 @@ def local_address(priority_networks: str) -> str:
             if ipaddress.ip_address(address) in network:
                 return address
     raise StartupError(f"no local address is in priority_networks {priority_networks!r}")
+
+
+def frontend_name(host: str, edit_log_port: int, taken: Collection[str] = ()) -> str:
+    """An FE's name as Doris makes it, <host>_<edit_log_port>_<milliseconds since the epoch>,
+    the first node's and joined ones' alike; never one of taken."""
+    stamp = int(time.time() * 1000)
+    while (name := f"{host}_{edit_log_port}_{stamp}") in taken:
+        stamp += 1
+    return name
 
 
 def establish_identity(config: Config, helper: str | None, token_file: str | None) -> ThisFrontend:
@@ -105,7 +118,7 @@ def establish_identity(config: Config, helper: str | None, token_file: str | Non
         )
     role = read_role(image_dir)
     if role is None:
-        role = NodeRole("FOLLOWER", f"{host}_{config['edit_log_port']}_{int(time.time() * 1000)}")
+        role = NodeRole("FOLLOWER", frontend_name(host, config["edit_log_port"]))
         write_role(image_dir, role)
     return ThisFrontend(
         name=role.name,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from be.config import ConfigError
+from fe.cluster.startup import frontend_name
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
 from fe.security import privileges
@@ -38,7 +39,7 @@ def alter_system(session, statement: st.AlterSystem) -> list[ops.Op]:
     if statement.action == "ADD":
         if existing is not None:
             raise QueryError(1105, f"Frontend {host}:{port} already exists (as {existing.role})")
-        name = f"{host}_{port}_{session.catalog.journal_id + 1}"
+        name = frontend_name(host, port, taken=session.catalog.frontends)
         return [ops.AddFrontend(Frontend(name, host, port, role=role))]
     if existing is None or existing.role != role:
         raise QueryError(1105, f"{role} {host}:{port} does not exist")

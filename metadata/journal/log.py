@@ -30,6 +30,8 @@ from pathlib import Path
 from pysyncobj.journal import Journal
 from rocksdict import DBRecoveryMode, Options, Rdict, WriteBatch, WriteOptions
 
+from metadata.journal.errors import JournalError
+
 logger = logging.getLogger(__name__)
 
 Entry = tuple[bytes, int, int]  # (command, raft_index, term), pysyncobj's entry shape
@@ -148,7 +150,10 @@ class RocksJournal(Journal):
         options.create_if_missing(True)
         options.set_wal_recovery_mode(DBRecoveryMode.point_in_time())
         cut_unreadable_wal_tail(path)
-        self._db = Rdict(path, options)
+        try:
+            self._db = Rdict(path, options)
+        except Exception as error:  # rocksdict raises Exception itself: a held LOCK, no space, ...
+            raise JournalError(f"cannot open the journal {path}: {error}") from None
         self._write_options = WriteOptions()
         self._write_options.sync = False  # flush() syncs the WAL itself
         self._batch = WriteBatch(raw_mode=True)

@@ -536,11 +536,14 @@ class ReplicatedJournal:
     def _align_with_image(self, journal: RocksJournal) -> None:
         applied = self.applied_index
         if applied > journal.last_index:
-            logger.warning(
-                "the image at %d is newer than the journal (last entry %d): restarting after it",
-                applied,
-                journal.last_index,
-            )
+            if journal.entry_count:  # entries the image skips past: lost, or an older journal
+                logger.warning(
+                    "the image at %d is newer than the journal (last entry %d): restarting after it",
+                    applied,
+                    journal.last_index,
+                )
+            else:  # a node that joined, or whose journal the image covers: as expected
+                logger.info("the journal starts after the image at %d", applied)
             journal.reset(applied, self.applied_term)
         elif applied < journal.base_index:
             raise JournalError(

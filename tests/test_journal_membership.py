@@ -217,3 +217,31 @@ def test_a_listed_observer_of_an_encrypted_cluster_needs_the_password(nodes):
     nodes.wait_applied(index, ["a", "right"])
     assert nodes.payloads("right") == [b"encrypted"]
     assert nodes.payloads("wrong") == []
+
+
+def test_a_new_observer_times_its_catch_up_from_the_first_entry_received(nodes, caplog):
+    leader_address, watcher = free_address(), free_address()
+    leader = nodes.start("a", leader_address, [], followers=[leader_address], observers=[watcher])
+    assert nodes.leader() is leader
+    entries = leader.limits.catch_up_report_entries * 2
+    done = []
+    for n in range(entries):
+        leader.submit(b"entry %d" % n, lambda result, error: done.append(error))
+    wait_until(lambda: len(done) == entries, 60, "the leader to commit its entries")
+    assert done == [None] * entries
+    with caplog.at_level(logging.INFO, logger="metadata.journal.replicated"):
+        nodes.start("observer", None, [leader_address], observer_address=watcher)
+        last = leader.status().last_index
+        nodes.wait_applied(last)
+        wait_until(
+            lambda: any("caught up with the leader" in r.getMessage() for r in caplog.records),
+            30,
+            "the observer to report its catch-up",
+        )
+    messages = [r.getMessage() for r in caplog.records]
+    first = next(m for m in messages if "first entries from the leader" in m)
+    caught_up = next(m for m in messages if "caught up with the leader" in m)
+    assert "s after the journal started" in first
+    assert f"at raft index {last}: {last} entries in" in caught_up  # the leader's no-op too
+    assert "from the first received" in caught_up
+    assert messages.index(first) < messages.index(caught_up)

@@ -135,6 +135,8 @@ class RaftHost(Protocol):
 
     def report_catch_up(self, applied: int, leader_commit: int | None) -> None: ...
 
+    def entries_received(self) -> None: ...
+
     def needs_image(self, first_index: int) -> None:
         """The leader no longer has the entries from first_index on (fact 8)."""
 
@@ -549,6 +551,8 @@ class RaftNode(SyncObj):
             and "prevLogIdx" in message
             and message["term"] >= self._SyncObj__raftCurrentTerm
         ):
+            if message["entries"] and self._host.catching_up:
+                self._host.entries_received()
             message = skip_known_entries(message, self._journal, self._SyncObj__raftCommitIndex)
             if message is None:
                 return

@@ -70,6 +70,7 @@ class _CatchUp:
     started: float
     applied: int  # raft index applied when this node found itself behind
     reported: float
+    first_entry_at: float | None = None  # when the first entry from the leader arrived
 
 
 @dataclass(frozen=True)
@@ -603,7 +604,7 @@ class ReplicatedJournal:
         now = time.monotonic()
         if self._catch_up is None:
             if behind >= self.limits.catch_up_report_entries:
-                self._catch_up = _CatchUp(now, applied, now)
+                self._catch_up = _CatchUp(now, applied, now, first_entry_at=now)
                 logger.info("catching up with the leader: %d entries behind", behind)
             return
         if behind > 0:
@@ -615,18 +616,30 @@ class ReplicatedJournal:
                     behind,
                 )
             return
-        count, elapsed = applied - self._catch_up.applied, now - self._catch_up.started
-        self._catch_up = None
+        catch_up, self._catch_up = self._catch_up, None
+        count = applied - catch_up.applied
         if count == 0:
             logger.info("in step with the leader at raft index %d", applied)
             return
+        elapsed = now - (catch_up.first_entry_at or catch_up.started)
         logger.info(
-            "caught up with the leader at raft index %d: %d entries in %.2f s (%.0f entries/s)",
+            "caught up with the leader at raft index %d: %d entries in %.2f s from the first "
+            "received (%.0f entries/s)",
             applied,
             count,
             elapsed,
             count / max(elapsed, 1e-6),
         )
+
+    def entries_received(self) -> None:
+        """The leader sent entries: a catch-up's rate is measured from the first."""
+        catch_up = self._catch_up
+        if catch_up is not None and catch_up.first_entry_at is None:
+            catch_up.first_entry_at = time.monotonic()
+            logger.info(
+                "first entries from the leader %.2f s after the journal started",
+                catch_up.first_entry_at - catch_up.started,
+            )
 
     def apply_entry(self, raft_index: int, payload: bytes) -> object:
         assert raft_index > self._last_applied_to_state_machine, (

@@ -110,6 +110,18 @@ FE_KEYS = (
         mutable=True,
         comment="A non-leader whose replayed TimePrinter timestamp is older than this refuses reads.",
     ),
+    Key(
+        "catalog_trash_expire_second",
+        86400,
+        mutable=True,
+        comment="Seconds a dropped database, table or partition stays in the recycle bin for RECOVER (DROP ... FORCE skips the bin).",
+    ),
+    Key(
+        "catalog_trash_check_interval_second",
+        30,
+        mutable=True,
+        comment="How often the leader looks for expired recycle bin entries and journals their erase.",
+    ),
     Key("qe_max_connection", 1024, mutable=True, comment="Maximum concurrent MySQL connections."),
     Key("max_allowed_packet", 16 * 1024 * 1024, comment="Largest MySQL packet accepted, in bytes."),
     Key(

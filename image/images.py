@@ -28,7 +28,15 @@ import msgpack
 
 from metadata import codec
 from metadata.catalog import Catalog, CatalogSnapshot
-from metadata.records import Backend, Database, Frontend, RequestOutcome, Table, User
+from metadata.records import (
+    Backend,
+    Database,
+    Frontend,
+    RecycledObject,
+    RequestOutcome,
+    Table,
+    User,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +63,7 @@ SECTIONS: tuple[tuple[str, type | None], ...] = (
     ("backends", Backend),
     ("global_variables", None),
     ("requests", RequestOutcome),  # since codec version 3
+    ("recycle_bin", RecycledObject),  # since the recycle bin (older images: none)
 )
 _HEADER_COUNTERS = ("journal_id", "raft_index", "next_id", "last_timestamp_ms")
 
@@ -235,6 +244,7 @@ def load_image(path: str | Path) -> Catalog:
         backends={backend.id: backend for backend in sections["backends"]},
         global_variables=dict(sections["global_variables"]),
         requests={outcome.request_id: outcome for outcome in sections["requests"]},
+        recycle_bin={recycled.id: recycled for recycled in sections["recycle_bin"]},
     )
     try:
         catalog = Catalog.from_snapshot(snapshot)
@@ -262,6 +272,7 @@ def _write_image(file: BinaryIO, snapshot: CatalogSnapshot) -> None:
         "backends": snapshot.backends.values(),
         "global_variables": snapshot.global_variables.items(),
         "requests": snapshot.requests.values(),
+        "recycle_bin": snapshot.recycle_bin.values(),
     }
     header = msgpack.packb(
         {
@@ -378,6 +389,8 @@ def _parse_header(raw: bytes) -> dict:
     counts = fields.get("counts")
     if isinstance(counts, dict) and "requests" not in counts:
         counts["requests"] = 0  # written before requests were kept
+    if isinstance(counts, dict) and "recycle_bin" not in counts:
+        counts["recycle_bin"] = 0  # written before the recycle bin
     if not isinstance(counts, dict) or any(
         type(counts.get(name)) is not int or counts[name] < 0 for name, _ in SECTIONS
     ):

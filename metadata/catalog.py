@@ -26,15 +26,23 @@ from metadata.ops import (
     DropFrontend,
     DropTable,
     DropUser,
+    EraseRecycled,
     GrantPrivileges,
     NextId,
     Op,
+    RecoverDatabase,
+    RecoverPartition,
+    RecoverTable,
+    RecycleDatabase,
+    RecyclePartition,
+    RecycleTable,
     ReplaceTable,
     RevokePrivileges,
     SetGlobalVariable,
     SetLockoutPolicy,
     SetPassword,
     Timestamp,
+    TruncateTable,
     UpdateFrontend,
 )
 from metadata.records import (
@@ -44,6 +52,8 @@ from metadata.records import (
     Frontend,
     Grant,
     Partition,
+    RecycledKind,
+    RecycledObject,
     RequestOutcome,
     Table,
     User,
@@ -120,6 +130,7 @@ class CatalogSnapshot:
         0  # the term of the entry at raft_index, which the journal knows (images record it)
     )
     requests: dict[str, RequestOutcome] = field(default_factory=dict)  # oldest first
+    recycle_bin: dict[int, RecycledObject] = field(default_factory=dict)  # oldest drop first
 
     def tablet_count(self) -> int:
         return sum(p.buckets for t in self.tables.values() for p in t.partitions)
@@ -153,6 +164,8 @@ class Catalog:
         self.backends: dict[int, Backend] = {}
         self.global_variables: dict[str, str] = {}
         self.requests: dict[str, RequestOutcome] = {}  # oldest first
+        # Dropped databases, tables and partitions by their id, oldest drop first.
+        self.recycle_bin: dict[int, RecycledObject] = {}
         # Derived indexes, rebuilt from the primary dicts on load.
         self._db_ids_by_name: dict[str, int] = {}
         self._table_ids_by_db: dict[int, dict[str, int]] = {}
@@ -284,6 +297,7 @@ class Catalog:
                 global_variables=self.global_variables.copy(),
                 raft_term=self.raft_term,
                 requests=self.requests.copy(),
+                recycle_bin=self.recycle_bin.copy(),
             )
 
     @classmethod
@@ -301,6 +315,7 @@ class Catalog:
         catalog.global_variables = dict(snap.global_variables)
         catalog.raft_term = snap.raft_term
         catalog.requests = dict(snap.requests)
+        catalog.recycle_bin = dict(snap.recycle_bin)
         catalog._rebuild_indexes()
         return catalog
 
@@ -320,6 +335,7 @@ class Catalog:
             ("frontend", (snap.frontends[key] for key in sorted(snap.frontends))),
             ("backend", (snap.backends[key] for key in sorted(snap.backends))),
             ("request", snap.requests.values()),
+            ("recycled", snap.recycle_bin.values()),
         ]
         for kind, records in sections:
             lines.extend(f"{kind} {codec.encode_record(record)!r}" for record in records)
@@ -328,6 +344,21 @@ class Catalog:
             for name in sorted(snap.global_variables)
         )
         return "\n".join(lines) + "\n"
+
+    def recycled(self, kind: RecycledKind, name: str, db_id: int = -1, table_id: int = -1):
+        """The entry of the recycle bin a RECOVER of `name` brings back (the latest dropped),
+        a database by name, a table by name in db_id, a partition by name in table_id."""
+        with self.lock:
+            found = None
+            for recycled in self.recycle_bin.values():
+                if (recycled.kind, recycled.name) != (kind, name):
+                    continue
+                if kind == RecycledKind.TABLE and recycled.db_id != db_id:
+                    continue
+                if kind == RecycledKind.PARTITION and recycled.table_id != table_id:
+                    continue
+                found = recycled
+            return found
 
     # Operation handlers: validate everything first, then change, so a rejection changes nothing.
 
@@ -554,6 +585,153 @@ class Catalog:
     def _client_request(self, op: ClientRequest) -> None:
         """Marks its entry (apply_entry keeps the entry's outcome); nothing of its own."""
 
+    # The recycle bin.
+
+    def _put_in_bin(self, recycled: RecycledObject) -> None:
+        """Keep `recycled`, erasing an older entry of the same name in the same place, as
+        Doris does: RECOVER brings back the latest drop."""
+        stale = self.recycled(recycled.kind, recycled.name, recycled.db_id, recycled.table_id)
+        if stale is not None:
+            del self.recycle_bin[stale.id]
+        assert recycled.id not in self.recycle_bin, recycled.id
+        self.recycle_bin[recycled.id] = recycled
+
+    def _recycle_database(self, op: RecycleDatabase) -> RecycledObject:
+        database = self.dbs.get(op.db_id)
+        if database is None:
+            raise ApplyError(op, f"no database with id {op.db_id}")
+        tables = tuple(self.tables_of(database.id))
+        recycled = RecycledObject(
+            RecycledKind.DATABASE, op.drop_time_ms, database.id, database=database, tables=tables
+        )
+        del self._table_ids_by_db[database.id]
+        for table in tables:
+            del self.tables[table.id]
+        self._tablet_ranges.remove([p for t in tables for p in t.partitions])
+        del self.dbs[database.id]
+        del self._db_ids_by_name[database.name]
+        self._put_in_bin(recycled)
+        return recycled
+
+    def _recycle_table(self, op: RecycleTable) -> RecycledObject:
+        table = self.tables.get(op.table_id)
+        if table is None:
+            raise ApplyError(op, f"no table with id {op.table_id}")
+        recycled = RecycledObject(
+            RecycledKind.TABLE, op.drop_time_ms, table.db_id, table.id, tables=(table,)
+        )
+        del self.tables[table.id]
+        del self._table_ids_by_db[table.db_id][table.name]
+        self._tablet_ranges.remove(table.partitions)
+        self._put_in_bin(recycled)
+        return recycled
+
+    def _recycle_partition(self, op: RecyclePartition) -> RecycledObject:
+        table = self.tables.get(op.table_id)
+        if table is None:
+            raise ApplyError(op, f"no table with id {op.table_id}")
+        partition = next((p for p in table.partitions if p.id == op.partition_id), None)
+        if partition is None:
+            raise ApplyError(op, f"table '{table.name}' has no partition with id {op.partition_id}")
+        if not table.partition_columns:
+            raise ApplyError(op, f"table '{table.name}' is not partitioned")
+        recycled = RecycledObject(
+            RecycledKind.PARTITION, op.drop_time_ms, table.db_id, table.id, partition=partition
+        )
+        kept = replace(table, partitions=tuple(p for p in table.partitions if p is not partition))
+        self.tables[table.id] = kept
+        self._tablet_ranges.replace(table, kept)
+        self._put_in_bin(recycled)
+        return recycled
+
+    def _in_bin(self, op: Op, object_id: int, kind: RecycledKind) -> RecycledObject:
+        recycled = self.recycle_bin.get(object_id)
+        if recycled is None or recycled.kind != kind:
+            raise ApplyError(op, f"no {kind.value.lower()} with id {object_id} in the recycle bin")
+        return recycled
+
+    def _recover_database(self, op: RecoverDatabase) -> Database:
+        recycled = self._in_bin(op, op.db_id, RecycledKind.DATABASE)
+        if op.name in self._db_ids_by_name:
+            raise ApplyError(op, f"Database[{op.name}] already exist.")
+        assert recycled.database is not None
+        database = replace(recycled.database, name=op.name)
+        del self.recycle_bin[database.id]
+        self.dbs[database.id] = database
+        self._db_ids_by_name[database.name] = database.id
+        self._table_ids_by_db[database.id] = {t.name: t.id for t in recycled.tables}
+        for table in recycled.tables:
+            self.tables[table.id] = table
+            self._tablet_ranges.add(table)
+        return database
+
+    def _recover_table(self, op: RecoverTable) -> Table:
+        recycled = self._in_bin(op, op.table_id, RecycledKind.TABLE)
+        table = recycled.tables[0]
+        names = self._table_ids_by_db.get(table.db_id)
+        if names is None:
+            raise ApplyError(op, f"no database with id {table.db_id}")
+        if op.name in names:
+            raise ApplyError(op, f"Table '{op.name}' already exists")
+        if not table.partition_columns and op.name != table.name:
+            table = replace(
+                table, partitions=tuple(replace(p, name=op.name) for p in table.partitions)
+            )
+        table = replace(table, name=op.name)
+        del self.recycle_bin[table.id]
+        self.tables[table.id] = table
+        names[table.name] = table.id
+        self._tablet_ranges.add(table)
+        return table
+
+    def _recover_partition(self, op: RecoverPartition) -> Table:
+        recycled = self._in_bin(op, op.partition_id, RecycledKind.PARTITION)
+        table = self.tables.get(recycled.table_id)
+        if table is None:
+            raise ApplyError(op, f"no table with id {recycled.table_id}")
+        if any(p.name.lower() == op.name.lower() for p in table.partitions):
+            raise ApplyError(op, f"partition[{op.name}] already exist in table[{table.name}]")
+        assert recycled.partition is not None
+        partition = replace(recycled.partition, name=op.name)
+        recovered = replace(table, partitions=(*table.partitions, partition))
+        del self.recycle_bin[partition.id]
+        self.tables[table.id] = recovered
+        self._tablet_ranges.replace(table, recovered)
+        return recovered
+
+    def _erase_recycled(self, op: EraseRecycled) -> None:
+        for object_id, drop_time_ms in op.entries:
+            recycled = self.recycle_bin.get(object_id)
+            if recycled is not None and recycled.drop_time_ms == drop_time_ms:
+                del self.recycle_bin[object_id]
+
+    def _truncate_table(self, op: TruncateTable) -> Table:
+        table = self.tables.get(op.table_id)
+        if table is None:
+            raise ApplyError(op, f"no table with id {op.table_id}")
+        fresh = {p.name: p for p in op.partitions}
+        if len(fresh) != len(op.partitions) or not fresh:
+            raise ApplyError(op, "TRUNCATE names each partition once")
+        old = {p.name: p for p in table.partitions}
+        for name, partition in fresh.items():
+            previous = old.get(name)
+            if previous is None:
+                raise ApplyError(op, f"table '{table.name}' has no partition '{name}'")
+            if partition.id in self.recycle_bin or any(
+                p.id == partition.id for p in table.partitions
+            ):
+                raise ApplyError(op, f"partition id {partition.id} is already in use")
+            if (partition.lower, partition.upper) != (previous.lower, previous.upper):
+                raise ApplyError(op, f"partition '{name}' keeps its bounds when truncated")
+        truncated = replace(table, partitions=tuple(fresh.get(p.name, p) for p in table.partitions))
+        problem = self._tablet_ranges.conflict(truncated, table)
+        if problem is not None:
+            raise ApplyError(op, f"table '{table.name}': {problem}")
+        self.tables[table.id] = truncated
+        self._tablet_ranges.replace(table, truncated)
+        self._raise_next_id_for(truncated)
+        return truncated
+
     # Id counter and indexes.
 
     def _raise_next_id(self, at_least: int) -> None:
@@ -630,6 +808,14 @@ _HANDLERS = {
     NextId: Catalog._next_id,
     SetGlobalVariable: Catalog._set_global_variable,
     ClientRequest: Catalog._client_request,
+    RecycleDatabase: Catalog._recycle_database,
+    RecycleTable: Catalog._recycle_table,
+    RecyclePartition: Catalog._recycle_partition,
+    RecoverDatabase: Catalog._recover_database,
+    RecoverTable: Catalog._recover_table,
+    RecoverPartition: Catalog._recover_partition,
+    EraseRecycled: Catalog._erase_recycled,
+    TruncateTable: Catalog._truncate_table,
 }
 
 

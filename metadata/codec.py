@@ -33,16 +33,24 @@ from metadata.ops import (
     DropFrontend,
     DropTable,
     DropUser,
+    EraseRecycled,
     GrantPrivileges,
     NextId,
     Op,
     OpCode,
+    RecoverDatabase,
+    RecoverPartition,
+    RecoverTable,
+    RecycleDatabase,
+    RecyclePartition,
+    RecycleTable,
     ReplaceTable,
     RevokePrivileges,
     SetGlobalVariable,
     SetLockoutPolicy,
     SetPassword,
     Timestamp,
+    TruncateTable,
     UpdateFrontend,
 )
 from metadata.records import (
@@ -54,6 +62,8 @@ from metadata.records import (
     Grant,
     KeyModel,
     Partition,
+    RecycledKind,
+    RecycledObject,
     RequestOutcome,
     Table,
     User,
@@ -356,6 +366,59 @@ def _decode_request_outcome(value: tuple) -> RequestOutcome:
     return RequestOutcome(*value)
 
 
+_RECYCLED_KINDS = {kind.value: kind for kind in RecycledKind}
+
+
+def _encode_recycled(recycled: RecycledObject) -> tuple:
+    return (
+        recycled.kind.value,
+        recycled.drop_time_ms,
+        recycled.db_id,
+        recycled.table_id,
+        None if recycled.database is None else _encode_database(recycled.database),
+        tuple(map(_encode_table, recycled.tables)),
+        None if recycled.partition is None else _encode_partition(recycled.partition),
+    )
+
+
+def _decode_recycled(value: tuple) -> RecycledObject:
+    _expect(
+        value,
+        ((str,), (int,), (int,), (int,), (tuple, _NONE), (tuple,), (tuple, _NONE)),
+        "RecycledObject",
+    )
+    kind, drop_time_ms, db_id, table_id, database, tables, partition = value
+    if kind not in _RECYCLED_KINDS:
+        raise CodecError(f"malformed RecycledObject: unknown kind {kind!r:.200}")
+    try:
+        return RecycledObject(
+            _RECYCLED_KINDS[kind],
+            drop_time_ms,
+            db_id,
+            table_id,
+            None if database is None else _decode_database(database),
+            tuple(map(_decode_table, tables)),
+            None if partition is None else _decode_partition(partition),
+        )
+    except AssertionError:
+        raise CodecError(f"malformed RecycledObject: {value!r:.200}") from None
+
+
+def _array(value: Any) -> tuple:
+    if type(value) is not tuple:
+        raise CodecError(f"expected an array, got {value!r:.200}")
+    return value
+
+
+def _int_pairs(value: Any) -> tuple[tuple[int, int], ...]:
+    if type(value) is not tuple or not all(
+        type(pair) is tuple and len(pair) == 2 and all(type(item) is int for item in pair)
+        for pair in value
+    ):
+        raise CodecError(f"expected an array of integer pairs, got {value!r:.200}")
+    return value
+
+
 _RECORD_CODECS: dict[type, tuple[Callable[[Any], tuple], Callable[[Sequence], Any]]] = {
     Column: (_encode_column, _decode_column),
     Partition: (_encode_partition, _decode_partition),
@@ -366,6 +429,7 @@ _RECORD_CODECS: dict[type, tuple[Callable[[Any], tuple], Callable[[Sequence], An
     Frontend: (_encode_frontend, _decode_frontend),
     Backend: (_encode_backend, _decode_backend),
     RequestOutcome: (_encode_request_outcome, _decode_request_outcome),
+    RecycledObject: (_encode_recycled, _decode_recycled),
 }
 
 
@@ -530,6 +594,54 @@ _OP_CODECS: dict[OpCode, tuple[type, int, _OpEncoder, _OpDecoder]] = {
         1,
         lambda op: (op.request_id,),
         lambda a: ClientRequest(_request_id(a[1])),
+    ),
+    OpCode.RECYCLE_DATABASE: (
+        RecycleDatabase,
+        2,
+        lambda op: (op.db_id, op.drop_time_ms),
+        lambda a: RecycleDatabase(_int(a[1]), _int(a[2])),
+    ),
+    OpCode.RECYCLE_TABLE: (
+        RecycleTable,
+        2,
+        lambda op: (op.table_id, op.drop_time_ms),
+        lambda a: RecycleTable(_int(a[1]), _int(a[2])),
+    ),
+    OpCode.RECYCLE_PARTITION: (
+        RecyclePartition,
+        3,
+        lambda op: (op.table_id, op.partition_id, op.drop_time_ms),
+        lambda a: RecyclePartition(_int(a[1]), _int(a[2]), _int(a[3])),
+    ),
+    OpCode.RECOVER_DATABASE: (
+        RecoverDatabase,
+        2,
+        lambda op: (op.db_id, op.name),
+        lambda a: RecoverDatabase(_int(a[1]), _str(a[2])),
+    ),
+    OpCode.RECOVER_TABLE: (
+        RecoverTable,
+        2,
+        lambda op: (op.table_id, op.name),
+        lambda a: RecoverTable(_int(a[1]), _str(a[2])),
+    ),
+    OpCode.RECOVER_PARTITION: (
+        RecoverPartition,
+        2,
+        lambda op: (op.partition_id, op.name),
+        lambda a: RecoverPartition(_int(a[1]), _str(a[2])),
+    ),
+    OpCode.ERASE_RECYCLED: (
+        EraseRecycled,
+        1,
+        lambda op: (op.entries,),
+        lambda a: EraseRecycled(_int_pairs(a[1])),
+    ),
+    OpCode.TRUNCATE_TABLE: (
+        TruncateTable,
+        2,
+        lambda op: (op.table_id, tuple(map(_encode_partition, op.partitions))),
+        lambda a: TruncateTable(_int(a[1]), tuple(map(_decode_partition, _array(a[2])))),
     ),
 }
 

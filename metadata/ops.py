@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
-from metadata.records import Backend, Database, Frontend, Grant, Table, User
+from metadata.records import Backend, Database, Frontend, Grant, Partition, Table, User
 
 
 class OpCode(IntEnum):
@@ -34,6 +34,15 @@ class OpCode(IntEnum):
     NEXT_ID = 41
     SET_GLOBAL_VARIABLE = 42
     CLIENT_REQUEST = 43  # first in an entry: the forwarded statement's request id
+    # The recycle bin: DROP without FORCE, RECOVER, and the leader's erase of expired objects.
+    RECYCLE_DATABASE = 50
+    RECYCLE_TABLE = 51
+    RECYCLE_PARTITION = 52
+    RECOVER_DATABASE = 53
+    RECOVER_TABLE = 54
+    RECOVER_PARTITION = 55
+    ERASE_RECYCLED = 56
+    TRUNCATE_TABLE = 57  # the named partitions replaced by empty ones with new ids and tablets
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +184,76 @@ class SetGlobalVariable:
     value: str
 
 
+@dataclass(frozen=True, slots=True)
+class RecycleDatabase:
+    """DROP DATABASE without FORCE: the database and its tables move to the recycle bin."""
+
+    CODE = OpCode.RECYCLE_DATABASE
+    db_id: int
+    drop_time_ms: int  # the leader's clock: when the bin's entry expires follows from it
+
+
+@dataclass(frozen=True, slots=True)
+class RecycleTable:
+    CODE = OpCode.RECYCLE_TABLE
+    table_id: int
+    drop_time_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class RecyclePartition:
+    CODE = OpCode.RECYCLE_PARTITION
+    table_id: int
+    partition_id: int
+    drop_time_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class RecoverDatabase:
+    """The recycled database back under `name` (its own or RECOVER ... AS's), with its tables."""
+
+    CODE = OpCode.RECOVER_DATABASE
+    db_id: int
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecoverTable:
+    """The recycled table back into its database under `name`."""
+
+    CODE = OpCode.RECOVER_TABLE
+    table_id: int
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecoverPartition:
+    """The recycled partition back into the table it was dropped from, under `name`."""
+
+    CODE = OpCode.RECOVER_PARTITION
+    partition_id: int
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class EraseRecycled:
+    """The leader's erase of expired entries, each named by (id, drop_time_ms): an entry
+    recovered, or recovered and dropped again, since the leader looked is left alone."""
+
+    CODE = OpCode.ERASE_RECYCLED
+    entries: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TruncateTable:
+    """TRUNCATE TABLE: each of `partitions` replaces the table's partition of the same name
+    (same bounds, new id and tablets), so a data plane drops the old tablets' rows."""
+
+    CODE = OpCode.TRUNCATE_TABLE
+    table_id: int
+    partitions: tuple[Partition, ...]
+
+
 Op = (
     CreateDatabase
     | DropDatabase
@@ -196,4 +275,12 @@ Op = (
     | NextId
     | SetGlobalVariable
     | ClientRequest
+    | RecycleDatabase
+    | RecycleTable
+    | RecyclePartition
+    | RecoverDatabase
+    | RecoverTable
+    | RecoverPartition
+    | EraseRecycled
+    | TruncateTable
 )

@@ -155,3 +155,58 @@ class Backend:
     host: str
     heartbeat_port: int
     properties: tuple[tuple[str, str], ...] = field(default=())
+
+
+class RecycledKind(StrEnum):
+    DATABASE = "Database"
+    TABLE = "Table"
+    PARTITION = "Partition"
+
+
+@dataclass(frozen=True, slots=True)
+class RecycledObject:
+    """A dropped database, table or partition, kept in the recycle bin for RECOVER until the
+    leader erases it (catalog_trash_expire_second after drop_time_ms, the leader's clock).
+
+    A database keeps its tables with it; a table is `tables[0]`; a partition keeps the ids of
+    the table it was dropped from."""
+
+    kind: RecycledKind
+    drop_time_ms: int
+    db_id: int
+    table_id: int = -1
+    database: Database | None = None  # DATABASE
+    tables: tuple[Table, ...] = ()  # DATABASE: its tables at the drop; TABLE: the table
+    partition: Partition | None = None  # PARTITION
+
+    def __post_init__(self) -> None:
+        match self.kind:
+            case RecycledKind.DATABASE:
+                assert self.database is not None and self.database.id == self.db_id
+                assert all(table.db_id == self.db_id for table in self.tables)
+            case RecycledKind.TABLE:
+                assert len(self.tables) == 1 and self.tables[0].id == self.table_id
+            case RecycledKind.PARTITION:
+                assert self.partition is not None and self.table_id >= 0
+
+    @property
+    def id(self) -> int:
+        """The id the bin keys it by: the database's, table's or partition's (ids are unique)."""
+        match self.kind:
+            case RecycledKind.DATABASE:
+                return self.db_id
+            case RecycledKind.TABLE:
+                return self.table_id
+        assert self.partition is not None
+        return self.partition.id
+
+    @property
+    def name(self) -> str:
+        match self.kind:
+            case RecycledKind.DATABASE:
+                assert self.database is not None
+                return self.database.name
+            case RecycledKind.TABLE:
+                return self.tables[0].name
+        assert self.partition is not None
+        return self.partition.name

@@ -29,14 +29,22 @@ from metadata.ops import (
     DropFrontend,
     DropTable,
     DropUser,
+    EraseRecycled,
     GrantPrivileges,
     NextId,
     OpCode,
+    RecoverDatabase,
+    RecoverPartition,
+    RecoverTable,
+    RecycleDatabase,
+    RecyclePartition,
+    RecycleTable,
     ReplaceTable,
     RevokePrivileges,
     SetGlobalVariable,
     SetPassword,
     Timestamp,
+    TruncateTable,
 )
 from metadata.records import (
     Backend,
@@ -46,6 +54,7 @@ from metadata.records import (
     Grant,
     KeyModel,
     Partition,
+    RecycledKind,
     Table,
     User,
 )
@@ -594,3 +603,138 @@ def test_damaged_entries_are_rejected_or_applied_never_crash_apply():
     assert all(outcomes.values()), outcomes
     rebuilt = Catalog.from_snapshot(catalog.snapshot())
     assert rebuilt.canonical_dump() == catalog.canonical_dump()
+
+
+# The recycle bin.
+
+
+def ranged_table(table_id, db_id, name, tablet_start, partitions=3, buckets=2):
+    table = make_table(table_id, db_id, name, tablet_start, partitions, buckets)
+    bounded = tuple(
+        replace(p, lower=(str(i * 10),) if i else (), upper=(str(i * 10 + 10),))
+        for i, p in enumerate(table.partitions)
+    )
+    return replace(table, partition_columns=("k",), partitions=bounded)
+
+
+def test_recycled_tables_leave_the_catalog_and_recover_with_their_ids_and_tablets(catalog):
+    table = make_table(10, 1, "a", 1000)
+    apply_all(catalog, [CreateTable(table), RecycleTable(10, 5_000)])
+    assert catalog.table(1, "a") is None and catalog.tablet(1001) is None
+    recycled = catalog.recycled(RecycledKind.TABLE, "a", db_id=1)
+    assert (recycled.id, recycled.drop_time_ms, recycled.tables) == (10, 5_000, (table,))
+    assert catalog.recycled(RecycledKind.TABLE, "a", db_id=2) is None
+    catalog.apply(RecoverTable(10, "a"))
+    assert catalog.table(1, "a") == table and catalog.tablet(1001)[0] == table
+    assert not catalog.recycle_bin
+    with pytest.raises(ApplyError, match="no table with id 10 in the recycle bin"):
+        catalog.apply(RecoverTable(10, "a"))
+
+
+def test_recover_as_a_new_name_when_the_old_one_was_taken_again(catalog):
+    apply_all(
+        catalog,
+        [CreateTable(make_table(10, 1, "a", 1000)), RecycleTable(10, 1)],
+    )
+    catalog.apply(CreateTable(make_table(11, 1, "a", 2000)))
+    with pytest.raises(ApplyError, match="Table 'a' already exists"):
+        catalog.apply(RecoverTable(10, "a"))
+    recovered = catalog.apply(RecoverTable(10, "a_old"))
+    assert recovered.id == 10 and recovered.partitions[0].name == "a_old"
+    assert {t.name for t in catalog.tables_of(1)} == {"a", "a_old"}
+
+
+def test_a_second_drop_of_the_same_name_replaces_the_first_in_the_bin(catalog):
+    apply_all(
+        catalog,
+        [
+            CreateTable(make_table(10, 1, "a", 1000)),
+            RecycleTable(10, 1),
+            CreateTable(make_table(11, 1, "a", 2000)),
+            RecycleTable(11, 2),
+        ],
+    )
+    assert list(catalog.recycle_bin) == [11]
+
+
+def test_a_recycled_database_takes_its_tables_and_recovers_them(catalog):
+    apply_all(
+        catalog,
+        [
+            CreateTable(make_table(10, 1, "a", 1000)),
+            CreateTable(make_table(11, 1, "b", 2000)),
+            RecycleDatabase(1, 7),
+        ],
+    )
+    assert catalog.database("db1") is None and not catalog.tables
+    assert catalog.tablet_count() == 0
+    catalog.apply(CreateDatabase(Database(3, "db1")))
+    with pytest.raises(ApplyError, match=r"Database\[db1\] already exist"):
+        catalog.apply(RecoverDatabase(1, "db1"))
+    catalog.apply(RecoverDatabase(1, "db1_old"))
+    assert [t.name for t in catalog.tables_of(1)] == ["a", "b"]
+    assert catalog.database("db1_old").id == 1 and catalog.tablet(2001)[0].id == 11
+
+
+def test_recycled_partitions_recover_into_their_table(catalog):
+    table = ranged_table(10, 1, "r", 1000)
+    apply_all(catalog, [CreateTable(table), RecyclePartition(10, 1001, 9)])
+    assert [p.name for p in catalog.tables[10].partitions] == ["p0", "p2"]
+    assert catalog.tablet(1002) is None
+    recycled = catalog.recycled(RecycledKind.PARTITION, "p1", table_id=10)
+    assert recycled.partition == table.partitions[1]
+    catalog.apply(RecoverPartition(1001, "p1"))
+    assert sorted(p.name for p in catalog.tables[10].partitions) == ["p0", "p1", "p2"]
+    assert catalog.tablet(1002)[1].name == "p1"
+    unpartitioned = make_table(11, 1, "u", 2000)
+    catalog.apply(CreateTable(unpartitioned))
+    with pytest.raises(ApplyError, match="not partitioned"):
+        catalog.apply(RecyclePartition(11, 1100, 1))
+
+
+def test_erase_takes_only_the_entries_it_names_at_their_drop_time(catalog):
+    apply_all(
+        catalog,
+        [
+            CreateTable(make_table(10, 1, "a", 1000)),
+            CreateTable(make_table(11, 1, "b", 2000)),
+            RecycleTable(10, 100),
+            RecycleTable(11, 200),
+        ],
+    )
+    catalog.apply(EraseRecycled(((10, 100), (11, 199), (99, 1))))
+    assert list(catalog.recycle_bin) == [11]
+
+
+def test_truncate_replaces_the_named_partitions_with_new_ids_and_tablets(catalog):
+    table = ranged_table(10, 1, "r", 1000)
+    catalog.apply(CreateTable(table))
+    fresh = replace(table.partitions[1], id=5000, tablet_start=5001)
+    truncated = catalog.apply(TruncateTable(10, (fresh,)))
+    assert truncated.partitions == (table.partitions[0], fresh, table.partitions[2])
+    assert catalog.tablet(1002) is None and catalog.tablet(5002)[1] == fresh
+    assert catalog.next_id > 5002
+    with pytest.raises(ApplyError, match="no partition 'nope'"):
+        catalog.apply(TruncateTable(10, (replace(fresh, id=6000, name="nope"),)))
+    with pytest.raises(ApplyError, match="overlap"):
+        catalog.apply(TruncateTable(10, (replace(fresh, id=6000, tablet_start=1000),)))
+
+
+def test_the_bin_is_in_snapshots_images_and_the_canonical_dump(tmp_path, catalog):
+    apply_all(
+        catalog,
+        [
+            CreateTable(make_table(10, 1, "a", 1000)),
+            CreateTable(ranged_table(11, 2, "r", 2000)),
+            RecycleTable(10, 100),
+            RecyclePartition(11, 1100, 101),
+            RecycleDatabase(2, 102),
+        ],
+    )
+    assert "recycled" in catalog.canonical_dump()
+    info = ImageStore(tmp_path).write(catalog.snapshot())
+    loaded = load_image(info.path)
+    assert loaded.canonical_dump() == catalog.canonical_dump()
+    assert list(loaded.recycle_bin) == [10, 1100, 2]
+    loaded.apply(RecoverDatabase(2, "db2"))
+    assert loaded.tablet(2003)[0].name == "r" and loaded.tablet(2001) is None

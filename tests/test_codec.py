@@ -15,15 +15,23 @@ from metadata.ops import (
     DropFrontend,
     DropTable,
     DropUser,
+    EraseRecycled,
     GrantPrivileges,
     NextId,
     OpCode,
+    RecoverDatabase,
+    RecoverPartition,
+    RecoverTable,
+    RecycleDatabase,
+    RecyclePartition,
+    RecycleTable,
     ReplaceTable,
     RevokePrivileges,
     SetGlobalVariable,
     SetLockoutPolicy,
     SetPassword,
     Timestamp,
+    TruncateTable,
     UpdateFrontend,
 )
 from metadata.records import (
@@ -99,6 +107,14 @@ ONE_OP_PER_CODE = {
     OpCode.NEXT_ID: NextId(2**40),
     OpCode.SET_GLOBAL_VARIABLE: SetGlobalVariable("time_zone", "Asia/Shanghai"),
     OpCode.CLIENT_REQUEST: ClientRequest("9f86d081884c7d659a2feaa0c55ad015"),
+    OpCode.RECYCLE_DATABASE: RecycleDatabase(10_000, 1_767_225_600_123),
+    OpCode.RECYCLE_TABLE: RecycleTable(10_001, 1_767_225_600_124),
+    OpCode.RECYCLE_PARTITION: RecyclePartition(10_001, 10_002, 1_767_225_600_125),
+    OpCode.RECOVER_DATABASE: RecoverDatabase(10_000, "база_2"),
+    OpCode.RECOVER_TABLE: RecoverTable(10_001, "t2"),
+    OpCode.RECOVER_PARTITION: RecoverPartition(10_002, "p_low2"),
+    OpCode.ERASE_RECYCLED: EraseRecycled(((10_000, 1_767_225_600_123), (10_002, 1))),
+    OpCode.TRUNCATE_TABLE: TruncateTable(10_001, FULL_TABLE.partitions),
 }
 
 

@@ -51,6 +51,10 @@ def test_replay_onto_every_kept_image_matches_the_live_catalog(fresh_quire):
         "SET GLOBAL wait_timeout = 77",
         "CREATE DATABASE r2",
         "DROP DATABASE r2",
+        "ALTER TABLE r1.s DROP PARTITION p1",
+        "TRUNCATE TABLE r1.s PARTITION (p2)",
+        "RECOVER TABLE r1.a AS a_back",
+        "DROP TABLE r1.c FORCE",
     ]
     with connection.cursor() as cursor:
         for statement in statements:

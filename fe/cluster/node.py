@@ -21,6 +21,7 @@ from fe.cluster.frontends import FrontendMonitor
 from fe.cluster.http_api import HttpApi
 from fe.cluster.membership import CatalogStateMachine, PortReporter, followers
 from fe.cluster.metrics import Metrics
+from fe.cluster.recycle_bin_cleaner import RecycleBinCleaner
 from fe.cluster.startup import StartupError, ThisFrontend, establish_identity
 from fe.cluster.write_path import MetadataWriter
 from fe.mysql.server import MysqlFront
@@ -164,6 +165,7 @@ class FrontendNode:
             this, catalog, journal, self.freshness, config, self.stopping
         )
         self.time_printer = TimePrinter(self.writer, config, self.stopping)
+        self.recycle_bin_cleaner = RecycleBinCleaner(catalog, self.writer, config, self.stopping)
         self.port_reporter = PortReporter(
             this, catalog, self.writer, self.forwarder.leader_url, self.stopping
         )
@@ -310,6 +312,7 @@ class FrontendNode:
         self.frontend_monitor.start()
         self.checkpointer.start()
         self.time_printer.start()
+        self.recycle_bin_cleaner.start()
         self.ready = True
         logger.info(
             "Quire FE %s is ready: mysql -h %s -P %d -u root",

@@ -291,7 +291,10 @@ class Grammar:
 
     def _desc(self):
         self.next()
-        return st.Describe(self.table_name())
+        table = self.table_name()
+        if self.accept("ALL"):
+            return st.DescribeAll(table)
+        return st.Describe(table)
 
     def _explain(self):
         """EXPLAIN [level [PLAN]] query: Doris's levels (VERBOSE, GRAPH, PHYSICAL PLAN, ...) are
@@ -361,17 +364,59 @@ class Grammar:
         if self.accept("DATABASE") or self.accept("SCHEMA"):
             if_exists = self.if_exists()
             name = self.identifier()
-            self.accept("FORCE")
-            return st.DropDatabase(name, if_exists)
+            return st.DropDatabase(name, if_exists, force=self.accept("FORCE"))
         if self.accept("TABLE"):
-            if_exists = self.if_exists()
-            table = self.table_name()
-            self.accept("FORCE")
-            return st.DropTable(table, if_exists)
+            return self.drop_tables()
         if self.accept("USER"):
             if_exists = self.if_exists()
             return st.DropUser(self.user_name(), if_exists)
         self.fail("unsupported DROP")
+
+    def drop_tables(self):
+        if_exists = self.if_exists()
+        tables = [self.table_name()]
+        while self.accept_type(TokenType.COMMA):
+            tables.append(self.table_name())
+        force = self.accept("FORCE")
+        return st.DropTable(tables[0], if_exists, force, tuple(tables[1:]))
+
+    def _truncate(self):
+        self.expect("TRUNCATE")
+        self.accept("TABLE")
+        table = self.table_name()
+        partitions: tuple[str, ...] = ()
+        if self.accept("PARTITION") or self.accept("PARTITIONS"):
+            if self.peek_type() == TokenType.L_PAREN:
+                partitions = self.name_list()
+            else:
+                partitions = (self.identifier(),)
+        return st.TruncateTable(table, partitions)
+
+    def _recover(self):
+        self.expect("RECOVER")
+        if self.accept("DATABASE") or self.accept("SCHEMA"):
+            return st.RecoverDatabase(self.identifier(), self.recovered_as())
+        if self.accept("TABLE"):
+            return st.RecoverTable(self.table_name(), self.recovered_as())
+        if self.accept("PARTITION"):
+            name = self.identifier()
+            self.expect("FROM")
+            table = self.table_name()
+            return st.RecoverPartition(name, table, self.recovered_as())
+        self.fail("expected RECOVER DATABASE, TABLE or PARTITION")
+
+    def recovered_as(self) -> str | None:
+        return self.identifier() if self.accept("AS") else None
+
+    def show_recycle_bin(self):
+        self.expect("RECYCLE", "BIN")
+        if not self.accept("WHERE"):
+            return st.ShowRecycleBin()
+        self.expect("NAME")
+        like = self.accept("LIKE")
+        if not like:
+            self.expect_type(TokenType.EQ, "=")
+        return st.ShowRecycleBin(self.string(), like)
 
     def create_user(self):
         if_not_exists = self.if_not_exists()
@@ -511,7 +556,8 @@ class Grammar:
         if self.accept("DROP"):
             if self.accept("PARTITION"):
                 if_exists = self.if_exists()
-                return st.DropPartition(self.identifier(), if_exists)
+                name = self.identifier()
+                return st.DropPartition(name, if_exists, force=self.accept("FORCE"))
             self.accept("COLUMN")
             return st.DropColumn(self.identifier())
         if self.accept("MODIFY"):
@@ -815,6 +861,8 @@ class Grammar:
         if word in ("PARTITIONS", "TABLETS"):
             self.expect("FROM")
             return st.Show(word, table=self.table_name())
+        if word == "CATALOG" and self.at("RECYCLE"):
+            return self.show_recycle_bin()
         if word == "TABLET":
             return st.Show("TABLET", tablet_id=self.integer())
         if word in ("INDEX", "INDEXES", "KEYS"):
@@ -877,4 +925,6 @@ STATEMENT_HANDLERS = {
     "ALTER": Grammar._alter,
     "SHOW": Grammar._show,
     "ADMIN": Grammar._admin,
+    "TRUNCATE": Grammar._truncate,
+    "RECOVER": Grammar._recover,
 }  # a statement's first word -> its rule; any other first word is a syntax error (1064)

@@ -54,6 +54,7 @@ class CreateDatabase:
 class DropDatabase:
     name: str
     if_exists: bool = False
+    force: bool = False  # FORCE: erased at once, not kept in the recycle bin
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,12 @@ class CreateTableLike:
 class DropTable:
     table: TableName
     if_exists: bool = False
+    force: bool = False
+    more_tables: tuple[TableName, ...] = ()  # DROP TABLE a, b, db.c
+
+    @property
+    def tables(self) -> tuple[TableName, ...]:
+        return (self.table, *self.more_tables)
 
 
 @dataclass(frozen=True)
@@ -125,6 +132,7 @@ class AddPartition:
 class DropPartition:
     name: str
     if_exists: bool = False
+    force: bool = False
 
 
 @dataclass(frozen=True)
@@ -264,3 +272,43 @@ class Unsupported:
     """A statement Quire recognises but does not run yet (DML before the data plane)."""
 
     kind: str
+
+
+@dataclass(frozen=True)
+class TruncateTable:
+    table: TableName
+    partitions: tuple[str, ...] = ()  # () means every partition
+
+
+@dataclass(frozen=True)
+class RecoverDatabase:
+    name: str
+    new_name: str | None = None
+
+
+@dataclass(frozen=True)
+class RecoverTable:
+    table: TableName
+    new_name: str | None = None
+
+
+@dataclass(frozen=True)
+class RecoverPartition:
+    name: str
+    table: TableName
+    new_name: str | None = None
+
+
+@dataclass(frozen=True)
+class ShowRecycleBin:
+    """SHOW CATALOG RECYCLE BIN [WHERE NAME = 'x' | NAME LIKE 'x%']."""
+
+    name: str | None = None
+    like: bool = False
+
+
+@dataclass(frozen=True)
+class DescribeAll:
+    """DESC t ALL: every index of the table (the base index until rollups exist)."""
+
+    table: TableName

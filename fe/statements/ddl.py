@@ -5,6 +5,7 @@ operations. The leader allocates every id here; `apply` only records them.
 from __future__ import annotations
 
 import dataclasses
+import time
 
 from fe.mysql.errors import QueryError
 from fe.security import privileges
@@ -37,7 +38,7 @@ def drop_database(session, statement: st.DropDatabase) -> list[ops.Op]:
         if statement.if_exists:
             return []
         raise QueryError(1008, f"Can't drop database '{statement.name}'; database doesn't exist")
-    return [ops.DropDatabase(database.id)]
+    return drop_database_ops(database.id, statement.force)
 
 
 def database_name(session, db_name: str | None) -> str:
@@ -259,16 +260,7 @@ def partition_ranges(definitions, partition_columns, columns: list[Column]):
 
 
 def drop_table(session, statement: st.DropTable) -> list[ops.Op]:
-    session.require(
-        privileges.DROP, database_name(session, statement.table.db), statement.table.name
-    )
-    database = resolve_database(session, statement.table.db)
-    table = session.catalog.table(database.id, statement.table.name)
-    if table is None:
-        if statement.if_exists:
-            return []
-        raise QueryError(1051, f"Unknown table '{database.name}.{statement.table.name}'")
-    return [ops.DropTable(table.id)]
+    return drop_tables(session, statement)
 
 
 def alter_table(session, statement: st.AlterTable) -> list[ops.Op]:
@@ -276,9 +268,11 @@ def alter_table(session, statement: st.AlterTable) -> list[ops.Op]:
         privileges.ALTER, database_name(session, statement.table.db), statement.table.name
     )
     database, table = resolve_table(session, statement.table)
+    original = table
     for action in statement.actions:
         table = ALTER_ACTIONS[type(action)](session, database, table, action)
-    return [ops.ReplaceTable(table)]
+    recycled = recycled_partitions(original, table, statement.actions)
+    return [*recycled, ops.ReplaceTable(table)]
 
 
 def _place(columns: list[Column], column: Column, after: str | None, first: bool) -> list[Column]:
@@ -431,3 +425,52 @@ ALTER_ACTIONS = {
     st.DropPartition: _drop_partition,
     st.SetTableProperties: _set_properties,
 }
+
+
+# DROP without FORCE: into the recycle bin (fe/statements/recycle_bin.py brings it back).
+
+
+def drop_time_ms() -> int:
+    """The leader's clock at the drop: the bin's entry expires catalog_trash_expire_second later."""
+    return int(time.time() * 1000)
+
+
+def drop_database_ops(database_id: int, force: bool) -> list[ops.Op]:
+    if force:
+        return [ops.DropDatabase(database_id)]
+    return [ops.RecycleDatabase(database_id, drop_time_ms())]
+
+
+def drop_tables(session, statement: st.DropTable) -> list[ops.Op]:
+    """DROP TABLE [IF EXISTS] a, b, db.c [FORCE]: all or nothing, as in MySQL 8."""
+    for name in statement.tables:
+        session.require(privileges.DROP, database_name(session, name.db), name.name)
+    found: list[Table] = []
+    missing: list[str] = []
+    for name in statement.tables:
+        database = resolve_database(session, name.db)
+        table = session.catalog.table(database.id, name.name)
+        if table is None:
+            missing.append(f"{database.name}.{name.name}")
+        elif table.id in {t.id for t in found}:
+            raise QueryError(1066, f"Not unique table/alias: '{name.name}'")
+        else:
+            found.append(table)
+    if missing and not statement.if_exists:
+        raise QueryError(1051, f"Unknown table '{','.join(missing)}'")
+    if statement.force:
+        return [ops.DropTable(table.id) for table in found]
+    now = drop_time_ms()
+    return [ops.RecycleTable(table.id, now) for table in found]
+
+
+def recycled_partitions(original: Table, altered: Table, actions) -> list[ops.Op]:
+    """ALTER TABLE ... DROP PARTITION p (without FORCE): p goes to the recycle bin."""
+    kept = {p.id for p in altered.partitions}
+    names = {a.name.lower() for a in actions if isinstance(a, st.DropPartition) and not a.force}
+    now = drop_time_ms()
+    return [
+        ops.RecyclePartition(original.id, p.id, now)
+        for p in original.partitions
+        if p.name.lower() in names and p.id not in kept
+    ]

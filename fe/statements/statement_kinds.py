@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
 from fe.sql import statements as st
-from fe.statements import accounts, admin, ddl, queries, set_statement, show
+from fe.statements import accounts, admin, ddl, queries, recycle_bin, set_statement, show
 
 Predicate = Callable[[object], bool]
 
@@ -87,6 +87,8 @@ KINDS: dict[type, StatementKind] = {
     st.Show: StatementKind(show.show, readable_when_stale=shows_node_status),
     st.Describe: StatementKind(show.describe, readable_when_stale=False),
     st.Explain: StatementKind(queries.explain, readable_when_stale=False, resets_warnings=True),
+    st.DescribeAll: StatementKind(recycle_bin.describe_all, readable_when_stale=False),
+    st.ShowRecycleBin: StatementKind(recycle_bin.show_recycle_bin, readable_when_stale=False),
     st.SetStatement: StatementKind(set_statement.run, leader_only=set_statement.sets_global),
     st.Transaction: StatementKind(_accept),
     st.Unsupported: StatementKind(_unsupported),
@@ -100,6 +102,10 @@ KINDS: dict[type, StatementKind] = {
     st.CreateTableLike: _write(ddl.create_table_like),
     st.DropTable: _write(ddl.drop_table),
     st.AlterTable: _write(ddl.alter_table),
+    st.TruncateTable: _write(recycle_bin.truncate_table),
+    st.RecoverDatabase: _write(recycle_bin.recover_database),
+    st.RecoverTable: _write(recycle_bin.recover_table),
+    st.RecoverPartition: _write(recycle_bin.recover_partition),
     st.CreateUser: _write(accounts.create_user),
     st.DropUser: _write(accounts.drop_user),
     st.SetPassword: _write(accounts.set_password),

@@ -13,6 +13,55 @@ from mysql_mimic.variables import SYSTEM_VARIABLES, GlobalVariables, SessionVari
 from metadata.catalog import Catalog
 
 VERSION = "5.7.99"
+
+
+def doris_boolean(value: Any) -> str:
+    """Doris's boolean variables: set as ON/OFF, true/false or 1/0, shown as true/false."""
+    lowered = str(value).strip().lower()
+    if lowered in ("on", "true", "1"):
+        return "true"
+    if lowered in ("off", "false", "0"):
+        return "false"
+    raise ValueError(f"expected true or false, not {value!r}")
+
+
+# The commonly set variables of Doris's SessionVariable, with its defaults and types.
+DORIS_SESSION_VARIABLES = {
+    "enable_nereids_planner": (doris_boolean, "true", True),
+    "enable_fallback_to_original_planner": (doris_boolean, "false", True),
+    "enable_nereids_dml": (doris_boolean, "true", True),
+    "enable_vectorized_engine": (doris_boolean, "true", True),
+    "enable_pipeline_engine": (doris_boolean, "true", True),
+    "enable_pipeline_x_engine": (doris_boolean, "true", True),
+    "show_hidden_columns": (doris_boolean, "false", True),
+    "enable_profile": (doris_boolean, "false", True),
+    "enable_insert_strict": (doris_boolean, "true", True),
+    "enable_sql_cache": (doris_boolean, "false", True),
+    "enable_query_cache": (doris_boolean, "false", True),
+    "enable_cost_based_join_reorder": (doris_boolean, "false", True),
+    "enable_bucket_shuffle_join": (doris_boolean, "true", True),
+    "disable_colocate_plan": (doris_boolean, "false", True),
+    "disable_join_reorder": (doris_boolean, "false", True),
+    "enable_spill": (doris_boolean, "false", True),
+    "enable_unique_key_partial_update": (doris_boolean, "false", True),
+    "forward_to_master": (doris_boolean, "true", True),
+    "allow_partition_column_nullable": (doris_boolean, "true", True),
+    "parallel_fragment_exec_instance_num": (int, 8, True),
+    "parallel_pipeline_task_num": (int, 0, True),
+    "batch_size": (int, 4064, True),
+    "default_order_by_limit": (int, -1, True),
+    "max_scan_key_num": (int, -1, True),
+    "max_pushdown_conditions_per_column": (int, -1, True),
+    "send_batch_parallelism": (int, 1, True),
+    "load_mem_limit": (int, 0, True),
+    "insert_max_filter_ratio": (float, 1.0, True),
+    "runtime_filter_mode": (str, "GLOBAL", True),
+    "runtime_filter_type": (str, "IN_OR_BLOOM_FILTER,MIN_MAX", True),
+    "prefer_join_method": (str, "broadcast", True),
+    "resource_group": (str, "", True),
+    "workload_group": (str, "", True),
+    "sql_dialect": (str, "doris", True),
+}
 VERSION_COMMENT = "Quire FE 0.1.0 (Doris-compatible metadata service)"
 
 SCHEMA = {
@@ -69,13 +118,14 @@ SCHEMA = {
     "have_ssl": (str, "DISABLED", False),
     "require_secure_transport": (bool, False, True),
     "wait_timeout": (int, 28800, True),
-    "group_concat_max_len": (int, 1024, True),
+    "group_concat_max_len": (int, 2147483646, True),
     "max_user_connections": (int, 100, True),
     "optimizer_switch": (str, "", True),
     "sql_big_selects": (bool, True, True),
     "sql_log_bin": (bool, True, True),
     "profiling": (bool, False, True),
     "transaction_read_only": (bool, False, True),
+    **DORIS_SESSION_VARIABLES,
 }
 
 

@@ -43,7 +43,7 @@ FE_KEYS = (
     Key(
         "rpc_port",
         9020,
-        comment="Reserved for the FE-to-FE RPC of later issues (Doris's thrift port).",
+        comment="Reserved for the FE-to-FE RPC of later issues (Doris's thrift port); unused until then (SHOW FRONTENDS: RpcPort 0).",
     ),
     Key(
         "priority_networks",

@@ -3,6 +3,7 @@ on any FE: it is sent to the FE that owns the connection. SHOW PROCESSLIST lists
 connections, as Doris's does. Through PyMySQL and the mariadb CLI."""
 
 import pymysql
+import requests
 
 from tests.harness import QuireProcess, add_and_start, error_of, mariadb, run, wait_until
 
@@ -61,6 +62,15 @@ def test_kill_on_any_fe_reaches_the_connection_where_it_lives(tmp_path):
             1095,
             f"You are not owner of thread {survivor}",
         )
+        assert not is_closed(on_follower[2])
+
+        refused = requests.post(
+            f"http://127.0.0.1:{follower.http_port}/api/kill",
+            json={"connection_id": survivor, "query_only": False, "user": "root", "is_admin": True},
+            auth=("root", ""),
+            timeout=10,
+        )
+        assert refused.status_code == 401  # only FEs of the cluster, with its token
         assert not is_closed(on_follower[2])
     finally:
         follower.stop()

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from aiohttp import BasicAuth, web
 
 from fe.cluster.checkpoints import Checkpointer
+from fe.cluster.connection_ids import KILL_PATH, kill_here
 from fe.cluster.forwarding import FORWARD_PATH
 from fe.cluster.membership import record_ports
 from fe.cluster.metrics import Metrics
@@ -21,6 +22,7 @@ from fe.cluster.startup import ThisFrontend
 from fe.cluster.write_path import MetadataWriter, answer_from_outcome
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
+from fe.mysql.server import MysqlFront
 from fe.security import privileges
 from fe.security.lockout import LoginTracker
 from fe.session import QuireSession
@@ -51,6 +53,7 @@ class HttpApi:
         new_session: Callable[[], QuireSession],
         is_ready: Callable[[], bool],
         query_port: Callable[[], int],
+        front: MysqlFront,
     ):
         self.this = this
         self.catalog = catalog
@@ -63,6 +66,7 @@ class HttpApi:
         self.new_session = new_session
         self.is_ready = is_ready
         self.query_port = query_port
+        self.front = front
         self.app = web.Application(middlewares=[self._authenticate], client_max_size=1 << 20)
         self.app.add_routes(
             [
@@ -77,6 +81,7 @@ class HttpApi:
                 web.post("/api/checkpoint", self.checkpoint),
                 web.post(FORWARD_PATH, self.forwarded),
                 web.post("/api/frontend_ports", self.frontend_ports),
+                web.post(KILL_PATH, self.kill),
             ]
         )
         self.runner: web.AppRunner | None = None
@@ -100,7 +105,7 @@ class HttpApi:
         token = request.headers.get("X-Quire-Token")
         if token is not None and hmac.compare_digest(token, self.this.token):
             return await handler(request)
-        if request.path in (FORWARD_PATH, "/api/frontend_ports"):
+        if request.path in (FORWARD_PATH, "/api/frontend_ports", KILL_PATH):
             return web.json_response(
                 {"code": 401, "msg": "only FEs of this cluster forward statements"}, status=401
             )
@@ -281,6 +286,21 @@ class HttpApi:
         )
         answer_from_outcome(self.catalog, outcome)
         return Result()
+
+    async def kill(self, request: web.Request) -> web.Response:
+        """KILL of a connection of this FE that a client asked another FE for."""
+        body = await request.json()
+        try:
+            kill_here(
+                self.front,
+                int(body["connection_id"]),
+                bool(body["query_only"]),
+                str(body["user"]),
+                bool(body["is_admin"]),
+            )
+        except QueryError as error:
+            return web.json_response({"code": error.code, "message": error.message})
+        return web.json_response({"ok": True})
 
     async def frontend_ports(self, request: web.Request) -> web.Response:
         body = await request.json()

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from be.config import Config
 from be.engine import Engine
+from fe.cluster import connection_ids
 from fe.cluster.checkpoints import Checkpointer, sync_image_from_cluster
 from fe.cluster.forwarding import Forwarder
 from fe.cluster.freshness import Freshness, TimePrinter
@@ -180,6 +181,7 @@ class FrontendNode:
             secure_transport_required=lambda: bool(
                 self.global_variables.get_variable("require_secure_transport")
             ),
+            connection_id_prefix=lambda: connection_ids.frontend_prefix(catalog, this.name),
         )
         self.metrics = Metrics(
             catalog,
@@ -218,6 +220,7 @@ class FrontendNode:
             new_session=self.new_session,
             is_ready=lambda: self.ready,
             query_port=lambda: self.front.port,
+            front=self.front,
         )
 
     def new_session(self) -> QuireSession:

@@ -22,7 +22,8 @@ SessionFactory = Callable[[], BaseSession | Awaitable[BaseSession]]
 
 DEFAULT_MAX_PACKET_BYTES = 64 * 1024 * 1024  # MySQL's default max_allowed_packet
 DEFAULT_MAX_PREPARED_STATEMENTS = 4096  # per connection
-MAX_CONNECTION_ID = 2**32 - 1
+CONNECTION_COUNTER_BITS = 24  # the high 8 bits of an id name the FE that gives it out
+MAX_CONNECTION_COUNTER = 2**CONNECTION_COUNTER_BITS - 1
 CLOSE_TIMEOUT_SECONDS = 5.0
 
 
@@ -44,6 +45,7 @@ class MysqlFront:
         backlog: int = 1024,
         ssl_context: ssl.SSLContext | None = None,
         secure_transport_required: Callable[[], bool] = lambda: False,
+        connection_id_prefix: Callable[[], int] = lambda: 0,
     ):
         assert max_connections > 0
         assert 1024 <= max_packet_bytes <= 2**30, max_packet_bytes
@@ -60,6 +62,7 @@ class MysqlFront:
         self.backlog = backlog
         self.ssl_context = ssl_context  # None: no TLS offered
         self.secure_transport_required = secure_transport_required  # asked at each login
+        self.connection_id_prefix = connection_id_prefix  # asked at each connection
         self.started_at = time.monotonic()
         self.questions = 0
         self._connections: dict[int, Connection] = {}
@@ -164,11 +167,14 @@ class MysqlFront:
         await stream.close()
 
     def _new_connection_id(self) -> int:
-        assert len(self._connections) < MAX_CONNECTION_ID
+        assert len(self._connections) < MAX_CONNECTION_COUNTER
+        prefix = self.connection_id_prefix()
+        assert 0 <= prefix < 2 ** (32 - CONNECTION_COUNTER_BITS), prefix
         while True:
-            self._next_id = self._next_id % MAX_CONNECTION_ID + 1
-            if self._next_id not in self._connections:
-                return self._next_id
+            self._next_id = self._next_id % MAX_CONNECTION_COUNTER + 1
+            connection_id = prefix << CONNECTION_COUNTER_BITS | self._next_id
+            if connection_id not in self._connections:
+                return connection_id
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from be.config import ConfigError
+from fe.cluster import connection_ids
 from fe.cluster.startup import frontend_name
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
@@ -49,14 +50,21 @@ def alter_system(session, statement: st.AlterSystem) -> list[ops.Op]:
 
 
 async def kill(session, statement: st.Kill) -> Result:
-    target = next(
-        (p for p in session.services.front.processlist() if p.id == statement.connection_id), None
-    )
-    if target is None:
-        raise QueryError(1094, f"Unknown thread id: {statement.connection_id}")
-    if target.user != session.user.name and not privileges.is_admin(session.user):
-        raise QueryError(1095, f"You are not owner of thread {statement.connection_id}")
-    session.services.front.kill(statement.connection_id, statement.query_only)
+    services = session.services
+    user, is_admin = session.user.name, privileges.is_admin(session.user)
+    owner = connection_ids.owner_of(session.catalog, statement.connection_id)
+    if owner is None or owner.name == services.this.name:
+        connection_ids.kill_here(
+            services.front, statement.connection_id, statement.query_only, user, is_admin
+        )
+    else:
+        request = {
+            "connection_id": statement.connection_id,
+            "query_only": statement.query_only,
+            "user": user,
+            "is_admin": is_admin,
+        }
+        await connection_ids.kill_on(owner, services.this.token, request)
     return Result()
 
 

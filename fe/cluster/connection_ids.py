@@ -1,0 +1,70 @@
+"""Connection ids unique across the cluster: the high bits name the FE (its place among the
+frontends in the order they were added), the low bits count its own connections. KILL of an id
+another FE owns is sent to that FE."""
+
+from __future__ import annotations
+
+import asyncio
+
+import requests
+
+from fe.mysql.errors import QueryError
+from metadata.catalog import Catalog
+from metadata.records import Frontend
+
+COUNTER_BITS = 24
+MAX_FRONTENDS = 1 << (32 - COUNTER_BITS)
+KILL_PATH = "/api/kill"
+KILL_TIMEOUT_SECONDS = 10
+
+
+def _added_order(frontend: Frontend) -> tuple[int, str]:
+    stamp = frontend.name.rpartition("_")[2]
+    return (int(stamp) if stamp.isdigit() else 0, frontend.name)
+
+
+def _in_added_order(catalog: Catalog) -> list[Frontend]:
+    return sorted(list(catalog.frontends.values()), key=_added_order)
+
+
+def frontend_prefix(catalog: Catalog, name: str) -> int:
+    """The high bits of the ids the FE named name gives its connections (0 while it is unknown)."""
+    names = [frontend.name for frontend in _in_added_order(catalog)]
+    return names.index(name) % MAX_FRONTENDS if name in names else 0
+
+
+def owner_of(catalog: Catalog, connection_id: int) -> Frontend | None:
+    frontends = _in_added_order(catalog)
+    index = connection_id >> COUNTER_BITS
+    return frontends[index] if index < len(frontends) else None
+
+
+def kill_here(front, connection_id: int, query_only: bool, user: str, is_admin: bool) -> None:
+    """KILL [QUERY] of a connection of this FE, as user."""
+    target = next((p for p in front.processlist() if p.id == connection_id), None)
+    if target is None:
+        raise QueryError(1094, f"Unknown thread id: {connection_id}")
+    if target.user != user and not is_admin:
+        raise QueryError(1095, f"You are not owner of thread {connection_id}")
+    front.kill(connection_id, query_only)
+
+
+async def kill_on(owner: Frontend, token: str, request: dict) -> None:
+    """KILL on the FE that owns the connection; its refusal is raised as this FE's."""
+    url = f"http://{owner.host}:{owner.http_port}{KILL_PATH}"
+
+    def post() -> dict:
+        response = requests.post(
+            url, json=request, headers={"X-Quire-Token": token}, timeout=KILL_TIMEOUT_SECONDS
+        )
+        response.raise_for_status()
+        return response.json()
+
+    try:
+        answer = await asyncio.to_thread(post)
+    except (requests.RequestException, ValueError) as error:
+        raise QueryError(
+            1105, f"Could not reach frontend {owner.name} that owns the connection: {error}"
+        ) from None
+    if "code" in answer:
+        raise QueryError(answer["code"], answer["message"])

@@ -77,6 +77,12 @@ def engine_error(error: engine.EngineError) -> QueryError:
     match error:
         case engine.UnknownFunction():
             return QueryError(ErrorCode.SP_DOES_NOT_EXIST, error.message)
+        case engine.OrderTermOutOfRange():
+            return QueryError(ErrorCode.BAD_FIELD_ERROR, error.message)
+        case engine.WrongColumnCount():
+            return QueryError(ErrorCode.OPERAND_COLUMNS, error.message)
+        case engine.NoTables():
+            return QueryError(ErrorCode.NO_TABLES_USED, error.message)
         case engine.UnknownColumn():
             return QueryError(ErrorCode.BAD_FIELD_ERROR, f"{error.message} in 'field list'")
         case engine.SourceNotAllowed() | engine.InvalidQuery():

@@ -235,13 +235,18 @@ def _parsed_bytes(tokens: list[Token], sql: str) -> int:
 
 
 def _read_as_mysql(tokens: list[Token]) -> list[Token]:
-    """The tokens as MySQL reads them where sqlglot's differ: `1e` is a name, not a number; and
-    deeply nested redundant parentheses, `((((1))))`, are one pair (MySQL answers 1 at any depth;
-    sqlglot's parser recurses once a pair)."""
+    """The tokens as MySQL reads them where sqlglot's differ: `1e` is a name, not a number;
+    `1e309` is refused; deeply nested redundant parentheses, `((((1))))`, are one pair (MySQL
+    answers 1 at any depth; sqlglot's parser recurses once a pair)."""
     for index, token in enumerate(tokens):
         if token.token_type == TokenType.NUMBER and not NUMBER.fullmatch(token.text):
             tokens[index] = Token(
                 TokenType.VAR, token.text, token.line, token.col, token.start, token.end
+            )
+        elif token.token_type == TokenType.NUMBER and math.isinf(float(token.text)):
+            raise QueryError(
+                ErrorCode.ILLEGAL_VALUE_FOR_TYPE,
+                f"Illegal double '{token.text}' value found during parsing",
             )
     return _without_redundant_parentheses(tokens)
 

@@ -8,6 +8,8 @@ from be.engine.errors import (
     InvalidQuery,
     InvalidValue,
     MemoryLimitExceeded,
+    NoTables,
+    OrderTermOutOfRange,
     QueryAbandoned,
     QueryFailed,
     QueryInterrupted,
@@ -15,6 +17,7 @@ from be.engine.errors import (
     SourceNotAllowed,
     UnknownColumn,
     UnknownFunction,
+    WrongColumnCount,
 )
 from be.engine.executor import Answer, Engine
 
@@ -26,6 +29,8 @@ __all__ = [
     "InvalidQuery",
     "InvalidValue",
     "MemoryLimitExceeded",
+    "NoTables",
+    "OrderTermOutOfRange",
     "QueryAbandoned",
     "QueryFailed",
     "QueryInterrupted",
@@ -33,5 +38,6 @@ __all__ = [
     "SourceNotAllowed",
     "UnknownColumn",
     "UnknownFunction",
+    "WrongColumnCount",
     "check",
 ]

@@ -1,0 +1,73 @@
+"""Bad input gets MySQL's answer: no freeze, no unbounded memory, no internal error."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.harness import error_of, mariadb, mariadb_error, run
+
+
+def _rss_bytes(node) -> int:
+    status = open(f"/proc/{node.process.pid}/status").read()
+    line = next(line for line in status.splitlines() if line.startswith("VmRSS:"))
+    return int(line.split()[1]) * 1024
+
+
+def test_show_like_with_millions_of_percent_signs_answers_at_once(quire, root):
+    pattern = "%" * 2_000_000 + "a" + "%a" * 500_000 + "b"
+    started = time.monotonic()
+    assert run(root, f"SHOW DATABASES LIKE '{pattern}'") == ()
+    assert time.monotonic() - started < 60
+    assert run(root, "SHOW DATABASES LIKE '%form%sch%'") == (("information_schema",),)
+    assert run(root, "SHOW DATABASES LIKE 'information\\_schem_'") == (("information_schema",),)
+
+
+@pytest.mark.parametrize(
+    ("sql", "code", "sqlstate", "words"),
+    [
+        ("SELECT 1e", 1054, "42S22", "Unknown column '1e'"),
+        ("SET CHARACTER", 1064, "42000", "You have an error in your SQL syntax"),
+        ("SELECT DATE_ADD(", 1064, "42000", "You have an error in your SQL syntax"),
+        ("SELECT 1 +", 1064, "42000", "near '+' at line 1"),
+        ("SET wait_timeout = 1e309", 1367, "22007", "Illegal double '1e309'"),
+        ("SELECT 1e309", 1367, "22007", "Illegal double '1e309'"),
+        ("SELECT 2 ORDER BY 2", 1054, "42S22", "in 'order clause'"),
+        ("SELECT (SELECT 1, 2)", 1241, "21000", "Operand should contain 1 column(s)"),
+        ("SELECT *", 1096, "HY000", "No tables used"),
+    ],
+)
+def test_bad_statements_get_mysqls_error_not_an_internal_one(
+    quire, root, sql, code, sqlstate, words
+):
+    got_code, message = error_of(root, sql)
+    assert got_code == code, message
+    assert words in message
+    assert "sqlglot" not in message and "<class" not in message
+    line = mariadb_error(quire, "root", "", sql)
+    assert line.startswith(f"ERROR {code} ({sqlstate})"), line
+    assert run(root, "SELECT 1") == ((1,),)
+
+
+def test_many_distinct_statements_keep_the_fe_memory_bounded(tmp_path_factory):
+    from tests.harness import QuireProcess
+
+    node = QuireProcess(
+        tmp_path_factory.mktemp("bounded_cache"),
+        overrides={"statement_cache_max_bytes": 64 * 1024 * 1024},
+    ).start()
+    try:
+        connection = node.connect(read_timeout=300)
+        run(connection, "SELECT 1 IN (" + ",".join(map(str, range(2500))) + ")")
+        before = _rss_bytes(node)
+        for statement in range(150):
+            values = ",".join(f"{statement}{value}" for value in range(2500))
+            assert run(connection, f"SELECT {statement} IN ({values}, {statement})") == ((1,),)
+        grown = _rss_bytes(node) - before
+        assert grown < 400 * 1024 * 1024, f"the FE grew by {grown // 2**20} MB"
+        cli = mariadb(node, "--batch", "-N", "-e", "SELECT 1")
+        assert cli.stdout == "1\n", cli.stderr
+        connection.close()
+    finally:
+        node.stop()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from tests.harness import error_of, mariadb, mariadb_error, run
@@ -15,13 +13,20 @@ def _rss_bytes(node) -> int:
     return int(line.split()[1]) * 1024
 
 
-def test_show_like_with_millions_of_percent_signs_answers_at_once(quire, root):
-    pattern = "%" * 2_000_000 + "a" + "%a" * 500_000 + "b"
-    started = time.monotonic()
-    assert run(root, f"SHOW DATABASES LIKE '{pattern}'") == ()
-    assert time.monotonic() - started < 60
+def test_show_like_that_would_backtrack_answers_at_once(quire, root):
+    long_name = "a" * 64
+    run(root, f"CREATE DATABASE IF NOT EXISTS {long_name}")
+    asking = quire.connect(read_timeout=120)
+    other = quire.connect(read_timeout=120)
+    pattern = "%a" * 40 + "%b"
+    assert run(asking, f"SHOW DATABASES LIKE '{pattern}'") == ()
+    assert run(other, "SELECT 1") == ((1,),)
+    assert run(asking, f"SHOW DATABASES LIKE '{'%' * 2_000_000}aa%'") == ((long_name,),)
     assert run(root, "SHOW DATABASES LIKE '%form%sch%'") == (("information_schema",),)
     assert run(root, "SHOW DATABASES LIKE 'information\\_schem_'") == (("information_schema",),)
+    asking.close()
+    other.close()
+    run(root, f"DROP DATABASE {long_name}")
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from tests.harness import error_of, mariadb, mariadb_error, run
@@ -76,3 +78,35 @@ def test_many_distinct_statements_keep_the_fe_memory_bounded(tmp_path_factory):
         connection.close()
     finally:
         node.stop()
+
+
+def test_a_long_in_list_answers_and_other_clients_are_served(quire, root):
+    numbers = ",".join(map(str, range(20_000)))
+    names = ",".join(f"'schema{value}'" for value in range(20_000))
+    asking = quire.connect(read_timeout=120)
+    answers = {}
+
+    def ask():
+        answers["hit"] = run(asking, f"SELECT 1 IN ({numbers})")
+        answers["miss"] = run(asking, f"SELECT 20000 IN ({numbers}), 5 NOT IN ({numbers})")
+        answers["tables"] = run(
+            asking,
+            "SELECT schema_name FROM information_schema.schemata"
+            f" WHERE schema_name IN ({names}, 'information_schema')",
+        )
+
+    thread = threading.Thread(target=ask)
+    thread.start()
+    other = quire.connect(read_timeout=120)
+    while thread.is_alive():
+        assert run(other, "SELECT 1") == ((1,),)
+    thread.join()
+    assert answers == {
+        "hit": ((1,),),
+        "miss": ((0, 0),),
+        "tables": (("information_schema",),),
+    }
+    cli = mariadb(quire, "--batch", "-N", "-e", f"SELECT 19999 IN ({numbers})")
+    assert cli.stdout == "1\n", cli.stderr
+    asking.close()
+    other.close()

@@ -350,6 +350,18 @@ def _elt(node: exp.Elt, time: StatementTime) -> exp.Expression:
     return _function("LIST_EXTRACT", _function("LIST_VALUE", *strings), node.this)
 
 
+def _str_to_date(node: exp.StrToDate, time: StatementTime) -> exp.Expression:
+    """NULL where the value does not fit the format, as MySQL answers; a format computed by an
+    expression is handed to DuckDB as it is (sqlglot translates only a literal one)."""
+    format_ = node.args.get("format")
+    if isinstance(format_, exp.Literal) and format_.is_string:
+        node.set("safe", True)
+        return node
+    text = exp.DataType.Type.VARCHAR
+    parsed = _function("TRY_STRPTIME", exp.cast(node.this, text), exp.cast(format_, text))
+    return exp.cast(parsed, exp.DataType.Type.DATE)
+
+
 REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] = {
     "UNIX_TIMESTAMP": _unix_timestamp,
     "UNIX_TO_TIME": _from_unixtime,
@@ -376,4 +388,5 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     "FIND_IN_SET": _find_in_set,
     "STRCMP": _strcmp,
     "ELT": _elt,
+    "STR_TO_DATE": _str_to_date,
 }

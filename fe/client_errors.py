@@ -72,7 +72,7 @@ def apply_failure(error: BaseException) -> QueryError:
     return QueryError(ErrorCode.UNKNOWN_ERROR, f"Journal apply failed: {error}")
 
 
-def engine_error(error: engine.EngineError) -> QueryError:
+def engine_error(error: engine.EngineError, grouped: bool = False) -> QueryError:
     """The engine's error as the MySQL error a client expects; never DuckDB's internals."""
     match error:
         case engine.UnknownFunction():
@@ -81,6 +81,20 @@ def engine_error(error: engine.EngineError) -> QueryError:
             return QueryError(ErrorCode.BAD_FIELD_ERROR, error.message)
         case engine.WrongColumnCount():
             return QueryError(ErrorCode.OPERAND_COLUMNS, error.message)
+        case engine.NotGrouped(column=column) if grouped:
+            return QueryError(
+                ErrorCode.WRONG_FIELD_WITH_GROUP,
+                f"Expression of SELECT list is not in GROUP BY clause and contains nonaggregated "
+                f"column '{column}' which is not functionally dependent on columns in GROUP BY "
+                "clause; this is incompatible with sql_mode=only_full_group_by",
+            )
+        case engine.NotGrouped(column=column):
+            return QueryError(
+                ErrorCode.MIX_OF_GROUP_FUNC_AND_FIELDS,
+                f"In aggregated query without GROUP BY, expression of SELECT list contains "
+                f"nonaggregated column '{column}'; this is incompatible with "
+                "sql_mode=only_full_group_by",
+            )
         case engine.NoTables():
             return QueryError(ErrorCode.NO_TABLES_USED, error.message)
         case engine.UnknownColumn():

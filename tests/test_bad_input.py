@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import decimal
 import threading
 
 import pytest
@@ -110,3 +111,48 @@ def test_a_long_in_list_answers_and_other_clients_are_served(quire, root):
     assert cli.stdout == "1\n", cli.stderr
     asking.close()
     other.close()
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected", "cli"),
+    [
+        ("SELECT STR_TO_DATE('a', 1 DIV 1)", None, "NULL"),
+        ("SELECT ~'%'", 18446744073709551615, "18446744073709551615"),
+        ("SELECT UNHEX(255)", b"\x02U", "\x02U"),
+        ("SELECT JSON_OBJECT(1, 2)", '{"1":2}', '{"1":2}'),
+        (
+            "SELECT CAST(1.5 AS DECIMAL(65,30))",
+            decimal.Decimal("1.500000000000000000000000000000"),
+            "1.500000000000000000000000000000",
+        ),
+        ("SELECT 1 + 'a'", 1, "1"),
+        ("SELECT 0 OR 1 XOR 1", 0, "0"),
+    ],
+)
+def test_mysql_functions_answer_as_mysql_does(quire, root, sql, expected, cli):
+    assert run(root, sql) == ((expected,),)
+    answer = mariadb(quire, "--batch", "-N", "--raw", "-e", sql)
+    assert answer.stdout == f"{cli}\n", answer.stderr
+
+
+@pytest.mark.parametrize(
+    ("sql", "code", "words"),
+    [
+        (
+            "SELECT table_schema, COUNT(*) FROM information_schema.tables",
+            1140,
+            "nonaggregated column 'table_schema'",
+        ),
+        (
+            "SELECT table_schema, table_name FROM information_schema.tables GROUP BY table_schema",
+            1055,
+            "nonaggregated column 'table_name'",
+        ),
+    ],
+)
+def test_nonaggregated_columns_are_refused_as_only_full_group_by_does(
+    quire, root, sql, code, words
+):
+    got_code, message = error_of(root, sql)
+    assert (got_code, words in message) == (code, True), message
+    assert mariadb_error(quire, "root", "", sql).startswith(f"ERROR {code} (42000)")

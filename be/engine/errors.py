@@ -42,6 +42,14 @@ class OrderTermOutOfRange(EngineError):
         super().__init__("Unknown column in 'order clause': the ORDER BY position is out of range")
 
 
+class NotGrouped(EngineError):
+    """A column neither grouped by nor aggregated, in a query that aggregates."""
+
+    def __init__(self, column: str):
+        super().__init__(f"nonaggregated column '{column}'")
+        self.column = column
+
+
 class NoTables(EngineError):
     """`*` in a query without FROM."""
 

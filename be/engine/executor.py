@@ -27,6 +27,7 @@ from be.engine.errors import (
     InvalidValue,
     MemoryLimitExceeded,
     NoTables,
+    NotGrouped,
     OrderTermOutOfRange,
     QueryAbandoned,
     QueryFailed,
@@ -49,6 +50,7 @@ ORDER_TERM_OUT_OF_RANGE = re.compile(r"ORDER term out of range")
 WRONG_COLUMN_COUNT = re.compile(
     r"Subquery returns \d+ columns|Cannot compare values of type .*STRUCT"
 )
+NOT_GROUPED = re.compile(r'column "([^"]+)" must appear in the GROUP BY clause')
 NO_TABLES = re.compile(r"\* expression without FROM clause")
 UNKNOWN_COLUMN = re.compile(r'Referenced column "([^"]+)" (?:was )?not found')
 UNKNOWN_FUNCTION = re.compile(
@@ -267,6 +269,8 @@ class _Query:
             return OrderTermOutOfRange()
         if WRONG_COLUMN_COUNT.search(message):
             return WrongColumnCount()
+        if match := NOT_GROUPED.search(message):
+            return NotGrouped(match.group(1))
         if NO_TABLES.search(message):
             return NoTables()
         if isinstance(error, duckdb.ParserException):

@@ -291,7 +291,7 @@ async def _run_in_engine(session, plan: SelectPlan) -> Result:
             abandoned=session.client_gone,
         )
     except engine.EngineError as error:
-        raise engine_error(error) from None
+        raise engine_error(error, grouped=bool(plan.expression.args.get("group"))) from None
     names = [name for name, _ in answer.columns]
     if (
         plan.names

@@ -72,11 +72,31 @@ def apply_failure(error: BaseException) -> QueryError:
     return QueryError(ErrorCode.UNKNOWN_ERROR, f"Journal apply failed: {error}")
 
 
-def engine_error(error: engine.EngineError) -> QueryError:
+def engine_error(error: engine.EngineError, grouped: bool = False) -> QueryError:
     """The engine's error as the MySQL error a client expects; never DuckDB's internals."""
     match error:
         case engine.UnknownFunction():
             return QueryError(ErrorCode.SP_DOES_NOT_EXIST, error.message)
+        case engine.OrderTermOutOfRange():
+            return QueryError(ErrorCode.BAD_FIELD_ERROR, error.message)
+        case engine.WrongColumnCount():
+            return QueryError(ErrorCode.OPERAND_COLUMNS, error.message)
+        case engine.NotGrouped(column=column) if grouped:
+            return QueryError(
+                ErrorCode.WRONG_FIELD_WITH_GROUP,
+                f"Expression of SELECT list is not in GROUP BY clause and contains nonaggregated "
+                f"column '{column}' which is not functionally dependent on columns in GROUP BY "
+                "clause; this is incompatible with sql_mode=only_full_group_by",
+            )
+        case engine.NotGrouped(column=column):
+            return QueryError(
+                ErrorCode.MIX_OF_GROUP_FUNC_AND_FIELDS,
+                f"In aggregated query without GROUP BY, expression of SELECT list contains "
+                f"nonaggregated column '{column}'; this is incompatible with "
+                "sql_mode=only_full_group_by",
+            )
+        case engine.NoTables():
+            return QueryError(ErrorCode.NO_TABLES_USED, error.message)
         case engine.UnknownColumn():
             return QueryError(ErrorCode.BAD_FIELD_ERROR, f"{error.message} in 'field list'")
         case engine.SourceNotAllowed() | engine.InvalidQuery():

@@ -152,6 +152,11 @@ FE_KEYS = (
         comment="Longer statements (a 1 MB COMMENT, say) are not cached: the cache's memory stays bounded.",
     ),
     Key(
+        "statement_cache_max_bytes",
+        256 * 1024 * 1024,
+        comment="Memory the cached statements may take together (an estimate: about 2 KB a token); the least recently used go.",
+    ),
+    Key(
         "max_statement_tokens",
         200_000,
         comment="Statements with more tokens are refused with 1064 (sqlglot parses about 30,000 tokens a second).",

@@ -24,6 +24,7 @@ import asyncio
 import datetime
 import decimal
 import math
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -42,27 +43,41 @@ from fe.statements import queries
 LITERAL_TOKENS = (TokenType.NUMBER, TokenType.STRING)
 SENTINEL = "\x00quire-literal-"
 PARAMETER = "\x00quire-parameter-"
+NUMBER = re.compile(r"(\d+\.?\d*|\.\d+)(e[+-]?\d+)?", re.IGNORECASE)
+MAX_PLAIN_NESTING = 64
+PARSED_BYTES_PER_TOKEN = 2048  # a tree's nodes and a shape's key, measured with tracemalloc
 UNSHAPED = object()  # by_shape's entry for a shape whose literals cannot be markers
 
 
 class LRU:
-    def __init__(self, capacity: int):
-        assert capacity >= 0
+    """At most `capacity` entries, together at most `max_bytes` (each entry's size as the caller
+    estimates it); the least recently used go first."""
+
+    def __init__(self, capacity: int, max_bytes: int):
+        assert capacity >= 0 and max_bytes >= 0
         self.capacity = capacity
-        self._entries: OrderedDict = OrderedDict()
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._entries: OrderedDict = OrderedDict()  # key -> (value, size)
 
     def get(self, key):
         entry = self._entries.get(key)
-        if entry is not None:
-            self._entries.move_to_end(key)
-        return entry
+        if entry is None:
+            return None
+        self._entries.move_to_end(key)
+        return entry[0]
 
-    def put(self, key, value) -> None:
-        if self.capacity == 0:
+    def put(self, key, value, size: int) -> None:
+        if self.capacity == 0 or size > self.max_bytes:
             return
-        self._entries[key] = value
-        if len(self._entries) > self.capacity:
-            self._entries.popitem(last=False)
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self.bytes -= old[1]
+        self._entries[key] = (value, size)
+        self.bytes += size
+        while len(self._entries) > self.capacity or self.bytes > self.max_bytes:
+            _, (_, evicted) = self._entries.popitem(last=False)
+            self.bytes -= evicted
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -95,6 +110,7 @@ class StatementCache:
         self,
         capacity: int,
         max_sql_bytes: int = 16384,
+        max_bytes: int = 256 * 1024 * 1024,
         max_tokens: int = 200_000,
         max_waiting_long_statements: int = 4,
     ):
@@ -102,8 +118,8 @@ class StatementCache:
         self.max_sql_bytes = max_sql_bytes  # longer statements are parsed every time, not kept
         self.max_tokens = max_tokens
         self.max_waiting_long_statements = max_waiting_long_statements
-        self.by_text = LRU(capacity)
-        self.by_shape = LRU(capacity)
+        self.by_text = LRU(capacity, max_bytes // 2)
+        self.by_shape = LRU(capacity, max_bytes // 2)
         self.shape_hits = 0
         self._long = ThreadPoolExecutor(1, thread_name_prefix="long-statements")
         self._long_admitted = 0
@@ -147,7 +163,7 @@ class StatementCache:
         else:
             statement = parse_tokens(tokens, sql)
         if len(sql) <= self.max_sql_bytes:
-            self.by_text.put(sql, statement)
+            self.by_text.put(sql, statement, _parsed_bytes(tokens, sql))
         return statement
 
     def _uncached(self, sql: str):
@@ -179,7 +195,7 @@ class StatementCache:
         return prepared
 
     def _tokens(self, sql: str) -> list[Token]:
-        tokens = tokenize(sql)
+        tokens = _read_as_mysql(tokenize(sql))
         if len(tokens) > self.max_tokens:
             raise ParseError(
                 f"The statement has {len(tokens)} tokens; the limit is {self.max_tokens} "
@@ -192,7 +208,7 @@ class StatementCache:
 
     def _query(self, tokens: list[Token], sql: str):
         literals = [token for token in tokens if token.token_type in LITERAL_TOKENS]
-        if not literals:
+        if not literals or len(sql) > self.max_sql_bytes:
             return plan(parse_with_sqlglot(tokens, sql), tokens, sql)
         shape = tuple(
             token.token_type if token.token_type in LITERAL_TOKENS else token.text
@@ -201,7 +217,9 @@ class StatementCache:
         template = self.by_shape.get(shape)
         if template is None:
             template = _template(tokens, sql)
-            self.by_shape.put(shape, UNSHAPED if template is None else template)
+            self.by_shape.put(
+                shape, UNSHAPED if template is None else template, _parsed_bytes(tokens, sql)
+            )
             if template is None:
                 return plan(parse_with_sqlglot(tokens, sql), tokens, sql)
         elif template is UNSHAPED:
@@ -209,6 +227,53 @@ class StatementCache:
         else:
             self.shape_hits += 1
         return plan(_bound(template, literals), tokens, sql)
+
+
+def _parsed_bytes(tokens: list[Token], sql: str) -> int:
+    """About what a statement's parsed tree and cache key take in memory."""
+    return PARSED_BYTES_PER_TOKEN * len(tokens) + 2 * len(sql)
+
+
+def _read_as_mysql(tokens: list[Token]) -> list[Token]:
+    """The tokens as MySQL reads them where sqlglot's differ: `1e` is a name, not a number;
+    `1e309` is refused; deeply nested redundant parentheses, `((((1))))`, are one pair (MySQL
+    answers 1 at any depth; sqlglot's parser recurses once a pair)."""
+    for index, token in enumerate(tokens):
+        if token.token_type == TokenType.NUMBER and not NUMBER.fullmatch(token.text):
+            tokens[index] = Token(
+                TokenType.VAR, token.text, token.line, token.col, token.start, token.end
+            )
+        elif token.token_type == TokenType.NUMBER and math.isinf(float(token.text)):
+            raise QueryError(
+                ErrorCode.ILLEGAL_VALUE_FOR_TYPE,
+                f"Illegal double '{token.text}' value found during parsing",
+            )
+    return _without_redundant_parentheses(tokens)
+
+
+def _without_redundant_parentheses(tokens: list[Token]) -> list[Token]:
+    """Of each `((x))` with no comma in x, the outer pair dropped, when pairs nest deeper than
+    MAX_PLAIN_NESTING (shallower statements keep their text: MySQL names columns by it)."""
+    opened: list[list] = []  # [index, has a comma of its own] of each open parenthesis
+    closing: dict[int, tuple[int, bool]] = {}  # open index -> (close index, has a comma)
+    deepest = 0
+    for index, token in enumerate(tokens):
+        if token.token_type == TokenType.L_PAREN:
+            opened.append([index, False])
+            deepest = max(deepest, len(opened))
+        elif token.token_type == TokenType.COMMA and opened:
+            opened[-1][1] = True
+        elif token.token_type == TokenType.R_PAREN and opened:
+            start, has_comma = opened.pop()
+            closing[start] = (index, has_comma)
+    if deepest <= MAX_PLAIN_NESTING:
+        return tokens
+    dropped = set()
+    for start, (end, _) in closing.items():
+        inner = closing.get(start + 1)
+        if inner is not None and inner[0] == end - 1 and not inner[1]:
+            dropped.update((start, end))
+    return [token for index, token in enumerate(tokens) if index not in dropped]
 
 
 def _unshaped(tokens: list[Token], sql: str):

@@ -8,7 +8,7 @@ import time
 import pymysql
 import pytest
 
-from tests.harness import QuireProcess, run, wait_until
+from tests.harness import QuireProcess, mariadb, run, wait_until
 
 LIST = 60_000  # an IN list of that many strings: about a second of sqlglot's parser
 DEEP = 5000
@@ -110,8 +110,15 @@ def test_long_statements_waiting_are_bounded(quire):
     assert all("long statements" in message for _, message in busy)
 
 
-def test_deep_nesting_is_a_syntax_error_for_pymysql_and_the_mariadb_cli(quire, nobody):
+def test_redundant_parentheses_at_any_depth_answer_the_value_as_mariadb_does(quire, nobody):
     deep = "SELECT " + "(" * DEEP + "1" + ")" * DEEP
+    assert run(nobody, deep) == ((1,),)
+    cli = mariadb(quire, "--batch", "-N", "-e", deep, user="nobody", password="pw")
+    assert cli.stdout == "1\n", cli.stderr
+
+
+def test_deep_nesting_is_a_syntax_error_for_pymysql_and_the_mariadb_cli(quire, nobody):
+    deep = "SELECT " + "(1 + " * DEEP + "1" + ")" * DEEP
     with pytest.raises(pymysql.err.ProgrammingError) as refused:
         run(nobody, deep)
     assert refused.value.args[0] == 1064

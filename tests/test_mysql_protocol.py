@@ -303,6 +303,7 @@ RAW_CAPABILITIES = (
 )
 COM_QUERY, COM_FIELD_LIST, COM_STMT_PREPARE, COM_STMT_EXECUTE = 0x03, 0x04, 0x16, 0x17
 COM_STMT_FETCH = 0x1C
+COM_STMT_SEND_LONG_DATA, COM_STMT_CLOSE = 0x18, 0x19
 
 
 def scramble(password: str, nonce: bytes) -> bytes:
@@ -842,6 +843,32 @@ def test_packets_out_of_order_and_bad_handshakes_are_refused(front):
         assert client.is_closed()
     finally:
         client.close()
+
+
+def test_a_handshake_response_out_of_sequence_gets_1156(front):
+    client = RawClient(front.port)
+    try:
+        client.read()
+        client.send(struct.pack("<IIB23x", RAW_CAPABILITIES, 1 << 24, 45) + b"alice\x00\x00", seq=7)
+        assert error_of(client.read())[:2] == (1156, "08S01")
+        assert client.is_closed()
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        bytes([COM_STMT_SEND_LONG_DATA]),
+        bytes([COM_STMT_SEND_LONG_DATA, 1, 0, 0]),
+        bytes([COM_STMT_CLOSE, 1]),
+    ],
+)
+def test_commands_without_a_reply_get_none_even_when_malformed(front, payload):
+    with logged_in(front.port) as client:
+        client.send(payload, seq=0)
+        packets = client.query_packets("SELECT 1")
+        assert packets[0] == b"\x01", packets  # the answer to SELECT 1, not an error for the above
 
 
 def test_clients_vanishing_mid_packet_and_mid_result(front):

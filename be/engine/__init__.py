@@ -8,6 +8,9 @@ from be.engine.errors import (
     InvalidQuery,
     InvalidValue,
     MemoryLimitExceeded,
+    NoTables,
+    NotGrouped,
+    OrderTermOutOfRange,
     QueryAbandoned,
     QueryFailed,
     QueryInterrupted,
@@ -15,6 +18,7 @@ from be.engine.errors import (
     SourceNotAllowed,
     UnknownColumn,
     UnknownFunction,
+    WrongColumnCount,
 )
 from be.engine.executor import Answer, Engine
 
@@ -26,6 +30,9 @@ __all__ = [
     "InvalidQuery",
     "InvalidValue",
     "MemoryLimitExceeded",
+    "NoTables",
+    "NotGrouped",
+    "OrderTermOutOfRange",
     "QueryAbandoned",
     "QueryFailed",
     "QueryInterrupted",
@@ -33,5 +40,6 @@ __all__ = [
     "SourceNotAllowed",
     "UnknownColumn",
     "UnknownFunction",
+    "WrongColumnCount",
     "check",
 ]

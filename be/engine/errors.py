@@ -28,6 +28,35 @@ class UnknownColumn(EngineError):
         self.name = name
 
 
+class WrongColumnCount(EngineError):
+    """A subquery or row gives more columns than its place takes."""
+
+    def __init__(self):
+        super().__init__("Operand should contain 1 column(s)")
+
+
+class OrderTermOutOfRange(EngineError):
+    """ORDER BY <n> with n beyond the select list."""
+
+    def __init__(self):
+        super().__init__("Unknown column in 'order clause': the ORDER BY position is out of range")
+
+
+class NotGrouped(EngineError):
+    """A column neither grouped by nor aggregated, in a query that aggregates."""
+
+    def __init__(self, column: str):
+        super().__init__(f"nonaggregated column '{column}'")
+        self.column = column
+
+
+class NoTables(EngineError):
+    """`*` in a query without FROM."""
+
+    def __init__(self):
+        super().__init__("No tables used")
+
+
 class InvalidQuery(EngineError):
     """DuckDB could not parse what it was given."""
 

@@ -26,12 +26,16 @@ from be.engine.errors import (
     InvalidQuery,
     InvalidValue,
     MemoryLimitExceeded,
+    NoTables,
+    NotGrouped,
+    OrderTermOutOfRange,
     QueryAbandoned,
     QueryFailed,
     QueryInterrupted,
     QueryTimedOut,
     UnknownColumn,
     UnknownFunction,
+    WrongColumnCount,
 )
 
 logger = logging.getLogger(__name__)
@@ -42,6 +46,12 @@ VALUE_BYTES = 40  # a value's slot and a small object (strings and bytes add the
 ABANDON_CHECK_SECONDS = 0.5  # how soon a query whose asker went away is stopped
 INTERRUPT_RETRY_SECONDS = 0.05  # an interrupt that arrived before DuckDB started is sent again
 
+ORDER_TERM_OUT_OF_RANGE = re.compile(r"ORDER term out of range")
+WRONG_COLUMN_COUNT = re.compile(
+    r"Subquery returns \d+ columns|Cannot compare values of type .*STRUCT"
+)
+NOT_GROUPED = re.compile(r'column "([^"]+)" must appear in the GROUP BY clause')
+NO_TABLES = re.compile(r"\* expression without FROM clause")
 UNKNOWN_COLUMN = re.compile(r'Referenced column "([^"]+)" (?:was )?not found')
 UNKNOWN_FUNCTION = re.compile(
     r"(?:Scalar|Table|Aggregate)? ?Function with name (\w+) does not exist"
@@ -255,6 +265,14 @@ class _Query:
             return UnknownColumn(match.group(1))
         if match := UNKNOWN_FUNCTION.search(message):
             return UnknownFunction(match.group(1))
+        if ORDER_TERM_OUT_OF_RANGE.search(message):
+            return OrderTermOutOfRange()
+        if WRONG_COLUMN_COUNT.search(message):
+            return WrongColumnCount()
+        if match := NOT_GROUPED.search(message):
+            return NotGrouped(match.group(1))
+        if NO_TABLES.search(message):
+            return NoTables()
         if isinstance(error, duckdb.ParserException):
             return InvalidQuery(detail)
         if isinstance(

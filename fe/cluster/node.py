@@ -77,6 +77,7 @@ class FrontendNode:
         self.statement_cache = StatementCache(
             config["statement_cache_size"],
             config["statement_cache_max_sql_bytes"],
+            max_bytes=config["statement_cache_max_bytes"],
             max_tokens=config["max_statement_tokens"],
             max_waiting_long_statements=config["max_waiting_long_statements"],
         )

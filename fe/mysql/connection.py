@@ -422,6 +422,9 @@ class Connection:
                 return
             except (ConnectionClosed, ConnectionAborted, ConnectionError, asyncio.CancelledError):
                 raise
+            except PacketsOutOfOrder as error:
+                logger.info("connection %d: bad handshake: %s", self.connection_id, error)
+                await self._abort(ErrorCode.NET_PACKETS_OUT_OF_ORDER, "Got packets out of order")
             except Exception:
                 incident = secrets.token_hex(6)
                 logger.exception(
@@ -1100,11 +1103,14 @@ class Connection:
         await self.stream.flush()
 
     async def _com_stmt_send_long_data(self, payload: bytes) -> None:
+        """No response to this command, not even an error (the client reads none)."""
+        if len(payload) < 7:
+            return
         reader = PacketReader(payload, 1)
         stmt = self.prepared.get(reader.uint4())
         param = reader.uint2()
         if stmt is None or param >= stmt.num_params:
-            return  # no response to this command, not even an error
+            return
         buffer = stmt.long_data.setdefault(param, bytearray())
         if len(buffer) <= self.stream.max_payload_bytes:
             buffer += reader.rest()
@@ -1117,7 +1123,9 @@ class Connection:
         await self.stream.flush()
 
     async def _com_stmt_close(self, payload: bytes) -> None:
-        self.prepared.pop(PacketReader(payload, 1).uint4(), None)
+        """No response to this command, not even an error (the client reads none)."""
+        if len(payload) >= 5:
+            self.prepared.pop(PacketReader(payload, 1).uint4(), None)
 
     def _statement(self, stmt_id: int, command: str) -> PreparedStatement:
         stmt = self.prepared.get(stmt_id)

@@ -101,9 +101,9 @@ class Column:
     def definition(self) -> bytes:
         """The ColumnDefinition41 packet payload for a result set header."""
         if self._definition is None:
-            self._definition = _cached_definition(
-                self.name, self.spec, self.flags, self.table, self.schema
-            )
+            short = len(self.name) <= MAX_CACHED_NAME_CHARS  # a long name would pin its bytes
+            define = _cached_definition if short else column_definition
+            self._definition = define(self.name, self.spec, self.flags, self.table, self.schema)
         return self._definition
 
     def __repr__(self) -> str:
@@ -182,6 +182,7 @@ _DATETIMES = {
     "TIMESTAMP": ColumnType.TIMESTAMP,
 }
 DEFAULT_VARCHAR_CHARS = 255
+MAX_CACHED_NAME_CHARS = 256
 
 
 @lru_cache(maxsize=1024)

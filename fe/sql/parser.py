@@ -87,12 +87,21 @@ def parse_with_sqlglot(tokens: list[Token], sql: str) -> exp.Expression:
     try:
         expressions = DIALECT.parser().parse(tokens, sql)
     except SqlglotParseError as error:
-        raise ParseError(
-            f"You have an error in your SQL syntax: {error.errors[0]['description']}"
-        ) from None
+        where = error.errors[0]
+        raise syntax_error(where["highlight"] + where["end_context"], where["line"]) from None
+    except (IndexError, TypeError, ValueError, AttributeError, KeyError):
+        raise syntax_error("", tokens[-1].line) from None  # sqlglot fell off the tokens' end
     if len(expressions) != 1 or expressions[0] is None:
         raise ParseError("You have an error in your SQL syntax")
     return expressions[0]
+
+
+def syntax_error(near: str, line: int) -> ParseError:
+    """MySQL's 1064 message: where the parser stopped, never the parser's own words."""
+    return ParseError(
+        "You have an error in your SQL syntax; check the manual that corresponds to your MySQL "
+        f"server version for the right syntax to use near '{near[:80]}' at line {line}"
+    )
 
 
 class Grammar:

@@ -9,6 +9,7 @@ and at the statement's time otherwise.
 from __future__ import annotations
 
 import datetime
+import re
 import zoneinfo
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +18,9 @@ from sqlglot import exp
 
 UTC = datetime.UTC
 MAX_FRACTIONAL_DIGITS = 6
+MAX_DECIMAL_DIGITS = 38  # DuckDB's widest DECIMAL
+UNSIGNED_64 = 2**64
+NUMBER_PREFIX = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?", re.IGNORECASE)
 
 
 class UnknownTimeZone(ValueError):
@@ -111,9 +115,12 @@ CLOCKS: dict[str, Callable[[StatementTime], object]] = {
 
 
 def rewritten(tree: exp.Expression, time: StatementTime) -> exp.Expression:
-    """tree with MySQL's functions turned into DuckDB's, innermost first."""
+    """tree with MySQL's functions and operators turned into DuckDB's, innermost first."""
     for node in reversed(list(tree.walk())):
-        rewrite = REWRITES.get(_name(node)) if isinstance(node, exp.Func) else None
+        if isinstance(node, exp.Func):
+            rewrite = REWRITES.get(_name(node))
+        else:
+            rewrite = OPERATOR_REWRITES.get(type(node))
         if rewrite is None:
             continue
         new = rewrite(node, time)
@@ -350,6 +357,83 @@ def _elt(node: exp.Elt, time: StatementTime) -> exp.Expression:
     return _function("LIST_EXTRACT", _function("LIST_VALUE", *strings), node.this)
 
 
+def _str_to_date(node: exp.StrToDate, time: StatementTime) -> exp.Expression:
+    """NULL where the value does not fit the format, as MySQL answers; a format computed by an
+    expression is handed to DuckDB as it is (sqlglot translates only a literal one)."""
+    format_ = node.args.get("format")
+    if isinstance(format_, exp.Literal) and format_.is_string:
+        node.set("safe", True)
+        return node
+    text = exp.DataType.Type.VARCHAR
+    parsed = _function("TRY_STRPTIME", exp.cast(node.this, text), exp.cast(format_, text))
+    return exp.cast(parsed, exp.DataType.Type.DATE)
+
+
+def _xor(node: exp.Xor, time: StatementTime) -> exp.Expression:
+    if node.expressions or node.expression is None:
+        return node
+    left, right = (
+        exp.NEQ(this=side, expression=exp.Literal.number(0))
+        for side in node.args.values()
+        if isinstance(side, exp.Expression)
+    )
+    return exp.paren(exp.NEQ(this=exp.paren(left), expression=exp.paren(right)))
+
+
+def _unhex(node: exp.Unhex, time: StatementTime) -> exp.Expression:
+    if isinstance(node.this, exp.Literal) and node.this.is_string:
+        return node
+    node.set("this", exp.cast(node.this, exp.DataType.Type.VARCHAR))
+    return node
+
+
+def _json_object(node: exp.JSONObject, time: StatementTime) -> exp.Expression:
+    for pair in node.expressions:
+        key = pair.this
+        if isinstance(pair, exp.JSONKeyValue) and not (
+            isinstance(key, exp.Literal) and key.is_string
+        ):
+            pair.set("this", exp.cast(key, exp.DataType.Type.VARCHAR))
+    return node
+
+
+def _cast(node: exp.Cast, time: StatementTime) -> exp.Expression:
+    """MySQL's DECIMAL takes 65 digits, DuckDB's 38: the scale is kept, the integer digits give."""
+    to = node.to
+    if to.this != exp.DataType.Type.DECIMAL or len(to.expressions) < 1:
+        return node
+    precision, *scale = (int(size.name) for size in to.expressions)
+    if precision <= MAX_DECIMAL_DIGITS:
+        return node
+    kept = min(scale[0] if scale else 0, MAX_DECIMAL_DIGITS)
+    node.set("to", exp.DataType.build(f"DECIMAL({MAX_DECIMAL_DIGITS}, {kept})"))
+    return node
+
+
+def _bitwise_not(node: exp.BitwiseNot, time: StatementTime) -> exp.Expression:
+    """MySQL's ~ works on 64-bit unsigned integers: ~0 is 18446744073709551615."""
+    inverted = exp.BitwiseNot(this=exp.cast(_as_number(node.this), exp.DataType.Type.BIGINT))
+    wrapped = exp.Add(
+        this=exp.cast(inverted, exp.DataType.Type.INT128),
+        expression=exp.Literal.number(UNSIGNED_64),
+    )
+    return exp.paren(exp.Mod(this=exp.paren(wrapped), expression=exp.Literal.number(UNSIGNED_64)))
+
+
+def _arithmetic(node: exp.Binary, time: StatementTime) -> exp.Expression:
+    """A string literal in arithmetic is the number it starts with, as MySQL reads it ('a' is 0)."""
+    node.set("this", _as_number(node.this))
+    node.set("expression", _as_number(node.expression))
+    return node
+
+
+def _as_number(node: exp.Expression) -> exp.Expression:
+    if not (isinstance(node, exp.Literal) and node.is_string):
+        return node
+    prefix = NUMBER_PREFIX.match(node.this)
+    return exp.Literal.number(prefix.group(0).strip() if prefix else 0)
+
+
 REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] = {
     "UNIX_TIMESTAMP": _unix_timestamp,
     "UNIX_TO_TIME": _from_unixtime,
@@ -376,4 +460,17 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     "FIND_IN_SET": _find_in_set,
     "STRCMP": _strcmp,
     "ELT": _elt,
+    "STR_TO_DATE": _str_to_date,
+    "XOR": _xor,
+    "UNHEX": _unhex,
+    "J_S_O_N_OBJECT": _json_object,  # sqlglot's name of JSON_OBJECT
+    "CAST": _cast,
+}
+
+OPERATOR_REWRITES: dict[type, Callable[[exp.Expression, StatementTime], exp.Expression]] = {
+    exp.BitwiseNot: _bitwise_not,
+    exp.Add: _arithmetic,
+    exp.Sub: _arithmetic,
+    exp.Mul: _arithmetic,
+    exp.Div: _arithmetic,
 }

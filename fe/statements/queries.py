@@ -39,6 +39,10 @@ SESSION_FUNCTIONS = {
     "LAST_INSERT_ID": lambda session: 0,
 }
 
+LONG_IN_LIST = 64  # longer IN lists of plain literals reach the engine as a table, not as SQL text
+LIST_TABLE = "quire_list"  # such a table's Table node carries this in its meta
+INT64 = range(-(2**63), 2**63)
+
 DUCKDB_TYPES = {
     "BOOLEAN": "TINYINT",
     "TINYINT": "TINYINT",
@@ -84,6 +88,7 @@ class SelectPlan:
     expression: exp.Select
     names: tuple[str, ...]
     constant: tuple[Callable, ...] | None  # per-column evaluators when no engine is needed
+    lists: tuple[tuple[str, pa.Table], ...] = ()  # long IN lists, by the table name they read
 
 
 def plan_select(expression: exp.Expression, written: list[str] | None = None) -> SelectPlan:
@@ -101,7 +106,35 @@ def plan_select(expression: exp.Expression, written: list[str] | None = None) ->
         evaluators = [_constant_evaluator(projection) for projection in expression.expressions]
         if all(evaluator is not None for evaluator in evaluators):
             constant = tuple(evaluators)
-    return SelectPlan(expression, names, constant)
+    return SelectPlan(expression, names, constant, _lists_as_tables(expression))
+
+
+def _lists_as_tables(expression: exp.Expression) -> tuple[tuple[str, pa.Table], ...]:
+    """Each long IN list of integers or of strings made `IN (SELECT value FROM <table>)`, in
+    place: sqlglot and DuckDB take time quadratic or worse in a list's length as SQL text."""
+    lists = []
+    for node in list(expression.find_all(exp.In)):
+        values = _list_values(node.expressions)
+        if values is None:
+            continue
+        name = f"{LIST_TABLE}_{len(lists)}"
+        lists.append((name, pa.table({"value": values})))
+        table = exp.to_table(name)
+        table.meta[LIST_TABLE] = True
+        node.set("expressions", [])
+        node.set("query", exp.select("value").from_(table).subquery())
+    return tuple(lists)
+
+
+def _list_values(items: list[exp.Expression]) -> list | None:
+    if len(items) <= LONG_IN_LIST or not all(isinstance(item, exp.Literal) for item in items):
+        return None
+    if all(item.is_string for item in items):
+        return [item.this for item in items]
+    if any(item.is_string or not item.this.isdigit() for item in items):
+        return None
+    values = [int(item.this) for item in items]
+    return values if all(value in INT64 for value in values) else None
 
 
 def projection_name(projection: exp.Expression, written: str | None = None) -> str:
@@ -246,7 +279,7 @@ async def _run_in_engine(session, plan: SelectPlan, explain: bool = False) -> Re
         tables: dict[str, str] = {}
         common_tables = _common_table_references(expression)
         for table in list(expression.find_all(exp.Table)):
-            if id(table) in common_tables:
+            if id(table) in common_tables or table.meta.get(LIST_TABLE):
                 continue
             db = table.db or session.database or ""
             if db.lower() != INFORMATION_SCHEMA:
@@ -258,7 +291,7 @@ async def _run_in_engine(session, plan: SelectPlan, explain: bool = False) -> Re
             table.replace(
                 exp.to_table(registered).as_(alias) if alias else exp.to_table(registered)
             )
-        arrow = {}
+        arrow = dict(plan.lists)
         for registered, name in tables.items():
             arrow[registered] = build_table(name, session)
             if arrow[registered] is None:
@@ -274,7 +307,7 @@ async def _run_in_engine(session, plan: SelectPlan, explain: bool = False) -> Re
             abandoned=session.client_gone,
         )
     except engine.EngineError as error:
-        raise engine_error(error) from None
+        raise engine_error(error, grouped=bool(plan.expression.args.get("group"))) from None
     if explain:
         return Result(rows=answer.rows)
     names = [name for name, _ in answer.columns]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result, column
 from fe.security import privileges
@@ -20,11 +18,60 @@ from metadata.records import Table
 
 
 def like_matcher(pattern: str | None, case_sensitive: bool = True):
+    """MySQL's LIKE (`%` any run, `_` any one character, `\\` escapes), in time linear in the
+    pattern: the runs between `%`s are matched leftmost, one after the other, never backtracking."""
     if pattern is None:
         return lambda value: True
-    regex = "".join(".*" if ch == "%" else "." if ch == "_" else re.escape(ch) for ch in pattern)
-    compiled = re.compile(f"^{regex}$", 0 if case_sensitive else re.IGNORECASE | re.DOTALL)
-    return lambda value: compiled.match(value) is not None
+    fold = (lambda text: text) if case_sensitive else str.casefold
+    segments = _like_segments(fold(pattern))
+    return lambda value: _like(segments, fold(value))
+
+
+def _like_segments(pattern: str) -> list[tuple[str | None, ...]]:
+    """The pattern split at each `%`, empty runs between two `%`s dropped; None stands for `_`."""
+    segments: list[list[str | None]] = [[]]
+    characters = iter(pattern)
+    for character in characters:
+        if character == "%":
+            if len(segments) == 1 or segments[-1]:
+                segments.append([])
+        elif character == "_":
+            segments[-1].append(None)
+        elif character == "\\":
+            segments[-1].append(next(characters, "\\"))
+        else:
+            segments[-1].append(character)
+    return [tuple(segment) for segment in segments]
+
+
+def _like(segments: list[tuple[str | None, ...]], value: str) -> bool:
+    first, last = segments[0], segments[-1]
+    if len(segments) == 1:
+        return len(value) == len(first) and _matches_at(first, value, 0)
+    end = len(value) - len(last)
+    if end < len(first) or not _matches_at(first, value, 0) or not _matches_at(last, value, end):
+        return False
+    position = len(first)
+    for segment in segments[1:-1]:
+        position = next(
+            (
+                at
+                for at in range(position, end - len(segment) + 1)
+                if _matches_at(segment, value, at)
+            ),
+            -1,
+        )
+        if position < 0:
+            return False
+        position += len(segment)
+    return True
+
+
+def _matches_at(segment: tuple[str | None, ...], value: str, at: int) -> bool:
+    return all(
+        expected is None or expected == value[at + offset]
+        for offset, expected in enumerate(segment)
+    )
 
 
 def text_result(names: list[str], rows: list[tuple]) -> Result:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fe.mysql.errors import QueryError
+from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.results import Result, column
 from fe.security import privileges
 from fe.sql import statements as st
@@ -166,7 +166,16 @@ def _columns(session, statement: st.Show) -> Result:
 
 
 async def describe(session, statement: st.Describe) -> Result:
-    return _columns(session, st.Show("COLUMNS", table=statement.table))
+    """Doris answers DESCRIBE of a missing table with 1051, which its SQLAlchemy dialect's
+    has_table() expects (MySQL says 1146)."""
+    try:
+        return _columns(session, st.Show("COLUMNS", table=statement.table))
+    except QueryError as error:
+        if error.code != ErrorCode.NO_SUCH_TABLE:
+            raise
+        raise QueryError(
+            ErrorCode.BAD_TABLE_ERROR, f"Unknown table '{statement.table.name}'"
+        ) from None
 
 
 def quote(name: str) -> str:

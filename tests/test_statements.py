@@ -3,7 +3,7 @@
 import pymysql
 import pytest
 
-from tests.harness import error_of, login_error, run
+from tests.harness import error_of, login_error, mariadb, run
 
 
 def expect_error(connection, sql, code):
@@ -224,3 +224,38 @@ def test_processlist_and_kill(quire, root):
     with pytest.raises(pymysql.MySQLError):
         run(other, "SELECT 1")
     expect_error(root, "KILL 999999", 1094)
+
+
+def test_show_create_table_writes_every_range_partition_in_one_form(quire, root):
+    run(root, "CREATE DATABASE IF NOT EXISTS ranges")
+    run(
+        root,
+        "CREATE TABLE ranges.written (d DATE, v INT) DUPLICATE KEY(d) PARTITION BY RANGE(d) "
+        "(PARTITION p1 VALUES LESS THAN ('2020-01-01'), PARTITION p2 VALUES LESS THAN "
+        "('2021-01-01'), PARTITION pmax VALUES LESS THAN MAXVALUE) DISTRIBUTED BY HASH(d) BUCKETS 1",
+    )
+    text = run(root, "SHOW CREATE TABLE ranges.written")[0][1]
+    assert text.count("VALUES LESS THAN") == 3 and "VALUES [" not in text
+
+    run(
+        root,
+        "CREATE TABLE ranges.gapped (d DATE, v INT) DUPLICATE KEY(d) PARTITION BY RANGE(d) "
+        "(PARTITION p1 VALUES LESS THAN ('2020-01-01'), PARTITION p2 VALUES LESS THAN "
+        "('2021-01-01')) DISTRIBUTED BY HASH(d) BUCKETS 1",
+    )
+    run(root, "ALTER TABLE ranges.gapped ADD PARTITION p3 VALUES [('2022-01-01'), ('2023-01-01'))")
+    done = mariadb(quire, "--batch", "--raw", "-N", "-e", "SHOW CREATE TABLE ranges.gapped")
+    assert done.returncode == 0, done.stderr
+    assert "LESS THAN" not in done.stdout
+    for bounds in (
+        '[("0000-01-01"), ("2020-01-01"))',
+        '[("2020-01-01"), ("2021-01-01"))',
+        '[("2022-01-01"), ("2023-01-01"))',
+    ):
+        assert bounds in done.stdout, done.stdout
+    # What SHOW CREATE TABLE writes creates the same table again.
+    again = text.replace("CREATE TABLE `written`", "CREATE TABLE ranges.written_again")
+    run(root, again)
+    assert run(root, "SHOW CREATE TABLE ranges.written_again")[0][1] == text.replace(
+        "`written`", "`written_again`"
+    )

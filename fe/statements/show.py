@@ -190,6 +190,37 @@ def _bound(values: tuple[str, ...]) -> str:
     return "(" + ", ".join(quote_string(v) for v in values) + ")"
 
 
+# The least value of a partition column's type: an unbounded lower bound, as Doris prints it.
+_TYPE_MINIMUMS = {
+    "TINYINT": "-128", "SMALLINT": "-32768", "INT": "-2147483648",
+    "BIGINT": "-9223372036854775808", "LARGEINT": "-170141183460469231731687303715884105728",
+    "DATE": "0000-01-01", "DATEV2": "0000-01-01", "DATETIME": "0000-01-01 00:00:00",
+    "DATETIMEV2": "0000-01-01 00:00:00",
+}  # fmt: skip
+
+
+def _range_partitions(table: Table) -> list[str]:
+    """One form for the whole table: VALUES LESS THAN when the ranges follow one another from the
+    least value (as they were written), else VALUES [lower, upper) for every partition."""
+    partitions = sorted(table.partitions, key=lambda p: p.upper == ())  # MAXVALUE last, stable
+    contiguous = all(
+        p.lower == (partitions[i - 1].upper if i else ()) for i, p in enumerate(partitions)
+    )
+    if contiguous:
+        return [
+            f"PARTITION {quote(p.name)} VALUES LESS THAN "
+            + (_bound(p.upper) if p.upper else "MAXVALUE")
+            for p in partitions
+        ]
+    types = [table.column(name).type.base for name in table.partition_columns]
+    least = tuple(_TYPE_MINIMUMS.get(t, "") for t in types)
+    return [
+        f"PARTITION {quote(p.name)} VALUES [{_bound(p.lower or least)}, "
+        + (f"{_bound(p.upper)})" if p.upper else "(MAXVALUE))")
+        for p in partitions
+    ]
+
+
 def create_table_sql(table: Table) -> str:
     lines = []
     for col in table.columns:
@@ -213,21 +244,8 @@ def create_table_sql(table: Table) -> str:
     if table.comment:
         text += f"COMMENT {quote_string(table.comment)}\n"
     if table.partition_columns:
-        partitions = []
-        for partition in table.partitions:
-            if partition.lower:
-                upper = _bound(partition.upper) if partition.upper else "(MAXVALUE)"
-                partitions.append(
-                    f"PARTITION {quote(partition.name)} VALUES [{_bound(partition.lower)}, {upper})"
-                )
-            elif partition.upper:
-                partitions.append(
-                    f"PARTITION {quote(partition.name)} VALUES LESS THAN {_bound(partition.upper)}"
-                )
-            else:
-                partitions.append(f"PARTITION {quote(partition.name)} VALUES LESS THAN MAXVALUE")
         text += f"PARTITION BY RANGE({', '.join(quote(c) for c in table.partition_columns)})\n("
-        text += ",\n".join(partitions) + ")\n"
+        text += ",\n".join(_range_partitions(table)) + ")\n"
     if table.distribution_columns:
         text += f"DISTRIBUTED BY HASH({', '.join(quote(c) for c in table.distribution_columns)}) BUCKETS {table.buckets}"
     else:

@@ -176,6 +176,8 @@ def test_random_and_mutated_statements_get_mysql_answers(fuzzing):
         ("SELECT DATE_ADD(1, @x)", 1064, "42000", "You have an error in your SQL syntax"),
         ("SELECT STR_TO_DATE('2024-01-31')", 1582, "42000", "native function 'STR_TO_DATE'"),
         ("SELECT CAST(18446744073709551616 AS SIGNED)", 1292, "22007", "DECIMAL(38,0)"),
+        ("SELECT * * 1 FROM information_schema.tables", 1064, "42000", "SQL syntax"),
+        ("SELECT 1 FROM information_schema.tables LIMIT -1", 1064, "42000", "SQL syntax"),
     ],
 )
 def test_what_the_fuzzer_found_gets_mysqls_error(fuzzing, sql, code, sqlstate, words):

@@ -52,6 +52,9 @@ WRONG_COLUMN_COUNT = re.compile(
 )
 NOT_GROUPED = re.compile(r'column "([^"]+)" must appear in the GROUP BY clause')
 NO_TABLES = re.compile(r"\* expression without FROM clause")
+SYNTAX_ERROR = re.compile(
+    r"STAR expression is only allowed|cannot be applied to a star|LIMIT/OFFSET cannot be negative"
+)
 SQL_TYPE_NAMES = {
     "INT8": "TINYINT",
     "INT16": "SMALLINT",
@@ -297,7 +300,7 @@ class _Query:
             return NotGrouped(match.group(1))
         if NO_TABLES.search(message):
             return NoTables()
-        if isinstance(error, duckdb.ParserException):
+        if isinstance(error, duckdb.ParserException) or SYNTAX_ERROR.search(message):
             return InvalidQuery(detail)
         if isinstance(
             error,
@@ -305,4 +308,4 @@ class _Query:
         ):
             return InvalidValue(sql_type_names(detail))
         logger.debug("query failed in DuckDB: %s", message)
-        return QueryFailed(detail)
+        return QueryFailed(sql_type_names(detail))

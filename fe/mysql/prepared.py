@@ -363,13 +363,6 @@ def _decimal_in_range(value: Decimal) -> Decimal:
     return value
 
 
-def plain_length(value: Decimal) -> int:
-    """How many characters `value` takes written without an exponent (1E+9 takes ten)."""
-    sign, digits, exponent = value.as_tuple()
-    assert isinstance(exponent, int), value
-    return sign + max(len(digits) + exponent, 1) + max(-exponent, 0) + 1
-
-
 MAX_MICROSECONDS = 999_999  # beyond it MySQL reads a zero date or time
 LARGEST_TIME = timedelta(hours=838, minutes=59, seconds=59)  # MySQL's TIME range: +-838:59:59
 

@@ -52,6 +52,33 @@ WRONG_COLUMN_COUNT = re.compile(
 )
 NOT_GROUPED = re.compile(r'column "([^"]+)" must appear in the GROUP BY clause')
 NO_TABLES = re.compile(r"\* expression without FROM clause")
+SYNTAX_ERROR = re.compile(
+    r"STAR expression is only allowed|cannot be applied to a star|LIMIT/OFFSET cannot be negative"
+)
+SQL_TYPE_NAMES = {
+    "INT8": "TINYINT",
+    "INT16": "SMALLINT",
+    "INT32": "INT",
+    "INT64": "BIGINT",
+    "INT128": "DECIMAL(38,0)",
+    "HUGEINT": "DECIMAL(38,0)",
+    "UINT8": "TINYINT UNSIGNED",
+    "UINT16": "SMALLINT UNSIGNED",
+    "UINT32": "INT UNSIGNED",
+    "UINT64": "BIGINT UNSIGNED",
+    "UINT128": "DECIMAL(39,0)",
+    "UHUGEINT": "DECIMAL(39,0)",
+    "INTEGER": "INT",
+    "TIMESTAMP": "DATETIME",
+}
+DUCKDB_TYPE = re.compile(r"\b(" + "|".join(SQL_TYPE_NAMES) + r")\b")
+
+
+def sql_type_names(message: str) -> str:
+    """DuckDB's message with its type names as SQL's (INT128 is a DECIMAL(38,0))."""
+    return DUCKDB_TYPE.sub(lambda match: SQL_TYPE_NAMES[match.group(1)], message)
+
+
 UNKNOWN_COLUMN = re.compile(r'Referenced column "([^"]+)" (?:was )?not found')
 UNKNOWN_FUNCTION = re.compile(
     r"(?:Scalar|Table|Aggregate)? ?Function with name (\w+) does not exist"
@@ -273,12 +300,12 @@ class _Query:
             return NotGrouped(match.group(1))
         if NO_TABLES.search(message):
             return NoTables()
-        if isinstance(error, duckdb.ParserException):
+        if isinstance(error, duckdb.ParserException) or SYNTAX_ERROR.search(message):
             return InvalidQuery(detail)
         if isinstance(
             error,
             duckdb.ConversionException | duckdb.InvalidInputException | duckdb.OutOfRangeException,
         ):
-            return InvalidValue(detail)
+            return InvalidValue(sql_type_names(detail))
         logger.debug("query failed in DuckDB: %s", message)
-        return QueryFailed(detail)
+        return QueryFailed(sql_type_names(detail))

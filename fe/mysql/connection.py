@@ -19,7 +19,6 @@ import struct
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from hashlib import sha1
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +45,6 @@ from fe.mysql.prepared import (
     PreparedStatement,
     parse_execute,
     parse_query_attributes,
-    plain_length,
     prepare,
     sql_literal,
 )
@@ -1054,9 +1052,7 @@ class Connection:
         )
         stmt = execution.stmt
         limit = self.stream.max_payload_bytes
-        if any(len(b) > limit for b in stmt.long_data.values()) or any(
-            isinstance(v, Decimal) and plain_length(v) > limit for v in execution.values
-        ):
+        if any(len(b) > limit for b in stmt.long_data.values()):
             raise QueryError(
                 ErrorCode.NET_PACKET_TOO_LARGE, "Parameter data bigger than 'max_allowed_packet'"
             )

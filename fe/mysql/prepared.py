@@ -14,7 +14,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, InvalidOperation
 from typing import Any
 
 from mysql_mimic.types import ColumnType
@@ -343,14 +343,28 @@ def _decode_decimal(raw: bytes) -> Decimal:
         ) from None
     if not value.is_finite():
         raise QueryError(ErrorCode.WRONG_ARGUMENTS, "Incorrect decimal parameter")
+    return _decimal_in_range(value)
+
+
+MAX_DECIMAL_DIGITS = 65  # MySQL's DECIMAL: at most 65 digits, 30 of them after the point
+MAX_DECIMAL_SCALE = 30
+_LARGEST_DECIMAL = Decimal(10**MAX_DECIMAL_DIGITS - 1)
+_DECIMAL_CONTEXT = Context(prec=MAX_DECIMAL_DIGITS + MAX_DECIMAL_SCALE + 1)
+
+
+def _decimal_in_range(value: Decimal) -> Decimal:
+    """`value` as a MySQL DECIMAL holds it: beyond 65 digits the largest DECIMAL of its sign,
+    beyond 30 decimals rounded (1E+1000000 is 65 nines, 1E-1000000 is 0)."""
+    if value.adjusted() >= MAX_DECIMAL_DIGITS:
+        return _LARGEST_DECIMAL.copy_sign(value)
+    if value.as_tuple().exponent < -MAX_DECIMAL_SCALE:
+        rounded = value.quantize(Decimal(1).scaleb(-MAX_DECIMAL_SCALE), context=_DECIMAL_CONTEXT)
+        return rounded.copy_abs() if rounded.is_zero() else rounded
     return value
 
 
-def plain_length(value: Decimal) -> int:
-    """How many characters `value` takes written without an exponent (1E+9 takes ten)."""
-    sign, digits, exponent = value.as_tuple()
-    assert isinstance(exponent, int), value
-    return sign + max(len(digits) + exponent, 1) + max(-exponent, 0) + 1
+MAX_MICROSECONDS = 999_999  # beyond it MySQL reads a zero date or time
+LARGEST_TIME = timedelta(hours=838, minutes=59, seconds=59)  # MySQL's TIME range: +-838:59:59
 
 
 def _read_datetime(reader: PacketReader, code: int) -> date | datetime | str:
@@ -367,6 +381,8 @@ def _read_datetime(reader: PacketReader, code: int) -> date | datetime | str:
         hour, minute, second = raw[4], raw[5], raw[6]
     if length == 11:
         micro = int.from_bytes(raw[7:11], "little")
+    if micro > MAX_MICROSECONDS:
+        return "0000-00-00" if code == ColumnType.DATE else "0000-00-00 00:00:00"
     try:
         if code == ColumnType.DATE:
             return date(year, month, day)
@@ -391,7 +407,11 @@ def _read_time(reader: PacketReader) -> timedelta:
     negative = raw[0]
     days = int.from_bytes(raw[1:5], "little")
     micro = int.from_bytes(raw[8:12], "little") if length == 12 else 0
+    if micro > MAX_MICROSECONDS:
+        return timedelta(0)
+    days = min(days, LARGEST_TIME.days + 1)
     value = timedelta(days=days, hours=raw[5], minutes=raw[6], seconds=raw[7], microseconds=micro)
+    value = min(value, LARGEST_TIME)
     return -value if negative else value
 
 

@@ -87,6 +87,8 @@ def parse_with_sqlglot(tokens: list[Token], sql: str) -> exp.Expression:
     try:
         expressions = DIALECT.parser().parse(tokens, sql)
     except SqlglotParseError as error:
+        if not error.errors:  # raised by a function's builder, which says not where
+            raise syntax_error("", tokens[-1].line) from None
         where = error.errors[0]
         raise syntax_error(where["highlight"] + where["end_context"], where["line"]) from None
     except (IndexError, TypeError, ValueError, AttributeError, KeyError):

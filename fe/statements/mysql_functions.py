@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from fe.mysql.errors import ErrorCode, QueryError
+
 UTC = datetime.UTC
 MAX_FRACTIONAL_DIGITS = 6
 MAX_DECIMAL_DIGITS = 38  # DuckDB's widest DECIMAL
@@ -361,6 +363,11 @@ def _str_to_date(node: exp.StrToDate, time: StatementTime) -> exp.Expression:
     """NULL where the value does not fit the format, as MySQL answers; a format computed by an
     expression is handed to DuckDB as it is (sqlglot translates only a literal one)."""
     format_ = node.args.get("format")
+    if format_ is None:
+        raise QueryError(
+            ErrorCode.WRONG_PARAMCOUNT_TO_NATIVE_FCT,
+            "Incorrect parameter count in the call to native function 'STR_TO_DATE'",
+        )
     if isinstance(format_, exp.Literal) and format_.is_string:
         node.set("safe", True)
         return node

@@ -69,7 +69,9 @@ def python_type(value: object) -> str:
     if isinstance(value, bool):
         return "TINYINT"
     if isinstance(value, int):
-        return "BIGINT"
+        if -(2**63) <= value < 2**63:
+            return "BIGINT"
+        return "BIGINT UNSIGNED" if 0 <= value < 2**64 else "DECIMAL(65,0)"
     if isinstance(value, float):
         return "DOUBLE"
     if isinstance(value, decimal.Decimal):

@@ -259,3 +259,47 @@ def test_show_create_table_writes_every_range_partition_in_one_form(quire, root)
     assert run(root, "SHOW CREATE TABLE ranges.written_again")[0][1] == text.replace(
         "`written`", "`written_again`"
     )
+
+
+@pytest.mark.parametrize(
+    "table, statement, code, message",
+    [
+        ("agg", "ALTER TABLE keys_db.agg ADD COLUMN region INT", 0, ""),
+        ("agg", "ALTER TABLE keys_db.agg DROP COLUMN d", 0, ""),
+        ("agg_replace", "ALTER TABLE keys_db.agg_replace DROP COLUMN d", 1105, "REPLACE"),
+        ("dup", "ALTER TABLE keys_db.dup DROP COLUMN d", 0, ""),
+        ("dup", "ALTER TABLE keys_db.dup ADD COLUMN zone INT KEY", 0, ""),
+        ("dup_one", "ALTER TABLE keys_db.dup_one DROP COLUMN k", 1105, "last one"),
+        ("uniq", "ALTER TABLE keys_db.uniq DROP COLUMN k", 1105, "Unique data model"),
+    ],
+)
+def test_key_columns_change_as_in_doris(quire, root, table, statement, code, message):
+    definitions = {
+        "agg": "(k INT, d DATE, v BIGINT SUM) AGGREGATE KEY(k, d)",
+        "agg_replace": "(k INT, d DATE, v BIGINT REPLACE) AGGREGATE KEY(k, d)",
+        "dup": "(k INT, d DATE, v BIGINT) DUPLICATE KEY(k, d)",
+        "dup_one": "(k INT, v BIGINT) DUPLICATE KEY(k)",
+        "uniq": "(k INT, d DATE, v BIGINT) UNIQUE KEY(k, d)",
+    }
+    run(root, "CREATE DATABASE IF NOT EXISTS keys_db")
+    run(root, f"DROP TABLE IF EXISTS keys_db.{table} FORCE")
+    run(
+        root,
+        f"CREATE TABLE keys_db.{table} {definitions[table]} DISTRIBUTED BY HASH(k) BUCKETS 1",
+    )
+    if code:
+        got, text = error_of(root, statement)
+        assert got == code and message in text, text
+        done = mariadb(quire, "-e", statement)
+        assert f"ERROR {code} " in done.stderr and message in done.stderr, done.stderr
+        return
+    run(root, statement)
+    created = run(root, f"SHOW CREATE TABLE keys_db.{table}")[0][1]
+    keys = created.split("KEY(", 1)[1].split(")", 1)[0].replace("`", "").split(", ")
+    columns = [row[0] for row in run(root, f"DESC keys_db.{table}")]
+    assert columns[: len(keys)] == keys  # the keys lead the schema
+    if "ADD" in statement:
+        added = statement.split("ADD COLUMN ")[1].split()[0]
+        assert keys[-1] == added  # after the other keys, before the values
+    else:
+        assert "d" not in keys and "d" not in columns

@@ -290,18 +290,24 @@ def _add_column(session, database, table: Table, action: st.AddColumn) -> Table:
     if table.column(action.column.name) is not None:
         raise QueryError(1060, f"Duplicate column name '{action.column.name}'")
     column = action.column
-    if table.key_model == KeyModel.AGGREGATE and not column.aggregation and not column.is_key:
-        raise QueryError(
-            1105, f"Value column '{column.name}' of an AGGREGATE KEY table needs an aggregation"
-        )
+    if table.key_model == KeyModel.AGGREGATE and not column.aggregation:
+        column = dataclasses.replace(column, is_key=True)  # as in Doris: no aggregation, a key
     if table.key_model != KeyModel.AGGREGATE and column.aggregation:
         raise QueryError(1105, "Aggregation types are only allowed in AGGREGATE KEY tables")
-    if column.is_key:
-        raise QueryError(1105, "Adding key columns is not supported; add a value column")
-    columns = _place(list(table.columns), column, action.after, action.first)
-    if any(c.is_key for c in columns[columns.index(column) + 1 :]):
+    if column.is_key and column.aggregation:
+        raise QueryError(1105, f"Key column '{column.name}' should not have an aggregation type")
+    after, first = action.after, action.first
+    if column.is_key and after is None and not first:
+        after = table.key_columns[-1] if table.key_columns else None
+        first = not table.key_columns
+    columns = _place(list(table.columns), column, after, first)
+    position = columns.index(column)
+    if column.is_key and not all(c.is_key for c in columns[:position]):
+        raise QueryError(1105, "A key column must be placed among the key columns")
+    if not column.is_key and any(c.is_key for c in columns[position + 1 :]):
         raise QueryError(1105, "A value column cannot be placed before key columns")
-    return dataclasses.replace(table, columns=tuple(columns))
+    key_columns = tuple(c.name for c in columns if c.is_key)
+    return dataclasses.replace(table, columns=tuple(columns), key_columns=key_columns)
 
 
 def _existing(table: Table, name: str) -> Column:
@@ -316,14 +322,35 @@ def _drop_column(session, database, table: Table, action: st.DropColumn) -> Tabl
     if column is None:
         raise QueryError(1091, f"Can't DROP '{action.name}'; check that column/key exists")
     if column.is_key:
-        raise QueryError(1105, f"Can not drop key column '{column.name}'")
+        _check_key_column_drop(table, column)
     if column.name in table.distribution_columns or column.name in table.partition_columns:
         raise QueryError(1105, f"Can not drop distribution or partition column '{column.name}'")
     if len(table.columns) == 1:
         raise QueryError(
             1090, "You can't delete all columns with ALTER TABLE; use DROP TABLE instead"
         )
-    return dataclasses.replace(table, columns=tuple(c for c in table.columns if c is not column))
+    return dataclasses.replace(
+        table,
+        columns=tuple(c for c in table.columns if c is not column),
+        key_columns=tuple(name for name in table.key_columns if name != column.name),
+    )
+
+
+def _check_key_column_drop(table: Table, column: Column) -> None:
+    """Doris's rules: a UNIQUE KEY table keeps its keys; an AGGREGATE KEY table keeps them while
+    a value column is REPLACE'd; a DUPLICATE KEY table may drop any key but its last."""
+    if table.key_model == KeyModel.UNIQUE:
+        raise QueryError(1105, "Can not drop key column in Unique data model table")
+    replaced = any(
+        c.aggregation in ("REPLACE", "REPLACE_IF_NOT_NULL") for c in table.columns if not c.is_key
+    )
+    if table.key_model == KeyModel.AGGREGATE and replaced:
+        raise QueryError(
+            1105,
+            "Can not drop key column when table has value column with REPLACE aggregation method",
+        )
+    if len(table.key_columns) == 1:
+        raise QueryError(1105, f"Can not drop key column '{column.name}': it is the last one")
 
 
 def _modify_column(session, database, table: Table, action: st.ModifyColumn) -> Table:

@@ -95,6 +95,8 @@ class QuireSession(BaseSession):
             self.check_database(self.database)
 
     async def use(self, database: str) -> None:
+        if database.lower().startswith("internal."):  # Doris's catalog.database, as COM_INIT_DB
+            database = database[len("internal.") :]
         self.check_database(database)
         self.database = database
 

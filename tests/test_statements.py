@@ -303,3 +303,25 @@ def test_key_columns_change_as_in_doris(quire, root, table, statement, code, mes
         assert keys[-1] == added  # after the other keys, before the values
     else:
         assert "d" not in keys and "d" not in columns
+
+
+def test_the_internal_catalog_as_doris_names_it(quire, root):
+    run(root, "CREATE DATABASE IF NOT EXISTS in_catalog")
+    run(root, "CREATE TABLE IF NOT EXISTS in_catalog.t (k INT) DISTRIBUTED BY HASH(k) BUCKETS 1")
+    with root.cursor() as cursor:
+        cursor.execute("SHOW CATALOGS")
+        assert [d[0] for d in cursor.description] == [
+            "CatalogId", "CatalogName", "Type", "IsCurrent", "CreateTime", "LastUpdateTime",
+            "Comment",
+        ]  # fmt: skip
+        assert cursor.fetchall() == (
+            (0, "internal", "internal", "yes", "UNRECORDED", None, "Doris internal catalog"),
+        )
+    assert run(root, "SHOW CATALOGS LIKE 'hive%'") == ()
+    run(root, "SWITCH internal")
+    assert error_of(root, "SWITCH hive") == (1105, "Unknown catalog 'hive'")
+    done = mariadb(
+        quire, "--batch", "-N", "-e", "SWITCH internal; USE internal.in_catalog; SHOW TABLES"
+    )
+    assert done.returncode == 0 and done.stdout.split() == ["t"], done.stderr
+    assert run(root, "SHOW TABLES FROM internal.in_catalog") == (("t",),)

@@ -48,6 +48,7 @@ PRIVILEGES = {
 }  # fmt: skip
 LOCK_TIME_UNITS = {"DAY": 86_400, "HOUR": 3_600, "SECOND": 1}
 MAX_LOCKOUT_NUMBER = 32_767  # MySQL's bound on FAILED_LOGIN_ATTEMPTS and PASSWORD_LOCK_TIME
+INTERNAL_CATALOG = "internal"  # Doris's catalog of its own tables: Quire's only one
 QUERY_STARTS = {TokenType.SELECT, TokenType.WITH, TokenType.L_PAREN, TokenType.VALUES}
 EXPLAIN_LEVELS = {
     "VERBOSE", "GRAPH", "TREE", "DUMP", "PARSED", "ANALYZED", "REWRITTEN", "LOGICAL",
@@ -196,6 +197,13 @@ class Grammar:
             self.fail("expected a name")
         return self.next().text
 
+    def database_name(self) -> str:
+        """A database's name, as Doris also takes it: under its catalog, `internal.db`."""
+        name = self.identifier()
+        if name.lower() == INTERNAL_CATALOG and self.accept_type(TokenType.DOT):
+            return self.identifier()
+        return name
+
     def name_or_string(self) -> str:
         if self.peek_type() == TokenType.STRING:
             return self.next().text
@@ -298,7 +306,11 @@ class Grammar:
 
     def _use(self):
         self.expect("USE")
-        return st.Use(self.identifier())
+        return st.Use(self.database_name())
+
+    def _switch(self):
+        self.expect("SWITCH")
+        return st.Switch(self.identifier())
 
     def _desc(self):
         self.next()
@@ -845,8 +857,10 @@ class Grammar:
         if word in ("DATABASES", "SCHEMAS"):
             return st.Show("DATABASES", like=self.like())
         if word == "TABLES":
-            db = self.identifier() if (self.accept("FROM") or self.accept("IN")) else None
+            db = self.database_name() if (self.accept("FROM") or self.accept("IN")) else None
             return st.Show("TABLES", db=db, like=self.like(), full=full)
+        if word == "CATALOGS":
+            return st.Show("CATALOGS", like=self.like())
         if word in ("COLUMNS", "FIELDS"):
             self.accept("FROM") or self.accept("IN")
             table = self.table_name()
@@ -938,4 +952,5 @@ STATEMENT_HANDLERS = {
     "ADMIN": Grammar._admin,
     "TRUNCATE": Grammar._truncate,
     "RECOVER": Grammar._recover,
+    "SWITCH": Grammar._switch,
 }  # a statement's first word -> its rule; any other first word is a syntax error (1064)

@@ -228,6 +228,11 @@ class Describe:
 
 
 @dataclass(frozen=True)
+class Switch:
+    catalog: str
+
+
+@dataclass(frozen=True)
 class Explain:
     query: exp.Expression  # sqlglot's tree of the query explained
 

@@ -516,7 +516,16 @@ def _proc(session, statement: st.Show) -> Result:
     return text_result(names, rows)
 
 
+def _catalogs(session, statement: st.Show) -> Result:
+    """Doris's columns; Quire's one catalog is Doris's internal one."""
+    names = ["CatalogId", "CatalogName", "Type", "IsCurrent", "CreateTime", "LastUpdateTime",
+             "Comment"]  # fmt: skip
+    row = (0, "internal", "internal", "yes", "UNRECORDED", None, "Doris internal catalog")
+    return text_result(names, [row] if like_matcher(statement.like)("internal") else [])
+
+
 SHOW_HANDLERS = {
+    "CATALOGS": _catalogs,
     "DATABASES": _databases,
     "TABLES": _tables,
     "COLUMNS": _columns,

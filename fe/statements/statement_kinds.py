@@ -65,6 +65,12 @@ async def _use(session, statement: st.Use) -> Result:
     return Result()
 
 
+async def _switch(session, statement: st.Switch) -> Result:
+    if statement.catalog.lower() != "internal":
+        raise QueryError(1105, f"Unknown catalog '{statement.catalog}'")
+    return Result()
+
+
 async def _accept(session, statement: st.Transaction) -> Result:
     return Result()
 
@@ -91,6 +97,7 @@ KINDS: dict[type, StatementKind] = {
     st.ShowRecycleBin: StatementKind(recycle_bin.show_recycle_bin, readable_when_stale=False),
     st.SetStatement: StatementKind(set_statement.run, leader_only=set_statement.sets_global),
     st.Transaction: StatementKind(_accept),
+    st.Switch: StatementKind(_switch),
     st.Unsupported: StatementKind(_unsupported),
     st.Kill: StatementKind(admin.kill),
     st.AdminShowConfig: StatementKind(admin.show_config),

@@ -11,7 +11,7 @@ import pysyncobj.tcp_connection
 import pytest
 
 from metadata.journal import raft
-from metadata.journal.errors import NotLeaderError
+from metadata.journal.errors import JournalError, NotLeaderError
 from metadata.journal.log import RocksJournal
 from metadata.journal.raft import dump_message, load_message, skip_known_entries
 from metadata.journal.replicated import ReplicatedJournal
@@ -233,7 +233,20 @@ def test_a_follower_behind_the_leaders_truncation_is_kept_quiet(cluster, caplog)
     term = leader.status().term
 
     with caplog.at_level(logging.WARNING):
-        restarted = three.add_node(f"voter-{number}", behind.self_address, three.addresses)
+        started = []
+
+        def restart() -> bool:  # its port may linger a moment after close() on a loaded machine
+            try:
+                started.append(
+                    three.add_node(f"voter-{number}", behind.self_address, three.addresses)
+                )
+            except JournalError as error:
+                assert "cannot listen" in str(error), error
+                return False
+            return True
+
+        wait_until(restart, 30, "the behind node to listen on its address again")
+        restarted = started[0]
         wait_until(
             lambda: restarted.status().leader == leader.self_address,
             15,

@@ -21,7 +21,7 @@ from fe.mysql.errors import QueryError
 from fe.mysql.prepared import SessionPlan
 from fe.mysql.results import Result
 from fe.security import privileges
-from fe.sql.parser import ParseError
+from fe.sql.parser import ParseError, without_catalog
 from fe.statement_cache import LongStatementsBusy
 from fe.statements import accounts, queries
 from fe.statements.statement_kinds import kind_of
@@ -95,8 +95,7 @@ class QuireSession(BaseSession):
             self.check_database(self.database)
 
     async def use(self, database: str) -> None:
-        if database.lower().startswith("internal."):  # Doris's catalog.database, as COM_INIT_DB
-            database = database[len("internal.") :]
+        database = without_catalog(database)
         self.check_database(database)
         self.database = database
 

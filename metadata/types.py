@@ -27,6 +27,18 @@ TYPE_NAMES = SCALAR_TYPES | NESTED_TYPES
 INTEGER_PRECISIONS = {
     "TINYINT": 3, "SMALLINT": 5, "MEDIUMINT": 7, "INT": 10, "BIGINT": 19, "LARGEINT": 39,
 }  # fmt: skip
+INTEGER_BITS = {
+    "TINYINT": 8,
+    "SMALLINT": 16,
+    "MEDIUMINT": 24,
+    "INT": 32,
+    "BIGINT": 64,
+    "LARGEINT": 128,
+}
+LEAST_TIMES = {
+    "DATE": "0000-01-01", "DATEV2": "0000-01-01",
+    "DATETIME": "0000-01-01 00:00:00", "DATETIMEV2": "0000-01-01 00:00:00",
+}  # fmt: skip
 DECIMAL_TYPES = frozenset({"DECIMAL", "DECIMALV3"})
 DEFAULT_DECIMAL = (9, 0)
 CHARACTER_TYPES = frozenset({"CHAR", "VARCHAR", "STRING", "TEXT", "JSON", "JSONB"})
@@ -119,6 +131,14 @@ class ColumnType:
         if self.name in DECIMAL_TYPES:
             return self.arguments[1] if len(self.arguments) > 1 else DEFAULT_DECIMAL[1]
         return None
+
+    @property
+    def least_value(self) -> str:
+        """The type's least value as SQL text ("" where it has none): what an unbounded lower
+        partition bound stands for."""
+        if self.base in INTEGER_BITS:
+            return str(-(1 << (INTEGER_BITS[self.base] - 1)))
+        return LEAST_TIMES.get(self.base, "")
 
     @property
     def is_integer(self) -> bool:

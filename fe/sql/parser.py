@@ -49,6 +49,14 @@ PRIVILEGES = {
 LOCK_TIME_UNITS = {"DAY": 86_400, "HOUR": 3_600, "SECOND": 1}
 MAX_LOCKOUT_NUMBER = 32_767  # MySQL's bound on FAILED_LOGIN_ATTEMPTS and PASSWORD_LOCK_TIME
 INTERNAL_CATALOG = "internal"  # Doris's catalog of its own tables: Quire's only one
+
+
+def without_catalog(database: str) -> str:
+    """A database's name as COM_INIT_DB may send it, `internal.db`, without the catalog."""
+    catalog, dot, name = database.partition(".")
+    return name if dot and catalog.lower() == INTERNAL_CATALOG else database
+
+
 QUERY_STARTS = {TokenType.SELECT, TokenType.WITH, TokenType.L_PAREN, TokenType.VALUES}
 EXPLAIN_LEVELS = {
     "VERBOSE", "GRAPH", "TREE", "DUMP", "PARSED", "ANALYZED", "REWRITTEN", "LOGICAL",

@@ -8,11 +8,11 @@ from __future__ import annotations
 import pyarrow as pa
 
 from fe.security import privileges
+from fe.sql.parser import INTERNAL_CATALOG as CATALOG_NAME
 from metadata.records import Column, Table
 from metadata.types import STRING_LENGTH
 
 INFORMATION_SCHEMA = "information_schema"
-CATALOG_NAME = "internal"
 
 
 def column_key(table: Table, column: Column) -> str:

@@ -6,6 +6,7 @@ from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.results import Result, column
 from fe.security import privileges
 from fe.sql import statements as st
+from fe.sql.parser import INTERNAL_CATALOG
 from fe.statements import accounts
 from fe.statements.ddl import database_name, resolve_database, resolve_table
 from fe.statements.information_schema import (
@@ -190,15 +191,6 @@ def _bound(values: tuple[str, ...]) -> str:
     return "(" + ", ".join(quote_string(v) for v in values) + ")"
 
 
-# The least value of a partition column's type: an unbounded lower bound, as Doris prints it.
-_TYPE_MINIMUMS = {
-    "TINYINT": "-128", "SMALLINT": "-32768", "INT": "-2147483648",
-    "BIGINT": "-9223372036854775808", "LARGEINT": "-170141183460469231731687303715884105728",
-    "DATE": "0000-01-01", "DATEV2": "0000-01-01", "DATETIME": "0000-01-01 00:00:00",
-    "DATETIMEV2": "0000-01-01 00:00:00",
-}  # fmt: skip
-
-
 def _range_partitions(table: Table) -> list[str]:
     """One form for the whole table: VALUES LESS THAN when the ranges follow one another from the
     least value (as they were written), else VALUES [lower, upper) for every partition."""
@@ -212,8 +204,7 @@ def _range_partitions(table: Table) -> list[str]:
             + (_bound(p.upper) if p.upper else "MAXVALUE")
             for p in partitions
         ]
-    types = [table.column(name).type.base for name in table.partition_columns]
-    least = tuple(_TYPE_MINIMUMS.get(t, "") for t in types)
+    least = tuple(table.column(name).type.least_value for name in table.partition_columns)
     return [
         f"PARTITION {quote(p.name)} VALUES [{_bound(p.lower or least)}, "
         + (f"{_bound(p.upper)})" if p.upper else "(MAXVALUE))")
@@ -520,8 +511,8 @@ def _catalogs(session, statement: st.Show) -> Result:
     """Doris's columns; Quire's one catalog is Doris's internal one."""
     names = ["CatalogId", "CatalogName", "Type", "IsCurrent", "CreateTime", "LastUpdateTime",
              "Comment"]  # fmt: skip
-    row = (0, "internal", "internal", "yes", "UNRECORDED", None, "Doris internal catalog")
-    return text_result(names, [row] if like_matcher(statement.like)("internal") else [])
+    row = (0, INTERNAL_CATALOG, "internal", "yes", "UNRECORDED", None, "Doris internal catalog")
+    return text_result(names, [row] if like_matcher(statement.like)(INTERNAL_CATALOG) else [])
 
 
 SHOW_HANDLERS = {

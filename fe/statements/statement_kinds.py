@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
 from fe.sql import statements as st
+from fe.sql.parser import INTERNAL_CATALOG
 from fe.statements import accounts, admin, ddl, queries, recycle_bin, set_statement, show
 
 Predicate = Callable[[object], bool]
@@ -66,7 +67,7 @@ async def _use(session, statement: st.Use) -> Result:
 
 
 async def _switch(session, statement: st.Switch) -> Result:
-    if statement.catalog.lower() != "internal":
+    if statement.catalog.lower() != INTERNAL_CATALOG:
         raise QueryError(1105, f"Unknown catalog '{statement.catalog}'")
     return Result()
 

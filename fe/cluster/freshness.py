@@ -4,18 +4,15 @@ the leader and refuses reads until it catches up."""
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 
 from be.config import Config
-from fe.cluster.write_path import MetadataWriter
+from fe.cluster.write_path import MetadataWriter, repeat_while_leading
 from fe.mysql.errors import QueryError
 from metadata import ops
 from metadata.catalog import Catalog
 from metadata.journal.replicated import ReplicatedJournal
-
-logger = logging.getLogger(__name__)
 
 MIN_TIMESTAMP_INTERVAL_SECONDS = 0.5
 
@@ -56,23 +53,21 @@ class Freshness:
 
 
 class TimePrinter:
+    """The leader's wall clock into the journal, at once and then every
+    meta_delay_toleration_second / 2."""
+
     def __init__(self, writer: MetadataWriter, config: Config, stopping: threading.Event):
         self.writer = writer
         self.config = config
         self.stopping = stopping
 
     def start(self) -> None:
-        threading.Thread(target=self._print_times, name="time-printer", daemon=True).start()
+        repeat_while_leading(
+            "time-printer", self.writer, self.stopping, self.interval, self.print_time, at_once=True
+        )
 
-    def _print_times(self) -> None:
-        interval = 0.0  # the first timestamp goes out at once
-        while not self.stopping.wait(interval):
-            interval = max(
-                self.config["meta_delay_toleration_second"] / 2, MIN_TIMESTAMP_INTERVAL_SECONDS
-            )
-            if not self.writer.is_leader():
-                continue
-            try:
-                self.writer.commit_blocking([ops.Timestamp(int(time.time() * 1000))])
-            except Exception as error:
-                logger.warning("TimePrinter could not journal a timestamp: %s", error)
+    def interval(self) -> float:
+        return max(self.config["meta_delay_toleration_second"] / 2, MIN_TIMESTAMP_INTERVAL_SECONDS)
+
+    def print_time(self) -> None:
+        self.writer.commit_blocking([ops.Timestamp(int(time.time() * 1000))])

@@ -11,7 +11,7 @@ import threading
 import time
 
 from be.config import Config
-from fe.cluster.write_path import MetadataWriter
+from fe.cluster.write_path import MetadataWriter, repeat_while_leading
 from metadata import ops
 from metadata.catalog import Catalog
 
@@ -46,18 +46,12 @@ class RecycleBinCleaner:
         self.stopping = stopping
 
     def start(self) -> None:
-        threading.Thread(target=self._run, name="recycle-bin-cleaner", daemon=True).start()
+        repeat_while_leading(
+            "recycle-bin-cleaner", self.writer, self.stopping, self.interval, self.erase_expired
+        )
 
-    def _run(self) -> None:
-        while not self.stopping.wait(
-            max(self.config["catalog_trash_check_interval_second"], MIN_CHECK_INTERVAL_SECONDS)
-        ):
-            if not self.writer.is_leader():
-                continue
-            try:
-                self.erase_expired()
-            except Exception as error:
-                logger.warning("could not erase expired recycle bin entries: %s", error)
+    def interval(self) -> float:
+        return max(self.config["catalog_trash_check_interval_second"], MIN_CHECK_INTERVAL_SECONDS)
 
     def erase_expired(self) -> int:
         expired = expired_entries(

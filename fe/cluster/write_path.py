@@ -4,8 +4,10 @@ applied to the catalog, and the statement answered with the result (or the catal
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
+from collections.abc import Callable
 
 from be.config import Config
 from fe.client_errors import apply_failure, catalog_error, journal_error
@@ -15,6 +17,8 @@ from metadata.catalog import ApplyError, Catalog
 from metadata.codec import encode_ops
 from metadata.journal.replicated import ReplicatedJournal
 from metadata.records import RequestOutcome
+
+logger = logging.getLogger(__name__)
 
 MAX_OPS_PER_STATEMENT = 1024
 MAX_IDS_PER_ALLOCATION = 1_000_000
@@ -97,6 +101,32 @@ def answer_from_outcome(catalog: Catalog, outcome: RequestOutcome) -> None:
     refusal = catalog.refusal_of(outcome)
     if refusal is not None:
         raise catalog_error(refusal)
+
+
+def repeat_while_leading(
+    name: str,
+    writer: MetadataWriter,
+    stopping: threading.Event,
+    interval: Callable[[], float],
+    duty: Callable[[], object],
+    *,
+    at_once: bool = False,
+) -> None:
+    """A thread of its own that runs duty every interval() seconds while this FE leads, until
+    stopping is set; a failed run is logged and the next one tries again."""
+
+    def repeat() -> None:
+        wait = 0.0 if at_once else interval()
+        while not stopping.wait(wait):
+            wait = interval()
+            if not writer.is_leader():
+                continue
+            try:
+                duty()
+            except Exception as error:
+                logger.warning("%s did not run: %s", name, error)
+
+    threading.Thread(target=repeat, name=name, daemon=True).start()
 
 
 class Completions:

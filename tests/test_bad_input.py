@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from tests.harness import error_of, mariadb, mariadb_error, run
+from tests.harness import assert_mysql_error, error_of, mariadb, mariadb_error, run
 
 
 def _rss_bytes(node) -> int:
@@ -44,6 +44,12 @@ def test_show_like_that_would_backtrack_answers_at_once(quire, root):
         ("SELECT 2 ORDER BY 2", 1054, "42S22", "in 'order clause'"),
         ("SELECT (SELECT 1, 2)", 1241, "21000", "Operand should contain 1 column(s)"),
         ("SELECT *", 1096, "HY000", "No tables used"),
+        # found by tests/test_fuzz.py
+        ("SELECT DATE_ADD(1, @x)", 1064, "42000", "You have an error in your SQL syntax"),
+        ("SELECT STR_TO_DATE('2024-01-31')", 1582, "42000", "native function 'STR_TO_DATE'"),
+        ("SELECT CAST(18446744073709551616 AS SIGNED)", 1292, "22007", "DECIMAL(38,0)"),
+        ("SELECT * * 1 FROM information_schema.tables", 1064, "42000", "SQL syntax"),
+        ("SELECT 1 FROM information_schema.tables LIMIT -1", 1064, "42000", "SQL syntax"),
     ],
 )
 def test_bad_statements_get_mysqls_error_not_an_internal_one(
@@ -53,6 +59,7 @@ def test_bad_statements_get_mysqls_error_not_an_internal_one(
     assert got_code == code, message
     assert words in message
     assert "sqlglot" not in message and "<class" not in message
+    assert_mysql_error(got_code, message, sql)
     line = mariadb_error(quire, "root", "", sql)
     assert line.startswith(f"ERROR {code} ({sqlstate})"), line
     assert run(root, "SELECT 1") == ((1,),)

@@ -12,6 +12,8 @@ reading the old ones. Versions:
     2   a User record ends with its lock-out policy (failed_login_attempts, password_lock_seconds,
         lockout_epoch); operation SET_LOCKOUT_POLICY
     3   a Table record ends with its schema_version (1 for tables older versions wrote)
+    4   a Partition record ends with its LIST values, its properties and its rollups' tablets; a
+        Table record with its partition kind, temporary partitions and rollups
 """
 
 from __future__ import annotations
@@ -62,22 +64,25 @@ from metadata.records import (
     Grant,
     KeyModel,
     Partition,
+    PartitionKind,
     RecycledKind,
     RecycledObject,
     RequestOutcome,
+    Rollup,
     Table,
     User,
 )
 from metadata.types import parse_column_type
 
-FORMAT_VERSION = 3
-SUPPORTED_VERSIONS = frozenset({1, 2, 3})
+FORMAT_VERSION = 4
+SUPPORTED_VERSIONS = frozenset({1, 2, 3, 4})
 
 MAX_OPS_PER_BATCH = 65_536
 MAX_BATCH_BYTES = 64 * 1024 * 1024
 
 _KEY_MODELS = {model.value: model for model in KeyModel}
 _FRONTEND_ROLES = {role.value: role for role in FrontendRole}
+_PARTITION_KINDS = {kind.value: kind for kind in PartitionKind}
 
 
 class CodecError(ValueError):
@@ -173,21 +178,48 @@ def _encode_partition(partition: Partition) -> tuple:
         partition.upper,
         partition.tablet_start,
         partition.buckets,
+        partition.values,
+        partition.properties,
+        partition.rollup_tablets,
     )
 
 
+_PARTITION_FIELDS = ((int,), (str,), (tuple,), (tuple,), (int,), (int,))
+
+
 def _decode_partition(value: tuple) -> Partition:
-    if type(value) is not tuple or len(value) != 6:
-        raise CodecError(f"malformed Partition: expected 6 fields, got {value!r:.200}")
+    _expect(value, (*_PARTITION_FIELDS, (tuple,), (tuple,), (tuple,)), "Partition")
+    id_, name, lower, upper, tablet_start, buckets, values, properties, rollup_tablets = value
+    return Partition(
+        id_,
+        name,
+        _shared(lower),
+        _shared(upper),
+        tablet_start,
+        buckets,
+        _shared(values),
+        _shared(properties),
+        _int_pairs(rollup_tablets),
+    )
+
+
+def _decode_partition_version_3(value: tuple) -> Partition:
+    _expect(value, _PARTITION_FIELDS, "Partition")
     id_, name, lower, upper, tablet_start, buckets = value
-    if not (
-        type(id_) is int
-        and type(name) is str
-        and type(tablet_start) is int
-        and type(buckets) is int
-    ):
-        raise CodecError(f"malformed Partition: {value!r:.200}")
     return Partition(id_, name, _shared(lower), _shared(upper), tablet_start, buckets)
+
+
+def _encode_rollup(rollup: Rollup) -> tuple:
+    return (rollup.id, rollup.name, rollup.columns, rollup.key_columns, rollup.schema_version)
+
+
+def _decode_rollup(value: tuple) -> Rollup:
+    _expect(value, ((int,), (str,), (tuple,), (tuple,), (int,)), "Rollup")
+    id_, name, columns, key_columns, schema_version = value
+    try:
+        return Rollup(id_, name, _shared(columns), _shared(key_columns), schema_version)
+    except AssertionError:
+        raise CodecError(f"malformed Rollup: {value!r:.200}") from None
 
 
 def _encode_table(table: Table) -> tuple:
@@ -206,22 +238,48 @@ def _encode_table(table: Table) -> tuple:
         table.comment,
         table.engine,
         table.schema_version,
+        table.partition_kind.value,
+        tuple(map(_encode_partition, table.temporary_partitions)),
+        tuple(map(_encode_rollup, table.rollups)),
     )
 
 
 def _decode_table(value: tuple) -> Table:
+    if type(value) is not tuple or len(value) != 17:
+        raise CodecError(f"malformed Table: expected 17 fields, got {value!r:.200}")
+    *fields, partition_kind, temporary_partitions, rollups = value
+    if partition_kind not in _PARTITION_KINDS or not (
+        type(temporary_partitions) is tuple and type(rollups) is tuple
+    ):
+        raise CodecError(f"malformed Table: {value!r:.200}")
+    return _decode_table_fields(
+        fields,
+        _decode_partition,
+        _PARTITION_KINDS[partition_kind],
+        tuple(map(_decode_partition, temporary_partitions)),
+        tuple(map(_decode_rollup, rollups)),
+    )
+
+
+def _decode_table_version_3(value: tuple) -> Table:
     if type(value) is not tuple or len(value) != 14:
         raise CodecError(f"malformed Table: expected 14 fields, got {value!r:.200}")
-    return _decode_table_fields(value)
+    return _decode_table_fields(value, _decode_partition_version_3)
 
 
 def _decode_table_version_2(value: tuple) -> Table:
     if type(value) is not tuple or len(value) != 13:
         raise CodecError(f"malformed Table: expected 13 fields, got {value!r:.200}")
-    return _decode_table_fields((*value, 1))
+    return _decode_table_fields((*value, 1), _decode_partition_version_3)
 
 
-def _decode_table_fields(value: tuple) -> Table:
+def _decode_table_fields(
+    value: Sequence,
+    decode_partition: Callable[[tuple], Partition],
+    partition_kind: PartitionKind = PartitionKind.RANGE,
+    temporary_partitions: tuple[Partition, ...] = (),
+    rollups: tuple[Rollup, ...] = (),
+) -> Table:
     (
         id_,
         db_id,
@@ -251,22 +309,28 @@ def _decode_table_fields(value: tuple) -> Table:
         and schema_version >= 1
     ):
         raise CodecError(f"malformed Table: {value!r:.200}")
-    return Table(
-        id_,
-        db_id,
-        name,
-        tuple(map(_decode_column, columns)),
-        _KEY_MODELS[key_model],
-        _shared(key_columns),
-        _shared(distribution_columns),
-        buckets,
-        _shared(partition_columns),
-        tuple(map(_decode_partition, partitions)),
-        _shared(properties),
-        comment,
-        engine,
-        schema_version,
-    )
+    try:
+        return Table(
+            id_,
+            db_id,
+            name,
+            tuple(map(_decode_column, columns)),
+            _KEY_MODELS[key_model],
+            _shared(key_columns),
+            _shared(distribution_columns),
+            buckets,
+            _shared(partition_columns),
+            tuple(map(decode_partition, partitions)),
+            _shared(properties),
+            comment,
+            engine,
+            schema_version,
+            partition_kind,
+            temporary_partitions,
+            rollups,
+        )
+    except AssertionError:
+        raise CodecError(f"malformed Table: {value!r:.200}") from None
 
 
 def _encode_database(database: Database) -> tuple:
@@ -381,7 +445,11 @@ def _encode_recycled(recycled: RecycledObject) -> tuple:
     )
 
 
-def _decode_recycled(value: tuple) -> RecycledObject:
+def _decode_recycled(
+    value: tuple,
+    decode_table: Callable[[tuple], Table] = _decode_table,
+    decode_partition: Callable[[tuple], Partition] = _decode_partition,
+) -> RecycledObject:
     _expect(
         value,
         ((str,), (int,), (int,), (int,), (tuple, _NONE), (tuple,), (tuple, _NONE)),
@@ -397,11 +465,15 @@ def _decode_recycled(value: tuple) -> RecycledObject:
             db_id,
             table_id,
             None if database is None else _decode_database(database),
-            tuple(map(_decode_table, tables)),
-            None if partition is None else _decode_partition(partition),
+            tuple(map(decode_table, tables)),
+            None if partition is None else decode_partition(partition),
         )
     except AssertionError:
         raise CodecError(f"malformed RecycledObject: {value!r:.200}") from None
+
+
+def _decode_recycled_version_3(value: tuple) -> RecycledObject:
+    return _decode_recycled(value, _decode_table_version_3, _decode_partition_version_3)
 
 
 def _array(value: Any) -> tuple:
@@ -422,6 +494,7 @@ def _int_pairs(value: Any) -> tuple[tuple[int, int], ...]:
 _RECORD_CODECS: dict[type, tuple[Callable[[Any], tuple], Callable[[Sequence], Any]]] = {
     Column: (_encode_column, _decode_column),
     Partition: (_encode_partition, _decode_partition),
+    Rollup: (_encode_rollup, _decode_rollup),
     Table: (_encode_table, _decode_table),
     Database: (_encode_database, _decode_database),
     Grant: (_encode_grant, _decode_grant),
@@ -445,6 +518,11 @@ def encode_record(record: Any) -> tuple:
 _RECORD_DECODERS_OF_VERSION: dict[int, dict[type, Callable[[Sequence], Any]]] = {
     1: {User: _decode_user_version_1, Table: _decode_table_version_2},
     2: {Table: _decode_table_version_2},
+    3: {
+        Table: _decode_table_version_3,
+        Partition: _decode_partition_version_3,
+        RecycledObject: _decode_recycled_version_3,
+    },
 }
 
 
@@ -649,13 +727,27 @@ _OP_ENCODERS = {op_class: (code, encode) for code, (op_class, _, encode, _) in _
 _OP_DECODERS = {
     int(code): (arity + 1, decode) for code, (_, arity, _, decode) in _OP_CODECS.items()
 }
+_OP_DECODERS_VERSION_3 = {
+    **_OP_DECODERS,
+    int(OpCode.CREATE_TABLE): (2, lambda a: CreateTable(_decode_table_version_3(a[1]))),
+    int(OpCode.REPLACE_TABLE): (2, lambda a: ReplaceTable(_decode_table_version_3(a[1]))),
+    int(OpCode.TRUNCATE_TABLE): (
+        3,
+        lambda a: TruncateTable(_int(a[1]), tuple(map(_decode_partition_version_3, _array(a[2])))),
+    ),
+}
 _OP_DECODERS_VERSION_2 = {
-    **{code: entry for code, entry in _OP_DECODERS.items() if code != OpCode.CLIENT_REQUEST},
+    **{
+        code: entry
+        for code, entry in _OP_DECODERS_VERSION_3.items()
+        if code != OpCode.CLIENT_REQUEST
+    },
     int(OpCode.CREATE_TABLE): (2, lambda a: CreateTable(_decode_table_version_2(a[1]))),
     int(OpCode.REPLACE_TABLE): (2, lambda a: ReplaceTable(_decode_table_version_2(a[1]))),
 }
 _OP_DECODERS_OF_VERSION = {
     FORMAT_VERSION: _OP_DECODERS,
+    3: _OP_DECODERS_VERSION_3,
     2: _OP_DECODERS_VERSION_2,
     1: {
         **{

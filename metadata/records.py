@@ -19,6 +19,11 @@ class KeyModel(StrEnum):
     AGGREGATE = "AGGREGATE"
 
 
+class PartitionKind(StrEnum):
+    RANGE = "RANGE"
+    LIST = "LIST"
+
+
 class FrontendRole(StrEnum):
     FOLLOWER = "FOLLOWER"
     OBSERVER = "OBSERVER"
@@ -50,10 +55,30 @@ class Partition:
     upper: tuple[str, ...] = ()  # exclusive ("VALUES LESS THAN"); () means MAXVALUE
     tablet_start: int = 0  # tablets are ids tablet_start .. tablet_start + buckets - 1
     buckets: int = 1
+    # LIST partition values: one tuple of SQL literals (one per partition column) per value.
+    values: tuple[tuple[str, ...], ...] = ()
+    properties: tuple[tuple[str, str], ...] = ()  # its own, e.g. replication_num
+    # The tablets of each rollup in this partition: (rollup id, its first tablet id), `buckets`
+    # tablets each, like the base index's.
+    rollup_tablets: tuple[tuple[int, int], ...] = ()
 
     @property
     def tablet_ids(self) -> range:
         return range(self.tablet_start, self.tablet_start + self.buckets)
+
+
+@dataclass(frozen=True, slots=True)
+class Rollup:
+    """A materialized index of a table: some of its columns, in their own key order."""
+
+    id: int
+    name: str
+    columns: tuple[str, ...]  # key columns first
+    key_columns: tuple[str, ...]
+    schema_version: int = 1
+
+    def __post_init__(self) -> None:
+        assert self.columns[: len(self.key_columns)] == self.key_columns, self
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +100,9 @@ class Table:
     engine: str = "olap"
     # 1 at CREATE TABLE; the catalog's apply adds 1 whenever the columns or the keys change.
     schema_version: int = 1
+    partition_kind: PartitionKind = PartitionKind.RANGE  # of partition_columns, if any
+    temporary_partitions: tuple[Partition, ...] = ()  # ADD TEMPORARY PARTITION, not yet swapped in
+    rollups: tuple[Rollup, ...] = ()
 
     def column(self, name: str) -> Column | None:
         lowered = name.lower()

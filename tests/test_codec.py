@@ -43,6 +43,8 @@ from metadata.records import (
     Grant,
     KeyModel,
     Partition,
+    PartitionKind,
+    Rollup,
     Table,
     User,
 )
@@ -63,12 +65,33 @@ FULL_TABLE = Table(
     buckets=16,
     partition_columns=("id",),
     partitions=(
-        Partition(10_002, "p_low", (), ("100",), tablet_start=20_000, buckets=16),
+        Partition(
+            10_002,
+            "p_low",
+            (),
+            ("100",),
+            tablet_start=20_000,
+            buckets=16,
+            properties=(("replication_num", "1"),),
+            rollup_tablets=((10_005, 20_048),),
+        ),
         Partition(10_003, "p_high", ("100",), (), tablet_start=20_016, buckets=16),
     ),
     properties=(("replication_num", "3"), ("storage_medium", "SSD")),
     comment="table des commandes",
     engine="olap",
+    temporary_partitions=(Partition(10_004, "tp", ("100",), ("200",), 20_032, 16),),
+    rollups=(Rollup(10_005, "r_amount", ("id", "amount"), ("id",), schema_version=2),),
+)
+LIST_TABLE = Table(
+    id=11,
+    db_id=4,
+    name="by_city",
+    columns=(Column("city", "VARCHAR(20)", nullable=False, is_key=True), Column("n", "INT")),
+    key_columns=("city",),
+    partition_columns=("city", "n"),
+    partition_kind=PartitionKind.LIST,
+    partitions=(Partition(12, "p_north", values=(("'Oslo'", "1"), ("'Bergen'", "2"))),),
 )
 MINIMAL_TABLE = Table(id=5, db_id=4, name="t", columns=())
 
@@ -161,6 +184,8 @@ def test_encoding_is_compact():
     [
         FULL_TABLE,
         MINIMAL_TABLE,
+        LIST_TABLE,
+        FULL_TABLE.rollups[0],
         FULL_TABLE.columns[1],
         FULL_TABLE.partitions[1],
         Database(1, "d"),
@@ -295,6 +320,30 @@ def test_version_1_knows_neither_the_new_user_fields_nor_the_new_operation():
     version_2_policy = encode_ops([ONE_OP_PER_CODE[OpCode.SET_LOCKOUT_POLICY]])
     with pytest.raises(CodecError, match="unknown op code 25"):
         decode_ops(bytes([1]) + version_2_policy[1:])
+
+
+# A batch version 3 wrote (a range-partitioned CREATE TABLE, then a TRUNCATE), kept byte for byte.
+VERSION_3_BATCH = bytes.fromhex(
+    "0392920a9e0706a1749298a16ba3494e54c2c0a0c3c0c298a176aa56415243484152283829c3c0a0c2c0c2a944"
+    "55504c494341544591a16b91a16b0291a16b919608a270319091a23130140290a0a46f6c617002933907919609"
+    "a270319091a231301e02"
+)
+
+
+def test_version_3_batches_decode_as_range_partitioned_without_rollups():
+    create, truncate = decode_ops(VERSION_3_BATCH)
+    table = create.table
+    assert (table.name, table.schema_version, table.partition_kind) == ("t", 2, PartitionKind.RANGE)
+    assert table.partitions == (Partition(8, "p1", (), ("10",), 20, 2),)
+    assert (table.temporary_partitions, table.rollups) == ((), ())
+    assert truncate == TruncateTable(7, (Partition(9, "p1", (), ("10",), 30, 2),))
+    with pytest.raises(CodecError, match="expected 17 fields"):
+        decode_ops(bytes([codec.FORMAT_VERSION]) + VERSION_3_BATCH[1:])
+    assert decode_ops(encode_ops([create, truncate])) == [create, truncate]
+
+
+def test_a_list_partitioned_table_round_trips():
+    assert decode_ops(encode_ops([CreateTable(LIST_TABLE)]))[0].table == LIST_TABLE
 
 
 def test_records_decode_as_the_version_that_wrote_them():

@@ -142,6 +142,12 @@ FE_KEYS = (
         comment="Seconds a DDL statement waits for its journal commit before failing.",
     ),
     Key(
+        "kill_forward_timeout_second",
+        10,
+        mutable=True,
+        comment="Seconds a KILL waits for the frontend that owns the connection to answer.",
+    ),
+    Key(
         "statement_cache_size",
         4096,
         comment="Statements whose parsed form is cached per FE (repeated statements skip parsing).",

@@ -46,7 +46,9 @@ from metadata.ops import (
     UpdateFrontend,
 )
 from metadata.records import (
+    CONNECTION_PREFIXES,
     LOCKED_UNTIL_UNLOCK,
+    NO_CONNECTION_PREFIX,
     Backend,
     Database,
     Frontend,
@@ -310,7 +312,9 @@ class Catalog:
         catalog.dbs = dict(snap.dbs)
         catalog.tables = dict(snap.tables)
         catalog.users = dict(snap.users)
-        catalog.frontends = dict(snap.frontends)
+        catalog.frontends = {}
+        for frontend in snap.frontends.values():  # images before codec 4 gave no prefixes
+            catalog._add_frontend(AddFrontend(frontend))
         catalog.backends = dict(snap.backends)
         catalog.global_variables = dict(snap.global_variables)
         catalog.raft_term = snap.raft_term
@@ -525,6 +529,16 @@ class Catalog:
                 op,
                 f"frontend {frontend.host}:{frontend.edit_log_port} already exists as '{clash.name}'",
             )
+        taken = {f.connection_prefix for f in self.frontends.values()}
+        if frontend.connection_prefix == NO_CONNECTION_PREFIX:
+            free = next((p for p in range(CONNECTION_PREFIXES) if p not in taken), None)
+            if free is None:
+                raise ApplyError(op, f"a cluster holds at most {CONNECTION_PREFIXES} frontends")
+            frontend = replace(frontend, connection_prefix=free)
+        elif frontend.connection_prefix in taken:
+            raise ApplyError(
+                op, f"connection prefix {frontend.connection_prefix} is already in use"
+            )
         self.frontends[frontend.name] = frontend
         return frontend
 
@@ -542,6 +556,7 @@ class Catalog:
                 op,
                 f"frontend '{frontend.name}' may only change its HTTP and query ports",
             )
+        frontend = replace(frontend, connection_prefix=existing.connection_prefix)
         self.frontends[frontend.name] = frontend
         return frontend
 

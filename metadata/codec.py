@@ -13,7 +13,8 @@ reading the old ones. Versions:
         lockout_epoch); operation SET_LOCKOUT_POLICY
     3   a Table record ends with its schema_version (1 for tables older versions wrote)
     4   a Partition record ends with its LIST values, its properties and its rollups' tablets; a
-        Table record with its partition kind, temporary partitions and rollups
+        Table record with its partition kind, temporary partitions and rollups; a Frontend
+        record with its connection prefix
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ from metadata.ops import (
     UpdateFrontend,
 )
 from metadata.records import (
+    CONNECTION_PREFIXES,
+    NO_CONNECTION_PREFIX,
     Backend,
     Column,
     Database,
@@ -387,13 +390,29 @@ def _encode_frontend(frontend: Frontend) -> tuple:
         frontend.http_port,
         frontend.query_port,
         frontend.role.value,
+        frontend.connection_prefix,
     )
 
 
+_FRONTEND_FIELDS = ((str,), (str,), (int,), (int,), (int,), (str,))
+
+
 def _decode_frontend(value: tuple) -> Frontend:
-    _expect(value, ((str,), (str,), (int,), (int,), (int,), (str,)), "Frontend")
+    _expect(value, (*_FRONTEND_FIELDS, (int,)), "Frontend")
+    *fields, connection_prefix = value
+    if not NO_CONNECTION_PREFIX <= connection_prefix < CONNECTION_PREFIXES:
+        raise CodecError(f"malformed Frontend: {value!r:.200}")
+    return _decode_frontend_version_3(fields, connection_prefix)
+
+
+def _decode_frontend_version_3(
+    value: Sequence, connection_prefix: int = NO_CONNECTION_PREFIX
+) -> Frontend:
+    _expect(tuple(value), _FRONTEND_FIELDS, "Frontend")
     name, host, edit_log_port, http_port, query_port, role = value
-    return Frontend(name, host, edit_log_port, http_port, query_port, _FRONTEND_ROLES[role])
+    return Frontend(
+        name, host, edit_log_port, http_port, query_port, _FRONTEND_ROLES[role], connection_prefix
+    )
 
 
 def _encode_backend(backend: Backend) -> tuple:
@@ -516,9 +535,14 @@ def encode_record(record: Any) -> tuple:
 
 # What older versions decode differently from FORMAT_VERSION.
 _RECORD_DECODERS_OF_VERSION: dict[int, dict[type, Callable[[Sequence], Any]]] = {
-    1: {User: _decode_user_version_1, Table: _decode_table_version_2},
-    2: {Table: _decode_table_version_2},
+    1: {
+        User: _decode_user_version_1,
+        Table: _decode_table_version_2,
+        Frontend: _decode_frontend_version_3,
+    },
+    2: {Table: _decode_table_version_2, Frontend: _decode_frontend_version_3},
     3: {
+        Frontend: _decode_frontend_version_3,
         Table: _decode_table_version_3,
         Partition: _decode_partition_version_3,
         RecycledObject: _decode_recycled_version_3,
@@ -735,6 +759,8 @@ _OP_DECODERS_VERSION_3 = {
         3,
         lambda a: TruncateTable(_int(a[1]), tuple(map(_decode_partition_version_3, _array(a[2])))),
     ),
+    int(OpCode.ADD_FRONTEND): (2, lambda a: AddFrontend(_decode_frontend_version_3(a[1]))),
+    int(OpCode.UPDATE_FRONTEND): (2, lambda a: UpdateFrontend(_decode_frontend_version_3(a[1]))),
 }
 _OP_DECODERS_VERSION_2 = {
     **{

@@ -167,6 +167,11 @@ class RequestOutcome:
     refused_op: bytes = b""  # that operation, as the codec encodes a batch of one
 
 
+# A frontend's connection ids carry its connection prefix in their high bits (one byte).
+CONNECTION_PREFIXES = 256
+NO_CONNECTION_PREFIX = -1  # not given yet: the catalog gives the lowest free one when it adds it
+
+
 @dataclass(frozen=True, slots=True)
 class Frontend:
     name: str
@@ -175,6 +180,10 @@ class Frontend:
     http_port: int = 0
     query_port: int = 0
     role: FrontendRole = FrontendRole.FOLLOWER
+    connection_prefix: int = NO_CONNECTION_PREFIX
+
+    def __post_init__(self) -> None:
+        assert NO_CONNECTION_PREFIX <= self.connection_prefix < CONNECTION_PREFIXES, self
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,6 +45,7 @@ from metadata.ops import (
     SetPassword,
     Timestamp,
     TruncateTable,
+    UpdateFrontend,
 )
 from metadata.records import (
     Backend,
@@ -290,6 +291,34 @@ def test_users_passwords_and_grants():
     catalog.apply(DropUser("alice", "%"))
     assert ("alice", "%") not in catalog.users
     assert error_of(catalog, DropUser("alice", "%")).code == 1396
+
+
+def test_a_frontend_keeps_its_connection_prefix_while_others_come_and_go(tmp_path):
+    catalog = Catalog()
+    for port in (9010, 9011, 9012):
+        catalog.apply(AddFrontend(Frontend(f"fe_{port}", "127.0.0.1", port)))
+    catalog.apply(DropFrontend("fe_9011"))
+    catalog.apply(UpdateFrontend(Frontend("fe_9012", "127.0.0.1", 9012, 8030, 9030)))
+    catalog.apply(AddFrontend(Frontend("fe_9013", "127.0.0.1", 9013)))
+    prefixes = {name: f.connection_prefix for name, f in catalog.frontends.items()}
+    assert prefixes == {"fe_9010": 0, "fe_9012": 2, "fe_9013": 1}
+    assert catalog.frontends["fe_9012"].query_port == 9030
+    taken = AddFrontend(Frontend("fe_9014", "127.0.0.1", 9014, connection_prefix=2))
+    assert "connection prefix 2 is already in use" in str(error_of(catalog, taken))
+    info = ImageStore(tmp_path).write(catalog.snapshot())
+    assert load_image(info.path).frontends == catalog.frontends
+    replayed = Catalog()
+    for raft_index, op in enumerate(codec.decode_ops(encode_ops(list(_frontend_ops()))), 1):
+        replayed.apply_entry(raft_index, encode_ops([op]))
+    assert {n: f.connection_prefix for n, f in replayed.frontends.items()} == prefixes
+
+
+def _frontend_ops():
+    yield from (AddFrontend(Frontend(f"fe_{port}", "127.0.0.1", port)) for port in (9010, 9011))
+    yield AddFrontend(Frontend("fe_9012", "127.0.0.1", 9012))
+    yield DropFrontend("fe_9011")
+    yield UpdateFrontend(Frontend("fe_9012", "127.0.0.1", 9012, 8030, 9030))
+    yield AddFrontend(Frontend("fe_9013", "127.0.0.1", 9013))
 
 
 def test_frontends_backends_variables_timestamps_and_next_id():

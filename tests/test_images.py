@@ -133,6 +133,8 @@ def test_an_image_written_by_codec_version_1_still_loads(tmp_path, monkeypatch):
     # Version 1 stores no schema versions: a catalog whose tables never changed columns, all at 1.
     for op in [*initial_ops(), *(op for op in ddl_ops(20) if not isinstance(op, ReplaceTable))]:
         catalog.apply(op)
+    for port in (9010, 9011):  # given connection prefixes 0 and 1, which version 1 does not store
+        catalog.apply(AddFrontend(Frontend(f"fe_{port}", "127.0.0.1", port)))
     version_1_user = (
         lambda user: (
             user.name,
@@ -154,10 +156,13 @@ def test_an_image_written_by_codec_version_1_still_loads(tmp_path, monkeypatch):
             codec._decode_table,
         )
         version_1.setitem(codec._RECORD_CODECS, Table, version_1_table)
+        version_1_frontend = (lambda f: codec._encode_frontend(f)[:-1], codec._decode_frontend)
+        version_1.setitem(codec._RECORD_CODECS, Frontend, version_1_frontend)
         info = ImageStore(tmp_path).write(catalog.snapshot())
     loaded = load_image(info.path)
     assert loaded.canonical_dump() == catalog.canonical_dump()
     assert loaded.users[("root", "%")].failed_login_attempts == 0
+    assert [f.connection_prefix for f in loaded.frontends.values()] == [0, 1]
 
 
 def test_empty_catalog_and_missing_directory(tmp_path):

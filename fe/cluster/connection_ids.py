@@ -1,6 +1,6 @@
-"""Connection ids unique across the cluster: the high bits name the FE (its place among the
-frontends in the order they were added), the low bits count its own connections. KILL of an id
-another FE owns is sent to that FE."""
+"""Connection ids unique across the cluster: the high bits are the FE's connection prefix (which
+the catalog gives it when it is added, and journals), the low bits count its own connections.
+KILL of an id another FE owns is sent to that FE."""
 
 from __future__ import annotations
 
@@ -10,33 +10,22 @@ import requests
 
 from fe.mysql.errors import QueryError
 from metadata.catalog import Catalog
-from metadata.records import Frontend
+from metadata.records import CONNECTION_PREFIXES, Frontend
 
 COUNTER_BITS = 24
-MAX_FRONTENDS = 1 << (32 - COUNTER_BITS)
+assert CONNECTION_PREFIXES == 1 << (32 - COUNTER_BITS)
 KILL_PATH = "/api/kill"
-KILL_TIMEOUT_SECONDS = 10
-
-
-def _added_order(frontend: Frontend) -> tuple[int, str]:
-    stamp = frontend.name.rpartition("_")[2]
-    return (int(stamp) if stamp.isdigit() else 0, frontend.name)
-
-
-def _in_added_order(catalog: Catalog) -> list[Frontend]:
-    return sorted(list(catalog.frontends.values()), key=_added_order)
 
 
 def frontend_prefix(catalog: Catalog, name: str) -> int:
     """The high bits of the ids the FE named name gives its connections (0 while it is unknown)."""
-    names = [frontend.name for frontend in _in_added_order(catalog)]
-    return names.index(name) % MAX_FRONTENDS if name in names else 0
+    frontend = catalog.frontends.get(name)
+    return 0 if frontend is None else max(frontend.connection_prefix, 0)
 
 
 def owner_of(catalog: Catalog, connection_id: int) -> Frontend | None:
-    frontends = _in_added_order(catalog)
-    index = connection_id >> COUNTER_BITS
-    return frontends[index] if index < len(frontends) else None
+    prefix = connection_id >> COUNTER_BITS
+    return next((f for f in catalog.frontends.values() if f.connection_prefix == prefix), None)
 
 
 def kill_here(front, connection_id: int, query_only: bool, user: str, is_admin: bool) -> None:
@@ -49,13 +38,13 @@ def kill_here(front, connection_id: int, query_only: bool, user: str, is_admin: 
     front.kill(connection_id, query_only)
 
 
-async def kill_on(owner: Frontend, token: str, request: dict) -> None:
+async def kill_on(owner: Frontend, token: str, request: dict, timeout: float) -> None:
     """KILL on the FE that owns the connection; its refusal is raised as this FE's."""
     url = f"http://{owner.host}:{owner.http_port}{KILL_PATH}"
 
     def post() -> dict:
         response = requests.post(
-            url, json=request, headers={"X-Quire-Token": token}, timeout=KILL_TIMEOUT_SECONDS
+            url, json=request, headers={"X-Quire-Token": token}, timeout=timeout
         )
         response.raise_for_status()
         return response.json()

@@ -64,7 +64,8 @@ async def kill(session, statement: st.Kill) -> Result:
             "user": user,
             "is_admin": is_admin,
         }
-        await connection_ids.kill_on(owner, services.this.token, request)
+        timeout = services.config["kill_forward_timeout_second"]
+        await connection_ids.kill_on(owner, services.this.token, request, timeout)
     return Result()
 
 

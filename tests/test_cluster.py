@@ -118,6 +118,12 @@ def test_writes_on_an_observer_are_forwarded_with_read_your_write(tmp_path, lead
             cursor.execute("SET GLOBAL wait_timeout = 1234")
             cursor.execute("SELECT @@global.wait_timeout")
             assert cursor.fetchone() == (1234,)
+            # A statement of several MB is forwarded whole (a long comment, JSON-escaped).
+            comment = '\u00e9"' * 250_000
+            cursor.execute(f"CREATE TABLE long_comment (k INT) COMMENT '{comment}'")
+            cursor.execute("SELECT table_comment FROM information_schema.tables "
+                           "WHERE table_name = 'long_comment'")  # fmt: skip
+            assert cursor.fetchone() == (comment,)
         connection.close()
         assert {f"fw_{i}" for i in range(20)} <= tables(leader, "shared")
         # A prepared write is forwarded too, its typed values written out for the leader.

@@ -106,37 +106,47 @@ def test_the_leader_runs_only_statements_that_are_forwarded(leader):
     url = f"http://127.0.0.1:{leader.http_port}/api/forward"
 
     def forward(sql: str, request_id: str | None = None) -> dict:
-        request = {"sql": sql, "user": "root", "user_host": "%"}
-        request["request_id"] = request_id or uuid.uuid4().hex
+        request = {"version": 1, "sql": sql, "user": "root", "user_host": "%", "database": None}
+        request |= {"variables": {}, "request_id": request_id or uuid.uuid4().hex}
         body = json.dumps(request)
         status, answer = curl("-X", "POST", "-H", f"X-Quire-Token: {token}", "-d", body, url)
         assert status == 200, answer
         return json.loads(answer)
 
     for sql in ("SELECT 1", "SHOW DATABASES", "SET SESSION query_timeout = 30", "KILL 1"):
-        assert forward(sql)["code"] == 1105, sql
-    assert "journal_id" in forward("CREATE DATABASE forwarded")
+        answer = forward(sql)
+        assert (answer["outcome"], answer["code"]) == ("refused", 1105), sql
+    assert forward("CREATE DATABASE forwarded")["outcome"] == "done"
     assert ("forwarded",) in execute(leader, "SHOW DATABASES")
 
     # Sent again with its id (the FE retries after a failover), a statement takes effect once
     # and gets the first answer: success for the one that made the database, 1007 for another.
     first = forward("CREATE DATABASE once", request_id="r-once")
     again = forward("CREATE DATABASE once", request_id="r-once")
-    assert "code" not in again and again["journal_id"] >= first["journal_id"]
+    assert again["outcome"] == "done" and again["journal_id"] >= first["journal_id"]
     assert forward("CREATE DATABASE once")["code"] == 1007
     assert forward("CREATE DATABASE forwarded", request_id="r-refused")["code"] == 1007
     assert forward("CREATE DATABASE forwarded", request_id="r-refused")["code"] == 1007
     names = [row[0] for row in execute(leader, "SHOW DATABASES")]
     assert names.count("once") == 1
 
-    # Without an id, or with one that is not an id, the leader runs nothing.
-    body = json.dumps({"sql": "CREATE DATABASE unmarked", "user": "root", "user_host": "%"})
-    status, _ = curl("-X", "POST", "-H", f"X-Quire-Token: {token}", "-d", body, url)
-    assert status == 400
-    status, _ = curl(
-        "-X", "POST", "-H", f"X-Quire-Token: {token}", "-d",
-        json.dumps({"sql": "CREATE DATABASE unmarked", "user": "root", "request_id": "x" * 65}),
-        url,
-    )  # fmt: skip
-    assert status == 400
+    # Without an id, with one that is not an id, or in any other shape than a version 1
+    # forward request, the leader runs nothing and says why.
+    unmarked = {"version": 1, "sql": "CREATE DATABASE unmarked", "user": "root"}
+    unmarked |= {"user_host": "%", "database": None, "variables": {}}
+    for body in (
+        unmarked,
+        {**unmarked, "request_id": "x" * 65},
+        {**unmarked, "request_id": "r", "version": 2},
+        {**unmarked, "request_id": "r", "variables": {"a": [1]}},
+        {**unmarked, "request_id": "r", "user": 7},
+        {**unmarked, "request_id": "r", "retry": True},
+        [unmarked],
+    ):
+        status, answer = curl(
+            "-X", "POST", "-H", f"X-Quire-Token: {token}", "-d", json.dumps(body), url
+        )  # fmt: skip
+        assert status == 400 and "ForwardRequest" in json.loads(answer)["msg"], (body, answer)
+    status, answer = curl("-X", "POST", "-H", f"X-Quire-Token: {token}", "-d", "{not json", url)
+    assert status == 400 and "not JSON" in answer
     assert ("unmarked",) not in execute(leader, "SHOW DATABASES")

@@ -8,6 +8,7 @@ import asyncio
 
 import requests
 
+from fe.cluster.frontend_messages import KillAnswer, KillRequest, MessageError
 from fe.mysql.errors import QueryError
 from metadata.catalog import Catalog
 from metadata.records import CONNECTION_PREFIXES, Frontend
@@ -38,22 +39,22 @@ def kill_here(front, connection_id: int, query_only: bool, user: str, is_admin: 
     front.kill(connection_id, query_only)
 
 
-async def kill_on(owner: Frontend, token: str, request: dict, timeout: float) -> None:
+async def kill_on(owner: Frontend, token: str, request: KillRequest, timeout: float) -> None:
     """KILL on the FE that owns the connection; its refusal is raised as this FE's."""
     url = f"http://{owner.host}:{owner.http_port}{KILL_PATH}"
 
-    def post() -> dict:
+    def post() -> KillAnswer:
         response = requests.post(
-            url, json=request, headers={"X-Quire-Token": token}, timeout=timeout
+            url, json=request.to_json(), headers={"X-Quire-Token": token}, timeout=timeout
         )
         response.raise_for_status()
-        return response.json()
+        return KillAnswer.from_bytes(response.content)
 
     try:
         answer = await asyncio.to_thread(post)
-    except (requests.RequestException, ValueError) as error:
+    except (requests.RequestException, MessageError) as error:
         raise QueryError(
             1105, f"Could not reach frontend {owner.name} that owns the connection: {error}"
         ) from None
-    if "code" in answer:
-        raise QueryError(answer["code"], answer["message"])
+    if answer.code:
+        raise QueryError(answer.code, answer.message)

@@ -16,6 +16,7 @@ import requests
 from urllib3.exceptions import NewConnectionError
 
 from be.config import Config
+from fe.cluster.frontend_messages import ForwardAnswer, ForwardOutcome, ForwardRequest, MessageError
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
 from metadata.catalog import Catalog
@@ -56,22 +57,22 @@ class Forwarder:
         raise QueryError(1105, f"The leader {leader} is not in this FE's catalog yet; retry")
 
     async def forward(self, session, sql: str) -> Result:
-        request = {
-            "request_id": secrets.token_hex(16),
-            "sql": sql,
-            "user": session.username,
-            "user_host": session.user_host,
-            "database": session.database,
-            "variables": session.changed_variables(),
-        }
+        request = ForwardRequest(
+            secrets.token_hex(16),
+            sql,
+            session.username,
+            session.user_host,
+            session.database,
+            session.changed_variables(),
+        )
         timeout = self.config["journal_commit_timeout_second"]
         answer = await self._answer(request, timeout)
-        if "code" in answer:
-            raise QueryError(answer["code"], answer["message"], answer.get("sqlstate"))
-        await self.wait_replayed(answer["journal_id"], timeout)
-        return Result(affected_rows=answer.get("affected_rows", 0), info=answer.get("info", ""))
+        if answer.outcome == ForwardOutcome.REFUSED:
+            raise QueryError(answer.code, answer.message, answer.sqlstate)
+        await self.wait_replayed(answer.journal_id, timeout)
+        return Result(affected_rows=answer.affected_rows, info=answer.info)
 
-    async def _answer(self, request: dict, timeout: float) -> dict:
+    async def _answer(self, request: ForwardRequest, timeout: float) -> ForwardAnswer:
         """The leader's answer. While no leader is known, or the one asked died or stepped down
         before answering, ask again (the new leader) for FAILOVER_SECONDS. The request's id
         goes into the statement's journal entry, so a statement sent twice takes effect once and
@@ -84,14 +85,14 @@ class Forwarder:
                 response = await asyncio.to_thread(
                     self._http.post,
                     url,
-                    json=request,
+                    json=request.to_json(),
                     headers={"X-Quire-Token": self.token},
                     timeout=timeout,
                 )
                 answer = _answer_of(response)
-                if not answer.get("retry"):
+                if answer.outcome != ForwardOutcome.NOT_LEADER:
                     return answer
-                failure = answer["message"]
+                failure = answer.message
             except QueryError as error:  # no leader known yet
                 failure = error.message
             except requests.Timeout:
@@ -117,16 +118,13 @@ class Forwarder:
             await asyncio.sleep(REPLAY_POLL_SECONDS)
 
 
-def _answer_of(response: requests.Response) -> dict:
+def _answer_of(response: requests.Response) -> ForwardAnswer:
     if response.status_code != 200:
         raise QueryError(1105, f"The leader refused the statement: HTTP {response.status_code}")
     try:
-        answer = response.json()
-    except ValueError:
-        raise QueryError(1105, "The leader's answer could not be read") from None
-    if not isinstance(answer, dict):
-        raise QueryError(1105, "The leader's answer could not be read")
-    return answer
+        return ForwardAnswer.from_bytes(response.content)
+    except MessageError as error:
+        raise QueryError(1105, f"The leader's answer could not be read: {error}") from None
 
 
 def _may_have_arrived(error: requests.RequestException) -> bool:

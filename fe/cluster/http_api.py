@@ -16,6 +16,16 @@ from aiohttp import BasicAuth, web
 from fe.cluster.checkpoints import Checkpointer
 from fe.cluster.connection_ids import KILL_PATH, kill_here
 from fe.cluster.forwarding import FORWARD_PATH
+from fe.cluster.frontend_messages import (
+    MAX_MESSAGE_BYTES,
+    ForwardAnswer,
+    ForwardOutcome,
+    ForwardRequest,
+    KillAnswer,
+    KillRequest,
+    MessageError,
+    PortsReport,
+)
 from fe.cluster.membership import record_ports
 from fe.cluster.metrics import Metrics
 from fe.cluster.startup import ThisFrontend
@@ -30,7 +40,6 @@ from fe.statements.accounts import password_login
 from fe.statements.statement_kinds import kind_of
 from image.images import ImageStore
 from metadata.catalog import Catalog
-from metadata.codec import MAX_REQUEST_ID_CHARS
 from metadata.journal.replicated import ReplicatedJournal
 
 logger = logging.getLogger(__name__)
@@ -67,7 +76,10 @@ class HttpApi:
         self.is_ready = is_ready
         self.query_port = query_port
         self.front = front
-        self.app = web.Application(middlewares=[self._authenticate], client_max_size=1 << 20)
+        self.app = web.Application(
+            middlewares=[self._authenticate, self._refuse_malformed_messages],
+            client_max_size=MAX_MESSAGE_BYTES,
+        )
         self.app.add_routes(
             [
                 web.get("/api/health", self.health),
@@ -97,6 +109,13 @@ class HttpApi:
     async def close(self) -> None:
         if self.runner:
             await self.runner.cleanup()
+
+    @web.middleware
+    async def _refuse_malformed_messages(self, request: web.Request, handler):
+        try:
+            return await handler(request)
+        except MessageError as error:
+            return web.json_response({"code": 400, "msg": str(error)}, status=400)
 
     @web.middleware
     async def _authenticate(self, request: web.Request, handler):
@@ -240,32 +259,34 @@ class HttpApi:
 
     async def forwarded(self, request: web.Request) -> web.Response:
         """A statement another FE forwarded: run it as its user, answer with the journal id."""
-        body = await request.json()
-        request_id = body.get("request_id")
-        if type(request_id) is not str or not 0 < len(request_id) <= MAX_REQUEST_ID_CHARS:
-            return web.json_response({"code": 400, "msg": "a request_id is needed"}, status=400)
+        forward = ForwardRequest.from_bytes(await request.read())
         if not self.writer.is_leader():
-            return web.json_response(
-                {"code": 1105, "message": "This FE is no longer the leader", "retry": True}
+            answer = ForwardAnswer(
+                ForwardOutcome.NOT_LEADER, message="This FE is no longer the leader"
             )
+            return web.json_response(answer.to_json())
         session = self.new_session()
-        session.username, session.user_host = body["user"], body["user_host"]
-        session.database = body.get("database")
-        session.request_id = request_id
+        session.username, session.user_host = forward.user, forward.user_host
+        session.database = forward.database
+        session.request_id = forward.request_id
         try:
-            session.apply_variables(body.get("variables") or {})
-            result = await self._run_once(session, body["sql"], request_id)
+            session.apply_variables(forward.variables)
+            result = await self._run_once(session, forward.sql, forward.request_id)
         except QueryError as error:
-            return web.json_response(
-                {"code": error.code, "message": error.message, "sqlstate": error.sqlstate}
+            answer = ForwardAnswer(
+                ForwardOutcome.REFUSED,
+                code=error.code,
+                message=error.message,
+                sqlstate=error.sqlstate,
             )
-        return web.json_response(
-            {
-                "journal_id": self.catalog.journal_id,
-                "affected_rows": result.affected_rows,
-                "info": result.info,
-            }
+            return web.json_response(answer.to_json())
+        answer = ForwardAnswer(
+            ForwardOutcome.DONE,
+            journal_id=self.catalog.journal_id,
+            affected_rows=result.affected_rows,
+            info=result.info,
         )
+        return web.json_response(answer.to_json())
 
     async def _run_once(self, session: QuireSession, sql: str, request_id: str) -> Result:
         """Run a forwarded statement, or, if a try of it already reached the journal (the FE
@@ -289,29 +310,23 @@ class HttpApi:
 
     async def kill(self, request: web.Request) -> web.Response:
         """KILL of a connection of this FE that a client asked another FE for."""
-        body = await request.json()
+        kill = KillRequest.from_bytes(await request.read())
         try:
-            kill_here(
-                self.front,
-                int(body["connection_id"]),
-                bool(body["query_only"]),
-                str(body["user"]),
-                bool(body["is_admin"]),
-            )
+            kill_here(self.front, kill.connection_id, kill.query_only, kill.user, kill.is_admin)
         except QueryError as error:
-            return web.json_response({"code": error.code, "message": error.message})
-        return web.json_response({"ok": True})
+            return web.json_response(KillAnswer(error.code, error.message).to_json())
+        return web.json_response(KillAnswer().to_json())
 
     async def frontend_ports(self, request: web.Request) -> web.Response:
-        body = await request.json()
+        report = PortsReport.from_bytes(await request.read())
         try:
             await asyncio.to_thread(
                 record_ports,
                 self.catalog,
                 self.writer,
-                str(body["name"]),
-                int(body["http_port"]),
-                int(body["query_port"]),
+                report.name,
+                report.http_port,
+                report.query_port,
             )
         except QueryError as error:
             return web.json_response({"code": error.code, "msg": error.message}, status=409)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import requests
 
+from fe.cluster.frontend_messages import PortsReport
 from fe.cluster.startup import ThisFrontend
 from fe.cluster.write_path import MetadataWriter
 from fe.mysql.errors import QueryError
@@ -118,14 +119,10 @@ class PortReporter:
                 if self.writer.is_leader():
                     record_ports(self.catalog, self.writer, self.this.name, http_port, query_port)
                 else:
-                    body = {
-                        "name": self.this.name,
-                        "http_port": http_port,
-                        "query_port": query_port,
-                    }
+                    report = PortsReport(self.this.name, http_port, query_port)
                     requests.post(
                         self.leader_url() + "/api/frontend_ports",
-                        json=body,
+                        json=report.to_json(),
                         headers={"X-Quire-Token": self.this.token},
                         timeout=10,
                     ).raise_for_status()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from be.config import ConfigError
 from fe.cluster import connection_ids
+from fe.cluster.frontend_messages import KillRequest
 from fe.cluster.startup import frontend_name
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
@@ -58,12 +59,7 @@ async def kill(session, statement: st.Kill) -> Result:
             services.front, statement.connection_id, statement.query_only, user, is_admin
         )
     else:
-        request = {
-            "connection_id": statement.connection_id,
-            "query_only": statement.query_only,
-            "user": user,
-            "is_admin": is_admin,
-        }
+        request = KillRequest(statement.connection_id, statement.query_only, user, is_admin)
         timeout = services.config["kill_forward_timeout_second"]
         await connection_ids.kill_on(owner, services.this.token, request, timeout)
     return Result()

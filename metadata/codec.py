@@ -187,12 +187,17 @@ def _encode_partition(partition: Partition) -> tuple:
     )
 
 
-_PARTITION_FIELDS = ((int,), (str,), (tuple,), (tuple,), (int,), (int,))
-
-
 def _decode_partition(value: tuple) -> Partition:
-    _expect(value, (*_PARTITION_FIELDS, (tuple,), (tuple,), (tuple,)), "Partition")
+    if type(value) is not tuple or len(value) != 9:
+        raise CodecError(f"malformed Partition: expected 9 fields, got {value!r:.200}")
     id_, name, lower, upper, tablet_start, buckets, values, properties, rollup_tablets = value
+    if not (
+        type(id_) is int
+        and type(name) is str
+        and type(tablet_start) is int
+        and type(buckets) is int
+    ):
+        raise CodecError(f"malformed Partition: {value!r:.200}")
     return Partition(
         id_,
         name,
@@ -202,14 +207,14 @@ def _decode_partition(value: tuple) -> Partition:
         buckets,
         _shared(values),
         _shared(properties),
-        _int_pairs(rollup_tablets),
+        _int_pairs(rollup_tablets) if rollup_tablets else (),
     )
 
 
 def _decode_partition_version_3(value: tuple) -> Partition:
-    _expect(value, _PARTITION_FIELDS, "Partition")
-    id_, name, lower, upper, tablet_start, buckets = value
-    return Partition(id_, name, _shared(lower), _shared(upper), tablet_start, buckets)
+    if type(value) is not tuple or len(value) != 6:
+        raise CodecError(f"malformed Partition: expected 6 fields, got {value!r:.200}")
+    return _decode_partition((*value, (), (), ()))
 
 
 def _encode_rollup(rollup: Rollup) -> tuple:

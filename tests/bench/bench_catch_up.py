@@ -4,6 +4,7 @@ Run by hand from the repository root:
 
     python tests/bench/bench_catch_up.py [--entries 200000] [--rounds 3] [--profile]
                                          [--fe-entries 100000] [--no-anchor]
+                                         [--workload databases|tables]
 
 A one-voter leader (a ReplicatedJournal over a catalog, in its own process) holds --entries small
 entries (CREATE DATABASE, each second one followed by a Timestamp entry, encoded as the FE
@@ -48,7 +49,7 @@ from metadata import ops  # noqa: E402
 from metadata.catalog import Catalog  # noqa: E402
 from metadata.codec import encode_ops  # noqa: E402
 from metadata.journal.replicated import ReplicatedJournal  # noqa: E402
-from metadata.records import Database  # noqa: E402
+from metadata.records import Column, Database, Partition, Table  # noqa: E402
 from tests.harness import free_address, wait_until  # noqa: E402
 
 logger = logging.getLogger("bench_catch_up")
@@ -69,16 +70,52 @@ CAUGHT_UP = re.compile(
 )
 
 
-def payloads(count: int) -> list[bytes]:
-    """Entries as the FE journals them: CREATE DATABASE, and a Timestamp after every second one."""
+def payloads(count: int, workload: str) -> list[bytes]:
+    """Entries as the FE journals them: CREATE DATABASE ("databases") or CREATE TABLE of a table
+    of 8 columns in 4 range partitions of 8 buckets ("tables", a database per 100 tables), and a
+    Timestamp after every second one."""
     made: list[bytes] = []
     number = 0
     while len(made) < count:
         number += 1
-        made.append(encode_ops([ops.CreateDatabase(Database(1000 + number, f"db_{number}"))]))
+        if workload == "databases" or number % 100 == 1:
+            made.append(encode_ops([ops.CreateDatabase(Database(100 * number, f"db_{number}"))]))
+        else:
+            made.append(
+                encode_ops(
+                    [ops.CreateTable(table(100 * number, 100 * (100 * ((number - 1) // 100) + 1)))]
+                )
+            )
         if number % 2 == 0 and len(made) < count:
             made.append(encode_ops([ops.Timestamp(1_700_000_000_000 + number)]))
     return made
+
+
+def table(table_id: int, db_id: int) -> Table:
+    columns = (
+        Column("id", "BIGINT", nullable=False, is_key=True),
+        Column("day", "DATE", nullable=False, is_key=True),
+        *(Column(f"v{n}", "VARCHAR(64)" if n % 2 else "DECIMAL(18,2)") for n in range(6)),
+    )
+    bounds = ["'2026-01-01'", "'2026-04-01'", "'2026-07-01'", "'2026-10-01'", "'2027-01-01'"]
+    partitions = tuple(
+        Partition(
+            table_id + 1 + n, f"p{n}", (bounds[n],), (bounds[n + 1],), table_id + 5 + 8 * n, 8
+        )
+        for n in range(4)
+    )
+    return Table(
+        table_id,
+        db_id,
+        f"t_{table_id}",
+        columns,
+        key_columns=("id", "day"),
+        distribution_columns=("id",),
+        buckets=8,
+        partition_columns=("day",),
+        partitions=partitions,
+        properties=(("replication_num", "1"),),
+    )
 
 
 def wait_for(condition, timeout: float, what: str) -> float:
@@ -94,7 +131,7 @@ def wait_for(condition, timeout: float, what: str) -> float:
 # Quire: a leader process and an observer process, each one ReplicatedJournal.
 
 
-def quire_leader(directory, address, observer, count, commands, results) -> None:
+def quire_leader(directory, address, observer, count, workload, commands, results) -> None:
     journal = ReplicatedJournal(
         journal_dir=directory,
         self_address=address,
@@ -109,7 +146,7 @@ def quire_leader(directory, address, observer, count, commands, results) -> None
         journal.set_members([address], [observer])
         done: list[int] = []
         began = time.perf_counter()
-        for number, payload in enumerate(payloads(count), start=1):
+        for number, payload in enumerate(payloads(count, workload), start=1):
             while number - len(done) > MAX_PENDING:
                 time.sleep(POLL_SECONDS)
             journal.submit(payload, lambda result, error: done.append(1))
@@ -157,7 +194,9 @@ def quire_observer(directory, leader, address, target, profile, results) -> None
     results.put((started, first, caught_up, report))
 
 
-def bench_quire(directory: Path, count: int, rounds: int, profile: bool) -> list[tuple]:
+def bench_quire(
+    directory: Path, count: int, workload: str, rounds: int, profile: bool
+) -> list[tuple]:
     context = multiprocessing.get_context("spawn")
     leader_address, observer_address = free_address(), free_address()
     commands, results = context.Queue(), context.Queue()
@@ -168,6 +207,7 @@ def bench_quire(directory: Path, count: int, rounds: int, profile: bool) -> list
             leader_address,
             observer_address,
             count,
+            workload,
             commands,
             results,
         ),
@@ -223,13 +263,13 @@ class RawDatabases(SyncObj):
         return self.applied
 
 
-def raw_leader(address, count, commands, results) -> None:
+def raw_leader(address, count, workload, commands, results) -> None:
     raw = RawDatabases(address, [])
     try:
         wait_for(raw._isLeader, 30, "raw pysyncobj to elect itself")
         done: list[int] = []
         began = time.perf_counter()
-        for number, payload in enumerate(payloads(count), start=1):
+        for number, payload in enumerate(payloads(count, workload), start=1):
             while number - len(done) > MAX_PENDING:
                 time.sleep(POLL_SECONDS)
             raw.create(payload, callback=lambda result, error: done.append(1))
@@ -251,11 +291,13 @@ def raw_observer(leader, target, results) -> None:
     results.put((started, first, caught_up, ""))
 
 
-def bench_raw(count: int) -> tuple:
+def bench_raw(count: int, workload: str) -> tuple:
     context = multiprocessing.get_context("spawn")
     leader_address = free_address()
     commands, results = context.Queue(), context.Queue()
-    leader = context.Process(target=raw_leader, args=(leader_address, count, commands, results))
+    leader = context.Process(
+        target=raw_leader, args=(leader_address, count, workload, commands, results)
+    )
     leader.start()
     try:
         target, fill_seconds = results.get(timeout=FILL_TIMEOUT)
@@ -385,17 +427,18 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="cProfile the first observer")
     parser.add_argument("--no-anchor", action="store_true", help="skip raw pysyncobj")
     parser.add_argument("--fe-entries", type=int, default=100_000, help="0: no FE phase")
+    parser.add_argument("--workload", choices=("databases", "tables"), default="databases")
     args = parser.parse_args()
     assert 0 <= args.entries <= 10_000_000 and 0 < args.rounds <= 20
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     with tempfile.TemporaryDirectory(prefix="bench_catch_up_") as directory:
         quire = (
-            bench_quire(Path(directory), args.entries, args.rounds, args.profile)
+            bench_quire(Path(directory), args.entries, args.workload, args.rounds, args.profile)
             if args.entries
             else []
         )
         fe = bench_fe(Path(directory) / "fe", args.fe_entries) if args.fe_entries else None
-    anchor = None if args.no_anchor else bench_raw(args.entries)
+    anchor = None if args.no_anchor else bench_raw(args.entries, args.workload)
     rates = [rate for _, rate in quire] or [0.0]
     logger.info("--- summary ---")
     logger.info(

@@ -891,13 +891,18 @@ class Grammar:
             return st.Show(word, like=self.like(), is_global=is_global)
         if word == "PROC":
             return st.Show("PROC", path=self.string())
-        if word in ("PARTITIONS", "TABLETS"):
+        if word == "PARTITIONS":
             self.expect("FROM")
             return st.Show(word, table=self.table_name())
+        if word == "DATA":
+            table = self.table_name() if self.accept("FROM") else None
+            return st.ShowData(table, self.order_by())
+        if word in ("TABLETS", "TABLET") and self.accept("FROM"):
+            return self.show_tablets()
         if word == "CATALOG" and self.at("RECYCLE"):
             return self.show_recycle_bin()
         if word == "TABLET":
-            return st.Show("TABLET", tablet_id=self.integer())
+            return st.ShowTablet(self.integer())
         if word in ("INDEX", "INDEXES", "KEYS"):
             self.accept("FROM") or self.accept("IN")
             table = self.table_name()
@@ -924,6 +929,49 @@ class Grammar:
         ):
             return st.Show(word, like=self.like(), full=full)
         self.fail("unsupported SHOW")
+
+    def show_tablets(self) -> st.ShowTablets:
+        table = self.table_name()
+        partitions: tuple[str, ...] = ()
+        if self.accept("PARTITION") or self.accept("PARTITIONS"):
+            partitions = self.name_list()
+        where = []
+        if self.accept("WHERE"):
+            where.append(self.equality())
+            while self.accept("AND"):
+                where.append(self.equality())
+        order_by = self.order_by()
+        limit, offset = None, 0
+        if self.accept("LIMIT"):
+            limit = self.integer()
+            if self.accept_type(TokenType.COMMA):
+                limit, offset = self.integer(), limit
+            elif self.accept("OFFSET"):
+                offset = self.integer()
+        return st.ShowTablets(table, partitions, tuple(where), order_by, limit, offset)
+
+    def equality(self) -> tuple[str, object]:
+        """`name = value` in a SHOW's WHERE: the value an int or a string."""
+        name = self.identifier()
+        self.expect_type(TokenType.EQ, "=")
+        if self.peek_type() == TokenType.STRING:
+            return name, self.string()
+        negative = self.accept_type(TokenType.DASH)
+        value = self.integer()
+        return name, -value if negative else value
+
+    def order_by(self) -> tuple[st.OrderBy, ...]:
+        if not self.accept("ORDER", "BY"):
+            return ()
+        columns = []
+        while True:
+            name = self.identifier()
+            descending = self.accept("DESC")
+            if not descending:
+                self.accept("ASC")
+            columns.append(st.OrderBy(name, descending))
+            if not self.accept_type(TokenType.COMMA):
+                return tuple(columns)
 
     def _admin(self):
         self.expect("ADMIN")

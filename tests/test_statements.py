@@ -319,7 +319,10 @@ def test_the_internal_catalog_as_doris_names_it(quire, root):
         )
     assert run(root, "SHOW CATALOGS LIKE 'hive%'") == ()
     run(root, "SWITCH internal")
-    assert error_of(root, "SWITCH hive") == (1105, "Unknown catalog 'hive'")
+    assert error_of(root, "SWITCH hive") == (
+        5086,
+        "Unknown catalog 'hive'",
+    )  # Doris's ERR_UNKNOWN_CATALOG
     done = mariadb(
         quire, "--batch", "-N", "-e", "SWITCH internal; USE internal.in_catalog; SHOW TABLES"
     )

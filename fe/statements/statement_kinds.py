@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fe.mysql.errors import QueryError
+from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.results import Result
 from fe.sql import statements as st
 from fe.sql.parser import INTERNAL_CATALOG
@@ -77,7 +77,7 @@ async def _use(session, statement: st.Use) -> Result:
 
 async def _switch(session, statement: st.Switch) -> Result:
     if statement.catalog.lower() != INTERNAL_CATALOG:
-        raise QueryError(1105, f"Unknown catalog '{statement.catalog}'")
+        raise QueryError(ErrorCode.UNKNOWN_CATALOG, f"Unknown catalog '{statement.catalog}'")
     return Result()
 
 

@@ -17,6 +17,25 @@ from metadata.types import ColumnType
 DEFAULT_BUCKETS = 10
 MAX_COLUMNS = 4096
 MAX_PARTITIONS = 4096
+# Doris's table property "compression": its accepted names, each as Doris records it.
+COMPRESSIONS = {
+    "no_compression": "NO_COMPRESSION", "lz4": "LZ4", "lz4f": "LZ4F", "lz4hc": "LZ4HC",
+    "zlib": "ZLIB", "zstd": "ZSTD", "snappy": "SNAPPY", "default_compression": "LZ4F",
+}  # fmt: skip
+
+
+def checked_properties(properties: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """A table's properties as Doris checks them: "compression" one of Doris's names, kept as
+    Doris names the type."""
+    checked = []
+    for key, value in properties:
+        if key.lower() == "compression":
+            compression = COMPRESSIONS.get(value.lower())
+            if compression is None:
+                raise QueryError(1105, f"unknown compression type: {value}")
+            value = compression
+        checked.append((key, value))
+    return tuple(checked)
 
 
 def create_database(session, statement: st.CreateDatabase) -> list[ops.Op]:
@@ -189,7 +208,7 @@ def build_table(session, database: Database, statement: st.CreateTable) -> Table
         buckets=buckets,
         partition_columns=partition_columns,
         partitions=tuple(partitions),
-        properties=statement.properties,
+        properties=checked_properties(statement.properties),
         comment=statement.comment,
         engine=statement.engine,
     )
@@ -438,7 +457,7 @@ def _drop_partition(session, database, table: Table, action: st.DropPartition) -
 
 def _set_properties(session, database, table: Table, action: st.SetTableProperties) -> Table:
     merged = dict(table.properties)
-    merged.update(action.properties)
+    merged.update(checked_properties(action.properties))
     return dataclasses.replace(table, properties=tuple(sorted(merged.items())))
 
 

@@ -52,11 +52,14 @@ def replication_num(table: Table) -> int:
     """Replicas per tablet: the table's replication_num, or the sum of its
     replication_allocation's tags ("tag.location.default: 3")."""
     properties = {key.lower(): value for key, value in table.properties}
-    if "replication_num" in properties:
+    if properties.get("replication_num", "").isdigit():
         return int(properties["replication_num"])
-    allocation = properties.get("replication_allocation")
-    if allocation:
-        return sum(int(tag.partition(":")[2]) for tag in allocation.split(","))
+    counts = [
+        tag.partition(":")[2].strip()
+        for tag in properties.get("replication_allocation", "").split(",")
+    ]
+    if all(count.isdigit() for count in counts):
+        return sum(int(count) for count in counts)
     return DEFAULT_REPLICATION_NUM
 
 

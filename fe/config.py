@@ -122,6 +122,18 @@ FE_KEYS = (
         mutable=True,
         comment="How often the leader looks for expired recycle bin entries and journals their erase.",
     ),
+    Key(
+        "default_db_data_quota_bytes",
+        2**63 - 1,
+        mutable=True,
+        comment="A database's data quota in bytes, as SHOW DATA reports it (Quota and Left rows).",
+    ),
+    Key(
+        "default_db_replica_quota_size",
+        1024 * 1024 * 1024,
+        mutable=True,
+        comment="A database's quota of tablet replicas, as SHOW DATA reports it.",
+    ),
     Key("qe_max_connection", 1024, mutable=True, comment="Maximum concurrent MySQL connections."),
     Key("max_allowed_packet", 16 * 1024 * 1024, comment="Largest MySQL packet accepted, in bytes."),
     Key(

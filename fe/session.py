@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING
 from mysql_mimic.session import BaseSession
 
 from fe import statement_cache
-from fe.mysql.errors import QueryError
+from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.prepared import SessionPlan
 from fe.mysql.results import Result
 from fe.security import privileges
-from fe.sql.parser import ParseError, without_catalog
+from fe.sql.parser import ParseError, UnknownCatalog, without_catalog
 from fe.statement_cache import LongStatementsBusy
 from fe.statements import accounts, queries
 from fe.statements.statement_kinds import kind_of
@@ -95,7 +95,10 @@ class QuireSession(BaseSession):
             self.check_database(self.database)
 
     async def use(self, database: str) -> None:
-        database = without_catalog(database)
+        try:
+            database = without_catalog(database)
+        except UnknownCatalog as error:
+            raise QueryError(ErrorCode.UNKNOWN_CATALOG, str(error)) from None
         self.check_database(database)
         self.database = database
 
@@ -275,6 +278,8 @@ def _parse_errors() -> Iterator[None]:
     """A statement that cannot be parsed, told as MySQL tells it."""
     try:
         yield
+    except UnknownCatalog as error:
+        raise QueryError(ErrorCode.UNKNOWN_CATALOG, str(error)) from None
     except ParseError as error:
         raise QueryError(1064, str(error)) from None
     except LongStatementsBusy:

@@ -54,7 +54,15 @@ INTERNAL_CATALOG = "internal"  # Doris's catalog of its own tables: Quire's only
 def without_catalog(database: str) -> str:
     """A database's name as COM_INIT_DB may send it, `internal.db`, without the catalog."""
     catalog, dot, name = database.partition(".")
-    return name if dot and catalog.lower() == INTERNAL_CATALOG else database
+    if not dot:
+        return database
+    check_catalog(catalog)
+    return name
+
+
+def check_catalog(catalog: str) -> None:
+    if catalog.lower() != INTERNAL_CATALOG:
+        raise UnknownCatalog(catalog)
 
 
 QUERY_STARTS = {TokenType.SELECT, TokenType.WITH, TokenType.L_PAREN, TokenType.VALUES}
@@ -66,6 +74,13 @@ EXPLAIN_LEVELS = {
 
 class ParseError(Exception):
     """Malformed SQL: reported to the client as 1064."""
+
+
+class UnknownCatalog(ParseError):
+    """A name under a catalog other than Doris's internal one, Quire's only catalog."""
+
+    def __init__(self, catalog: str):
+        super().__init__(f"Unknown catalog '{catalog}'")
 
 
 def tokenize(sql: str) -> list[Token]:
@@ -208,7 +223,8 @@ class Grammar:
     def database_name(self) -> str:
         """A database's name, as Doris also takes it: under its catalog, `internal.db`."""
         name = self.identifier()
-        if name.lower() == INTERNAL_CATALOG and self.accept_type(TokenType.DOT):
+        if self.accept_type(TokenType.DOT):
+            check_catalog(name)
             return self.identifier()
         return name
 
@@ -228,10 +244,13 @@ class Grammar:
             self.fail("expected an integer")
 
     def table_name(self) -> st.TableName:
-        first = self.identifier()
-        if self.accept_type(TokenType.DOT):
-            return st.TableName(first, self.identifier())
-        return st.TableName(None, first)
+        """`t`, `db.t` or, as Doris also takes it, `internal.db.t`."""
+        parts = [self.identifier()]
+        while len(parts) < 3 and self.accept_type(TokenType.DOT):
+            parts.append(self.identifier())
+        if len(parts) == 3:
+            check_catalog(parts.pop(0))
+        return st.TableName(parts[0], parts[1]) if len(parts) == 2 else st.TableName(None, parts[0])
 
     def name_list(self) -> tuple[str, ...]:
         self.expect_type(TokenType.L_PAREN, "(")
@@ -380,7 +399,7 @@ class Grammar:
         self.expect("CREATE")
         if self.accept("DATABASE") or self.accept("SCHEMA"):
             if_not_exists = self.if_not_exists()
-            name = self.identifier()
+            name = self.database_name()
             properties = self.properties() if self.accept("PROPERTIES") else ()
             return st.CreateDatabase(name, if_not_exists, properties)
         if self.accept("USER"):
@@ -394,7 +413,7 @@ class Grammar:
         self.expect("DROP")
         if self.accept("DATABASE") or self.accept("SCHEMA"):
             if_exists = self.if_exists()
-            name = self.identifier()
+            name = self.database_name()
             return st.DropDatabase(name, if_exists, force=self.accept("FORCE"))
         if self.accept("TABLE"):
             return self.drop_tables()
@@ -533,16 +552,24 @@ class Grammar:
         return st.GrantStatement(tuple(privileges), db, table, user, revoke)
 
     def grant_object(self) -> tuple[str, str]:
-        if self.accept_type(TokenType.STAR):
-            if self.accept_type(TokenType.DOT):
-                self.expect_type(TokenType.STAR, "*")
-            return "*", "*"
-        first = self.identifier()
-        if not self.accept_type(TokenType.DOT):
-            return first, "*"  # MySQL would read "db" as a table of the current db; Doris as db
-        if self.accept_type(TokenType.STAR):
-            return first, "*"
-        return first, self.identifier()
+        """`*.*`, `db.*`, `db.t`, or under Doris's catalog: `internal.db.t`, `*.*.*`, ..."""
+        parts = [self.grant_part()]
+        while len(parts) < 3 and self.accept_type(TokenType.DOT):
+            parts.append(self.grant_part())
+        if len(parts) == 3:
+            catalog = parts.pop(0)
+            if catalog != "*":
+                check_catalog(catalog)
+        if len(parts) == 1:
+            # MySQL would read "db" as a table of the current db; Doris as a db
+            return ("*", "*") if parts[0] == "*" else (parts[0], "*")
+        db, table = parts
+        if db == "*" and table != "*":
+            self.fail("expected *.* or db.*")
+        return db, table
+
+    def grant_part(self) -> str:
+        return "*" if self.accept_type(TokenType.STAR) else self.identifier()
 
     def _alter(self):
         self.expect("ALTER")
@@ -873,11 +900,11 @@ class Grammar:
             self.accept("FROM") or self.accept("IN")
             table = self.table_name()
             if self.accept("FROM") or self.accept("IN"):
-                table = st.TableName(self.identifier(), table.name)
+                table = st.TableName(self.database_name(), table.name)
             return st.Show("COLUMNS", table=table, like=self.like(), full=full)
         if word == "CREATE":
             if self.accept("DATABASE") or self.accept("SCHEMA"):
-                return st.Show("CREATE DATABASE", db=self.identifier())
+                return st.Show("CREATE DATABASE", db=self.database_name())
             if self.accept("USER"):
                 return st.Show("CREATE USER", user=self.user_name())
             self.expect("TABLE")
@@ -891,21 +918,26 @@ class Grammar:
             return st.Show(word, like=self.like(), is_global=is_global)
         if word == "PROC":
             return st.Show("PROC", path=self.string())
-        if word in ("PARTITIONS", "TABLETS"):
+        if word == "PARTITIONS":
             self.expect("FROM")
             return st.Show(word, table=self.table_name())
+        if word == "DATA":
+            table = self.table_name() if self.accept("FROM") else None
+            return st.ShowData(table, self.order_by())
+        if word in ("TABLETS", "TABLET") and self.accept("FROM"):
+            return self.show_tablets()
         if word == "CATALOG" and self.at("RECYCLE"):
             return self.show_recycle_bin()
         if word == "TABLET":
-            return st.Show("TABLET", tablet_id=self.integer())
+            return st.ShowTablet(self.integer())
         if word in ("INDEX", "INDEXES", "KEYS"):
             self.accept("FROM") or self.accept("IN")
             table = self.table_name()
             if self.accept("FROM") or self.accept("IN"):
-                table = st.TableName(self.identifier(), table.name)
+                table = st.TableName(self.database_name(), table.name)
             return st.Show("INDEX", table=table)
         if word == "TABLE" and self.accept("STATUS"):
-            db = self.identifier() if (self.accept("FROM") or self.accept("IN")) else None
+            db = self.database_name() if (self.accept("FROM") or self.accept("IN")) else None
             return st.Show("TABLE STATUS", db=db, like=self.like())
         if word in ("CHARACTER", "CHARSET"):
             self.accept("SET")
@@ -924,6 +956,49 @@ class Grammar:
         ):
             return st.Show(word, like=self.like(), full=full)
         self.fail("unsupported SHOW")
+
+    def show_tablets(self) -> st.ShowTablets:
+        table = self.table_name()
+        partitions: tuple[str, ...] = ()
+        if self.accept("PARTITION") or self.accept("PARTITIONS"):
+            partitions = self.name_list()
+        where = []
+        if self.accept("WHERE"):
+            where.append(self.equality())
+            while self.accept("AND"):
+                where.append(self.equality())
+        order_by = self.order_by()
+        limit, offset = None, 0
+        if self.accept("LIMIT"):
+            limit = self.integer()
+            if self.accept_type(TokenType.COMMA):
+                limit, offset = self.integer(), limit
+            elif self.accept("OFFSET"):
+                offset = self.integer()
+        return st.ShowTablets(table, partitions, tuple(where), order_by, limit, offset)
+
+    def equality(self) -> tuple[str, object]:
+        """`name = value` in a SHOW's WHERE: the value an int or a string."""
+        name = self.identifier()
+        self.expect_type(TokenType.EQ, "=")
+        if self.peek_type() == TokenType.STRING:
+            return name, self.string()
+        negative = self.accept_type(TokenType.DASH)
+        value = self.integer()
+        return name, -value if negative else value
+
+    def order_by(self) -> tuple[st.OrderBy, ...]:
+        if not self.accept("ORDER", "BY"):
+            return ()
+        columns = []
+        while True:
+            name = self.identifier()
+            descending = self.accept("DESC")
+            if not descending:
+                self.accept("ASC")
+            columns.append(st.OrderBy(name, descending))
+            if not self.accept_type(TokenType.COMMA):
+                return tuple(columns)
 
     def _admin(self):
         self.expect("ADMIN")

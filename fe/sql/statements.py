@@ -219,7 +219,38 @@ class Show:
     is_global: bool = False
     user: UserName | None = None
     path: str | None = None
-    tablet_id: int | None = None
+
+
+@dataclass(frozen=True)
+class OrderBy:
+    column: str  # a title of the SHOW's result, matched without regard to case
+    descending: bool = False
+
+
+@dataclass(frozen=True)
+class ShowData:
+    """SHOW DATA [FROM [db.]t] [ORDER BY ...]: the current database's tables, a table's
+    indexes, or with no current database every database's."""
+
+    table: TableName | None = None
+    order_by: tuple[OrderBy, ...] = ()
+
+
+@dataclass(frozen=True)
+class ShowTablets:
+    """SHOW TABLETS FROM [db.]t [PARTITION (p, ...)] [WHERE ...] [ORDER BY ...] [LIMIT ...]."""
+
+    table: TableName
+    partitions: tuple[str, ...] = ()  # () means every partition
+    where: tuple[tuple[str, object], ...] = ()  # (title, value) pairs joined by AND
+    order_by: tuple[OrderBy, ...] = ()
+    limit: int | None = None
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class ShowTablet:
+    tablet_id: int
 
 
 @dataclass(frozen=True)

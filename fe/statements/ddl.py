@@ -5,6 +5,7 @@ operations. The leader allocates every id here; `apply` only records them.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
 
 from fe.mysql.errors import QueryError
@@ -17,6 +18,34 @@ from metadata.types import ColumnType
 DEFAULT_BUCKETS = 10
 MAX_COLUMNS = 4096
 MAX_PARTITIONS = 4096
+DORIS_KEYS_TYPES = {
+    KeyModel.DUPLICATE: "DUP_KEYS",
+    KeyModel.UNIQUE: "UNIQUE_KEYS",
+    KeyModel.AGGREGATE: "AGG_KEYS",
+}
+FIRST_COLUMN_NOT_A_KEY = (
+    "The olap table first column could not be float, double, string or array, struct, map, "
+    "please use decimal or varchar instead."
+)  # Doris's words for a table whose first column cannot be its key
+# Doris's table property "compression": its accepted names, each as Doris records it.
+COMPRESSIONS = {
+    "no_compression": "NO_COMPRESSION", "lz4": "LZ4", "lz4f": "LZ4F", "lz4hc": "LZ4HC",
+    "zlib": "ZLIB", "zstd": "ZSTD", "snappy": "SNAPPY", "default_compression": "LZ4F",
+}  # fmt: skip
+
+
+def checked_properties(properties: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """A table's properties as Doris checks them: "compression" one of Doris's names, kept as
+    Doris names the type."""
+    checked = []
+    for key, value in properties:
+        if key.lower() == "compression":
+            compression = COMPRESSIONS.get(value.lower())
+            if compression is None:
+                raise QueryError(1105, f"unknown compression type: {value}")
+            value = compression
+        checked.append((key, value))
+    return tuple(checked)
 
 
 def create_database(session, statement: st.CreateDatabase) -> list[ops.Op]:
@@ -137,8 +166,19 @@ def build_table(session, database: Database, statement: st.CreateTable) -> Table
             result.append(column.name)
         return tuple(result)
 
-    key_model = statement.key_model or KeyModel.DUPLICATE
-    key_columns = known(statement.key_columns, "Key") or (columns[0].name,)
+    key_model = statement.key_model
+    key_columns = known(statement.key_columns, "Key")
+    if key_model is None and any(column.aggregation for column in columns):
+        # As Doris: no KEY clause and an aggregated column make an AGGREGATE KEY table, keyed by
+        # the columns before the first aggregated one.
+        key_model = KeyModel.AGGREGATE
+        key_columns = tuple(
+            c.name for c in itertools.takewhile(lambda c: not c.aggregation, columns)
+        )
+        if not key_columns:
+            raise QueryError(1105, FIRST_COLUMN_NOT_A_KEY)
+    key_model = key_model or KeyModel.DUPLICATE
+    key_columns = key_columns or (columns[0].name,)
     if tuple(c.name for c in columns[: len(key_columns)]) != key_columns:
         raise QueryError(
             1105,
@@ -147,18 +187,14 @@ def build_table(session, database: Database, statement: st.CreateTable) -> Table
     for position, column in enumerate(columns):
         is_key = position < len(key_columns)
         if is_key and column.aggregation:
-            raise QueryError(
-                1105, f"Key column '{column.name}' should not have an aggregation type"
-            )
-        if not is_key and key_model == KeyModel.AGGREGATE and not column.aggregation:
-            raise QueryError(
-                1105,
-                f"Value column '{column.name}' of an AGGREGATE KEY table needs an aggregation (SUM, MAX, MIN, REPLACE, ...)",
-            )
-        if key_model != KeyModel.AGGREGATE and column.aggregation:
+            raise QueryError(1105, f"Key column[{column.name}] should not specify aggregate type.")
+        aggregated = key_model == KeyModel.AGGREGATE
+        if not is_key and aggregated != bool(column.aggregation):
+            should = "should" if aggregated else "should not"
             raise QueryError(
                 1105,
-                f"Column '{column.name}': aggregation types are only allowed in AGGREGATE KEY tables",
+                f"{DORIS_KEYS_TYPES[key_model]} table {should} specify aggregate type for "
+                f"non-key column[{column.name}]",
             )
         columns[position] = dataclasses.replace(column, is_key=is_key)
     if statement.distribution_columns:
@@ -189,7 +225,7 @@ def build_table(session, database: Database, statement: st.CreateTable) -> Table
         buckets=buckets,
         partition_columns=partition_columns,
         partitions=tuple(partitions),
-        properties=statement.properties,
+        properties=checked_properties(statement.properties),
         comment=statement.comment,
         engine=statement.engine,
     )
@@ -290,12 +326,20 @@ def _add_column(session, database, table: Table, action: st.AddColumn) -> Table:
     if table.column(action.column.name) is not None:
         raise QueryError(1060, f"Duplicate column name '{action.column.name}'")
     column = action.column
-    if table.key_model == KeyModel.AGGREGATE and not column.aggregation:
-        column = dataclasses.replace(column, is_key=True)  # as in Doris: no aggregation, a key
-    if table.key_model != KeyModel.AGGREGATE and column.aggregation:
-        raise QueryError(1105, "Aggregation types are only allowed in AGGREGATE KEY tables")
-    if column.is_key and column.aggregation:
-        raise QueryError(1105, f"Key column '{column.name}' should not have an aggregation type")
+    if table.key_model == KeyModel.AGGREGATE:
+        if column.is_key and column.aggregation:
+            raise QueryError(
+                1105, f"Can not assign aggregation method on key column: {column.name}"
+            )
+        if not column.aggregation:
+            column = dataclasses.replace(column, is_key=True)  # as in Doris: no aggregation, a key
+    elif column.aggregation:
+        model = "Unique" if table.key_model == KeyModel.UNIQUE else "Duplicate"
+        raise QueryError(
+            1105,
+            f"Can not assign aggregation method on column in {model} data model table: "
+            f"{column.name}",
+        )
     after, first = action.after, action.first
     if column.is_key and after is None and not first:
         after = table.key_columns[-1] if table.key_columns else None
@@ -337,8 +381,9 @@ def _drop_column(session, database, table: Table, action: st.DropColumn) -> Tabl
 
 
 def _check_key_column_drop(table: Table, column: Column) -> None:
-    """Doris's rules: a UNIQUE KEY table keeps its keys; an AGGREGATE KEY table keeps them while
-    a value column is REPLACE'd; a DUPLICATE KEY table may drop any key but its last."""
+    """Doris's rules (SchemaChangeHandler.processDropColumn, createJob): a UNIQUE KEY table keeps
+    its keys; an AGGREGATE KEY table keeps them while a value column is REPLACE'd; a DUPLICATE
+    KEY table may drop any key; no table may lose its last key."""
     if table.key_model == KeyModel.UNIQUE:
         raise QueryError(1105, "Can not drop key column in Unique data model table")
     replaced = any(
@@ -350,7 +395,7 @@ def _check_key_column_drop(table: Table, column: Column) -> None:
             "Can not drop key column when table has value column with REPLACE aggregation method",
         )
     if len(table.key_columns) == 1:
-        raise QueryError(1105, f"Can not drop key column '{column.name}': it is the last one")
+        raise QueryError(1105, f"No key column left. index[{table.name}]")
 
 
 def _modify_column(session, database, table: Table, action: st.ModifyColumn) -> Table:
@@ -438,7 +483,7 @@ def _drop_partition(session, database, table: Table, action: st.DropPartition) -
 
 def _set_properties(session, database, table: Table, action: st.SetTableProperties) -> Table:
     merged = dict(table.properties)
-    merged.update(action.properties)
+    merged.update(checked_properties(action.properties))
     return dataclasses.replace(table, properties=tuple(sorted(merged.items())))
 
 

@@ -19,8 +19,9 @@ from sqlglot.tokens import Token, TokenType
 
 from be import engine
 from fe.client_errors import engine_error
-from fe.mysql.errors import QueryError
+from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.results import Result, column
+from fe.sql.parser import INTERNAL_CATALOG
 from fe.statements import mysql_functions
 from fe.statements.information_schema import INFORMATION_SCHEMA, build_table
 from fe.variables import SCHEMA
@@ -283,6 +284,8 @@ async def _run_in_engine(session, plan: SelectPlan, explain: bool = False) -> Re
         for table in list(expression.find_all(exp.Table)):
             if id(table) in common_tables or table.meta.get(LIST_TABLE):
                 continue
+            if table.catalog and table.catalog.lower() != INTERNAL_CATALOG:
+                raise QueryError(ErrorCode.UNKNOWN_CATALOG, f"Unknown catalog '{table.catalog}'")
             db = table.db or session.database or ""
             if db.lower() != INFORMATION_SCHEMA:
                 _refuse_table_read(session, db, table.name)

@@ -353,48 +353,6 @@ def _partitions(session, statement: st.Show) -> Result:
     )  # fmt: skip
 
 
-def _tablets(session, statement: st.Show) -> Result:
-    database, table = readable_table(session, statement.table, "SHOW")
-    rows = []
-    for partition in table.partitions:
-        for bucket, tablet_id in enumerate(partition.tablet_ids):
-            rows.append((tablet_id, partition.id, partition.name, bucket, "NORMAL"))
-    return text_result(["TabletId", "PartitionId", "PartitionName", "Bucket", "State"], rows)
-
-
-def _tablet(session, statement: st.Show) -> Result:
-    session.require_admin()
-    found = session.catalog.tablet(statement.tablet_id)
-    if found is None:
-        raise QueryError(1105, f"Tablet {statement.tablet_id} does not exist")
-    table, partition, bucket = found
-    database = session.catalog.dbs.get(table.db_id)
-    return text_result(
-        [
-            "DbName",
-            "TableName",
-            "PartitionName",
-            "DbId",
-            "TableId",
-            "PartitionId",
-            "TabletId",
-            "Bucket",
-        ],
-        [
-            (
-                database.name if database else "",
-                table.name,
-                partition.name,
-                table.db_id,
-                table.id,
-                partition.id,
-                statement.tablet_id,
-                bucket,
-            )
-        ],
-    )
-
-
 def _index(session, statement: st.Show) -> Result:
     readable_table(session, statement.table, "SELECT")
     return text_result(
@@ -528,8 +486,6 @@ SHOW_HANDLERS = {
     "STATUS": _status,
     "PROCESSLIST": _processlist,
     "PARTITIONS": _partitions,
-    "TABLETS": _tablets,
-    "TABLET": _tablet,
     "INDEX": _index,
     "TABLE STATUS": _table_status,
     "ENGINES": _engines,

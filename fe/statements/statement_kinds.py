@@ -12,11 +12,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fe.mysql.errors import QueryError
+from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.results import Result
 from fe.sql import statements as st
 from fe.sql.parser import INTERNAL_CATALOG
-from fe.statements import accounts, admin, ddl, queries, recycle_bin, set_statement, show
+from fe.statements import (
+    accounts,
+    admin,
+    ddl,
+    queries,
+    recycle_bin,
+    set_statement,
+    show,
+    storage,
+)
 
 Predicate = Callable[[object], bool]
 
@@ -68,7 +77,7 @@ async def _use(session, statement: st.Use) -> Result:
 
 async def _switch(session, statement: st.Switch) -> Result:
     if statement.catalog.lower() != INTERNAL_CATALOG:
-        raise QueryError(1105, f"Unknown catalog '{statement.catalog}'")
+        raise QueryError(ErrorCode.UNKNOWN_CATALOG, f"Unknown catalog '{statement.catalog}'")
     return Result()
 
 
@@ -92,6 +101,9 @@ KINDS: dict[type, StatementKind] = {
     ),
     st.Use: StatementKind(_use, readable_when_stale=False),
     st.Show: StatementKind(show.show, readable_when_stale=shows_node_status),
+    st.ShowData: StatementKind(storage.show_data, readable_when_stale=False),
+    st.ShowTablets: StatementKind(storage.show_tablets, readable_when_stale=False),
+    st.ShowTablet: StatementKind(storage.show_tablet, readable_when_stale=False),
     st.Describe: StatementKind(show.describe, readable_when_stale=False),
     st.Explain: StatementKind(queries.explain, readable_when_stale=False, resets_warnings=True),
     st.DescribeAll: StatementKind(recycle_bin.describe_all, readable_when_stale=False),

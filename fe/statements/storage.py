@@ -1,0 +1,223 @@
+"""Where a table's data lives, as Doris shows it: SHOW DATA, SHOW TABLETS and SHOW TABLET.
+
+Titles and row shapes are Doris's. Sizes and row counts are 0 until the data plane reports them;
+replica and tablet counts come from the catalog. Tablets have no replicas on backends yet, so each
+shows as Doris shows a tablet without replicas: one row, -1 where a replica's value would be.
+"""
+
+from __future__ import annotations
+
+from fe.mysql.errors import QueryError
+from fe.mysql.results import Result
+from fe.security import privileges
+from fe.sql import statements as st
+from fe.statements.ddl import resolve_database
+from fe.statements.show import readable_table, text_result
+from metadata.records import Partition, Table
+
+DEFAULT_REPLICATION_NUM = 3  # Doris's, for a table whose properties name none
+SIZE_UNITS = (("TB", 1024**4), ("GB", 1024**3), ("MB", 1024**2), ("KB", 1024))
+
+TABLE_DATA_TITLES = ("TableName", "Size", "ReplicaCount", "RemoteSize")
+INDEX_DATA_TITLES = ("TableName", "IndexName", "Size", "ReplicaCount", "RowCount", "RemoteSize")
+DATABASE_DATA_TITLES = ("DbId", "DbName", "Size", "RemoteSize", "RecycleSize", "RecycleRemoteSize")
+TABLET_TITLES = (
+    "TabletId", "ReplicaId", "BackendId", "SchemaHash", "Version", "LstSuccessVersion",
+    "LstFailedVersion", "LstFailedTime", "LocalDataSize", "RemoteDataSize", "RowCount", "State",
+    "LstConsistencyCheckTime", "CheckVersion", "VisibleVersionCount", "VersionCount", "QueryHits",
+    "WindowAccessCount", "LastAccessTime", "PathHash", "Path", "MetaUrl", "CompactionStatus",
+    "CooldownReplicaId", "CooldownMetaId",
+)  # fmt: skip
+TABLET_TITLES_WHERE = {"version": int, "backendid": int, "indexname": str, "state": str}
+REPLICA_STATES = ("NORMAL", "ROLLUP", "SCHEMA_CHANGE", "CLONE", "ALTER", "DECOMMISSION")
+WHERE_HINT = (
+    'Where clause should looks like: Version = "version", or state = '
+    '"NORMAL|ROLLUP|CLONE|DECOMMISSION", or BackendId = 10000, indexname="rollup_name" '
+    "or compound predicate with operator AND"
+)
+
+
+def readable_size(size: int) -> str:
+    """Doris's size text: three decimals (no leading zero) and a binary unit, none for 0."""
+    unit, value = ("", 0.0) if size == 0 else ("B", float(size))
+    for name, factor in SIZE_UNITS:
+        if size > factor:
+            unit, value = name, size / factor
+            break
+    number = f"{value:.3f}"
+    return f"{number.removeprefix('0')} {unit}"
+
+
+def replication_num(table: Table) -> int:
+    """Replicas per tablet: the table's replication_num, or the sum of its
+    replication_allocation's tags ("tag.location.default: 3")."""
+    properties = {key.lower(): value for key, value in table.properties}
+    if properties.get("replication_num", "").isdigit():
+        return int(properties["replication_num"])
+    counts = [
+        tag.partition(":")[2].strip()
+        for tag in properties.get("replication_allocation", "").split(",")
+    ]
+    if all(count.isdigit() for count in counts):
+        return sum(int(count) for count in counts)
+    return DEFAULT_REPLICATION_NUM
+
+
+def replica_count(table: Table, partitions: tuple[Partition, ...] | None = None) -> int:
+    chosen = table.partitions if partitions is None else partitions
+    return sum(partition.buckets for partition in chosen) * replication_num(table)
+
+
+def title_index(titles: tuple[str, ...], name: str) -> int:
+    for index, title in enumerate(titles):
+        if title.lower() == name.lower():
+            return index
+    raise QueryError(1105, f"Title name[{name}] does not exist")
+
+
+def sorted_rows(rows: list[tuple], titles: tuple[str, ...], order_by) -> list[tuple]:
+    """Rows sorted by their values (not their text), as Doris compares them."""
+    for order in reversed([(title_index(titles, o.column), o.descending) for o in order_by]):
+        index, descending = order
+        rows = sorted(rows, key=lambda row: (row[index] is None, row[index]), reverse=descending)
+    return rows
+
+
+def as_text(rows: list[tuple]) -> list[tuple]:
+    return [tuple(None if value is None else str(value) for value in row) for row in rows]
+
+
+# SHOW DATA.
+
+
+async def show_data(session, statement: st.ShowData) -> Result:
+    if statement.table is not None:
+        return _index_data(session, statement)
+    if not session.database:
+        return _database_data(session)
+    return _table_data(session, statement)
+
+
+def _table_data(session, statement: st.ShowData) -> Result:
+    database = resolve_database(session, None)
+    tables = sorted(
+        (
+            table
+            for table in session.catalog.tables_of(database.id)
+            if privileges.has_any(session.user, database.name, table.name)
+        ),
+        key=lambda table: table.name,
+    )
+    rows = [(table.name, 0, replica_count(table), 0) for table in tables]
+    rows = sorted_rows(rows, TABLE_DATA_TITLES, statement.order_by)
+    text = [(name, readable_size(size), str(replicas), readable_size(remote))
+            for name, size, replicas, remote in rows]  # fmt: skip
+    total_size, total_replicas = sum(row[1] for row in rows), sum(row[2] for row in rows)
+    data_quota = session.services.config["default_db_data_quota_bytes"]
+    replica_quota = session.services.config["default_db_replica_quota_size"]
+    text += [
+        ("Total", readable_size(total_size), str(total_replicas), readable_size(0)),
+        ("Quota", readable_size(data_quota), str(replica_quota), ""),
+        (
+            "Left",
+            readable_size(max(0, data_quota - total_size)),
+            str(max(0, replica_quota - total_replicas)),
+            "",
+        ),
+    ]
+    return text_result(list(TABLE_DATA_TITLES), text)
+
+
+def _index_data(session, statement: st.ShowData) -> Result:
+    _, table = readable_table(session, statement.table, "SHOW")
+    # One index until rollups exist: the base index, named as the table.
+    rows = [(table.name, table.name, 0, replica_count(table), 0, 0)]
+    rows = sorted_rows(rows, INDEX_DATA_TITLES, statement.order_by)
+    text = [
+        (table.name if position == 0 else "", index, readable_size(size), str(replicas),
+         str(row_count), readable_size(remote))
+        for position, (_, index, size, replicas, row_count, remote) in enumerate(rows)
+    ]  # fmt: skip
+    total = ("", "Total", readable_size(0), str(sum(row[3] for row in rows)), "", readable_size(0))
+    return text_result(list(INDEX_DATA_TITLES), [*text, total])
+
+
+def _database_data(session) -> Result:
+    """No current database: every database's sizes, for an administrator (as Doris)."""
+    session.require_admin()
+    databases = sorted(session.catalog.dbs.values(), key=lambda database: database.name)
+    rows = [(str(database.id), database.name, "0", "0", "0", "0") for database in databases]
+    return text_result(list(DATABASE_DATA_TITLES), [*rows, ("Total", "NULL", "0", "0", "0", "0")])
+
+
+# SHOW TABLETS and SHOW TABLET.
+
+
+async def show_tablets(session, statement: st.ShowTablets) -> Result:
+    session.require_admin()
+    _, table = readable_table(session, statement.table, "SHOW")
+    conditions = _tablet_conditions(statement.where)
+    order = [(title_index(TABLET_TITLES, o.column), o.descending) for o in statement.order_by]
+    index_name = conditions.pop("indexname", table.name)
+    rows = []
+    if index_name == table.name:
+        for partition in _chosen_partitions(table, statement.partitions):
+            rows += [_tablet_row(tablet_id) for tablet_id in partition.tablet_ids]
+    for title, value in conditions.items():
+        index = title_index(TABLET_TITLES, title)
+        rows = [row for row in rows if row[index] == value]
+    rows = sorted_rows(rows, TABLET_TITLES, [st.OrderBy(TABLET_TITLES[i], d) for i, d in order])
+    end = None if statement.limit is None else statement.offset + statement.limit
+    return text_result(list(TABLET_TITLES), as_text(rows[statement.offset : end]))
+
+
+def _tablet_conditions(where: tuple[tuple[str, object], ...]) -> dict[str, object]:
+    """Doris's WHERE of SHOW TABLETS: Version, BackendId, IndexName and State, each once."""
+    conditions: dict[str, object] = {}
+    for name, value in where:
+        key = name.lower()
+        kind = TABLET_TITLES_WHERE.get(key)
+        if kind is None or not isinstance(value, kind) or key in conditions:
+            raise QueryError(1105, WHERE_HINT)
+        if key == "state":
+            value = value.upper()
+            if value not in REPLICA_STATES:
+                raise QueryError(1105, WHERE_HINT)
+        conditions[key] = value
+    return conditions
+
+
+def _chosen_partitions(table: Table, names: tuple[str, ...]) -> list[Partition]:
+    if not names:
+        return list(table.partitions)
+    by_name = {partition.name.lower(): partition for partition in table.partitions}
+    chosen = []
+    for name in names:
+        partition = by_name.get(name.lower())
+        if partition is None:
+            raise QueryError(1735, f"Unknown partition '{name}' in table '{table.name}'")
+        if partition not in chosen:
+            chosen.append(partition)
+    return chosen
+
+
+def _tablet_row(tablet_id: int) -> tuple:
+    """A tablet without replicas, as Doris shows one."""
+    return (tablet_id, -1, -1, -1, -1, -1, -1, None, -1, -1, -1, None, None, -1, -1, -1, 0, 0, 0,
+            -1, None, None, None, -1, "")  # fmt: skip
+
+
+async def show_tablet(session, statement: st.ShowTablet) -> Result:
+    session.require_admin()
+    found = session.catalog.tablet(statement.tablet_id)
+    if found is None:
+        raise QueryError(1105, f"Tablet {statement.tablet_id} does not exist")
+    table, partition, bucket = found
+    database = session.catalog.dbs.get(table.db_id)
+    index_id = table.id  # the base index, as SHOW PROC's index_schema numbers it
+    detail = f"SHOW PROC '/dbs/{table.db_id}/{table.id}/partitions/{partition.id}/{index_id}';"
+    row = (database.name if database else "", table.name, partition.name, table.name,
+           table.db_id, table.id, partition.id, index_id, "true", bucket, detail)  # fmt: skip
+    titles = ["DbName", "TableName", "PartitionName", "IndexName", "DbId", "TableId",
+              "PartitionId", "IndexId", "IsSync", "Order", "DetailCmd"]  # fmt: skip
+    return text_result(titles, as_text([row]))

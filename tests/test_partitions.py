@@ -4,7 +4,7 @@ PARTITION, and REPLACE WITH TABLE; through PyMySQL and the mariadb CLI, and afte
 
 import pytest
 
-from tests.harness import error_of, execute, mariadb, run
+from tests.harness import QuireProcess, add_and_start, error_of, execute, mariadb, run, wait_until
 
 COLUMN_INDEX = {"PartitionName": 1, "Range": 6, "Buckets": 8, "ReplicationNum": 9}
 
@@ -502,16 +502,33 @@ def test_replace_with_table(quire, db):
     assert ("second",) not in run(db, "SHOW TABLES")
     assert "second" not in recycled_names(db)  # the replaced table is dropped at once
     assert_error(db, quire, "ALTER TABLE first REPLACE WITH TABLE nothing", 1146, "doesn't exist")
+    run(db, "CREATE TABLE third (k INT) DISTRIBUTED BY HASH(k) BUCKETS 1")
     assert_error(
         db,
         quire,
-        'ALTER TABLE first REPLACE WITH TABLE cities PROPERTIES ("swap" = "maybe")',
+        'ALTER TABLE first REPLACE WITH TABLE third PROPERTIES ("swap" = "maybe")',
         1105,
         "Invalid swap value",
     )
+    # ALTER_PRIV on both tables, as for any ALTER TABLE.
+    run(db, "CREATE USER IF NOT EXISTS alterer IDENTIFIED BY 'pw'")
+    run(db, "GRANT ALTER_PRIV ON parts.first TO alterer")
+    alterer = quire.connect("alterer", "pw", database="parts")
+    try:
+        assert error_of(alterer, "ALTER TABLE first REPLACE WITH TABLE third")[0] == 1142
+    finally:
+        alterer.close()
 
 
-def test_a_restarted_node_sees_the_same_partitions(fresh_quire):
+def test_create_table_like_leaves_temporary_partitions_behind(quire, db):
+    run(db, RANGE_TABLE.format(name="with_temporary"))
+    run(db, 'ALTER TABLE with_temporary ADD TEMPORARY PARTITION tp VALUES [("0"), ("5"))')
+    run(db, "CREATE TABLE like_it LIKE with_temporary")
+    assert set(partitions(db, "like_it")) == {"p1", "p2", "p3"}
+    assert partitions(db, "like_it", temporary=True) == {}
+
+
+def test_an_observer_and_a_restarted_node_see_the_same_partitions(tmp_path, fresh_quire):
     fresh_quire.start()
     statements = [
         "CREATE DATABASE parts",
@@ -529,8 +546,8 @@ def test_a_restarted_node_sees_the_same_partitions(fresh_quire):
     ]
     execute(fresh_quire, *statements)
 
-    def seen():
-        connection = fresh_quire.connect(database="parts")
+    def seen(node):
+        connection = node.connect(database="parts")
         try:
             return [
                 (table, partitions(connection, table), partitions(connection, table, True))
@@ -539,10 +556,24 @@ def test_a_restarted_node_sees_the_same_partitions(fresh_quire):
         finally:
             connection.close()
 
-    before = seen()
+    before = seen(fresh_quire)
     assert list(before[3][2]) == ["tp2"]
+    # An observer (it replicates without voting, so the node restarts alone afterwards).
+    observer = QuireProcess(tmp_path / "observer", command="fe").join_through(fresh_quire)
+    try:
+        add_and_start(fresh_quire, observer, "OBSERVER")
+        wait_until(
+            lambda: (
+                ("props",) in execute(observer, "SHOW TABLES FROM parts")
+                and seen(observer) == before
+            ),
+            60,
+            "the same partitions on the observer",
+        )
+    finally:
+        observer.stop()
     fresh_quire.stop()
     fresh_quire.start()
-    assert seen() == before
+    assert seen(fresh_quire) == before
     tablet = before[3][2]["tp2"]["PartitionId"] + 1
     assert execute(fresh_quire, f"SHOW TABLET {tablet}")[0][:3] == ("parts", "props", "tp2")

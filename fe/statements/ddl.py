@@ -112,6 +112,7 @@ def create_table_like(session, statement: st.CreateTableLike) -> list[ops.Op]:
         db_id=database.id,
         name=statement.table.name,
         partitions=tuple(copies),
+        temporary_partitions=(),
         schema_version=1,
     )
     return [ops.CreateTable(table)]
@@ -343,7 +344,6 @@ def replace_with_table(
         raise QueryError(1105, f"Invalid swap value: {swap}")
     if swap == "true":
         return [ops.SwapTables(table.id, other.id)]
-    session.require(privileges.DROP, database.name, table.name)
     return [ops.DropTable(table.id), ops.ReplaceTable(renamed_table(other, table.name))]
 
 

@@ -16,6 +16,7 @@ from fe.statements import ddl, mysql_functions, partitioning, show
 from fe.statements.information_schema import unquote_default
 from fe.statements.partitioning import PartitionColumns
 from metadata import ops
+from metadata.catalog import tablet_holders
 from metadata.records import KeyModel, Partition, PartitionKind, RecycledKind, RecycledObject
 
 RECOVER_PRIVILEGES = (privileges.ALTER, privileges.CREATE, privileges.ADMIN)
@@ -122,7 +123,7 @@ def recover_partition(session, statement: st.RecoverPartition) -> list[ops.Op]:
     _require_recover(session, ddl.database_name(session, name.db), name.name)
     _, table = ddl.resolve_table(session, name)
     new_name = statement.new_name or statement.name
-    if any(p.name.lower() == new_name.lower() for p in table.partitions):
+    if any(p.name.lower() == new_name.lower() for p in tablet_holders(table)):
         raise QueryError(1105, f"partition[{new_name}] already exist in table[{table.name}]")
     recycled = session.catalog.recycled(RecycledKind.PARTITION, statement.name, table_id=table.id)
     if recycled is None:

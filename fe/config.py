@@ -134,6 +134,12 @@ FE_KEYS = (
         mutable=True,
         comment="A database's quota of tablet replicas, as SHOW DATA reports it.",
     ),
+    Key(
+        "max_multi_partition_num",
+        4096,
+        mutable=True,
+        comment="Most partitions one batch (FROM ... TO ... INTERVAL) of CREATE TABLE may create.",
+    ),
     Key("qe_max_connection", 1024, mutable=True, comment="Maximum concurrent MySQL connections."),
     Key("max_allowed_packet", 16 * 1024 * 1024, comment="Largest MySQL packet accepted, in bytes."),
     Key(

@@ -41,6 +41,7 @@ from metadata.ops import (
     SetGlobalVariable,
     SetLockoutPolicy,
     SetPassword,
+    SwapTables,
     Timestamp,
     TruncateTable,
     UpdateFrontend,
@@ -135,7 +136,7 @@ class CatalogSnapshot:
     recycle_bin: dict[int, RecycledObject] = field(default_factory=dict)  # oldest drop first
 
     def tablet_count(self) -> int:
-        return sum(p.buckets for t in self.tables.values() for p in t.partitions)
+        return sum(p.buckets for t in self.tables.values() for p in tablet_holders(t))
 
 
 def initial_ops(privileges: frozenset[str] = frozenset({"ALL"})) -> list[Op]:
@@ -198,7 +199,7 @@ class Catalog:
                 return None
             table_id, partition_position, bucket = found
             table = self.tables[table_id]
-            return table, table.partitions[partition_position], bucket
+            return table, tablet_holders(table)[partition_position], bucket
 
     def tablet_count(self) -> int:
         return self._tablet_ranges.tablet_count
@@ -384,7 +385,7 @@ class Catalog:
             raise UnknownDatabase(op, f"no database with id {op.db_id}")
         table_ids = list(self._table_ids_by_db.pop(database.id).values())
         dropped = [self.tables.pop(table_id) for table_id in table_ids]
-        self._tablet_ranges.remove([p for t in dropped for p in t.partitions])
+        self._tablet_ranges.remove([p for t in dropped for p in tablet_holders(t)])
         del self.dbs[database.id]
         del self._db_ids_by_name[database.name]
         return database
@@ -413,7 +414,7 @@ class Catalog:
             raise UnknownTable(op, f"no table with id {op.table_id}")
         del self.tables[table.id]
         del self._table_ids_by_db[table.db_id][table.name]
-        self._tablet_ranges.remove(table.partitions)
+        self._tablet_ranges.remove(tablet_holders(table))
         return table
 
     def _replace_table(self, op: ReplaceTable) -> Table:
@@ -429,6 +430,9 @@ class Catalog:
             raise UnknownDatabase(op, f"no database with id {table.db_id}")
         if names.get(table.name, table.id) != table.id:
             raise TableExists(op, f"table '{table.name}' exists")
+        partition_names = [p.name.lower() for p in tablet_holders(table)]
+        if len(set(partition_names)) != len(partition_names):
+            raise ApplyError(op, f"table '{table.name}' has two partitions of one name")
         self._check_tablet_ranges(op, replacing=old)
         self.tables[table.id] = table
         if (old.db_id, old.name) != (table.db_id, table.name):
@@ -622,7 +626,7 @@ class Catalog:
         del self._table_ids_by_db[database.id]
         for table in tables:
             del self.tables[table.id]
-        self._tablet_ranges.remove([p for t in tables for p in t.partitions])
+        self._tablet_ranges.remove([p for t in tables for p in tablet_holders(t)])
         del self.dbs[database.id]
         del self._db_ids_by_name[database.name]
         self._put_in_bin(recycled)
@@ -637,7 +641,7 @@ class Catalog:
         )
         del self.tables[table.id]
         del self._table_ids_by_db[table.db_id][table.name]
-        self._tablet_ranges.remove(table.partitions)
+        self._tablet_ranges.remove(tablet_holders(table))
         self._put_in_bin(recycled)
         return recycled
 
@@ -688,11 +692,7 @@ class Catalog:
             raise ApplyError(op, f"no database with id {table.db_id}")
         if op.name in names:
             raise ApplyError(op, f"Table '{op.name}' already exists")
-        if not table.partition_columns and op.name != table.name:
-            table = replace(
-                table, partitions=tuple(replace(p, name=op.name) for p in table.partitions)
-            )
-        table = replace(table, name=op.name)
+        table = _renamed(table, op.name)
         del self.recycle_bin[table.id]
         self.tables[table.id] = table
         names[table.name] = table.id
@@ -747,6 +747,20 @@ class Catalog:
         self._raise_next_id_for(truncated)
         return truncated
 
+    def _swap_tables(self, op: SwapTables) -> tuple[Table, Table]:
+        table, other = self.tables.get(op.table_id), self.tables.get(op.other_table_id)
+        if table is None or other is None:
+            missing = op.table_id if table is None else op.other_table_id
+            raise UnknownTable(op, f"no table with id {missing}")
+        if table.db_id != other.db_id or table.id == other.id:
+            raise ApplyError(op, "SWAP takes two tables of one database")
+        swapped = (_renamed(table, other.name), _renamed(other, table.name))
+        names = self._table_ids_by_db[table.db_id]
+        for each in swapped:
+            self.tables[each.id] = each
+            names[each.name] = each.id
+        return swapped
+
     # Id counter and indexes.
 
     def _raise_next_id(self, at_least: int) -> None:
@@ -755,7 +769,7 @@ class Catalog:
 
     def _raise_next_id_for(self, table: Table) -> None:
         highest = table.id
-        for partition in table.partitions:
+        for partition in tablet_holders(table):
             last_tablet = partition.tablet_start + partition.buckets - 1
             highest = partition.id if partition.id > highest else highest
             highest = last_tablet if last_tablet > highest else highest
@@ -779,6 +793,13 @@ class Catalog:
             names[table.name] = table.id
         self._tablet_ranges = TabletRanges.of(self.tables.values())
         assert len(self._db_ids_by_name) == len(self.dbs), "two databases with one name"
+
+
+def _renamed(table: Table, name: str) -> Table:
+    partitions = table.partitions
+    if not table.partition_columns and name != table.name:  # its partition is named as it
+        partitions = tuple(replace(p, name=name) for p in partitions)
+    return replace(table, name=name, partitions=partitions)
 
 
 def _schema_changed(old: Table, new: Table) -> bool:
@@ -831,6 +852,7 @@ _HANDLERS = {
     RecoverPartition: Catalog._recover_partition,
     EraseRecycled: Catalog._erase_recycled,
     TruncateTable: Catalog._truncate_table,
+    SwapTables: Catalog._swap_tables,
 }
 
 
@@ -859,7 +881,7 @@ class TabletRanges:
         index = cls()
         entries = index._entries
         for table in tables:
-            for position, partition in enumerate(table.partitions):
+            for position, partition in enumerate(tablet_holders(table)):
                 start = partition.tablet_start
                 assert start not in entries, f"tablet range {start} used twice"
                 entries[start] = (table.id, position, start + partition.buckets)
@@ -888,7 +910,7 @@ class TabletRanges:
         definition `replacing`; None if they can."""
         if replacing is not None and _same_ranges(replacing, table):
             return None
-        spans = sorted([(p.tablet_start, p.buckets) for p in table.partitions])
+        spans = sorted([(p.tablet_start, p.buckets) for p in tablet_holders(table)])
         previous_end = -1
         for start, buckets in spans:
             if buckets < 1 or start < 0:
@@ -897,7 +919,7 @@ class TabletRanges:
                 return f"its partitions' tablet ranges overlap at {start}"
             previous_end = start + buckets
         if replacing is not None:  # ranges it keeps are known not to overlap other tables'
-            kept = {(p.tablet_start, p.buckets) for p in replacing.partitions}
+            kept = {(p.tablet_start, p.buckets) for p in tablet_holders(replacing)}
             spans = [span for span in spans if span not in kept]
         if not spans:
             return None
@@ -936,7 +958,7 @@ class TabletRanges:
 
     def add(self, table: Table, already_indexed: Set[int] = frozenset()) -> None:
         starts, entries, dead = self._starts, self._entries, self._dead
-        for position, partition in enumerate(table.partitions):
+        for position, partition in enumerate(tablet_holders(table)):
             start = partition.tablet_start
             assert start not in entries, f"tablet range {start} indexed twice"
             end = start + partition.buckets
@@ -968,9 +990,9 @@ class TabletRanges:
         assert old.id == new.id
         if _same_ranges(old, new):
             return  # same ranges at the same positions: the entries are already right
-        new_starts = {p.tablet_start for p in new.partitions}
-        self.remove([p for p in old.partitions if p.tablet_start not in new_starts])
-        kept = {p.tablet_start for p in old.partitions if p.tablet_start in new_starts}
+        new_starts = {p.tablet_start for p in tablet_holders(new)}
+        self.remove([p for p in tablet_holders(old) if p.tablet_start not in new_starts])
+        kept = {p.tablet_start for p in tablet_holders(old) if p.tablet_start in new_starts}
         for start in kept:
             _, _, end = self._entries.pop(start)
             self.tablet_count -= end - start
@@ -982,8 +1004,13 @@ class TabletRanges:
         dead.clear()
 
 
+def tablet_holders(table: Table) -> tuple[Partition, ...]:
+    """The partitions whose tablets the index finds: the formal ones, then the temporary ones."""
+    return (*table.partitions, *table.temporary_partitions)
+
+
 def _same_ranges(old: Table, new: Table) -> bool:
-    old_partitions, new_partitions = old.partitions, new.partitions
+    old_partitions, new_partitions = tablet_holders(old), tablet_holders(new)
     return len(old_partitions) == len(new_partitions) and all(
         (a.tablet_start, a.buckets) == (b.tablet_start, b.buckets)
         for a, b in zip(old_partitions, new_partitions, strict=True)

@@ -52,6 +52,7 @@ from metadata.ops import (
     SetGlobalVariable,
     SetLockoutPolicy,
     SetPassword,
+    SwapTables,
     Timestamp,
     TruncateTable,
     UpdateFrontend,
@@ -749,6 +750,12 @@ _OP_CODECS: dict[OpCode, tuple[type, int, _OpEncoder, _OpDecoder]] = {
         2,
         lambda op: (op.table_id, tuple(map(_encode_partition, op.partitions))),
         lambda a: TruncateTable(_int(a[1]), tuple(map(_decode_partition, _array(a[2])))),
+    ),
+    OpCode.SWAP_TABLES: (
+        SwapTables,
+        2,
+        lambda op: (op.table_id, op.other_table_id),
+        lambda a: SwapTables(_int(a[1]), _int(a[2])),
     ),
 }
 

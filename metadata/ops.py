@@ -43,6 +43,7 @@ class OpCode(IntEnum):
     RECOVER_PARTITION = 55
     ERASE_RECYCLED = 56
     TRUNCATE_TABLE = 57  # the named partitions replaced by empty ones with new ids and tablets
+    SWAP_TABLES = 60  # ALTER TABLE t1 REPLACE WITH TABLE t2: the two tables trade names
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +255,16 @@ class TruncateTable:
     partitions: tuple[Partition, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class SwapTables:
+    """Two tables of one database trade names (an unpartitioned table's partition is named as
+    its table, so it is renamed with it)."""
+
+    CODE = OpCode.SWAP_TABLES
+    table_id: int
+    other_table_id: int
+
+
 Op = (
     CreateDatabase
     | DropDatabase
@@ -283,4 +294,5 @@ Op = (
     | RecoverPartition
     | EraseRecycled
     | TruncateTable
+    | SwapTables
 )

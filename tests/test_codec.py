@@ -30,6 +30,7 @@ from metadata.ops import (
     SetGlobalVariable,
     SetLockoutPolicy,
     SetPassword,
+    SwapTables,
     Timestamp,
     TruncateTable,
     UpdateFrontend,
@@ -138,6 +139,7 @@ ONE_OP_PER_CODE = {
     OpCode.RECOVER_PARTITION: RecoverPartition(10_002, "p_low2"),
     OpCode.ERASE_RECYCLED: EraseRecycled(((10_000, 1_767_225_600_123), (10_002, 1))),
     OpCode.TRUNCATE_TABLE: TruncateTable(10_001, FULL_TABLE.partitions),
+    OpCode.SWAP_TABLES: SwapTables(10_001, 10_002),
 }
 
 

@@ -8,6 +8,7 @@ sqlglot's compiled parser cannot be subclassed from Python, so the grammar lives
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 from sqlglot import exp
@@ -17,7 +18,7 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
 from fe.sql import statements as st
-from metadata.records import LOCKED_UNTIL_UNLOCK, Column, KeyModel
+from metadata.records import LOCKED_UNTIL_UNLOCK, Column, KeyModel, PartitionKind
 from metadata.types import ALIASES, TYPE_NAMES, ColumnType, parse_column_type
 
 DIALECT = MySQL()
@@ -598,13 +599,16 @@ class Grammar:
 
     def alter_action(self):
         if self.accept("ADD"):
+            temporary = self.accept("TEMPORARY")
             if self.accept("PARTITION"):
                 partition = self.partition_def()
-                buckets = None
+                buckets = distribution = None
                 if self.accept("DISTRIBUTED", "BY"):
-                    self.distribution()
+                    distribution = self.distribution()
                     buckets = self._last_buckets
-                return st.AddPartition(partition, buckets)
+                return st.AddPartition(partition, buckets, distribution, temporary)
+            if temporary:
+                self.fail("expected PARTITION")
             self.accept("COLUMN")
             if self.accept_type(TokenType.L_PAREN):
                 self.fail("ADD COLUMN (...) with several columns: add them one at a time")
@@ -612,13 +616,19 @@ class Grammar:
             after, first = self.column_position()
             return st.AddColumn(column, after, first)
         if self.accept("DROP"):
+            temporary = self.accept("TEMPORARY")
             if self.accept("PARTITION"):
                 if_exists = self.if_exists()
                 name = self.identifier()
-                return st.DropPartition(name, if_exists, force=self.accept("FORCE"))
+                force = self.accept("FORCE")
+                return st.DropPartition(name, if_exists, force, temporary)
+            if temporary:
+                self.fail("expected PARTITION")
             self.accept("COLUMN")
             return st.DropColumn(self.identifier())
         if self.accept("MODIFY"):
+            if self.accept("PARTITION"):
+                return self.modify_partition()
             self.accept("COLUMN")
             column = self.column_def()
             after, first = self.column_position()
@@ -632,7 +642,32 @@ class Grammar:
             return st.RenameTable(self.identifier())
         if self.accept("SET"):
             return st.SetTableProperties(self.properties())
+        if self.accept("REPLACE"):
+            if self.accept("WITH", "TABLE"):
+                table = self.identifier()
+                properties = self.properties() if self.accept("PROPERTIES") else ()
+                return st.ReplaceWithTable(table, properties)
+            self.expect("PARTITION")
+            partitions = self.name_list()
+            self.expect("WITH", "TEMPORARY", "PARTITION")
+            temporary = self.name_list()
+            properties = self.properties() if self.accept("PROPERTIES") else ()
+            return st.ReplacePartition(partitions, temporary, properties)
         self.fail("unsupported ALTER TABLE action")
+
+    def modify_partition(self) -> st.ModifyPartition:
+        """MODIFY PARTITION p | (p1, p2) | (*) SET (...)."""
+        if self.accept_type(TokenType.L_PAREN):
+            if self.accept_type(TokenType.STAR):
+                names: tuple[str, ...] = ()
+                self.expect_type(TokenType.R_PAREN, ")")
+            else:
+                self.position -= 1
+                names = self.name_list()
+        else:
+            names = (self.identifier(),)
+        self.expect("SET")
+        return st.ModifyPartition(names, self.properties())
 
     def column_position(self) -> tuple[str | None, bool]:
         if self.accept("AFTER"):
@@ -697,14 +732,20 @@ class Grammar:
             self.accept_type(TokenType.EQ)
             options["comment"] = self.string()
         elif self.accept("PARTITION", "BY"):
-            self.expect("RANGE")
+            kind = next((k for k in PartitionKind if self.accept(k.value)), None)
+            if kind is None:
+                self.fail("expected RANGE or LIST")
+            options["partition_kind"] = kind
             options["partition_columns"] = self.name_list()
             self.expect_type(TokenType.L_PAREN, "(")
             partitions = []
             if not self.accept_type(TokenType.R_PAREN):
                 while True:
-                    self.expect("PARTITION")
-                    partitions.append(self.partition_def())
+                    if self.accept("FROM"):
+                        partitions.append(self.batch_partition_def())
+                    else:
+                        self.expect("PARTITION")
+                        partitions.append(self.partition_def())
                     if self.accept_type(TokenType.R_PAREN):
                         break
                     self.expect_type(TokenType.COMMA, ", or )")
@@ -751,16 +792,46 @@ class Grammar:
         name = self.identifier()
         self.expect("VALUES")
         if self.accept("LESS", "THAN"):
-            if self.accept("MAXVALUE"):
-                return st.PartitionDef(name, upper=())
-            return st.PartitionDef(name, upper=self.value_tuple())
-        if self.accept_type(TokenType.L_BRACKET):
+            upper = () if self.accept("MAXVALUE") else self.value_tuple()
+            definition = st.PartitionDef(name, upper=upper)
+        elif self.accept_type(TokenType.L_BRACKET):
             lower = self.value_tuple()
             self.expect_type(TokenType.COMMA, ",")
             upper = self.value_tuple()
             self.expect_type(TokenType.R_PAREN, ")")
-            return st.PartitionDef(name, lower=lower, upper=upper)
-        self.fail("expected VALUES LESS THAN or VALUES [...)")
+            definition = st.PartitionDef(name, lower=lower, upper=upper)
+        elif self.accept("IN"):
+            definition = st.PartitionDef(name, values=self.list_values())
+        else:
+            self.fail("expected VALUES LESS THAN, VALUES [...) or VALUES IN (...)")
+        if self.peek_type() == TokenType.L_PAREN:
+            definition = dataclasses.replace(definition, properties=self.properties())
+        return definition
+
+    def list_values(self) -> tuple[tuple[str, ...], ...]:
+        """VALUES IN ("a", "b") or, for several columns, (("1", "a"), ("2", "b"))."""
+        self.expect_type(TokenType.L_PAREN, "(")
+        values = []
+        while True:
+            if self.peek_type() == TokenType.L_PAREN:
+                values.append(self.value_tuple())
+            else:
+                values.append((self.literal_text(),))
+            if self.accept_type(TokenType.R_PAREN):
+                return tuple(values)
+            self.expect_type(TokenType.COMMA, ", or )")
+
+    def batch_partition_def(self) -> st.BatchPartitionDef:
+        start = self.value_tuple()
+        self.expect("TO")
+        end = self.value_tuple()
+        self.expect("INTERVAL")
+        interval = self.integer()
+        unit = None
+        if self.peek_type() not in WORD_TOKENS_EXCLUDED | {TokenType.R_PAREN, None}:
+            unit = self.next().text.upper()
+        properties = self.properties() if self.peek_type() == TokenType.L_PAREN else ()
+        return st.BatchPartitionDef(start, end, interval, unit, properties)
 
     def value_tuple(self) -> tuple[str, ...]:
         self.expect_type(TokenType.L_PAREN, "(")
@@ -926,6 +997,9 @@ class Grammar:
             return st.ShowData(table, self.order_by())
         if word in ("TABLETS", "TABLET") and self.accept("FROM"):
             return self.show_tablets()
+        if word == "TEMPORARY" and self.accept("PARTITIONS"):
+            self.expect("FROM")
+            return st.Show("TEMPORARY PARTITIONS", table=self.table_name())
         if word == "CATALOG" and self.at("RECYCLE"):
             return self.show_recycle_bin()
         if word == "TABLET":

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from metadata.records import Column, KeyModel
+from metadata.records import Column, KeyModel, PartitionKind
 
 
 @dataclass(frozen=True)
@@ -29,8 +29,21 @@ class UserName:
 @dataclass(frozen=True)
 class PartitionDef:
     name: str
-    lower: tuple[str, ...] = ()
+    lower: tuple[str, ...] | None = None  # None: VALUES LESS THAN; () the least values
     upper: tuple[str, ...] = ()  # () = MAXVALUE
+    values: tuple[tuple[str, ...], ...] = ()  # VALUES IN: one tuple per value
+    properties: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class BatchPartitionDef:
+    """FROM (start) TO (end) INTERVAL n [unit]: range partitions of n units each."""
+
+    start: tuple[str, ...]
+    end: tuple[str, ...]
+    interval: int
+    unit: str | None = None  # None: integer steps
+    properties: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -67,7 +80,8 @@ class CreateTable:
     distribution_columns: tuple[str, ...] = ()
     buckets: int | None = None
     partition_columns: tuple[str, ...] = ()
-    partitions: tuple[PartitionDef, ...] = ()
+    partition_kind: PartitionKind = PartitionKind.RANGE
+    partitions: tuple[PartitionDef | BatchPartitionDef, ...] = ()
     properties: tuple[tuple[str, str], ...] = ()
     comment: str = ""
     engine: str = "olap"
@@ -126,6 +140,8 @@ class RenameTable:
 class AddPartition:
     partition: PartitionDef
     buckets: int | None = None
+    distribution_columns: tuple[str, ...] | None = None  # DISTRIBUTED BY HASH(...): () = RANDOM
+    temporary: bool = False
 
 
 @dataclass(frozen=True)
@@ -133,6 +149,26 @@ class DropPartition:
     name: str
     if_exists: bool = False
     force: bool = False
+    temporary: bool = False
+
+
+@dataclass(frozen=True)
+class ModifyPartition:
+    names: tuple[str, ...]  # () = (*), every partition
+    properties: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class ReplacePartition:
+    partitions: tuple[str, ...]
+    temporary_partitions: tuple[str, ...]
+    properties: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class ReplaceWithTable:
+    table: str
+    properties: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -148,6 +184,9 @@ AlterAction = (
     | RenameTable
     | AddPartition
     | DropPartition
+    | ModifyPartition
+    | ReplacePartition
+    | ReplaceWithTable
     | SetTableProperties
 )
 

@@ -11,9 +11,10 @@ import time
 from fe.mysql.errors import QueryError
 from fe.security import privileges
 from fe.sql import statements as st
+from fe.statements import partitioning
+from fe.statements.partitioning import PartitionColumns
 from metadata import ops
-from metadata.records import Column, Database, KeyModel, Partition, Table
-from metadata.types import ColumnType
+from metadata.records import Column, Database, KeyModel, Partition, PartitionKind, Table
 
 DEFAULT_BUCKETS = 10
 MAX_COLUMNS = 4096
@@ -140,6 +141,7 @@ def create_table_like(session, statement: st.CreateTableLike) -> list[ops.Op]:
         db_id=database.id,
         name=statement.table.name,
         partitions=tuple(copies),
+        temporary_partitions=(),
         schema_version=1,
     )
     return [ops.CreateTable(table)]
@@ -204,18 +206,8 @@ def build_table(session, database: Database, statement: st.CreateTable) -> Table
     else:
         distribution = ()
     buckets = statement.buckets or DEFAULT_BUCKETS
-    partition_columns = known(statement.partition_columns, "Partition")
-    ranges = partition_ranges(statement.partitions, partition_columns, columns)
-    if not partition_columns:
-        ranges = [(statement.table.name, (), ())]
-    first = session.services.writer.allocate_ids(1 + len(ranges) * (1 + buckets))
-    next_id = first + 1
-    partitions = []
-    for name, lower, upper in ranges:
-        partitions.append(Partition(next_id, name, lower, upper, next_id + 1, buckets))
-        next_id += 1 + buckets
-    return Table(
-        id=first,
+    table = Table(
+        id=0,
         db_id=database.id,
         name=statement.table.name,
         columns=tuple(columns),
@@ -223,76 +215,129 @@ def build_table(session, database: Database, statement: st.CreateTable) -> Table
         key_columns=key_columns,
         distribution_columns=distribution,
         buckets=buckets,
-        partition_columns=partition_columns,
-        partitions=tuple(partitions),
+        partition_columns=known(statement.partition_columns, "Partition"),
+        partition_kind=statement.partition_kind,
         properties=checked_properties(statement.properties),
         comment=statement.comment,
         engine=statement.engine,
     )
+    if table.partition_columns:
+        PartitionColumns.of(table).check_types()
+        planned = planned_partitions(session, table, statement.partitions)
+    else:
+        planned = [Partition(0, statement.table.name)]
+    first = session.services.writer.allocate_ids(1 + len(planned) * (1 + buckets))
+    return dataclasses.replace(table, id=first, partitions=with_ids(planned, first + 1, buckets))
 
 
-def _sort_key(values: tuple[str, ...], types: list[ColumnType]):
-    key = []
-    for value, column_type in zip(values, types, strict=False):
-        if column_type.is_integer:
-            try:
-                key.append((0, int(value), ""))
-                continue
-            except ValueError:
-                raise QueryError(
-                    1105, f"Invalid partition value '{value}' for type {column_type.sql}"
-                ) from None
-        key.append((1, 0, value))
-    return tuple(key)
+def with_ids(planned: list[Partition], first: int, buckets: int) -> tuple[Partition, ...]:
+    """The planned partitions with ids from `first` on: each its id, then its tablets'."""
+    partitions = []
+    for partition in planned:
+        partitions.append(
+            dataclasses.replace(partition, id=first, tablet_start=first + 1, buckets=buckets)
+        )
+        first += 1 + buckets
+    return tuple(partitions)
 
 
-def partition_ranges(definitions, partition_columns, columns: list[Column]):
-    """(name, lower, upper) per partition, ordered, with the lower bounds of LESS THAN filled in."""
-    if partition_columns and not definitions:
-        return []
-    if len(definitions) > MAX_PARTITIONS:
-        raise QueryError(1105, f"Too many partitions (at most {MAX_PARTITIONS})")
-    types = [next(c.type for c in columns if c.name == name) for name in partition_columns]
-    seen = set()
+def planned_partitions(
+    session, table: Table, definitions, temporary: bool = False
+) -> list[Partition]:
+    """New partitions of the table (ids to be given), checked as Doris checks them: names unique
+    among its partitions, values typed, ranges or values not overlapping its partitions (its
+    temporary partitions', for a temporary one)."""
+    columns = PartitionColumns.of(table)
+    limit = session.services.config["max_multi_partition_num"]
+    flat: list[st.PartitionDef] = []
     for definition in definitions:
-        if definition.name.lower() in seen:
+        if isinstance(definition, st.BatchPartitionDef):
+            if columns.kind != PartitionKind.RANGE:
+                raise QueryError(1105, "Batch partitions (FROM ... TO ...) are RANGE partitions")
+            flat.extend(partitioning.expanded(definition, limit))
+        else:
+            flat.append(definition)
+    if len(flat) > MAX_PARTITIONS:
+        raise QueryError(1105, f"Too many partitions (at most {MAX_PARTITIONS})")
+    taken = {p.name.lower() for p in (*table.partitions, *table.temporary_partitions)}
+    for definition in flat:
+        if definition.name.lower() in taken:
             raise QueryError(1517, f"Duplicate partition name {definition.name}")
-        seen.add(definition.name.lower())
-        for bound in (definition.lower, definition.upper):
-            if bound and len(bound) != len(partition_columns):
-                raise QueryError(
-                    1105,
-                    f"Partition {definition.name}: expected {len(partition_columns)} value(s) per bound",
+        taken.add(definition.name.lower())
+        check_partition_properties(definition.properties)
+    siblings = list(table.temporary_partitions if temporary else table.partitions)
+    if columns.kind == PartitionKind.LIST:
+        planned: list[Partition] = []
+        for definition in flat:
+            if definition.lower is not None or definition.upper:
+                raise QueryError(1105, "List partition expected 'VALUES IN'")
+            values = partitioning.checked_values(columns, siblings + planned, definition)
+            planned.append(
+                Partition(
+                    0,
+                    definition.name,
+                    values=values,
+                    properties=merged_properties((), definition.properties),
                 )
-
-    def upper_key(definition):
-        return (1,) if not definition.upper else (0, _sort_key(definition.upper, types))
-
-    ordered = sorted(definitions, key=upper_key)
-    result = []
-    previous_upper: tuple[str, ...] = ()
-    for definition in ordered:
-        lower = definition.lower or previous_upper
-        if (
-            lower
-            and definition.upper
-            and _sort_key(lower, types) >= _sort_key(definition.upper, types)
-        ):
-            raise QueryError(1105, f"Partition {definition.name}: empty or overlapping range")
-        if result and not result[-1][2]:
-            raise QueryError(1105, "Only the last partition may be VALUES LESS THAN MAXVALUE")
-        if (
-            result
-            and lower
-            and result[-1][2]
-            and _sort_key(lower, types) < _sort_key(result[-1][2], types)
-        ):
-            raise QueryError(
-                1105, f"Partition {definition.name}: range overlaps partition {result[-1][0]}"
             )
-        result.append((definition.name, lower, definition.upper))
-        previous_upper = definition.upper
-    return result
+        return planned
+    if any(definition.values for definition in flat):
+        raise QueryError(
+            1105,
+            'Range partition expected \'VALUES [LESS THAN or [("xxx" ,...), ("xxx", ...))]\'',
+        )
+    bounds = {b.name: b for b in partitioning.checked_ranges(columns, siblings, flat)}
+    return [
+        Partition(
+            0,
+            d.name,
+            bounds[d.name].lower,
+            bounds[d.name].upper,
+            properties=merged_properties((), d.properties),
+        )
+        for d in flat
+    ]
+
+
+PARTITION_PROPERTIES = (
+    "replication_num", "replication_allocation", "storage_medium", "storage_cooldown_time",
+    "storage_policy", "in_memory", "mutable",
+)  # fmt: skip
+DEFAULT_REPLICATION_NUM = 3
+
+
+def check_partition_properties(properties: tuple[tuple[str, str], ...]) -> None:
+    """A partition's own properties, as Doris's MODIFY PARTITION takes them."""
+    unknown = {k: v for k, v in properties if k.lower() not in PARTITION_PROPERTIES}
+    if unknown:
+        listed = ", ".join(f"{k}={v}" for k, v in unknown.items())
+        raise QueryError(1105, f"Unknown properties: {{{listed}}}")
+    for key, value in properties:
+        key = key.lower()
+        if key == "replication_num":
+            try:
+                number = int(value)
+            except ValueError:
+                raise QueryError(1105, f"Invalid replication number: {value}") from None
+            if number <= 0:
+                raise QueryError(1105, "Replication num should larger than 0. (suggested 3)")
+        elif key == "storage_medium" and value.upper() not in ("SSD", "HDD"):
+            raise QueryError(1105, f"Invalid storage medium: {value}")
+        elif key in ("in_memory", "mutable") and value.lower() not in ("true", "false"):
+            raise QueryError(1105, f"Invalid {key} value: {value}")
+        elif key == "in_memory" and value.lower() == "true":
+            raise QueryError(1105, "Not support set 'in_memory'='true' now!")
+
+
+def merged_properties(
+    own: tuple[tuple[str, str], ...], changes: tuple[tuple[str, str], ...]
+) -> tuple[tuple[str, str], ...]:
+    merged = dict(own)
+    for key, value in changes:
+        merged[key.lower()] = value
+        if key.lower() == "replication_num":
+            merged["replication_allocation"] = f"tag.location.default: {int(value)}"
+    return tuple(sorted(merged.items()))
 
 
 def drop_table(session, statement: st.DropTable) -> list[ops.Op]:
@@ -304,11 +349,46 @@ def alter_table(session, statement: st.AlterTable) -> list[ops.Op]:
         privileges.ALTER, database_name(session, statement.table.db), statement.table.name
     )
     database, table = resolve_table(session, statement.table)
+    if any(isinstance(action, st.ReplaceWithTable) for action in statement.actions):
+        if len(statement.actions) != 1:
+            raise QueryError(1105, "REPLACE WITH TABLE must be the only action of ALTER TABLE")
+        return replace_with_table(session, database, table, statement.actions[0])
     original = table
     for action in statement.actions:
         table = ALTER_ACTIONS[type(action)](session, database, table, action)
     recycled = recycled_partitions(original, table, statement.actions)
     return [*recycled, ops.ReplaceTable(table)]
+
+
+def replace_with_table(
+    session, database: Database, table: Table, action: st.ReplaceWithTable
+) -> list[ops.Op]:
+    """ALTER TABLE t1 REPLACE WITH TABLE t2: swap=true (the default) swaps the two tables' names;
+    swap=false gives t2 the name t1 and drops the old t1 at once (not to the recycle bin)."""
+    session.require(privileges.ALTER, database.name, action.table)
+    other = session.catalog.table(database.id, action.table)
+    if other is None:
+        raise QueryError(1146, f"Table '{database.name}.{action.table}' doesn't exist")
+    for each in (table, other):
+        if each.engine != "olap":
+            raise QueryError(1105, f"Table {each.name} is not OLAP table")
+    if other.id == table.id:
+        raise QueryError(1105, f"Table {table.name} can not be replaced by itself")
+    options = {k.lower(): v.lower() for k, v in action.properties}
+    swap = options.get("swap", "true")
+    if swap not in ("true", "false"):
+        raise QueryError(1105, f"Invalid swap value: {swap}")
+    if swap == "true":
+        return [ops.SwapTables(table.id, other.id)]
+    return [ops.DropTable(table.id), ops.ReplaceTable(renamed_table(other, table.name))]
+
+
+def renamed_table(table: Table, name: str) -> Table:
+    """The table under another name: an unpartitioned table's partition is named as the table."""
+    partitions = table.partitions
+    if not table.partition_columns:
+        partitions = tuple(dataclasses.replace(p, name=name) for p in partitions)
+    return dataclasses.replace(table, name=name, partitions=partitions)
 
 
 def _place(columns: list[Column], column: Column, after: str | None, first: bool) -> list[Column]:
@@ -442,43 +522,125 @@ def _rename_table(session, database, table: Table, action: st.RenameTable) -> Ta
     session.require(privileges.CREATE, database.name, action.new_name)
     if session.catalog.table(database.id, action.new_name) is not None:
         raise QueryError(1050, f"Table '{action.new_name}' already exists")
-    partitions = table.partitions
-    if not table.partition_columns:
-        partitions = tuple(dataclasses.replace(p, name=action.new_name) for p in partitions)
-    return dataclasses.replace(table, name=action.new_name, partitions=partitions)
+    return renamed_table(table, action.new_name)
 
 
 def _add_partition(session, database, table: Table, action: st.AddPartition) -> Table:
     if not table.partition_columns:
-        raise QueryError(1505, "Table is not partitioned: ADD PARTITION needs PARTITION BY RANGE")
-    definitions = [st.PartitionDef(p.name, p.lower, p.upper) for p in table.partitions] + [
-        action.partition
-    ]
-    partition_ranges(definitions, table.partition_columns, list(table.columns))
+        raise QueryError(1505, "Table is not partitioned: ADD PARTITION needs PARTITION BY")
+    distribution = action.distribution_columns
+    if distribution is not None and tuple(c.lower() for c in distribution) != tuple(
+        c.lower() for c in table.distribution_columns
+    ):
+        if not distribution or not table.distribution_columns:
+            default = "HASH" if table.distribution_columns else "RANDOM"
+            raise QueryError(
+                1105, f"Cannot assign different distribution type. default is: {default}"
+            )
+        raise QueryError(
+            1105,
+            "Cannot assign hash distribution with different distribution cols. new is: "
+            f"[{', '.join(distribution)}] default is: [{', '.join(table.distribution_columns)}]",
+        )
+    planned = planned_partitions(session, table, [action.partition], action.temporary)
     buckets = action.buckets or table.buckets
     first = session.services.writer.allocate_ids(1 + buckets)
-    bounds = {
-        name: (lower, upper)
-        for name, lower, upper in partition_ranges(
-            definitions, table.partition_columns, list(table.columns)
+    added = with_ids(planned, first, buckets)
+    if action.temporary:
+        return dataclasses.replace(
+            table, temporary_partitions=(*table.temporary_partitions, *added)
         )
-    }
-    lower, upper = bounds[action.partition.name]
-    partition = Partition(first, action.partition.name, lower, upper, first + 1, buckets)
-    return dataclasses.replace(table, partitions=(*table.partitions, partition))
+    return dataclasses.replace(table, partitions=(*table.partitions, *added))
 
 
 def _drop_partition(session, database, table: Table, action: st.DropPartition) -> Table:
-    kept = tuple(p for p in table.partitions if p.name.lower() != action.name.lower())
-    if len(kept) == len(table.partitions):
+    partitions = table.temporary_partitions if action.temporary else table.partitions
+    kept = tuple(p for p in partitions if p.name.lower() != action.name.lower())
+    if len(kept) == len(partitions):
         if action.if_exists:
             return table
         raise QueryError(
             1507, f"Error in list of partitions to DROP: partition {action.name} does not exist"
         )
+    if action.temporary:
+        return dataclasses.replace(table, temporary_partitions=kept)
     if not table.partition_columns:
         raise QueryError(1505, "Table is not partitioned")
     return dataclasses.replace(table, partitions=kept)
+
+
+def _modify_partition(session, database, table: Table, action: st.ModifyPartition) -> Table:
+    if not action.properties:
+        raise QueryError(1105, "Properties is not set")
+    check_partition_properties(action.properties)
+    named = {p.name.lower(): p for p in table.partitions}
+    if not table.partition_columns and action.names:
+        raise QueryError(1105, f"Table[{table.name}] is not partitioned")
+    for name in action.names:
+        if name.lower() not in named:
+            raise QueryError(1735, f"Unknown partition '{name}' in table '{table.name}'")
+    wanted = {name.lower() for name in action.names} or set(named)
+    return dataclasses.replace(
+        table,
+        partitions=tuple(
+            dataclasses.replace(p, properties=merged_properties(p.properties, action.properties))
+            if p.name.lower() in wanted
+            else p
+            for p in table.partitions
+        ),
+    )
+
+
+def _replace_partition(session, database, table: Table, action: st.ReplacePartition) -> Table:
+    """REPLACE PARTITION (p, ...) WITH TEMPORARY PARTITION (tp, ...): the temporary partitions
+    take the formal ones' place (and, unless use_temp_partition_name, their names when as many);
+    the replaced partitions are gone, not in the recycle bin (as in Doris)."""
+    if not table.partition_columns:
+        raise QueryError(1105, f"Table[{table.name}] is not partitioned")
+    options = {k.lower(): v.lower() for k, v in action.properties}
+    strict = options.get("strict_range", "true") == "true"
+    use_temporary_names = options.get("use_temp_partition_name", "false") == "true"
+    formal = {p.name.lower(): p for p in table.partitions}
+    temporary = {p.name.lower(): p for p in table.temporary_partitions}
+    for name in action.partitions:
+        if name.lower() not in formal:
+            raise QueryError(1105, f"Partition[{name}] does not exist")
+    for name in action.temporary_partitions:
+        if name.lower() not in temporary:
+            raise QueryError(1105, f"Temp partition[{name}] does not exist")
+    replaced = [formal[name.lower()] for name in action.partitions]
+    incoming = [temporary[name.lower()] for name in action.temporary_partitions]
+    kept = [p for p in table.partitions if p.id not in {r.id for r in replaced}]
+    columns = PartitionColumns.of(table)
+    if columns.kind == PartitionKind.LIST:
+        if strict and not partitioning.lists_alike(replaced, incoming):
+            raise QueryError(1105, "2 list partitions are not strictly matched")
+        for partition in incoming:
+            definition = st.PartitionDef(partition.name, values=partition.values)
+            partitioning.checked_values(columns, kept, definition)
+    elif strict:
+        if not partitioning.ranges_cover_alike(columns, replaced, incoming):
+            raise QueryError(1105, "2 range lists are not stricly matched")
+    else:
+        partitioning.checked_ranges(
+            columns,
+            kept,
+            [st.PartitionDef(p.name, p.lower or (), p.upper) for p in incoming],
+        )
+    if not use_temporary_names and len(replaced) == len(incoming):
+        incoming = [
+            dataclasses.replace(new, name=old.name)
+            for old, new in zip(replaced, incoming, strict=True)
+        ]
+    return dataclasses.replace(
+        table,
+        partitions=(*kept, *incoming),
+        temporary_partitions=tuple(
+            p
+            for p in table.temporary_partitions
+            if p.name.lower() not in {name.lower() for name in action.temporary_partitions}
+        ),
+    )
 
 
 def _set_properties(session, database, table: Table, action: st.SetTableProperties) -> Table:
@@ -495,6 +657,8 @@ ALTER_ACTIONS = {
     st.RenameTable: _rename_table,
     st.AddPartition: _add_partition,
     st.DropPartition: _drop_partition,
+    st.ModifyPartition: _modify_partition,
+    st.ReplacePartition: _replace_partition,
     st.SetTableProperties: _set_properties,
 }
 
@@ -539,7 +703,11 @@ def drop_tables(session, statement: st.DropTable) -> list[ops.Op]:
 def recycled_partitions(original: Table, altered: Table, actions) -> list[ops.Op]:
     """ALTER TABLE ... DROP PARTITION p (without FORCE): p goes to the recycle bin."""
     kept = {p.id for p in altered.partitions}
-    names = {a.name.lower() for a in actions if isinstance(a, st.DropPartition) and not a.force}
+    names = {
+        a.name.lower()
+        for a in actions
+        if isinstance(a, st.DropPartition) and not a.force and not a.temporary
+    }
     now = drop_time_ms()
     return [
         ops.RecyclePartition(original.id, p.id, now)

@@ -12,10 +12,12 @@ from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
 from fe.security import privileges
 from fe.sql import statements as st
-from fe.statements import ddl, mysql_functions, show
+from fe.statements import ddl, mysql_functions, partitioning, show
 from fe.statements.information_schema import unquote_default
+from fe.statements.partitioning import PartitionColumns
 from metadata import ops
-from metadata.records import KeyModel, Partition, RecycledKind, RecycledObject
+from metadata.catalog import tablet_holders
+from metadata.records import KeyModel, Partition, PartitionKind, RecycledKind, RecycledObject
 
 RECOVER_PRIVILEGES = (privileges.ALTER, privileges.CREATE, privileges.ADMIN)
 
@@ -121,16 +123,20 @@ def recover_partition(session, statement: st.RecoverPartition) -> list[ops.Op]:
     _require_recover(session, ddl.database_name(session, name.db), name.name)
     _, table = ddl.resolve_table(session, name)
     new_name = statement.new_name or statement.name
-    if any(p.name.lower() == new_name.lower() for p in table.partitions):
+    if any(p.name.lower() == new_name.lower() for p in tablet_holders(table)):
         raise QueryError(1105, f"partition[{new_name}] already exist in table[{table.name}]")
     recycled = session.catalog.recycled(RecycledKind.PARTITION, statement.name, table_id=table.id)
     if recycled is None:
         raise QueryError(1105, f"No partition named {statement.name} in table {table.name}")
     partition = recycled.partition
-    definitions = [st.PartitionDef(p.name, p.lower, p.upper) for p in table.partitions]
-    definitions.append(st.PartitionDef(new_name, partition.lower, partition.upper))
+    columns = PartitionColumns.of(table)
     try:
-        ddl.partition_ranges(definitions, table.partition_columns, list(table.columns))
+        if columns.kind == PartitionKind.LIST:
+            definition = st.PartitionDef(new_name, values=partition.values)
+            partitioning.checked_values(columns, list(table.partitions), definition)
+        else:
+            definition = st.PartitionDef(new_name, partition.lower or (), partition.upper)
+            partitioning.checked_ranges(columns, list(table.partitions), [definition])
     except QueryError:
         raise QueryError(
             1105, f"Can not recover partition[{statement.name}]. Range conflict."

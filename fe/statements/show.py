@@ -7,7 +7,7 @@ from fe.mysql.results import Result, column
 from fe.security import privileges
 from fe.sql import statements as st
 from fe.sql.parser import INTERNAL_CATALOG
-from fe.statements import accounts
+from fe.statements import accounts, ddl
 from fe.statements.ddl import database_name, resolve_database, resolve_table
 from fe.statements.information_schema import (
     INFORMATION_SCHEMA,
@@ -15,7 +15,8 @@ from fe.statements.information_schema import (
     unquote_default,
     visible_databases,
 )
-from metadata.records import Table
+from fe.statements.partitioning import PartitionColumns
+from metadata.records import PartitionKind, Table
 
 
 def like_matcher(pattern: str | None, case_sensitive: bool = True):
@@ -212,6 +213,17 @@ def _range_partitions(table: Table) -> list[str]:
     ]
 
 
+def _list_partitions(table: Table) -> list[str]:
+    def value_text(value: tuple[str, ...]) -> str:
+        quoted = ",".join(quote_string(v) for v in value)
+        return quoted if len(value) == 1 else f"({quoted})"
+
+    return [
+        f"PARTITION {quote(p.name)} VALUES IN ({','.join(value_text(v) for v in p.values)})"
+        for p in table.partitions
+    ]
+
+
 def create_table_sql(table: Table) -> str:
     lines = []
     for col in table.columns:
@@ -235,8 +247,12 @@ def create_table_sql(table: Table) -> str:
     if table.comment:
         text += f"COMMENT {quote_string(table.comment)}\n"
     if table.partition_columns:
-        text += f"PARTITION BY RANGE({', '.join(quote(c) for c in table.partition_columns)})\n("
-        text += ",\n".join(_range_partitions(table)) + ")\n"
+        columns = ", ".join(quote(c) for c in table.partition_columns)
+        text += f"PARTITION BY {table.partition_kind}({columns})\n("
+        if table.partition_kind == PartitionKind.LIST:
+            text += ",\n".join(_list_partitions(table)) + ")\n"
+        else:
+            text += ",\n".join(_range_partitions(table)) + ")\n"
     if table.distribution_columns:
         text += f"DISTRIBUTED BY HASH({', '.join(quote(c) for c in table.distribution_columns)}) BUCKETS {table.buckets}"
     else:
@@ -331,26 +347,41 @@ def _processlist(session, statement: st.Show) -> Result:
     return text_result(["Id", "User", "Host", "db", "Command", "Time", "State", "Info"], rows)
 
 
+PARTITION_COLUMNS = (
+    "PartitionId", "PartitionName", "VisibleVersion", "VisibleVersionTime", "State",
+    "PartitionKey", "Range", "DistributionKey", "Buckets", "ReplicationNum", "StorageMedium",
+    "CooldownTime", "RemoteStoragePolicy", "LastConsistencyCheckTime", "DataSize", "IsInMemory",
+    "ReplicaAllocation", "IsMutable", "SyncWithBaseTables", "UnsyncTables", "CommittedVersion",
+    "RowCount",
+)  # fmt: skip
+NEVER = "9999-12-31 23:59:59"  # Doris's CooldownTime of a partition that never cools down
+
+
 def _partitions(session, statement: st.Show) -> Result:
-    database, table = readable_table(session, statement.table, "SHOW")
+    """SHOW [TEMPORARY] PARTITIONS FROM t: Doris's columns."""
+    _, table = readable_table(session, statement.table, "SHOW")
+    temporary = statement.what == "TEMPORARY PARTITIONS"
+    columns = PartitionColumns.of(table) if table.partition_columns else None
     rows = []
-    for partition in table.partitions:
-        if table.partition_columns:
-            lower = _bound(partition.lower) if partition.lower else "MIN"
-            upper = _bound(partition.upper) if partition.upper else "MAXVALUE"
-            range_text = f"[{lower}, {upper})"
-        else:
+    for partition in table.temporary_partitions if temporary else table.partitions:
+        if columns is None:
             range_text = ""
+        elif table.partition_kind == PartitionKind.LIST:
+            range_text = columns.list_text(partition.values)
+        else:
+            range_text = columns.range_text(partition.lower, partition.upper)
+        properties = {**dict(table.properties), **dict(partition.properties)}
+        replicas = int(properties.get("replication_num", ddl.DEFAULT_REPLICATION_NUM))
         rows.append((
-            partition.id, partition.name, "NORMAL", ", ".join(table.partition_columns), range_text,
-            "HASH" if table.distribution_columns else "RANDOM", ", ".join(table.distribution_columns),
-            partition.buckets, partition.tablet_start, partition.tablet_start + partition.buckets - 1,
+            partition.id, partition.name, 1, None, "NORMAL", ", ".join(table.partition_columns),
+            range_text, ", ".join(table.distribution_columns) or "RANDOM", partition.buckets,
+            replicas, properties.get("storage_medium", "HDD").upper(),
+            properties.get("storage_cooldown_time", NEVER), properties.get("storage_policy", ""),
+            None, "0.000 ", properties.get("in_memory", "false"),
+            properties.get("replication_allocation", f"tag.location.default: {replicas}"),
+            properties.get("mutable", "true"), "true", "", 1, 0,
         ))  # fmt: skip
-    return text_result(
-        ["PartitionId", "PartitionName", "State", "PartitionKey", "Range", "DistributionType",
-         "DistributionKey", "Buckets", "FirstTabletId", "LastTabletId"],
-        rows,
-    )  # fmt: skip
+    return text_result(list(PARTITION_COLUMNS), rows)
 
 
 def _index(session, statement: st.Show) -> Result:
@@ -486,6 +517,7 @@ SHOW_HANDLERS = {
     "STATUS": _status,
     "PROCESSLIST": _processlist,
     "PARTITIONS": _partitions,
+    "TEMPORARY PARTITIONS": _partitions,
     "INDEX": _index,
     "TABLE STATUS": _table_status,
     "ENGINES": _engines,

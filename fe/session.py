@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from fe.cluster.write_path import MetadataWriter
     from fe.mysql.server import MysqlFront
     from fe.statement_cache import StatementCache
+    from fe.statements.information_schema import SchemaTables
     from fe.variables import ClusterGlobalVariables
     from image.images import ImageStore
     from metadata.catalog import Catalog
@@ -57,6 +58,7 @@ class FrontendServices:
     catalog: Catalog
     global_variables: ClusterGlobalVariables
     statement_cache: StatementCache
+    information_schema: SchemaTables
     engine: Engine
     writer: MetadataWriter
     forwarder: Forwarder

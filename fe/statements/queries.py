@@ -22,7 +22,7 @@ from fe.client_errors import engine_error
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result, column
 from fe.statements import mysql_functions
-from fe.statements.information_schema import INFORMATION_SCHEMA, build_table
+from fe.statements.information_schema import INFORMATION_SCHEMA
 from fe.variables import SCHEMA
 
 SESSION_FUNCTIONS = {
@@ -294,8 +294,9 @@ async def _run_in_engine(session, plan: SelectPlan, explain: bool = False) -> Re
                 exp.to_table(registered).as_(alias) if alias else exp.to_table(registered)
             )
         arrow = dict(plan.lists)
+        columns = _columns_read(expression, tables.values())
         for registered, name in tables.items():
-            arrow[registered] = build_table(name, session)
+            arrow[registered] = session.services.information_schema.table(name, session, columns)
             if arrow[registered] is None:
                 raise QueryError(1109, f"Unknown table '{name}' in information_schema")
         sql = expression.sql(dialect="duckdb")
@@ -327,6 +328,21 @@ async def _run_in_engine(session, plan: SelectPlan, explain: bool = False) -> Re
 
 
 _REGISTERED_PREFIX = "quire_is_"  # an information_schema table, as the engine knows it
+
+
+def _columns_read(expression: exp.Expression, tables) -> set[str] | None:
+    """The names a query may read columns by (a superset); None if it may read every column:
+    `*`, NATURAL JOIN, or a table's name used as a value (DuckDB's whole row)."""
+    if any(join.args.get("method") for join in expression.find_all(exp.Join)):
+        return None
+    if expression.find(exp.Star) is not None:
+        return None
+    names = {identifier.name.lower() for identifier in expression.find_all(exp.Identifier)}
+    whole_rows = {table.alias_or_name.lower() for table in expression.find_all(exp.Table)}
+    whole_rows.update(tables)
+    if any(column.name.lower() in whole_rows for column in expression.find_all(exp.Column)):
+        return None
+    return names
 
 
 def _common_table_references(expression: exp.Expression) -> set[int]:

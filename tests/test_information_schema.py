@@ -4,7 +4,7 @@ built until the catalog changes, with only the columns queries read)."""
 
 import pytest
 
-from tests.harness import mariadb, run
+from tests.harness import error_of, mariadb, run
 
 TABLES_OF = "SELECT table_name FROM information_schema.tables WHERE table_schema = 'is_db'"
 COLUMNS_OF = (
@@ -86,3 +86,72 @@ def test_the_cache_limit_is_a_config_key(quire, root):
     rows = run(root, "ADMIN SHOW FRONTEND CONFIG LIKE 'information_schema_cache_max_bytes'")
     assert rows and rows[0][1] == "67108864"
     assert rows[0][-1]  # its comment from conf/fe.conf
+
+
+# Each simple query, and the same query with a condition (1 = 1) that sends it to the engine.
+SIMPLE_QUERIES = [
+    (
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'is_db'",
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'is_db' AND 1 = 1",
+    ),
+    (
+        "SELECT TABLE_NAME AS n, engine, version, table_comment FROM information_schema.TABLES "
+        "WHERE TABLE_SCHEMA = 'is_db' LIMIT 2",
+        "SELECT TABLE_NAME AS n, engine, version, table_comment FROM information_schema.TABLES "
+        "WHERE TABLE_SCHEMA = 'is_db' AND 1 = 1 LIMIT 2",
+    ),
+    (
+        "SELECT c.column_name, c.ordinal_position, c.character_maximum_length, c.column_default "
+        "FROM information_schema.columns c WHERE c.table_schema = 'is_db' AND 't1' = c.table_name "
+        "AND ordinal_position = 2",
+        "SELECT c.column_name, c.ordinal_position, c.character_maximum_length, c.column_default "
+        "FROM information_schema.columns c WHERE c.table_schema = 'is_db' AND 't1' = c.table_name "
+        "AND ordinal_position = 2 AND 1 = 1",
+    ),
+    (
+        "SELECT schema_name FROM information_schema.schemata",
+        "SELECT schema_name FROM information_schema.schemata WHERE 1 = 1",
+    ),
+    (
+        "SELECT collation_name, id FROM information_schema.collations "
+        "WHERE character_set_name = 'utf8mb4'",
+        "SELECT collation_name, id FROM information_schema.collations "
+        "WHERE character_set_name = 'utf8mb4' AND 1 = 1",
+    ),
+    (
+        "SELECT table_name FROM information_schema.views WHERE table_schema = 'is_db'",
+        "SELECT table_name FROM information_schema.views WHERE table_schema = 'is_db' AND 1 = 1",
+    ),
+    (
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'IS_DB'",
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'IS_DB' AND 1 = 1",
+    ),
+    (
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'is_db' LIMIT 0",
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'is_db' AND 1 = 1 "
+        "LIMIT 0",
+    ),
+]
+
+
+@pytest.mark.parametrize(("query", "engine_query"), SIMPLE_QUERIES)
+def test_simple_queries_answer_as_the_engine_does(root, query, engine_query):
+    """Simple queries are answered without the engine: the same columns, types and rows."""
+    answers = []
+    for sql in (query, engine_query):
+        with root.cursor() as cursor:
+            cursor.execute(sql)
+            answers.append((cursor.description, cursor.fetchall()))
+    assert answers[0] == answers[1]
+
+
+def test_a_simple_query_on_the_session_database(quire):
+    connection = quire.connect()
+    run(connection, "USE information_schema")
+    assert run(connection, "SELECT table_name FROM tables WHERE table_schema = 'is_db' LIMIT 1")
+    run(connection, "USE is_db")
+    code, message = error_of(connection, "SELECT table_name FROM tables WHERE table_schema = 'x'")
+    assert code == 1146 and "tables" in message
+    done = mariadb(quire, "--batch", "-N", "-e", SIMPLE_QUERIES[0][0])
+    assert done.returncode == 0 and "t1\n" in done.stdout, done.stderr
+    connection.close()

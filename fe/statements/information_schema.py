@@ -66,10 +66,10 @@ class SchemaTables:
         self.max_bytes = max_bytes
         self.bytes = 0
         self._version = None
-        self._tables: OrderedDict[tuple, pa.Table] = OrderedDict()
+        self._tables: OrderedDict[tuple, BuiltTable] = OrderedDict()
         self._lock = threading.Lock()  # the engine's workers build tables at once
 
-    def table(self, name: str, session, columns: Collection[str] | None) -> pa.Table | None:
+    def table(self, name: str, session, columns: Collection[str] | None) -> BuiltTable | None:
         """The table `name` with the columns named in columns (any case; None: all of them);
         None if information_schema has no such table."""
         definition = DEFINITIONS.get(name.lower())
@@ -95,7 +95,7 @@ class SchemaTables:
                 self._keep(key, table)
         return table
 
-    def _keep(self, key: tuple, table: pa.Table) -> None:
+    def _keep(self, key: tuple, table: BuiltTable) -> None:
         old = self._tables.pop(key, None)
         self.bytes -= old.nbytes if old is not None else 0
         self._tables[key] = table
@@ -122,13 +122,38 @@ class SchemaTable:
         chosen = tuple(column for column in self.columns if column.lower() in wanted)
         return chosen or tuple(self.columns)[:1]
 
-    def build(self, session, names: tuple[str, ...]) -> pa.Table:
+    def build(self, session, names: tuple[str, ...]) -> BuiltTable:
         items = self.rows(session)
-        data = {}
-        for name in names:
-            data_type, value = self.columns[name]
-            data[name] = pa.array([value(item) for item in items], data_type)
-        return pa.table(data)
+        return BuiltTable(
+            {name: [self.columns[name][1](item) for item in items] for name in names},
+            {name: self.columns[name][0] for name in names},
+        )
+
+
+class BuiltTable:
+    """An information_schema table as built for one user: each column's values, and the same
+    as Arrow for the engine (made when first asked for)."""
+
+    VALUE_BYTES = 16  # a value's slot in its list and in Arrow (strings add twice their length)
+
+    def __init__(self, values: dict[str, list], types: dict[str, pa.DataType]):
+        assert values and values.keys() == types.keys()
+        self.values = values
+        self.types = types
+        self.row_count = len(next(iter(values.values())))
+        self.nbytes = sum(
+            self.VALUE_BYTES * len(column)
+            + sum(2 * len(value) for value in column if isinstance(value, str))
+            for column in values.values()
+        )
+        self._arrow: pa.Table | None = None
+
+    def arrow(self) -> pa.Table:
+        if self._arrow is None:  # two workers may both make it: the same table
+            self._arrow = pa.table(
+                {name: pa.array(column, self.types[name]) for name, column in self.values.items()}
+            )
+        return self._arrow
 
 
 def constant(value) -> Callable[[object], object]:

@@ -72,6 +72,13 @@ class SchemaTables:
     def table(self, name: str, session, columns: Collection[str] | None) -> BuiltTable | None:
         """The table `name` with the columns named in columns (any case; None: all of them);
         None if information_schema has no such table."""
+        return self._table(name, session, columns, build=True)
+
+    def cached(self, name: str, session, columns: Collection[str] | None) -> BuiltTable | None:
+        """table(name, session, columns) if it is built already, else None."""
+        return self._table(name, session, columns, build=False)
+
+    def _table(self, name: str, session, columns, build: bool) -> BuiltTable | None:
         definition = DEFINITIONS.get(name.lower())
         if definition is None:
             return None
@@ -89,6 +96,8 @@ class SchemaTables:
                 if table is not None:
                     self._tables.move_to_end(key)
                     return table
+            if not build:
+                return None
             table = definition.build(session, names)
         with self._lock:
             if version == self._version and table.nbytes <= self.max_bytes:

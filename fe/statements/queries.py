@@ -254,7 +254,7 @@ async def run_select(session, plan: SelectPlan) -> Result:
             rows = []
         return Result(columns=_constant_columns(plan, row), rows=rows)
     if plan.lookup is not None:
-        answer = plan.lookup.run(session, plan.names)
+        answer = await plan.lookup.run(session, plan.names)
         if answer is not None:
             return answer
     return await _run_in_engine(session, plan)

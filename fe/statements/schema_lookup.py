@@ -5,6 +5,7 @@ which gives the same answers."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -31,14 +32,18 @@ class Lookup:
     limit: int | None
     column_types: tuple[str, ...]
 
-    def run(self, session, names: tuple[str, ...]) -> Result | None:
+    async def run(self, session, names: tuple[str, ...]) -> Result | None:
         """The answer under the result column names; None if the query is not on
-        information_schema after all (the session's database is another)."""
+        information_schema after all (the session's database is another). A table not built
+        yet is built off the event loop (a big catalog takes a while)."""
         database = self.database or session.database or ""
         if database.lower() != INFORMATION_SCHEMA:
             return None
         needed = {*self.outputs, *(name for name, _ in self.conditions)}
-        built = session.services.information_schema.table(self.table, session, needed)
+        tables = session.services.information_schema
+        built = tables.cached(self.table, session, needed) or await asyncio.to_thread(
+            tables.table, self.table, session, needed
+        )
         values = built.values
         tests = [(values[name], value) for name, value in self.conditions]
         indexes = [

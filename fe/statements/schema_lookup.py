@@ -16,7 +16,9 @@ from fe.statements.information_schema import DEFINITIONS, INFORMATION_SCHEMA, Sc
 
 RESULT_TYPES = {pa.string(): "VARCHAR", pa.int64(): "BIGINT"}  # as the engine reports them
 LITERAL_TYPES = {pa.string(): str, pa.int64(): int}
-SIMPLE_PARTS = {"expressions", "from_", "where", "limit"}
+SIMPLE_PARTS = {"expressions", "from_", "where", "limit"}  # of the SELECT
+TABLE_PARTS = {"this", "db", "alias"}  # of its table
+COLUMN_PARTS = {"this", "table"}  # of a column it reads
 
 
 class NotSimple(Exception):
@@ -70,18 +72,19 @@ def lookup_of(select: exp.Expression) -> Lookup | None:
         return None
 
 
-def _lookup(select: exp.Expression) -> Lookup | None:
-    if not isinstance(select, exp.Select):
-        return None
-    if not {key for key, value in select.args.items() if value} <= SIMPLE_PARTS:
-        return None
+def _lookup(select: exp.Expression) -> Lookup:
+    if not isinstance(select, exp.Select) or not _parts(select) <= SIMPLE_PARTS:
+        raise NotSimple()
     source = select.args.get("from_")
     table = source.this if source else None
-    if not isinstance(table, exp.Table) or table.catalog or table.args.get("joins"):
-        return None
+    if not isinstance(table, exp.Table) or not _parts(table) <= TABLE_PARTS:
+        raise NotSimple()
+    alias = table.args.get("alias")
     definition = DEFINITIONS.get(table.name.lower())
     if definition is None or (table.db and table.db.lower() != INFORMATION_SCHEMA):
-        return None
+        raise NotSimple()
+    if alias is not None and alias.columns:
+        raise NotSimple()
     qualifiers = {table.alias_or_name.lower()}
     outputs = tuple(
         _column(
@@ -93,7 +96,7 @@ def _lookup(select: exp.Expression) -> Lookup | None:
     )
     types = tuple(RESULT_TYPES.get(definition.columns[name][0]) for name in outputs)
     if None in types:
-        return None
+        raise NotSimple()
     return Lookup(
         table.name.lower(),
         table.db or None,
@@ -107,9 +110,9 @@ def _lookup(select: exp.Expression) -> Lookup | None:
 def _column(node: exp.Expression, definition: SchemaTable, qualifiers: set[str]) -> str:
     """The table's column node names (as the table spells it); NotSimple if it is no plain
     column of the table."""
-    if not isinstance(node, exp.Column) or not isinstance(node.this, exp.Identifier):
+    if type(node) is not exp.Column or not isinstance(node.this, exp.Identifier):
         raise NotSimple()
-    if node.args.get("db") or (node.table and node.table.lower() not in qualifiers):
+    if not _parts(node) <= COLUMN_PARTS or (node.table and node.table.lower() not in qualifiers):
         raise NotSimple()
     wanted = node.name.lower()
     for name in definition.columns:
@@ -128,10 +131,10 @@ def _conditions(
         if not isinstance(condition, exp.EQ):
             raise NotSimple()
         left, right = condition.this, condition.expression
-        if isinstance(left, exp.Literal):
+        if type(left) is exp.Literal:
             left, right = right, left
         name = _column(left, definition, qualifiers)
-        if not isinstance(right, exp.Literal):
+        if type(right) is not exp.Literal:
             raise NotSimple()
         literal_type = LITERAL_TYPES.get(definition.columns[name][0])
         if literal_type is str and right.is_string:
@@ -148,8 +151,13 @@ def _limit(limit: exp.Limit | None) -> int | None:
     if limit is None:
         return None
     count = limit.expression
-    if limit.args.get("offset") or not isinstance(count, exp.Literal) or count.is_string:
+    if not _parts(limit) <= {"expression"} or type(count) is not exp.Literal:
         raise NotSimple()
-    if not count.this.isdigit():
+    if count.is_string or not count.this.isdigit():
         raise NotSimple()
     return int(count.this)
+
+
+def _parts(node: exp.Expression) -> set[str]:
+    """The arguments node has (a value other than None, False or empty)."""
+    return {key for key, value in node.args.items() if value}

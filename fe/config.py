@@ -181,6 +181,11 @@ FE_KEYS = (
         comment="Memory the cached statements may take together (an estimate: about 2 KB a token); the least recently used go.",
     ),
     Key(
+        "information_schema_cache_max_bytes",
+        64 * 1024 * 1024,
+        comment="Memory the information_schema tables built for queries may take together (kept until the catalog changes); the least recently used go.",
+    ),
+    Key(
         "max_statement_tokens",
         200_000,
         comment="Statements with more tokens are refused with 1064 (sqlglot parses about 30,000 tokens a second).",

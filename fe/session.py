@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from fe.cluster.write_path import MetadataWriter
     from fe.mysql.server import MysqlFront
     from fe.statement_cache import StatementCache
+    from fe.statements.information_schema import SchemaTables
     from fe.variables import ClusterGlobalVariables
     from image.images import ImageStore
     from metadata.catalog import Catalog
@@ -57,6 +58,7 @@ class FrontendServices:
     catalog: Catalog
     global_variables: ClusterGlobalVariables
     statement_cache: StatementCache
+    information_schema: SchemaTables
     engine: Engine
     writer: MetadataWriter
     forwarder: Forwarder
@@ -110,13 +112,13 @@ class QuireSession(BaseSession):
         pass
 
     async def handle_query(self, sql: str, attrs: dict[str, str]) -> Result:
-        with self._counted():
+        with Counted(self.services.metrics):
             return await self._run(await self.parse(sql), lambda: sql)
 
     async def prepare_statement(self, sql: str) -> SessionPlan:
         """The statement parsed once with its `?` markers, for execute_prepared; the columns of
         a query (its markers read as NULL) are found by running it, never a write."""
-        with _parse_errors():
+        with PARSE_ERRORS:
             prepared = await self.services.statement_cache.prepare(sql)
         columns = []
         if prepared.is_query:
@@ -126,25 +128,10 @@ class QuireSession(BaseSession):
         return SessionPlan(prepared, prepared.parameters, columns)
 
     async def execute_prepared(self, prepared, values: list, attrs: dict[str, str]) -> Result:
-        with self._counted():
-            with _parse_errors():
+        with Counted(self.services.metrics):
+            with PARSE_ERRORS:
                 statement = statement_cache.bind(prepared, values)
             return await self._run(statement, lambda: statement_cache.written(prepared, values))
-
-    @contextlib.contextmanager
-    def _counted(self) -> Iterator[None]:
-        """One statement in the metrics; a failure counted, too-deep nesting told as 1064."""
-        self.services.metrics.query_started()
-        try:
-            yield
-        except QueryError:
-            self.services.metrics.query_failed()
-            raise
-        except RecursionError:
-            self.services.metrics.query_failed()
-            raise QueryError(
-                1064, "You have an error in your SQL syntax: the statement nests too deeply"
-            ) from None
 
     async def _run(self, statement, text: Callable[[], str]) -> Result:
         if not self.services.writer.is_leader():
@@ -157,7 +144,7 @@ class QuireSession(BaseSession):
 
     async def parse(self, sql: str):
         """The statement, parsed (from the FE's cache, or off the event loop when it is long)."""
-        with _parse_errors():
+        with PARSE_ERRORS:
             return await self.services.statement_cache.parse(sql)
 
     def changed_variables(self) -> dict[str, object]:
@@ -273,20 +260,49 @@ class QuireSession(BaseSession):
             await self.services.writer.commit(operations, self.request_id)
 
 
-@contextlib.contextmanager
-def _parse_errors() -> Iterator[None]:
+TOO_DEEP = "You have an error in your SQL syntax: the statement nests too deeply"
+
+
+class Counted:
+    """One statement in the metrics; a failure counted, too-deep nesting told as 1064 (a class,
+    not a generator: it wraps every statement)."""
+
+    __slots__ = ("metrics",)
+
+    def __init__(self, metrics: Metrics):
+        self.metrics = metrics
+
+    def __enter__(self) -> None:
+        self.metrics.query_started()
+
+    def __exit__(self, kind, error, traceback) -> bool:
+        if kind is not None and issubclass(kind, QueryError | RecursionError):
+            self.metrics.query_failed()
+            if issubclass(kind, RecursionError):
+                raise QueryError(1064, TOO_DEEP) from None
+        return False
+
+
+class ParseErrors:
     """A statement that cannot be parsed, told as MySQL tells it."""
-    try:
-        yield
-    except UnknownCatalog as error:
-        raise QueryError(ErrorCode.UNKNOWN_CATALOG, str(error)) from None
-    except ParseError as error:
-        raise QueryError(1064, str(error)) from None
-    except LongStatementsBusy:
-        raise QueryError(
-            1105, "Too many long statements are being parsed on this FE; retry later"
-        ) from None
-    except RecursionError:
-        raise QueryError(
-            1064, "You have an error in your SQL syntax: the statement nests too deeply"
-        ) from None
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, kind, error, traceback) -> bool:
+        if kind is None:
+            return False
+        if issubclass(kind, UnknownCatalog):
+            raise QueryError(ErrorCode.UNKNOWN_CATALOG, str(error)) from None
+        if issubclass(kind, ParseError):
+            raise QueryError(1064, str(error)) from None
+        if issubclass(kind, LongStatementsBusy):
+            raise QueryError(
+                1105, "Too many long statements are being parsed on this FE; retry later"
+            ) from None
+        if issubclass(kind, RecursionError):
+            raise QueryError(1064, TOO_DEEP) from None
+        return False
+
+
+PARSE_ERRORS = ParseErrors()

@@ -32,6 +32,7 @@ from fe.security.lockout import LoginTracker
 from fe.session import FrontendServices, QuireSession
 from fe.statement_cache import StatementCache
 from fe.statements.accounts import CatalogIdentityProvider
+from fe.statements.information_schema import SchemaTables
 from fe.variables import ClusterGlobalVariables
 from image.images import ImageError, ImageInfo, ImageStore
 from metadata import ops
@@ -80,6 +81,9 @@ class FrontendNode:
             max_bytes=config["statement_cache_max_bytes"],
             max_tokens=config["max_statement_tokens"],
             max_waiting_long_statements=config["max_waiting_long_statements"],
+        )
+        self.information_schema = SchemaTables(
+            self.catalog, config["information_schema_cache_max_bytes"]
         )
         self.login_tracker = LoginTracker(config["failed_login_max_accounts"])
         self.query_engine = Engine(
@@ -196,6 +200,7 @@ class FrontendNode:
             catalog=catalog,
             global_variables=self.global_variables,
             statement_cache=self.statement_cache,
+            information_schema=self.information_schema,
             engine=self.query_engine,
             writer=self.writer,
             forwarder=self.forwarder,

@@ -5,6 +5,11 @@ Only what the session's user may see is included, as in MySQL.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+
 import pyarrow as pa
 
 from fe.security import privileges
@@ -49,104 +54,208 @@ def visible_databases(session) -> list[str]:
     return sorted([INFORMATION_SCHEMA, *names])
 
 
-def build_table(name: str, session) -> pa.Table | None:
-    builder = BUILDERS.get(name.lower())
-    return builder(session) if builder else None
+class SchemaTables:
+    """The information_schema tables queries read, each built with only the columns asked for
+    and kept until the catalog changes (its journal id and raft index), at most max_bytes of
+    them together (the least recently used go first). An entry is one user's view: a query
+    sees only what its user may."""
+
+    def __init__(self, catalog, max_bytes: int):
+        assert max_bytes >= 0
+        self.catalog = catalog
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._version = None
+        self._tables: OrderedDict[tuple, BuiltTable] = OrderedDict()
+        self._lock = threading.Lock()  # the engine's workers build tables at once
+
+    def table(self, name: str, session, columns: Collection[str] | None) -> BuiltTable | None:
+        """The table `name` with the columns named in columns (any case; None: all of them);
+        None if information_schema has no such table."""
+        return self._table(name, session, columns, build=True)
+
+    def cached(self, name: str, session, columns: Collection[str] | None) -> BuiltTable | None:
+        """table(name, session, columns) if it is built already, else None."""
+        return self._table(name, session, columns, build=False)
+
+    def _table(self, name: str, session, columns, build: bool) -> BuiltTable | None:
+        definition = DEFINITIONS.get(name.lower())
+        if definition is None:
+            return None
+        user = session.user
+        with self.catalog.lock:  # the version and the tables built from it agree
+            version = (self.catalog.journal_id, self.catalog.raft_index)
+            names = definition.selected(columns)
+            key = (user.name, user.host, name.lower(), names)
+            with self._lock:
+                if version != self._version:
+                    self._tables.clear()
+                    self.bytes = 0
+                    self._version = version
+                table = self._tables.get(key)
+                if table is not None:
+                    self._tables.move_to_end(key)
+                    return table
+            if not build:
+                return None
+            table = definition.build(session, names)
+        with self._lock:
+            if version == self._version and table.nbytes <= self.max_bytes:
+                self._keep(key, table)
+        return table
+
+    def _keep(self, key: tuple, table: BuiltTable) -> None:
+        old = self._tables.pop(key, None)
+        self.bytes -= old.nbytes if old is not None else 0
+        self._tables[key] = table
+        self.bytes += table.nbytes
+        while self.bytes > self.max_bytes:
+            _, evicted = self._tables.popitem(last=False)
+            self.bytes -= evicted.nbytes
 
 
-def _schemata(session) -> pa.Table:
-    names = visible_databases(session)
-    return pa.table(
-        {
-            "CATALOG_NAME": [CATALOG_NAME] * len(names),
-            "SCHEMA_NAME": names,
-            "DEFAULT_CHARACTER_SET_NAME": ["utf8mb4"] * len(names),
-            "DEFAULT_COLLATION_NAME": ["utf8mb4_0900_bin"] * len(names),
-            "SQL_PATH": pa.array([None] * len(names), pa.string()),
-            "DEFAULT_ENCRYPTION": ["NO"] * len(names),
-        }
-    )
+@dataclass(frozen=True)
+class SchemaTable:
+    """An information_schema table: its rows (one item each, from the session's view of the
+    catalog) and, for each column in order, its type and its value for an item."""
 
+    rows: Callable[[object], list]
+    columns: dict[str, tuple[pa.DataType, Callable[[object], object]]]
 
-def _tables(session) -> pa.Table:
-    rows = visible_tables(session)
-    count = len(rows)
-    return pa.table(
-        {
-            "TABLE_CATALOG": [CATALOG_NAME] * count,
-            "TABLE_SCHEMA": [db for db, _ in rows],
-            "TABLE_NAME": [table.name for _, table in rows],
-            "TABLE_TYPE": ["BASE TABLE"] * count,
-            "ENGINE": [table.engine.upper() for _, table in rows],
-            "VERSION": pa.array([10] * count, pa.int64()),
-            "ROW_FORMAT": ["Dynamic"] * count,
-            "TABLE_ROWS": pa.array([0] * count, pa.int64()),
-            "AVG_ROW_LENGTH": pa.array([0] * count, pa.int64()),
-            "DATA_LENGTH": pa.array([0] * count, pa.int64()),
-            "MAX_DATA_LENGTH": pa.array([0] * count, pa.int64()),
-            "INDEX_LENGTH": pa.array([0] * count, pa.int64()),
-            "DATA_FREE": pa.array([0] * count, pa.int64()),
-            "AUTO_INCREMENT": pa.array([None] * count, pa.int64()),
-            "CREATE_TIME": pa.array([None] * count, pa.timestamp("s")),
-            "UPDATE_TIME": pa.array([None] * count, pa.timestamp("s")),
-            "CHECK_TIME": pa.array([None] * count, pa.timestamp("s")),
-            "TABLE_COLLATION": ["utf8mb4_0900_bin"] * count,
-            "CHECKSUM": pa.array([None] * count, pa.int64()),
-            "CREATE_OPTIONS": [""] * count,
-            "TABLE_COMMENT": [table.comment for _, table in rows],
-        }
-    )
+    def selected(self, names: Collection[str] | None) -> tuple[str, ...]:
+        """The table's columns among names, in table order; at least one, which carries the
+        row count when a query reads none (SELECT COUNT(1) FROM ...)."""
+        if names is None:
+            return tuple(self.columns)
+        wanted = {name.lower() for name in names}
+        chosen = tuple(column for column in self.columns if column.lower() in wanted)
+        return chosen or tuple(self.columns)[:1]
 
-
-def _columns(session) -> pa.Table:
-    data: dict[str, list] = {
-        name: []
-        for name in (
-            "TABLE_CATALOG", "TABLE_SCHEMA", "TABLE_NAME", "COLUMN_NAME", "ORDINAL_POSITION",
-            "COLUMN_DEFAULT", "IS_NULLABLE", "DATA_TYPE", "CHARACTER_MAXIMUM_LENGTH",
-            "CHARACTER_OCTET_LENGTH", "NUMERIC_PRECISION", "NUMERIC_SCALE", "DATETIME_PRECISION",
-            "CHARACTER_SET_NAME", "COLLATION_NAME", "COLUMN_TYPE", "COLUMN_KEY", "EXTRA",
-            "PRIVILEGES", "COLUMN_COMMENT", "GENERATION_EXPRESSION",
+    def build(self, session, names: tuple[str, ...]) -> BuiltTable:
+        items = self.rows(session)
+        return BuiltTable(
+            {name: [self.columns[name][1](item) for item in items] for name in names},
+            {name: self.columns[name][0] for name in names},
         )
-    }  # fmt: skip
-    for db, table in visible_tables(session):
-        for position, column in enumerate(table.columns, start=1):
-            length = column.type.character_length
-            character = column.type.is_character
-            data["TABLE_CATALOG"].append(CATALOG_NAME)
-            data["TABLE_SCHEMA"].append(db)
-            data["TABLE_NAME"].append(table.name)
-            data["COLUMN_NAME"].append(column.name)
-            data["ORDINAL_POSITION"].append(position)
-            data["COLUMN_DEFAULT"].append(unquote_default(column.default))
-            data["IS_NULLABLE"].append("YES" if column.nullable else "NO")
-            data["DATA_TYPE"].append(column.type.data_type)
-            data["CHARACTER_MAXIMUM_LENGTH"].append(length)
-            data["CHARACTER_OCTET_LENGTH"].append(
-                length * 4 if length and length < STRING_LENGTH else length
+
+
+class BuiltTable:
+    """An information_schema table as built for one user: each column's values, and the same
+    as Arrow for the engine (made when first asked for)."""
+
+    VALUE_BYTES = 16  # a value's slot in its list and in Arrow (strings add twice their length)
+
+    def __init__(self, values: dict[str, list], types: dict[str, pa.DataType]):
+        assert values and values.keys() == types.keys()
+        self.values = values
+        self.types = types
+        self.row_count = len(next(iter(values.values())))
+        self.nbytes = sum(
+            self.VALUE_BYTES * len(column)
+            + sum(2 * len(value) for value in column if isinstance(value, str))
+            for column in values.values()
+        )
+        self._arrow: pa.Table | None = None
+
+    def arrow(self) -> pa.Table:
+        if self._arrow is None:  # two workers may both make it: the same table
+            self._arrow = pa.table(
+                {name: pa.array(column, self.types[name]) for name, column in self.values.items()}
             )
-            data["NUMERIC_PRECISION"].append(column.type.numeric_precision)
-            data["NUMERIC_SCALE"].append(column.type.numeric_scale)
-            data["DATETIME_PRECISION"].append(None)
-            data["CHARACTER_SET_NAME"].append("utf8mb4" if character else None)
-            data["COLLATION_NAME"].append("utf8mb4_0900_bin" if character else None)
-            data["COLUMN_TYPE"].append(column.type.mysql)
-            data["COLUMN_KEY"].append(column_key(table, column))
-            data["EXTRA"].append("auto_increment" if column.auto_increment else "")
-            data["PRIVILEGES"].append("select,insert,update,references")
-            data["COLUMN_COMMENT"].append(column.comment)
-            data["GENERATION_EXPRESSION"].append("")
-    types = {
-        "ORDINAL_POSITION": pa.int64(),
-        "CHARACTER_MAXIMUM_LENGTH": pa.int64(),
-        "CHARACTER_OCTET_LENGTH": pa.int64(),
-        "NUMERIC_PRECISION": pa.int64(),
-        "NUMERIC_SCALE": pa.int64(),
-        "DATETIME_PRECISION": pa.int64(),
-    }
-    return pa.table(
-        {name: pa.array(values, types.get(name, pa.string())) for name, values in data.items()}
-    )
+        return self._arrow
+
+
+def constant(value) -> Callable[[object], object]:
+    return lambda item: value
+
+
+STRING = pa.string()
+INT = pa.int64()
+TIMESTAMP = pa.timestamp("s")
+
+TABLES = SchemaTable(
+    rows=visible_tables,
+    columns={
+        "TABLE_CATALOG": (STRING, constant(CATALOG_NAME)),
+        "TABLE_SCHEMA": (STRING, lambda row: row[0]),
+        "TABLE_NAME": (STRING, lambda row: row[1].name),
+        "TABLE_TYPE": (STRING, constant("BASE TABLE")),
+        "ENGINE": (STRING, lambda row: row[1].engine.upper()),
+        "VERSION": (INT, constant(10)),
+        "ROW_FORMAT": (STRING, constant("Dynamic")),
+        "TABLE_ROWS": (INT, constant(0)),
+        "AVG_ROW_LENGTH": (INT, constant(0)),
+        "DATA_LENGTH": (INT, constant(0)),
+        "MAX_DATA_LENGTH": (INT, constant(0)),
+        "INDEX_LENGTH": (INT, constant(0)),
+        "DATA_FREE": (INT, constant(0)),
+        "AUTO_INCREMENT": (INT, constant(None)),
+        "CREATE_TIME": (TIMESTAMP, constant(None)),
+        "UPDATE_TIME": (TIMESTAMP, constant(None)),
+        "CHECK_TIME": (TIMESTAMP, constant(None)),
+        "TABLE_COLLATION": (STRING, constant("utf8mb4_0900_bin")),
+        "CHECKSUM": (INT, constant(None)),
+        "CREATE_OPTIONS": (STRING, constant("")),
+        "TABLE_COMMENT": (STRING, lambda row: row[1].comment),
+    },
+)
+
+
+def visible_columns(session) -> list[tuple[str, Table, int, Column]]:
+    return [
+        (db, table, position, column)
+        for db, table in visible_tables(session)
+        for position, column in enumerate(table.columns, start=1)
+    ]
+
+
+def _octet_length(row) -> int | None:
+    length = row[3].type.character_length
+    return length * 4 if length and length < STRING_LENGTH else length
+
+
+def _character(value: str):
+    return lambda row: value if row[3].type.is_character else None
+
+
+COLUMNS = SchemaTable(
+    rows=visible_columns,
+    columns={
+        "TABLE_CATALOG": (STRING, constant(CATALOG_NAME)),
+        "TABLE_SCHEMA": (STRING, lambda row: row[0]),
+        "TABLE_NAME": (STRING, lambda row: row[1].name),
+        "COLUMN_NAME": (STRING, lambda row: row[3].name),
+        "ORDINAL_POSITION": (INT, lambda row: row[2]),
+        "COLUMN_DEFAULT": (STRING, lambda row: unquote_default(row[3].default)),
+        "IS_NULLABLE": (STRING, lambda row: "YES" if row[3].nullable else "NO"),
+        "DATA_TYPE": (STRING, lambda row: row[3].type.data_type),
+        "CHARACTER_MAXIMUM_LENGTH": (INT, lambda row: row[3].type.character_length),
+        "CHARACTER_OCTET_LENGTH": (INT, _octet_length),
+        "NUMERIC_PRECISION": (INT, lambda row: row[3].type.numeric_precision),
+        "NUMERIC_SCALE": (INT, lambda row: row[3].type.numeric_scale),
+        "DATETIME_PRECISION": (INT, constant(None)),
+        "CHARACTER_SET_NAME": (STRING, _character("utf8mb4")),
+        "COLLATION_NAME": (STRING, _character("utf8mb4_0900_bin")),
+        "COLUMN_TYPE": (STRING, lambda row: row[3].type.mysql),
+        "COLUMN_KEY": (STRING, lambda row: column_key(row[1], row[3])),
+        "EXTRA": (STRING, lambda row: "auto_increment" if row[3].auto_increment else ""),
+        "PRIVILEGES": (STRING, constant("select,insert,update,references")),
+        "COLUMN_COMMENT": (STRING, lambda row: row[3].comment),
+        "GENERATION_EXPRESSION": (STRING, constant("")),
+    },
+)
+
+SCHEMATA = SchemaTable(
+    rows=visible_databases,
+    columns={
+        "CATALOG_NAME": (STRING, constant(CATALOG_NAME)),
+        "SCHEMA_NAME": (STRING, lambda name: name),
+        "DEFAULT_CHARACTER_SET_NAME": (STRING, constant("utf8mb4")),
+        "DEFAULT_COLLATION_NAME": (STRING, constant("utf8mb4_0900_bin")),
+        "SQL_PATH": (STRING, constant(None)),
+        "DEFAULT_ENCRYPTION": (STRING, constant("NO")),
+    },
+)
 
 
 def unquote_default(default: str | None) -> str | None:
@@ -157,60 +266,55 @@ def unquote_default(default: str | None) -> str | None:
     return default
 
 
-def _empty(*names: str):
-    return lambda session: pa.table({name: pa.array([], pa.string()) for name in names})
-
-
-def _engines(session) -> pa.Table:
-    return pa.table(
-        {
-            "ENGINE": ["OLAP"],
-            "SUPPORT": ["DEFAULT"],
-            "COMMENT": ["Quire's table engine"],
-            "TRANSACTIONS": ["YES"],
-            "XA": ["NO"],
-            "SAVEPOINTS": ["NO"],
-        }
+def fixed(**columns: tuple[pa.DataType, list]) -> SchemaTable:
+    """A table whose rows are the same for everyone: each column's type and values."""
+    counts = {len(values) for _, values in columns.values()}
+    assert len(counts) == 1, counts
+    rows = range(counts.pop())
+    return SchemaTable(
+        rows=lambda session: rows,
+        columns={
+            name: (data_type, values.__getitem__) for name, (data_type, values) in columns.items()
+        },
     )
 
 
-def _character_sets(session) -> pa.Table:
-    return pa.table(
-        {
-            "CHARACTER_SET_NAME": ["utf8mb4", "utf8mb3", "binary"],
-            "DEFAULT_COLLATE_NAME": ["utf8mb4_0900_bin", "utf8mb3_general_ci", "binary"],
-            "DESCRIPTION": ["UTF-8 Unicode", "UTF-8 Unicode", "Binary pseudo charset"],
-            "MAXLEN": pa.array([4, 3, 1], pa.int64()),
-        }
+def empty(*names: str) -> SchemaTable:
+    return SchemaTable(
+        rows=lambda session: [], columns={name: (STRING, constant(None)) for name in names}
     )
 
 
-def _collations(session) -> pa.Table:
-    return pa.table(
-        {
-            "COLLATION_NAME": [
-                "utf8mb4_0900_bin",
-                "utf8mb4_general_ci",
-                "utf8mb3_general_ci",
-                "binary",
-            ],
-            "CHARACTER_SET_NAME": ["utf8mb4", "utf8mb4", "utf8mb3", "binary"],
-            "ID": pa.array([309, 45, 33, 63], pa.int64()),
-            "IS_DEFAULT": ["Yes", "", "Yes", "Yes"],
-            "IS_COMPILED": ["Yes"] * 4,
-            "SORTLEN": pa.array([1] * 4, pa.int64()),
-        }
-    )
-
-
-BUILDERS = {
-    "schemata": _schemata,
-    "tables": _tables,
-    "columns": _columns,
-    "engines": _engines,
-    "character_sets": _character_sets,
-    "collations": _collations,
-    "views": _empty(
+DEFINITIONS = {
+    "schemata": SCHEMATA,
+    "tables": TABLES,
+    "columns": COLUMNS,
+    "engines": fixed(
+        ENGINE=(STRING, ["OLAP"]),
+        SUPPORT=(STRING, ["DEFAULT"]),
+        COMMENT=(STRING, ["Quire's table engine"]),
+        TRANSACTIONS=(STRING, ["YES"]),
+        XA=(STRING, ["NO"]),
+        SAVEPOINTS=(STRING, ["NO"]),
+    ),
+    "character_sets": fixed(
+        CHARACTER_SET_NAME=(STRING, ["utf8mb4", "utf8mb3", "binary"]),
+        DEFAULT_COLLATE_NAME=(STRING, ["utf8mb4_0900_bin", "utf8mb3_general_ci", "binary"]),
+        DESCRIPTION=(STRING, ["UTF-8 Unicode", "UTF-8 Unicode", "Binary pseudo charset"]),
+        MAXLEN=(INT, [4, 3, 1]),
+    ),
+    "collations": fixed(
+        COLLATION_NAME=(
+            STRING,
+            ["utf8mb4_0900_bin", "utf8mb4_general_ci", "utf8mb3_general_ci", "binary"],
+        ),
+        CHARACTER_SET_NAME=(STRING, ["utf8mb4", "utf8mb4", "utf8mb3", "binary"]),
+        ID=(INT, [309, 45, 33, 63]),
+        IS_DEFAULT=(STRING, ["Yes", "", "Yes", "Yes"]),
+        IS_COMPILED=(STRING, ["Yes"] * 4),
+        SORTLEN=(INT, [1] * 4),
+    ),
+    "views": empty(
         "TABLE_CATALOG",
         "TABLE_SCHEMA",
         "TABLE_NAME",
@@ -222,7 +326,7 @@ BUILDERS = {
         "CHARACTER_SET_CLIENT",
         "COLLATION_CONNECTION",
     ),
-    "statistics": _empty(
+    "statistics": empty(
         "TABLE_CATALOG",
         "TABLE_SCHEMA",
         "TABLE_NAME",
@@ -240,7 +344,7 @@ BUILDERS = {
         "COMMENT",
         "INDEX_COMMENT",
     ),
-    "key_column_usage": _empty(
+    "key_column_usage": empty(
         "CONSTRAINT_CATALOG",
         "CONSTRAINT_SCHEMA",
         "CONSTRAINT_NAME",
@@ -254,7 +358,7 @@ BUILDERS = {
         "REFERENCED_TABLE_NAME",
         "REFERENCED_COLUMN_NAME",
     ),
-    "table_constraints": _empty(
+    "table_constraints": empty(
         "CONSTRAINT_CATALOG",
         "CONSTRAINT_SCHEMA",
         "CONSTRAINT_NAME",
@@ -262,7 +366,7 @@ BUILDERS = {
         "TABLE_NAME",
         "CONSTRAINT_TYPE",
     ),
-    "referential_constraints": _empty(
+    "referential_constraints": empty(
         "CONSTRAINT_CATALOG",
         "CONSTRAINT_SCHEMA",
         "CONSTRAINT_NAME",
@@ -275,7 +379,7 @@ BUILDERS = {
         "TABLE_NAME",
         "REFERENCED_TABLE_NAME",
     ),
-    "routines": _empty(
+    "routines": empty(
         "SPECIFIC_NAME",
         "ROUTINE_CATALOG",
         "ROUTINE_SCHEMA",
@@ -284,7 +388,7 @@ BUILDERS = {
         "DATA_TYPE",
         "ROUTINE_DEFINITION",
     ),
-    "triggers": _empty(
+    "triggers": empty(
         "TRIGGER_CATALOG",
         "TRIGGER_SCHEMA",
         "TRIGGER_NAME",
@@ -293,6 +397,6 @@ BUILDERS = {
         "EVENT_OBJECT_TABLE",
         "ACTION_STATEMENT",
     ),
-    "partitions": _empty("TABLE_CATALOG", "TABLE_SCHEMA", "TABLE_NAME", "PARTITION_NAME"),
-    "events": _empty("EVENT_CATALOG", "EVENT_SCHEMA", "EVENT_NAME"),
+    "partitions": empty("TABLE_CATALOG", "TABLE_SCHEMA", "TABLE_NAME", "PARTITION_NAME"),
+    "events": empty("EVENT_CATALOG", "EVENT_SCHEMA", "EVENT_NAME"),
 }

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime
 import decimal
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 from sqlglot import exp
@@ -22,8 +22,8 @@ from fe.client_errors import engine_error
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.results import Result, column
 from fe.sql.parser import INTERNAL_CATALOG
-from fe.statements import mysql_functions
-from fe.statements.information_schema import INFORMATION_SCHEMA, build_table
+from fe.statements import mysql_functions, schema_lookup
+from fe.statements.information_schema import INFORMATION_SCHEMA
 from fe.variables import SCHEMA
 
 SESSION_FUNCTIONS = {
@@ -92,6 +92,11 @@ class SelectPlan:
     names: tuple[str, ...]
     constant: tuple[Callable, ...] | None  # per-column evaluators when no engine is needed
     lists: tuple[tuple[str, pa.Table], ...] = ()  # long IN lists, by the table name they read
+    lookup: schema_lookup.Lookup | None = None  # an information_schema query without the engine
+    headers: dict = field(default_factory=dict, compare=False, repr=False)  # a constant's columns
+
+
+MAX_HEADERS = 4  # result columns a constant SELECT keeps, one list per tuple of its value types
 
 
 def plan_select(expression: exp.Expression, written: list[str] | None = None) -> SelectPlan:
@@ -109,7 +114,9 @@ def plan_select(expression: exp.Expression, written: list[str] | None = None) ->
         evaluators = [_constant_evaluator(projection) for projection in expression.expressions]
         if all(evaluator is not None for evaluator in evaluators):
             constant = tuple(evaluators)
-    return SelectPlan(expression, names, constant, _lists_as_tables(expression))
+    lists = _lists_as_tables(expression)
+    lookup = None if constant or lists else schema_lookup.lookup_of(expression)
+    return SelectPlan(expression, names, constant, lists, lookup)
 
 
 def _lists_as_tables(expression: exp.Expression) -> tuple[tuple[str, pa.Table], ...]:
@@ -246,11 +253,23 @@ async def run_select(session, plan: SelectPlan) -> Result:
         rows = [row]
         if limit is not None and limit.expression is not None and limit.expression.this == "0":
             rows = []
-        return Result(
-            columns=[column(n, python_type(v)) for n, v in zip(plan.names, row, strict=True)],
-            rows=rows,
-        )
+        return Result(columns=_constant_columns(plan, row), rows=rows)
+    if plan.lookup is not None:
+        answer = await plan.lookup.run(session, plan.names)
+        if answer is not None:
+            return answer
     return await _run_in_engine(session, plan)
+
+
+def _constant_columns(plan: SelectPlan, row: tuple) -> list:
+    """The result columns of a constant SELECT's row, kept in the plan for the next time."""
+    types = tuple(map(python_type, row))
+    columns = plan.headers.get(types)
+    if columns is None:
+        columns = [column(n, t) for n, t in zip(plan.names, types, strict=True)]
+        if len(plan.headers) < MAX_HEADERS:
+            plan.headers[types] = columns
+    return columns
 
 
 EXPLAIN_COLUMN = "Explain String"  # Doris's
@@ -297,10 +316,12 @@ async def _run_in_engine(session, plan: SelectPlan, explain: bool = False) -> Re
                 exp.to_table(registered).as_(alias) if alias else exp.to_table(registered)
             )
         arrow = dict(plan.lists)
+        columns = _columns_read(expression, tables.values())
         for registered, name in tables.items():
-            arrow[registered] = build_table(name, session)
-            if arrow[registered] is None:
+            built = session.services.information_schema.table(name, session, columns)
+            if built is None:
                 raise QueryError(1109, f"Unknown table '{name}' in information_schema")
+            arrow[registered] = built.arrow()
         sql = expression.sql(dialect="duckdb")
         return ("EXPLAIN " + sql if explain else sql), arrow
 
@@ -330,6 +351,21 @@ async def _run_in_engine(session, plan: SelectPlan, explain: bool = False) -> Re
 
 
 _REGISTERED_PREFIX = "quire_is_"  # an information_schema table, as the engine knows it
+
+
+def _columns_read(expression: exp.Expression, tables) -> set[str] | None:
+    """The names a query may read columns by (a superset); None if it may read every column:
+    `*`, NATURAL JOIN, or a table's name used as a value (DuckDB's whole row)."""
+    if any(join.args.get("method") for join in expression.find_all(exp.Join)):
+        return None
+    if expression.find(exp.Star) is not None:
+        return None
+    names = {identifier.name.lower() for identifier in expression.find_all(exp.Identifier)}
+    whole_rows = {table.alias_or_name.lower() for table in expression.find_all(exp.Table)}
+    whole_rows.update(tables)
+    if any(column.name.lower() in whole_rows for column in expression.find_all(exp.Column)):
+        return None
+    return names
 
 
 def _common_table_references(expression: exp.Expression) -> set[int]:

@@ -113,10 +113,11 @@ def visible_database(session, db_name: str | None):
 def _tables(session, statement: st.Show) -> Result:
     database = visible_database(session, statement.db)
     match = like_matcher(statement.like)
+    user = session.user
     names = [
         table.name
         for table in session.catalog.tables_of(database.id)
-        if match(table.name) and privileges.has_any(session.user, database.name, table.name)
+        if match(table.name) and privileges.has_any(user, database.name, table.name)
     ]
     header = f"Tables_in_{database.name}"
     if statement.full:

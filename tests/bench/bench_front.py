@@ -419,9 +419,11 @@ def main() -> None:
                 quire.stop()
 
     logger.info("load average after:  %.2f %.2f %.2f", *os.getloadavg())
+    width = max(len(statement) for statement in STATEMENTS)
     logger.info(
-        "%-8s %-26s %5s %12s %12s %11s %11s %7s",
+        "%-8s %-*s %5s %12s %12s %11s %11s %7s",
         "client",
+        width,
         "statement",
         "conns",
         "Quire q/s",
@@ -443,8 +445,9 @@ def main() -> None:
                         mariadb_figure.cpu_micros_per_query / quire_figure.cpu_micros_per_query
                     )
                 logger.info(
-                    "%-8s %-26s %5d %12.0f %12.0f %11.0f %11.0f %6.2fx",
+                    "%-8s %-*s %5d %12.0f %12.0f %11.0f %11.0f %6.2fx",
                     client,
+                    width,
                     statement,
                     connections,
                     quire_figure.queries_per_second,

@@ -21,7 +21,7 @@ from be import engine
 from fe.client_errors import engine_error
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result, column
-from fe.statements import mysql_functions
+from fe.statements import coercions, mysql_functions
 from fe.statements.information_schema import INFORMATION_SCHEMA, build_table
 from fe.variables import SCHEMA
 
@@ -277,7 +277,7 @@ async def _run_in_engine(session, plan: SelectPlan, explain: bool = False) -> Re
         """On the engine's worker: a long query's copy, checks and SQL take no time of the loop."""
         expression = substituted(plan.expression.copy(), lambda node: _bind(node, session, time))
         engine.check(expression)
-        expression = mysql_functions.rewritten(expression, time)
+        expression = mysql_functions.rewritten(coercions.coerced(expression), time)
         tables: dict[str, str] = {}
         common_tables = _common_table_references(expression)
         for table in list(expression.find_all(exp.Table)):

@@ -44,6 +44,7 @@ def test_show_like_that_would_backtrack_answers_at_once(quire, root):
         ("SELECT 2 ORDER BY 2", 1054, "42S22", "in 'order clause'"),
         ("SELECT (SELECT 1, 2)", 1241, "21000", "Operand should contain 1 column(s)"),
         ("SELECT *", 1096, "HY000", "No tables used"),
+        ("SELECT 1 COLLATE utf8mb4_bin", 1253, "42000", "not valid for CHARACTER SET"),
         # found by tests/test_fuzz.py
         ("SELECT DATE_ADD(1, @x)", 1064, "42000", "You have an error in your SQL syntax"),
         ("SELECT STR_TO_DATE('2024-01-31')", 1582, "42000", "native function 'STR_TO_DATE'"),

@@ -44,6 +44,11 @@ def test_show_like_that_would_backtrack_answers_at_once(quire, root):
         ("SELECT 2 ORDER BY 2", 1054, "42S22", "in 'order clause'"),
         ("SELECT (SELECT 1, 2)", 1241, "21000", "Operand should contain 1 column(s)"),
         ("SELECT *", 1096, "HY000", "No tables used"),
+        ("SELECT 1 GROUP BY -1", 1054, "42S22", "Unknown column '-1' in 'group statement'"),
+        ("SELECT 1 GROUP BY 2", 1054, "42S22", "Unknown column '2' in 'group statement'"),
+        ("SELECT 1 ORDER BY -1", 1054, "42S22", "in 'order clause'"),
+        ("SELECT 1 ORDER BY 0", 1054, "42S22", "in 'order clause'"),
+        ("SELECT 1 COLLATE utf8mb4_bin", 1253, "42000", "not valid for CHARACTER SET"),
         # found by tests/test_fuzz.py
         ("SELECT DATE_ADD(1, @x)", 1064, "42000", "You have an error in your SQL syntax"),
         ("SELECT STR_TO_DATE('2024-01-31')", 1582, "42000", "native function 'STR_TO_DATE'"),
@@ -134,6 +139,8 @@ def test_a_long_in_list_answers_and_other_clients_are_served(quire, root):
         ),
         ("SELECT 1 + 'a'", 1, "1"),
         ("SELECT 0 OR 1 XOR 1", 0, "0"),
+        ("SELECT 1 ORDER BY 'a string'", 1, "1"),
+        ("SELECT 1 AS a GROUP BY 1 ORDER BY 'b', 1", 1, "1"),
     ],
 )
 def test_mysql_functions_answer_as_mysql_does(quire, root, sql, expected, cli):

@@ -264,3 +264,43 @@ def test_explain_is_refused_as_the_query_would_be(quire, root):
         explainer.close()
     assert error_of(root, "EXPLAIN CREATE DATABASE x")[0] == 1064
     assert error_of(root, "EXPLAIN")[0] == 1064
+
+
+CONVERSIONS = [
+    # MySQL converts a value of another kind implicitly, where DuckDB refuses it
+    ("LENGTH(1)", 1, "1"),
+    ("CONCAT(1, 2.5)", "12.5", "12.5"),
+    ("UPPER(12)", "12", "12"),
+    ("ABS('3')", 3.0, "3"),
+    ("ROUND('2.5')", 3.0, "3"),
+    ("1 + '2'", 3, "3"),
+    ("'3' * '4'", 12, "12"),
+    ("SUBSTRING(12345, 2, 2)", "23", "23"),
+    ("LEFT(123, 1)", "1", "1"),
+    ("REPEAT(1, 3)", "111", "111"),
+    ("YEAR(20240102)", 2024, "2024"),
+    ("DAYNAME(20240102)", "Tuesday", "Tuesday"),
+    ("LPAD(1, 3, 0)", "001", "001"),
+    ("LOCATE(2, 123)", 2, "2"),
+    ("TO_BASE64(12)", "MTI=", "MTI="),
+    ("DATE '2024-01-02' + 1", 20240103, "20240103"),
+    ("12 < DATE '2024-01-02'", 1, "1"),
+    ("IFNULL(12, DATE '2024-01-02')", "12", "12"),
+    ("HOUR(NULL)", None, "NULL"),
+    (
+        "'2024-01-02 03:04:05' + INTERVAL 1 DAY",
+        datetime.datetime(2024, 1, 3, 3, 4, 5),
+        "2024-01-03 03:04:05",
+    ),
+    ("'a' COLLATE utf8mb4_bin", "a", "a"),
+    ("'a' COLLATE utf8mb4_general_ci = 'A'", 1, "1"),
+]
+
+
+@pytest.mark.parametrize(
+    ("expression", "answer", "cli"), CONVERSIONS, ids=[c[0] for c in CONVERSIONS]
+)
+def test_implicit_conversions_answer_as_mysql_does(quire, root, expression, answer, cli):
+    assert run(root, f"SELECT {expression}") == ((answer,),)
+    done = mariadb(quire, "--batch", "--skip-column-names", "--raw", "-e", f"SELECT {expression}")
+    assert done.stdout == f"{cli}\n", done.stderr

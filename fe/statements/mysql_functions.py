@@ -9,7 +9,6 @@ and at the statement's time otherwise.
 from __future__ import annotations
 
 import datetime
-import re
 import zoneinfo
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,7 +21,6 @@ UTC = datetime.UTC
 MAX_FRACTIONAL_DIGITS = 6
 MAX_DECIMAL_DIGITS = 38  # DuckDB's widest DECIMAL
 UNSIGNED_64 = 2**64
-NUMBER_PREFIX = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?", re.IGNORECASE)
 
 
 class UnknownTimeZone(ValueError):
@@ -419,26 +417,12 @@ def _cast(node: exp.Cast, time: StatementTime) -> exp.Expression:
 
 def _bitwise_not(node: exp.BitwiseNot, time: StatementTime) -> exp.Expression:
     """MySQL's ~ works on 64-bit unsigned integers: ~0 is 18446744073709551615."""
-    inverted = exp.BitwiseNot(this=exp.cast(_as_number(node.this), exp.DataType.Type.BIGINT))
+    inverted = exp.BitwiseNot(this=exp.cast(node.this, exp.DataType.Type.BIGINT))
     wrapped = exp.Add(
         this=exp.cast(inverted, exp.DataType.Type.INT128),
         expression=exp.Literal.number(UNSIGNED_64),
     )
     return exp.paren(exp.Mod(this=exp.paren(wrapped), expression=exp.Literal.number(UNSIGNED_64)))
-
-
-def _arithmetic(node: exp.Binary, time: StatementTime) -> exp.Expression:
-    """A string literal in arithmetic is the number it starts with, as MySQL reads it ('a' is 0)."""
-    node.set("this", _as_number(node.this))
-    node.set("expression", _as_number(node.expression))
-    return node
-
-
-def _as_number(node: exp.Expression) -> exp.Expression:
-    if not (isinstance(node, exp.Literal) and node.is_string):
-        return node
-    prefix = NUMBER_PREFIX.match(node.this)
-    return exp.Literal.number(prefix.group(0).strip() if prefix else 0)
 
 
 REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] = {
@@ -462,6 +446,7 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     "MINUTE": _with_timestamps,
     "SECOND": _with_timestamps,
     "QUARTER": _with_timestamps,
+    "DAYNAME": _with_timestamps,
     "MID": _mid,
     "FIELD": _field,
     "FIND_IN_SET": _find_in_set,
@@ -476,8 +461,4 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
 
 OPERATOR_REWRITES: dict[type, Callable[[exp.Expression, StatementTime], exp.Expression]] = {
     exp.BitwiseNot: _bitwise_not,
-    exp.Add: _arithmetic,
-    exp.Sub: _arithmetic,
-    exp.Mul: _arithmetic,
-    exp.Div: _arithmetic,
 }

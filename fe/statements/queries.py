@@ -22,7 +22,7 @@ from fe.client_errors import engine_error
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.results import Result, column
 from fe.sql.parser import INTERNAL_CATALOG
-from fe.statements import mysql_functions, schema_lookup
+from fe.statements import coercions, mysql_functions, schema_lookup
 from fe.statements.information_schema import INFORMATION_SCHEMA
 from fe.variables import SCHEMA
 
@@ -297,7 +297,9 @@ async def _run_in_engine(session, plan: SelectPlan, explain: bool = False) -> Re
         """On the engine's worker: a long query's copy, checks and SQL take no time of the loop."""
         expression = substituted(plan.expression.copy(), lambda node: _bind(node, session, time))
         engine.check(expression)
-        expression = mysql_functions.rewritten(expression, time)
+        _check_group_positions(expression)
+        _drop_constant_order(expression)
+        expression = mysql_functions.rewritten(coercions.coerced(expression), time)
         tables: dict[str, str] = {}
         common_tables = _common_table_references(expression)
         for table in list(expression.find_all(exp.Table)):
@@ -348,6 +350,35 @@ async def _run_in_engine(session, plan: SelectPlan, explain: bool = False) -> Re
         for name, (_, duck_type) in zip(names, answer.columns, strict=True)
     ]
     return Result(columns=columns, rows=answer.rows)
+
+
+def _check_group_positions(expression: exp.Expression) -> None:
+    """GROUP BY <n> names the n-th select item: MySQL's 1054 for any other number."""
+    for select in expression.find_all(exp.Select):
+        group = select.args.get("group")
+        for term in group.expressions if group else ():
+            number = term.this if isinstance(term, exp.Neg) else term
+            if not (isinstance(number, exp.Literal) and number.this.isdigit()):
+                continue
+            if isinstance(term, exp.Neg) or not 1 <= int(number.this) <= len(select.expressions):
+                raise QueryError(
+                    ErrorCode.BAD_FIELD_ERROR,
+                    f"Unknown column '{term.sql(dialect='mysql')}' in 'group statement'",
+                )
+
+
+def _drop_constant_order(expression: exp.Expression) -> None:
+    """ORDER BY 'a string' orders by a constant: MySQL ignores it."""
+    for order in list(expression.find_all(exp.Order)):
+        terms = [term for term in order.expressions if not _is_string(term.this)]
+        if terms:
+            order.set("expressions", terms)
+        else:
+            order.pop()
+
+
+def _is_string(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Literal) and node.is_string
 
 
 _REGISTERED_PREFIX = "quire_is_"  # an information_schema table, as the engine knows it

@@ -133,7 +133,11 @@ class CatalogSnapshot:
     recycle_bin: dict[int, RecycledObject] = field(default_factory=dict)  # oldest drop first
 
     def tablet_count(self) -> int:
-        return sum(p.buckets for t in self.tables.values() for p in t.partitions)
+        return sum(
+            p.buckets * (1 + len(p.rollup_tablets))
+            for t in self.tables.values()
+            for p in t.partitions
+        )
 
 
 def initial_ops(privileges: frozenset[str] = frozenset({"ALL"})) -> list[Op]:
@@ -739,9 +743,9 @@ class Catalog:
             self.next_id = at_least
 
     def _raise_next_id_for(self, table: Table) -> None:
-        highest = table.id
+        highest = max((table.id, *(r.id for r in table.rollups)))
         for partition in table.partitions:
-            last_tablet = partition.tablet_start + partition.buckets - 1
+            last_tablet = max(start + count - 1 for start, count in tablet_spans(partition))
             highest = partition.id if partition.id > highest else highest
             highest = last_tablet if last_tablet > highest else highest
         self._raise_next_id(highest + 1)
@@ -845,10 +849,10 @@ class TabletRanges:
         entries = index._entries
         for table in tables:
             for position, partition in enumerate(table.partitions):
-                start = partition.tablet_start
-                assert start not in entries, f"tablet range {start} used twice"
-                entries[start] = (table.id, position, start + partition.buckets)
-                index.tablet_count += partition.buckets
+                for start, buckets in tablet_spans(partition):
+                    assert start not in entries, f"tablet range {start} used twice"
+                    entries[start] = (table.id, position, start + buckets)
+                    index.tablet_count += buckets
         index._starts = sorted(entries)
         index._high_water = max((end for _, _, end in entries.values()), default=0)
         return index
@@ -871,9 +875,14 @@ class TabletRanges:
     def conflict(self, table: Table, replacing: Table | None = None) -> str | None:
         """Why the table's tablet ranges cannot be indexed, as a new table or in place of its
         definition `replacing`; None if they can."""
+        rollup_ids = {r.id for r in table.rollups}
+        for partition in table.partitions:
+            unknown = {i for i, _ in partition.rollup_tablets} - rollup_ids
+            if unknown or len(partition.rollup_tablets) != len(dict(partition.rollup_tablets)):
+                return f"partition {partition.name} has tablets of unknown rollups {unknown}"
         if replacing is not None and _same_ranges(replacing, table):
             return None
-        spans = sorted([(p.tablet_start, p.buckets) for p in table.partitions])
+        spans = sorted(span for p in table.partitions for span in tablet_spans(p))
         previous_end = -1
         for start, buckets in spans:
             if buckets < 1 or start < 0:
@@ -882,7 +891,7 @@ class TabletRanges:
                 return f"its partitions' tablet ranges overlap at {start}"
             previous_end = start + buckets
         if replacing is not None:  # ranges it keeps are known not to overlap other tables'
-            kept = {(p.tablet_start, p.buckets) for p in replacing.partitions}
+            kept = {span for p in replacing.partitions for span in tablet_spans(p)}
             spans = [span for span in spans if span not in kept]
         if not spans:
             return None
@@ -922,29 +931,29 @@ class TabletRanges:
     def add(self, table: Table, already_indexed: Set[int] = frozenset()) -> None:
         starts, entries, dead = self._starts, self._entries, self._dead
         for position, partition in enumerate(table.partitions):
-            start = partition.tablet_start
-            assert start not in entries, f"tablet range {start} indexed twice"
-            end = start + partition.buckets
-            entries[start] = (table.id, position, end)
-            self.tablet_count += partition.buckets
-            if end > self._high_water:
-                self._high_water = end
-            if start in already_indexed:
-                continue
-            if start in dead:
-                dead.discard(start)
-            elif not starts or start > starts[-1]:
-                starts.append(start)
-            else:
-                bisect.insort(starts, start)
+            for start, buckets in tablet_spans(partition):
+                assert start not in entries, f"tablet range {start} indexed twice"
+                end = start + buckets
+                entries[start] = (table.id, position, end)
+                self.tablet_count += buckets
+                if end > self._high_water:
+                    self._high_water = end
+                if start in already_indexed:
+                    continue
+                if start in dead:
+                    dead.discard(start)
+                elif not starts or start > starts[-1]:
+                    starts.append(start)
+                else:
+                    bisect.insort(starts, start)
 
     def remove(self, partitions: Iterable[Partition]) -> None:
         entries = self._entries
         for partition in partitions:
-            start = partition.tablet_start
-            _, _, end = entries.pop(start)
-            self.tablet_count -= end - start
-            self._dead.add(start)
+            for start, _ in tablet_spans(partition):
+                _, _, end = entries.pop(start)
+                self.tablet_count -= end - start
+                self._dead.add(start)
         if len(self._dead) > max(_MAX_DEAD_STEPS, len(self._starts) // 4):
             self._sweep()
 
@@ -953,9 +962,15 @@ class TabletRanges:
         assert old.id == new.id
         if _same_ranges(old, new):
             return  # same ranges at the same positions: the entries are already right
-        new_starts = {p.tablet_start for p in new.partitions}
-        self.remove([p for p in old.partitions if p.tablet_start not in new_starts])
-        kept = {p.tablet_start for p in old.partitions if p.tablet_start in new_starts}
+        new_starts = {start for p in new.partitions for start, _ in tablet_spans(p)}
+        old_starts = {start for p in old.partitions for start, _ in tablet_spans(p)}
+        for start in old_starts - new_starts:
+            _, _, end = self._entries.pop(start)
+            self.tablet_count -= end - start
+            self._dead.add(start)
+        if len(self._dead) > max(_MAX_DEAD_STEPS, len(self._starts) // 4):
+            self._sweep()
+        kept = old_starts & new_starts
         for start in kept:
             _, _, end = self._entries.pop(start)
             self.tablet_count -= end - start
@@ -967,10 +982,18 @@ class TabletRanges:
         dead.clear()
 
 
+def tablet_spans(partition: Partition) -> list[tuple[int, int]]:
+    """(first tablet id, count) of each index of the partition: the base index, then rollups."""
+    buckets = partition.buckets
+    return [(partition.tablet_start, buckets)] + [
+        (first, buckets) for _, first in partition.rollup_tablets
+    ]
+
+
 def _same_ranges(old: Table, new: Table) -> bool:
     old_partitions, new_partitions = old.partitions, new.partitions
     return len(old_partitions) == len(new_partitions) and all(
-        (a.tablet_start, a.buckets) == (b.tablet_start, b.buckets)
+        tablet_spans(a) == tablet_spans(b)
         for a, b in zip(old_partitions, new_partitions, strict=True)
     )
 

@@ -48,6 +48,9 @@ PRIVILEGES = {
 }  # fmt: skip
 LOCK_TIME_UNITS = {"DAY": 86_400, "HOUR": 3_600, "SECOND": 1}
 MAX_LOCKOUT_NUMBER = 32_767  # MySQL's bound on FAILED_LOGIN_ATTEMPTS and PASSWORD_LOCK_TIME
+# Words that end a column's definition in ALTER TABLE (its position, its rollup, its properties).
+COLUMN_DEF_ENDS = ("AFTER", "FIRST", "TO", "IN", "FROM", "PROPERTIES")
+ALTER_CLAUSE_WORDS = {"ADD", "DROP", "MODIFY", "RENAME", "SET", "ORDER BY", "ORDER"}
 INTERNAL_CATALOG = "internal"  # Doris's catalog of its own tables: Quire's only one
 
 
@@ -564,10 +567,57 @@ class Grammar:
             return st.AlterSystem(action, role, self.string())
         self.expect("TABLE")
         table = self.table_name()
-        actions = [self.alter_action()]
+        actions = [*self.alter_actions()]
         while self.accept_type(TokenType.COMMA):
-            actions.append(self.alter_action())
+            if type(actions[-1]) in (st.AddRollup, st.DropRollup) and not self.at_alter_clause():
+                actions.append(self.more_rollups(actions[-1]))  # ADD ROLLUP r1 (...), r2 (...)
+            else:
+                actions.extend(self.alter_actions())
         return st.AlterTable(table, tuple(actions))
+
+    def at_alter_clause(self) -> bool:
+        return self._word() in ALTER_CLAUSE_WORDS
+
+    def alter_actions(self) -> list:
+        """One ALTER TABLE clause; ADD COLUMN (c1 ..., c2 ...) is one action per column."""
+        if self.accept("ADD", "COLUMN", "(") or self.accept("ADD", "("):
+            self.position -= 1
+            return self.add_columns()
+        return [self.alter_action()]
+
+    def add_columns(self) -> list:
+        self.expect_type(TokenType.L_PAREN, "(")
+        columns = [self.column_def()]
+        while self.accept_type(TokenType.COMMA):
+            columns.append(self.column_def())
+        self.expect_type(TokenType.R_PAREN, ")")
+        rollup = self.rollup_target("TO", "IN")
+        self.alter_clause_properties()
+        return [st.AddColumn(column, rollup=rollup) for column in columns]
+
+    def rollup_target(self, *words: str) -> str | None:
+        if any(self.accept(word) for word in words):
+            return self.identifier()
+        return None
+
+    def alter_clause_properties(self) -> tuple[tuple[str, str], ...]:
+        return self.properties() if self.accept("PROPERTIES") else ()
+
+    def more_rollups(self, previous):
+        if type(previous) is st.AddRollup:
+            return self.rollup_def()
+        return st.DropRollup(self.identifier(), self.alter_clause_properties())
+
+    def rollup_def(self) -> st.AddRollup:
+        """r (k1, v1) [DUPLICATE KEY (k1)] [FROM base] [PROPERTIES (...)], as ADD ROLLUP and
+        CREATE TABLE's ROLLUP (...) write it."""
+        name = self.identifier()
+        columns = self.name_list()
+        duplicate_keys: tuple[str, ...] = ()
+        if self.accept("DUPLICATE", "KEY"):
+            duplicate_keys = self.name_list()
+        base = self.rollup_target("FROM")
+        return st.AddRollup(name, columns, duplicate_keys, base, self.alter_clause_properties())
 
     def alter_action(self):
         if self.accept("ADD"):
@@ -578,24 +628,38 @@ class Grammar:
                     self.distribution()
                     buckets = self._last_buckets
                 return st.AddPartition(partition, buckets)
+            if self.accept("ROLLUP"):
+                return self.rollup_def()
             self.accept("COLUMN")
-            if self.accept_type(TokenType.L_PAREN):
-                self.fail("ADD COLUMN (...) with several columns: add them one at a time")
             column = self.column_def()
             after, first = self.column_position()
-            return st.AddColumn(column, after, first)
+            rollup = self.rollup_target("TO", "IN")
+            self.alter_clause_properties()
+            return st.AddColumn(column, after, first, rollup)
         if self.accept("DROP"):
             if self.accept("PARTITION"):
                 if_exists = self.if_exists()
                 name = self.identifier()
                 return st.DropPartition(name, if_exists, force=self.accept("FORCE"))
+            if self.accept("ROLLUP"):
+                return st.DropRollup(self.identifier(), self.alter_clause_properties())
             self.accept("COLUMN")
-            return st.DropColumn(self.identifier())
+            name = self.identifier()
+            rollup = self.rollup_target("FROM")
+            self.alter_clause_properties()
+            return st.DropColumn(name, rollup)
         if self.accept("MODIFY"):
             self.accept("COLUMN")
             column = self.column_def()
             after, first = self.column_position()
-            return st.ModifyColumn(column, after, first)
+            rollup = self.rollup_target("FROM")
+            self.alter_clause_properties()
+            return st.ModifyColumn(column, after, first, rollup)
+        if self.accept("ORDER", "BY"):
+            columns = self.name_list()
+            rollup = self.rollup_target("FROM")
+            self.alter_clause_properties()
+            return st.ReorderColumns(columns, rollup)
         if self.accept("RENAME"):
             if self.accept("COLUMN"):
                 old = self.identifier()
@@ -687,6 +751,13 @@ class Grammar:
             options["buckets"] = self._last_buckets
         elif self.accept("PROPERTIES"):
             options["properties"] = self.properties()
+        elif self.accept("ROLLUP"):
+            self.expect_type(TokenType.L_PAREN, "(")
+            rollups = [self.rollup_def()]
+            while self.accept_type(TokenType.COMMA):
+                rollups.append(self.rollup_def())
+            self.expect_type(TokenType.R_PAREN, ")")
+            options["rollups"] = tuple(rollups)
         elif (
             self.at("DEFAULT")
             or self.at("CHARSET")
@@ -758,7 +829,7 @@ class Grammar:
         while (
             self.position < len(self.tokens)
             and self.peek_type() not in (TokenType.COMMA, TokenType.R_PAREN)
-            and not (self.at("AFTER") or self.at("FIRST"))
+            and not any(self.at(word) for word in COLUMN_DEF_ENDS)
         ):
             word = self._word()
             if word in AGGREGATIONS:

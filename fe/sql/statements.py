@@ -71,6 +71,7 @@ class CreateTable:
     properties: tuple[tuple[str, str], ...] = ()
     comment: str = ""
     engine: str = "olap"
+    rollups: tuple[AddRollup, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -97,11 +98,13 @@ class AddColumn:
     column: Column
     after: str | None = None
     first: bool = False
+    rollup: str | None = None  # TO r: the column goes into rollup r too
 
 
 @dataclass(frozen=True)
 class DropColumn:
     name: str
+    rollup: str | None = None  # FROM r: from rollup r only
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,30 @@ class ModifyColumn:
     column: Column
     after: str | None = None
     first: bool = False
+    rollup: str | None = None
+
+
+@dataclass(frozen=True)
+class ReorderColumns:
+    """ORDER BY (k2, k1, v1): every column of the index, keys first."""
+
+    columns: tuple[str, ...]
+    rollup: str | None = None
+
+
+@dataclass(frozen=True)
+class AddRollup:
+    name: str
+    columns: tuple[str, ...]
+    duplicate_keys: tuple[str, ...] = ()
+    base: str | None = None  # FROM base: the index it is built from
+    properties: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class DropRollup:
+    name: str
+    properties: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -144,6 +171,9 @@ AlterAction = (
     AddColumn
     | DropColumn
     | ModifyColumn
+    | ReorderColumns
+    | AddRollup
+    | DropRollup
     | RenameColumn
     | RenameTable
     | AddPartition

@@ -15,7 +15,7 @@ from fe.statements.information_schema import (
     unquote_default,
     visible_databases,
 )
-from metadata.records import Table
+from metadata.records import KeyModel, Rollup, Table
 
 
 def like_matcher(pattern: str | None, case_sensitive: bool = True):
@@ -241,6 +241,8 @@ def create_table_sql(table: Table) -> str:
         text += f"DISTRIBUTED BY HASH({', '.join(quote(c) for c in table.distribution_columns)}) BUCKETS {table.buckets}"
     else:
         text += f"DISTRIBUTED BY RANDOM BUCKETS {table.buckets}"
+    if table.rollups:
+        text += "\nROLLUP (\n" + ",\n".join(_rollup_sql(table, r) for r in table.rollups) + "\n)"
     if table.properties:
         text += (
             "\nPROPERTIES (\n"
@@ -248,6 +250,13 @@ def create_table_sql(table: Table) -> str:
             + "\n)"
         )
     return text + ";"
+
+
+def _rollup_sql(table: Table, rollup: Rollup) -> str:
+    text = f"{quote(rollup.name)} ({', '.join(map(quote, rollup.columns))})"
+    if table.key_model != KeyModel.DUPLICATE:
+        return text
+    return text + f" DUPLICATE KEY({', '.join(map(quote, rollup.key_columns))})"
 
 
 def _create_table(session, statement: st.Show) -> Result:

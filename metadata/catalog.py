@@ -18,6 +18,7 @@ from metadata.ops import (
     AddBackend,
     AddFrontend,
     ClientRequest,
+    CreateAlterJob,
     CreateDatabase,
     CreateTable,
     CreateUser,
@@ -36,6 +37,7 @@ from metadata.ops import (
     RecycleDatabase,
     RecyclePartition,
     RecycleTable,
+    RemoveAlterJobs,
     ReplaceTable,
     RevokePrivileges,
     SetGlobalVariable,
@@ -43,10 +45,14 @@ from metadata.ops import (
     SetPassword,
     Timestamp,
     TruncateTable,
+    UpdateAlterJob,
     UpdateFrontend,
 )
 from metadata.records import (
     LOCKED_UNTIL_UNLOCK,
+    AlterJob,
+    AlterJobState,
+    AlterJobType,
     Backend,
     Database,
     Frontend,
@@ -131,6 +137,7 @@ class CatalogSnapshot:
     )
     requests: dict[str, RequestOutcome] = field(default_factory=dict)  # oldest first
     recycle_bin: dict[int, RecycledObject] = field(default_factory=dict)  # oldest drop first
+    alter_jobs: dict[int, AlterJob] = field(default_factory=dict)  # oldest first
 
     def tablet_count(self) -> int:
         return sum(
@@ -170,6 +177,8 @@ class Catalog:
         self.requests: dict[str, RequestOutcome] = {}  # oldest first
         # Dropped databases, tables and partitions by their id, oldest drop first.
         self.recycle_bin: dict[int, RecycledObject] = {}
+        # Schema changes and rollups by job id, oldest first: unfinished and kept history.
+        self.alter_jobs: dict[int, AlterJob] = {}
         # Derived indexes, rebuilt from the primary dicts on load.
         self._db_ids_by_name: dict[str, int] = {}
         self._table_ids_by_db: dict[int, dict[str, int]] = {}
@@ -302,6 +311,7 @@ class Catalog:
                 raft_term=self.raft_term,
                 requests=self.requests.copy(),
                 recycle_bin=self.recycle_bin.copy(),
+                alter_jobs=self.alter_jobs.copy(),
             )
 
     @classmethod
@@ -320,6 +330,7 @@ class Catalog:
         catalog.raft_term = snap.raft_term
         catalog.requests = dict(snap.requests)
         catalog.recycle_bin = dict(snap.recycle_bin)
+        catalog.alter_jobs = dict(snap.alter_jobs)
         catalog._rebuild_indexes()
         return catalog
 
@@ -340,6 +351,7 @@ class Catalog:
             ("backend", (snap.backends[key] for key in sorted(snap.backends))),
             ("request", snap.requests.values()),
             ("recycled", snap.recycle_bin.values()),
+            ("alter job", snap.alter_jobs.values()),
         ]
         for kind, records in sections:
             lines.extend(f"{kind} {codec.encode_record(record)!r}" for record in records)
@@ -348,6 +360,19 @@ class Catalog:
             for name in sorted(snap.global_variables)
         )
         return "\n".join(lines) + "\n"
+
+    def unfinished_jobs(self, table_id: int) -> list[AlterJob]:
+        with self.lock:
+            return [
+                job
+                for job in self.alter_jobs.values()
+                if job.table_id == table_id and not job.state.done
+            ]
+
+    def table_state(self, table_id: int) -> str:
+        """Doris's OlapTableState: NORMAL, or SCHEMA_CHANGE / ROLLUP while such a job runs."""
+        jobs = self.unfinished_jobs(table_id)
+        return jobs[0].job_type.value if jobs else "NORMAL"
 
     def recycled(self, kind: RecycledKind, name: str, db_id: int = -1, table_id: int = -1):
         """The entry of the recycle bin a RECOVER of `name` brings back (the latest dropped),
@@ -736,6 +761,53 @@ class Catalog:
         self._raise_next_id_for(truncated)
         return truncated
 
+    # ALTER jobs: a small state machine, each transition one journaled UpdateAlterJob.
+
+    def _create_alter_job(self, op: CreateAlterJob) -> AlterJob:
+        job = op.job
+        if job.id in self.alter_jobs:
+            raise ApplyError(op, f"alter job id {job.id} is already in use")
+        if job.table_id not in self.tables:
+            raise ApplyError(op, f"no table with id {job.table_id}")
+        self.alter_jobs[job.id] = job
+        ids = [job.id, job.index_id, *(first for _, first in job.rollup_tablets)]
+        self._raise_next_id(max(ids) + 1)
+        return job
+
+    def _update_alter_job(self, op: UpdateAlterJob) -> AlterJob:
+        job = self.alter_jobs.get(op.job_id)
+        if job is None:
+            raise ApplyError(op, f"no alter job with id {op.job_id}")
+        if op.state not in _NEXT_STATES[job.state]:
+            raise ApplyError(op, f"alter job {job.id} cannot go from {job.state} to {op.state}")
+        done = op.state.done
+        job = replace(
+            job,
+            state=op.state,
+            message=op.message,
+            finish_time_ms=op.time_ms if done else -1,
+        )
+        if op.state == AlterJobState.FINISHED:
+            table = self.tables.get(job.table_id)
+            if table is None:
+                raise ApplyError(op, f"no table with id {job.table_id}")
+            finished = _FINISHERS[job.job_type](table, job)
+            problem = self._tablet_ranges.conflict(finished, table)
+            if problem is not None:
+                raise ApplyError(op, f"table '{table.name}': {problem}")
+            schema_version = table.schema_version + (1 if _schema_changed(table, finished) else 0)
+            finished = replace(finished, schema_version=schema_version)
+            self.tables[table.id] = finished
+            self._tablet_ranges.replace(table, finished)
+        self.alter_jobs[job.id] = job
+        return job
+
+    def _remove_alter_jobs(self, op: RemoveAlterJobs) -> None:
+        for job_id in op.job_ids:
+            job = self.alter_jobs.get(job_id)
+            if job is not None and job.state.done:
+                del self.alter_jobs[job_id]
+
     # Id counter and indexes.
 
     def _raise_next_id(self, at_least: int) -> None:
@@ -780,6 +852,42 @@ def _schema_changed(old: Table, new: Table) -> bool:
     )
 
 
+def _finish_schema_change(table: Table, job: AlterJob) -> Table:
+    """The table with the job's columns, keys and rollups: all a schema change may change."""
+    assert job.table is not None
+    target = job.table
+    return replace(
+        table, columns=target.columns, key_columns=target.key_columns, rollups=target.rollups
+    )
+
+
+def _finish_rollup(table: Table, job: AlterJob) -> Table:
+    """The table with the job's rollup, its tablets in every partition."""
+    assert job.rollup is not None
+    first_tablets = dict(job.rollup_tablets)
+    partitions = tuple(
+        replace(p, rollup_tablets=(*p.rollup_tablets, (job.rollup.id, first_tablets[p.id])))
+        if p.id in first_tablets
+        else p
+        for p in table.partitions
+    )
+    return replace(table, rollups=(*table.rollups, job.rollup), partitions=partitions)
+
+
+_FINISHERS = {
+    AlterJobType.SCHEMA_CHANGE: _finish_schema_change,
+    AlterJobType.ROLLUP: _finish_rollup,
+}
+
+_NEXT_STATES = {
+    AlterJobState.PENDING: {AlterJobState.WAITING_TXN, AlterJobState.CANCELLED},
+    AlterJobState.WAITING_TXN: {AlterJobState.RUNNING, AlterJobState.CANCELLED},
+    AlterJobState.RUNNING: {AlterJobState.FINISHED, AlterJobState.CANCELLED},
+    AlterJobState.FINISHED: set(),
+    AlterJobState.CANCELLED: set(),
+}
+
+
 def _check_lockout_policy(
     op: CreateUser | SetLockoutPolicy, failed_login_attempts: int, password_lock_seconds: int
 ) -> None:
@@ -820,6 +928,9 @@ _HANDLERS = {
     RecoverPartition: Catalog._recover_partition,
     EraseRecycled: Catalog._erase_recycled,
     TruncateTable: Catalog._truncate_table,
+    CreateAlterJob: Catalog._create_alter_job,
+    UpdateAlterJob: Catalog._update_alter_job,
+    RemoveAlterJobs: Catalog._remove_alter_jobs,
 }
 
 

@@ -10,7 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
-from metadata.records import Backend, Database, Frontend, Grant, Partition, Table, User
+from metadata.records import (
+    AlterJob,
+    AlterJobState,
+    Backend,
+    Database,
+    Frontend,
+    Grant,
+    Partition,
+    Table,
+    User,
+)
 
 
 class OpCode(IntEnum):
@@ -43,6 +53,10 @@ class OpCode(IntEnum):
     RECOVER_PARTITION = 55
     ERASE_RECYCLED = 56
     TRUNCATE_TABLE = 57  # the named partitions replaced by empty ones with new ids and tablets
+    # ALTER jobs (schema changes and rollups): created by ALTER TABLE, advanced by the leader.
+    CREATE_ALTER_JOB = 70
+    UPDATE_ALTER_JOB = 71
+    REMOVE_ALTER_JOBS = 72
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +268,32 @@ class TruncateTable:
     partitions: tuple[Partition, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class CreateAlterJob:
+    CODE = OpCode.CREATE_ALTER_JOB
+    job: AlterJob
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateAlterJob:
+    """The job moves to `state` (the next one, or CANCELLED) at the leader's `time_ms`; on
+    FINISHED its table takes the job's definition."""
+
+    CODE = OpCode.UPDATE_ALTER_JOB
+    job_id: int
+    state: AlterJobState
+    time_ms: int
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveAlterJobs:
+    """The leader forgets done jobs kept longer than history_job_keep_max_second."""
+
+    CODE = OpCode.REMOVE_ALTER_JOBS
+    job_ids: tuple[int, ...]
+
+
 Op = (
     CreateDatabase
     | DropDatabase
@@ -283,4 +323,7 @@ Op = (
     | RecoverPartition
     | EraseRecycled
     | TruncateTable
+    | CreateAlterJob
+    | UpdateAlterJob
+    | RemoveAlterJobs
 )

@@ -3,7 +3,7 @@ ALTER TABLE, rollups, through PyMySQL and the mariadb CLI against a real `quire 
 
 import pytest
 
-from tests.harness import error_of, mariadb, run
+from tests.harness import QuireProcess, error_of, mariadb, run, wait_until
 
 DUPLICATE = (
     "CREATE TABLE {name} (k1 INT, k2 INT, v1 VARCHAR(20), v2 BIGINT) DUPLICATE KEY(k1, k2) "
@@ -22,6 +22,33 @@ RANGED = (
     'PARTITION BY RANGE(d) (PARTITION p1 VALUES LESS THAN ("2024-01-01"), '
     'PARTITION p2 VALUES LESS THAN ("2025-01-01")) DISTRIBUTED BY HASH(k1) BUCKETS 3'
 )
+
+
+FAST_JOBS = {"alter_scheduler_interval_millisecond": 100}
+UNFINISHED = ("PENDING", "WAITING_TXN", "RUNNING")
+
+
+@pytest.fixture(scope="module")
+def quire(tmp_path_factory):
+    node = QuireProcess(tmp_path_factory.mktemp("schema_change"), FAST_JOBS).start()
+    yield node
+    node.stop()
+
+
+def unfinished_jobs(connection, table, db="sc"):
+    return [
+        row
+        for kind, state_at in (("COLUMN", 9), ("ROLLUP", 8))
+        for row in run(connection, f"SHOW ALTER TABLE {kind} FROM {db}")
+        if row[1] == table and row[state_at] in UNFINISHED
+    ]
+
+
+def alter(connection, sql, db="sc"):
+    """ALTER TABLE, then the wait until its jobs are done (it answers at once, as in Doris)."""
+    run(connection, sql)
+    table = sql.split()[2].split(".")[-1]
+    wait_until(lambda: not unfinished_jobs(connection, table, db), 60, f"{table}'s ALTER jobs")
 
 
 @pytest.fixture(scope="module")
@@ -43,9 +70,9 @@ def expect_error(connection, sql, code, text=""):
 
 def test_add_column_list_and_key_columns(db):
     run(db, DUPLICATE.format(name="added"))
-    run(db, "ALTER TABLE added ADD COLUMN (c1 INT, c2 VARCHAR(10) DEFAULT 'x')")
-    run(db, "ALTER TABLE added ADD COLUMN k3 INT KEY")
-    run(db, "ALTER TABLE added ADD COLUMN k0 INT KEY FIRST, ADD COLUMN v0 INT AFTER v1")
+    alter(db, "ALTER TABLE added ADD COLUMN (c1 INT, c2 VARCHAR(10) DEFAULT 'x')")
+    alter(db, "ALTER TABLE added ADD COLUMN k3 INT KEY")
+    alter(db, "ALTER TABLE added ADD COLUMN k0 INT KEY FIRST, ADD COLUMN v0 INT AFTER v1")
     assert columns(db, "added") == [
         ("k0", "YES"), ("k1", "YES"), ("k2", "YES"), ("k3", "YES"),
         ("v1", "NO"), ("v0", "NO"), ("v2", "NO"), ("c1", "NO"), ("c2", "NO"),
@@ -57,7 +84,7 @@ def test_add_column_list_and_key_columns(db):
 
 def test_aggregate_table_adds_a_key_without_aggregation(db):
     run(db, AGGREGATE.format(name="agg_add"))
-    run(db, "ALTER TABLE agg_add ADD COLUMN (region INT, total BIGINT SUM)")
+    alter(db, "ALTER TABLE agg_add ADD COLUMN (region INT, total BIGINT SUM)")
     assert columns(db, "agg_add") == [
         ("k1", "YES"), ("k2", "YES"), ("region", "YES"), ("v1", "NO"), ("v2", "NO"),
         ("total", "NO"),
@@ -81,7 +108,7 @@ def test_order_by_reorders_as_doris(db, order, code, text, expected):
     if code:
         expect_error(db, f"ALTER TABLE {name} ORDER BY {order}", code, text)
         return
-    run(db, f"ALTER TABLE {name} ORDER BY {order}")
+    alter(db, f"ALTER TABLE {name} ORDER BY {order}")
     assert [field for field, _ in columns(db, name)] == expected
     create = run(db, f"SHOW CREATE TABLE {name}")[0][1]
     keys = ", ".join(f"`{k}`" for k in expected[:2])
@@ -105,7 +132,7 @@ def test_clauses_doris_does_not_combine(db, clauses, message):
 
 def test_several_column_clauses_in_one_alter(db):
     run(db, DUPLICATE.format(name="several"))
-    run(db, "ALTER TABLE several ADD COLUMN c INT, DROP COLUMN v2, MODIFY COLUMN v1 VARCHAR(40)")
+    alter(db, "ALTER TABLE several ADD COLUMN c INT, DROP COLUMN v2, MODIFY COLUMN v1 VARCHAR(40)")
     assert [row[:2] for row in run(db, "DESC several")] == [
         ("k1", "int"), ("k2", "int"), ("v1", "varchar(40)"), ("c", "int"),
     ]  # fmt: skip
@@ -171,14 +198,14 @@ def test_rollup_columns_follow_doris_rules(db, create, rollup, message):
 )
 def test_add_rollup_per_key_model(db, create, rollup, expected):
     run(db, create.format(name="modelled"))
-    run(db, f"ALTER TABLE modelled ADD ROLLUP {rollup}")
+    alter(db, f"ALTER TABLE modelled ADD ROLLUP {rollup}")
     assert indexes(db, "modelled")["r"] == expected
     run(db, "DROP TABLE modelled FORCE")
 
 
 def test_rollups_get_tablets_in_every_partition(db):
     run(db, RANGED.format(name="ranged"))
-    run(db, "ALTER TABLE ranged ADD ROLLUP r1 (k1, v1), r2 (d, v1)")
+    alter(db, "ALTER TABLE ranged ADD ROLLUP r1 (k1, v1), r2 (d, v1)")
     run(db, 'ALTER TABLE ranged ADD PARTITION p3 VALUES LESS THAN ("2026-01-01")')
     tablets = [row[0] for row in run(db, "SHOW TABLETS FROM ranged")]
     assert len(tablets) == 9  # the base index's; each rollup has as many again
@@ -190,22 +217,22 @@ def test_rollups_get_tablets_in_every_partition(db):
     expect_error(
         db, "ALTER TABLE ranged ADD ROLLUP r1 (k1)", 1105, "Rollup index[r1] already exists"
     )
-    run(db, "ALTER TABLE ranged DROP ROLLUP r1, r2")
+    alter(db, "ALTER TABLE ranged DROP ROLLUP r1, r2")
     assert list(indexes(db, "ranged")) == ["ranged"]
     expect_error(db, "ALTER TABLE ranged DROP ROLLUP r1", 1105, "does not exist in table [ranged]")
 
 
 def test_column_changes_reach_rollups(db):
     run(db, DUPLICATE.format(name="spread"))
-    run(db, "ALTER TABLE spread ADD ROLLUP r (k2, v2, v1) DUPLICATE KEY (k2)")
-    run(db, "ALTER TABLE spread DROP COLUMN v2")
-    run(db, "ALTER TABLE spread ADD COLUMN (c1 INT, c2 INT) TO r")
-    run(db, "ALTER TABLE spread RENAME COLUMN v1 v9")
-    run(db, "ALTER TABLE spread ORDER BY (k2, c2, c1, v9) FROM r")
+    alter(db, "ALTER TABLE spread ADD ROLLUP r (k2, v2, v1) DUPLICATE KEY (k2)")
+    alter(db, "ALTER TABLE spread DROP COLUMN v2")
+    alter(db, "ALTER TABLE spread ADD COLUMN (c1 INT, c2 INT) TO r")
+    alter(db, "ALTER TABLE spread RENAME COLUMN v1 v9")
+    alter(db, "ALTER TABLE spread ORDER BY (k2, c2, c1, v9) FROM r")
     assert indexes(db, "spread")["r"] == [
         ("k2", "true"), ("c2", "false"), ("c1", "false"), ("v9", "false"),
     ]  # fmt: skip
-    run(db, "ALTER TABLE spread DROP COLUMN c1 FROM r")
+    alter(db, "ALTER TABLE spread DROP COLUMN c1 FROM r")
     assert [f for f, _ in indexes(db, "spread")["r"]] == ["k2", "c2", "v9"]
     assert [f for f, _ in indexes(db, "spread")["spread"]] == ["k1", "k2", "v9", "c1", "c2"]
     expect_error(db, "ALTER TABLE spread DROP COLUMN k2", 1105, "last key of rollup r")
@@ -222,6 +249,7 @@ def test_through_the_mariadb_cli(quire, db):
     for sql in statements:
         done = mariadb(quire, "--batch", "-e", sql)
         assert done.returncode == 0, (sql, done.stderr)
+        wait_until(lambda: not unfinished_jobs(db, "cli"), 60, "cli's ALTER jobs")
     done = mariadb(quire, "--batch", "--skip-column-names", "-e", "DESC sc.cli ALL")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0].startswith("cli\tDUP_KEYS\tk2\t")

@@ -975,6 +975,8 @@ class Grammar:
             if self.accept("FROM") or self.accept("IN"):
                 table = st.TableName(self.identifier(), table.name)
             return st.Show("INDEX", table=table)
+        if word == "ALTER":
+            return self.show_alter()
         if word == "TABLE" and self.accept("STATUS"):
             db = self.identifier() if (self.accept("FROM") or self.accept("IN")) else None
             return st.Show("TABLE STATUS", db=db, like=self.like())
@@ -995,6 +997,58 @@ class Grammar:
         ):
             return st.Show(word, like=self.like(), full=full)
         self.fail("unsupported SHOW")
+
+    def show_alter(self):
+        self.expect("TABLE")
+        kind = self.alter_job_kind()
+        db = self.database_name() if (self.accept("FROM") or self.accept("IN")) else None
+        where = []
+        if self.accept("WHERE"):
+            while True:
+                column = self.identifier()
+                self.expect_type(TokenType.EQ, "=")
+                where.append((column, self.literal_text()))
+                if not self.accept("AND"):
+                    break
+        order_by = []
+        if self.accept("ORDER", "BY"):
+            while True:
+                column = self.identifier()
+                descending = self.accept("DESC")
+                if not descending:
+                    self.accept("ASC")
+                order_by.append((column, descending))
+                if not self.accept_type(TokenType.COMMA):
+                    break
+        limit, offset = None, 0
+        if self.accept("LIMIT"):
+            limit = self.integer()
+            if self.accept_type(TokenType.COMMA):
+                offset, limit = limit, self.integer()
+            elif self.accept("OFFSET"):
+                offset = self.integer()
+        return st.ShowAlter(kind, db, tuple(where), tuple(order_by), limit, offset)
+
+    def alter_job_kind(self) -> str:
+        if self.accept("COLUMN"):
+            return "COLUMN"
+        if self.accept("ROLLUP") or self.accept("MATERIALIZED", "VIEW"):
+            return "ROLLUP"
+        self.fail("expected COLUMN or ROLLUP")
+
+    def _cancel(self):
+        self.expect("CANCEL", "ALTER", "TABLE")
+        kind = self.alter_job_kind()
+        self.expect("FROM")
+        table = self.table_name()
+        job_ids: tuple[int, ...] = ()
+        if self.accept_type(TokenType.L_PAREN):
+            ids = [self.integer()]
+            while self.accept_type(TokenType.COMMA):
+                ids.append(self.integer())
+            self.expect_type(TokenType.R_PAREN, ")")
+            job_ids = tuple(ids)
+        return st.CancelAlter(kind, table, job_ids)
 
     def _admin(self):
         self.expect("ADMIN")
@@ -1032,4 +1086,5 @@ STATEMENT_HANDLERS = {
     "TRUNCATE": Grammar._truncate,
     "RECOVER": Grammar._recover,
     "SWITCH": Grammar._switch,
+    "CANCEL": Grammar._cancel,
 }  # a statement's first word -> its rule; any other first word is a syntax error (1064)

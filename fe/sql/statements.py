@@ -343,6 +343,28 @@ class ShowRecycleBin:
 
 
 @dataclass(frozen=True)
+class ShowAlter:
+    """SHOW ALTER TABLE COLUMN | ROLLUP [FROM db] [WHERE col = 'v' [AND ...]] [ORDER BY ...]
+    [LIMIT [offset,] n]."""
+
+    kind: str  # COLUMN or ROLLUP
+    db: str | None = None
+    where: tuple[tuple[str, str], ...] = ()  # (column title, value): equal, all of them
+    order_by: tuple[tuple[str, bool], ...] = ()  # (column title, descending)
+    limit: int | None = None
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class CancelAlter:
+    """CANCEL ALTER TABLE COLUMN | ROLLUP FROM t [(job_id, ...)]."""
+
+    kind: str
+    table: TableName
+    job_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
 class DescribeAll:
     """DESC t ALL: every index of the table (the base index until rollups exist)."""
 

@@ -10,7 +10,7 @@ import time
 from fe.mysql.errors import QueryError
 from fe.security import privileges
 from fe.sql import statements as st
-from fe.statements import schema_change
+from fe.statements import alter_jobs, schema_change
 from metadata import ops
 from metadata.records import Column, Database, KeyModel, Partition, Table
 from metadata.types import ColumnType
@@ -275,10 +275,16 @@ def alter_table(session, statement: st.AlterTable) -> list[ops.Op]:
     )
     database, table = resolve_table(session, statement.table)
     schema_change.check_conflicts(statement.actions)
+    alter_jobs.check_normal(session.catalog, table)
     original = table
     for action in statement.actions:
         table = ALTER_ACTIONS[type(action)](session, database, table, action)
     table = schema_change.with_rollup_tablets(session, table)
+    kinds = {schema_change.operation_type(action) for action in statement.actions}
+    if schema_change.ADD_ROLLUP in kinds:
+        return alter_jobs.rollup_ops(session, original, table, statement.actions)
+    if schema_change.SCHEMA_CHANGE in kinds:
+        return alter_jobs.schema_change_ops(session, original, table)
     recycled = recycled_partitions(original, table, statement.actions)
     return [*recycled, ops.ReplaceTable(table)]
 

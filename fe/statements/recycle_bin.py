@@ -60,6 +60,9 @@ def truncate_table(session, statement: st.TruncateTable) -> list[ops.Op]:
     db_name = ddl.database_name(session, statement.table.db)
     session.require(privileges.LOAD, db_name, statement.table.name)
     _, table = ddl.resolve_table(session, statement.table)
+    state = session.catalog.table_state(table.id)
+    if state != "NORMAL":
+        raise QueryError(1105, f"Table' state is not NORMAL: {state}")
     by_name = {p.name.lower(): p for p in table.partitions}
     chosen: list[Partition] = []
     for name in statement.partitions:

@@ -3,7 +3,7 @@ ALTER TABLE, rollups, through PyMySQL and the mariadb CLI against a real `quire 
 
 import pytest
 
-from tests.harness import QuireProcess, error_of, mariadb, run, wait_until
+from tests.harness import QuireProcess, add_and_start, error_of, execute, mariadb, run, wait_until
 
 DUPLICATE = (
     "CREATE TABLE {name} (k1 INT, k2 INT, v1 VARCHAR(20), v2 BIGINT) DUPLICATE KEY(k1, k2) "
@@ -256,3 +256,128 @@ def test_through_the_mariadb_cli(quire, db):
     assert "r1\tDUP_KEYS\tk1\t" in done.stdout and "r2" not in done.stdout
     done = mariadb(quire, "--batch", "-e", "ALTER TABLE sc.cli ORDER BY (k1)")
     assert "ERROR 1105 (HY000)" in done.stderr and "Reorder stmt" in done.stderr, done.stderr
+
+
+# ALTER jobs.
+
+SLOW_JOBS = {"alter_scheduler_interval_millisecond": 600_000}  # a job stays PENDING
+NOT_NORMAL = "Table[{t}]'s state(SCHEMA_CHANGE) is not NORMAL. Do not allow doing ALTER ops"
+
+
+def table_state(connection, db, table):
+    db_id = next(row[0] for row in run(connection, "SHOW PROC '/dbs'") if row[1] == db)
+    rows = run(connection, f"SHOW PROC '/dbs/{db_id}'")
+    return next(row[5] for row in rows if row[1] == table)
+
+
+def jobs(connection, kind, where=""):
+    with connection.cursor() as cursor:
+        cursor.execute(f"SHOW ALTER TABLE {kind} FROM jobs {where}")
+        titles = [d[0] for d in cursor.description]
+        return [dict(zip(titles, row, strict=True)) for row in cursor.fetchall()]
+
+
+def test_jobs_keep_the_old_schema_until_finished_and_a_restarted_leader_carries_on(tmp_path):
+    node = QuireProcess(tmp_path / "node", SLOW_JOBS).start()
+    try:
+        connection = node.connect()
+        run(connection, "CREATE DATABASE jobs")
+        run(connection, DUPLICATE.format(name="jobs.t"))
+        run(connection, DUPLICATE.format(name="jobs.t2"))
+        run(connection, "ALTER TABLE jobs.t ORDER BY (k2, k1, v1, v2)")  # answers at once
+        (job,) = jobs(connection, "COLUMN")
+        assert list(job) == [
+            "JobId", "TableName", "CreateTime", "FinishTime", "IndexName", "IndexId",
+            "OriginIndexId", "SchemaVersion", "TransactionId", "State", "Msg", "Progress",
+            "Timeout",
+        ]  # fmt: skip
+        assert (job["TableName"], job["IndexName"], job["State"]) == ("t", "t", "PENDING")
+        assert (job["FinishTime"], job["Timeout"]) == (None, "86400")
+        assert [row[0] for row in run(connection, "DESC jobs.t")] == ["k1", "k2", "v1", "v2"]
+        assert table_state(connection, "jobs", "t") == "SCHEMA_CHANGE"
+        for sql in ("ALTER TABLE jobs.t ADD COLUMN c INT", "ALTER TABLE jobs.t DROP ROLLUP r"):
+            expect_error(connection, sql, 1105, NOT_NORMAL.format(t="t"))
+            done = mariadb(node, "--batch", "-e", sql)
+            assert f"ERROR 1105 (HY000) at line 1: {NOT_NORMAL.format(t='t')}" in done.stderr
+        expect_error(connection, "TRUNCATE TABLE jobs.t", 1105, "state is not NORMAL")
+
+        run(connection, "ALTER TABLE jobs.t2 ADD ROLLUP r1 (k2, v1), r2 (k1)")
+        rollups = jobs(connection, "ROLLUP", "WHERE TableName = 't2' ORDER BY RollupIndexName DESC")
+        assert [(j["RollupIndexName"], j["BaseIndexName"], j["State"]) for j in rollups] == [
+            ("r2", "t2", "PENDING"), ("r1", "t2", "PENDING"),
+        ]  # fmt: skip
+        assert table_state(connection, "jobs", "t2") == "ROLLUP"
+        assert list(indexes(connection, "jobs.t2")) == ["t2"]  # no rollup before FINISHED
+        run(connection, f"CANCEL ALTER TABLE ROLLUP FROM jobs.t2 ({rollups[0]['JobId']})")
+        states = {j["RollupIndexName"]: (j["State"], j["Msg"]) for j in jobs(connection, "ROLLUP")}
+        assert states == {"r2": ("CANCELLED", "user cancelled"), "r1": ("PENDING", "")}
+        done = mariadb(node, "--batch", "-e", "CANCEL ALTER TABLE ROLLUP FROM jobs.t2")
+        assert done.returncode == 0, done.stderr
+        expect_error(
+            connection, "CANCEL ALTER TABLE ROLLUP FROM jobs.t2", 1105, "is not under ROLLUP"
+        )
+        expect_error(
+            connection,
+            "CANCEL ALTER TABLE COLUMN FROM jobs.t2",
+            1105,
+            "Table[t2] is not under SCHEMA_CHANGE.",
+        )
+        assert table_state(connection, "jobs", "t2") == "NORMAL"
+        connection.close()
+
+        node.stop()
+        node.overrides.update(FAST_JOBS)
+        node.restart()  # the job journaled PENDING goes on under the restarted leader
+        connection = node.connect()
+        wait_until(lambda: jobs(connection, "COLUMN")[0]["State"] == "FINISHED", 60, "the job")
+        (job,) = jobs(connection, "COLUMN")
+        assert job["FinishTime"] >= job["CreateTime"] and job["SchemaVersion"] == "2:0"
+        assert [row[0] for row in run(connection, "DESC jobs.t")] == ["k2", "k1", "v1", "v2"]
+        assert table_state(connection, "jobs", "t") == "NORMAL"
+
+        run(connection, "ALTER TABLE jobs.t ADD COLUMN c INT")  # light: at once, a FINISHED job
+        assert [row[0] for row in run(connection, "DESC jobs.t")][-1] == "c"
+        assert [j["State"] for j in jobs(connection, "COLUMN")] == ["FINISHED", "FINISHED"]
+        run(connection, "ADMIN SET FRONTEND CONFIG ('history_job_keep_max_second' = '1')")
+        wait_until(lambda: not jobs(connection, "COLUMN"), 60, "the history removed")
+        assert jobs(connection, "ROLLUP") == []
+        connection.close()
+    finally:
+        node.stop()
+
+
+def test_followers_and_a_restart_see_the_same_rollups_and_jobs(tmp_path):
+    leader = QuireProcess(tmp_path / "leader", FAST_JOBS).start()
+    follower = QuireProcess(tmp_path / "follower", FAST_JOBS, command="fe").join_through(leader)
+    try:
+        add_and_start(leader, follower, "FOLLOWER")
+        execute(leader, "CREATE DATABASE jobs", RANGED.format(name="jobs.r"))
+        execute(leader, "ALTER TABLE jobs.r ADD ROLLUP r1 (k1, v1), r2 (d, v1)")
+        connection = leader.connect()
+        wait_until(lambda: not unfinished_jobs(connection, "r", "jobs"), 60, "the rollups")
+        execute(follower, "ALTER TABLE jobs.r ADD COLUMN c INT")  # forwarded, light
+        execute(leader, "ALTER TABLE jobs.r ORDER BY (k1, d, v1, c)")
+        wait_until(lambda: not unfinished_jobs(connection, "r", "jobs"), 60, "the reorder")
+        execute(leader, "ADMIN CHECKPOINT")
+        execute(leader, "ALTER TABLE jobs.r DROP ROLLUP r2")
+
+        def seen(node):
+            return (
+                execute(node, "DESC jobs.r ALL"),
+                execute(node, "SHOW ALTER TABLE ROLLUP FROM jobs"),
+                execute(node, "SHOW ALTER TABLE COLUMN FROM jobs"),
+            )
+
+        expected = seen(leader)
+        assert [row[0] for row in expected[0] if row[0]] == ["r", "r1"]
+        assert [row[8] for row in expected[1]] == ["FINISHED", "FINISHED"]
+        assert [row[9] for row in expected[2]] == ["FINISHED", "FINISHED"]
+        wait_until(lambda: seen(follower) == expected, 30, "the follower to agree")
+        connection.close()
+        leader.restart()  # from its image and the journal after it
+        wait_until(lambda: seen(leader) == expected, 60, "the restarted leader")
+        follower.restart()
+        wait_until(lambda: seen(follower) == expected, 60, "the restarted follower")
+    finally:
+        follower.stop()
+        leader.stop()

@@ -140,6 +140,24 @@ FE_KEYS = (
         mutable=True,
         comment="Most partitions one batch (FROM ... TO ... INTERVAL) of CREATE TABLE may create.",
     ),
+    Key(
+        "alter_table_timeout_second",
+        86400,
+        mutable=True,
+        comment="Seconds an ALTER job (schema change or rollup) may run before it is cancelled, unless its PROPERTIES give a timeout.",
+    ),
+    Key(
+        "history_job_keep_max_second",
+        7 * 24 * 3600,
+        mutable=True,
+        comment="Seconds a finished or cancelled ALTER job stays in SHOW ALTER TABLE before the leader removes it.",
+    ),
+    Key(
+        "alter_scheduler_interval_millisecond",
+        1000,
+        mutable=True,
+        comment="How often the leader moves each ALTER job on to its next state (Doris waits 10000 between rounds of real work).",
+    ),
     Key("qe_max_connection", 1024, mutable=True, comment="Maximum concurrent MySQL connections."),
     Key("max_allowed_packet", 16 * 1024 * 1024, comment="Largest MySQL packet accepted, in bytes."),
     Key(

@@ -29,6 +29,7 @@ import msgpack
 from metadata import codec
 from metadata.catalog import Catalog, CatalogSnapshot
 from metadata.records import (
+    AlterJob,
     Backend,
     Database,
     Frontend,
@@ -64,6 +65,7 @@ SECTIONS: tuple[tuple[str, type | None], ...] = (
     ("global_variables", None),
     ("requests", RequestOutcome),  # since codec version 3
     ("recycle_bin", RecycledObject),  # since the recycle bin (older images: none)
+    ("alter_jobs", AlterJob),  # since ALTER jobs (older images: none)
 )
 _HEADER_COUNTERS = ("journal_id", "raft_index", "next_id", "last_timestamp_ms")
 
@@ -245,6 +247,7 @@ def load_image(path: str | Path) -> Catalog:
         global_variables=dict(sections["global_variables"]),
         requests={outcome.request_id: outcome for outcome in sections["requests"]},
         recycle_bin={recycled.id: recycled for recycled in sections["recycle_bin"]},
+        alter_jobs={job.id: job for job in sections["alter_jobs"]},
     )
     try:
         catalog = Catalog.from_snapshot(snapshot)
@@ -273,6 +276,7 @@ def _write_image(file: BinaryIO, snapshot: CatalogSnapshot) -> None:
         "global_variables": snapshot.global_variables.items(),
         "requests": snapshot.requests.values(),
         "recycle_bin": snapshot.recycle_bin.values(),
+        "alter_jobs": snapshot.alter_jobs.values(),
     }
     header = msgpack.packb(
         {
@@ -391,6 +395,8 @@ def _parse_header(raw: bytes) -> dict:
         counts["requests"] = 0  # written before requests were kept
     if isinstance(counts, dict) and "recycle_bin" not in counts:
         counts["recycle_bin"] = 0  # written before the recycle bin
+    if isinstance(counts, dict) and "alter_jobs" not in counts:
+        counts["alter_jobs"] = 0  # written before ALTER jobs
     if not isinstance(counts, dict) or any(
         type(counts.get(name)) is not int or counts[name] < 0 for name, _ in SECTIONS
     ):

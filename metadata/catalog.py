@@ -18,6 +18,7 @@ from metadata.ops import (
     AddBackend,
     AddFrontend,
     ClientRequest,
+    CreateAlterJob,
     CreateDatabase,
     CreateTable,
     CreateUser,
@@ -36,6 +37,7 @@ from metadata.ops import (
     RecycleDatabase,
     RecyclePartition,
     RecycleTable,
+    RemoveAlterJobs,
     ReplaceTable,
     RevokePrivileges,
     SetGlobalVariable,
@@ -44,12 +46,16 @@ from metadata.ops import (
     SwapTables,
     Timestamp,
     TruncateTable,
+    UpdateAlterJob,
     UpdateFrontend,
 )
 from metadata.records import (
     CONNECTION_PREFIXES,
     LOCKED_UNTIL_UNLOCK,
     NO_CONNECTION_PREFIX,
+    AlterJob,
+    AlterJobState,
+    AlterJobType,
     Backend,
     Database,
     Frontend,
@@ -134,9 +140,14 @@ class CatalogSnapshot:
     )
     requests: dict[str, RequestOutcome] = field(default_factory=dict)  # oldest first
     recycle_bin: dict[int, RecycledObject] = field(default_factory=dict)  # oldest drop first
+    alter_jobs: dict[int, AlterJob] = field(default_factory=dict)  # oldest first
 
     def tablet_count(self) -> int:
-        return sum(p.buckets for t in self.tables.values() for p in tablet_holders(t))
+        return sum(
+            p.buckets * (1 + len(p.rollup_tablets))
+            for t in self.tables.values()
+            for p in tablet_holders(t)
+        )
 
 
 def initial_ops(privileges: frozenset[str] = frozenset({"ALL"})) -> list[Op]:
@@ -169,6 +180,8 @@ class Catalog:
         self.requests: dict[str, RequestOutcome] = {}  # oldest first
         # Dropped databases, tables and partitions by their id, oldest drop first.
         self.recycle_bin: dict[int, RecycledObject] = {}
+        # Schema changes and rollups by job id, oldest first: unfinished and kept history.
+        self.alter_jobs: dict[int, AlterJob] = {}
         # Derived indexes, rebuilt from the primary dicts on load.
         self._db_ids_by_name: dict[str, int] = {}
         self._table_ids_by_db: dict[int, dict[str, int]] = {}
@@ -301,6 +314,7 @@ class Catalog:
                 raft_term=self.raft_term,
                 requests=self.requests.copy(),
                 recycle_bin=self.recycle_bin.copy(),
+                alter_jobs=self.alter_jobs.copy(),
             )
 
     @classmethod
@@ -321,6 +335,7 @@ class Catalog:
         catalog.raft_term = snap.raft_term
         catalog.requests = dict(snap.requests)
         catalog.recycle_bin = dict(snap.recycle_bin)
+        catalog.alter_jobs = dict(snap.alter_jobs)
         catalog._rebuild_indexes()
         return catalog
 
@@ -341,6 +356,7 @@ class Catalog:
             ("backend", (snap.backends[key] for key in sorted(snap.backends))),
             ("request", snap.requests.values()),
             ("recycled", snap.recycle_bin.values()),
+            ("alter job", snap.alter_jobs.values()),
         ]
         for kind, records in sections:
             lines.extend(f"{kind} {codec.encode_record(record)!r}" for record in records)
@@ -349,6 +365,19 @@ class Catalog:
             for name in sorted(snap.global_variables)
         )
         return "\n".join(lines) + "\n"
+
+    def unfinished_jobs(self, table_id: int) -> list[AlterJob]:
+        with self.lock:
+            return [
+                job
+                for job in self.alter_jobs.values()
+                if job.table_id == table_id and not job.state.done
+            ]
+
+    def table_state(self, table_id: int) -> str:
+        """Doris's OlapTableState: NORMAL, or SCHEMA_CHANGE / ROLLUP while such a job runs."""
+        jobs = self.unfinished_jobs(table_id)
+        return jobs[0].job_type.value if jobs else "NORMAL"
 
     def recycled(self, kind: RecycledKind, name: str, db_id: int = -1, table_id: int = -1):
         """The entry of the recycle bin a RECOVER of `name` brings back (the latest dropped),
@@ -761,6 +790,53 @@ class Catalog:
             names[each.name] = each.id
         return swapped
 
+    # ALTER jobs: a small state machine, each transition one journaled UpdateAlterJob.
+
+    def _create_alter_job(self, op: CreateAlterJob) -> AlterJob:
+        job = op.job
+        if job.id in self.alter_jobs:
+            raise ApplyError(op, f"alter job id {job.id} is already in use")
+        if job.table_id not in self.tables:
+            raise ApplyError(op, f"no table with id {job.table_id}")
+        self.alter_jobs[job.id] = job
+        ids = [job.id, job.index_id, *(first for _, first in job.rollup_tablets)]
+        self._raise_next_id(max(ids) + 1)
+        return job
+
+    def _update_alter_job(self, op: UpdateAlterJob) -> AlterJob:
+        job = self.alter_jobs.get(op.job_id)
+        if job is None:
+            raise ApplyError(op, f"no alter job with id {op.job_id}")
+        if op.state not in _NEXT_STATES[job.state]:
+            raise ApplyError(op, f"alter job {job.id} cannot go from {job.state} to {op.state}")
+        done = op.state.done
+        job = replace(
+            job,
+            state=op.state,
+            message=op.message,
+            finish_time_ms=op.time_ms if done else -1,
+        )
+        if op.state == AlterJobState.FINISHED:
+            table = self.tables.get(job.table_id)
+            if table is None:
+                raise ApplyError(op, f"no table with id {job.table_id}")
+            finished = _FINISHERS[job.job_type](table, job)
+            problem = self._tablet_ranges.conflict(finished, table)
+            if problem is not None:
+                raise ApplyError(op, f"table '{table.name}': {problem}")
+            schema_version = table.schema_version + (1 if _schema_changed(table, finished) else 0)
+            finished = replace(finished, schema_version=schema_version)
+            self.tables[table.id] = finished
+            self._tablet_ranges.replace(table, finished)
+        self.alter_jobs[job.id] = job
+        return job
+
+    def _remove_alter_jobs(self, op: RemoveAlterJobs) -> None:
+        for job_id in op.job_ids:
+            job = self.alter_jobs.get(job_id)
+            if job is not None and job.state.done:
+                del self.alter_jobs[job_id]
+
     # Id counter and indexes.
 
     def _raise_next_id(self, at_least: int) -> None:
@@ -768,9 +844,9 @@ class Catalog:
             self.next_id = at_least
 
     def _raise_next_id_for(self, table: Table) -> None:
-        highest = table.id
+        highest = max((table.id, *(r.id for r in table.rollups)))
         for partition in tablet_holders(table):
-            last_tablet = partition.tablet_start + partition.buckets - 1
+            last_tablet = max(start + count - 1 for start, count in tablet_spans(partition))
             highest = partition.id if partition.id > highest else highest
             highest = last_tablet if last_tablet > highest else highest
         self._raise_next_id(highest + 1)
@@ -810,6 +886,42 @@ def _schema_changed(old: Table, new: Table) -> bool:
         new.key_model,
         new.key_columns,
     )
+
+
+def _finish_schema_change(table: Table, job: AlterJob) -> Table:
+    """The table with the job's columns, keys and rollups: all a schema change may change."""
+    assert job.table is not None
+    target = job.table
+    return replace(
+        table, columns=target.columns, key_columns=target.key_columns, rollups=target.rollups
+    )
+
+
+def _finish_rollup(table: Table, job: AlterJob) -> Table:
+    """The table with the job's rollup, its tablets in every partition."""
+    assert job.rollup is not None
+    first_tablets = dict(job.rollup_tablets)
+    partitions = tuple(
+        replace(p, rollup_tablets=(*p.rollup_tablets, (job.rollup.id, first_tablets[p.id])))
+        if p.id in first_tablets
+        else p
+        for p in table.partitions
+    )
+    return replace(table, rollups=(*table.rollups, job.rollup), partitions=partitions)
+
+
+_FINISHERS = {
+    AlterJobType.SCHEMA_CHANGE: _finish_schema_change,
+    AlterJobType.ROLLUP: _finish_rollup,
+}
+
+_NEXT_STATES = {
+    AlterJobState.PENDING: {AlterJobState.WAITING_TXN, AlterJobState.CANCELLED},
+    AlterJobState.WAITING_TXN: {AlterJobState.RUNNING, AlterJobState.CANCELLED},
+    AlterJobState.RUNNING: {AlterJobState.FINISHED, AlterJobState.CANCELLED},
+    AlterJobState.FINISHED: set(),
+    AlterJobState.CANCELLED: set(),
+}
 
 
 def _check_lockout_policy(
@@ -853,6 +965,9 @@ _HANDLERS = {
     EraseRecycled: Catalog._erase_recycled,
     TruncateTable: Catalog._truncate_table,
     SwapTables: Catalog._swap_tables,
+    CreateAlterJob: Catalog._create_alter_job,
+    UpdateAlterJob: Catalog._update_alter_job,
+    RemoveAlterJobs: Catalog._remove_alter_jobs,
 }
 
 
@@ -882,10 +997,10 @@ class TabletRanges:
         entries = index._entries
         for table in tables:
             for position, partition in enumerate(tablet_holders(table)):
-                start = partition.tablet_start
-                assert start not in entries, f"tablet range {start} used twice"
-                entries[start] = (table.id, position, start + partition.buckets)
-                index.tablet_count += partition.buckets
+                for start, buckets in tablet_spans(partition):
+                    assert start not in entries, f"tablet range {start} used twice"
+                    entries[start] = (table.id, position, start + buckets)
+                    index.tablet_count += buckets
         index._starts = sorted(entries)
         index._high_water = max((end for _, _, end in entries.values()), default=0)
         return index
@@ -908,9 +1023,14 @@ class TabletRanges:
     def conflict(self, table: Table, replacing: Table | None = None) -> str | None:
         """Why the table's tablet ranges cannot be indexed, as a new table or in place of its
         definition `replacing`; None if they can."""
+        rollup_ids = {r.id for r in table.rollups}
+        for partition in tablet_holders(table):
+            unknown = {i for i, _ in partition.rollup_tablets} - rollup_ids
+            if unknown or len(partition.rollup_tablets) != len(dict(partition.rollup_tablets)):
+                return f"partition {partition.name} has tablets of unknown rollups {unknown}"
         if replacing is not None and _same_ranges(replacing, table):
             return None
-        spans = sorted([(p.tablet_start, p.buckets) for p in tablet_holders(table)])
+        spans = sorted(span for p in tablet_holders(table) for span in tablet_spans(p))
         previous_end = -1
         for start, buckets in spans:
             if buckets < 1 or start < 0:
@@ -919,7 +1039,7 @@ class TabletRanges:
                 return f"its partitions' tablet ranges overlap at {start}"
             previous_end = start + buckets
         if replacing is not None:  # ranges it keeps are known not to overlap other tables'
-            kept = {(p.tablet_start, p.buckets) for p in tablet_holders(replacing)}
+            kept = {span for p in tablet_holders(replacing) for span in tablet_spans(p)}
             spans = [span for span in spans if span not in kept]
         if not spans:
             return None
@@ -959,29 +1079,29 @@ class TabletRanges:
     def add(self, table: Table, already_indexed: Set[int] = frozenset()) -> None:
         starts, entries, dead = self._starts, self._entries, self._dead
         for position, partition in enumerate(tablet_holders(table)):
-            start = partition.tablet_start
-            assert start not in entries, f"tablet range {start} indexed twice"
-            end = start + partition.buckets
-            entries[start] = (table.id, position, end)
-            self.tablet_count += partition.buckets
-            if end > self._high_water:
-                self._high_water = end
-            if start in already_indexed:
-                continue
-            if start in dead:
-                dead.discard(start)
-            elif not starts or start > starts[-1]:
-                starts.append(start)
-            else:
-                bisect.insort(starts, start)
+            for start, buckets in tablet_spans(partition):
+                assert start not in entries, f"tablet range {start} indexed twice"
+                end = start + buckets
+                entries[start] = (table.id, position, end)
+                self.tablet_count += buckets
+                if end > self._high_water:
+                    self._high_water = end
+                if start in already_indexed:
+                    continue
+                if start in dead:
+                    dead.discard(start)
+                elif not starts or start > starts[-1]:
+                    starts.append(start)
+                else:
+                    bisect.insort(starts, start)
 
     def remove(self, partitions: Iterable[Partition]) -> None:
         entries = self._entries
         for partition in partitions:
-            start = partition.tablet_start
-            _, _, end = entries.pop(start)
-            self.tablet_count -= end - start
-            self._dead.add(start)
+            for start, _ in tablet_spans(partition):
+                _, _, end = entries.pop(start)
+                self.tablet_count -= end - start
+                self._dead.add(start)
         if len(self._dead) > max(_MAX_DEAD_STEPS, len(self._starts) // 4):
             self._sweep()
 
@@ -990,9 +1110,15 @@ class TabletRanges:
         assert old.id == new.id
         if _same_ranges(old, new):
             return  # same ranges at the same positions: the entries are already right
-        new_starts = {p.tablet_start for p in tablet_holders(new)}
-        self.remove([p for p in tablet_holders(old) if p.tablet_start not in new_starts])
-        kept = {p.tablet_start for p in tablet_holders(old) if p.tablet_start in new_starts}
+        new_starts = {start for p in tablet_holders(new) for start, _ in tablet_spans(p)}
+        old_starts = {start for p in tablet_holders(old) for start, _ in tablet_spans(p)}
+        for start in old_starts - new_starts:
+            _, _, end = self._entries.pop(start)
+            self.tablet_count -= end - start
+            self._dead.add(start)
+        if len(self._dead) > max(_MAX_DEAD_STEPS, len(self._starts) // 4):
+            self._sweep()
+        kept = old_starts & new_starts
         for start in kept:
             _, _, end = self._entries.pop(start)
             self.tablet_count -= end - start
@@ -1009,10 +1135,18 @@ def tablet_holders(table: Table) -> tuple[Partition, ...]:
     return (*table.partitions, *table.temporary_partitions)
 
 
+def tablet_spans(partition: Partition) -> list[tuple[int, int]]:
+    """(first tablet id, count) of each index of the partition: the base index, then rollups."""
+    buckets = partition.buckets
+    return [(partition.tablet_start, buckets)] + [
+        (first, buckets) for _, first in partition.rollup_tablets
+    ]
+
+
 def _same_ranges(old: Table, new: Table) -> bool:
     old_partitions, new_partitions = tablet_holders(old), tablet_holders(new)
     return len(old_partitions) == len(new_partitions) and all(
-        (a.tablet_start, a.buckets) == (b.tablet_start, b.buckets)
+        tablet_spans(a) == tablet_spans(b)
         for a, b in zip(old_partitions, new_partitions, strict=True)
     )
 

@@ -14,7 +14,8 @@ reading the old ones. Versions:
     3   a Table record ends with its schema_version (1 for tables older versions wrote)
     4   a Partition record ends with its LIST values, its properties and its rollups' tablets; a
         Table record with its partition kind, temporary partitions and rollups; a Frontend
-        record with its connection prefix
+        record with its connection prefix; the AlterJob record and operations CREATE_ALTER_JOB,
+        UPDATE_ALTER_JOB, REMOVE_ALTER_JOBS
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from metadata.ops import (
     AddBackend,
     AddFrontend,
     ClientRequest,
+    CreateAlterJob,
     CreateDatabase,
     CreateTable,
     CreateUser,
@@ -47,6 +49,7 @@ from metadata.ops import (
     RecycleDatabase,
     RecyclePartition,
     RecycleTable,
+    RemoveAlterJobs,
     ReplaceTable,
     RevokePrivileges,
     SetGlobalVariable,
@@ -55,11 +58,15 @@ from metadata.ops import (
     SwapTables,
     Timestamp,
     TruncateTable,
+    UpdateAlterJob,
     UpdateFrontend,
 )
 from metadata.records import (
     CONNECTION_PREFIXES,
     NO_CONNECTION_PREFIX,
+    AlterJob,
+    AlterJobState,
+    AlterJobType,
     Backend,
     Column,
     Database,
@@ -501,6 +508,61 @@ def _decode_recycled_version_3(value: tuple) -> RecycledObject:
     return _decode_recycled(value, _decode_table_version_3, _decode_partition_version_3)
 
 
+_ALTER_JOB_FIELDS = (
+    (int,), (str,), (int,), (int,), (str,), (str,), (int,), (str,), (int,), (int,), (int,),
+    (str,), (int,), (str,), (int,), (tuple, _NONE), (tuple, _NONE), (tuple,),
+)  # fmt: skip
+_ALTER_JOB_TYPES = {kind.value: kind for kind in AlterJobType}
+_ALTER_JOB_STATES = {state.value: state for state in AlterJobState}
+
+
+def _encode_alter_job(job: AlterJob) -> tuple:
+    return (
+        job.id,
+        job.job_type.value,
+        job.db_id,
+        job.table_id,
+        job.table_name,
+        job.index_name,
+        job.index_id,
+        job.origin_index_name,
+        job.origin_index_id,
+        job.create_time_ms,
+        job.timeout_ms,
+        job.state.value,
+        job.finish_time_ms,
+        job.message,
+        job.schema_version,
+        None if job.table is None else _encode_table(job.table),
+        None if job.rollup is None else _encode_rollup(job.rollup),
+        job.rollup_tablets,
+    )
+
+
+def _decode_alter_job(value: tuple) -> AlterJob:
+    _expect(value, _ALTER_JOB_FIELDS, "AlterJob")
+    *fields, table, rollup, rollup_tablets = value
+    job_type, state = fields[1], fields[11]
+    if job_type not in _ALTER_JOB_TYPES or state not in _ALTER_JOB_STATES:
+        raise CodecError(f"malformed AlterJob: {value!r:.200}")
+    fields[1], fields[11] = _ALTER_JOB_TYPES[job_type], _ALTER_JOB_STATES[state]
+    try:
+        return AlterJob(
+            *fields,
+            table=None if table is None else _decode_table(table),
+            rollup=None if rollup is None else _decode_rollup(rollup),
+            rollup_tablets=_int_pairs(rollup_tablets),
+        )
+    except AssertionError:
+        raise CodecError(f"malformed AlterJob: {value!r:.200}") from None
+
+
+def _decode_alter_job_state(value: Any) -> AlterJobState:
+    if value not in _ALTER_JOB_STATES:
+        raise CodecError(f"unknown alter job state {value!r:.200}")
+    return _ALTER_JOB_STATES[value]
+
+
 def _array(value: Any) -> tuple:
     if type(value) is not tuple:
         raise CodecError(f"expected an array, got {value!r:.200}")
@@ -528,6 +590,7 @@ _RECORD_CODECS: dict[type, tuple[Callable[[Any], tuple], Callable[[Sequence], An
     Backend: (_encode_backend, _decode_backend),
     RequestOutcome: (_encode_request_outcome, _decode_request_outcome),
     RecycledObject: (_encode_recycled, _decode_recycled),
+    AlterJob: (_encode_alter_job, _decode_alter_job),
 }
 
 
@@ -756,6 +819,24 @@ _OP_CODECS: dict[OpCode, tuple[type, int, _OpEncoder, _OpDecoder]] = {
         2,
         lambda op: (op.table_id, op.other_table_id),
         lambda a: SwapTables(_int(a[1]), _int(a[2])),
+    ),
+    OpCode.CREATE_ALTER_JOB: (
+        CreateAlterJob,
+        1,
+        lambda op: (_encode_alter_job(op.job),),
+        lambda a: CreateAlterJob(_decode_alter_job(a[1])),
+    ),
+    OpCode.UPDATE_ALTER_JOB: (
+        UpdateAlterJob,
+        4,
+        lambda op: (op.job_id, op.state.value, op.time_ms, op.message),
+        lambda a: UpdateAlterJob(_int(a[1]), _decode_alter_job_state(a[2]), _int(a[3]), _str(a[4])),
+    ),
+    OpCode.REMOVE_ALTER_JOBS: (
+        RemoveAlterJobs,
+        1,
+        lambda op: (op.job_ids,),
+        lambda a: RemoveAlterJobs(tuple(map(_int, _array(a[1])))),
     ),
 }
 

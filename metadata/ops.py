@@ -10,7 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
-from metadata.records import Backend, Database, Frontend, Grant, Partition, Table, User
+from metadata.records import (
+    AlterJob,
+    AlterJobState,
+    Backend,
+    Database,
+    Frontend,
+    Grant,
+    Partition,
+    Table,
+    User,
+)
 
 
 class OpCode(IntEnum):
@@ -44,6 +54,10 @@ class OpCode(IntEnum):
     ERASE_RECYCLED = 56
     TRUNCATE_TABLE = 57  # the named partitions replaced by empty ones with new ids and tablets
     SWAP_TABLES = 60  # ALTER TABLE t1 REPLACE WITH TABLE t2: the two tables trade names
+    # ALTER jobs (schema changes and rollups): created by ALTER TABLE, advanced by the leader.
+    CREATE_ALTER_JOB = 70
+    UPDATE_ALTER_JOB = 71
+    REMOVE_ALTER_JOBS = 72
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,6 +279,32 @@ class SwapTables:
     other_table_id: int
 
 
+@dataclass(frozen=True, slots=True)
+class CreateAlterJob:
+    CODE = OpCode.CREATE_ALTER_JOB
+    job: AlterJob
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateAlterJob:
+    """The job moves to `state` (the next one, or CANCELLED) at the leader's `time_ms`; on
+    FINISHED its table takes the job's definition."""
+
+    CODE = OpCode.UPDATE_ALTER_JOB
+    job_id: int
+    state: AlterJobState
+    time_ms: int
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveAlterJobs:
+    """The leader forgets done jobs kept longer than history_job_keep_max_second."""
+
+    CODE = OpCode.REMOVE_ALTER_JOBS
+    job_ids: tuple[int, ...]
+
+
 Op = (
     CreateDatabase
     | DropDatabase
@@ -295,4 +335,7 @@ Op = (
     | EraseRecycled
     | TruncateTable
     | SwapTables
+    | CreateAlterJob
+    | UpdateAlterJob
+    | RemoveAlterJobs
 )

@@ -247,3 +247,56 @@ class RecycledObject:
                 return self.tables[0].name
         assert self.partition is not None
         return self.partition.name
+
+
+class AlterJobType(StrEnum):
+    SCHEMA_CHANGE = "SCHEMA_CHANGE"  # SHOW ALTER TABLE COLUMN
+    ROLLUP = "ROLLUP"  # SHOW ALTER TABLE ROLLUP
+
+
+class AlterJobState(StrEnum):
+    """Doris's AlterJobV2 states, in the order a job passes them; CANCELLED from any unfinished."""
+
+    PENDING = "PENDING"
+    WAITING_TXN = "WAITING_TXN"
+    RUNNING = "RUNNING"
+    FINISHED = "FINISHED"
+    CANCELLED = "CANCELLED"
+
+    @property
+    def done(self) -> bool:
+        return self in (AlterJobState.FINISHED, AlterJobState.CANCELLED)
+
+
+@dataclass(frozen=True, slots=True)
+class AlterJob:
+    """A schema change or a rollup being built, as Doris's AlterJobV2: the table keeps its
+    definition until the job is FINISHED, then takes the job's."""
+
+    id: int
+    job_type: AlterJobType
+    db_id: int
+    table_id: int
+    table_name: str
+    index_name: str  # SCHEMA_CHANGE: the base index (named as the table); ROLLUP: the rollup
+    index_id: int  # the new index's id
+    origin_index_name: str  # SCHEMA_CHANGE: the index changed; ROLLUP: the index it is built from
+    origin_index_id: int
+    create_time_ms: int
+    timeout_ms: int
+    state: AlterJobState = AlterJobState.PENDING
+    finish_time_ms: int = -1  # when FINISHED or CANCELLED; -1 until then
+    message: str = ""
+    schema_version: int = 1  # of the changed index once done
+    # SCHEMA_CHANGE: the table's columns, keys and rollups once done.
+    table: Table | None = None
+    # ROLLUP: the rollup, and its first tablet in each partition: (partition id, tablet id).
+    rollup: Rollup | None = None
+    rollup_tablets: tuple[tuple[int, int], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.job_type == AlterJobType.SCHEMA_CHANGE:
+            assert self.table is not None and self.rollup is None, self.id
+        else:
+            assert self.rollup is not None and self.table is None, self.id
+        assert self.state.done == (self.finish_time_ms >= 0), self

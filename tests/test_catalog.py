@@ -56,6 +56,7 @@ from metadata.records import (
     KeyModel,
     Partition,
     RecycledKind,
+    Rollup,
     Table,
     User,
 )
@@ -772,3 +773,26 @@ def test_the_bin_is_in_snapshots_images_and_the_canonical_dump(tmp_path, catalog
     assert list(loaded.recycle_bin) == [10, 1100, 2]
     loaded.apply(RecoverDatabase(2, "db2"))
     assert loaded.tablet(2003)[0].name == "r" and loaded.tablet(2001) is None
+
+
+def test_rollup_tablets_are_indexed_with_their_partition(catalog):
+    table = make_table(10, 1, "rolled", 1000, partitions=2)  # base tablets 1000..1007
+    rollup = Rollup(50, "r", ("k",), ("k",))
+    with_rollup = replace(
+        table,
+        rollups=(rollup,),
+        partitions=tuple(
+            replace(p, rollup_tablets=((50, 2000 + i * 4),)) for i, p in enumerate(table.partitions)
+        ),
+    )
+    catalog.apply(CreateTable(table))
+    catalog.apply(ReplaceTable(with_rollup))
+    assert catalog.tablet(2005)[1:] == (with_rollup.partitions[1], 1)
+    assert catalog.tablet_count() == 16 == catalog.snapshot().tablet_count()
+    error = error_of(catalog, CreateTable(make_table(11, 1, "b", 2002)))
+    assert "overlap" in error.message
+    dangling = replace(with_rollup, rollups=())
+    assert "unknown rollups" in error_of(catalog, ReplaceTable(dangling)).message
+    catalog.apply(ReplaceTable(table))  # the rollup dropped: its tablets leave the index
+    assert catalog.tablet(2005) is None and catalog.tablet_count() == 8
+    assert catalog.next_id > 2007

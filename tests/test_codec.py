@@ -7,6 +7,7 @@ from metadata.ops import (
     AddBackend,
     AddFrontend,
     ClientRequest,
+    CreateAlterJob,
     CreateDatabase,
     CreateTable,
     CreateUser,
@@ -25,6 +26,7 @@ from metadata.ops import (
     RecycleDatabase,
     RecyclePartition,
     RecycleTable,
+    RemoveAlterJobs,
     ReplaceTable,
     RevokePrivileges,
     SetGlobalVariable,
@@ -33,9 +35,13 @@ from metadata.ops import (
     SwapTables,
     Timestamp,
     TruncateTable,
+    UpdateAlterJob,
     UpdateFrontend,
 )
 from metadata.records import (
+    AlterJob,
+    AlterJobState,
+    AlterJobType,
     Backend,
     Column,
     Database,
@@ -140,7 +146,24 @@ ONE_OP_PER_CODE = {
     OpCode.ERASE_RECYCLED: EraseRecycled(((10_000, 1_767_225_600_123), (10_002, 1))),
     OpCode.TRUNCATE_TABLE: TruncateTable(10_001, FULL_TABLE.partitions),
     OpCode.SWAP_TABLES: SwapTables(10_001, 10_002),
-}
+    OpCode.CREATE_ALTER_JOB: CreateAlterJob(
+        AlterJob(
+            20_000, AlterJobType.SCHEMA_CHANGE, 1, 10_001, "t", "t", 20_001, "t", 10_001,
+            1_767_225_600_123, 86_400_000, table=FULL_TABLE,
+        )
+    ),
+    OpCode.UPDATE_ALTER_JOB: UpdateAlterJob(20_000, AlterJobState.CANCELLED, 5, "user cancelled"),
+    OpCode.REMOVE_ALTER_JOBS: RemoveAlterJobs((20_000, 20_002)),
+}  # fmt: skip
+
+
+def test_a_rollup_job_round_trips_as_a_record():
+    job = AlterJob(
+        20_002, AlterJobType.ROLLUP, 1, 10_001, "t", "r", 20_003, "t", 10_001, 7, 1000,
+        state=AlterJobState.FINISHED, finish_time_ms=9, rollup=Rollup(20_003, "r", ("k",), ("k",)),
+        rollup_tablets=((10_002, 20_004),),
+    )  # fmt: skip
+    assert decode_record(AlterJob, encode_record(job)) == job
 
 
 def test_every_op_code_has_codec_support_and_a_round_trip_sample():

@@ -3,7 +3,7 @@
 import pymysql
 import pytest
 
-from tests.harness import error_of, login_error, mariadb, run
+from tests.harness import error_of, login_error, mariadb, run, wait_until
 
 
 def expect_error(connection, sql, code):
@@ -293,7 +293,13 @@ def test_key_columns_change_as_in_doris(quire, root, table, statement, code, mes
         done = mariadb(quire, "-e", statement)
         assert f"ERROR {code} " in done.stderr and message in done.stderr, done.stderr
         return
-    run(root, statement)
+    run(root, statement)  # key changes run as an ALTER job behind the answer, as in Doris
+    wait_until(
+        lambda: all(row[9] in ("FINISHED", "CANCELLED")
+                    for row in run(root, "SHOW ALTER TABLE COLUMN FROM keys_db")),
+        60,
+        "the ALTER job",
+    )  # fmt: skip
     created = run(root, f"SHOW CREATE TABLE keys_db.{table}")[0][1]
     keys = created.split("KEY(", 1)[1].split(")", 1)[0].replace("`", "").split(", ")
     columns = [row[0] for row in run(root, f"DESC keys_db.{table}")]

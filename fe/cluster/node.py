@@ -15,6 +15,7 @@ from pathlib import Path
 from be.config import Config
 from be.engine import Engine
 from fe.cluster import connection_ids
+from fe.cluster.alter_job_runner import AlterJobRunner
 from fe.cluster.checkpoints import Checkpointer, sync_image_from_cluster
 from fe.cluster.forwarding import Forwarder
 from fe.cluster.freshness import Freshness, TimePrinter
@@ -172,6 +173,7 @@ class FrontendNode:
         )
         self.time_printer = TimePrinter(self.writer, config, self.stopping)
         self.recycle_bin_cleaner = RecycleBinCleaner(catalog, self.writer, config, self.stopping)
+        self.alter_job_runner = AlterJobRunner(catalog, self.writer, config, self.stopping)
         self.port_reporter = PortReporter(
             this, catalog, self.writer, self.forwarder.leader_url, self.stopping
         )
@@ -322,6 +324,7 @@ class FrontendNode:
         self.checkpointer.start()
         self.time_printer.start()
         self.recycle_bin_cleaner.start()
+        self.alter_job_runner.start()
         self.ready = True
         logger.info(
             "Quire FE %s is ready: mysql -h %s -P %d -u root",

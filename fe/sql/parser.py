@@ -49,6 +49,9 @@ PRIVILEGES = {
 }  # fmt: skip
 LOCK_TIME_UNITS = {"DAY": 86_400, "HOUR": 3_600, "SECOND": 1}
 MAX_LOCKOUT_NUMBER = 32_767  # MySQL's bound on FAILED_LOGIN_ATTEMPTS and PASSWORD_LOCK_TIME
+# Words that end a column's definition in ALTER TABLE (its position, its rollup, its properties).
+COLUMN_DEF_ENDS = ("AFTER", "FIRST", "TO", "IN", "FROM", "PROPERTIES")
+ALTER_CLAUSE_WORDS = {"ADD", "DROP", "MODIFY", "RENAME", "SET", "ORDER BY", "ORDER"}
 INTERNAL_CATALOG = "internal"  # Doris's catalog of its own tables: Quire's only one
 
 
@@ -592,10 +595,57 @@ class Grammar:
             return st.AlterSystem(action, role, self.string())
         self.expect("TABLE")
         table = self.table_name()
-        actions = [self.alter_action()]
+        actions = [*self.alter_actions()]
         while self.accept_type(TokenType.COMMA):
-            actions.append(self.alter_action())
+            if type(actions[-1]) in (st.AddRollup, st.DropRollup) and not self.at_alter_clause():
+                actions.append(self.more_rollups(actions[-1]))  # ADD ROLLUP r1 (...), r2 (...)
+            else:
+                actions.extend(self.alter_actions())
         return st.AlterTable(table, tuple(actions))
+
+    def at_alter_clause(self) -> bool:
+        return self._word() in ALTER_CLAUSE_WORDS
+
+    def alter_actions(self) -> list:
+        """One ALTER TABLE clause; ADD COLUMN (c1 ..., c2 ...) is one action per column."""
+        if self.accept("ADD", "COLUMN", "(") or self.accept("ADD", "("):
+            self.position -= 1
+            return self.add_columns()
+        return [self.alter_action()]
+
+    def add_columns(self) -> list:
+        self.expect_type(TokenType.L_PAREN, "(")
+        columns = [self.column_def()]
+        while self.accept_type(TokenType.COMMA):
+            columns.append(self.column_def())
+        self.expect_type(TokenType.R_PAREN, ")")
+        rollup = self.rollup_target("TO", "IN")
+        self.alter_clause_properties()
+        return [st.AddColumn(column, rollup=rollup) for column in columns]
+
+    def rollup_target(self, *words: str) -> str | None:
+        if any(self.accept(word) for word in words):
+            return self.identifier()
+        return None
+
+    def alter_clause_properties(self) -> tuple[tuple[str, str], ...]:
+        return self.properties() if self.accept("PROPERTIES") else ()
+
+    def more_rollups(self, previous):
+        if type(previous) is st.AddRollup:
+            return self.rollup_def()
+        return st.DropRollup(self.identifier(), self.alter_clause_properties())
+
+    def rollup_def(self) -> st.AddRollup:
+        """r (k1, v1) [DUPLICATE KEY (k1)] [FROM base] [PROPERTIES (...)], as ADD ROLLUP and
+        CREATE TABLE's ROLLUP (...) write it."""
+        name = self.identifier()
+        columns = self.name_list()
+        duplicate_keys: tuple[str, ...] = ()
+        if self.accept("DUPLICATE", "KEY"):
+            duplicate_keys = self.name_list()
+        base = self.rollup_target("FROM")
+        return st.AddRollup(name, columns, duplicate_keys, base, self.alter_clause_properties())
 
     def alter_action(self):
         if self.accept("ADD"):
@@ -609,12 +659,14 @@ class Grammar:
                 return st.AddPartition(partition, buckets, distribution, temporary)
             if temporary:
                 self.fail("expected PARTITION")
+            if self.accept("ROLLUP"):
+                return self.rollup_def()
             self.accept("COLUMN")
-            if self.accept_type(TokenType.L_PAREN):
-                self.fail("ADD COLUMN (...) with several columns: add them one at a time")
             column = self.column_def()
             after, first = self.column_position()
-            return st.AddColumn(column, after, first)
+            rollup = self.rollup_target("TO", "IN")
+            self.alter_clause_properties()
+            return st.AddColumn(column, after, first, rollup)
         if self.accept("DROP"):
             temporary = self.accept("TEMPORARY")
             if self.accept("PARTITION"):
@@ -624,15 +676,27 @@ class Grammar:
                 return st.DropPartition(name, if_exists, force, temporary)
             if temporary:
                 self.fail("expected PARTITION")
+            if self.accept("ROLLUP"):
+                return st.DropRollup(self.identifier(), self.alter_clause_properties())
             self.accept("COLUMN")
-            return st.DropColumn(self.identifier())
+            name = self.identifier()
+            rollup = self.rollup_target("FROM")
+            self.alter_clause_properties()
+            return st.DropColumn(name, rollup)
         if self.accept("MODIFY"):
             if self.accept("PARTITION"):
                 return self.modify_partition()
             self.accept("COLUMN")
             column = self.column_def()
             after, first = self.column_position()
-            return st.ModifyColumn(column, after, first)
+            rollup = self.rollup_target("FROM")
+            self.alter_clause_properties()
+            return st.ModifyColumn(column, after, first, rollup)
+        if self.accept("ORDER", "BY"):
+            columns = self.name_list()
+            rollup = self.rollup_target("FROM")
+            self.alter_clause_properties()
+            return st.ReorderColumns(columns, rollup)
         if self.accept("RENAME"):
             if self.accept("COLUMN"):
                 old = self.identifier()
@@ -755,6 +819,13 @@ class Grammar:
             options["buckets"] = self._last_buckets
         elif self.accept("PROPERTIES"):
             options["properties"] = self.properties()
+        elif self.accept("ROLLUP"):
+            self.expect_type(TokenType.L_PAREN, "(")
+            rollups = [self.rollup_def()]
+            while self.accept_type(TokenType.COMMA):
+                rollups.append(self.rollup_def())
+            self.expect_type(TokenType.R_PAREN, ")")
+            options["rollups"] = tuple(rollups)
         elif (
             self.at("DEFAULT")
             or self.at("CHARSET")
@@ -856,7 +927,7 @@ class Grammar:
         while (
             self.position < len(self.tokens)
             and self.peek_type() not in (TokenType.COMMA, TokenType.R_PAREN)
-            and not (self.at("AFTER") or self.at("FIRST"))
+            and not any(self.at(word) for word in COLUMN_DEF_ENDS)
         ):
             word = self._word()
             if word in AGGREGATIONS:
@@ -1010,6 +1081,8 @@ class Grammar:
             if self.accept("FROM") or self.accept("IN"):
                 table = st.TableName(self.database_name(), table.name)
             return st.Show("INDEX", table=table)
+        if word == "ALTER":
+            return self.show_alter()
         if word == "TABLE" and self.accept("STATUS"):
             db = self.database_name() if (self.accept("FROM") or self.accept("IN")) else None
             return st.Show("TABLE STATUS", db=db, like=self.like())
@@ -1042,14 +1115,16 @@ class Grammar:
             while self.accept("AND"):
                 where.append(self.equality())
         order_by = self.order_by()
-        limit, offset = None, 0
-        if self.accept("LIMIT"):
-            limit = self.integer()
-            if self.accept_type(TokenType.COMMA):
-                limit, offset = self.integer(), limit
-            elif self.accept("OFFSET"):
-                offset = self.integer()
-        return st.ShowTablets(table, partitions, tuple(where), order_by, limit, offset)
+        return st.ShowTablets(table, partitions, tuple(where), order_by, *self.limit_offset())
+
+    def limit_offset(self) -> tuple[int | None, int]:
+        """[LIMIT n [OFFSET m]] or [LIMIT m, n] of a SHOW: (n, m), None for no limit."""
+        if not self.accept("LIMIT"):
+            return None, 0
+        limit = self.integer()
+        if self.accept_type(TokenType.COMMA):
+            return self.integer(), limit
+        return limit, self.integer() if self.accept("OFFSET") else 0
 
     def equality(self) -> tuple[str, object]:
         """`name = value` in a SHOW's WHERE: the value an int or a string."""
@@ -1073,6 +1148,51 @@ class Grammar:
             columns.append(st.OrderBy(name, descending))
             if not self.accept_type(TokenType.COMMA):
                 return tuple(columns)
+
+    def show_alter(self):
+        self.expect("TABLE")
+        kind = self.alter_job_kind()
+        db = self.database_name() if (self.accept("FROM") or self.accept("IN")) else None
+        where = []
+        if self.accept("WHERE"):
+            while True:
+                column = self.identifier()
+                self.expect_type(TokenType.EQ, "=")
+                where.append((column, self.literal_text()))
+                if not self.accept("AND"):
+                    break
+        order_by = []
+        if self.accept("ORDER", "BY"):
+            while True:
+                column = self.identifier()
+                descending = self.accept("DESC")
+                if not descending:
+                    self.accept("ASC")
+                order_by.append((column, descending))
+                if not self.accept_type(TokenType.COMMA):
+                    break
+        return st.ShowAlter(kind, db, tuple(where), tuple(order_by), *self.limit_offset())
+
+    def alter_job_kind(self) -> str:
+        if self.accept("COLUMN"):
+            return "COLUMN"
+        if self.accept("ROLLUP") or self.accept("MATERIALIZED", "VIEW"):
+            return "ROLLUP"
+        self.fail("expected COLUMN or ROLLUP")
+
+    def _cancel(self):
+        self.expect("CANCEL", "ALTER", "TABLE")
+        kind = self.alter_job_kind()
+        self.expect("FROM")
+        table = self.table_name()
+        job_ids: tuple[int, ...] = ()
+        if self.accept_type(TokenType.L_PAREN):
+            ids = [self.integer()]
+            while self.accept_type(TokenType.COMMA):
+                ids.append(self.integer())
+            self.expect_type(TokenType.R_PAREN, ")")
+            job_ids = tuple(ids)
+        return st.CancelAlter(kind, table, job_ids)
 
     def _admin(self):
         self.expect("ADMIN")
@@ -1110,4 +1230,5 @@ STATEMENT_HANDLERS = {
     "TRUNCATE": Grammar._truncate,
     "RECOVER": Grammar._recover,
     "SWITCH": Grammar._switch,
+    "CANCEL": Grammar._cancel,
 }  # a statement's first word -> its rule; any other first word is a syntax error (1064)

@@ -85,6 +85,7 @@ class CreateTable:
     properties: tuple[tuple[str, str], ...] = ()
     comment: str = ""
     engine: str = "olap"
+    rollups: tuple[AddRollup, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -111,11 +112,13 @@ class AddColumn:
     column: Column
     after: str | None = None
     first: bool = False
+    rollup: str | None = None  # TO r: the column goes into rollup r too
 
 
 @dataclass(frozen=True)
 class DropColumn:
     name: str
+    rollup: str | None = None  # FROM r: from rollup r only
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,30 @@ class ModifyColumn:
     column: Column
     after: str | None = None
     first: bool = False
+    rollup: str | None = None
+
+
+@dataclass(frozen=True)
+class ReorderColumns:
+    """ORDER BY (k2, k1, v1): every column of the index, keys first."""
+
+    columns: tuple[str, ...]
+    rollup: str | None = None
+
+
+@dataclass(frozen=True)
+class AddRollup:
+    name: str
+    columns: tuple[str, ...]
+    duplicate_keys: tuple[str, ...] = ()
+    base: str | None = None  # FROM base: the index it is built from
+    properties: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class DropRollup:
+    name: str
+    properties: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -180,6 +207,9 @@ AlterAction = (
     AddColumn
     | DropColumn
     | ModifyColumn
+    | ReorderColumns
+    | AddRollup
+    | DropRollup
     | RenameColumn
     | RenameTable
     | AddPartition
@@ -380,6 +410,28 @@ class ShowRecycleBin:
 
     name: str | None = None
     like: bool = False
+
+
+@dataclass(frozen=True)
+class ShowAlter:
+    """SHOW ALTER TABLE COLUMN | ROLLUP [FROM db] [WHERE col = 'v' [AND ...]] [ORDER BY ...]
+    [LIMIT [offset,] n]."""
+
+    kind: str  # COLUMN or ROLLUP
+    db: str | None = None
+    where: tuple[tuple[str, str], ...] = ()  # (column title, value): equal, all of them
+    order_by: tuple[tuple[str, bool], ...] = ()  # (column title, descending)
+    limit: int | None = None
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class CancelAlter:
+    """CANCEL ALTER TABLE COLUMN | ROLLUP FROM t [(job_id, ...)]."""
+
+    kind: str
+    table: TableName
+    job_ids: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ import time
 from fe.mysql.errors import QueryError
 from fe.security import privileges
 from fe.sql import statements as st
-from fe.statements import partitioning
+from fe.statements import alter_jobs, partitioning, schema_change
 from fe.statements.partitioning import PartitionColumns
 from metadata import ops
-from metadata.records import Column, Database, KeyModel, Partition, PartitionKind, Table
+from metadata.records import Database, KeyModel, Partition, PartitionKind, Table
 
 DEFAULT_BUCKETS = 10
 MAX_COLUMNS = 4096
@@ -112,7 +112,9 @@ def create_table(session, statement: st.CreateTable) -> list[ops.Op]:
     database = _new_table_database(session, statement)
     if database is None:
         return []
-    return [ops.CreateTable(build_table(session, database, statement))]
+    table = build_table(session, database, statement)
+    table = schema_change.create_table_rollups(session, table, statement.rollups)
+    return [ops.CreateTable(table)]
 
 
 def create_table_like(session, statement: st.CreateTableLike) -> list[ops.Op]:
@@ -132,7 +134,9 @@ def create_table_like(session, statement: st.CreateTableLike) -> list[ops.Op]:
     for partition in partitions:
         name = statement.table.name if not source.partition_columns else partition.name
         copies.append(
-            dataclasses.replace(partition, id=next_id, name=name, tablet_start=next_id + 1)
+            dataclasses.replace(
+                partition, id=next_id, name=name, tablet_start=next_id + 1, rollup_tablets=()
+            )
         )
         next_id += 1 + partition.buckets
     table = dataclasses.replace(
@@ -143,8 +147,9 @@ def create_table_like(session, statement: st.CreateTableLike) -> list[ops.Op]:
         partitions=tuple(copies),
         temporary_partitions=(),
         schema_version=1,
+        rollups=tuple(dataclasses.replace(r, id=0) for r in source.rollups),
     )
-    return [ops.CreateTable(table)]
+    return [ops.CreateTable(schema_change.with_rollup_tablets(session, table))]
 
 
 def build_table(session, database: Database, statement: st.CreateTable) -> Table:
@@ -349,13 +354,21 @@ def alter_table(session, statement: st.AlterTable) -> list[ops.Op]:
         privileges.ALTER, database_name(session, statement.table.db), statement.table.name
     )
     database, table = resolve_table(session, statement.table)
+    alter_jobs.check_normal(session.catalog, table)
     if any(isinstance(action, st.ReplaceWithTable) for action in statement.actions):
         if len(statement.actions) != 1:
             raise QueryError(1105, "REPLACE WITH TABLE must be the only action of ALTER TABLE")
         return replace_with_table(session, database, table, statement.actions[0])
+    schema_change.check_conflicts(statement.actions)
     original = table
     for action in statement.actions:
         table = ALTER_ACTIONS[type(action)](session, database, table, action)
+    table = schema_change.with_rollup_tablets(session, table)
+    kinds = {schema_change.operation_type(action) for action in statement.actions}
+    if schema_change.ADD_ROLLUP in kinds:
+        return alter_jobs.rollup_ops(session, original, table, statement.actions)
+    if schema_change.SCHEMA_CHANGE in kinds:
+        return alter_jobs.schema_change_ops(session, original, table)
     recycled = recycled_partitions(original, table, statement.actions)
     return [*recycled, ops.ReplaceTable(table)]
 
@@ -389,133 +402,6 @@ def renamed_table(table: Table, name: str) -> Table:
     if not table.partition_columns:
         partitions = tuple(dataclasses.replace(p, name=name) for p in partitions)
     return dataclasses.replace(table, name=name, partitions=partitions)
-
-
-def _place(columns: list[Column], column: Column, after: str | None, first: bool) -> list[Column]:
-    if first:
-        return [column, *columns]
-    if after is None:
-        return [*columns, column]
-    for index, existing in enumerate(columns):
-        if existing.name.lower() == after.lower():
-            return [*columns[: index + 1], column, *columns[index + 1 :]]
-    raise QueryError(1054, f"Unknown column '{after}' in 'table'")
-
-
-def _add_column(session, database, table: Table, action: st.AddColumn) -> Table:
-    if table.column(action.column.name) is not None:
-        raise QueryError(1060, f"Duplicate column name '{action.column.name}'")
-    column = action.column
-    if table.key_model == KeyModel.AGGREGATE:
-        if column.is_key and column.aggregation:
-            raise QueryError(
-                1105, f"Can not assign aggregation method on key column: {column.name}"
-            )
-        if not column.aggregation:
-            column = dataclasses.replace(column, is_key=True)  # as in Doris: no aggregation, a key
-    elif column.aggregation:
-        model = "Unique" if table.key_model == KeyModel.UNIQUE else "Duplicate"
-        raise QueryError(
-            1105,
-            f"Can not assign aggregation method on column in {model} data model table: "
-            f"{column.name}",
-        )
-    after, first = action.after, action.first
-    if column.is_key and after is None and not first:
-        after = table.key_columns[-1] if table.key_columns else None
-        first = not table.key_columns
-    columns = _place(list(table.columns), column, after, first)
-    position = columns.index(column)
-    if column.is_key and not all(c.is_key for c in columns[:position]):
-        raise QueryError(1105, "A key column must be placed among the key columns")
-    if not column.is_key and any(c.is_key for c in columns[position + 1 :]):
-        raise QueryError(1105, "A value column cannot be placed before key columns")
-    key_columns = tuple(c.name for c in columns if c.is_key)
-    return dataclasses.replace(table, columns=tuple(columns), key_columns=key_columns)
-
-
-def _existing(table: Table, name: str) -> Column:
-    column = table.column(name)
-    if column is None:
-        raise QueryError(1054, f"Unknown column '{name}' in '{table.name}'")
-    return column
-
-
-def _drop_column(session, database, table: Table, action: st.DropColumn) -> Table:
-    column = table.column(action.name)
-    if column is None:
-        raise QueryError(1091, f"Can't DROP '{action.name}'; check that column/key exists")
-    if column.is_key:
-        _check_key_column_drop(table, column)
-    if column.name in table.distribution_columns or column.name in table.partition_columns:
-        raise QueryError(1105, f"Can not drop distribution or partition column '{column.name}'")
-    if len(table.columns) == 1:
-        raise QueryError(
-            1090, "You can't delete all columns with ALTER TABLE; use DROP TABLE instead"
-        )
-    return dataclasses.replace(
-        table,
-        columns=tuple(c for c in table.columns if c is not column),
-        key_columns=tuple(name for name in table.key_columns if name != column.name),
-    )
-
-
-def _check_key_column_drop(table: Table, column: Column) -> None:
-    """Doris's rules (SchemaChangeHandler.processDropColumn, createJob): a UNIQUE KEY table keeps
-    its keys; an AGGREGATE KEY table keeps them while a value column is REPLACE'd; a DUPLICATE
-    KEY table may drop any key; no table may lose its last key."""
-    if table.key_model == KeyModel.UNIQUE:
-        raise QueryError(1105, "Can not drop key column in Unique data model table")
-    replaced = any(
-        c.aggregation in ("REPLACE", "REPLACE_IF_NOT_NULL") for c in table.columns if not c.is_key
-    )
-    if table.key_model == KeyModel.AGGREGATE and replaced:
-        raise QueryError(
-            1105,
-            "Can not drop key column when table has value column with REPLACE aggregation method",
-        )
-    if len(table.key_columns) == 1:
-        raise QueryError(1105, f"No key column left. index[{table.name}]")
-
-
-def _modify_column(session, database, table: Table, action: st.ModifyColumn) -> Table:
-    old = _existing(table, action.column.name)
-    column = dataclasses.replace(action.column, name=old.name, is_key=old.is_key)
-    if old.is_key:
-        column = dataclasses.replace(column, nullable=False)
-    if (
-        old.name in table.distribution_columns or old.name in table.partition_columns
-    ) and column.type != old.type:
-        raise QueryError(
-            1105, f"Can not change the type of distribution or partition column '{old.name}'"
-        )
-    if table.key_model == KeyModel.AGGREGATE and not column.is_key and not column.aggregation:
-        column = dataclasses.replace(column, aggregation=old.aggregation)
-    columns = [c for c in table.columns if c is not old]
-    if action.after is None and not action.first:
-        columns = [column if c is old else c for c in table.columns]
-    else:
-        columns = _place(columns, column, action.after, action.first)
-    return dataclasses.replace(table, columns=tuple(columns))
-
-
-def _rename_column(session, database, table: Table, action: st.RenameColumn) -> Table:
-    old = _existing(table, action.old)
-    if table.column(action.new) is not None:
-        raise QueryError(1060, f"Duplicate column name '{action.new}'")
-
-    def renamed(names: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(action.new if name == old.name else name for name in names)
-
-    return dataclasses.replace(
-        table,
-        columns=tuple(
-            dataclasses.replace(c, name=action.new) if c is old else c for c in table.columns
-        ),
-        key_columns=renamed(table.key_columns),
-        distribution_columns=renamed(table.distribution_columns),
-        partition_columns=renamed(table.partition_columns),
-    )
 
 
 def _rename_table(session, database, table: Table, action: st.RenameTable) -> Table:
@@ -650,10 +536,7 @@ def _set_properties(session, database, table: Table, action: st.SetTableProperti
 
 
 ALTER_ACTIONS = {
-    st.AddColumn: _add_column,
-    st.DropColumn: _drop_column,
-    st.ModifyColumn: _modify_column,
-    st.RenameColumn: _rename_column,
+    **schema_change.ACTIONS,
     st.RenameTable: _rename_table,
     st.AddPartition: _add_partition,
     st.DropPartition: _drop_partition,

@@ -34,10 +34,10 @@ def show_proc(session, path: str) -> tuple[list[str], list[tuple]]:
                 (
                     table.id,
                     table.name,
-                    1,
+                    1 + len(table.rollups),
                     ", ".join(table.partition_columns),
                     len(table.partitions),
-                    "NORMAL",
+                    catalog.table_state(table.id),
                     table.engine.upper(),
                     str(table.key_model),
                 )

@@ -6,13 +6,14 @@ other Doris DDL that acts on partitions and indexes as a whole.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
 from fe.security import privileges
 from fe.sql import statements as st
-from fe.statements import ddl, mysql_functions, partitioning, show
+from fe.statements import ddl, mysql_functions, partitioning, schema_change, show
 from fe.statements.information_schema import unquote_default
 from fe.statements.partitioning import PartitionColumns
 from metadata import ops
@@ -61,6 +62,9 @@ def truncate_table(session, statement: st.TruncateTable) -> list[ops.Op]:
     db_name = ddl.database_name(session, statement.table.db)
     session.require(privileges.LOAD, db_name, statement.table.name)
     _, table = ddl.resolve_table(session, statement.table)
+    state = session.catalog.table_state(table.id)
+    if state != "NORMAL":
+        raise QueryError(1105, f"Table' state is not NORMAL: {state}")
     by_name = {p.name.lower(): p for p in table.partitions}
     chosen: list[Partition] = []
     for name in statement.partitions:
@@ -79,7 +83,9 @@ def truncate_table(session, statement: st.TruncateTable) -> list[ops.Op]:
         fresh.append(Partition(next_id, partition.name, partition.lower, partition.upper,
                                next_id + 1, partition.buckets))  # fmt: skip
         next_id += 1 + partition.buckets
-    return [ops.TruncateTable(table.id, tuple(fresh))]
+    fresh_table = dataclasses.replace(table, partitions=tuple(fresh))
+    fresh_partitions = schema_change.with_rollup_tablets(session, fresh_table).partitions
+    return [ops.TruncateTable(table.id, fresh_partitions)]
 
 
 # RECOVER.
@@ -186,15 +192,28 @@ def _format_time(millis: int, zone: datetime.tzinfo) -> str:
 
 
 async def describe_all(session, statement: st.DescribeAll) -> Result:
+    """Every index of the table, the base index first, a blank row between two, as Doris."""
     _, table = show.readable_table(session, statement.table, "SELECT")
-    rows = []
-    for position, column in enumerate(table.columns):
-        index = (table.name, INDEX_KEYS_TYPES[table.key_model]) if position == 0 else ("", "")
-        rows.append((*index, column.name, column.type.sql, column.type.sql,
-                     "Yes" if column.nullable else "No", str(column.is_key).lower(),
-                     _default_text(column.default),
-                     column.aggregation or "", "true", "", ""))  # fmt: skip
+    keys_type = INDEX_KEYS_TYPES[table.key_model]
+    indexes = [(table.name, table.columns)] + [
+        (rollup.name, _rollup_columns(table, rollup)) for rollup in table.rollups
+    ]
+    rows: list[tuple[str, ...]] = []
+    for name, columns in indexes:
+        if rows:
+            rows.append(("",) * len(DESCRIBE_ALL_COLUMNS))
+        for position, column in enumerate(columns):
+            index = (name, keys_type) if position == 0 else ("", "")
+            rows.append((*index, column.name, column.type.sql, column.type.sql,
+                         "Yes" if column.nullable else "No", str(column.is_key).lower(),
+                         _default_text(column.default),
+                         column.aggregation or "", "true", "", ""))  # fmt: skip
     return show.text_result(DESCRIBE_ALL_COLUMNS, rows)
+
+
+def _rollup_columns(table, rollup) -> list:
+    keys = set(rollup.key_columns)
+    return [dataclasses.replace(table.column(name), is_key=name in keys) for name in rollup.columns]
 
 
 def _default_text(default: str | None) -> str:

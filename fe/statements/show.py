@@ -16,7 +16,7 @@ from fe.statements.information_schema import (
     visible_databases,
 )
 from fe.statements.partitioning import PartitionColumns
-from metadata.records import PartitionKind, Table
+from metadata.records import KeyModel, PartitionKind, Rollup, Table
 
 
 def like_matcher(pattern: str | None, case_sensitive: bool = True):
@@ -258,6 +258,8 @@ def create_table_sql(table: Table) -> str:
         text += f"DISTRIBUTED BY HASH({', '.join(quote(c) for c in table.distribution_columns)}) BUCKETS {table.buckets}"
     else:
         text += f"DISTRIBUTED BY RANDOM BUCKETS {table.buckets}"
+    if table.rollups:
+        text += "\nROLLUP (\n" + ",\n".join(_rollup_sql(table, r) for r in table.rollups) + "\n)"
     if table.properties:
         text += (
             "\nPROPERTIES (\n"
@@ -265,6 +267,13 @@ def create_table_sql(table: Table) -> str:
             + "\n)"
         )
     return text + ";"
+
+
+def _rollup_sql(table: Table, rollup: Rollup) -> str:
+    text = f"{quote(rollup.name)} ({', '.join(map(quote, rollup.columns))})"
+    if table.key_model != KeyModel.DUPLICATE:
+        return text
+    return text + f" DUPLICATE KEY({', '.join(map(quote, rollup.key_columns))})"
 
 
 def _create_table(session, statement: st.Show) -> Result:

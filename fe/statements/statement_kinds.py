@@ -19,6 +19,7 @@ from fe.sql.parser import INTERNAL_CATALOG
 from fe.statements import (
     accounts,
     admin,
+    alter_jobs,
     ddl,
     queries,
     recycle_bin,
@@ -108,6 +109,7 @@ KINDS: dict[type, StatementKind] = {
     st.Explain: StatementKind(queries.explain, readable_when_stale=False, resets_warnings=True),
     st.DescribeAll: StatementKind(recycle_bin.describe_all, readable_when_stale=False),
     st.ShowRecycleBin: StatementKind(recycle_bin.show_recycle_bin, readable_when_stale=False),
+    st.ShowAlter: StatementKind(alter_jobs.show_alter, readable_when_stale=False),
     st.SetStatement: StatementKind(set_statement.run, leader_only=set_statement.sets_global),
     st.Transaction: StatementKind(_accept),
     st.Switch: StatementKind(_switch),
@@ -123,6 +125,7 @@ KINDS: dict[type, StatementKind] = {
     st.DropTable: _write(ddl.drop_table),
     st.AlterTable: _write(ddl.alter_table),
     st.TruncateTable: _write(recycle_bin.truncate_table),
+    st.CancelAlter: _write(alter_jobs.cancel_alter),
     st.RecoverDatabase: _write(recycle_bin.recover_database),
     st.RecoverTable: _write(recycle_bin.recover_table),
     st.RecoverPartition: _write(recycle_bin.recover_partition),

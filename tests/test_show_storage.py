@@ -134,3 +134,23 @@ def test_show_tablets_needs_admin(quire, root, shop):
     with quire.connect("sd_reader", "pw", database="sd") as reader:
         assert error_of(reader, "SHOW TABLETS FROM big")[0] == 1227
         assert run(reader, "SHOW DATA")[0][0] == "big"
+
+
+def test_a_rollup_is_an_index_of_its_own_in_show_data_and_show_tablets(quire, shop):
+    run(
+        shop,
+        "CREATE TABLE sd.rolled (k INT, d DATE, v INT SUM) AGGREGATE KEY(k, d) "
+        "PARTITION BY RANGE(d) (PARTITION p1 VALUES LESS THAN ('2025-01-01')) "
+        'DISTRIBUTED BY HASH(k) BUCKETS 2 ROLLUP (r_day (d, v)) PROPERTIES ("replication_num" = "1")',
+    )
+    run(shop, "ALTER TABLE sd.rolled ADD TEMPORARY PARTITION tp VALUES LESS THAN ('2025-01-01')")
+    run(shop, "ALTER TABLE sd.rolled REPLACE PARTITION (p1) WITH TEMPORARY PARTITION (tp)")
+    rows = run(shop, "SHOW DATA FROM sd.rolled")
+    assert [(row[1], row[3]) for row in rows] == [("rolled", "2"), ("r_day", "2"), ("Total", "4")]
+    tablets = [row[0] for row in run(shop, "SHOW TABLETS FROM sd.rolled")]
+    rollup = [row[0] for row in run(shop, "SHOW TABLETS FROM sd.rolled WHERE IndexName = 'r_day'")]
+    assert len(tablets) == 4 and len(rollup) == 2 and set(rollup) < set(tablets)
+    (tablet,) = run(shop, f"SHOW TABLET {rollup[0]}")
+    assert (tablet[2], tablet[3]) == ("p1", "r_day")
+    done = mariadb(quire, "--batch", "-e", f"SHOW TABLET {rollup[1]}")
+    assert "\tr_day\t" in done.stdout, done.stderr

@@ -11,6 +11,7 @@ import dataclasses
 
 from fe.mysql.errors import QueryError
 from fe.sql import statements as st
+from metadata.catalog import tablet_holders
 from metadata.records import Column, KeyModel, Partition, Rollup, Table
 
 # Doris's short key: at most this many leading columns of a DUPLICATE rollup without DUPLICATE KEY.
@@ -381,11 +382,11 @@ def _keep_rollup_tablets(partition: Partition, rollups: tuple[Rollup, ...]) -> P
 
 def with_rollup_tablets(session, table: Table) -> Table:
     """Ids for rollups that have none yet (id 0), and tablets for every rollup in every partition
-    that lacks them: `buckets` tablets each, as the base index has."""
+    (temporary ones too) that lacks them: `buckets` tablets each, as the base index has."""
     new_rollups = [r for r in table.rollups if r.id == 0]
     missing = [
         (p, r)
-        for p in table.partitions
+        for p in tablet_holders(table)
         for r in table.rollups
         if r.id == 0 or r.id not in dict(p.rollup_tablets)
     ]
@@ -405,11 +406,19 @@ def with_rollup_tablets(session, table: Table) -> Table:
         rollup_id = ids.get(rollup.name, rollup.id)
         by_partition.setdefault(partition.id, []).append((rollup_id, next_id))
         next_id += partition.buckets
-    partitions = tuple(
-        dataclasses.replace(p, rollup_tablets=(*p.rollup_tablets, *by_partition.get(p.id, ())))
-        for p in table.partitions
+
+    def completed(partitions: tuple[Partition, ...]) -> tuple[Partition, ...]:
+        return tuple(
+            dataclasses.replace(p, rollup_tablets=(*p.rollup_tablets, *by_partition.get(p.id, ())))
+            for p in partitions
+        )
+
+    return dataclasses.replace(
+        table,
+        rollups=rollups,
+        partitions=completed(table.partitions),
+        temporary_partitions=completed(table.temporary_partitions),
     )
-    return dataclasses.replace(table, rollups=rollups, partitions=partitions)
 
 
 def create_table_rollups(session, table: Table, rollups: tuple[st.AddRollup, ...]) -> Table:

@@ -63,9 +63,26 @@ def replication_num(table: Table) -> int:
     return DEFAULT_REPLICATION_NUM
 
 
-def replica_count(table: Table, partitions: tuple[Partition, ...] | None = None) -> int:
-    chosen = table.partitions if partitions is None else partitions
-    return sum(partition.buckets for partition in chosen) * replication_num(table)
+def index_tablets(table: Table, partition: Partition) -> list[tuple[str, int, range]]:
+    """(index name, index id, tablet ids) of each index of the partition: the base index (named
+    and numbered as its table), then the rollups that have tablets there."""
+    rollups = {rollup.id: rollup for rollup in table.rollups}
+    return [(table.name, table.id, partition.tablet_ids)] + [
+        (rollups[rollup_id].name, rollup_id, range(first, first + partition.buckets))
+        for rollup_id, first in partition.rollup_tablets
+        if rollup_id in rollups
+    ]
+
+
+def replica_count(table: Table, index_name: str | None = None) -> int:
+    """Replicas of the table's tablets, of every index or of the one named."""
+    tablets = sum(
+        len(tablet_ids)
+        for partition in table.partitions
+        for name, _, tablet_ids in index_tablets(table, partition)
+        if index_name is None or name == index_name
+    )
+    return tablets * replication_num(table)
 
 
 def title_index(titles: tuple[str, ...], name: str) -> int:
@@ -130,8 +147,8 @@ def _table_data(session, statement: st.ShowData) -> Result:
 
 def _index_data(session, statement: st.ShowData) -> Result:
     _, table = readable_table(session, statement.table, "SHOW")
-    # One index until rollups exist: the base index, named as the table.
-    rows = [(table.name, table.name, 0, replica_count(table), 0, 0)]
+    names = [table.name, *(rollup.name for rollup in table.rollups)]
+    rows = [(table.name, name, 0, replica_count(table, name), 0, 0) for name in names]
     rows = sorted_rows(rows, INDEX_DATA_TITLES, statement.order_by)
     text = [
         (table.name if position == 0 else "", index, readable_size(size), str(replicas),
@@ -158,11 +175,14 @@ async def show_tablets(session, statement: st.ShowTablets) -> Result:
     _, table = readable_table(session, statement.table, "SHOW")
     conditions = _tablet_conditions(statement.where)
     order = [(title_index(TABLET_TITLES, o.column), o.descending) for o in statement.order_by]
-    index_name = conditions.pop("indexname", table.name)
-    rows = []
-    if index_name == table.name:
-        for partition in _chosen_partitions(table, statement.partitions):
-            rows += [_tablet_row(tablet_id) for tablet_id in partition.tablet_ids]
+    index_name = conditions.pop("indexname", None)
+    rows = [
+        _tablet_row(tablet_id)
+        for partition in _chosen_partitions(table, statement.partitions)
+        for name, _, tablet_ids in index_tablets(table, partition)
+        if index_name is None or name == index_name
+        for tablet_id in tablet_ids
+    ]
     for title, value in conditions.items():
         index = title_index(TABLET_TITLES, title)
         rows = [row for row in rows if row[index] == value]
@@ -214,9 +234,13 @@ async def show_tablet(session, statement: st.ShowTablet) -> Result:
         raise QueryError(1105, f"Tablet {statement.tablet_id} does not exist")
     table, partition, bucket = found
     database = session.catalog.dbs.get(table.db_id)
-    index_id = table.id  # the base index, as SHOW PROC's index_schema numbers it
+    index_name, index_id = next(
+        (name, index_id)
+        for name, index_id, tablet_ids in index_tablets(table, partition)
+        if statement.tablet_id in tablet_ids
+    )
     detail = f"SHOW PROC '/dbs/{table.db_id}/{table.id}/partitions/{partition.id}/{index_id}';"
-    row = (database.name if database else "", table.name, partition.name, table.name,
+    row = (database.name if database else "", table.name, partition.name, index_name,
            table.db_id, table.id, partition.id, index_id, "true", bucket, detail)  # fmt: skip
     titles = ["DbName", "TableName", "PartitionName", "IndexName", "DbId", "TableId",
               "PartitionId", "IndexId", "IsSync", "Order", "DetailCmd"]  # fmt: skip

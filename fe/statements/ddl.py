@@ -5,6 +5,7 @@ operations. The leader allocates every id here; `apply` only records them.
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 
 from fe.mysql.errors import QueryError
@@ -15,6 +16,13 @@ from metadata.records import Column, Database, KeyModel, Partition, Table
 from metadata.types import ColumnType
 
 DEFAULT_BUCKETS = 10
+# Doris's short key: at most this many columns and bytes, which also bound the DUPLICATE KEY a
+# CREATE TABLE without KEY gets.
+SHORT_KEY_MAX_COLUMNS = 3
+SHORT_KEY_MAX_BYTES = 36
+HIDDEN_COLUMN_PREFIX = "__DORIS_"  # Doris's hidden columns (__DORIS_DELETE_SIGN__, ...)
+DATETIME_TYPES = frozenset({"DATETIME", "DATETIMEV1", "DATETIMEV2", "TIMESTAMP"})
+STRING_LIKE_TYPES = frozenset({"CHAR", "VARCHAR", "STRING"})
 MAX_COLUMNS = 4096
 MAX_PARTITIONS = 4096
 
@@ -127,6 +135,8 @@ def build_table(session, database: Database, statement: st.CreateTable) -> Table
         if name in names[:index]:
             raise QueryError(1060, f"Duplicate column name '{columns[index].name}'")
     by_name = {column.name.lower(): column for column in columns}
+    for column in columns:
+        check_new_column(column)
 
     def known(column_names: tuple[str, ...], what: str) -> tuple[str, ...]:
         result = []
@@ -137,8 +147,11 @@ def build_table(session, database: Database, statement: st.CreateTable) -> Table
             result.append(column.name)
         return tuple(result)
 
-    key_model = statement.key_model or KeyModel.DUPLICATE
-    key_columns = known(statement.key_columns, "Key") or (columns[0].name,)
+    check_replication(dict(statement.properties))
+    key_model = statement.key_model
+    key_columns = known(statement.key_columns, "Key")
+    if key_model is None:
+        key_model, key_columns = default_keys(columns)
     if tuple(c.name for c in columns[: len(key_columns)]) != key_columns:
         raise QueryError(
             1105,
@@ -193,6 +206,91 @@ def build_table(session, database: Database, statement: st.CreateTable) -> Table
         comment=statement.comment,
         engine=statement.engine,
     )
+
+
+def check_new_column(column: Column) -> None:
+    """What Doris refuses in a column definition of CREATE TABLE beyond its syntax."""
+    if column.name.upper().startswith(HIDDEN_COLUMN_PREFIX):
+        raise QueryError(
+            1105,
+            f"Disable to create table column with name start with {HIDDEN_COLUMN_PREFIX}: "
+            f"{column.name}",
+        )
+    if column.default == "CURRENT_TIMESTAMP" and column.type.base not in DATETIME_TYPES:
+        raise QueryError(
+            1105,
+            "Types other than DATETIME and DATETIMEV2 cannot use current_timestamp as the "
+            "default value",
+        )
+
+
+def check_replication(properties: dict[str, str]) -> None:
+    """Doris's checks of replication_num and replication_allocation ("tag.location.NAME: N, ...")
+    at CREATE TABLE: each a number of a Java short, at least one replica in all."""
+    if "replication_num" in properties:
+        if _java_short(properties["replication_num"]) <= 0:
+            raise QueryError(1105, "Replication num should larger than 0. (suggested 3)")
+    allocation = properties.get("replication_allocation")
+    if allocation is None:
+        return
+    total = 0
+    for location in allocation.split(","):
+        parts = location.split(":")
+        if len(parts) != 2:
+            raise QueryError(1105, f"Invalid replication allocation property: {location}")
+        tag = parts[0].strip()
+        if not tag.startswith("tag.location"):
+            raise QueryError(1105, f"Invalid replication allocation tag property: {location}")
+        if not tag[len("tag.location") + 1 :]:
+            raise QueryError(
+                1105, f"Invalid replication allocation location tag property: {location}"
+            )
+        total += _java_short(parts[1].strip())
+    if total <= 0:
+        raise QueryError(1105, "Total replication num should larger than 0")
+
+
+def _java_short(text: str) -> int:
+    """A number as Java's Short.valueOf reads it, refused with Java's words as Doris passes them on."""
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        raise QueryError(1105, f'For input string: "{text}"')
+    if not -32768 <= int(text) <= 32767:
+        raise QueryError(1105, f'Value out of range. Value:"{text}" Radix:10')
+    return int(text)
+
+
+def default_keys(columns: list[Column]) -> tuple[KeyModel, tuple[str, ...]]:
+    """The keys Doris gives a CREATE TABLE that names none: the columns before the first one with
+    an aggregation (AGGREGATE KEY), else a DUPLICATE KEY of the leading columns that fit in the
+    short key, stopping at a type no short key holds and after a VARCHAR."""
+    if any(column.aggregation for column in columns):
+        keys = []
+        for column in columns:
+            if column.aggregation:
+                break
+            keys.append(column.name)
+        return KeyModel.AGGREGATE, tuple(keys)
+    keys = []
+    key_bytes = 0
+    for column in columns:
+        base = column.type.base
+        key_bytes += column.type.index_size
+        if len(keys) >= SHORT_KEY_MAX_COLUMNS or key_bytes > SHORT_KEY_MAX_BYTES:
+            if not keys and base in STRING_LIKE_TYPES:
+                keys.append(column.name)
+            break
+        if base in ("FLOAT", "DOUBLE", "STRING") or not column.type.index_size:
+            break
+        keys.append(column.name)
+        if base == "VARCHAR":
+            break
+    if not keys:
+        raise QueryError(
+            1105,
+            "The olap table first column could not be float, double, string or array, struct, "
+            "map, please use decimal or varchar instead.",
+        )
+    return KeyModel.DUPLICATE, tuple(keys)
 
 
 def _sort_key(values: tuple[str, ...], types: list[ColumnType]):

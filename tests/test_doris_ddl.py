@@ -180,3 +180,17 @@ def test_quantile_state_with_quantile_union(quire, suite):
     )
     for text in show_create_table(quire, "quantiles"):
         assert "`v1` quantile_state QUANTILE_UNION NOT NULL" in text, text
+
+
+@pytest.mark.parametrize(
+    "distribution",
+    ["", "DISTRIBUTED BY RANDOM", "DISTRIBUTED BY RANDOM BUCKETS AUTO"],
+)
+def test_without_hash_columns_a_table_is_distributed_at_random(quire, suite, distribution):
+    """ddl_p0/test_create_table_without_distribution: Doris distributes such a table at random,
+    never by a hash of a column the statement did not name."""
+    table = f"random_{len(distribution)}"
+    run(suite, f"CREATE TABLE {table} (a INT, b INT) {distribution}")
+    for text in show_create_table(quire, table):
+        assert "DISTRIBUTED BY RANDOM" in text, text
+        assert "HASH" not in text, text

@@ -174,12 +174,7 @@ def build_table(session, database: Database, statement: st.CreateTable) -> Table
                 f"Column '{column.name}': aggregation types are only allowed in AGGREGATE KEY tables",
             )
         columns[position] = dataclasses.replace(column, is_key=is_key)
-    if statement.distribution_columns:
-        distribution = known(statement.distribution_columns, "Distribution")
-    elif statement.buckets is None and not statement.distribution_columns:
-        distribution = key_columns[:1]
-    else:
-        distribution = ()
+    distribution = known(statement.distribution_columns, "Distribution")  # () is RANDOM
     buckets = statement.buckets or DEFAULT_BUCKETS
     partition_columns = known(statement.partition_columns, "Partition")
     ranges = partition_ranges(statement.partitions, partition_columns, columns)

@@ -194,3 +194,86 @@ def test_without_hash_columns_a_table_is_distributed_at_random(quire, suite, dis
     for text in show_create_table(quire, table):
         assert "DISTRIBUTED BY RANDOM" in text, text
         assert "HASH" not in text, text
+
+
+@pytest.fixture(scope="module")
+def ctas_source(suite):
+    run(
+        suite,
+        "CREATE TABLE ctas_source (k1 INT NOT NULL, k2 VARCHAR(20), d DECIMAL(10,2), "
+        "dt DATETIME, big LARGEINT) DUPLICATE KEY(k1) DISTRIBUTED BY HASH(k1) BUCKETS 3",
+    )
+    return suite
+
+
+# (CREATE TABLE ... AS SELECT as ddl_p0/test_ctas writes it, what SHOW CREATE TABLE must hold)
+CTAS = [
+    (
+        "CREATE TABLE ctas_all AS SELECT * FROM ctas_source",
+        [
+            "`k1` int NOT NULL,\n  `k2` varchar(20) NULL,\n  `d` decimal(10,2) NULL,\n  "
+            "`dt` datetime NULL,\n  `big` largeint NULL\n",
+            "DUPLICATE KEY(`k1`, `k2`)\nDISTRIBUTED BY HASH(`k1`) BUCKETS 10",
+        ],
+    ),
+    (
+        "CREATE TABLE IF NOT EXISTS ctas_literals PROPERTIES('replication_num' = '1') AS "
+        "SELECT 1 AS a, 'x' AS b, 1.50 AS c, NULL AS n, 300 AS s, 3000000000 AS g",
+        [
+            "`a` tinyint NULL,\n  `b` varchar(65533) NULL,\n  `c` decimal(3,2) NULL,\n  "
+            "`n` tinyint NULL,\n  `s` smallint NULL,\n  `g` bigint NULL\n",
+            '"replication_num" = "1"',
+        ],
+    ),
+    (
+        "CREATE TABLE ctas_keyed DUPLICATE KEY(k1) DISTRIBUTED BY HASH(k1) BUCKETS 1 AS "
+        "SELECT s.k1, s.k2, CONCAT(k2, 'a') AS c FROM ctas_source AS s",
+        [
+            "`k1` int NOT NULL,\n  `k2` varchar(20) NULL,\n  `c` varchar(65533) NULL\n",
+            "DUPLICATE KEY(`k1`)\nDISTRIBUTED BY HASH(`k1`) BUCKETS 1",
+        ],
+    ),
+    (
+        "CREATE TABLE ctas_renamed (x, y) AS SELECT k2, dt FROM ctas_source",
+        ["`x` varchar(20) NULL,\n  `y` datetime NULL\n", "DISTRIBUTED BY HASH(`x`) BUCKETS 10"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("sql", "shown"), CTAS)
+def test_create_table_as_select_makes_the_querys_columns(quire, ctas_source, sql, shown):
+    run(ctas_source, sql)
+    table = next(
+        name for name in ("ctas_all", "ctas_literals", "ctas_keyed", "ctas_renamed") if name in sql
+    )
+    for text in show_create_table(quire, table):
+        for part in shown:
+            assert part in text, text
+
+
+@pytest.mark.parametrize(
+    ("sql", "code", "message"),
+    [
+        (
+            "CREATE TABLE ctas_bad AS SELECT nope FROM ctas_source",
+            1054,
+            "Column 'nope' could not be resolved",
+        ),
+        (
+            "CREATE TABLE ctas_bad AS SELECT * FROM nowhere",
+            1146,
+            "Table 'regression_test.nowhere' doesn't exist",
+        ),
+        (
+            "CREATE TABLE ctas_bad (x) AS SELECT k1, k2 FROM ctas_source",
+            1105,
+            "Number of columns don't equal number of SELECT statement's select list",
+        ),
+    ],
+)
+def test_create_table_as_select_refusals(quire, ctas_source, sql, code, message):
+    assert error_of(ctas_source, sql) == (code, message)
+    done = mariadb(quire, "regression_test", "-e", sql)
+    assert done.returncode == 1
+    assert done.stderr.strip().endswith(f"at line 1: {message}"), done.stderr
+    assert run(ctas_source, "SHOW TABLES LIKE 'ctas_bad'") == ()

@@ -71,6 +71,8 @@ class CreateTable:
     properties: tuple[tuple[str, str], ...] = ()
     comment: str = ""
     engine: str = "olap"
+    query: str | None = None  # CREATE TABLE ... AS SELECT: the query's text
+    column_names: tuple[str, ...] = ()  # CREATE TABLE t (a, b) AS SELECT: its columns' names
 
 
 @dataclass(frozen=True)

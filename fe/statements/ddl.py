@@ -11,6 +11,7 @@ import time
 from fe.mysql.errors import QueryError
 from fe.security import privileges
 from fe.sql import statements as st
+from fe.statements import create_table_as_select
 from metadata import ops
 from metadata.records import Column, Database, KeyModel, Partition, Table
 from metadata.types import ColumnType
@@ -90,6 +91,8 @@ def create_table(session, statement: st.CreateTable) -> list[ops.Op]:
     database = _new_table_database(session, statement)
     if database is None:
         return []
+    if statement.query is not None:
+        statement = create_table_as_select.with_query_columns(session, statement)
     return [ops.CreateTable(build_table(session, database, statement))]
 
 

@@ -148,6 +148,38 @@ def test_column_definitions_doris_refuses(quire, suite, columns, message):
     )
 
 
+AUTO_INCREMENT_REFUSALS = [  # data_model_p0/duplicate/test_duplicate_table_auto_inc
+    ("id INT(11) AUTO_INCREMENT, v INT", "the auto increment column should be NOT NULL."),
+    ("id VARCHAR NOT NULL AUTO_INCREMENT, v INT", "the auto increment should be integer type."),
+    (
+        'id VARCHAR NOT NULL AUTO_INCREMENT DEFAULT "0", v INT',
+        "the auto increment column can't have default value.",
+    ),
+    (
+        "id BIGINT NOT NULL AUTO_INCREMENT(10000), v BIGINT NOT NULL AUTO_INCREMENT(10000)",
+        "there can be at most one auto increment column in OlapTable.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("columns", "message"), AUTO_INCREMENT_REFUSALS)
+def test_auto_increment_columns_doris_refuses(quire, suite, columns, message):
+    sql = f"CREATE TABLE auto_inc ({columns}) DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 1"
+    refused_by_both(quire, suite, sql, message)
+
+
+def test_auto_increment_columns_doris_accepts(quire, suite):
+    for number, column in enumerate(
+        ["id BIGINT NOT NULL AUTO_INCREMENT(10000)", "id INT NOT NULL AUTO_INCREMENT"]
+    ):
+        run(
+            suite,
+            f"CREATE TABLE auto_inc_{number} ({column}, v INT) UNIQUE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 1",
+        )
+        for text in show_create_table(quire, f"auto_inc_{number}"):
+            assert "NOT NULL AUTO_INCREMENT" in text, text
+
+
 # (column type as written, as SHOW CREATE TABLE and DESC print it)
 TYPES = [
     ("CHAR", "char(1)"),  # ddl_p0/test_createtable_strlen

@@ -22,6 +22,7 @@ DEFAULT_BUCKETS = 10
 SHORT_KEY_MAX_COLUMNS = 3
 SHORT_KEY_MAX_BYTES = 36
 HIDDEN_COLUMN_PREFIX = "__DORIS_"  # Doris's hidden columns (__DORIS_DELETE_SIGN__, ...)
+AUTO_INCREMENT_TYPES = frozenset({"TINYINT", "SMALLINT", "INT", "BIGINT"})
 DATETIME_TYPES = frozenset({"DATETIME", "DATETIMEV1", "DATETIMEV2", "TIMESTAMP"})
 STRING_LIKE_TYPES = frozenset({"CHAR", "VARCHAR", "STRING"})
 MAX_COLUMNS = 4096
@@ -140,6 +141,8 @@ def build_table(session, database: Database, statement: st.CreateTable) -> Table
     by_name = {column.name.lower(): column for column in columns}
     for column in columns:
         check_new_column(column)
+    if sum(column.auto_increment for column in columns) > 1:
+        raise QueryError(1105, "there can be at most one auto increment column in OlapTable.")
 
     def known(column_names: tuple[str, ...], what: str) -> tuple[str, ...]:
         result = []
@@ -214,6 +217,13 @@ def check_new_column(column: Column) -> None:
             f"Disable to create table column with name start with {HIDDEN_COLUMN_PREFIX}: "
             f"{column.name}",
         )
+    if column.auto_increment:
+        if column.default is not None:
+            raise QueryError(1105, "the auto increment column can't have default value.")
+        if column.nullable:
+            raise QueryError(1105, "the auto increment column should be NOT NULL.")
+        if column.type.base not in AUTO_INCREMENT_TYPES:
+            raise QueryError(1105, "the auto increment should be integer type.")
     if column.default == "CURRENT_TIMESTAMP" and column.type.base not in DATETIME_TYPES:
         raise QueryError(
             1105,

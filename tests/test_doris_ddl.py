@@ -265,6 +265,18 @@ CTAS = [
             "DUPLICATE KEY(`k1`)\nDISTRIBUTED BY HASH(`k1`) BUCKETS 1",
         ],
     ),
+    (  # nereids_p0/create_table/test_ctas
+        "create table ctas_functions UNIQUE KEY (k2, pt) DISTRIBUTED BY HASH (k2) BUCKETS 1 "
+        "PROPERTIES ('replication_allocation' = 'tag.location.default: 1') as select k2, "
+        "'20230318' as pt, concat('0x', substring(k2, 27)) as from_address, now() as update_time, "
+        "lpad(k2, 10, '0') as padded, count(*) as n, null as c from ctas_source group by k2",
+        [
+            "`k2` varchar(20) NULL,\n  `pt` varchar(65533) NULL,\n  "
+            "`from_address` varchar(65533) NULL,\n  `update_time` datetime NULL,\n  "
+            "`padded` varchar(65533) NULL,\n  `n` bigint NULL,\n  `c` tinyint NULL\n",
+            "UNIQUE KEY(`k2`, `pt`)",
+        ],
+    ),
     (
         "CREATE TABLE ctas_renamed (x, y) AS SELECT k2, dt FROM ctas_source",
         ["`x` varchar(20) NULL,\n  `y` datetime NULL\n", "DISTRIBUTED BY HASH(`x`) BUCKETS 10"],
@@ -276,7 +288,9 @@ CTAS = [
 def test_create_table_as_select_makes_the_querys_columns(quire, ctas_source, sql, shown):
     run(ctas_source, sql)
     table = next(
-        name for name in ("ctas_all", "ctas_literals", "ctas_keyed", "ctas_renamed") if name in sql
+        name
+        for name in ("ctas_all", "ctas_literals", "ctas_keyed", "ctas_renamed", "ctas_functions")
+        if name in sql
     )
     for text in show_create_table(quire, table):
         for part in shown:

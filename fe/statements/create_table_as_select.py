@@ -38,7 +38,13 @@ COMPUTED_TYPES = {
     exp.DataType.Type.TEXT: MAX_VARCHAR,
     exp.DataType.Type.VARCHAR: MAX_VARCHAR,
     exp.DataType.Type.CHAR: MAX_VARCHAR,
+    exp.DataType.Type.JSON: "JSON",
 }
+# Doris functions whose type sqlglot does not infer.
+FUNCTION_TYPES = {
+    "NOW": "DATETIME", "SYSDATE": "DATETIME", "LOCALTIME": "DATETIME",
+    "LOCALTIMESTAMP": "DATETIME", "CURDATE": "DATE", "UTC_TIMESTAMP": "DATETIME",
+}  # fmt: skip
 
 
 def with_query_columns(session, statement: st.CreateTable) -> st.CreateTable:
@@ -142,6 +148,8 @@ def _computed_type(value: exp.Expression, name: str) -> str:
         digits = number.as_tuple()
         scale = max(-digits.exponent, 0)
         return f"DECIMAL({max(len(digits.digits), scale, 1)},{scale})"
+    if isinstance(value, exp.Anonymous) and value.name.upper() in FUNCTION_TYPES:
+        return FUNCTION_TYPES[value.name.upper()]
     data_type = value.type or exp.DataType.build("UNKNOWN")
     if data_type.this in COMPUTED_TYPES:
         return COMPUTED_TYPES[data_type.this]

@@ -277,6 +277,10 @@ CTAS = [
             "UNIQUE KEY(`k2`, `pt`)",
         ],
     ),
+    (  # an expression without a name is named as written
+        "create table ctas_unnamed as select k2, group_concat(k2 ORDER BY k2) from ctas_source group by k2",
+        ["`group_concat(k2 ORDER BY k2)` varchar(65533) NULL"],
+    ),
     (
         "CREATE TABLE ctas_renamed (x, y) AS SELECT k2, dt FROM ctas_source",
         ["`x` varchar(20) NULL,\n  `y` datetime NULL\n", "DISTRIBUTED BY HASH(`x`) BUCKETS 10"],
@@ -289,7 +293,14 @@ def test_create_table_as_select_makes_the_querys_columns(quire, ctas_source, sql
     run(ctas_source, sql)
     table = next(
         name
-        for name in ("ctas_all", "ctas_literals", "ctas_keyed", "ctas_renamed", "ctas_functions")
+        for name in (
+            "ctas_all",
+            "ctas_literals",
+            "ctas_keyed",
+            "ctas_renamed",
+            "ctas_functions",
+            "ctas_unnamed",
+        )
         if name in sql
     )
     for text in show_create_table(quire, table):

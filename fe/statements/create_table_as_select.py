@@ -17,7 +17,7 @@ from fe.mysql.errors import QueryError
 from fe.security import privileges
 from fe.sql import parser
 from fe.sql import statements as st
-from fe.statements.queries import projection_name
+from fe.statements.queries import projection_name, written_projections
 from metadata.records import Column, Table
 from metadata.types import parse_column_type
 
@@ -60,7 +60,10 @@ def with_query_columns(session, statement: st.CreateTable) -> st.CreateTable:
     schema: dict = {}
     for (db, name), table in sources.items():
         schema.setdefault(db, {})[name] = {c.name: _sqlglot_type(c) for c in table.columns}
-    written = [projection_name(p) for p in query.selects]
+    texts = written_projections(tokens, statement.query)
+    if texts is None or len(texts) != len(query.selects):
+        texts = [None] * len(query.selects)
+    written = [projection_name(p, text) for p, text in zip(query.selects, texts, strict=True)]
     try:
         qualified = qualify(
             query.copy(), schema=schema, db=session.database, dialect="mysql", identify=False

@@ -17,8 +17,9 @@ if TYPE_CHECKING:
 ALIASES = {"INTEGER": "INT", "BOOL": "BOOLEAN", "TEXT": "STRING", "NUMERIC": "DECIMAL"}
 SCALAR_TYPES = frozenset({
     "BOOLEAN", "TINYINT", "SMALLINT", "MEDIUMINT", "INT", "BIGINT", "LARGEINT", "FLOAT", "DOUBLE",
-    "DECIMAL", "DECIMALV3", "DATE", "DATETIME", "DATEV2", "DATETIMEV2", "TIMESTAMP", "TIME",
-    "CHAR", "VARCHAR", "STRING", "JSON", "JSONB", "HLL", "BITMAP", "VARIANT", "IPV4", "IPV6",
+    "DECIMAL", "DECIMALV2", "DECIMALV3", "DATE", "DATEV1", "DATEV2", "DATETIME", "DATETIMEV1",
+    "DATETIMEV2", "TIMESTAMP", "TIME", "CHAR", "VARCHAR", "STRING", "JSON", "JSONB", "HLL", "BITMAP",
+    "QUANTILE_STATE", "VARIANT", "IPV4", "IPV6",
     "LONGTEXT", "MEDIUMTEXT", "TINYTEXT", "BLOB", "BINARY", "VARBINARY",
 })  # fmt: skip
 NESTED_TYPES = frozenset({"ARRAY", "MAP", "STRUCT"})
@@ -36,15 +37,26 @@ INTEGER_BITS = {
     "LARGEINT": 128,
 }
 LEAST_TIMES = {
-    "DATE": "0000-01-01", "DATEV2": "0000-01-01",
-    "DATETIME": "0000-01-01 00:00:00", "DATETIMEV2": "0000-01-01 00:00:00",
+    "DATE": "0000-01-01", "DATEV1": "0000-01-01", "DATEV2": "0000-01-01",
+    "DATETIME": "0000-01-01 00:00:00", "DATETIMEV1": "0000-01-01 00:00:00",
+    "DATETIMEV2": "0000-01-01 00:00:00",
 }  # fmt: skip
-DECIMAL_TYPES = frozenset({"DECIMAL", "DECIMALV3"})
+DECIMAL_TYPES = frozenset({"DECIMAL", "DECIMALV2", "DECIMALV3"})
 DEFAULT_DECIMAL = (9, 0)
 CHARACTER_TYPES = frozenset({"CHAR", "VARCHAR", "STRING", "TEXT", "JSON", "JSONB"})
 STRING_LENGTH = 2147483643  # Doris's STRING maximum
 DEFAULT_LENGTHS = {"CHAR": 1, "VARCHAR": 65533}
-MYSQL_NAMES = {"STRING": "text", "DECIMALV3": "decimal", "DATEV2": "date", "DATETIMEV2": "datetime"}
+# Bytes a key column takes in Doris's short key index (its storage width; CHAR: its length).
+INDEX_SIZES = {
+    "BOOLEAN": 1, "TINYINT": 1, "SMALLINT": 2, "MEDIUMINT": 4, "INT": 4, "BIGINT": 8,
+    "LARGEINT": 16, "FLOAT": 4, "DOUBLE": 8, "DATEV1": 3, "DATE": 4, "DATEV2": 4, "DATETIME": 8,
+    "DATETIMEV1": 8, "DATETIMEV2": 8, "TIMESTAMP": 8, "TIME": 8, "VARCHAR": 20, "STRING": 20,
+    "DECIMALV2": 12, "IPV4": 4, "IPV6": 16,
+}  # fmt: skip
+MYSQL_NAMES = {
+    "STRING": "text", "DECIMALV2": "decimal", "DECIMALV3": "decimal", "DATEV1": "date",
+    "DATEV2": "date", "DATETIMEV1": "datetime", "DATETIMEV2": "datetime",
+}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +108,8 @@ class ColumnType:
         arguments = self.arguments
         if self.name in DECIMAL_TYPES and not arguments:
             arguments = DEFAULT_DECIMAL
+        if self.name in DEFAULT_LENGTHS and not arguments:
+            arguments = (DEFAULT_LENGTHS[self.name],)
         suffix = f"({','.join(map(str, arguments))})" if arguments else ""
         return MYSQL_NAMES.get(self.name, self.name).lower() + suffix
 
@@ -141,6 +155,17 @@ class ColumnType:
         return LEAST_TIMES.get(self.base, "")
 
     @property
+    def index_size(self) -> int:
+        """Bytes of Doris's short key index this type takes as a key column (DECIMAL as Doris's
+        DECIMALV3 of its precision); 0 for the types no key may have."""
+        if self.base == "CHAR":
+            return self.character_length
+        if self.base in ("DECIMAL", "DECIMALV3"):
+            precision = self.numeric_precision
+            return 4 if precision <= 9 else 8 if precision <= 18 else 16 if precision <= 38 else 32
+        return INDEX_SIZES.get(self.base, 0)
+
+    @property
     def is_integer(self) -> bool:
         return self.base in INTEGER_PRECISIONS
 
@@ -180,8 +205,10 @@ def _arrow_scalar(base: str) -> pa.DataType:
         "FLOAT": pa.float32(),
         "DOUBLE": pa.float64(),
         "DATE": pa.date32(),
+        "DATEV1": pa.date32(),
         "DATEV2": pa.date32(),
         "DATETIME": pa.timestamp("us"),
+        "DATETIMEV1": pa.timestamp("us"),
         "DATETIMEV2": pa.timestamp("us"),
         "TIMESTAMP": pa.timestamp("us"),
         "TIME": pa.time64("us"),
@@ -200,6 +227,7 @@ def _arrow_scalar(base: str) -> pa.DataType:
         "IPV6": pa.binary(16),
         "HLL": pa.binary(),
         "BITMAP": pa.binary(),
+        "QUANTILE_STATE": pa.binary(),
         "BLOB": pa.binary(),
         "BINARY": pa.binary(),
         "VARBINARY": pa.binary(),

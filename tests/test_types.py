@@ -42,7 +42,7 @@ CASES = [
     ("DATETIME", "DATETIME", "datetime", pa.timestamp("us")),
     ("DATETIME(3)", "DATETIME(3)", "datetime(3)", pa.timestamp("us")),
     ("DATETIMEV2(6)", "DATETIMEV2(6)", "datetime(6)", pa.timestamp("us")),
-    ("CHAR", "CHAR", "char", pa.string()),
+    ("CHAR", "CHAR", "char(1)", pa.string()),
     ("CHAR(10)", "CHAR(10)", "char(10)", pa.string()),
     ("VARCHAR(20)", "VARCHAR(20)", "varchar(20)", pa.string()),
     ("STRING", "STRING", "text", pa.string()),

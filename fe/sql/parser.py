@@ -40,7 +40,10 @@ WORD_TOKENS_EXCLUDED = {
     TokenType.DASH,
     TokenType.PLUS,
 }
-AGGREGATIONS = {"SUM", "MAX", "MIN", "REPLACE", "REPLACE_IF_NOT_NULL", "HLL_UNION", "BITMAP_UNION"}
+AGGREGATIONS = {
+    "SUM", "MAX", "MIN", "REPLACE", "REPLACE_IF_NOT_NULL", "HLL_UNION", "BITMAP_UNION",
+    "QUANTILE_UNION",
+}  # fmt: skip
 PRIVILEGES = {
     "ALL", "SELECT", "INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER", "INDEX", "GRANT",
     "SHOW", "USAGE", "RELOAD", "PROCESS", "SUPER", "REFERENCES", "EXECUTE", "EVENT", "TRIGGER",
@@ -745,8 +748,51 @@ class Grammar:
         table = self.table_name()
         if self.accept("LIKE"):
             return st.CreateTableLike(table, self.table_name(), if_not_exists)
-        self.expect_type(TokenType.L_PAREN, "(")
         columns: list[Column] = []
+        primary_key: tuple[str, ...] = ()
+        options: dict = {"properties": (), "comment": "", "engine": "olap"}
+        if self._at_name_list():  # CREATE TABLE t (a, b) ... AS SELECT: the query's new names
+            options["column_names"] = self.name_list()
+        elif self.peek_type() == TokenType.L_PAREN or not self._at_query(skip_options=True):
+            self.expect_type(TokenType.L_PAREN, "(")
+            primary_key = self.column_definitions(columns)
+        if primary_key:
+            options["key_model"] = KeyModel.UNIQUE
+            options["key_columns"] = primary_key
+        while self.position < len(self.tokens):
+            if self.accept("AS"):
+                if not self._at_query():
+                    self.fail("expected a query after AS")
+                options["query"] = self.sql[self.tokens[self.position].start :]
+                self.position = len(self.tokens)
+                break
+            self.table_option(options)
+        if options.get("column_names") and "query" not in options:
+            self.fail("expected AS and a query after a list of column names")
+        return st.CreateTable(
+            table=table, columns=tuple(columns), if_not_exists=if_not_exists, **options
+        )
+
+    def _at_name_list(self) -> bool:
+        """At `(a, b, ...)`: names alone, which only CREATE TABLE ... AS SELECT takes."""
+        if self.peek_type() != TokenType.L_PAREN or self.position + 2 >= len(self.tokens):
+            return False
+        return self.tokens[self.position + 2].token_type in (TokenType.COMMA, TokenType.R_PAREN)
+
+    def _at_query(self, skip_options: bool = False) -> bool:
+        """At a query (or, with skip_options, at table options then AS and a query)."""
+        if skip_options:
+            return any(
+                self.words[index] == ("AS",)
+                and index + 1 < len(self.tokens)
+                and self.tokens[index + 1].token_type in QUERY_STARTS
+                for index in range(self.position, len(self.tokens))
+            )
+        return self.peek_type() in QUERY_STARTS
+
+    def column_definitions(self, columns: list[Column]) -> tuple[str, ...]:
+        """The column and index definitions of CREATE TABLE up to its `)`, into `columns`; the
+        PRIMARY KEY they name."""
         primary_key: tuple[str, ...] = ()
         while True:
             if self.accept("PRIMARY", "KEY"):
@@ -759,17 +805,8 @@ class Grammar:
                     primary_key = (column.name,)
                 columns.append(column)
             if self.accept_type(TokenType.R_PAREN):
-                break
+                return primary_key
             self.expect_type(TokenType.COMMA, ", or )")
-        options: dict = {"properties": (), "comment": "", "engine": "olap"}
-        if primary_key:
-            options["key_model"] = KeyModel.UNIQUE
-            options["key_columns"] = primary_key
-        while self.position < len(self.tokens):
-            self.table_option(options)
-        return st.CreateTable(
-            table=table, columns=tuple(columns), if_not_exists=if_not_exists, **options
-        )
 
     def skip_index_definition(self) -> None:
         depth = 0

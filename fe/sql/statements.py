@@ -86,6 +86,8 @@ class CreateTable:
     comment: str = ""
     engine: str = "olap"
     rollups: tuple[AddRollup, ...] = ()
+    query: str | None = None  # CREATE TABLE ... AS SELECT: the query's text
+    column_names: tuple[str, ...] = ()  # CREATE TABLE t (a, b) AS SELECT: its columns' names
 
 
 @dataclass(frozen=True)

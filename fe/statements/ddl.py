@@ -5,18 +5,26 @@ operations. The leader allocates every id here; `apply` only records them.
 from __future__ import annotations
 
 import dataclasses
-import itertools
+import re
 import time
 
 from fe.mysql.errors import QueryError
 from fe.security import privileges
 from fe.sql import statements as st
-from fe.statements import alter_jobs, partitioning, schema_change
+from fe.statements import alter_jobs, create_table_as_select, partitioning, schema_change
 from fe.statements.partitioning import PartitionColumns
 from metadata import ops
-from metadata.records import Database, KeyModel, Partition, PartitionKind, Table
+from metadata.records import Column, Database, KeyModel, Partition, PartitionKind, Table
 
 DEFAULT_BUCKETS = 10
+# Doris's short key: at most this many columns and bytes, which also bound the DUPLICATE KEY a
+# CREATE TABLE without KEY gets.
+SHORT_KEY_MAX_COLUMNS = 3
+SHORT_KEY_MAX_BYTES = 36
+HIDDEN_COLUMN_PREFIX = "__DORIS_"  # Doris's hidden columns (__DORIS_DELETE_SIGN__, ...)
+AUTO_INCREMENT_TYPES = frozenset({"TINYINT", "SMALLINT", "INT", "BIGINT"})
+DATETIME_TYPES = frozenset({"DATETIME", "DATETIMEV1", "DATETIMEV2", "TIMESTAMP"})
+STRING_LIKE_TYPES = frozenset({"CHAR", "VARCHAR", "STRING"})
 MAX_COLUMNS = 4096
 MAX_PARTITIONS = 4096
 DORIS_KEYS_TYPES = {
@@ -112,6 +120,8 @@ def create_table(session, statement: st.CreateTable) -> list[ops.Op]:
     database = _new_table_database(session, statement)
     if database is None:
         return []
+    if statement.query is not None:
+        statement = create_table_as_select.with_query_columns(session, statement)
     table = build_table(session, database, statement)
     table = schema_change.create_table_rollups(session, table, statement.rollups)
     return [ops.CreateTable(table)]
@@ -163,6 +173,10 @@ def build_table(session, database: Database, statement: st.CreateTable) -> Table
         if name in names[:index]:
             raise QueryError(1060, f"Duplicate column name '{columns[index].name}'")
     by_name = {column.name.lower(): column for column in columns}
+    for column in columns:
+        check_new_column(column)
+    if sum(column.auto_increment for column in columns) > 1:
+        raise QueryError(1105, "there can be at most one auto increment column in OlapTable.")
 
     def known(column_names: tuple[str, ...], what: str) -> tuple[str, ...]:
         result = []
@@ -173,19 +187,11 @@ def build_table(session, database: Database, statement: st.CreateTable) -> Table
             result.append(column.name)
         return tuple(result)
 
+    check_replication(dict(statement.properties))
     key_model = statement.key_model
     key_columns = known(statement.key_columns, "Key")
-    if key_model is None and any(column.aggregation for column in columns):
-        # As Doris: no KEY clause and an aggregated column make an AGGREGATE KEY table, keyed by
-        # the columns before the first aggregated one.
-        key_model = KeyModel.AGGREGATE
-        key_columns = tuple(
-            c.name for c in itertools.takewhile(lambda c: not c.aggregation, columns)
-        )
-        if not key_columns:
-            raise QueryError(1105, FIRST_COLUMN_NOT_A_KEY)
-    key_model = key_model or KeyModel.DUPLICATE
-    key_columns = key_columns or (columns[0].name,)
+    if key_model is None:
+        key_model, key_columns = default_keys(columns)
     if tuple(c.name for c in columns[: len(key_columns)]) != key_columns:
         raise QueryError(
             1105,
@@ -204,12 +210,7 @@ def build_table(session, database: Database, statement: st.CreateTable) -> Table
                 f"non-key column[{column.name}]",
             )
         columns[position] = dataclasses.replace(column, is_key=is_key)
-    if statement.distribution_columns:
-        distribution = known(statement.distribution_columns, "Distribution")
-    elif statement.buckets is None and not statement.distribution_columns:
-        distribution = key_columns[:1]
-    else:
-        distribution = ()
+    distribution = known(statement.distribution_columns, "Distribution")  # () is RANDOM
     buckets = statement.buckets or DEFAULT_BUCKETS
     table = Table(
         id=0,
@@ -244,6 +245,96 @@ def with_ids(planned: list[Partition], first: int, buckets: int) -> tuple[Partit
         )
         first += 1 + buckets
     return tuple(partitions)
+
+
+def check_new_column(column: Column) -> None:
+    """What Doris refuses in a column definition of CREATE TABLE beyond its syntax."""
+    if column.name.upper().startswith(HIDDEN_COLUMN_PREFIX):
+        raise QueryError(
+            1105,
+            f"Disable to create table column with name start with {HIDDEN_COLUMN_PREFIX}: "
+            f"{column.name}",
+        )
+    if column.auto_increment:
+        if column.default is not None:
+            raise QueryError(1105, "the auto increment column can't have default value.")
+        if column.nullable:
+            raise QueryError(1105, "the auto increment column should be NOT NULL.")
+        if column.type.base not in AUTO_INCREMENT_TYPES:
+            raise QueryError(1105, "the auto increment should be integer type.")
+    if column.default == "CURRENT_TIMESTAMP" and column.type.base not in DATETIME_TYPES:
+        raise QueryError(
+            1105,
+            "Types other than DATETIME and DATETIMEV2 cannot use current_timestamp as the "
+            "default value",
+        )
+
+
+def check_replication(properties: dict[str, str]) -> None:
+    """Doris's checks of replication_num and replication_allocation ("tag.location.NAME: N, ...")
+    at CREATE TABLE: each a number of a Java short, at least one replica in all."""
+    if "replication_num" in properties:
+        if _java_short(properties["replication_num"]) <= 0:
+            raise QueryError(1105, "Replication num should larger than 0. (suggested 3)")
+    allocation = properties.get("replication_allocation")
+    if allocation is None:
+        return
+    total = 0
+    for location in allocation.split(","):
+        parts = location.split(":")
+        if len(parts) != 2:
+            raise QueryError(1105, f"Invalid replication allocation property: {location}")
+        tag = parts[0].strip()
+        if not tag.startswith("tag.location"):
+            raise QueryError(1105, f"Invalid replication allocation tag property: {location}")
+        if not tag[len("tag.location") + 1 :]:
+            raise QueryError(
+                1105, f"Invalid replication allocation location tag property: {location}"
+            )
+        total += _java_short(parts[1].strip())
+    if total <= 0:
+        raise QueryError(1105, "Total replication num should larger than 0")
+
+
+def _java_short(text: str) -> int:
+    """A number as Java's Short.valueOf reads it, refused with Java's words as Doris passes them on."""
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        raise QueryError(1105, f'For input string: "{text}"')
+    if not -32768 <= int(text) <= 32767:
+        raise QueryError(1105, f'Value out of range. Value:"{text}" Radix:10')
+    return int(text)
+
+
+def default_keys(columns: list[Column]) -> tuple[KeyModel, tuple[str, ...]]:
+    """The keys Doris gives a CREATE TABLE that names none: the columns before the first one with
+    an aggregation (AGGREGATE KEY), else a DUPLICATE KEY of the leading columns that fit in the
+    short key, stopping at a type no short key holds and after a VARCHAR."""
+    if any(column.aggregation for column in columns):
+        keys = []
+        for column in columns:
+            if column.aggregation:
+                break
+            keys.append(column.name)
+        if not keys:
+            raise QueryError(1105, FIRST_COLUMN_NOT_A_KEY)
+        return KeyModel.AGGREGATE, tuple(keys)
+    keys = []
+    key_bytes = 0
+    for column in columns:
+        base = column.type.base
+        key_bytes += column.type.index_size
+        if len(keys) >= SHORT_KEY_MAX_COLUMNS or key_bytes > SHORT_KEY_MAX_BYTES:
+            if not keys and base in STRING_LIKE_TYPES:
+                keys.append(column.name)
+            break
+        if base in ("FLOAT", "DOUBLE", "STRING") or not column.type.index_size:
+            break
+        keys.append(column.name)
+        if base == "VARCHAR":
+            break
+    if not keys:
+        raise QueryError(1105, FIRST_COLUMN_NOT_A_KEY)
+    return KeyModel.DUPLICATE, tuple(keys)
 
 
 def planned_partitions(

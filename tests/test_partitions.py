@@ -140,7 +140,7 @@ def test_list_partitions(quire, db):
             "Duplicate partition name P1",
         ),
         (
-            "CREATE TABLE bad (k DOUBLE NOT NULL) PARTITION BY LIST(k) "
+            "CREATE TABLE bad (i INT, k DOUBLE NOT NULL) DUPLICATE KEY(i) PARTITION BY LIST(k) "
             '(PARTITION p1 VALUES IN ("1"))',
             1105,
             "Column[k] type[DOUBLE] cannot be a list partition key.",

@@ -208,7 +208,10 @@ def test_rollups_get_tablets_in_every_partition(db):
     alter(db, "ALTER TABLE ranged ADD ROLLUP r1 (k1, v1), r2 (d, v1)")
     run(db, 'ALTER TABLE ranged ADD PARTITION p3 VALUES LESS THAN ("2026-01-01")')
     tablets = [row[0] for row in run(db, "SHOW TABLETS FROM ranged")]
-    assert len(tablets) == 9  # the base index's; each rollup has as many again
+    assert len(tablets) == 27  # 3 partitions of 3 buckets, in the base index and each rollup
+    base = run(db, "SHOW TABLETS FROM ranged WHERE IndexName = 'ranged'")
+    r2 = run(db, "SHOW TABLETS FROM ranged PARTITION (p3) WHERE IndexName = 'r2'")
+    assert (len(base), len(r2)) == (9, 3)
     create = run(db, "SHOW CREATE TABLE ranged")[0][1]
     assert "ROLLUP (\n`r1` (`k1`, `v1`) DUPLICATE KEY(`k1`, `v1`),\n`r2` (`d`, `v1`)" in create
     copy = create.replace("CREATE TABLE `ranged`", "CREATE TABLE `ranged_copy`", 1)

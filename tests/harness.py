@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -22,10 +23,30 @@ START_TIMEOUT_SECONDS = 60
 CLI_TIMEOUT_SECONDS = 60
 
 
+# Ports for test servers come from below the kernel's ephemeral range, where the local ends of
+# client connections (and of the servers' own connections to each other) never land, so a port
+# handed out here is not taken by some connection before its server binds it. None is handed
+# out twice in one test run.
+PORT_RANGE = range(15_000, 32_000)
+_ports_handed_out: set[int] = set()
+_port_lock = threading.Lock()
+_port_picker = random.Random(os.getpid() ^ time.time_ns())
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    with _port_lock:
+        for _ in range(1000):
+            port = _port_picker.choice(PORT_RANGE)
+            if port in _ports_handed_out:
+                continue
+            with socket.socket() as sock:
+                try:
+                    sock.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            _ports_handed_out.add(port)
+            return port
+    raise AssertionError("no free loopback port below the ephemeral range")
 
 
 def free_address() -> str:

@@ -294,6 +294,17 @@ CONVERSIONS = [
     ),
     ("'a' COLLATE utf8mb4_bin", "a", "a"),
     ("'a' COLLATE utf8mb4_general_ci = 'A'", 1, "1"),
+    # MySQL's functions DuckDB lacks, answered as MariaDB answers them
+    ("ORD('é')", 50089, "50089"),
+    ("ORD('')", 0, "0"),
+    ("OCT(-1)", "1777777777777777777777", "1777777777777777777777"),
+    ("QUOTE('it''s')", "'it\\'s'", "'it\\'s'"),
+    ("QUOTE(NULL)", "NULL", "NULL"),
+    ("INET_ATON('10.0.5.9')", 167773449, "167773449"),
+    ("INET_ATON('127.1')", 2130706433, "2130706433"),
+    ("INET_ATON('1.2.3.400')", None, "NULL"),
+    ("OCTET_LENGTH('é')", 2, "2"),
+    ("BIT_LENGTH('ab')", 16, "16"),
 ]
 
 

@@ -13,7 +13,7 @@ from sqlglot import exp
 from be.engine.errors import SourceNotAllowed, UnknownFunction
 
 STRING_FUNCTIONS = (
-    exp.Ascii, exp.Chr, exp.Concat, exp.ConcatWs, exp.Elt, exp.EndsWith, exp.FromBase64, exp.GroupConcat,
+    exp.Ascii, exp.BitLength, exp.Chr, exp.Concat, exp.ConcatWs, exp.Elt, exp.EndsWith, exp.FromBase64, exp.GroupConcat,
     exp.Hex, exp.Left, exp.Length, exp.Lower, exp.MD5, exp.NumberToStr, exp.Pad, exp.RegexpLike,
     exp.RegexpReplace, exp.Repeat, exp.Replace, exp.Reverse, exp.Right, exp.SHA, exp.SHA2,
     exp.Space, exp.SplitPart, exp.StartsWith, exp.StrPosition, exp.Stuff, exp.Substring,
@@ -57,8 +57,8 @@ ALLOWED_FUNCTIONS: frozenset[type[exp.Func]] = frozenset(
 )
 # MySQL functions sqlglot does not model: DuckDB's with MySQL's meaning, or rewritten by the FE.
 ALLOWED_ANONYMOUS = frozenset(
-    {"ADDDATE", "BIN", "FIELD", "FIND_IN_SET", "JSON_ARRAY", "MID", "STRCMP", "SUBDATE",
-     "UNIX_TIMESTAMP", "WEEKDAY"}
+    {"ADDDATE", "BIN", "FIELD", "FIND_IN_SET", "INET_ATON", "JSON_ARRAY", "MID", "OCT",
+     "OCTET_LENGTH", "ORD", "QUOTE", "STRCMP", "SUBDATE", "UNIX_TIMESTAMP", "WEEKDAY"}
 )  # fmt: skip
 
 

@@ -13,6 +13,7 @@ import zoneinfo
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import sqlglot
 from sqlglot import exp
 
 from fe.mysql.errors import ErrorCode, QueryError
@@ -357,6 +358,48 @@ def _elt(node: exp.Elt, time: StatementTime) -> exp.Expression:
     return _function("LIST_EXTRACT", _function("LIST_VALUE", *strings), node.this)
 
 
+UNSIGNED_64_TEXT = str(2**64)
+# MySQL's functions of one argument that DuckDB lacks or answers otherwise, as DuckDB
+# expressions of the column `x`, which stands for the argument.
+ONE_ARGUMENT_FUNCTIONS = {
+    "ORD": (
+        "CASE WHEN CAST(x AS VARCHAR) = '' THEN 0 "
+        "ELSE CAST('0x' || hex(encode(left(CAST(x AS VARCHAR), 1))) AS BIGINT) END"
+    ),
+    "OCT": f"printf('%o', ((CAST(x AS HUGEINT) % {UNSIGNED_64_TEXT}) + {UNSIGNED_64_TEXT}) "
+    f"% {UNSIGNED_64_TEXT})",
+    "QUOTE": (
+        "CASE WHEN x IS NULL THEN 'NULL' ELSE chr(39) || replace(replace(replace(replace("
+        "CAST(x AS VARCHAR), chr(92), chr(92) || chr(92)), chr(39), chr(92) || chr(39)), "
+        "chr(0), chr(92) || '0'), chr(26), chr(92) || 'Z') || chr(39) END"
+    ),
+    # a.b.c.d; a shorter a.b.c or a.b or a gives its last part the low bytes left over.
+    "INET_ATON": (
+        "CASE WHEN regexp_full_match(CAST(x AS VARCHAR), '[0-9]{1,3}([.][0-9]{1,3}){0,3}') "
+        "THEN list_reduce(list_transform(string_split(CAST(x AS VARCHAR), '.'), "
+        "(p, i) -> CAST(TRY_CAST(p AS UTINYINT) AS BIGINT) * CASE WHEN i = "
+        "len(string_split(CAST(x AS VARCHAR), '.')) THEN 1 ELSE CAST(pow(256, 4 - i) AS BIGINT) "
+        "END), (a, b) -> a + b) END"
+    ),
+    "OCTET_LENGTH": "strlen(CAST(x AS VARCHAR))",
+    "BIT_LENGTH": "strlen(CAST(x AS VARCHAR)) * 8",
+}
+_ONE_ARGUMENT_TREES = {
+    name: sqlglot.parse_one(text, read="duckdb") for name, text in ONE_ARGUMENT_FUNCTIONS.items()
+}
+
+
+def _one_argument(node: exp.Expression, time: StatementTime) -> exp.Expression:
+    arguments = _arguments(node)
+    if len(arguments) != 1:
+        return node
+    template = _ONE_ARGUMENT_TREES[_name(node)].copy()
+    for column in list(template.find_all(exp.Column)):
+        if column.name == "x":
+            column.replace(arguments[0].copy())
+    return template
+
+
 def _str_to_date(node: exp.StrToDate, time: StatementTime) -> exp.Expression:
     """NULL where the value does not fit the format, as MySQL answers; a format computed by an
     expression is handed to DuckDB as it is (sqlglot translates only a literal one)."""
@@ -457,6 +500,7 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     "UNHEX": _unhex,
     "J_S_O_N_OBJECT": _json_object,  # sqlglot's name of JSON_OBJECT
     "CAST": _cast,
+    **{name: _one_argument for name in ONE_ARGUMENT_FUNCTIONS},
 }
 
 OPERATOR_REWRITES: dict[type, Callable[[exp.Expression, StatementTime], exp.Expression]] = {

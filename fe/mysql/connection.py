@@ -207,6 +207,11 @@ class PacketStream:
             return
         self._write_long(memoryview(payload))
 
+    def write_packets(self, packets: bytes, count: int) -> None:
+        """Packets framed before, numbered from the current sequence id on."""
+        self.buffer += packets
+        self.seq = (self.seq + count) & 0xFF
+
     def _write_long(self, payload: memoryview) -> None:
         for start in range(0, len(payload) + 1, MAX_PAYLOAD):
             chunk = payload[start : start + MAX_PAYLOAD]
@@ -850,6 +855,16 @@ class Connection:
             )
             await stream.flush()
             return
+        answers = None if binary else result.answers
+        if answers is not None:
+            key = (result.answer_key, result.warnings, stream.seq, self.status_flags)
+            key += (self.deprecate_eof,)
+            encoded = answers.get(key)
+            if encoded is not None:
+                stream.write_packets(*encoded)
+                await stream.flush()
+                return
+            start, first_seq = len(stream.buffer), stream.seq
         columns = [as_column(c) for c in result.columns]
         self._write_columns(columns)
         rows = iter(result.rows)
@@ -863,8 +878,11 @@ class Connection:
             if len(batch) < ROWS_PER_BATCH:
                 break
             if len(stream.buffer) >= FLUSH_BYTES:
+                answers = None
                 await stream.flush()
         self._write_end_of_rows(warnings=result.warnings)
+        if answers is not None:
+            answers.put(key, bytes(stream.buffer[start:]), (stream.seq - first_seq) & 0xFF)
         await stream.flush()
 
     def _write_columns(self, columns: Sequence[Column]) -> None:

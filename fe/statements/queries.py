@@ -93,6 +93,7 @@ class SelectPlan:
     constant: tuple[Callable, ...] | None  # per-column evaluators when no engine is needed
     lists: tuple[tuple[str, pa.Table], ...] = ()  # long IN lists, by the table name they read
     lookup: schema_lookup.Lookup | None = None  # an information_schema query without the engine
+    no_rows: bool = False  # a constant SELECT with LIMIT 0
     headers: dict = field(default_factory=dict, compare=False, repr=False)  # a constant's columns
     answers: EncodedAnswers = field(default_factory=EncodedAnswers, compare=False, repr=False)
 
@@ -117,7 +118,12 @@ def plan_select(expression: exp.Expression, written: list[str] | None = None) ->
             constant = tuple(evaluators)
     lists = _lists_as_tables(expression)
     lookup = None if constant or lists else schema_lookup.lookup_of(expression)
-    return SelectPlan(expression, names, constant, lists, lookup)
+    return SelectPlan(expression, names, constant, lists, lookup, _limit_zero(expression))
+
+
+def _limit_zero(expression: exp.Expression) -> bool:
+    limit = expression.args.get("limit")
+    return limit is not None and limit.expression is not None and limit.expression.this == "0"
 
 
 def _lists_as_tables(expression: exp.Expression) -> tuple[tuple[str, pa.Table], ...]:
@@ -249,20 +255,7 @@ def _number(text: str):
 
 async def run_select(session, plan: SelectPlan) -> Result:
     if plan.constant is not None:
-        row = tuple(evaluate(session) for evaluate in plan.constant)
-        limit = plan.expression.args.get("limit")
-        rows = [row]
-        if limit is not None and limit.expression is not None and limit.expression.this == "0":
-            rows = []
-        types = tuple(map(type, row))
-        if all(t in ANSWER_KEY_TYPES for t in types):  # equal values of these encode alike
-            return Result(
-                columns=_constant_columns(plan, row),
-                rows=rows,
-                answers=plan.answers,
-                answer_key=(types, row),
-            )
-        return Result(columns=_constant_columns(plan, row), rows=rows)
+        return constant_answer(session, plan)
     if plan.lookup is not None:
         answer = await plan.lookup.run(session, plan.names)
         if answer is not None:
@@ -270,7 +263,19 @@ async def run_select(session, plan: SelectPlan) -> Result:
     return await _run_in_engine(session, plan)
 
 
-ANSWER_KEY_TYPES = (int, str, type(None))
+def constant_answer(session, plan: SelectPlan) -> Result:
+    row = tuple([evaluate(session) for evaluate in plan.constant])
+    rows = [] if plan.no_rows else [row]
+    types = tuple([type(value) for value in row])
+    if ANSWER_KEY_TYPES.issuperset(types):  # equal values of these types encode alike
+        answer_key = (types, row)
+        return Result(
+            _constant_columns(plan, row), rows, answers=plan.answers, answer_key=answer_key
+        )
+    return Result(_constant_columns(plan, row), rows)
+
+
+ANSWER_KEY_TYPES = frozenset((int, str, type(None)))
 
 
 def _constant_columns(plan: SelectPlan, row: tuple) -> list:

@@ -67,6 +67,13 @@ DUCKDB_TYPES = {
 
 
 def python_type(value: object) -> str:
+    exact = _EXACT_TYPES.get(
+        type(value)
+    )  # the common cases first: a constant SELECT asks each time
+    if exact is not None:
+        return exact
+    if type(value) is int and -(2**63) <= value < 2**63:
+        return "BIGINT"
     if isinstance(value, bool):
         return "TINYINT"
     if isinstance(value, int):
@@ -82,6 +89,9 @@ def python_type(value: object) -> str:
     if isinstance(value, datetime.date):
         return "DATE"
     return "VARCHAR"
+
+
+_EXACT_TYPES = {str: "VARCHAR", type(None): "VARCHAR", float: "DOUBLE", bool: "TINYINT"}
 
 
 @dataclass(frozen=True)

@@ -113,7 +113,10 @@ class QuireSession(BaseSession):
 
     async def handle_query(self, sql: str, attrs: dict[str, str]) -> Result:
         with Counted(self.services.metrics):
-            return await self._run(await self.parse(sql), lambda: sql)
+            statement = self.services.statement_cache.cached(sql)
+            if statement is None:
+                statement = await self.parse(sql)
+            return await self._run(statement, lambda: sql)
 
     async def prepare_statement(self, sql: str) -> SessionPlan:
         """The statement parsed once with its `?` markers, for execute_prepared; the columns of

@@ -150,6 +150,10 @@ class StatementCache:
         with self._long_lock:
             self._long_admitted -= 1
 
+    def cached(self, sql: str):
+        """The runnable form of a text seen before, else None."""
+        return self.by_text.get(sql)
+
     def statement(self, sql: str):
         """The runnable form of `sql`: a SelectPlan for queries, a statement record otherwise."""
         cached = self.by_text.get(sql)

@@ -46,6 +46,7 @@ from fe.mysql import (
     native_password_hash,
 )
 from fe.mysql.errors import ErrorCode
+from fe.mysql.results import EncodedAnswers
 from tests.harness import wait_until
 
 DATABASES = {"test", "sbtest", "db1"}
@@ -78,6 +79,9 @@ TYPED_ROWS = [
     (2, Decimal("12345678.9"), "second", None, -1e-05, dt.date(1999, 12, 31), 0, 65535),
 ]
 BIG_ROWS = 200_000
+SERVER_STATUS_IN_TRANS = 1
+SERVER_STATUS_AUTOCOMMIT = 2
+KEPT = EncodedAnswers()  # the answers of SELECT KEPT, shared by the sessions of every front
 SLEEP = re.compile(r"SELECT SLEEP\((\d+(?:\.\d+)?)\)", re.I)
 KILL = re.compile(r"KILL\s+(QUERY\s+|CONNECTION\s+)?(\d+)", re.I)
 POINT_SELECT = re.compile(r"SELECT c FROM sbtest\d+ WHERE id\s*=\s*(\d+)", re.I)
@@ -149,8 +153,16 @@ class ScriptedSession(BaseSession):
         self.journal.saw(sql)
         text = sql.strip().rstrip(";").strip()
         upper = text.upper()
-        if upper.startswith(("SET ", "BEGIN", "COMMIT", "ROLLBACK", "START TRANSACTION")):
+        if upper in ("BEGIN", "COMMIT"):
+            in_transaction = SERVER_STATUS_IN_TRANS if upper == "BEGIN" else 0
+            flags = self.connection.status_flags & ~SERVER_STATUS_IN_TRANS
+            self.connection.status_flags = flags | in_transaction
             return None
+        if upper.startswith(("SET ", "ROLLBACK", "START TRANSACTION")):
+            return None
+        if upper == "SELECT KEPT":
+            value = self.harness.kept_value
+            return Result([column("kept", "BIGINT")], [(value,)], answers=KEPT, answer_key=value)
         if match := SLEEP.fullmatch(text):
             await asyncio.sleep(float(match.group(1)))
             return Result([column("SLEEP", "BIGINT")], [(0,)])
@@ -242,6 +254,7 @@ class FrontHarness:
 
     def __init__(self, **options):
         self.journal = Journal()
+        self.kept_value = 7  # what SELECT KEPT answers
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
@@ -1137,3 +1150,70 @@ def test_mariadb_connector_j(front, jdbc_program, server_prepared):
     assert "row 1 0.25 first" in lines and "row 2 12345678.90 second" in lines
     assert "deleted 3" in lines
     assert lines.count("echo x' OR '1'='1|12.34|2024-02-29") == 2
+
+
+# Kept answers: a session's answer that is the same whenever its key is, sent again as encoded.
+
+
+def _kept(client: RawClient) -> tuple[int, int, int]:
+    """SELECT KEPT over a DEPRECATE_EOF raw client: its value, status flags, packets' last seq."""
+    packets = client.query_packets("SELECT KEPT")
+    assert [p[0] for p in packets[:1]] == [1] and len(packets) == 4, packets
+    end = packets[-1]
+    assert end[0] == 0xFE
+    flags = int.from_bytes(end[3:5], "little")
+    return int(packets[2][1:].decode()), flags, client.last_seq
+
+
+def test_a_kept_answer_follows_its_key_the_status_flags_and_the_eof_style(front):
+    with logged_in(front.port) as client:
+        assert _kept(client) == (7, SERVER_STATUS_AUTOCOMMIT, 4)
+        assert _kept(client) == (7, SERVER_STATUS_AUTOCOMMIT, 4)
+        assert client.query_packets("BEGIN")[0][0] == 0x00
+        in_transaction = SERVER_STATUS_AUTOCOMMIT | SERVER_STATUS_IN_TRANS
+        assert _kept(client) == (7, in_transaction, 4)
+        assert client.query_packets("COMMIT")[0][0] == 0x00
+        front.kept_value = 8
+        assert _kept(client) == (8, SERVER_STATUS_AUTOCOMMIT, 4)
+        front.kept_value = 7
+        assert _kept(client) == (7, SERVER_STATUS_AUTOCOMMIT, 4)
+    eof_client = front.pymysql()  # without DEPRECATE_EOF: EOF packets, one more of them
+    try:
+        with eof_client.cursor() as cursor:
+            for value in (7, 8, 7):
+                front.kept_value = value
+                cursor.execute("SELECT KEPT")
+                assert cursor.fetchall() == ((value,),)
+                assert cursor.description[0][0] == "kept"
+            cursor.execute("BEGIN")
+            cursor.execute("SELECT KEPT")
+            assert eof_client.server_status & SERVER_STATUS_IN_TRANS
+            cursor.execute("COMMIT")
+            cursor.execute("SELECT KEPT")
+            assert not eof_client.server_status & SERVER_STATUS_IN_TRANS
+    finally:
+        eof_client.close()
+    done = subprocess.run(
+        ["mariadb", "-h", "127.0.0.1", "-P", str(front.port), "-u", "alice", "-ppw", "-N", "-B"],
+        input="SELECT KEPT;\nSELECT KEPT;\nSELECT 1;\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (0, "7\n7\n1\n"), done.stderr
+
+
+def test_whole_commands_in_one_segment_and_commands_split_byte_by_byte(front):
+    """Pipelined commands are each answered; a command arriving a byte at a time is read whole."""
+    with logged_in(front.port) as client:
+        query = bytes([COM_QUERY]) + b"SELECT KEPT"
+        packet = len(query).to_bytes(3, "little") + b"\x00" + query
+        client.sock.sendall(packet * 3)
+        for _ in range(3):
+            answer = [client.read() for _ in range(4)]
+            assert answer[2][1:] == b"7" and answer[3][0] == 0xFE
+        client.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for byte in packet:
+            client.sock.sendall(bytes([byte]))
+        answer = [client.read() for _ in range(4)]
+        assert answer[2][1:] == b"7"

@@ -61,6 +61,7 @@ from fe.mysql.results import (
     lenenc_int,
 )
 from fe.mysql.tls import TlsChannel
+from fe.mysql.transport import ClientSocket
 
 if TYPE_CHECKING:
     from fe.mysql.server import MysqlFront
@@ -129,15 +130,10 @@ class PacketStream:
     Outgoing packets are buffered until flush(), so a whole small response costs one write.
     """
 
-    def __init__(
-        self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        max_payload_bytes: int,
-    ):
+    def __init__(self, socket: ClientSocket, max_payload_bytes: int):
         assert max_payload_bytes > 0
-        self.reader = reader
-        self.writer = writer
+        self.reader = self.writer = socket
+        self._plain: ClientSocket | None = socket  # None once TLS stands between
         self.max_payload_bytes = max_payload_bytes
         self.seq = 0
         self.buffer = bytearray()
@@ -146,6 +142,28 @@ class PacketStream:
 
     async def read(self) -> bytes:
         """The next payload, joined across 16 MiB continuation packets."""
+        socket = self._plain
+        if socket is None:
+            return await self._read_joined()
+        buffer = socket.buffer
+        while True:
+            if len(buffer) >= 4:
+                value = _HEADER.unpack_from(buffer)[0]
+                length = value & MAX_PAYLOAD
+                if length == MAX_PAYLOAD or length > self.max_payload_bytes:
+                    return await self._read_joined()
+                if len(buffer) >= 4 + length:
+                    seq = value >> 24
+                    if seq != self.seq:
+                        raise PacketsOutOfOrder(f"expected packet {self.seq}, got {seq}")
+                    self.seq = (seq + 1) & 0xFF
+                    self._start_response()
+                    return socket.taken(4 + length, skip=4)
+            if socket.eof:
+                raise ConnectionClosed()
+            await socket.wait_for_data()
+
+    async def _read_joined(self) -> bytes:
         try:
             header = await self.reader.readexactly(4)
             value = _HEADER.unpack(header)[0]
@@ -188,6 +206,11 @@ class PacketStream:
             self.seq = (self.seq + 1) & 0xFF
             return
         self._write_long(memoryview(payload))
+
+    def write_packets(self, packets: bytes, count: int) -> None:
+        """Packets framed before, numbered from the current sequence id on."""
+        self.buffer += packets
+        self.seq = (self.seq + count) & 0xFF
 
     def _write_long(self, payload: memoryview) -> None:
         for start in range(0, len(payload) + 1, MAX_PAYLOAD):
@@ -251,6 +274,7 @@ class PacketStream:
         channel = TlsChannel(self.reader, self.writer, context)
         await channel.handshake()
         self.reader = self.writer = channel
+        self._plain = None
 
     @property
     def cipher(self) -> str:
@@ -831,6 +855,16 @@ class Connection:
             )
             await stream.flush()
             return
+        answers = None if binary else result.answers
+        if answers is not None:
+            key = (result.answer_key, result.warnings, stream.seq, self.status_flags)
+            key += (self.deprecate_eof,)
+            encoded = answers.get(key)
+            if encoded is not None:
+                stream.write_packets(*encoded)
+                await stream.flush()
+                return
+            start, first_seq = len(stream.buffer), stream.seq
         columns = [as_column(c) for c in result.columns]
         self._write_columns(columns)
         rows = iter(result.rows)
@@ -844,8 +878,11 @@ class Connection:
             if len(batch) < ROWS_PER_BATCH:
                 break
             if len(stream.buffer) >= FLUSH_BYTES:
+                answers = None
                 await stream.flush()
         self._write_end_of_rows(warnings=result.warnings)
+        if answers is not None:
+            answers.put(key, bytes(stream.buffer[start:]), (stream.seq - first_seq) & 0xFF)
         await stream.flush()
 
     def _write_columns(self, columns: Sequence[Column]) -> None:

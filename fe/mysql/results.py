@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import struct
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
@@ -110,6 +110,28 @@ class Column:
         return f"Column({self.name!r} {self.spec.type.name}({self.length},{self.decimals}))"
 
 
+class EncodedAnswers:
+    """A statement's answers as the connection last sent them (packets, framed), by what each
+    depends on; at most MAX_ENCODED_ANSWERS of them, each at most MAX_ENCODED_ANSWER_BYTES."""
+
+    __slots__ = ("_answers",)
+
+    def __init__(self) -> None:
+        self._answers: dict[Hashable, tuple[bytes, int]] = {}
+
+    def get(self, key: Hashable) -> tuple[bytes, int] | None:
+        """The answer's bytes and how many packets they are."""
+        return self._answers.get(key)
+
+    def put(self, key: Hashable, encoded: bytes, packets: int) -> None:
+        if len(encoded) <= MAX_ENCODED_ANSWER_BYTES and len(self._answers) < MAX_ENCODED_ANSWERS:
+            self._answers[key] = (encoded, packets)
+
+
+MAX_ENCODED_ANSWERS = 4
+MAX_ENCODED_ANSWER_BYTES = 1024
+
+
 @dataclass
 class Result:
     """What a session returns from handle_query.
@@ -117,6 +139,9 @@ class Result:
     Without columns the client gets an OK packet carrying affected_rows, last_insert_id, warnings
     and info; with columns it gets a result set of rows (each a sequence of Python values: None, str,
     bytes, int, float, Decimal, date, datetime, time, timedelta).
+
+    A session whose answer is the same whenever answer_key is (a constant SELECT's values) may give
+    `answers`, where the connection keeps the encoded answer to send again as it is.
     """
 
     columns: Sequence[Column | ResultColumn | str] = ()
@@ -125,6 +150,8 @@ class Result:
     last_insert_id: int = 0
     info: str = ""
     warnings: int = 0
+    answers: EncodedAnswers | None = None
+    answer_key: Hashable = None
 
 
 def column(

@@ -15,6 +15,7 @@ from mysql_mimic.session import BaseSession
 
 from fe.mysql.connection import Connection, KillKind, PacketStream, ProcessInfo
 from fe.mysql.errors import ErrorCode, sqlstate_for
+from fe.mysql.transport import ClientSocket
 
 logger = logging.getLogger(__name__)
 
@@ -76,8 +77,12 @@ class MysqlFront:
         """Listen; when this returns clients can connect, and .port is the bound port."""
         assert self._server is None, "already started"
         self._loop = asyncio.get_running_loop()
-        self._server = await asyncio.start_server(
-            self._serve, self.host, self.port, backlog=self.backlog, reuse_address=True
+        self._server = await self._loop.create_server(
+            lambda: ClientSocket(self._connected),
+            self.host,
+            self.port,
+            backlog=self.backlog,
+            reuse_address=True,
         )
         self.port = self._server.sockets[0].getsockname()[1]
         self.started_at = time.monotonic()
@@ -119,13 +124,14 @@ class MysqlFront:
             connection.kill(kind)
         return True
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
+    def _connected(self, socket: ClientSocket) -> None:
+        task = self._loop.create_task(self._serve(socket))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        stream = PacketStream(reader, writer, self.max_packet_bytes)
-        peer = writer.get_extra_info("peername")
+
+    async def _serve(self, socket: ClientSocket) -> None:
+        stream = PacketStream(socket, self.max_packet_bytes)
+        peer = socket.get_extra_info("peername")
         host = str(peer[0]) if isinstance(peer, tuple) else "localhost"
         if self._admitted >= self.max_connections:
             logger.warning("refused a connection from %s: %d connections", host, self._admitted)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import ssl
 
+from fe.mysql.transport import ClientSocket
+
 READ_BYTES = 64 * 1024
 
 
@@ -18,8 +20,8 @@ class TlsChannel:
 
     def __init__(
         self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
+        reader: ClientSocket,
+        writer: ClientSocket,
         context: ssl.SSLContext,
     ):
         self._reader = reader

@@ -20,7 +20,7 @@ from sqlglot.tokens import Token, TokenType
 from be import engine
 from fe.client_errors import engine_error
 from fe.mysql.errors import ErrorCode, QueryError
-from fe.mysql.results import Result, column
+from fe.mysql.results import EncodedAnswers, Result, column
 from fe.sql.parser import INTERNAL_CATALOG
 from fe.statements import coercions, mysql_functions, schema_lookup
 from fe.statements.information_schema import INFORMATION_SCHEMA
@@ -67,6 +67,13 @@ DUCKDB_TYPES = {
 
 
 def python_type(value: object) -> str:
+    exact = _EXACT_TYPES.get(
+        type(value)
+    )  # the common cases first: a constant SELECT asks each time
+    if exact is not None:
+        return exact
+    if type(value) is int and -(2**63) <= value < 2**63:
+        return "BIGINT"
     if isinstance(value, bool):
         return "TINYINT"
     if isinstance(value, int):
@@ -84,6 +91,9 @@ def python_type(value: object) -> str:
     return "VARCHAR"
 
 
+_EXACT_TYPES = {str: "VARCHAR", type(None): "VARCHAR", float: "DOUBLE", bool: "TINYINT"}
+
+
 @dataclass(frozen=True)
 class SelectPlan:
     """A parsed SELECT ready to run again: the statement cache keeps these."""
@@ -93,7 +103,9 @@ class SelectPlan:
     constant: tuple[Callable, ...] | None  # per-column evaluators when no engine is needed
     lists: tuple[tuple[str, pa.Table], ...] = ()  # long IN lists, by the table name they read
     lookup: schema_lookup.Lookup | None = None  # an information_schema query without the engine
+    no_rows: bool = False  # a constant SELECT with LIMIT 0
     headers: dict = field(default_factory=dict, compare=False, repr=False)  # a constant's columns
+    answers: EncodedAnswers = field(default_factory=EncodedAnswers, compare=False, repr=False)
 
 
 MAX_HEADERS = 4  # result columns a constant SELECT keeps, one list per tuple of its value types
@@ -116,7 +128,12 @@ def plan_select(expression: exp.Expression, written: list[str] | None = None) ->
             constant = tuple(evaluators)
     lists = _lists_as_tables(expression)
     lookup = None if constant or lists else schema_lookup.lookup_of(expression)
-    return SelectPlan(expression, names, constant, lists, lookup)
+    return SelectPlan(expression, names, constant, lists, lookup, _limit_zero(expression))
+
+
+def _limit_zero(expression: exp.Expression) -> bool:
+    limit = expression.args.get("limit")
+    return limit is not None and limit.expression is not None and limit.expression.this == "0"
 
 
 def _lists_as_tables(expression: exp.Expression) -> tuple[tuple[str, pa.Table], ...]:
@@ -248,17 +265,27 @@ def _number(text: str):
 
 async def run_select(session, plan: SelectPlan) -> Result:
     if plan.constant is not None:
-        row = tuple(evaluate(session) for evaluate in plan.constant)
-        limit = plan.expression.args.get("limit")
-        rows = [row]
-        if limit is not None and limit.expression is not None and limit.expression.this == "0":
-            rows = []
-        return Result(columns=_constant_columns(plan, row), rows=rows)
+        return constant_answer(session, plan)
     if plan.lookup is not None:
         answer = await plan.lookup.run(session, plan.names)
         if answer is not None:
             return answer
     return await _run_in_engine(session, plan)
+
+
+def constant_answer(session, plan: SelectPlan) -> Result:
+    row = tuple([evaluate(session) for evaluate in plan.constant])
+    rows = [] if plan.no_rows else [row]
+    types = tuple([type(value) for value in row])
+    if ANSWER_KEY_TYPES.issuperset(types):  # equal values of these types encode alike
+        answer_key = (types, row)
+        return Result(
+            _constant_columns(plan, row), rows, answers=plan.answers, answer_key=answer_key
+        )
+    return Result(_constant_columns(plan, row), rows)
+
+
+ANSWER_KEY_TYPES = frozenset((int, str, type(None)))
 
 
 def _constant_columns(plan: SelectPlan, row: tuple) -> list:

@@ -962,9 +962,10 @@ def test_kill_query_interrupts_statement_and_keeps_connection(front):
         victim_id = _connection_id(victim)
         thread, outcome = _sleep_in_thread(victim)
 
-        def sleeping():
+        def sleeping():  # its SLEEP, not the state its last statement left a moment longer
             return any(
-                p.id == victim_id and p.command == "Query" for p in front.front.processlist()
+                p.id == victim_id and p.command == "Query" and p.info == "SELECT SLEEP(30)"
+                for p in front.front.processlist()
             )
 
         wait_until(sleeping, 10, "the victim to be running")
@@ -994,7 +995,8 @@ def test_kill_connection_ends_busy_and_idle_connections(front):
         thread, outcome = _sleep_in_thread(busy)
         wait_until(
             lambda: any(
-                p.id == busy_id and p.command == "Query" for p in front.front.processlist()
+                p.id == busy_id and p.command == "Query" and p.info == "SELECT SLEEP(30)"
+                for p in front.front.processlist()
             ),
             10,
             "the busy connection to be running its query",

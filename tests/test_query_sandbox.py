@@ -43,14 +43,20 @@ def refused(connection, sql) -> pymysql.err.MySQLError:
     return caught.value
 
 
+CONNECTION_ID_QUERY = "SELECT CONNECTION_ID()"
+
+
 def connection_id(connection) -> int:
-    return run(connection, "SELECT CONNECTION_ID()")[0][0]
+    return run(connection, CONNECTION_ID_QUERY)[0][0]
 
 
 def wait_running(root, victim_id: int) -> None:
-    def running():
+    def running():  # the statement sent, not the connection's last (shown until its loop turns)
         rows = run(root, "SHOW FULL PROCESSLIST")
-        return any(row[0] == victim_id and row[4] == "Query" for row in rows)
+        return any(
+            row[0] == victim_id and row[4] == "Query" and row[7] != CONNECTION_ID_QUERY
+            for row in rows
+        )
 
     wait_until(running, STOP_SECONDS, "the query to be running")
 
@@ -284,7 +290,7 @@ def test_kill_query_from_the_mariadb_cli_victim(quire, root):
 
         def victim_id():
             rows = run(root, "SHOW FULL PROCESSLIST")
-            return next((row[0] for row in rows if row[1] == "nobody" and row[4] == "Query"), None)
+            return next((row[0] for row in rows if row[1] == "nobody" and row[7] == ENDLESS), None)
 
         target = wait_until(victim_id, STOP_SECONDS, "the CLI's query to be running")
         run(root, f"KILL QUERY {target}")

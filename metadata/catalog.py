@@ -721,7 +721,7 @@ class Catalog:
             raise ApplyError(op, f"no database with id {table.db_id}")
         if op.name in names:
             raise ApplyError(op, f"Table '{op.name}' already exists")
-        table = _renamed(table, op.name)
+        table = renamed(table, op.name)
         del self.recycle_bin[table.id]
         self.tables[table.id] = table
         names[table.name] = table.id
@@ -783,7 +783,7 @@ class Catalog:
             raise UnknownTable(op, f"no table with id {missing}")
         if table.db_id != other.db_id or table.id == other.id:
             raise ApplyError(op, "SWAP takes two tables of one database")
-        swapped = (_renamed(table, other.name), _renamed(other, table.name))
+        swapped = (renamed(table, other.name), renamed(other, table.name))
         names = self._table_ids_by_db[table.db_id]
         for each in swapped:
             self.tables[each.id] = each
@@ -871,7 +871,8 @@ class Catalog:
         assert len(self._db_ids_by_name) == len(self.dbs), "two databases with one name"
 
 
-def _renamed(table: Table, name: str) -> Table:
+def renamed(table: Table, name: str) -> Table:
+    """The table under another name: an unpartitioned table's partition is named as it."""
     partitions = table.partitions
     if not table.partition_columns and name != table.name:  # its partition is named as it
         partitions = tuple(replace(p, name=name) for p in partitions)

@@ -1198,17 +1198,7 @@ class Grammar:
                 where.append((column, self.literal_text()))
                 if not self.accept("AND"):
                     break
-        order_by = []
-        if self.accept("ORDER", "BY"):
-            while True:
-                column = self.identifier()
-                descending = self.accept("DESC")
-                if not descending:
-                    self.accept("ASC")
-                order_by.append((column, descending))
-                if not self.accept_type(TokenType.COMMA):
-                    break
-        return st.ShowAlter(kind, db, tuple(where), tuple(order_by), *self.limit_offset())
+        return st.ShowAlter(kind, db, tuple(where), self.order_by(), *self.limit_offset())
 
     def alter_job_kind(self) -> str:
         if self.accept("COLUMN"):

@@ -422,7 +422,7 @@ class ShowAlter:
     kind: str  # COLUMN or ROLLUP
     db: str | None = None
     where: tuple[tuple[str, str], ...] = ()  # (column title, value): equal, all of them
-    order_by: tuple[tuple[str, bool], ...] = ()  # (column title, descending)
+    order_by: tuple[OrderBy, ...] = ()
     limit: int | None = None
     offset: int = 0
 

@@ -174,23 +174,17 @@ async def show_alter(session, statement: st.ShowAlter) -> Result:
         and job.job_type == job_type
         and privileges.has(session.user, privileges.ALTER, database.name, job.table_name)
     ]
-    positions = {name.lower(): i for i, name in enumerate(names)}
     for column, value in statement.where:
-        position = _title(positions, column)
+        position = show.title_index(names, column)
         rows = [row for row in rows if str(row[position]) == value]
-    for column, descending in reversed(statement.order_by):
-        position = _title(positions, column)
-        rows.sort(key=lambda row, p=position: (row[p] is not None, row[p]), reverse=descending)
+    for order in reversed(statement.order_by):
+        position = show.title_index(names, order.column)
+        rows.sort(
+            key=lambda row, p=position: (row[p] is not None, row[p]), reverse=order.descending
+        )
     if statement.limit is not None:
         rows = rows[statement.offset : statement.offset + statement.limit]
     return show.text_result(names, [tuple(_text(v) for v in row) for row in rows])
-
-
-def _title(positions: dict[str, int], column: str) -> int:
-    position = positions.get(column.lower())
-    if position is None:
-        raise QueryError(1105, f"Title name[{column}] does not exist")
-    return position
 
 
 def _text(value) -> str | None:

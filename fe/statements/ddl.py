@@ -14,6 +14,7 @@ from fe.sql import statements as st
 from fe.statements import alter_jobs, create_table_as_select, partitioning, schema_change
 from fe.statements.partitioning import PartitionColumns
 from metadata import ops
+from metadata.catalog import renamed
 from metadata.records import Column, Database, KeyModel, Partition, PartitionKind, Table
 
 DEFAULT_BUCKETS = 10
@@ -484,22 +485,14 @@ def replace_with_table(
         raise QueryError(1105, f"Invalid swap value: {swap}")
     if swap == "true":
         return [ops.SwapTables(table.id, other.id)]
-    return [ops.DropTable(table.id), ops.ReplaceTable(renamed_table(other, table.name))]
-
-
-def renamed_table(table: Table, name: str) -> Table:
-    """The table under another name: an unpartitioned table's partition is named as the table."""
-    partitions = table.partitions
-    if not table.partition_columns:
-        partitions = tuple(dataclasses.replace(p, name=name) for p in partitions)
-    return dataclasses.replace(table, name=name, partitions=partitions)
+    return [ops.DropTable(table.id), ops.ReplaceTable(renamed(other, table.name))]
 
 
 def _rename_table(session, database, table: Table, action: st.RenameTable) -> Table:
     session.require(privileges.CREATE, database.name, action.new_name)
     if session.catalog.table(database.id, action.new_name) is not None:
         raise QueryError(1050, f"Table '{action.new_name}' already exists")
-    return renamed_table(table, action.new_name)
+    return renamed(table, action.new_name)
 
 
 def _add_partition(session, database, table: Table, action: st.AddPartition) -> Table:

@@ -19,6 +19,14 @@ from fe.statements.partitioning import PartitionColumns
 from metadata.records import KeyModel, PartitionKind, Rollup, Table
 
 
+def title_index(titles, name: str) -> int:
+    """Where a SHOW's column of that title (any case) is; Doris's error for none."""
+    for index, title in enumerate(titles):
+        if title.lower() == name.lower():
+            return index
+    raise QueryError(1105, f"Title name[{name}] does not exist")
+
+
 def like_matcher(pattern: str | None, case_sensitive: bool = True):
     """MySQL's LIKE (`%` any run, `_` any one character, `\\` escapes), in time linear in the
     pattern: the runs between `%`s are matched leftmost, one after the other, never backtracking."""

@@ -11,11 +11,11 @@ from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
 from fe.security import privileges
 from fe.sql import statements as st
+from fe.statements import ddl
 from fe.statements.ddl import resolve_database
-from fe.statements.show import readable_table, text_result
+from fe.statements.show import readable_table, text_result, title_index
 from metadata.records import Partition, Table
 
-DEFAULT_REPLICATION_NUM = 3  # Doris's, for a table whose properties name none
 SIZE_UNITS = (("TB", 1024**4), ("GB", 1024**3), ("MB", 1024**2), ("KB", 1024))
 
 TABLE_DATA_TITLES = ("TableName", "Size", "ReplicaCount", "RemoteSize")
@@ -60,7 +60,7 @@ def replication_num(table: Table) -> int:
     ]
     if all(count.isdigit() for count in counts):
         return sum(int(count) for count in counts)
-    return DEFAULT_REPLICATION_NUM
+    return ddl.DEFAULT_REPLICATION_NUM
 
 
 def index_tablets(table: Table, partition: Partition) -> list[tuple[str, int, range]]:
@@ -83,13 +83,6 @@ def replica_count(table: Table, index_name: str | None = None) -> int:
         if index_name is None or name == index_name
     )
     return tablets * replication_num(table)
-
-
-def title_index(titles: tuple[str, ...], name: str) -> int:
-    for index, title in enumerate(titles):
-        if title.lower() == name.lower():
-            return index
-    raise QueryError(1105, f"Title name[{name}] does not exist")
 
 
 def sorted_rows(rows: list[tuple], titles: tuple[str, ...], order_by) -> list[tuple]:

@@ -53,6 +53,47 @@ BE_KEYS = (
         "storage",
         comment="Where the TN keeps its log (wal/) and the objects (objects/): a folder or a pyarrow filesystem URI.",
     ),
+    # The logservice: the TN's write-ahead log and timestamp oracle.
+    Key(
+        "logservice_replicas",
+        1,
+        comment="Replicas of the TN's log: 1 (in the TN's storage_root) or 3 (logservice_peers).",
+    ),
+    Key(
+        "logservice_port",
+        9070,
+        comment="The port this log replica replicates on when logservice_replicas is 3.",
+    ),
+    Key(
+        "logservice_peers",
+        "",
+        comment="Every log replica's host:port, comma-separated, when logservice_replicas is 3.",
+    ),
+    Key(
+        "logservice_max_record_bytes",
+        1048576,
+        comment="The largest record the log takes (one commit's entry in the TN's log).",
+    ),
+    Key(
+        "logservice_append_timeout_ms",
+        10000,
+        comment="How long an append waits for a majority of replicas before it fails.",
+    ),
+    Key(
+        "logservice_truncate_interval_second",
+        10,
+        comment="How often each replica drops the log entries below the TN's truncate point.",
+    ),
+    Key(
+        "logservice_truncate_keep_entries",
+        1000,
+        comment="Entries a replica keeps below its newest, however old: a follower this far behind catches up from the log.",
+    ),
+    Key(
+        "tso_window_millisecond",
+        1000,
+        comment="How far ahead of the clock the timestamp oracle reserves timestamps with one log write.",
+    ),
 )
 
 

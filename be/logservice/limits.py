@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from be.config import Config
 from be.logservice.lsn import MAX_RECORDS_PER_ENTRY
 from metadata.journal.limits import JournalLimits
 
@@ -59,6 +60,31 @@ class LogLimits:
         broken = [rule for rule, holds in rules.items() if not holds]
         if broken:
             raise ValueError(f"logservice limits must satisfy: {', '.join(broken)}")
+
+    @classmethod
+    def from_config(cls, config: Config) -> LogLimits:
+        """The limits be.conf sets; the others keep their defaults."""
+        max_record_bytes = config["logservice_max_record_bytes"]
+        max_append_bytes = max(cls.max_append_bytes, max_record_bytes)
+        largest_entry = (
+            max_append_bytes
+            + APPEND_FRAMING_BYTES
+            + RECORD_FRAMING_BYTES * cls.max_records_per_append
+        )
+        payload = max(_journal_limits().max_payload_bytes, largest_entry)
+        return cls(
+            max_record_bytes=max_record_bytes,
+            max_append_bytes=max_append_bytes,
+            max_read_bytes=max(cls.max_read_bytes, max_record_bytes),
+            append_timeout=config["logservice_append_timeout_ms"] / 1000,
+            truncate_interval=config["logservice_truncate_interval_second"],
+            truncate_keep_entries=config["logservice_truncate_keep_entries"],
+            tso_window_ns=config["tso_window_millisecond"] * 1_000_000,
+            journal=JournalLimits(
+                max_payload_bytes=payload,
+                max_frame_bytes=max(JournalLimits.max_frame_bytes, 8 * payload),
+            ),
+        )
 
     def journal_options(self) -> dict[str, float | int]:
         """The journal's limits as ReplicatedJournal takes them."""

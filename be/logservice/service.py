@@ -69,6 +69,7 @@ class LogService:
     ):
         self.folder = folder
         self.limits = limits
+        self.self_address = journal.self_address
         self._journal = journal
         self._state_machine = state_machine
         self._saved = saved  # what the state file holds

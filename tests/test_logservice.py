@@ -201,8 +201,9 @@ def test_the_truncation_worker_keeps_entries_a_lagging_follower_may_need(tmp_pat
     wait_until(
         lambda: log.first_kept_lsn() >= (last_index - 30) << 16, 10, "the worker to truncate"
     )
-    time.sleep(0.3)  # several more rounds: still not past the margin
-    assert log.first_kept_lsn() == (last_index + 1 - 30 + 1) << 16  # the truncate entry is last
+    margin_kept = last_index + 1 - 30 + 1  # the truncate entry is the last one
+    assert log.truncate_physically() == margin_kept  # another round: not past the margin
+    assert log.first_kept_lsn() == margin_kept << 16
     assert log.read(lsns[-1], 100) == [(lsns[-1], content(0, 99))]
 
 
@@ -219,6 +220,23 @@ def test_a_damaged_state_file_is_refused_with_a_clear_error(tmp_path, opened):
         LogService.open(tmp_path, FAST)
     state_file.write_bytes(good)
     assert [lsn for lsn, _ in opened(tmp_path).read(lsns[10], 1 << 20)] == lsns[10:]
+
+
+def test_a_state_file_that_cannot_be_written_postpones_truncation_only(tmp_path, opened):
+    log = opened(tmp_path, LogLimits(truncate_interval=3600, truncate_keep_entries=0))
+    lsns = [log.append([content(0, n)])[0] for n in range(20)]
+    log.truncate(lsns[10])
+    (tmp_path / (STATE_FILE + ".tmp")).mkdir()  # where the state file is written first
+    with pytest.raises(LogUnavailable, match="cannot save the log's state"):
+        log.truncate_physically()
+    assert log.first_kept_lsn() == 0  # nothing dropped without a saved state
+    more = log.append([b"still appending"])
+    assert len(log.read(0, 1 << 20)) == 21
+    (tmp_path / (STATE_FILE + ".tmp")).rmdir()
+    assert log.truncate_physically() == raft_index_of(lsns[10])
+    log.close()
+    log = opened(tmp_path)
+    assert log.read(lsns[10], 1 << 20)[-1] == (more[0], b"still appending")
 
 
 def test_timestamps_increase_under_threads_and_across_restarts(tmp_path, opened):
@@ -377,17 +395,27 @@ def test_three_replicas_keep_every_acknowledged_record_when_the_leader_goes(tmp_
     assert not stranger.wait_ready(1.0) and stranger.last_lsn() == 0
     assert agreed_leader(replicas) is leader  # the stranger unseated no one
 
+    point = sorted(acknowledged)[100]
+    leader.truncate(point)  # every replica's worker drops the entries below it, on its own
+    for replica in replicas:
+        wait_until(lambda r=replica: r.first_kept_lsn() == point, 20, "the replicas to truncate")
+    kept = {lsn: record for lsn, record in acknowledged.items() if lsn >= point}
+
     leader.close()
     survivors = [replica for replica in replicas if replica is not leader]
     new_leader = agreed_leader(survivors)
     assert new_leader.wait_ready(20)
-    assert dict(new_leader.read(0, 64 << 20)) == acknowledged
+    assert new_leader.truncated_lsn() == point
+    assert dict(new_leader.read(point, 64 << 20)) == kept
+    with pytest.raises(LsnTruncated):
+        new_leader.read(0, 64 << 20)
+    acknowledged = kept
     assert TimestampOracle(new_leader).next() > stamp
     [after] = new_leader.append([b"after the failover"])
     assert after > max(acknowledged)
     others = [replica for replica in survivors if replica is not new_leader]
     wait_until(lambda: others[0].last_lsn() == after, 10, "the follower to apply it")
-    assert dict(others[0].read(0, 64 << 20)) == {**acknowledged, after: b"after the failover"}
+    assert dict(others[0].read(point, 64 << 20)) == {**kept, after: b"after the failover"}
 
 
 def test_limits_come_from_be_conf():

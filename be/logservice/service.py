@@ -19,12 +19,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from be.logservice.entries import (
-    decode_records,
-    encode_append,
-    encode_reserve_timestamps,
-    encode_truncate,
-)
+from be.logservice.entries import decode_records, encode_reserve_timestamps, encode_truncate
 from be.logservice.errors import (
     BadRequest,
     LogClosed,
@@ -35,6 +30,7 @@ from be.logservice.errors import (
     NotLeader,
     RecordTooLarge,
 )
+from be.logservice.group import GroupAppender
 from be.logservice.limits import LogLimits
 from be.logservice.lsn import lsn_of, position_of, raft_index_of
 from be.logservice.state import LogState, LogStateMachine, read_state_file, write_state_file
@@ -77,6 +73,12 @@ class LogService:
         self._readers = 0
         self._closed = False
         self._lifecycle = threading.Condition()  # guards _readers and _closed
+        self._groups = GroupAppender(
+            journal.submit,
+            limits.max_records_per_append,
+            limits.max_append_bytes,
+            limits.max_groups_in_flight,
+        )
         self._worker = TruncationWorker(
             self.truncate_physically, limits.truncate_interval, "quire-log-truncation"
         )
@@ -171,9 +173,17 @@ class LogService:
                 f"records of up to {largest} bytes, {total} in all, exceed the limits "
                 f"({limits.max_record_bytes} bytes a record, {limits.max_append_bytes} an append)"
             )
-        first = self._commit(encode_append(records), timeout)
+        self._check_open()
+        timeout = limits.append_timeout if timeout is None else timeout
+        try:
+            outcome = self._groups.append(records, timeout)
+        except (JournalError, LogServiceError) as error:
+            raise _log_error(error) from None
+        if outcome is None:
+            raise LogUnavailable(f"no commit within {timeout:.3f}s: it may or may not be appended")
+        first, position = outcome
         assert position_of(first) == 0, first
-        return [first + position for position in range(len(records))]
+        return [first + position + offset for offset in range(len(records))]
 
     def truncate(self, lsn: int, timeout: float | None = None) -> None:
         """Record that records below lsn may be dropped (the TN checkpointed them)."""
@@ -192,18 +202,10 @@ class LogService:
         timeout = self.limits.append_timeout if timeout is None else timeout
         try:
             result = self._journal.commit(payload, timeout)
-        except NotLeaderError as error:
-            raise NotLeader(error.leader) from None
-        except PayloadTooLargeError as error:
-            raise RecordTooLarge(str(error)) from None
-        except JournalClosedError:
-            raise LogClosed("the log is closed") from None
-        except JournalTimeoutError as error:
-            raise LogUnavailable(f"{error}: it may or may not be appended") from None
         except JournalError as error:
-            raise LogUnavailable(str(error)) from None
+            raise _log_error(error) from None
         if isinstance(result, LogServiceError):
-            raise result
+            raise _log_error(result)
         assert isinstance(result, int), result
         return result
 
@@ -295,7 +297,10 @@ class LogService:
                 term = journal.term_at(state.applied_index)
                 if term is not None:  # else not on disk yet: next time
                     saved = replace(state, applied_term=term)
-                    write_state_file(self.folder / STATE_FILE, saved)
+                    try:
+                        write_state_file(self.folder / STATE_FILE, saved)
+                    except OSError as error:
+                        raise LogUnavailable(f"cannot save the log's state: {error}") from None
                     self._saved = saved
             status = journal.status()
             target = min(
@@ -320,6 +325,21 @@ class LogService:
 
     def _reading(self) -> _Reading:
         return _Reading(self)
+
+
+def _log_error(error: JournalError | LogServiceError) -> LogServiceError:
+    """The logservice's error for a journal's, new for each caller (a group's callers share one)."""
+    if isinstance(error, NotLeaderError):
+        return NotLeader(error.leader)
+    if isinstance(error, PayloadTooLargeError):
+        return RecordTooLarge(str(error))
+    if isinstance(error, JournalClosedError):
+        return LogClosed("the log is closed")
+    if isinstance(error, JournalTimeoutError):
+        return LogUnavailable(f"{error}: it may or may not be appended")
+    if isinstance(error, JournalError):
+        return LogUnavailable(str(error))
+    return error  # the state machine refused the entry (LogCorrupted)
 
 
 class _Reading:

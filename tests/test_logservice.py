@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from be.config import BE_KEYS, DEFAULT_BE_CONF, Config
+from be.logservice.entries import decode_records
 from be.logservice.errors import (
     BadRequest,
     LogClosed,
@@ -28,6 +29,7 @@ from be.logservice.errors import (
     NotLeader,
     RecordTooLarge,
 )
+from be.logservice.group import GroupAppender
 from be.logservice.limits import LogLimits
 from be.logservice.lsn import raft_index_of
 from be.logservice.service import STATE_FILE, WAL_FOLDER, LogService
@@ -416,6 +418,48 @@ def test_three_replicas_keep_every_acknowledged_record_when_the_leader_goes(tmp_
     others = [replica for replica in survivors if replica is not new_leader]
     wait_until(lambda: others[0].last_lsn() == after, 10, "the follower to apply it")
     assert dict(others[0].read(point, 64 << 20)) == {**kept, after: b"after the failover"}
+
+    others[0].close()  # one replica of three left: no quorum, and a clear refusal in time
+    started = time.monotonic()
+    with pytest.raises(LogUnavailable):
+        new_leader.append([b"without a quorum"], timeout=2.0)
+    assert time.monotonic() - started < 5
+    assert dict(new_leader.read(point, 64 << 20))[after] == b"after the failover"
+
+
+def test_appends_wait_in_bounded_groups_and_keep_their_order():
+    submitted = []
+    groups = GroupAppender(
+        lambda payload, settle: submitted.append((decode_records(payload), settle)),
+        max_records=3,
+        max_bytes=100,
+        max_groups_in_flight=1,
+        max_groups_waiting=1,
+    )
+    assert groups.append([b"a"], timeout=0.01) is None  # in flight, not settled yet
+    assert groups.append([b"b", b"c"], timeout=0.01) is None  # waits in the open group
+    with pytest.raises(LogUnavailable, match="retry later"):
+        groups.append([b"d", b"e"], timeout=0.01)  # fits no group; none more may wait
+    assert [records for records, _ in submitted] == [[b"a"]]
+    submitted[0][1](7 << 16, None)
+    assert [records for records, _ in submitted] == [[b"a"], [b"b", b"c"]]
+    outcome = []
+
+    def append_f() -> None:
+        try:
+            outcome.append(groups.append([b"f"], 10))
+        except LogUnavailable as error:
+            outcome.append(error)
+
+    waiter = threading.Thread(target=append_f)
+    waiter.start()
+    wait_until(lambda: groups._waiting, 10, "the next group to open")
+    submitted[1][1](9 << 16, None)
+    wait_until(lambda: len(submitted) == 3, 10, "the next group to go")
+    assert submitted[2][0] == [b"f"]
+    submitted[2][1](None, LogUnavailable("no quorum"))
+    waiter.join()
+    assert [str(error) for error in outcome] == ["no quorum"]
 
 
 def test_limits_come_from_be_conf():

@@ -3,7 +3,8 @@
 Appends that arrive while earlier groups are being committed join the open group; when a group's
 commit settles, the open one goes to the journal. With `max_groups_in_flight` groups committing,
 the others' records wait in the open group, up to `max_records_per_append` records and
-`max_append_bytes` bytes; a call that does not fit starts the next group. Every call's records
+`max_append_bytes` bytes; a call that does not fit starts the next group, and a call that would
+start one more than `max_groups_waiting` is refused at once. Every call's records
 stay together and in order within its group, so their LSNs are consecutive (see `lsn`).
 """
 
@@ -14,6 +15,7 @@ from collections import deque
 from collections.abc import Callable
 
 from be.logservice.entries import encode_append
+from be.logservice.errors import LogUnavailable
 
 Submit = Callable[[bytes, Callable[[object, Exception | None], None]], None]
 
@@ -30,12 +32,21 @@ class _Group:
 
 
 class GroupAppender:
-    def __init__(self, submit: Submit, max_records: int, max_bytes: int, max_groups_in_flight: int):
-        assert max_records > 0 and max_bytes > 0 and max_groups_in_flight > 0
+    def __init__(
+        self,
+        submit: Submit,
+        max_records: int,
+        max_bytes: int,
+        max_groups_in_flight: int,
+        max_groups_waiting: int,
+    ):
+        assert max_records > 0 and max_bytes > 0
+        assert max_groups_in_flight > 0 and max_groups_waiting > 0
         self._submit = submit
         self._max_records = max_records
         self._max_bytes = max_bytes
         self._max_in_flight = max_groups_in_flight
+        self._max_waiting = max_groups_waiting
         self._lock = threading.Lock()
         self._in_flight = 0
         self._waiting: deque[_Group] = deque()  # full or open groups, oldest first
@@ -52,6 +63,10 @@ class GroupAppender:
                 or len(group.records) + len(records) > self._max_records
                 or group.size + size > self._max_bytes
             ):
+                if len(self._waiting) >= self._max_waiting:
+                    raise LogUnavailable(
+                        f"{len(self._waiting)} full groups of appends are waiting; retry later"
+                    )
                 group = _Group()
                 self._waiting.append(group)
             position = len(group.records)

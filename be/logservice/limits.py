@@ -26,6 +26,7 @@ class LogLimits:
     max_append_bytes: int = 4 << 20  # the records of one append together
     max_read_bytes: int = 64 << 20  # the largest max_bytes a read may ask for
     max_groups_in_flight: int = 2  # group appends committing at once; later ones gather records
+    max_groups_waiting: int = 64  # groups gathering or full, waiting for one in flight to settle
     append_timeout: float = 10.0  # the longest an append waits for its commit
     truncate_interval: float = 10.0  # how often the truncation worker runs
     # Entries below the applied index a replica never drops, so that a follower a little behind
@@ -55,6 +56,7 @@ class LogLimits:
             "0 < max_groups_in_flight <= journal.max_pending_submissions": (
                 0 < self.max_groups_in_flight <= self.journal.max_pending_submissions
             ),
+            "max_groups_waiting > 0": self.max_groups_waiting > 0,
             "append_timeout > 0": self.append_timeout > 0,
             "truncate_interval > 0": self.truncate_interval > 0,
             "truncate_keep_entries >= 0": self.truncate_keep_entries >= 0,

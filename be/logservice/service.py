@@ -78,6 +78,7 @@ class LogService:
             limits.max_records_per_append,
             limits.max_append_bytes,
             limits.max_groups_in_flight,
+            limits.max_groups_waiting,
         )
         self._worker = TruncationWorker(
             self.truncate_physically, limits.truncate_interval, "quire-log-truncation"

@@ -35,7 +35,8 @@ class LogState:
     last_lsn: int = 0  # the newest record's LSN; 0: none
 
     def __post_init__(self) -> None:
-        assert min(asdict(self).values()) >= 0, self
+        assert self.applied_index >= 0 and self.applied_term >= 0, self
+        assert self.truncated_lsn >= 0 and self.reserved_timestamp >= 0 and self.last_lsn >= 0
 
 
 class LogStateMachine:

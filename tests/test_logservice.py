@@ -419,7 +419,20 @@ def test_three_replicas_keep_every_acknowledged_record_when_the_leader_goes(tmp_
     wait_until(lambda: others[0].last_lsn() == after, 10, "the follower to apply it")
     assert dict(others[0].read(point, 64 << 20)) == {**kept, after: b"after the failover"}
 
+    number = addresses.index(leader.self_address)  # the old leader comes back and catches up
+    rejoined = opened(
+        tmp_path / f"replica-{number}",
+        replica_limits(),
+        self_address=leader.self_address,
+        peers=addresses,
+        token=token,
+    )
+    wait_until(lambda: rejoined.last_lsn() == after, 20, "the old leader to catch up")
+    assert rejoined.truncated_lsn() == point and not rejoined.is_leader()
+    assert dict(rejoined.read(point, 64 << 20)) == {**kept, after: b"after the failover"}
+
     others[0].close()  # one replica of three left: no quorum, and a clear refusal in time
+    rejoined.close()
     started = time.monotonic()
     with pytest.raises(LogUnavailable):
         new_leader.append([b"without a quorum"], timeout=2.0)

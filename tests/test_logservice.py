@@ -220,6 +220,9 @@ def test_a_damaged_state_file_is_refused_with_a_clear_error(tmp_path, opened):
     state_file.write_bytes(good[: len(good) // 2])
     with pytest.raises(LogCorrupted, match="state file"):
         LogService.open(tmp_path, FAST)
+    state_file.unlink()  # the entries it covers are gone: replaying from the start cannot work
+    with pytest.raises(LogUnavailable, match="wal.state is missing"):
+        LogService.open(tmp_path, FAST)
     state_file.write_bytes(good)
     assert [lsn for lsn, _ in opened(tmp_path).read(lsns[10], 1 << 20)] == lsns[10:]
 

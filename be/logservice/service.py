@@ -101,11 +101,11 @@ class LogService:
         folder = Path(folder)
         voters = sorted({*peers, *([self_address] if self_address else [])})
         if peers and self_address is None:
-            raise ValueError("a replica with peers needs its own address")
+            raise BadRequest("a replica with peers needs its own address")
         if peers and not token:
-            raise ValueError("replicas share a token: strangers without it are refused")
+            raise BadRequest("replicas share a token: strangers without it are refused")
         if token is not None and not token:
-            raise ValueError("an empty token")
+            raise BadRequest("an empty token")
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         saved = read_state_file(folder / STATE_FILE) or LogState()
         state_machine = LogStateMachine(saved)
@@ -124,7 +124,10 @@ class LogService:
         try:
             journal.start()
         except JournalError as error:
-            raise LogUnavailable(f"cannot open the log in {folder}: {error}") from None
+            missing = "" if (folder / STATE_FILE).exists() else f" ({STATE_FILE} is missing)"
+            raise LogUnavailable(f"cannot open the log in {folder}: {error}{missing}") from None
+        except RuntimeError as error:  # RocksJournal finds its entries damaged
+            raise LogCorrupted(f"cannot open the log in {folder}: {error}") from None
         service = cls(folder, limits, journal, state_machine, saved)
         if not voters and not service.wait_ready(limits.append_timeout):
             service.close()

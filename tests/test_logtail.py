@@ -369,8 +369,9 @@ class Consumer:
 def servers():
     started = []
 
-    def start(limits=LIMITS, **kwargs):
-        server = LogtailPushServer(LogtailTable(limits), TOKEN, "127.0.0.1", 0, limits, **kwargs)
+    def start(limits=LIMITS, table=None, port=0, **kwargs):
+        table = table or LogtailTable(limits)
+        server = LogtailPushServer(table, TOKEN, "127.0.0.1", port, limits, **kwargs)
         server.start()
         started.append(server)
         return server
@@ -432,6 +433,7 @@ class CuttingProxy:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.sockets: list[socket.socket] = []
+        self.black_holes: set[socket.socket] = set()  # what they receive goes nowhere
         self.lock = threading.Lock()
         self.closed = False
         threading.Thread(target=self._accept, daemon=True).start()
@@ -448,11 +450,11 @@ class CuttingProxy:
             for source, target in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pump, args=(source, target), daemon=True).start()
 
-    @staticmethod
-    def _pump(source, target):
+    def _pump(self, source, target):
         try:
             while data := source.recv(1500):  # small pieces: cuts land inside frames
-                target.sendall(data)
+                if source not in self.black_holes:
+                    target.sendall(data)
         except OSError:
             pass
         for sock in (source, target):
@@ -460,6 +462,11 @@ class CuttingProxy:
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+    def silence(self):
+        """The open connections stay open but carry nothing more, as behind a dead router."""
+        with self.lock:
+            self.black_holes.update(self.sockets)
 
     def cut(self):
         with self.lock:
@@ -609,3 +616,74 @@ def test_too_large_a_pull_is_refused_until_a_checkpoint(servers):
     assert consumer.subscriber.wait_active(1, 10)
     assert consumer.checkpoints == [((1,), 95)]
     assert consumer.timestamps() == [96, 97, 98, 99, 100]
+
+
+def test_a_silent_stream_is_dropped_and_resumed(servers):
+    start, consumers = servers
+    limits = LogtailLimits(heartbeat_interval=0.01, idle_timeout=0.4, reconnect_max_delay=0.1)
+    server = start(limits)
+    proxy = CuttingProxy(server.port)
+    consumer = Consumer(proxy, tables=[1], limits=limits)
+    consumers.append(consumer)
+    assert consumer.subscriber.wait_active(1, 10)
+    stop = threading.Event()
+    published = []
+
+    def tn():
+        ts = 0
+        while not stop.is_set():
+            ts += 1
+            commit = Commit(ts, (rows(1, ts, 1),)) if ts % 3 == 0 else Commit(ts)
+            server.publish(commit)
+            published.append(commit)
+            time.sleep(limits.heartbeat_interval)
+
+    heartbeats = threading.Thread(target=tn)
+    heartbeats.start()
+    try:
+        wait_until(lambda: consumer.subscriber.watermark > 10, 10, "the stream to flow")
+        proxy.silence()
+        wait_until(lambda: consumer.subscriber.connects >= 2, 10, "a reconnect")
+        mark = published[-1].commit_ts
+        consumer.wait_watermark(mark + 10)
+    finally:
+        stop.set()
+        heartbeats.join()
+        proxy.close()
+    delivered = consumer.timestamps()
+    assert delivered == [c.commit_ts for c in published if c.changes][: len(delivered)]
+    assert delivered[-1] > mark
+
+
+def test_a_restarted_tn_rebuilt_from_its_log_resumes_its_cns(servers):
+    start, consumers = servers
+    limits = LogtailLimits(reconnect_min_delay=0.01, reconnect_max_delay=0.1)
+    log: list[bytes] = []  # what the TN logs: encoded commits; heartbeats are not logged
+
+    def commit(server, ts):
+        if ts % 10 == 0:
+            server.publish(Commit(ts))
+            return
+        change = rows(1, ts, 1) if ts % 2 else deletes(1, [ts - 1])
+        data = encode_commit(Commit(ts, (change,)), limits)
+        log.append(data)
+        server.publish(decode_commit(data, limits), data)
+
+    first = start(limits)
+    consumer = Consumer(first, tables=[1], limits=limits)
+    consumers.append(consumer)
+    assert consumer.subscriber.wait_active(1, 10)
+    for ts in range(1, 201):
+        commit(first, ts)
+    consumer.wait_watermark(200)
+    first.close()
+    replayed = LogtailTable(limits)
+    for data in log:
+        replayed.add(decode_commit(data, limits))
+    assert replayed.last_ts == 199  # below the CN's watermark: the last heartbeat is gone
+    second = start(limits, table=replayed, port=first.port)
+    for ts in range(201, 301):
+        commit(second, ts)
+    consumer.wait_watermark(300)
+    assert consumer.timestamps() == [ts for ts in range(1, 301) if ts % 10]
+    assert consumer.subscriber.connects == 2

@@ -125,7 +125,7 @@ class LogtailPushServer:
         self._token = token
         self._on_response_too_large = on_response_too_large
         self._peers: set[_Peer] = set()
-        self._connections = 0  # accepted, authenticated or not
+        self._connections: set[asyncio.Task] = set()  # accepted, authenticated or not
         self.last_pushed_ts = table.last_ts
         self.stats: collections.Counter[str] = collections.Counter()
         self._pending: collections.deque[tuple[Commit, bytes]] = collections.deque()
@@ -169,7 +169,9 @@ class LogtailPushServer:
         self._server.close()
         for peer in list(self._peers):
             peer.cut("the push server is closing")
-        await self._server.wait_closed()
+        for task in self._connections:
+            task.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
 
     def _stop_loop(self) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)
@@ -182,6 +184,7 @@ class LogtailPushServer:
         """Hand a committed transaction (or a heartbeat) to the CNs; called in commit order by one
         thread at a time. `encoded` is the commit as the TN logged it, if it has it. Waits at most
         the publish timeout for room, then raises PublishTimedOut."""
+        assert self._loop is not None, "publish after start"
         if encoded is None:
             encoded = encode_commit(commit, self.limits)
         with self._room:
@@ -242,12 +245,12 @@ class LogtailPushServer:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         host, port = writer.get_extra_info("peername")[:2]
         address = f"{host}:{port}"
-        if self._connections >= self.limits.max_connections:
+        if len(self._connections) >= self.limits.max_connections:
             logger.warning("logtail connection from %s refused: too many connections", address)
             self.stats["refused"] += 1
             writer.transport.abort()
             return
-        self._connections += 1
+        self._connections.add(asyncio.current_task())
         peer = None
         writing = None
         try:
@@ -277,8 +280,10 @@ class LogtailPushServer:
             if peer is None:
                 self.stats["refused"] += 1
             logger.info("logtail stream from %s closed: %s", address, error or type(error).__name__)
+        except asyncio.CancelledError:
+            pass
         finally:
-            self._connections -= 1
+            self._connections.discard(asyncio.current_task())
             if peer is not None:
                 self._peers.discard(peer)
                 peer.cut(peer.cut_reason or "closed")

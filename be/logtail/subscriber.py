@@ -70,6 +70,8 @@ class LogtailSubscriber:
         self._pending: dict[int, int] = {}  # table id -> the from_ts its subscription asked
         self._active: set[int] = set()
         self._stream_ts = 0  # every active table is delivered up to it
+        self._connection_ts = 0  # the newest timestamp heard on the current connection
+        self._watermark = 0  # min(_stream_ts, the pending subscriptions' from_ts), for readers
         self._writer: asyncio.StreamWriter | None = None
         self._last_heard = 0.0
         self._progress = threading.Condition()
@@ -118,8 +120,7 @@ class LogtailSubscriber:
     @property
     def watermark(self) -> int:
         """Every change of every subscribed table up to this timestamp was delivered."""
-        pending = list(self._pending.values())
-        return min([self._stream_ts, *pending])
+        return self._watermark
 
     def is_active(self, table_id: int) -> bool:
         return table_id in self._active
@@ -145,6 +146,7 @@ class LogtailSubscriber:
     # In the subscriber's loop from here on.
 
     def _progressed(self) -> None:
+        self._watermark = min([self._stream_ts, *self._pending.values()])
         with self._progress:
             self._progress.notify_all()
 
@@ -166,6 +168,7 @@ class LogtailSubscriber:
             raise LogtailError(f"more than {self.limits.max_subscribed_tables} subscribed tables")
         self._pending[table_id] = from_ts
         self._send(Subscribe((table_id,), from_ts))
+        self._progressed()
 
     def _unsubscribe(self, table_id: int) -> None:
         self._active.discard(table_id)
@@ -185,6 +188,7 @@ class LogtailSubscriber:
             step = self.limits.max_tables_per_request
             for start in range(0, len(table_ids), step):
                 self._send(Subscribe(tuple(table_ids[start : start + step]), from_ts))
+        self._progressed()
 
     async def _keep_connected(self) -> None:
         delay = self.limits.reconnect_min_delay
@@ -207,6 +211,13 @@ class LogtailSubscriber:
                     self.port,
                     error or type(error).__name__,
                 )
+            except Exception as error:
+                if not self._closing:  # else the CN's callback failed, and that was logged
+                    logger.exception("logtail subscriber %s stopped", self.name)
+                    self.last_error = error
+                self._closing = True
+                self._progressed()
+                raise
             finally:
                 self.connected = False
                 if self._writer is not None:
@@ -231,6 +242,7 @@ class LogtailSubscriber:
             writer.transport.abort()
             raise
         self._writer = writer
+        self._connection_ts = 0
         self.connected = True
         self.connects += 1
         self._resubscribe_all()
@@ -300,15 +312,16 @@ class LogtailSubscriber:
             if len(kept) < len(commit.changes):
                 commit = Commit(commit.commit_ts, kept)
             self._deliver(commit)
-        self._stream_ts = commit.commit_ts
+        self._stream_ts = self._connection_ts = commit.commit_ts
         self._progressed()
 
     def _receive_answer(self, answer: Subscribed) -> None:
         tables = frozenset(t for t in answer.table_ids if t in self._pending)
-        if answer.to_ts < self._stream_ts:
-            # Every push before the answer was taken before the answer's pull.
+        if answer.to_ts < self._connection_ts:
+            # Every push before an answer on one connection was sent before its pull was taken.
+            # (A restarted TN may answer below the watermark: it lost no commit, only heartbeats.)
             raise LogtailFormatError(
-                f"an answer up to {answer.to_ts} after a push at {self._stream_ts}"
+                f"an answer up to {answer.to_ts} after a push at {self._connection_ts}"
             )
         if tables:
             if answer.checkpoint_ts and self._on_checkpoint is not None:
@@ -323,6 +336,7 @@ class LogtailSubscriber:
                 del self._pending[table_id]
             self._active.update(tables)
         self._stream_ts = max(self._stream_ts, answer.to_ts)
+        self._connection_ts = max(self._connection_ts, answer.to_ts)
         self._progressed()
 
     def _ask_again(self, writer, table_ids: tuple[int, ...]) -> None:

@@ -286,7 +286,9 @@ class LogtailPushServer:
             self._connections.discard(asyncio.current_task())
             if peer is not None:
                 self._peers.discard(peer)
-                peer.cut(peer.cut_reason or "closed")
+                if peer.cut_reason is None:
+                    peer.cut_reason = "closed"
+                    logger.info("logtail stream of %s (%s) closed", peer.name, address)
             if writing is not None:
                 writing.cancel()
                 await asyncio.gather(writing, return_exceptions=True)

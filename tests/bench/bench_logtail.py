@@ -7,7 +7,7 @@ logtail_heartbeat_interval_millisecond between them, to N subscribed CNs (subscr
 process, each with its own thread and connection); the latency of a commit is from just before
 `publish` (which encodes it) to its delivery to a CN's callback. The anchor is the same 1-row
 commit's bytes sent as a length-prefixed frame over a loopback socket to a thread that reads it:
-the floor any stream over TCP in Python pays. Throughput: 1000-row commits (row id, an int and a
+the floor any stream over TCP in Python pays. Idle: the CPU that heartbeats alone cost. Throughput: 1000-row commits (row id, an int and a
 20-character string) published as fast as the server takes them, until the CNs' watermarks reach
 the last one.
 """
@@ -143,6 +143,24 @@ def latency(limits: LogtailLimits, cns: int, seconds: float, rate: int) -> None:
         cluster.close()
 
 
+def idle_cost(limits: LogtailLimits, cns: int, seconds: float) -> None:
+    """The CPU heartbeats alone cost (TN and CNs in this process)."""
+    cluster = Cluster(limits, cns)
+    try:
+        start_cpu, start = time.process_time(), time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            time.sleep(limits.heartbeat_interval)
+            cluster.publish((), timed=False)
+        cluster.wait_all()
+        cpu = (time.process_time() - start_cpu) / (time.perf_counter() - start)
+        report(
+            f"idle, heartbeats every {limits.heartbeat_interval * 1000:g} ms to {cns} CN(s): "
+            f"{cpu * 100:.1f}% of a core"
+        )
+    finally:
+        cluster.close()
+
+
 def socket_anchor(limits: LogtailLimits, seconds: float, rate: int) -> None:
     payload = encode_commit(Commit(1, (changes(1, 1),)), limits)
     sender, receiver = socket.socketpair()
@@ -204,10 +222,15 @@ def main() -> None:
     parser.add_argument("--cns", type=int, default=1)
     parser.add_argument("--rate", type=int, default=1000, help="1-row commits per second")
     parser.add_argument("--rows", type=int, default=1000, help="rows per commit for throughput")
+    parser.add_argument("--heartbeat-ms", type=int, help="logtail_heartbeat_interval_millisecond")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    limits = LogtailLimits.from_config(Config.load(BE_KEYS, []))
+    overrides = []
+    if args.heartbeat_ms is not None:
+        overrides.append(f"logtail_heartbeat_interval_millisecond={args.heartbeat_ms}")
+    limits = LogtailLimits.from_config(Config.load(BE_KEYS, [], overrides))
     report(f"Python {sys.version.split()[0]}, pyarrow {pa.__version__}")
+    idle_cost(limits, args.cns, args.seconds)
     socket_anchor(limits, args.seconds, args.rate)
     latency(limits, args.cns, args.seconds, args.rate)
     throughput(limits, args.cns, args.seconds, args.rows)

@@ -19,8 +19,10 @@ import pytest
 from be.logtail.entries import ROW_ID, Commit, TableChanges
 from be.logtail.errors import (
     AuthenticationFailed,
+    LogtailClosed,
     LogtailFormatError,
     LogtailTableFull,
+    PublishTimedOut,
     ResponseTooLarge,
 )
 from be.logtail.format import (
@@ -687,3 +689,48 @@ def test_a_restarted_tn_rebuilt_from_its_log_resumes_its_cns(servers):
     consumer.wait_watermark(300)
     assert consumer.timestamps() == [ts for ts in range(1, 301) if ts % 10]
     assert consumer.subscriber.connects == 2
+
+
+def test_publish_waits_for_room_then_refuses(servers):
+    start, _ = servers
+    limits = LogtailLimits(max_pending_publishes=2, publish_timeout=0.3)
+    server = start(limits)
+    server.publish(Commit(1))
+    # The server's loop is busy elsewhere: commits pile up to the limit, then publish refuses.
+    server._loop.call_soon_threadsafe(time.sleep, 1.5)
+    time.sleep(0.05)
+    server.publish(Commit(2))
+    server.publish(Commit(3))
+    began = time.monotonic()
+    with pytest.raises(PublishTimedOut):
+        server.publish(Commit(4))
+    assert time.monotonic() - began >= 0.3
+    wait_until(lambda: server.last_pushed_ts == 3, 10, "the loop to push again")
+    server.table.set_checkpoint(3)
+    server.publish(Commit(5))  # the refused commit 4 never entered the table: the TN retries it
+    server.close()
+    with pytest.raises(LogtailClosed):
+        server.publish(Commit(6))
+
+
+def test_connection_limit_and_a_failing_cn(servers):
+    start, consumers = servers
+    limits = LogtailLimits(max_connections=1, reconnect_max_delay=0.1)
+    server = start(limits)
+    failing = []
+
+    def apply(commit):
+        failing.append(commit)
+        raise RuntimeError("the CN could not apply it")
+
+    cn = LogtailSubscriber("127.0.0.1", server.port, TOKEN, apply, limits=limits, name="bad")
+    cn.start()
+    cn.subscribe(1)
+    assert cn.wait_active(1, 10)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as second:
+        assert second.recv(1) == b""  # over max_connections: closed at once
+    server.publish(Commit(1, (rows(1, 1, 1),)))
+    wait_until(lambda: isinstance(cn.last_error, RuntimeError), 10, "the CN to stop")
+    wait_until(lambda: not server.connected_cns, 10, "the TN to see it go")
+    assert len(failing) == 1 and not cn.wait_for_watermark(1, 0.2)
+    cn.close()

@@ -95,7 +95,7 @@ class LogtailSubscriber:
         self._task = asyncio.run_coroutine_threadsafe(self._keep_connected(), self._loop)
 
     def close(self) -> None:
-        if self._loop is None or self._closing:
+        if self._loop is None or self._loop.is_closed():
             return
         self._closing = True
         self._loop.call_soon_threadsafe(self._abort)

@@ -384,6 +384,11 @@ def servers():
         consumer.subscriber.close()
     for server in started:
         server.close()
+    wait_until(
+        lambda: not [t for t in threading.enumerate() if t.name.startswith("logtail-")],
+        10,
+        "the servers' and subscribers' threads to end",
+    )
 
 
 def test_two_cns_get_only_their_tables_and_every_heartbeat(servers):

@@ -77,35 +77,40 @@ class _Peer:
             len(self.frames) >= self.limits.send_queue_frames
             or self.queued_bytes + len(payload) > self.limits.send_queue_bytes
         ):
-            self.cut(f"too slow: {len(self.frames)} messages, {self.queued_bytes} bytes queued")
+            self.cut(
+                f"too slow: {len(self.frames)} messages, {self.queued_bytes} bytes queued",
+                logging.WARNING,
+            )
             return False
         self.frames.append(payload)
         self.queued_bytes += len(payload)
         self.ready.set()
         return True
 
-    def cut(self, reason: str) -> None:
+    def cut(self, reason: str, level: int = logging.INFO) -> None:
         if self.cut_reason is None:
             self.cut_reason = reason
-            logger.warning("logtail stream of %s (%s) cut: %s", self.name, self.address, reason)
+            logger.log(level, "logtail stream of %s (%s) cut: %s", self.name, self.address, reason)
             self.frames.clear()
             self.queued_bytes = 0
             self.writer.transport.abort()
             self.ready.set()
 
     async def write_queued(self) -> None:
-        while True:
-            await self.ready.wait()
-            self.ready.clear()
-            if self.cut_reason is not None:
-                return
-            pieces = []
-            while self.frames:
-                payload = self.frames.popleft()
-                pieces.extend(frame(payload))
-            self.queued_bytes = 0
-            self.writer.writelines(pieces)
-            await self.writer.drain()
+        try:
+            while True:
+                await self.ready.wait()
+                self.ready.clear()
+                if self.cut_reason is not None:
+                    return
+                pieces = []
+                while self.frames:
+                    pieces.extend(frame(self.frames.popleft()))
+                self.queued_bytes = 0
+                self.writer.writelines(pieces)
+                await self.writer.drain()
+        except (OSError, RuntimeError) as error:  # RuntimeError: writing to a closed transport
+            self.cut(f"writing failed: {error}")
 
 
 class LogtailPushServer:

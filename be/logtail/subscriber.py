@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import logging
 import threading
 import time
@@ -81,7 +82,7 @@ class LogtailSubscriber:
         self.last_error: Exception | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._task: asyncio.Task | None = None
+        self._task: concurrent.futures.Future | None = None
 
     # Life cycle and the CN's API; every method is called from the CN's threads.
 
@@ -112,6 +113,8 @@ class LogtailSubscriber:
     def subscribe(self, table_id: int, from_ts: int = 0) -> None:
         """Ask for table_id's changes after from_ts (0: all that the TN keeps or checkpointed)."""
         assert table_id > 0 and from_ts >= 0
+        if len(self._active) + len(self._pending) >= self.limits.max_subscribed_tables:
+            raise LogtailError(f"more than {self.limits.max_subscribed_tables} subscribed tables")
         self._call(self._subscribe, table_id, from_ts)
 
     def unsubscribe(self, table_id: int) -> None:
@@ -119,7 +122,8 @@ class LogtailSubscriber:
 
     @property
     def watermark(self) -> int:
-        """Every change of every subscribed table up to this timestamp was delivered."""
+        """Every change of every subscribed table up to this timestamp was delivered. It goes back
+        when a table is subscribed from an older timestamp, until that table's answer arrives."""
         return self._watermark
 
     def is_active(self, table_id: int) -> bool:
@@ -153,9 +157,8 @@ class LogtailSubscriber:
     def _abort(self) -> None:
         if self._writer is not None:
             self._writer.transport.abort()
-        if self._task is not None:
-            for task in asyncio.all_tasks(self._loop):
-                task.cancel()
+        for task in asyncio.all_tasks(self._loop):
+            task.cancel()
 
     def _send(self, message) -> None:
         if self._writer is not None:
@@ -164,8 +167,6 @@ class LogtailSubscriber:
     def _subscribe(self, table_id: int, from_ts: int) -> None:
         if table_id in self._active or table_id in self._pending:
             return
-        if len(self._active) + len(self._pending) >= self.limits.max_subscribed_tables:
-            raise LogtailError(f"more than {self.limits.max_subscribed_tables} subscribed tables")
         self._pending[table_id] = from_ts
         self._send(Subscribe((table_id,), from_ts))
         self._progressed()

@@ -702,8 +702,14 @@ def test_publish_waits_for_room_then_refuses(servers):
     server = start(limits)
     server.publish(Commit(1))
     # The server's loop is busy elsewhere: commits pile up to the limit, then publish refuses.
-    server._loop.call_soon_threadsafe(time.sleep, 1.5)
-    time.sleep(0.05)
+    blocked = threading.Event()
+
+    def busy():
+        blocked.set()
+        time.sleep(1.5)
+
+    server._loop.call_soon_threadsafe(busy)
+    assert blocked.wait(10)
     server.publish(Commit(2))
     server.publish(Commit(3))
     began = time.monotonic()

@@ -61,7 +61,7 @@ BE_KEYS = (
     ),
     Key(
         "logservice_port",
-        9070,
+        9071,
         comment="The port this log replica replicates on when logservice_replicas is 3.",
     ),
     Key(
@@ -93,6 +93,31 @@ BE_KEYS = (
         "tso_window_millisecond",
         1000,
         comment="How far ahead of the clock the timestamp oracle reserves timestamps with one log write.",
+    # Logtail: the TN's stream of committed changes to the CNs.
+    Key(
+        "logtail_port",
+        9070,
+        comment="The TN's logtail port: one stream per CN, authenticated with the cluster token.",
+    ),
+    Key(
+        "logtail_heartbeat_interval_millisecond",
+        5,
+        comment="How often the TN commits an empty transaction that advances every CN's watermark (MatrixOne: 2 ms; 5 keeps a read's wait for the watermark under 10 ms at a fraction of the CPU).",
+    ),
+    Key(
+        "logtail_page_size",
+        256,
+        comment="Commits per page of the logtail table (found by binary search over pages, then within one).",
+    ),
+    Key(
+        "logtail_max_response_bytes",
+        32 << 20,
+        comment="The largest pull answering a subscription; a larger one makes the TN flush and checkpoint first.",
+    ),
+    Key(
+        "logtail_send_queue_size",
+        1024,
+        comment="Messages queued for one CN; a CN further behind is disconnected, and resubscribes from its watermark.",
     ),
 )
 

@@ -36,7 +36,13 @@ from be.storage.limits import StorageLimits
 from be.storage.merge import merge_objects, objects_to_merge
 from be.storage.names import ObjectName, Tablet
 from be.storage.objects import ObjectStore, S3Options
-from be.storage.tombstones import DELETE_TS, deleted_row_ids, read_tombstones, write_tombstones
+from be.storage.tombstones import (
+    DELETE_TS,
+    deleted_row_ids,
+    read_tombstone_meta,
+    read_tombstones,
+    write_tombstones,
+)
 from metadata.types import parse_column_type
 from tests.harness import free_port, wait_until
 
@@ -252,6 +258,7 @@ def test_tombstones(store):
     table = read_tombstones(store, meta)
     assert table.column(ROW_ID).to_pylist() == [10, 20, 30]
     assert table.column(DELETE_TS).to_pylist() == [7, 7, 7]
+    assert read_tombstone_meta(store, meta.name) == meta
     later = write_tombstones(store, TABLET, [40, 50], [8, 12])
     assert deleted_row_ids(store, [meta, later], 6).to_pylist() == []
     assert sorted(deleted_row_ids(store, [meta, later], 8).to_pylist()) == [10, 20, 30, 40]
@@ -449,6 +456,36 @@ def test_truncated_or_corrupted_objects_give_clear_errors(store):
         read_blocks(store, meta)
 
 
+WRITER = """
+import os, sys
+from be.storage.objects import ObjectStore
+store = ObjectStore.open_root(sys.argv[1])
+for number in range(1000):
+    store.put(f"big/{number:04d}", os.urandom(8 << 20))
+"""
+
+
+def test_a_writer_killed_mid_write_leaves_only_whole_objects(tmp_path):
+    root = tmp_path / "storage"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(root)], cwd=Path(__file__).resolve().parent.parent
+    )
+    store = ObjectStore.open_root(str(root))
+    try:
+        wait_until(lambda: len(store.list()) >= 2, 60, "the writer's first objects")
+    finally:
+        writer.kill()
+        writer.wait(timeout=30)
+    names = store.list()
+    assert names == [f"big/{number:04d}" for number in range(len(names))]
+    assert all(store.size(name) == 8 << 20 for name in names), "no object is half-written"
+    leftovers = [path for path in (root / "objects" / "big").iterdir() if path.name.startswith(".")]
+    assert store.remove_temporaries() == len(leftovers) <= 1
+    assert sorted(path.name for path in (root / "objects" / "big").iterdir()) == [
+        name.split("/")[1] for name in names
+    ]
+
+
 # --- s3:// against moto's server -------------------------------------------------------------
 
 
@@ -504,9 +541,15 @@ def test_s3_path_against_moto_server(moto_endpoint):
     assert store.list(TABLET.prefix) == sorted([meta.name, big.name, tomb.name])
     with pytest.raises(ObjectExists):
         write_blocks(store, TABLET, rows, schema_version=1, flush_ts=1)
+    assert read_tombstone_meta(store, tomb.name) == tomb
     store.delete(meta.name)
     with pytest.raises(ObjectNotFound):
         read_blocks(store, meta)
+    with store.filesystem.open_output_stream(f"{store.base}/{meta.name}") as stream:
+        stream.write(b"not parquet at all, but as long as the object was" * 100)
+    with pytest.raises(ObjectCorrupt):
+        read_object_meta(store, meta.name)
+    store.delete(meta.name)
     assert store.list() == sorted([big.name, tomb.name])
     unreachable = ObjectStore.open_root(
         "s3://quire-bucket/cluster1",

@@ -243,6 +243,21 @@ class ObjectStore:
             )
         return names
 
+    def remove_temporaries(self) -> int:
+        """Remove the temporary files of local writes a crash interrupted (call it at start-up,
+        before any write); how many there were."""
+        if not self.local:
+            return 0
+        removed = 0
+        for folder, _, files in os.walk(self.base):
+            for file in files:
+                if file.startswith(TEMPORARY_PREFIX):
+                    os.unlink(os.path.join(folder, file))
+                    removed += 1
+        if removed:
+            logger.warning("removed %d unfinished writes from %s", removed, self.location)
+        return removed
+
     def _path(self, name: str) -> str:
         if len(name) > 1024 or not _NAME.fullmatch(name) or "/../" in f"/{name}/":
             raise ObjectStoreError(f"not a valid object name: {name!r:.80}")

@@ -109,6 +109,38 @@ def read_tombstones(store: ObjectStore, meta: TombstoneMeta) -> pa.Table:
     return without_footer(table)
 
 
+def read_tombstone_meta(store: ObjectStore, name: str) -> TombstoneMeta:
+    """A tombstone object's metadata from its footer alone."""
+    with store.open(name) as file:
+        size = file.size()
+        try:
+            metadata = pq.ParquetFile(file).metadata
+            footer = Footer.decode(metadata.metadata)
+        except FooterError as error:
+            raise ObjectCorrupt(str(error), name) from None
+        except (pa.ArrowException, OSError) as error:
+            raise decoding_failure(error, name) from None
+    if footer.kind != "tomb" or metadata.schema.to_arrow_schema().names != TOMBSTONE_SCHEMA.names:
+        raise ObjectCorrupt("is not a tombstone object", name)
+    bounds = []
+    for column in range(2):
+        statistics = [
+            metadata.row_group(g).column(column).statistics for g in range(metadata.num_row_groups)
+        ]
+        if not statistics or any(s is None or not s.has_min_max for s in statistics):
+            raise ObjectCorrupt("has no row id or delete timestamp statistics", name)
+        bounds += [min(s.min for s in statistics), max(s.max for s in statistics)]
+    return TombstoneMeta(
+        name,
+        footer.table_id,
+        footer.partition_id,
+        footer.tablet_id,
+        metadata.num_rows,
+        size,
+        *bounds,
+    )
+
+
 def deleted_row_ids(
     store: ObjectStore,
     tombstones: Iterable[TombstoneMeta],

@@ -29,6 +29,7 @@ from be.storage.errors import (
     ObjectNotFound,
     ObjectStoreError,
     ObjectTooLarge,
+    StoreUnavailable,
     UnknownColumn,
     WriteRefused,
 )
@@ -492,8 +493,7 @@ def test_a_writer_killed_mid_write_leaves_only_whole_objects(tmp_path):
 @pytest.fixture(scope="module")
 def moto_endpoint(tmp_path_factory):
     executable = Path(sys.executable).with_name("moto_server")
-    if not executable.exists():
-        pytest.skip("moto_server is not installed (pip install 'moto[server]')")
+    assert executable.exists(), "moto_server is missing: install the test extras (.[test])"
     port = free_port()
     log = (tmp_path_factory.mktemp("moto") / "moto.log").open("w")
     process = subprocess.Popen(
@@ -563,5 +563,7 @@ def test_s3_path_against_moto_server(moto_endpoint):
             request_timeout_ms=1000,
         ),
     )
-    with pytest.raises(ObjectStoreError):
+    with pytest.raises(StoreUnavailable):
         unreachable.put("x", b"x")
+    with pytest.raises(StoreUnavailable):
+        read_blocks(unreachable, big)

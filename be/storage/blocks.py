@@ -171,6 +171,7 @@ def read_blocks(
             footer = _footer(meta.name, parquet.metadata)
             if (
                 footer.ts != meta.flush_ts
+                or (footer.table_id, footer.partition_id, footer.tablet_id) != _ids(meta.tablet)
                 or footer.schema_version != meta.schema_version
                 or parquet.metadata.num_row_groups != len(meta.blocks)
             ):

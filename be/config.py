@@ -93,6 +93,7 @@ BE_KEYS = (
         "tso_window_millisecond",
         1000,
         comment="How far ahead of the clock the timestamp oracle reserves timestamps with one log write.",
+    ),
     # Logtail: the TN's stream of committed changes to the CNs.
     Key(
         "logtail_port",
@@ -118,6 +119,83 @@ BE_KEYS = (
         "logtail_send_queue_size",
         1024,
         comment="Messages queued for one CN; a CN further behind is disconnected, and resubscribes from its watermark.",
+    ),
+    # Object storage and the block format (be/storage)
+    Key(
+        "s3_endpoint",
+        "",
+        comment="The S3-compatible endpoint for an s3:// storage_root, as http(s)://host[:port]; empty for AWS itself.",
+    ),
+    Key(
+        "s3_region",
+        "",
+        comment="The S3 region; empty for the AWS default (AWS_DEFAULT_REGION, then us-east-1).",
+    ),
+    Key(
+        "s3_access_key",
+        "",
+        comment="The S3 access key; empty to take the AWS default chain (AWS_ACCESS_KEY_ID in the environment, then ~/.aws). Never logged.",
+    ),
+    Key(
+        "s3_secret_key",
+        "",
+        comment="The S3 secret key, set together with s3_access_key; empty to take AWS_SECRET_ACCESS_KEY from the environment or ~/.aws. Never logged.",
+    ),
+    Key(
+        "s3_connect_timeout_ms",
+        5000,
+        comment="Longest wait to connect to the S3 endpoint.",
+    ),
+    Key(
+        "s3_request_timeout_ms",
+        30000,
+        comment="Longest wait for one S3 request.",
+    ),
+    Key(
+        "s3_max_attempts",
+        3,
+        comment="Attempts of one S3 request before its error is reported (pyarrow's standard retry strategy).",
+    ),
+    Key(
+        "block_rows",
+        8192,
+        comment="Rows of a block (a Parquet row group of an object), as MatrixOne's.",
+    ),
+    Key(
+        "max_object_rows",
+        8388608,
+        comment="Most rows of one object (a flush or a merge); a multiple of block_rows.",
+    ),
+    Key(
+        "max_object_bytes",
+        536870912,
+        comment="Most bytes of one object, written or read.",
+    ),
+    Key(
+        "block_compression",
+        "ZSTD",
+        choices=("ZSTD", "LZ4", "SNAPPY", "NONE"),
+        comment="How blocks are compressed: ZSTD, LZ4, SNAPPY or NONE.",
+    ),
+    Key(
+        "merge_small_object_bytes",
+        16777216,
+        comment="A tablet's objects smaller than this are merged once there are merge_min_objects of them.",
+    ),
+    Key(
+        "merge_min_objects",
+        8,
+        comment="How many small objects of a tablet make a merge.",
+    ),
+    Key(
+        "merge_max_objects",
+        64,
+        comment="Most objects one merge takes.",
+    ),
+    Key(
+        "merge_max_bytes",
+        268435456,
+        comment="Most bytes one merge reads; at least merge_min_objects x merge_small_object_bytes.",
     ),
 )
 

@@ -29,6 +29,7 @@ from fe.variables import QuireSessionVariables
 from metadata.records import User
 
 if TYPE_CHECKING:
+    from be.client import EmbeddedDataPlane
     from be.config import Config
     from be.engine import Engine
     from fe.cluster.checkpoints import Checkpointer
@@ -69,6 +70,7 @@ class FrontendServices:
     journal: ReplicatedJournal
     images: ImageStore
     checkpointer: Checkpointer
+    data_plane: EmbeddedDataPlane | None  # None: an FE without one (quire fe)
     set_config: Callable[[str, str], None]
     started_at: float  # wall clock
 
@@ -86,6 +88,7 @@ class QuireSession(BaseSession):
         self.database: str | None = None
         self.connection = None
         self.request_id: str | None = None  # a statement another FE forwarded: its id
+        self.last_commit_ts = 0  # of this session's newest data commit: its reads see it
         self.warnings: list[tuple] = []
         self.started = time.monotonic()
 

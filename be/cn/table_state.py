@@ -79,7 +79,7 @@ class TableState:
                 visible = pc.and_(visible, pc.invert(pc.is_in(rows.column(ROW_ID), gone)))
         rows = rows.filter(visible)
         if schema.key_model is KeyModel.AGGREGATE and not row_ids:
-            return _merged(rows, schema).cast(target)
+            return merged(rows, schema).cast(target)
         return _projected(rows, target)
 
 
@@ -99,8 +99,9 @@ def _projected(rows: pa.Table, target: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=target.with_metadata(None))
 
 
-def _merged(rows: pa.Table, schema: TableSchema) -> pa.Table:
-    """Rows of equal keys folded into one by each value column's aggregation, in commit order."""
+def merged(rows: pa.Table, schema: TableSchema) -> pa.Table:
+    """Rows (with row ids) of equal keys folded into one by each value column's aggregation, in
+    row id order (the order they were written in)."""
     keys = list(schema.key_columns)
     rows = _projected(rows, schema.with_row_ids())
     if not rows.num_rows:

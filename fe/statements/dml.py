@@ -24,7 +24,7 @@ from fe.mysql.results import Result
 from fe.security import privileges
 from fe.sql import statements as st
 from fe.sql.parser import INTERNAL_CATALOG
-from fe.statements import queries
+from fe.statements import queries, transactions
 from fe.statements.column_values import column_array
 from fe.statements.table_data import TableReader, data_plane
 from metadata.records import Column, KeyModel, Table
@@ -57,7 +57,7 @@ async def insert(session, statement: st.Insert) -> Result:
     if not rows:
         return Result(affected_rows=0)
     inserts = _rows_table(session, table, named, rows)
-    await commit(session, reader, TableWrite(TableSchema.of(table), inserts=inserts))
+    await commit(session, reader, table, TableWrite(TableSchema.of(table), inserts=inserts))
     info = f"Records: {len(rows)}  Duplicates: 0  Warnings: 0" if len(rows) > 1 else ""
     return Result(affected_rows=len(rows), info=info)
 
@@ -193,7 +193,7 @@ async def delete(session, statement: st.Delete) -> Result:
     if not rows:
         return Result(affected_rows=0)
     deletes = _deletes_table(table, rows)
-    await commit(session, reader, TableWrite(TableSchema.of(table), deletes=deletes))
+    await commit(session, reader, table, TableWrite(TableSchema.of(table), deletes=deletes))
     return Result(affected_rows=len(rows))
 
 
@@ -245,7 +245,10 @@ async def update(session, statement: st.Update) -> Result:
             session, table, list(table.columns), [row[1 + width :] for row in changed]
         )
         await commit(
-            session, reader, TableWrite(TableSchema.of(table), inserts=inserts, deletes=deletes)
+            session,
+            reader,
+            table,
+            TableWrite(TableSchema.of(table), inserts=inserts, deletes=deletes),
         )
     return Result(
         affected_rows=len(changed),
@@ -278,9 +281,18 @@ def _deletes_table(table: Table, rows: list) -> pa.Table:
 # -- commit -------------------------------------------------------------------------------------
 
 
-async def commit(session, reader: TableReader, write: TableWrite) -> int:
+async def commit(session, reader: TableReader, table: Table, write: TableWrite) -> None:
+    """The statement's write: into the open transaction, else committed at once."""
+    transaction = transactions.current(session)
+    if transaction is not None:
+        transaction.add(table, write)
+        return
+    await commit_writes(session, reader.ts, (write,))
+
+
+async def commit_writes(session, snapshot_ts: int, writes: tuple[TableWrite, ...]) -> int:
     plane = data_plane(session)
-    write_set = WriteSet(reader.ts, (write,), request_id=session.request_id or "")
+    write_set = WriteSet(snapshot_ts, writes, request_id=session.request_id or "")
     try:
         future = plane.tn.submit(write_set)
         ts = await asyncio.wait_for(asyncio.wrap_future(future), COMMIT_WAIT_SECONDS)

@@ -27,6 +27,7 @@ from fe.statements import (
     set_statement,
     show,
     storage,
+    transactions,
 )
 
 Predicate = Callable[[object], bool]
@@ -83,10 +84,6 @@ async def _switch(session, statement: st.Switch) -> Result:
     return Result()
 
 
-async def _accept(session, statement: st.Transaction) -> Result:
-    return Result()
-
-
 def _write(handler: Callable, serialised: bool = False) -> StatementKind:
     return StatementKind(handler, writes=True, serialised=serialised, resets_warnings=True)
 
@@ -106,7 +103,7 @@ KINDS: dict[type, StatementKind] = {
     st.ShowRecycleBin: StatementKind(recycle_bin.show_recycle_bin, readable_when_stale=False),
     st.ShowAlter: StatementKind(alter_jobs.show_alter, readable_when_stale=False),
     st.SetStatement: StatementKind(set_statement.run, leader_only=set_statement.sets_global),
-    st.Transaction: StatementKind(_accept),
+    st.Transaction: StatementKind(transactions.transaction_statement),
     st.Switch: StatementKind(_switch),
     st.Insert: StatementKind(dml.insert, readable_when_stale=False, resets_warnings=True),
     st.Update: StatementKind(dml.update, readable_when_stale=False, resets_warnings=True),

@@ -29,8 +29,11 @@ class TableReader:
     """Reads of one statement: every table at the same timestamp."""
 
     def __init__(self, session):
+        from fe.statements import transactions
+
         self.session = session
-        self._ts: int | None = None
+        self.transaction = transactions.current(session)
+        self._ts = self.transaction.snapshot_ts if self.transaction is not None else None
 
     @property
     def ts(self) -> int:
@@ -42,14 +45,17 @@ class TableReader:
         return readable_table(self.session, db, name, privilege)
 
     def snapshot(self, table: Table, row_ids: bool = False) -> pa.Table:
+        schema = TableSchema.of(table)
+        own = self.transaction is not None and table.id in self.transaction.writes
         try:
-            return data_plane(self.session).snapshot(
-                TableSchema.of(table), self.ts, READ_WAIT_SECONDS, row_ids
+            rows = data_plane(self.session).snapshot(
+                schema, self.ts, READ_WAIT_SECONDS, row_ids or own
             )
         except WatermarkTimeout as error:
             raise QueryError(
                 ErrorCode.UNKNOWN_ERROR, f"Reading {table.name} timed out: {error}"
             ) from None
+        return self.transaction.seen(schema, rows, row_ids) if own else rows
 
 
 def readable_table(session, db: str, name: str, privilege: str = privileges.SELECT) -> Table:

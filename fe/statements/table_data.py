@@ -44,18 +44,24 @@ class TableReader:
     def table(self, db: str, name: str, privilege: str = privileges.SELECT) -> Table:
         return readable_table(self.session, db, name, privilege)
 
+    def committed(self, table: Table) -> pa.Table:
+        """The table's committed rows at the snapshot, with row ids, without this transaction's
+        own writes."""
+        return self._read(TableSchema.of(table), row_ids=True)
+
     def snapshot(self, table: Table, row_ids: bool = False) -> pa.Table:
         schema = TableSchema.of(table)
         own = self.transaction is not None and table.id in self.transaction.writes
+        rows = self._read(schema, row_ids or own)
+        return self.transaction.seen(schema, rows, row_ids) if own else rows
+
+    def _read(self, schema: TableSchema, row_ids: bool) -> pa.Table:
         try:
-            rows = data_plane(self.session).snapshot(
-                schema, self.ts, READ_WAIT_SECONDS, row_ids or own
-            )
+            return data_plane(self.session).snapshot(schema, self.ts, READ_WAIT_SECONDS, row_ids)
         except WatermarkTimeout as error:
             raise QueryError(
-                ErrorCode.UNKNOWN_ERROR, f"Reading {table.name} timed out: {error}"
+                ErrorCode.UNKNOWN_ERROR, f"Reading table data timed out: {error}"
             ) from None
-        return self.transaction.seen(schema, rows, row_ids) if own else rows
 
 
 def readable_table(session, db: str, name: str, privilege: str = privileges.SELECT) -> Table:

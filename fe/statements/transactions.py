@@ -8,6 +8,7 @@ UPDATE and DELETE can name them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -47,7 +48,9 @@ class OpenTransaction:
     def rows(self) -> int:
         return sum(write.rows for write in self.writes.values())
 
-    def add(self, table: Table, write: TableWrite) -> None:
+    def add(self, table: Table, write: TableWrite, committed: Callable[[], pa.Table]) -> None:
+        """write joins the transaction; committed gives the table's rows at the snapshot (with
+        row ids), where a UNIQUE KEY table's rows replaced by write's inserts are found."""
         schema = write.schema
         pending = self.writes.get(table.id)
         if pending is None:
@@ -78,7 +81,9 @@ class OpenTransaction:
             self.next_row_id -= count
             rows = write.inserts.add_column(0, pa.field(ROW_ID, pa.int64(), False), ids)
             if schema.replaces_on_key:
+                rows = _last_of_each_key(rows, schema.key_columns)
                 pending.inserts = _without_keys(pending.inserts, rows, schema.key_columns)
+                pending.deletes = _with_replaced(pending, rows, committed(), schema.key_columns)
             pending.inserts = pa.concat_tables([pending.inserts, rows.cast(pending.inserts.schema)])
         if self.rows > MAX_TRANSACTION_ROWS:
             raise QueryError(
@@ -128,6 +133,33 @@ def _deletes_schema(schema: TableSchema) -> pa.Schema:
         pa.field(name, by_name[name].type, by_name[name].nullable) for name in schema.key_columns
     ]
     return pa.schema(fields)
+
+
+def _last_of_each_key(rows: pa.Table, key_columns: tuple[str, ...]) -> pa.Table:
+    """Of rows with equal keys, the one written last (own row ids fall as rows are written)."""
+    last = rows.group_by(list(key_columns), use_threads=False).aggregate([(ROW_ID, "min")])
+    return rows.filter(pc.is_in(rows.column(ROW_ID), last.column(f"{ROW_ID}_min")))
+
+
+def _with_replaced(
+    pending: PendingWrite, rows: pa.Table, committed: pa.Table, key_columns: tuple[str, ...]
+) -> pa.Table:
+    """pending's deletes plus the committed rows that rows replace (the same key), so that the
+    replaced row stays gone even if the transaction later deletes its own row."""
+    if pending.deletes.num_rows:
+        gone = pending.deletes.column(ROW_ID)
+        committed = committed.filter(pc.invert(pc.is_in(committed.column(ROW_ID), gone)))
+    replaced = committed.filter(
+        pc.invert(
+            pc.is_in(
+                committed.column(ROW_ID), _without_keys(committed, rows, key_columns).column(ROW_ID)
+            )
+        )
+    )
+    if not replaced.num_rows:
+        return pending.deletes
+    replaced = replaced.select(pending.deletes.schema.names).cast(pending.deletes.schema)
+    return pa.concat_tables([pending.deletes, replaced])
 
 
 def _without_keys(rows: pa.Table, newer: pa.Table, key_columns: tuple[str, ...]) -> pa.Table:

@@ -23,12 +23,13 @@ from fe.mysql.results import Result
 from fe.security import privileges
 from fe.sql.parser import ParseError, UnknownCatalog, without_catalog
 from fe.statement_cache import LongStatementsBusy
-from fe.statements import accounts, queries
+from fe.statements import accounts, queries, transactions
 from fe.statements.statement_kinds import kind_of
 from fe.variables import QuireSessionVariables
 from metadata.records import User
 
 if TYPE_CHECKING:
+    from be.client import EmbeddedDataPlane
     from be.config import Config
     from be.engine import Engine
     from fe.cluster.checkpoints import Checkpointer
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from fe.mysql.server import MysqlFront
     from fe.statement_cache import StatementCache
     from fe.statements.information_schema import SchemaTables
+    from fe.statements.transactions import OpenTransaction
     from fe.variables import ClusterGlobalVariables
     from image.images import ImageStore
     from metadata.catalog import Catalog
@@ -69,6 +71,7 @@ class FrontendServices:
     journal: ReplicatedJournal
     images: ImageStore
     checkpointer: Checkpointer
+    data_plane: EmbeddedDataPlane | None  # None: an FE without one (quire fe)
     set_config: Callable[[str, str], None]
     started_at: float  # wall clock
 
@@ -86,6 +89,8 @@ class QuireSession(BaseSession):
         self.database: str | None = None
         self.connection = None
         self.request_id: str | None = None  # a statement another FE forwarded: its id
+        self.last_commit_ts = 0  # of this session's newest data commit: its reads see it
+        self.transaction: OpenTransaction | None = None  # BEGIN, or autocommit off
         self.warnings: list[tuple] = []
         self.started = time.monotonic()
 
@@ -107,6 +112,7 @@ class QuireSession(BaseSession):
     async def reset(self) -> None:
         self.variables = QuireSessionVariables(self.services.global_variables)
         self.warnings = []
+        self.transaction = None
 
     async def close(self) -> None:
         pass
@@ -250,6 +256,8 @@ class QuireSession(BaseSession):
             self.warnings = []
         if not kind.writes:
             return await kind.handler(self, statement)
+        if self.transaction is not None:  # a catalog change commits the open transaction first
+            await transactions.commit(self)
         if kind.serialised:
             async with self.services.writer.membership_lock:
                 await self._write(kind.handler, statement)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
+from be.client import open_embedded
 from be.config import Config
 from be.engine import Engine
 from fe.cluster import connection_ids
@@ -71,6 +72,8 @@ class FrontendNode:
         self.token_file = token_file
         self.started_at = time.time()
         self.meta_dir = config.path("meta_dir")
+        # quire up runs a TN and a CN in this process; quire fe runs none
+        self.data_plane = open_embedded(config) if "storage_root" in config else None
         self.images = ImageStore(self.meta_dir / "image", keep=config["image_keep_count"])
         self.catalog = Catalog()  # one object for the node's life: images are taken in place
         self.global_variables = ClusterGlobalVariables(
@@ -213,6 +216,7 @@ class FrontendNode:
             journal=journal,
             images=self.images,
             checkpointer=self.checkpointer,
+            data_plane=self.data_plane,
             set_config=self.set_config,
             started_at=self.started_at,
         )
@@ -311,6 +315,8 @@ class FrontendNode:
             logger.info("HTTP API listening on %s:%d", self.this.host, self.http.port)
             await asyncio.to_thread(self.catch_up)
             await asyncio.to_thread(self.bootstrap)
+            if self.data_plane is not None:
+                await asyncio.to_thread(self.data_plane.start)
             await self.front.start()
             logger.info("MySQL protocol listening on %s:%d", self.this.host, self.front.port)
         except (OSError, CertificateError, JournalError) as error:
@@ -353,6 +359,8 @@ class FrontendNode:
             await self.front.close()
         self.query_engine.close()
         self.statement_cache.close()
+        if self.data_plane is not None:
+            await asyncio.to_thread(self.data_plane.close)
         if self.journal:
             await asyncio.to_thread(self.journal.close)
         logger.info("Quire FE stopped")

@@ -384,16 +384,20 @@ class Grammar:
         return st.Transaction("ROLLBACK")
 
     def _insert(self):
-        self.position = len(self.tokens)
-        return st.Unsupported("INSERT")
+        return st.Insert(self._whole_with_sqlglot(exp.Insert))
 
     def _update(self):
-        self.position = len(self.tokens)
-        return st.Unsupported("UPDATE")
+        return st.Update(self._whole_with_sqlglot(exp.Update))
 
     def _delete(self):
+        return st.Delete(self._whole_with_sqlglot(exp.Delete))
+
+    def _whole_with_sqlglot(self, kind: type):
+        expression = parse_with_sqlglot(self.tokens[self.position :], self.sql)
         self.position = len(self.tokens)
-        return st.Unsupported("DELETE")
+        if not isinstance(expression, kind):
+            self.fail(f"expected {kind.__name__.upper()}")
+        return expression
 
     def _kill(self):
         self.expect("KILL")

@@ -375,10 +375,18 @@ class Transaction:
 
 
 @dataclass(frozen=True)
-class Unsupported:
-    """A statement Quire recognises but does not run yet (DML before the data plane)."""
+class Insert:
+    expression: exp.Insert  # sqlglot's tree: INSERT INTO t [(columns)] VALUES ... | SELECT ...
 
-    kind: str
+
+@dataclass(frozen=True)
+class Update:
+    expression: exp.Update
+
+
+@dataclass(frozen=True)
+class Delete:
+    expression: exp.Delete
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from fe.client_errors import engine_error
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.results import EncodedAnswers, Result, column
 from fe.sql.parser import INTERNAL_CATALOG
-from fe.statements import coercions, mysql_functions, schema_lookup
+from fe.statements import coercions, mysql_functions, schema_lookup, table_data
 from fe.statements.information_schema import INFORMATION_SCHEMA
 from fe.variables import SCHEMA
 
@@ -270,7 +270,7 @@ async def run_select(session, plan: SelectPlan) -> Result:
         answer = await plan.lookup.run(session, plan.names)
         if answer is not None:
             return answer
-    return await _run_in_engine(session, plan)
+    return await run_in_engine(session, plan)
 
 
 def constant_answer(session, plan: SelectPlan) -> Result:
@@ -306,7 +306,7 @@ async def explain(session, statement) -> Result:
     """EXPLAIN: the plan the engine would run the query with, one line per row, under the names
     the user wrote (information_schema.tables, not the engine's own)."""
     plan = plan_select(statement.query)
-    answer = await _run_in_engine(session, plan, explain=True)
+    answer = await run_in_engine(session, plan, explain=True)
     lines = ["PLAN FRAGMENT 0", f"  OUTPUT EXPRS: {', '.join(plan.names) or '*'}"]
     for row in answer.rows:
         text = str(row[-1]).replace(_REGISTERED_PREFIX, f"{INFORMATION_SCHEMA}.")
@@ -314,11 +314,20 @@ async def explain(session, statement) -> Result:
     return Result(columns=[column(EXPLAIN_COLUMN, "VARCHAR")], rows=[(line,) for line in lines])
 
 
-async def _run_in_engine(session, plan: SelectPlan, explain: bool = False) -> Result:
+async def run_in_engine(
+    session,
+    plan: SelectPlan,
+    read: table_data.TableReader | None = None,
+    row_ids_of: str | None = None,
+    explain: bool = False,
+) -> Result:
+    """read: the statement's reads (one snapshot); row_ids_of: the table (by alias) whose rows come
+    with their row id (what DELETE and UPDATE name rows by)."""
     try:
         time = mysql_functions.StatementTime.of(session)
     except mysql_functions.UnknownTimeZone as error:
         raise QueryError(1298, f"Unknown or incorrect time zone: '{error}'") from None
+    read = read or table_data.TableReader(session)
 
     def prepare() -> tuple[str, dict[str, pa.Table]]:
         """On the engine's worker: a long query's copy, checks and SQL take no time of the loop."""
@@ -328,6 +337,7 @@ async def _run_in_engine(session, plan: SelectPlan, explain: bool = False) -> Re
         _drop_constant_order(expression)
         expression = mysql_functions.rewritten(coercions.coerced(expression), time)
         tables: dict[str, str] = {}
+        data: dict[str, tuple] = {}
         common_tables = _common_table_references(expression)
         for table in list(expression.find_all(exp.Table)):
             if id(table) in common_tables or table.meta.get(LIST_TABLE):
@@ -335,11 +345,15 @@ async def _run_in_engine(session, plan: SelectPlan, explain: bool = False) -> Re
             if table.catalog and table.catalog.lower() != INTERNAL_CATALOG:
                 raise QueryError(ErrorCode.UNKNOWN_CATALOG, f"Unknown catalog '{table.catalog}'")
             db = table.db or session.database or ""
-            if db.lower() != INFORMATION_SCHEMA:
-                _refuse_table_read(session, db, table.name)
-            name = table.name.lower()
-            registered = f"{_REGISTERED_PREFIX}{name}"
-            tables[registered] = name
+            if db.lower() == INFORMATION_SCHEMA:
+                name = table.name.lower()
+                registered = f"{_REGISTERED_PREFIX}{name}"
+                tables[registered] = name
+            else:
+                record = read.table(db, table.name)
+                with_row_ids = row_ids_of is not None and row_ids_of == table.alias_or_name
+                registered = f"{_TABLE_PREFIX}{record.id}{'_r' if with_row_ids else ''}"
+                data[registered] = (record, with_row_ids)
             alias = table.alias or table.name
             table.replace(
                 exp.to_table(registered).as_(alias) if alias else exp.to_table(registered)
@@ -351,6 +365,8 @@ async def _run_in_engine(session, plan: SelectPlan, explain: bool = False) -> Re
             if built is None:
                 raise QueryError(1109, f"Unknown table '{name}' in information_schema")
             arrow[registered] = built.arrow()
+        for registered, (record, with_row_ids) in data.items():
+            arrow[registered] = read.snapshot(record, with_row_ids)
         sql = expression.sql(dialect="duckdb")
         return ("EXPLAIN " + sql if explain else sql), arrow
 
@@ -409,6 +425,7 @@ def _is_string(node: exp.Expression) -> bool:
 
 
 _REGISTERED_PREFIX = "quire_is_"  # an information_schema table, as the engine knows it
+_TABLE_PREFIX = "quire_t_"  # a table's rows at the statement's snapshot, by the table's id
 
 
 def _columns_read(expression: exp.Expression, tables) -> set[str] | None:
@@ -443,22 +460,6 @@ def _common_table_references(expression: exp.Expression) -> set[int]:
 def _positive_variable(session, name: str) -> int:
     value = session.variable(name)
     return value if isinstance(value, int) and value > 0 else SCHEMA[name][1]
-
-
-def _refuse_table_read(session, db: str, name: str):
-    if not db:
-        raise QueryError(1046, "No database selected")
-    from fe.security import privileges
-    from fe.sql.statements import TableName
-    from fe.statements.ddl import resolve_table
-
-    if not privileges.has(session.user, privileges.SELECT, db, name):
-        raise session.table_denied("SELECT", db, name)  # before 1049 / 1146, as MySQL
-    resolve_table(session, TableName(db, name))
-    raise QueryError(
-        1235,
-        f"Reading table data ({db}.{name}) is not supported yet: the data plane comes in a later release",
-    )
 
 
 def _decimal_type(duck_type) -> str:

@@ -21,11 +21,13 @@ from fe.statements import (
     admin,
     alter_jobs,
     ddl,
+    dml,
     queries,
     recycle_bin,
     set_statement,
     show,
     storage,
+    transactions,
 )
 
 Predicate = Callable[[object], bool]
@@ -82,16 +84,6 @@ async def _switch(session, statement: st.Switch) -> Result:
     return Result()
 
 
-async def _accept(session, statement: st.Transaction) -> Result:
-    return Result()
-
-
-async def _unsupported(session, statement: st.Unsupported) -> Result:
-    raise QueryError(
-        1235, f"{statement.kind} is not supported yet: table data comes with the data plane"
-    )
-
-
 def _write(handler: Callable, serialised: bool = False) -> StatementKind:
     return StatementKind(handler, writes=True, serialised=serialised, resets_warnings=True)
 
@@ -111,9 +103,11 @@ KINDS: dict[type, StatementKind] = {
     st.ShowRecycleBin: StatementKind(recycle_bin.show_recycle_bin, readable_when_stale=False),
     st.ShowAlter: StatementKind(alter_jobs.show_alter, readable_when_stale=False),
     st.SetStatement: StatementKind(set_statement.run, leader_only=set_statement.sets_global),
-    st.Transaction: StatementKind(_accept),
+    st.Transaction: StatementKind(transactions.transaction_statement),
     st.Switch: StatementKind(_switch),
-    st.Unsupported: StatementKind(_unsupported),
+    st.Insert: StatementKind(dml.insert, readable_when_stale=False, resets_warnings=True),
+    st.Update: StatementKind(dml.update, readable_when_stale=False, resets_warnings=True),
+    st.Delete: StatementKind(dml.delete, readable_when_stale=False, resets_warnings=True),
     st.Kill: StatementKind(admin.kill),
     st.AdminShowConfig: StatementKind(admin.show_config),
     st.AdminSetConfig: StatementKind(admin.set_config),

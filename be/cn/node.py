@@ -1,0 +1,59 @@
+"""A CN's tables and its watermark: every commit at or below the watermark has been applied, so a
+snapshot at a timestamp at or below it is complete. A read above the watermark waits for it, for
+a bounded time."""
+
+from __future__ import annotations
+
+import threading
+
+import pyarrow as pa
+
+from be.cn.table_state import TableState
+from be.logtail.entries import Commit
+from be.table_schema import TableSchema
+
+
+class WatermarkTimeout(Exception):
+    """The CN has not received everything up to the timestamp asked for in time."""
+
+
+class ComputeNode:
+    def __init__(self):
+        self._tables: dict[int, TableState] = {}
+        self._watermark = 0
+        self._arrived = threading.Condition()
+
+    @property
+    def watermark(self) -> int:
+        return self._watermark
+
+    def apply(self, commit: Commit) -> None:
+        """A commit's logtail, in commit order (heartbeats only move the watermark)."""
+        assert commit.commit_ts > self._watermark, (commit.commit_ts, self._watermark)
+        for change in commit.changes:
+            table = self._tables.get(change.table_id)
+            if table is None:
+                table = self._tables[change.table_id] = TableState(change.table_id)
+            table.apply(change, commit.commit_ts)
+        with self._arrived:
+            self._watermark = commit.commit_ts
+            self._arrived.notify_all()
+
+    def wait_for(self, ts: int, timeout: float) -> None:
+        with self._arrived:
+            if not self._arrived.wait_for(lambda: self._watermark >= ts, timeout):
+                raise WatermarkTimeout(
+                    f"this CN has data up to {self._watermark}, not yet up to {ts}"
+                )
+
+    def snapshot(self, schema: TableSchema, ts: int, row_ids: bool = False) -> pa.Table:
+        assert ts <= self._watermark, "never read above the watermark"
+        table = self._tables.get(schema.table_id)
+        if table is None:
+            return (schema.with_row_ids() if row_ids else schema.arrow()).empty_table()
+        return table.snapshot(schema, ts, row_ids)
+
+    def table_stats(self, table_id: int) -> tuple[int, int]:
+        """Rows and bytes the CN holds of a table."""
+        table = self._tables.get(table_id)
+        return (table.row_count, table.nbytes) if table else (0, 0)

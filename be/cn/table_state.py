@@ -1,0 +1,123 @@
+"""One table on a CN: the rows its commits inserted (with row id and commit timestamp) and the
+rows they deleted (row id and delete timestamp); the snapshot at T is every row committed at or
+before T and not deleted at or before T.
+
+Rows are kept as Arrow tables in commit order; many small ones are combined into one now and
+then, so that a snapshot concatenates few pieces."""
+
+from __future__ import annotations
+
+import threading
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from be.logtail.entries import COMMIT_TS, ROW_ID, TableChanges
+from be.table_schema import TableSchema
+from metadata.records import KeyModel
+
+COMBINE_PIECES = 64  # pieces of rows (or of deletes) combined into one past this many
+
+AGGREGATIONS = {  # Doris's aggregation of a value column: pyarrow's hash aggregate
+    "SUM": "sum",
+    "MAX": "max",
+    "MIN": "min",
+    "REPLACE": "last",
+    "REPLACE_IF_NOT_NULL": "last",
+}
+
+
+class TableState:
+    def __init__(self, table_id: int):
+        self.table_id = table_id
+        self._lock = threading.Lock()
+        self._rows: list[pa.Table] = []  # ROW_ID, COMMIT_TS, then the columns at its version
+        self._delete_ids: list[pa.Array] = []
+        self._delete_ts: list[pa.Array] = []
+        self.row_count = 0  # rows inserted (deleted ones included)
+        self.nbytes = 0
+
+    def apply(self, change: TableChanges, commit_ts: int) -> None:
+        assert change.table_id == self.table_id
+        with self._lock:
+            if change.inserts is not None and change.inserts.num_rows:
+                rows = change.inserts
+                stamps = pa.array([commit_ts] * rows.num_rows, pa.int64())
+                rows = rows.add_column(1, pa.field(COMMIT_TS, pa.int64(), False), stamps)
+                self._rows.append(rows)
+                self.row_count += rows.num_rows
+                self.nbytes += rows.nbytes
+                if len(self._rows) > COMBINE_PIECES:
+                    self._rows = [_concat(self._rows).combine_chunks()]
+            if change.deletes is not None and change.deletes.num_rows:
+                ids = change.deletes.column(ROW_ID).combine_chunks()
+                self._delete_ids.append(ids)
+                self._delete_ts.append(pa.array([commit_ts] * len(ids), pa.int64()))
+                self.nbytes += ids.nbytes * 2
+                if len(self._delete_ids) > COMBINE_PIECES:
+                    self._delete_ids = [pa.concat_arrays(self._delete_ids)]
+                    self._delete_ts = [pa.concat_arrays(self._delete_ts)]
+
+    def snapshot(self, schema: TableSchema, ts: int, row_ids: bool = False) -> pa.Table:
+        """The table as of ts, in schema's columns (a column added later reads as NULL); with
+        row_ids, ROW_ID first (what DELETE and UPDATE name rows by). AGGREGATE KEY tables come
+        merged by their keys, as Doris reads them."""
+        with self._lock:
+            pieces = list(self._rows)
+            delete_ids = list(self._delete_ids)
+            delete_ts = list(self._delete_ts)
+        target = schema.with_row_ids() if row_ids else schema.arrow()
+        if not pieces:
+            return target.empty_table()
+        rows = _concat(pieces)
+        visible = pc.less_equal(rows.column(COMMIT_TS), ts)
+        if delete_ids:
+            ids = pa.concat_arrays(delete_ids)
+            stamps = pa.concat_arrays(delete_ts)
+            gone = ids.filter(pc.less_equal(stamps, ts))
+            if len(gone):
+                visible = pc.and_(visible, pc.invert(pc.is_in(rows.column(ROW_ID), gone)))
+        rows = rows.filter(visible)
+        if schema.key_model is KeyModel.AGGREGATE and not row_ids:
+            return merged(rows, schema).cast(target)
+        return _projected(rows, target)
+
+
+def _concat(pieces: list[pa.Table]) -> pa.Table:
+    if len(pieces) == 1:
+        return pieces[0]
+    return pa.concat_tables(pieces, promote_options="permissive")
+
+
+def _projected(rows: pa.Table, target: pa.Schema) -> pa.Table:
+    arrays = []
+    for field in target:
+        if field.name in rows.column_names:
+            arrays.append(rows.column(field.name).cast(field.type))
+        else:
+            arrays.append(pa.nulls(rows.num_rows, field.type))
+    return pa.Table.from_arrays(arrays, schema=target.with_metadata(None))
+
+
+def merged(rows: pa.Table, schema: TableSchema) -> pa.Table:
+    """Rows (with row ids) of equal keys folded into one by each value column's aggregation, in
+    row id order (the order they were written in)."""
+    keys = list(schema.key_columns)
+    rows = _projected(rows, schema.with_row_ids())
+    if not rows.num_rows:
+        return rows.drop_columns([ROW_ID])
+    rows = rows.sort_by(ROW_ID)
+    aggregations = []
+    for column in schema.columns:
+        if column.name in keys:
+            continue
+        function = AGGREGATIONS.get((column.aggregation or "REPLACE").upper(), "last")
+        if column.aggregation and column.aggregation.upper() == "REPLACE_IF_NOT_NULL":
+            options = pc.ScalarAggregateOptions(skip_nulls=True)
+        else:
+            options = pc.ScalarAggregateOptions(skip_nulls=False)
+        aggregations.append((column.name, function, options))
+    grouped = rows.group_by(keys, use_threads=False).aggregate(aggregations)
+    names = {f"{name}_{function}": name for name, function, _ in aggregations}
+    grouped = grouped.rename_columns([names.get(name, name) for name in grouped.column_names])
+    return grouped.select(list(schema.names))

@@ -1,0 +1,39 @@
+"""What the TN's commit refuses."""
+
+
+class CommitError(Exception):
+    """A commit that did not happen: nothing of it is visible."""
+
+
+class WriteConflict(CommitError):
+    """Another transaction committed a write to the same row after this one's snapshot."""
+
+
+class StaleSchema(CommitError):
+    """The write names a table at a schema version older than one the TN has seen."""
+
+    def __init__(self, table_id: int, given: int, known: int):
+        super().__init__(
+            f"table {table_id} changed (schema version {known}, the write has {given})"
+        )
+        self.table_id, self.given, self.known = table_id, given, known
+
+
+class SnapshotTooOld(CommitError):
+    """The transaction's snapshot is older than the TN keeps conflict information for."""
+
+
+class CommitOverloaded(CommitError):
+    """The commit queue is full."""
+
+
+class CommitTooLarge(CommitError):
+    """The write set passes a limit (rows or bytes)."""
+
+
+class CommitOutcomeUnknown(CommitError):
+    """The log did not confirm the commit in time: it may or may not have taken effect."""
+
+
+class TransactionNodeClosed(CommitError):
+    pass

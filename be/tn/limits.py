@@ -1,0 +1,46 @@
+"""Every bound of the TN's commit pipeline, checked against each other."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CommitLimits:
+    max_queued_commits: int = 4096  # waiting for the committer; past it a commit is refused
+    max_group_commits: int = 256  # write sets committed with one log append
+    max_group_bytes: int = 64 << 20  # their encoded size
+    max_commit_rows: int = 1_000_000  # rows inserted plus deleted by one write set
+    max_commit_bytes: int = 256 << 20  # Arrow bytes of one write set
+    commit_timeout_seconds: float = 30.0  # a commit not logged by then: outcome unknown
+    heartbeat_interval_seconds: float = 0.005  # an idle TN consumes a timestamp this often
+    # Conflict information (deleted rows, key writes) is kept this long; a transaction whose
+    # snapshot is older is refused at commit.
+    max_transaction_seconds: float = 3600.0
+    max_remembered_requests: int = 100_000  # request ids answered again without a second commit
+    max_request_id_bytes: int = 64
+    log_read_bytes: int = 16 << 20  # one read of the log while replaying
+
+    def __post_init__(self) -> None:
+        rules = {
+            "0 < max_group_commits <= max_queued_commits": (
+                0 < self.max_group_commits <= self.max_queued_commits
+            ),
+            "max_group_bytes > 0": self.max_group_bytes > 0,
+            "max_commit_rows > 0": self.max_commit_rows > 0,
+            "max_commit_bytes > 0": self.max_commit_bytes > 0,
+            "commit_timeout_seconds > 0": self.commit_timeout_seconds > 0,
+            "0 < heartbeat_interval_seconds < commit_timeout_seconds": (
+                0 < self.heartbeat_interval_seconds < self.commit_timeout_seconds
+            ),
+            "max_transaction_seconds > commit_timeout_seconds": (
+                self.max_transaction_seconds > self.commit_timeout_seconds
+            ),
+            "max_remembered_requests > max_queued_commits": (
+                self.max_remembered_requests > self.max_queued_commits
+            ),
+            "max_request_id_bytes > 0": self.max_request_id_bytes > 0,
+            "log_read_bytes > 0": self.log_read_bytes > 0,
+        }
+        broken = [rule for rule, holds in rules.items() if not holds]
+        assert not broken, f"CommitLimits break: {', '.join(broken)}"

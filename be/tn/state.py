@@ -1,0 +1,195 @@
+"""What the TN knows to commit: per table its schema version, the next row id, the rows deleted
+lately (for first-committer-wins) and, for UNIQUE KEY tables, which row holds each key.
+
+`prepare` checks a write set against it and builds the commit without changing anything; `apply`
+changes it. Replaying the log is `apply` of every logged commit, so the TN restarts with the state
+it had."""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from be.logtail.entries import ROW_ID, Commit, TableChanges
+from be.table_schema import TableSchema
+from be.tn.errors import CommitTooLarge, SnapshotTooOld, StaleSchema, WriteConflict
+from be.tn.write_set import TableWrite, WriteSet
+
+
+@dataclass
+class TableWriteState:
+    schema_version: int = 0
+    key_columns: tuple[str, ...] = ()
+    replaces_on_key: bool = False
+    next_row_id: int = 1
+    deleted: dict[int, int] = field(default_factory=dict)  # row id -> commit ts of its delete
+    keys: dict[tuple, tuple[int, int]] = field(default_factory=dict)  # key -> (row id, ts)
+
+
+@dataclass(frozen=True, slots=True)
+class _TablePlan:
+    write: TableWrite
+    deleted_ids: list[int]
+    deleted_keys: list[tuple]  # per deleted row, () where the table keeps no key index
+    inserted_keys: list[tuple]
+    kept_rows: list[int] | None  # insert rows to keep (a key written twice: the last), None: all
+
+
+class WriteState:
+    def __init__(self):
+        self.tables: dict[int, TableWriteState] = {}
+        self.last_ts = 0
+        self.horizon_ts = 0  # conflict information is complete for snapshots at or above it
+        self._deletes_by_age: collections.deque[tuple[int, int, list[int]]] = collections.deque()
+
+    def table(self, table_id: int) -> TableWriteState:
+        state = self.tables.get(table_id)
+        if state is None:
+            state = self.tables[table_id] = TableWriteState()
+        return state
+
+    # -- checking -----------------------------------------------------------------------------
+
+    def prepare(self, write_set: WriteSet, commit_ts: int, max_rows: int) -> Commit:
+        """The commit of write_set at commit_ts, checked; nothing is changed."""
+        assert commit_ts > self.last_ts
+        if write_set.row_count > max_rows:
+            raise CommitTooLarge(
+                f"a commit may write at most {max_rows} rows, this one writes {write_set.row_count}"
+            )
+        if write_set.snapshot_ts < self.horizon_ts:
+            raise SnapshotTooOld(
+                f"the transaction's snapshot ({write_set.snapshot_ts}) is older than the TN keeps "
+                f"conflict information for ({self.horizon_ts})"
+            )
+        plans = [self._plan(write, write_set.snapshot_ts) for write in write_set.writes]
+        return Commit(commit_ts, tuple(self._changes(plan) for plan in plans))
+
+    def _plan(self, write: TableWrite, snapshot_ts: int) -> _TablePlan:
+        schema = write.schema
+        state = self.tables.get(schema.table_id) or TableWriteState()
+        if schema.schema_version < state.schema_version:
+            raise StaleSchema(schema.table_id, schema.schema_version, state.schema_version)
+        deleted_ids: list[int] = []
+        deleted_keys: list[tuple] = []
+        if write.deletes is not None and write.deletes.num_rows:
+            deleted_ids = write.deletes.column(ROW_ID).to_pylist()
+            if len(set(deleted_ids)) != len(deleted_ids):
+                raise WriteConflict("a row is deleted twice by one statement")
+            for row_id in deleted_ids:
+                if row_id in state.deleted:
+                    raise WriteConflict(_conflict_message(schema))
+            deleted_keys = _keys(write.deletes, schema.key_columns) if schema.key_columns else []
+        if not deleted_keys:
+            deleted_keys = [()] * len(deleted_ids)
+        inserted_keys: list[tuple] = []
+        kept_rows = None
+        if schema.replaces_on_key and write.inserts is not None and write.inserts.num_rows:
+            inserted_keys = _keys(write.inserts, schema.key_columns)
+            last = {key: index for index, key in enumerate(inserted_keys)}
+            if len(last) != len(inserted_keys):
+                kept_rows = sorted(last.values())
+                inserted_keys = [inserted_keys[index] for index in kept_rows]
+            deleting = set(deleted_ids)
+            for key in inserted_keys:
+                holder = state.keys.get(key)
+                if holder is None:
+                    continue
+                row_id, written_ts = holder
+                if written_ts > snapshot_ts:
+                    raise WriteConflict(_conflict_message(schema))
+                if row_id not in deleting:
+                    deleting.add(row_id)
+                    deleted_ids.append(row_id)
+                    deleted_keys.append(key)
+        return _TablePlan(write, deleted_ids, deleted_keys, inserted_keys, kept_rows)
+
+    def _changes(self, plan: _TablePlan) -> TableChanges:
+        schema = plan.write.schema
+        state = self.tables.get(schema.table_id) or TableWriteState()
+        inserts = plan.write.inserts
+        if inserts is not None and plan.kept_rows is not None:
+            inserts = inserts.take(plan.kept_rows)
+        if inserts is not None and inserts.num_rows:
+            row_ids = pa.array(
+                range(state.next_row_id, state.next_row_id + inserts.num_rows), pa.int64()
+            )
+            inserts = inserts.add_column(0, pa.field(ROW_ID, pa.int64(), False), row_ids)
+        else:
+            inserts = None
+        deletes = None
+        if plan.deleted_ids:
+            deletes = _deletes_table(schema, plan.deleted_ids, plan.deleted_keys)
+        return TableChanges(schema.table_id, schema.schema_version, inserts, deletes)
+
+    # -- changing -----------------------------------------------------------------------------
+
+    def apply(self, commit: Commit, schemas: dict[int, TableSchema] | None = None) -> None:
+        """commit's changes: from a checked write set, or a logged commit replayed."""
+        assert commit.commit_ts > self.last_ts, (commit.commit_ts, self.last_ts)
+        ts = commit.commit_ts
+        for change in commit.changes:
+            state = self.table(change.table_id)
+            schema = (schemas or {}).get(change.table_id)
+            if schema is not None:
+                state.key_columns = schema.key_columns
+                state.replaces_on_key = schema.replaces_on_key
+            state.schema_version = max(state.schema_version, change.schema_version)
+            if change.deletes is not None:
+                row_ids = change.deletes.column(ROW_ID).to_pylist()
+                for row_id in row_ids:
+                    state.deleted[row_id] = ts
+                self._deletes_by_age.append((ts, change.table_id, row_ids))
+                if state.replaces_on_key:
+                    for row_id, key in zip(
+                        row_ids, _keys(change.deletes, state.key_columns), strict=True
+                    ):
+                        holder = state.keys.get(key)
+                        if holder is not None and holder[0] == row_id:
+                            del state.keys[key]
+            if change.inserts is not None:
+                row_ids = change.inserts.column(ROW_ID)
+                state.next_row_id = max(state.next_row_id, row_ids[-1].as_py() + 1)
+                if state.replaces_on_key:
+                    keys = _keys(change.inserts, state.key_columns)
+                    for row_id, key in zip(row_ids.to_pylist(), keys, strict=True):
+                        state.keys[key] = (row_id, ts)
+        self.last_ts = ts
+
+    def forget_before(self, horizon_ts: int) -> None:
+        """Drop conflict information of deletes older than horizon_ts: snapshots older than it
+        are refused from now on."""
+        if horizon_ts <= self.horizon_ts:
+            return
+        self.horizon_ts = horizon_ts
+        while self._deletes_by_age and self._deletes_by_age[0][0] < horizon_ts:
+            _, table_id, row_ids = self._deletes_by_age.popleft()
+            deleted = self.tables[table_id].deleted
+            for row_id in row_ids:
+                deleted.pop(row_id, None)
+
+
+def _keys(table: pa.Table, key_columns: tuple[str, ...]) -> list[tuple]:
+    columns = [table.column(name).to_pylist() for name in key_columns]
+    return list(zip(*columns, strict=True))
+
+
+def _deletes_table(schema: TableSchema, row_ids: list[int], keys: list[tuple]) -> pa.Table:
+    fields = [pa.field(ROW_ID, pa.int64(), False)]
+    arrays = [pa.array(row_ids, pa.int64())]
+    if schema.key_columns and all(keys):
+        by_name = {column.name: column for column in schema.columns}
+        for position, name in enumerate(schema.key_columns):
+            column = by_name[name]
+            fields.append(pa.field(name, column.type, column.nullable))
+            arrays.append(pa.array([key[position] for key in keys], column.type))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _conflict_message(schema: TableSchema) -> str:
+    return (
+        f"a row of table {schema.table_id} was changed by another transaction that committed "
+        "after this one started"
+    )

@@ -1,0 +1,208 @@
+"""Values written into a column, checked and converted as MySQL's strict mode does: each bad value
+is refused with MySQL's error and the row it is on, and nothing of the statement is written."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import re
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+from fe.mysql.errors import ErrorCode, QueryError
+from metadata.records import Column
+from metadata.types import INTEGER_BITS
+
+DATE_TEXT = re.compile(r"\s*(\d{4})-(\d{1,2})-(\d{1,2})\s*$")
+DATETIME_TEXT = re.compile(
+    r"\s*(\d{4})-(\d{1,2})-(\d{1,2})(?:[ T](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d{1,6})\d*)?)?)?\s*$"
+)
+COMPACT_DATE = re.compile(r"\s*(\d{4})(\d{2})(\d{2})(?:(\d{2})(\d{2})(\d{2}))?\s*$")
+LARGEINT_BITS = 128
+DECIMAL_CONTEXT = decimal.Context(prec=80, rounding=decimal.ROUND_HALF_UP)
+
+
+def column_array(values: Sequence, column: Column, first_row: int = 1) -> pa.Array:
+    """values as column's Arrow array; first_row numbers the first value as MySQL's messages do."""
+    convert = _converter(column)
+    converted = []
+    for row, value in enumerate(values, first_row):
+        if value is None:
+            if not column.nullable:
+                raise QueryError(ErrorCode.BAD_NULL_ERROR, f"Column '{column.name}' cannot be null")
+            converted.append(None)
+            continue
+        converted.append(convert(value, row))
+    return pa.array(converted, column.type.arrow)
+
+
+def _converter(column: Column):
+    base = column.type.base
+    if base in INTEGER_BITS or base == "LARGEINT":
+        bits = LARGEINT_BITS if base == "LARGEINT" else INTEGER_BITS[base]
+        return lambda value, row: _integer(value, row, column, bits)
+    if base == "BOOLEAN":
+        return lambda value, row: _integer(value, row, column, 8) != 0
+    if base in ("DECIMAL", "DECIMALV2", "DECIMALV3", "DECIMAL32", "DECIMAL64", "DECIMAL128I"):
+        precision = column.type.numeric_precision
+        scale = column.type.numeric_scale
+        return lambda value, row: _decimal(value, row, column, precision, scale)
+    if base in ("FLOAT", "DOUBLE"):
+        return lambda value, row: _float(value, row, column)
+    if base in ("DATE", "DATEV1", "DATEV2"):
+        return lambda value, row: _date(value, row, column)
+    if base in ("DATETIME", "DATETIMEV1", "DATETIMEV2", "TIMESTAMP"):
+        precision = column.type.arguments[0] if column.type.arguments else 0
+        return lambda value, row: _datetime(value, row, column, precision)
+    if column.type.is_character or base in ("JSON", "JSONB", "VARIANT"):
+        length = column.type.character_length if column.type.name in ("CHAR", "VARCHAR") else None
+        return lambda value, row: _text(value, row, column, length)
+    return lambda value, row: value
+
+
+def _incorrect(
+    kind: str, value, row: int, column: Column, code=ErrorCode.TRUNCATED_WRONG_VALUE_FOR_FIELD
+):
+    return QueryError(
+        code, f"Incorrect {kind} value: '{_shown(value)}' for column '{column.name}' at row {row}"
+    )
+
+
+def _out_of_range(row: int, column: Column) -> QueryError:
+    return QueryError(
+        ErrorCode.DATA_OUT_OF_RANGE, f"Out of range value for column '{column.name}' at row {row}"
+    )
+
+
+def _shown(value) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+def _number(value, row: int, column: Column, kind: str) -> decimal.Decimal | float:
+    if isinstance(value, bool):
+        return decimal.Decimal(int(value))
+    if isinstance(value, int):
+        return decimal.Decimal(value)
+    if isinstance(value, decimal.Decimal | float):
+        return value
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        try:
+            return decimal.Decimal(value.strip())
+        except decimal.InvalidOperation:
+            raise _incorrect(kind, value, row, column) from None
+    if isinstance(value, datetime.datetime):
+        return decimal.Decimal(value.strftime("%Y%m%d%H%M%S"))
+    if isinstance(value, datetime.date):
+        return decimal.Decimal(value.strftime("%Y%m%d"))
+    raise _incorrect(kind, value, row, column)
+
+
+def _integer(value, row: int, column: Column, bits: int) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    else:
+        number = _number(value, row, column, "integer")
+        if isinstance(number, float):
+            if number != number or number in (float("inf"), float("-inf")):
+                raise _out_of_range(row, column)
+            number = decimal.Decimal(number)
+        if not number.is_finite():
+            raise _incorrect("integer", value, row, column)
+        number = int(number.to_integral_value(rounding=decimal.ROUND_HALF_UP))
+    if not -(1 << (bits - 1)) <= number < (1 << (bits - 1)):
+        raise _out_of_range(row, column)
+    return number
+
+
+def _decimal(value, row: int, column: Column, precision: int, scale: int) -> decimal.Decimal:
+    number = _number(value, row, column, "decimal")
+    if isinstance(number, float):
+        if number != number or number in (float("inf"), float("-inf")):
+            raise _out_of_range(row, column)
+        number = decimal.Decimal(repr(number))
+    if not number.is_finite():
+        raise _incorrect("decimal", value, row, column)
+    quantum = decimal.Decimal(1).scaleb(-scale)
+    rounded = number.quantize(quantum, context=DECIMAL_CONTEXT)
+    if abs(rounded) >= decimal.Decimal(10) ** (precision - scale):
+        raise _out_of_range(row, column)
+    return rounded
+
+
+def _float(value, row: int, column: Column) -> float:
+    number = _number(value, row, column, "double")
+    result = float(number)
+    if result in (float("inf"), float("-inf")) or result != result:
+        raise _out_of_range(row, column)
+    if column.type.base == "FLOAT" and abs(result) > 3.402823466e38:
+        raise _out_of_range(row, column)
+    return result
+
+
+def _date(value, row: int, column: Column) -> datetime.date:
+    if isinstance(value, datetime.datetime):
+        return value.date()
+    if isinstance(value, datetime.date):
+        return value
+    moment = _moment(value)
+    if moment is None:
+        raise _incorrect("date", value, row, column, ErrorCode.TRUNCATED_WRONG_VALUE)
+    return moment.date()
+
+
+def _datetime(value, row: int, column: Column, precision: int) -> datetime.datetime:
+    if isinstance(value, datetime.datetime):
+        moment = value.replace(tzinfo=None)
+    elif isinstance(value, datetime.date):
+        moment = datetime.datetime(value.year, value.month, value.day)
+    else:
+        moment = _moment(value)
+        if moment is None:
+            raise _incorrect("datetime", value, row, column, ErrorCode.TRUNCATED_WRONG_VALUE)
+    if precision < 6 and moment.microsecond:
+        unit = 10 ** (6 - precision)
+        micros = (moment.microsecond + unit // 2) // unit * unit
+        moment = moment.replace(microsecond=0) + datetime.timedelta(microseconds=micros)
+    return moment
+
+
+def _moment(value) -> datetime.datetime | None:
+    """A date or datetime written as text ('2024-01-31', '2024-01-31 10:00:00.5') or as a number
+    (20240131, 20240131100000), as MySQL reads them; None if it is none."""
+    text = _shown(value) if not isinstance(value, int | decimal.Decimal) else str(value)
+    match = DATETIME_TEXT.match(text) or COMPACT_DATE.match(text)
+    if match is None:
+        return None
+    parts = [part for part in match.groups()]
+    fraction = parts[6] if len(parts) > 6 else None
+    numbers = [int(part) if part else 0 for part in parts[:6]]
+    micros = int((fraction or "0").ljust(6, "0")) if fraction else 0
+    try:
+        return datetime.datetime(*numbers, micros)
+    except ValueError:
+        return None
+
+
+def _text(value, row: int, column: Column, length: int | None) -> str:
+    if isinstance(value, bytes):
+        text = value.decode("utf-8", "replace")
+    elif isinstance(value, str):
+        text = value
+    elif isinstance(value, bool):
+        text = str(int(value))
+    elif isinstance(value, float):
+        text = repr(value)
+    elif isinstance(value, datetime.datetime):
+        text = value.isoformat(sep=" ")
+    else:
+        text = str(value)
+    if length is not None and len(text) > length:
+        raise QueryError(
+            ErrorCode.DATA_TOO_LONG, f"Data too long for column '{column.name}' at row {row}"
+        )
+    return text

@@ -1,0 +1,314 @@
+"""INSERT, UPDATE and DELETE: the rows are worked out at the statement's snapshot (by the query
+engine where they come from a query) and committed by the TN as one write set, so a statement
+writes all of its rows or none.
+
+DUPLICATE KEY tables keep every row; UNIQUE KEY tables replace the row with the same key (the TN
+does it as it commits, as Doris's merge on write); AGGREGATE KEY tables keep rows as written and
+are merged by their keys when read."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import decimal
+
+import pyarrow as pa
+from sqlglot import exp
+
+from be.logtail.entries import ROW_ID
+from be.table_schema import TableSchema
+from be.tn import errors as commit_errors
+from be.tn.write_set import TableWrite, WriteSet
+from fe.mysql.errors import ErrorCode, QueryError
+from fe.mysql.results import Result
+from fe.security import privileges
+from fe.sql import statements as st
+from fe.sql.parser import INTERNAL_CATALOG
+from fe.statements import queries, transactions
+from fe.statements.column_values import column_array
+from fe.statements.table_data import TableReader, data_plane
+from metadata.records import Column, KeyModel, Table
+
+COMMIT_WAIT_SECONDS = 60.0
+NOT_LITERAL = object()
+
+
+# -- INSERT -------------------------------------------------------------------------------------
+
+
+async def insert(session, statement: st.Insert) -> Result:
+    expression = statement.expression
+    target = expression.this
+    table_node = target.this if isinstance(target, exp.Schema) else target
+    reader = TableReader(session)
+    table = _target_table(session, reader, table_node)
+    named = _named_columns(table, target.expressions if isinstance(target, exp.Schema) else None)
+    source = expression.expression
+    if isinstance(source, exp.Values):
+        rows = await _values_rows(session, source, named)
+    elif isinstance(source, exp.Select | exp.Union | exp.Subquery):
+        query = source.this if isinstance(source, exp.Subquery) else source
+        answer = await queries.run_select(session, queries.plan_select(query.copy()))
+        rows = [tuple(row) for row in answer.rows]
+        if len(answer.columns) != len(named):
+            raise _count_mismatch(1)
+    else:
+        raise QueryError(ErrorCode.PARSE_ERROR, "You have an error in your SQL syntax")
+    if not rows:
+        return Result(affected_rows=0)
+    inserts = _rows_table(session, table, named, rows)
+    await commit(session, reader, table, TableWrite(TableSchema.of(table), inserts=inserts))
+    info = f"Records: {len(rows)}  Duplicates: 0  Warnings: 0" if len(rows) > 1 else ""
+    return Result(affected_rows=len(rows), info=info)
+
+
+def _target_table(session, reader: TableReader, node: exp.Table) -> Table:
+    if not isinstance(node, exp.Table):
+        raise QueryError(ErrorCode.PARSE_ERROR, "You have an error in your SQL syntax")
+    if node.catalog and node.catalog.lower() != INTERNAL_CATALOG:
+        raise QueryError(ErrorCode.UNKNOWN_CATALOG, f"Unknown catalog '{node.catalog}'")
+    return reader.table(node.db or session.database or "", node.name, privileges.LOAD)
+
+
+def _named_columns(table: Table, written: list | None) -> list[Column]:
+    if not written:
+        return list(table.columns)
+    named = []
+    for node in written:
+        name = node.name
+        column = table.column(name)
+        if column is None:
+            raise QueryError(ErrorCode.BAD_FIELD_ERROR, f"Unknown column '{name}' in 'field list'")
+        if column in named:
+            raise QueryError(1110, f"Column '{column.name}' specified twice")
+        named.append(column)
+    return named
+
+
+async def _values_rows(session, values: exp.Values, named: list[Column]) -> list[tuple]:
+    rows = []
+    for number, row in enumerate(values.expressions, 1):
+        items = row.expressions if isinstance(row, exp.Tuple) else [row]
+        if len(items) != len(named):
+            raise _count_mismatch(number)
+        literal = [_literal(item) for item in items]
+        if NOT_LITERAL in literal:
+            literal = await _evaluated(session, items, literal, named)
+        rows.append(tuple(literal))
+    return rows
+
+
+def _count_mismatch(row: int) -> QueryError:
+    return QueryError(
+        ErrorCode.WRONG_VALUE_COUNT_ON_ROW, f"Column count doesn't match value count at row {row}"
+    )
+
+
+DEFAULT = object()
+
+
+def _literal(node: exp.Expression):
+    if isinstance(node, exp.Literal):
+        return node.this if node.is_string else _number(node.this)
+    if isinstance(node, exp.Null):
+        return None
+    if isinstance(node, exp.Boolean):
+        return bool(node.this)
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
+        return -_number(node.this.this)
+    if isinstance(node, exp.Column | exp.Var) and node.name.upper() == "DEFAULT" and not node.table:
+        return DEFAULT
+    return NOT_LITERAL
+
+
+def _number(text: str):
+    if text.isdigit():
+        return int(text)
+    if "e" in text.lower():
+        return float(text)
+    try:
+        return decimal.Decimal(text)
+    except decimal.InvalidOperation:
+        raise QueryError(ErrorCode.PARSE_ERROR, f"Bad number {text!r}") from None
+
+
+async def _evaluated(session, items, literal: list, named: list[Column]) -> list:
+    """A row's expressions that are no plain literal, worked out by the query engine."""
+    positions = [index for index, value in enumerate(literal) if value is NOT_LITERAL]
+    select = exp.select(*[items[index].copy() for index in positions])
+    answer = await queries.run_select(session, queries.plan_select(select))
+    values = list(answer.rows)[0]
+    for index, value in zip(positions, values, strict=True):
+        literal[index] = value
+    return literal
+
+
+def _rows_table(session, table: Table, named: list[Column], rows: list[tuple]) -> pa.Table:
+    given = {column.name: index for index, column in enumerate(named)}
+    arrays = []
+    for column in table.columns:
+        index = given.get(column.name)
+        if index is None:
+            values = [_default(session, column)] * len(rows)
+        else:
+            values = [row[index] for row in rows]
+            if any(value is DEFAULT for value in values):
+                default = _default(session, column)
+                values = [default if value is DEFAULT else value for value in values]
+        arrays.append(column_array(values, column))
+    return pa.Table.from_arrays(arrays, schema=TableSchema.of(table).arrow())
+
+
+def _default(session, column: Column):
+    text = column.default
+    if text is None:
+        if column.nullable:
+            return None
+        raise QueryError(1364, f"Field '{column.name}' doesn't have a default value")
+    upper = text.upper()
+    if upper == "NULL":
+        return None
+    if upper.startswith("CURRENT_TIMESTAMP") or upper.startswith("NOW"):
+        return datetime.datetime.now()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
+# -- DELETE and UPDATE --------------------------------------------------------------------------
+
+
+async def delete(session, statement: st.Delete) -> Result:
+    expression = statement.expression
+    reader = TableReader(session)
+    node = expression.this
+    table = _target_table(session, reader, node)
+    alias = node.alias_or_name
+    select = exp.select(
+        exp.column(ROW_ID, table=alias), *[exp.column(k, table=alias) for k in table.key_columns]
+    ).from_(node.copy())
+    select = _with_clauses(select, expression)
+    answer = await queries.run_in_engine(session, queries.plan_select(select), reader, alias)
+    rows = list(answer.rows)
+    if not rows:
+        return Result(affected_rows=0)
+    deletes = _deletes_table(table, rows)
+    await commit(session, reader, table, TableWrite(TableSchema.of(table), deletes=deletes))
+    return Result(affected_rows=len(rows))
+
+
+async def update(session, statement: st.Update) -> Result:
+    expression = statement.expression
+    reader = TableReader(session)
+    node = expression.this
+    table = _target_table(session, reader, node)
+    if table.key_model is KeyModel.AGGREGATE:
+        raise QueryError(
+            ErrorCode.NOT_SUPPORTED_YET, "Only unique table or duplicate table could be updated."
+        )
+    alias = node.alias_or_name
+    changes = {}
+    for assignment in expression.expressions:
+        if not isinstance(assignment, exp.EQ) or not isinstance(assignment.this, exp.Column):
+            raise QueryError(ErrorCode.PARSE_ERROR, "You have an error in your SQL syntax")
+        column = table.column(assignment.this.name)
+        if column is None:
+            raise QueryError(
+                ErrorCode.BAD_FIELD_ERROR,
+                f"Unknown column '{assignment.this.name}' in 'field list'",
+            )
+        if table.key_model is KeyModel.UNIQUE and column.is_key:
+            raise QueryError(
+                ErrorCode.NOT_SUPPORTED_YET, "Only value columns of unique table could be updated"
+            )
+        changes[column.name] = assignment.expression
+    old = [exp.column(c.name, table=alias) for c in table.columns]
+    new = [
+        changes[c.name].copy() if c.name in changes else exp.column(c.name, table=alias)
+        for c in table.columns
+    ]
+    select = exp.select(exp.column(ROW_ID, table=alias), *old, *new).from_(node.copy())
+    select = _with_clauses(select, expression)
+    answer = await queries.run_in_engine(session, queries.plan_select(select), reader, alias)
+    matched = list(answer.rows)
+    width = len(table.columns)
+    changed = [row for row in matched if tuple(row[1 : 1 + width]) != tuple(row[1 + width :])]
+    if changed:
+        deletes = _deletes_table(
+            table,
+            [
+                (row[0], *[row[1 + _position(table, k)] for k in table.key_columns])
+                for row in changed
+            ],
+        )
+        inserts = _rows_table(
+            session, table, list(table.columns), [row[1 + width :] for row in changed]
+        )
+        await commit(
+            session,
+            reader,
+            table,
+            TableWrite(TableSchema.of(table), inserts=inserts, deletes=deletes),
+        )
+    return Result(
+        affected_rows=len(changed),
+        info=f"Rows matched: {len(matched)}  Changed: {len(changed)}  Warnings: 0",
+    )
+
+
+def _position(table: Table, name: str) -> int:
+    return [column.name for column in table.columns].index(name)
+
+
+def _with_clauses(select: exp.Select, statement: exp.Expression) -> exp.Select:
+    for clause in ("where", "order", "limit"):
+        value = statement.args.get(clause)
+        if value is not None:
+            select.set(clause, value.copy())
+    return select
+
+
+def _deletes_table(table: Table, rows: list) -> pa.Table:
+    fields = [pa.field(ROW_ID, pa.int64(), False)]
+    arrays = [pa.array([row[0] for row in rows], pa.int64())]
+    for position, name in enumerate(table.key_columns, 1):
+        column = table.column(name)
+        fields.append(pa.field(column.name, column.type.arrow, column.nullable))
+        arrays.append(pa.array([row[position] for row in rows], column.type.arrow))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+# -- commit -------------------------------------------------------------------------------------
+
+
+async def commit(session, reader: TableReader, table: Table, write: TableWrite) -> None:
+    """The statement's write: into the open transaction, else committed at once."""
+    transaction = transactions.current(session)
+    if transaction is not None:
+        transaction.add(table, write, lambda: reader.committed(table))
+        return
+    await commit_writes(session, reader.ts, (write,))
+
+
+async def commit_writes(session, snapshot_ts: int, writes: tuple[TableWrite, ...]) -> int:
+    plane = data_plane(session)
+    write_set = WriteSet(snapshot_ts, writes, request_id=session.request_id or "")
+    try:
+        future = plane.tn.submit(write_set)
+        ts = await asyncio.wait_for(asyncio.wrap_future(future), COMMIT_WAIT_SECONDS)
+    except TimeoutError:
+        raise QueryError(
+            ErrorCode.UNKNOWN_ERROR,
+            f"The commit was not confirmed within {COMMIT_WAIT_SECONDS:g} s; the statement may or "
+            "may not have taken effect",
+        ) from None
+    except commit_errors.WriteConflict as error:
+        raise QueryError(
+            ErrorCode.LOCK_DEADLOCK, f"Write conflict: {error}; try restarting transaction"
+        ) from None
+    except commit_errors.CommitOutcomeUnknown as error:
+        raise QueryError(ErrorCode.UNKNOWN_ERROR, str(error)) from None
+    except commit_errors.CommitError as error:
+        raise QueryError(ErrorCode.UNKNOWN_ERROR, f"The commit was refused: {error}") from None
+    session.last_commit_ts = max(session.last_commit_ts, ts)
+    return ts

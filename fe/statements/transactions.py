@@ -1,0 +1,218 @@
+"""A session's open transaction: BEGIN (or autocommit off) fixes its snapshot; its writes wait in
+the session and are seen by its own reads; COMMIT hands them to the TN as one write set, where
+the first of two transactions writing the same row wins and the second fails; ROLLBACK drops
+them. A statement that changes the catalog commits the open transaction first, as in MySQL.
+
+Rows the transaction inserted have negative row ids until they are committed, so that its own
+UPDATE and DELETE can name them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from be.cn.table_state import merged
+from be.logtail.entries import ROW_ID
+from be.table_schema import TableSchema
+from be.tn.write_set import TableWrite
+from fe.mysql.errors import ErrorCode, QueryError
+from fe.mysql.results import Result
+from fe.sql import statements as st
+from metadata.records import KeyModel, Table
+
+MAX_TRANSACTION_ROWS = 1_000_000  # rows a transaction may write before its COMMIT
+
+
+@dataclass
+class PendingWrite:
+    schema: TableSchema
+    key_columns: tuple[str, ...]
+    inserts: pa.Table  # ROW_ID (negative), then the table's columns
+    deletes: pa.Table  # ROW_ID, then the key columns: rows of the snapshot it deleted
+
+    @property
+    def rows(self) -> int:
+        return self.inserts.num_rows + self.deletes.num_rows
+
+
+@dataclass
+class OpenTransaction:
+    snapshot_ts: int
+    writes: dict[int, PendingWrite] = field(default_factory=dict)
+    next_row_id: int = -1
+
+    @property
+    def rows(self) -> int:
+        return sum(write.rows for write in self.writes.values())
+
+    def add(self, table: Table, write: TableWrite, committed: Callable[[], pa.Table]) -> None:
+        """write joins the transaction; committed gives the table's rows at the snapshot (with
+        row ids), where a UNIQUE KEY table's rows replaced by write's inserts are found."""
+        schema = write.schema
+        pending = self.writes.get(table.id)
+        if pending is None:
+            pending = self.writes[table.id] = PendingWrite(
+                schema,
+                table.key_columns,
+                schema.with_row_ids().empty_table(),
+                _deletes_schema(schema).empty_table(),
+            )
+        elif pending.schema.schema_version != schema.schema_version:
+            raise QueryError(
+                ErrorCode.UNKNOWN_ERROR,
+                f"Table '{table.name}' changed during the transaction; roll it back and retry",
+            )
+        if write.deletes is not None and write.deletes.num_rows:
+            ids = write.deletes.column(ROW_ID)
+            own = pc.less(ids, 0)
+            pending.inserts = pending.inserts.filter(
+                pc.invert(pc.is_in(pending.inserts.column(ROW_ID), ids.filter(own)))
+            )
+            theirs = write.deletes.filter(pc.invert(own))
+            pending.deletes = pa.concat_tables(
+                [pending.deletes, theirs.cast(pending.deletes.schema)]
+            )
+        if write.inserts is not None and write.inserts.num_rows:
+            count = write.inserts.num_rows
+            ids = pa.array(range(self.next_row_id, self.next_row_id - count, -1), pa.int64())
+            self.next_row_id -= count
+            rows = write.inserts.add_column(0, pa.field(ROW_ID, pa.int64(), False), ids)
+            if schema.replaces_on_key:
+                rows = _last_of_each_key(rows, schema.key_columns)
+                pending.inserts = _without_keys(pending.inserts, rows, schema.key_columns)
+                pending.deletes = _with_replaced(pending, rows, committed(), schema.key_columns)
+            pending.inserts = pa.concat_tables([pending.inserts, rows.cast(pending.inserts.schema)])
+        if self.rows > MAX_TRANSACTION_ROWS:
+            raise QueryError(
+                ErrorCode.UNKNOWN_ERROR,
+                f"A transaction may write at most {MAX_TRANSACTION_ROWS} rows; commit more often",
+            )
+
+    def seen(self, schema: TableSchema, snapshot: pa.Table, row_ids: bool) -> pa.Table:
+        """A table's snapshot (with row ids) as this transaction sees it: its own deletes gone,
+        its own inserts added."""
+        pending = self.writes.get(schema.table_id)
+        rows = snapshot
+        if pending is not None:
+            if pending.deletes.num_rows:
+                gone = pending.deletes.column(ROW_ID)
+                rows = rows.filter(pc.invert(pc.is_in(rows.column(ROW_ID), gone)))
+            if schema.replaces_on_key:
+                rows = _without_keys(rows, pending.inserts, schema.key_columns)
+            rows = pa.concat_tables([rows, pending.inserts.cast(rows.schema)])
+        if schema.key_model is KeyModel.AGGREGATE and not row_ids:
+            return merged(_own_rows_last(rows), schema)
+        return rows if row_ids else rows.drop_columns([ROW_ID])
+
+    def table_writes(self) -> tuple[TableWrite, ...]:
+        writes = []
+        for pending in self.writes.values():
+            inserts = pending.inserts.drop_columns([ROW_ID]) if pending.inserts.num_rows else None
+            deletes = pending.deletes if pending.deletes.num_rows else None
+            if inserts is not None or deletes is not None:
+                writes.append(TableWrite(pending.schema, inserts, deletes))
+        return tuple(writes)
+
+
+OWN_ROW_IDS_AFTER = 1 << 62  # a merge orders rows by row id: own rows after every committed one
+
+
+def _own_rows_last(rows: pa.Table) -> pa.Table:
+    ids = rows.column(ROW_ID)
+    ordered = pc.if_else(pc.less(ids, 0), pc.subtract(OWN_ROW_IDS_AFTER, ids), ids)
+    return rows.set_column(0, rows.schema.field(0), ordered)
+
+
+def _deletes_schema(schema: TableSchema) -> pa.Schema:
+    by_name = {column.name: column for column in schema.columns}
+    fields = [pa.field(ROW_ID, pa.int64(), False)]
+    fields += [
+        pa.field(name, by_name[name].type, by_name[name].nullable) for name in schema.key_columns
+    ]
+    return pa.schema(fields)
+
+
+def _last_of_each_key(rows: pa.Table, key_columns: tuple[str, ...]) -> pa.Table:
+    """Of rows with equal keys, the one written last (own row ids fall as rows are written)."""
+    last = rows.group_by(list(key_columns), use_threads=False).aggregate([(ROW_ID, "min")])
+    return rows.filter(pc.is_in(rows.column(ROW_ID), last.column(f"{ROW_ID}_min")))
+
+
+def _with_replaced(
+    pending: PendingWrite, rows: pa.Table, committed: pa.Table, key_columns: tuple[str, ...]
+) -> pa.Table:
+    """pending's deletes plus the committed rows that rows replace (the same key), so that the
+    replaced row stays gone even if the transaction later deletes its own row."""
+    if pending.deletes.num_rows:
+        gone = pending.deletes.column(ROW_ID)
+        committed = committed.filter(pc.invert(pc.is_in(committed.column(ROW_ID), gone)))
+    replaced = committed.filter(
+        pc.invert(
+            pc.is_in(
+                committed.column(ROW_ID), _without_keys(committed, rows, key_columns).column(ROW_ID)
+            )
+        )
+    )
+    if not replaced.num_rows:
+        return pending.deletes
+    replaced = replaced.select(pending.deletes.schema.names).cast(pending.deletes.schema)
+    return pa.concat_tables([pending.deletes, replaced])
+
+
+def _without_keys(rows: pa.Table, newer: pa.Table, key_columns: tuple[str, ...]) -> pa.Table:
+    """rows but those whose key one of newer's rows has (UNIQUE KEY: the newer row replaces)."""
+    if not rows.num_rows or not newer.num_rows:
+        return rows
+    marker = "__quire_newer"
+    keys = newer.select(list(key_columns)).group_by(list(key_columns)).aggregate([])
+    keys = keys.append_column(marker, pa.array([True] * keys.num_rows))
+    joined = rows.join(keys, list(key_columns), join_type="left outer", use_threads=False)
+    kept = joined.filter(pc.is_null(joined.column(marker))).drop_columns([marker])
+    return kept.select(rows.column_names)
+
+
+# -- the statements -----------------------------------------------------------------------------
+
+
+async def transaction_statement(session, statement: st.Transaction) -> Result:
+    if statement.kind == "BEGIN":
+        await commit(session)
+        begin(session)
+    elif statement.kind == "COMMIT":
+        await commit(session)
+    else:
+        session.transaction = None
+    return Result()
+
+
+def begin(session) -> OpenTransaction:
+    from fe.statements.table_data import data_plane
+
+    plane = session.services.data_plane
+    ts = max(plane.read_ts(), session.last_commit_ts) if plane is not None else 0
+    if plane is None:
+        data_plane(session)  # a transaction needs table data: say why there is none
+    session.transaction = OpenTransaction(ts)
+    return session.transaction
+
+
+def current(session) -> OpenTransaction | None:
+    """The open transaction; one is opened when autocommit is off."""
+    if session.transaction is None and not session.variable("autocommit"):
+        if session.services.data_plane is not None:
+            begin(session)
+    return session.transaction
+
+
+async def commit(session) -> None:
+    transaction, session.transaction = session.transaction, None
+    if transaction is None:
+        return
+    writes = transaction.table_writes()
+    if writes:
+        from fe.statements.dml import commit_writes
+
+        await commit_writes(session, transaction.snapshot_ts, writes)

@@ -1,0 +1,213 @@
+"""Tables hold rows: INSERT, UPDATE, DELETE and SELECT through the MySQL front of `quire up`,
+checked with PyMySQL and the mariadb CLI, for every key model; bad values get MySQL's errors and
+nothing of the statement is written."""
+
+import datetime
+import decimal
+
+import pymysql
+import pytest
+
+from tests.harness import assert_mysql_error, error_of, mariadb, run
+
+
+@pytest.fixture(scope="module")
+def db(root):
+    run(root, "CREATE DATABASE dml")
+    run(root, "USE dml")
+    return root
+
+
+def test_insert_then_select_through_pymysql_and_the_cli(quire, db):
+    run(
+        db,
+        "CREATE TABLE t (k INT, v VARCHAR(10), d DATE, amount DECIMAL(10,2)) DUPLICATE KEY(k) "
+        "DISTRIBUTED BY HASH(k) BUCKETS 4",
+    )
+    with db.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO t VALUES (1, 'a', '2024-01-31', 1.5), (2, 'b', NULL, -2.25), (3, NULL, '2024-02-29', 0)"
+        )
+        assert cursor.rowcount == 3
+    assert run(db, "SELECT k, v, d, amount FROM t ORDER BY k") == (
+        (1, "a", datetime.date(2024, 1, 31), decimal.Decimal("1.50")),
+        (2, "b", None, decimal.Decimal("-2.25")),
+        (3, None, datetime.date(2024, 2, 29), decimal.Decimal("0.00")),
+    )
+    done = mariadb(quire, "dml", "--batch", "-e", "SELECT k, v, amount FROM t ORDER BY k")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "k\tv\tamount",
+        "1\ta\t1.50",
+        "2\tb\t-2.25",
+        "3\tNULL\t0.00",
+    ]
+    done = mariadb(quire, "dml", "-e", "INSERT INTO t (k, v) VALUES (4, 'd'), (5, 'e')")
+    assert done.returncode == 0, done.stderr
+    assert run(db, "SELECT COUNT(*), SUM(k) FROM t") == ((5, decimal.Decimal(15)),)
+
+
+def test_insert_select_and_aggregates(db):
+    run(
+        db,
+        "CREATE TABLE src (k INT, g VARCHAR(5), n BIGINT) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 2",
+    )
+    run(
+        db,
+        "INSERT INTO src VALUES " + ", ".join(f"({i}, 'g{i % 3}', {i * 10})" for i in range(100)),
+    )
+    run(
+        db,
+        "CREATE TABLE dst (g VARCHAR(5), total BIGINT) DUPLICATE KEY(g) DISTRIBUTED BY HASH(g) BUCKETS 2",
+    )
+    with db.cursor() as cursor:
+        cursor.execute("INSERT INTO dst SELECT g, SUM(n) FROM src GROUP BY g")
+        assert cursor.rowcount == 3
+    assert run(db, "SELECT g, total FROM dst ORDER BY g") == (
+        ("g0", 16830),
+        ("g1", 16170),
+        ("g2", 16500),
+    )
+    assert run(
+        db,
+        "SELECT s.g, COUNT(*) FROM src s JOIN dst d ON s.g = d.g WHERE s.k < 10 GROUP BY s.g ORDER BY 1",
+    ) == (("g0", 4), ("g1", 3), ("g2", 3))
+
+
+def test_unique_key_replaces_the_row_with_the_same_key(db):
+    run(
+        db,
+        "CREATE TABLE u (id INT, name VARCHAR(20), score INT) UNIQUE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 2",
+    )
+    run(db, "INSERT INTO u VALUES (1, 'ann', 10), (2, 'bob', 20)")
+    run(db, "INSERT INTO u VALUES (1, 'ann2', 11), (3, 'cid', 30), (3, 'cid2', 31)")
+    assert run(db, "SELECT id, name, score FROM u ORDER BY id") == (
+        (1, "ann2", 11),
+        (2, "bob", 20),
+        (3, "cid2", 31),
+    )
+    with db.cursor() as cursor:
+        cursor.execute("UPDATE u SET score = score + 1 WHERE id >= 2")
+        assert cursor.rowcount == 2
+    assert run(db, "SELECT id, score FROM u ORDER BY id") == ((1, 11), (2, 21), (3, 32))
+    code, message = error_of(db, "UPDATE u SET id = 9 WHERE id = 1")
+    assert code == 1235, message
+
+
+def test_aggregate_key_merges_rows_by_their_keys(db):
+    run(
+        db,
+        "CREATE TABLE a (d DATE, shop INT, amount BIGINT SUM, top INT MAX, last_note VARCHAR(10) REPLACE) "
+        "AGGREGATE KEY(d, shop) DISTRIBUTED BY HASH(shop) BUCKETS 2",
+    )
+    run(db, "INSERT INTO a VALUES ('2024-01-01', 1, 5, 3, 'x'), ('2024-01-01', 1, 7, 9, 'y')")
+    run(db, "INSERT INTO a VALUES ('2024-01-01', 2, 1, 1, 'z'), ('2024-01-01', 1, 1, 2, 'w')")
+    assert run(db, "SELECT shop, amount, top, last_note FROM a ORDER BY shop") == (
+        (1, 13, 9, "w"),
+        (2, 1, 1, "z"),
+    )
+
+
+def test_delete_and_update_with_where(db):
+    run(db, "CREATE TABLE dup (k INT, v INT) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 2")
+    run(db, "INSERT INTO dup VALUES (1, 1), (2, 2), (3, 3), (4, 4), (4, 5)")
+    with db.cursor() as cursor:
+        cursor.execute("DELETE FROM dup WHERE k = 4")
+        assert cursor.rowcount == 2
+        cursor.execute("UPDATE dup SET v = v * 10 WHERE k IN (1, 3)")
+        assert cursor.rowcount == 2
+        cursor.execute("UPDATE dup SET v = 2 WHERE k = 2")
+        assert cursor.rowcount == 0  # matched, not changed: MySQL counts changed rows
+        cursor.execute("DELETE FROM dup WHERE k > 100")
+        assert cursor.rowcount == 0
+    assert run(db, "SELECT k, v FROM dup ORDER BY k") == ((1, 10), (2, 2), (3, 30))
+    done = mariadb(quire_of(db), "dml", "-e", "DELETE FROM dup WHERE k = 1")
+    assert done.returncode == 0, done.stderr
+    assert run(db, "SELECT k FROM dup ORDER BY k") == ((2,), (3,))
+
+
+def quire_of(connection):
+    return connection.quire
+
+
+@pytest.fixture(autouse=True)
+def _remember_quire(quire, root):
+    root.quire = quire
+
+
+BAD_VALUES = [
+    ("INSERT INTO strict_t VALUES (NULL, 'a', 1)", 1048, "Column 'k' cannot be null"),
+    ("INSERT INTO strict_t VALUES (1, 'abcdef', 1)", 1406, "Data too long for column 'v' at row 1"),
+    (
+        "INSERT INTO strict_t VALUES (1, 'a', 1), (2, 'b', 300)",
+        1264,
+        "Out of range value for column 't' at row 2",
+    ),
+    (
+        "INSERT INTO strict_t VALUES (1, 'a', 'x')",
+        1366,
+        "Incorrect integer value: 'x' for column 't' at row 1",
+    ),
+    (
+        "INSERT INTO strict_t VALUES (1, 'a')",
+        1136,
+        "Column count doesn't match value count at row 1",
+    ),
+    ("INSERT INTO strict_t (k, nope) VALUES (1, 2)", 1054, "Unknown column 'nope' in 'field list'"),
+    ("INSERT INTO strict_t (v) VALUES ('a')", 1364, "Field 'k' doesn't have a default value"),
+    ("INSERT INTO no_such VALUES (1)", 1146, "Table 'dml.no_such' doesn't exist"),
+]
+
+
+@pytest.mark.parametrize("sql, code, message", BAD_VALUES)
+def test_bad_values_get_mysqls_errors_and_write_nothing(quire, db, sql, code, message):
+    run(
+        db,
+        "CREATE TABLE IF NOT EXISTS strict_t (k INT NOT NULL, v VARCHAR(5), t TINYINT) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1",
+    )
+    got_code, got_message = error_of(db, sql)
+    assert_mysql_error(got_code, got_message, sql)
+    assert (got_code, got_message) == (code, message)
+    done = mariadb(quire, "dml", "-e", sql)
+    assert done.returncode == 1 and message in done.stderr, done.stderr
+    assert run(db, "SELECT COUNT(*) FROM strict_t") == ((0,),)
+
+
+def test_writes_need_load_priv_and_reads_select_priv(quire, db):
+    run(db, "CREATE TABLE guarded (k INT) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1")
+    run(db, "CREATE USER reader IDENTIFIED BY 'pw'")
+    run(db, "GRANT SELECT_PRIV ON dml.* TO reader")
+    connection = quire.connect("reader", "pw", database="dml")
+    try:
+        assert run(connection, "SELECT * FROM guarded") == ()
+        for sql in (
+            "INSERT INTO guarded VALUES (1)",
+            "DELETE FROM guarded",
+            "UPDATE guarded SET k = 2",
+        ):
+            code, message = error_of(connection, sql)
+            assert code == 1142, (sql, message)
+    finally:
+        connection.close()
+    assert run(db, "SELECT COUNT(*) FROM guarded") == ((0,),)
+
+
+def test_prepared_inserts_with_typed_parameters(quire, db):
+    run(
+        db,
+        "CREATE TABLE prepared_t (k BIGINT, v VARCHAR(20), f DOUBLE, ts DATETIME) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 2",
+    )
+    connection = pymysql.connect(
+        host="127.0.0.1", port=quire.query_port, user="root", database="dml"
+    )
+    try:
+        with connection.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO prepared_t VALUES (%s, %s, %s, %s)",
+                [(i, f"v{i}", i / 2, datetime.datetime(2024, 1, 1, 0, 0, i)) for i in range(50)],
+            )
+        assert run(connection, "SELECT COUNT(*), MAX(ts) FROM prepared_t") == (
+            (50, datetime.datetime(2024, 1, 1, 0, 0, 49)),
+        )
+    finally:
+        connection.close()

@@ -5,9 +5,14 @@ publishes each commit straight to the CN."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pyarrow as pa
 
 from be.cn.node import ComputeNode
+from be.config import Config
+from be.logservice.limits import LogLimits
+from be.logservice.service import LogService
 from be.table_schema import TableSchema
 from be.tn.limits import CommitLimits
 from be.tn.pipeline import CommitPipeline
@@ -15,19 +20,25 @@ from be.tn.write_set import WriteSet
 
 
 class EmbeddedDataPlane:
-    def __init__(self, log, limits: CommitLimits | None = None):
-        self.log = log
+    def __init__(self, open_log: Callable[[], object], limits: CommitLimits | None = None):
+        """open_log: the TN's log, opened when the data plane starts."""
+        self._open_log = open_log
+        self.limits = limits or CommitLimits()
+        self.log = None
         self.cn = ComputeNode()
-        self.tn = CommitPipeline(log, limits or CommitLimits(), publish=self.cn.apply)
+        self.tn: CommitPipeline | None = None
 
     def start(self) -> None:
+        """Open the log and replay it (the CN gets every commit again), then commit."""
+        self.log = self._open_log()
+        self.tn = CommitPipeline(self.log, self.limits, publish=self.cn.apply)
         self.tn.start()
 
     def close(self) -> None:
-        self.tn.close()
-        close = getattr(self.log, "close", None)
-        if close is not None:
-            close()
+        if self.tn is not None:
+            self.tn.close()
+        if self.log is not None:
+            self.log.close()
 
     def commit(self, write_set: WriteSet) -> int:
         """The commit timestamp; raises a CommitError kind when nothing was committed."""
@@ -44,20 +55,13 @@ class EmbeddedDataPlane:
         return self.cn.snapshot(schema, ts, row_ids)
 
 
-class _MemoryLog:
-    """Provisional, until the logservice lands: nothing survives a restart."""
-
-    def __init__(self):
-        self.records: list[bytes] = []
-
-    def append(self, records, timeout=None) -> list[int]:
-        first = len(self.records) + 1
-        self.records.extend(records)
-        return list(range(first, first + len(records)))
-
-    def read(self, first_lsn: int, max_bytes: int) -> list[tuple[int, bytes]]:
-        return [(lsn, self.records[lsn - 1]) for lsn in range(first_lsn, len(self.records) + 1)]
-
-
-def open_embedded(config) -> EmbeddedDataPlane:
-    return EmbeddedDataPlane(_MemoryLog())
+def open_embedded(config: Config) -> EmbeddedDataPlane:
+    """The TN and CN of `quire up`: the TN's log in storage_root (one replica)."""
+    log_limits = LogLimits.from_config(config)
+    folder = config.path("storage_root")
+    limits = CommitLimits(
+        max_record_bytes=log_limits.max_record_bytes,
+        max_group_bytes=log_limits.max_append_bytes,
+        heartbeat_interval_seconds=config["logtail_heartbeat_interval_millisecond"] / 1000,
+    )
+    return EmbeddedDataPlane(lambda: LogService.open(folder, log_limits), limits)

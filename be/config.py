@@ -71,7 +71,7 @@ BE_KEYS = (
     ),
     Key(
         "logservice_max_record_bytes",
-        1048576,
+        16777216,
         comment="The largest record the log takes (one commit's entry in the TN's log).",
     ),
     Key(

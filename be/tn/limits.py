@@ -9,7 +9,8 @@ from dataclasses import dataclass
 class CommitLimits:
     max_queued_commits: int = 4096  # waiting for the committer; past it a commit is refused
     max_group_commits: int = 256  # write sets committed with one log append
-    max_group_bytes: int = 64 << 20  # their encoded size
+    max_group_bytes: int = 4 << 20  # their log records together: one log append
+    max_record_bytes: int = 1 << 20  # one commit's log record
     max_commit_rows: int = 1_000_000  # rows inserted plus deleted by one write set
     max_commit_bytes: int = 256 << 20  # Arrow bytes of one write set
     commit_timeout_seconds: float = 30.0  # a commit not logged by then: outcome unknown
@@ -26,7 +27,9 @@ class CommitLimits:
             "0 < max_group_commits <= max_queued_commits": (
                 0 < self.max_group_commits <= self.max_queued_commits
             ),
-            "max_group_bytes > 0": self.max_group_bytes > 0,
+            "0 < max_record_bytes <= max_group_bytes": (
+                0 < self.max_record_bytes <= self.max_group_bytes
+            ),
             "max_commit_rows > 0": self.max_commit_rows > 0,
             "max_commit_bytes > 0": self.max_commit_bytes > 0,
             "commit_timeout_seconds > 0": self.commit_timeout_seconds > 0,

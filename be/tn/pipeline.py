@@ -154,33 +154,57 @@ class CommitPipeline:
                 self._resync()
 
     def _commit_group(self, group: list[_Request]) -> None:
-        committed: list[tuple[_Request, Commit]] = []
+        """Check, stamp and log each write set in order; one log append per max_group_bytes."""
+        batch: list[tuple[_Request, Commit]] = []
         records: list[bytes] = []
+        size = 0
         for request in group:
             write_set = request.write_set
             if write_set.request_id and write_set.request_id in self._requests:
                 request.future.set_result(self._requests[write_set.request_id])
                 continue
-            ts = self._next_ts()
+            schemas = {write.schema.table_id: write.schema for write in write_set.writes}
             try:
-                commit = self.state.prepare(write_set, ts, self.limits.max_commit_rows)
+                commit = self.state.prepare(write_set, self._next_ts(), self.limits.max_commit_rows)
+                record = wal_records.encode(commit, write_set.request_id, schemas)
+                if len(record) > self.limits.max_record_bytes:
+                    raise CommitTooLarge(
+                        f"the statement writes {len(record)} bytes at once; the log takes at most "
+                        f"{self.limits.max_record_bytes} (logservice_max_record_bytes)"
+                    )
             except CommitError as error:
                 request.future.set_exception(error)
                 continue
-            schemas = {write.schema.table_id: write.schema for write in write_set.writes}
+            if records and size + len(record) > self.limits.max_group_bytes:
+                if not self._log_and_publish(batch, records):
+                    self._refuse_unanswered(group)
+                    return
+                batch, records, size = [], [], 0
             self.state.apply(commit, schemas)
             self.schemas.update(schemas)
-            committed.append((request, commit))
-            records.append(wal_records.encode(commit, write_set.request_id, schemas))
+            batch.append((request, commit))
+            records.append(record)
+            size += len(record)
             if write_set.request_id:
-                self._remember(write_set.request_id, ts)
-        if not records:
-            return
+                self._remember(write_set.request_id, commit.commit_ts)
+        if records:
+            self._log_and_publish(batch, records)
+
+    def _refuse_unanswered(self, group: list[_Request]) -> None:
+        for request in group:
+            if not request.future.done():
+                request.future.set_exception(
+                    CommitOverloaded("the log refused an earlier commit; try again")
+                )
+
+    def _log_and_publish(self, batch: list[tuple[_Request, Commit]], records: list[bytes]) -> bool:
+        """False if the log did not take them: their outcome is unknown, the state is read back
+        from the log, and the rest of the group is refused."""
         try:
             self.log.append(records, timeout=self.limits.commit_timeout_seconds)
         except Exception as error:
             logger.warning("the log refused %d commits: %s", len(records), error)
-            for request, _ in committed:
+            for request, _ in batch:
                 request.future.set_exception(
                     CommitOutcomeUnknown(
                         f"the log did not confirm the commit ({error}): it may or may not have "
@@ -188,11 +212,12 @@ class CommitPipeline:
                     )
                 )
             self._resync()
-            return
-        for request, commit in committed:
+            return False
+        for request, commit in batch:
             self._publish(commit)
             self.committed += 1
             request.future.set_result(commit.commit_ts)
+        return True
 
     def _heartbeat(self) -> None:
         heartbeat = Commit(self._next_ts())

@@ -15,6 +15,7 @@ from pathlib import Path
 from be.client import open_embedded
 from be.config import Config
 from be.engine import Engine
+from be.logservice.errors import LogServiceError
 from fe.cluster import connection_ids
 from fe.cluster.alter_job_runner import AlterJobRunner
 from fe.cluster.checkpoints import Checkpointer, sync_image_from_cluster
@@ -319,7 +320,7 @@ class FrontendNode:
                 await asyncio.to_thread(self.data_plane.start)
             await self.front.start()
             logger.info("MySQL protocol listening on %s:%d", self.this.host, self.front.port)
-        except (OSError, CertificateError, JournalError) as error:
+        except (OSError, CertificateError, JournalError, LogServiceError) as error:
             await self.shutdown()
             raise StartupError(str(error)) from None
         except BaseException:

@@ -170,20 +170,22 @@ def run_node(
     token_file: str | None = None,
     ready_fd: int | None = None,
 ) -> int:
-    """Check and claim (ports, pid file, meta_dir) before anything is touched, then serve; a
+    """Check and claim (ports, pid file, meta_dir, storage_root) before anything is touched, then serve; a
     start that fails says why in one line. ready_fd, from a --daemon parent, hears "ready" or
     that line."""
     from fe.cluster.node import FrontendNode, StartupError, pid_file_path
-    from fe.cluster.preflight import MetaDirLock, PidFile, check_ports_free
+    from fe.cluster.preflight import FolderLock, PidFile, check_ports_free
     from fe.cluster.startup import local_address
 
     report = StartReport(ready_fd)
     node = None
-    lock = pid_file = None
+    lock = pid_file = storage_lock = None
     try:
         check_ports_free(config, local_address(config["priority_networks"]))
         pid_file = PidFile(pid_file_path(config))
-        lock = MetaDirLock(config.path("meta_dir"))
+        lock = FolderLock(config.path("meta_dir"))
+        if "storage_root" in config:
+            storage_lock = FolderLock(config.path("storage_root"), "storage_root")
         node = FrontendNode(config, replaying, set_log_level, helper, token_file)
 
         async def main() -> None:
@@ -204,8 +206,9 @@ def run_node(
     finally:
         if pid_file:
             pid_file.release()
-        if lock:
-            lock.release(start_failed=not (node and node.ready))
+        for claim in (lock, storage_lock):
+            if claim:
+                claim.release(start_failed=not (node and node.ready))
         # What replay froze stays out of the collector's reach at exit, and DuckDB's bindings
         # report each of their objects still alive then as "leaked": give them back first.
         gc.unfreeze()

@@ -55,36 +55,36 @@ def _pid_in(path: Path) -> int | None:
         return None
 
 
-class MetaDirLock:
-    """This process's claim on its meta_dir. A meta_dir this start made is removed again when the
-    start fails, so a failed first start leaves nothing behind."""
+class FolderLock:
+    """This process's claim on its meta_dir (or storage_root, named by key). A folder this start
+    made is removed again when the start fails, so a failed first start leaves nothing behind."""
 
-    def __init__(self, meta_dir: Path):
-        self.meta_dir = meta_dir
-        self.made_here = not meta_dir.exists()
-        path = meta_dir / LOCK_FILE
+    def __init__(self, folder: Path, key: str = "meta_dir"):
+        self.folder = folder
+        self.made_here = not folder.exists()
+        path = folder / LOCK_FILE
         try:
-            meta_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             self.descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as error:
-            raise StartupError(f"cannot lock meta_dir {meta_dir}: {error}") from None
+            raise StartupError(f"cannot lock {key} {folder}: {error}") from None
         try:
             fcntl.flock(self.descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(self.descriptor)
             holder = _pid_in(path)
             raise StartupError(
-                f"meta_dir {meta_dir} is in use by another Quire process"
+                f"{key} {folder} is in use by another Quire process"
                 + (f" (pid {holder})" if holder else "")
-                + ": stop it first, or give this node its own meta_dir"
+                + f": stop it first, or give this node its own {key}"
             ) from None
         os.ftruncate(self.descriptor, 0)
         os.write(self.descriptor, f"{os.getpid()}\n".encode())
 
     def release(self, start_failed: bool) -> None:
         if start_failed and self.made_here:
-            shutil.rmtree(self.meta_dir, ignore_errors=True)
-            logger.debug("removed %s, made by this failed start", self.meta_dir)
+            shutil.rmtree(self.folder, ignore_errors=True)
+            logger.debug("removed %s, made by this failed start", self.folder)
         os.close(self.descriptor)
 
 

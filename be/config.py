@@ -257,9 +257,6 @@ class Config:
     def __getitem__(self, name: str):
         return self._values[name]
 
-    def __contains__(self, name: str) -> bool:
-        return name in self._values
-
     def items(self) -> list[tuple[Key, object]]:
         return [(self._keys[name], value) for name, value in sorted(self._values.items())]
 

@@ -169,10 +169,11 @@ def run_node(
     helper: str | None = None,
     token_file: str | None = None,
     ready_fd: int | None = None,
+    with_data_plane: bool = False,
 ) -> int:
-    """Check and claim (ports, pid file, meta_dir, storage_root) before anything is touched, then serve; a
-    start that fails says why in one line. ready_fd, from a --daemon parent, hears "ready" or
-    that line."""
+    """Check and claim (ports, pid file, meta_dir, storage_root) before anything is touched, then
+    serve (with_data_plane: a TN and a CN in this process, as `quire up`); a start that fails says
+    why in one line. ready_fd, from a --daemon parent, hears "ready" or that line."""
     from fe.cluster.node import FrontendNode, StartupError, pid_file_path
     from fe.cluster.preflight import FolderLock, PidFile, check_ports_free
     from fe.cluster.startup import local_address
@@ -184,9 +185,9 @@ def run_node(
         check_ports_free(config, local_address(config["priority_networks"]))
         pid_file = PidFile(pid_file_path(config))
         lock = FolderLock(config.path("meta_dir"))
-        if "storage_root" in config:
+        if with_data_plane:
             storage_lock = FolderLock(config.path("storage_root"), "storage_root")
-        node = FrontendNode(config, replaying, set_log_level, helper, token_file)
+        node = FrontendNode(config, replaying, set_log_level, helper, token_file, with_data_plane)
 
         async def main() -> None:
             loop = asyncio.get_running_loop()
@@ -334,7 +335,11 @@ def main(argv: list[str] | None = None) -> int:
         return start_daemon(argv, config)
     setup_logging(config, foreground=True)
     return run_node(
-        config, getattr(args, "helper", None), getattr(args, "token_file", None), args.ready_fd
+        config,
+        getattr(args, "helper", None),
+        getattr(args, "token_file", None),
+        args.ready_fd,
+        with_data_plane=args.command == "up",
     )
 
 

@@ -63,6 +63,7 @@ class FrontendNode:
         set_log_level: Callable[[str], None],
         helper: str | None = None,
         token_file: str | None = None,
+        with_data_plane: bool = False,
     ):
         """replaying and set_log_level change process-wide state (the collector, the root logger):
         the process's entry point owns them."""
@@ -74,7 +75,7 @@ class FrontendNode:
         self.started_at = time.time()
         self.meta_dir = config.path("meta_dir")
         # quire up runs a TN and a CN in this process; quire fe runs none
-        self.data_plane = open_embedded(config) if "storage_root" in config else None
+        self.data_plane = open_embedded(config) if with_data_plane else None
         self.images = ImageStore(self.meta_dir / "image", keep=config["image_keep_count"])
         self.catalog = Catalog()  # one object for the node's life: images are taken in place
         self.global_variables = ClusterGlobalVariables(

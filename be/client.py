@@ -44,6 +44,10 @@ class EmbeddedDataPlane:
         """The commit timestamp; raises a CommitError kind when nothing was committed."""
         return self.tn.commit(write_set)
 
+    def oldest_readable_ts(self) -> int:
+        """Reads as of an older timestamp may miss deletes: the TN forgot them."""
+        return self.tn.state.horizon_ts if self.tn is not None else 0
+
     def read_ts(self) -> int:
         """The newest timestamp a read is complete at."""
         return self.cn.watermark

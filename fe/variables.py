@@ -108,6 +108,8 @@ SCHEMA = {
     "date_format": (str, "%Y-%m-%d", False),
     "datetime_format": (str, "%Y-%m-%d %H:%i:%s", False),
     "last_insert_id": (int, 0, True),
+    # Quire: reads as of this time ('' = the newest data): a datetime or a commit timestamp
+    "read_ts": (str, "", True),
     "identity": (int, 0, True),
     "warning_count": (int, 0, False),
     "error_count": (int, 0, False),

@@ -211,3 +211,19 @@ def test_prepared_inserts_with_typed_parameters(quire, db):
         )
     finally:
         connection.close()
+
+
+def test_fractional_seconds_survive_the_trip(quire, db):
+    run(
+        db,
+        "CREATE TABLE moments (k INT, at DATETIME(3)) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1",
+    )
+    run(
+        db, "INSERT INTO moments VALUES (1, '2024-01-01 10:00:00.1234'), (2, '2024-01-01 10:00:01')"
+    )
+    assert run(db, "SELECT at FROM moments ORDER BY k") == (
+        (datetime.datetime(2024, 1, 1, 10, 0, 0, 123000),),
+        (datetime.datetime(2024, 1, 1, 10, 0, 1),),
+    )
+    done = mariadb(quire, "dml", "--batch", "-N", "-e", "SELECT at FROM moments ORDER BY k")
+    assert done.stdout.split("\n")[:2] == ["2024-01-01 10:00:00.123", "2024-01-01 10:00:01.000"]

@@ -37,6 +37,9 @@ from be.tn.write_set import WriteSet
 logger = logging.getLogger(__name__)
 
 NANOS = 1_000_000_000
+FORGET_EVERY_SECONDS = (
+    1.0  # how often conflict information older than a transaction may be is dropped
+)
 
 
 @dataclass(eq=False)
@@ -122,7 +125,12 @@ class CommitPipeline:
 
     def _run(self) -> None:
         interval = self.limits.heartbeat_interval_seconds
+        forgotten_at = time.monotonic()
         while not self._closed.is_set():
+            if time.monotonic() - forgotten_at > FORGET_EVERY_SECONDS:
+                forgotten_at = time.monotonic()
+                keep = int(self.limits.max_transaction_seconds * NANOS)
+                self.state.forget_before(self.state.last_ts - keep)
             try:
                 first = self._queue.get(timeout=interval)
             except queue.Empty:

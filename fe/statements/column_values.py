@@ -149,7 +149,7 @@ def _date(value, row: int, column: Column) -> datetime.date:
         return value.date()
     if isinstance(value, datetime.date):
         return value
-    moment = _moment(value)
+    moment = parse_moment(value)
     if moment is None:
         raise _incorrect("date", value, row, column, ErrorCode.TRUNCATED_WRONG_VALUE)
     return moment.date()
@@ -161,7 +161,7 @@ def _datetime(value, row: int, column: Column, precision: int) -> datetime.datet
     elif isinstance(value, datetime.date):
         moment = datetime.datetime(value.year, value.month, value.day)
     else:
-        moment = _moment(value)
+        moment = parse_moment(value)
         if moment is None:
             raise _incorrect("datetime", value, row, column, ErrorCode.TRUNCATED_WRONG_VALUE)
     if precision < 6 and moment.microsecond:
@@ -171,7 +171,7 @@ def _datetime(value, row: int, column: Column, precision: int) -> datetime.datet
     return moment
 
 
-def _moment(value) -> datetime.datetime | None:
+def parse_moment(value) -> datetime.datetime | None:
     """A date or datetime written as text ('2024-01-31', '2024-01-31 10:00:00.5') or as a number
     (20240131, 20240131100000), as MySQL reads them; None if it is none."""
     text = _shown(value) if not isinstance(value, int | decimal.Decimal) else str(value)

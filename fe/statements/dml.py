@@ -283,6 +283,7 @@ def _deletes_table(table: Table, rows: list) -> pa.Table:
 
 async def commit(session, reader: TableReader, table: Table, write: TableWrite) -> None:
     """The statement's write: into the open transaction, else committed at once."""
+    reader.refuse_writes()
     transaction = transactions.current(session)
     if transaction is not None:
         transaction.add(table, write, lambda: reader.committed(table))

@@ -352,8 +352,12 @@ async def run_in_engine(
             else:
                 record = read.table(db, table.name)
                 with_row_ids = row_ids_of is not None and row_ids_of == table.alias_or_name
-                registered = f"{_TABLE_PREFIX}{record.id}{'_r' if with_row_ids else ''}"
-                data[registered] = (record, with_row_ids)
+                as_of = _as_of(read, table.args.get("version"))
+                registered = (
+                    f"{_TABLE_PREFIX}{record.id}{'_r' if with_row_ids else ''}"
+                    f"{f'_at{as_of}' if as_of is not None else ''}"
+                )
+                data[registered] = (record, with_row_ids, as_of)
             alias = table.alias or table.name
             table.replace(
                 exp.to_table(registered).as_(alias) if alias else exp.to_table(registered)
@@ -365,8 +369,8 @@ async def run_in_engine(
             if built is None:
                 raise QueryError(1109, f"Unknown table '{name}' in information_schema")
             arrow[registered] = built.arrow()
-        for registered, (record, with_row_ids) in data.items():
-            arrow[registered] = read.snapshot(record, with_row_ids)
+        for registered, (record, with_row_ids, as_of) in data.items():
+            arrow[registered] = read.snapshot(record, with_row_ids, as_of)
         sql = expression.sql(dialect="duckdb")
         return ("EXPLAIN " + sql if explain else sql), arrow
 
@@ -388,11 +392,43 @@ async def run_in_engine(
         and not any(isinstance(p, exp.Star) for p in plan.expression.expressions)
     ):
         names = list(plan.names)
-    columns = [
-        column(name, DUCKDB_TYPES.get(duck_type.split("(")[0], _decimal_type(duck_type)))
-        for name, (_, duck_type) in zip(names, answer.columns, strict=True)
-    ]
-    return Result(columns=columns, rows=answer.rows)
+    rows = answer.rows
+    columns = []
+    for position, (name, (_, duck_type)) in enumerate(zip(names, answer.columns, strict=True)):
+        sql_type = DUCKDB_TYPES.get(duck_type.split("(")[0], _decimal_type(duck_type))
+        if sql_type == "DATETIME":
+            sql_type = f"DATETIME({_fractional_digits(rows, position)})"
+        columns.append(column(name, sql_type))
+    return Result(columns=columns, rows=rows)
+
+
+def _fractional_digits(rows, position: int) -> int:
+    """The fractional seconds a DATETIME result shows: DuckDB's TIMESTAMP keeps no precision, so
+    as many as its values need (0, 3 or 6)."""
+    digits = 0
+    for row in rows:
+        value = row[position]
+        micros = getattr(value, "microsecond", 0)
+        if micros % 1000:
+            return 6
+        if micros:
+            digits = 3
+    return digits
+
+
+def _as_of(read: table_data.TableReader, version: exp.Expression | None) -> int | None:
+    """The timestamp of `t FOR SYSTEM_TIME AS OF <time>` (MariaDB's time travel), else None."""
+    if version is None:
+        return None
+    moment = version.expression
+    if isinstance(moment, exp.Cast):
+        moment = moment.this
+    if str(version.args.get("kind", "")).upper() != "AS OF" or not isinstance(moment, exp.Literal):
+        raise QueryError(
+            ErrorCode.NOT_SUPPORTED_YET,
+            "Only FOR SYSTEM_TIME AS OF <a time or a timestamp> is supported",
+        )
+    return read.as_of(moment.this)
 
 
 def _check_group_positions(expression: exp.Expression) -> None:

@@ -9,6 +9,8 @@ from be.cn.node import WatermarkTimeout
 from be.table_schema import TableSchema
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.security import privileges
+from fe.statements.column_values import parse_moment
+from fe.statements.mysql_functions import time_zone
 from metadata.records import Table
 
 READ_WAIT_SECONDS = 10.0  # a read waits this long for the CN to reach its timestamp
@@ -26,7 +28,8 @@ def data_plane(session):
 
 
 class TableReader:
-    """Reads of one statement: every table at the same timestamp."""
+    """Reads of one statement: every table at the same timestamp (the session's read_ts, if it
+    set one; a table named `FOR SYSTEM_TIME AS OF` reads at that time instead)."""
 
     def __init__(self, session):
         from fe.statements import transactions
@@ -34,12 +37,46 @@ class TableReader:
         self.session = session
         self.transaction = transactions.current(session)
         self._ts = self.transaction.snapshot_ts if self.transaction is not None else None
+        self.read_ts = str(session.variable("read_ts") or "")
 
     @property
     def ts(self) -> int:
         if self._ts is None:
-            self._ts = max(data_plane(self.session).read_ts(), self.session.last_commit_ts)
+            latest = max(data_plane(self.session).read_ts(), self.session.last_commit_ts)
+            self._ts = self.as_of(self.read_ts) if self.read_ts else latest
         return self._ts
+
+    def as_of(self, moment: str) -> int:
+        """The commit timestamp a point in time names: a datetime in the session's time zone, or
+        a commit timestamp itself; never later than what is readable now."""
+        latest = max(data_plane(self.session).read_ts(), self.session.last_commit_ts)
+        text = moment.strip()
+        if text.isdigit() and len(text) > 14:
+            ts = int(text)
+        else:
+            written = parse_moment(text)
+            if written is None:
+                raise QueryError(
+                    ErrorCode.TRUNCATED_WRONG_VALUE, f"Incorrect datetime value: '{moment}'"
+                )
+            zone = time_zone(str(self.session.variable("time_zone") or "SYSTEM"))
+            ts = int(written.replace(tzinfo=zone).timestamp() * 1_000_000) * 1000
+        kept = data_plane(self.session).oldest_readable_ts()
+        if ts < kept:
+            raise QueryError(
+                ErrorCode.UNKNOWN_ERROR,
+                f"The data as of '{moment}' is no longer kept (the oldest readable timestamp is "
+                f"{kept})",
+            )
+        return min(ts, latest)
+
+    def refuse_writes(self) -> None:
+        if self.read_ts:
+            raise QueryError(
+                1792,
+                "Cannot execute statement in a READ ONLY transaction: this session reads as of "
+                f"read_ts = '{self.read_ts}'; SET read_ts = '' to write",
+            )
 
     def table(self, db: str, name: str, privilege: str = privileges.SELECT) -> Table:
         return readable_table(self.session, db, name, privilege)
@@ -49,15 +86,19 @@ class TableReader:
         own writes."""
         return self._read(TableSchema.of(table), row_ids=True)
 
-    def snapshot(self, table: Table, row_ids: bool = False) -> pa.Table:
+    def snapshot(self, table: Table, row_ids: bool = False, ts: int | None = None) -> pa.Table:
+        """ts: a time-travel read of this table (no own writes in it)."""
         schema = TableSchema.of(table)
+        if ts is not None:
+            return self._read(schema, row_ids, ts)
         own = self.transaction is not None and table.id in self.transaction.writes
         rows = self._read(schema, row_ids or own)
         return self.transaction.seen(schema, rows, row_ids) if own else rows
 
-    def _read(self, schema: TableSchema, row_ids: bool) -> pa.Table:
+    def _read(self, schema: TableSchema, row_ids: bool, ts: int | None = None) -> pa.Table:
+        at = self.ts if ts is None else ts
         try:
-            return data_plane(self.session).snapshot(schema, self.ts, READ_WAIT_SECONDS, row_ids)
+            return data_plane(self.session).snapshot(schema, at, READ_WAIT_SECONDS, row_ids)
         except WatermarkTimeout as error:
             raise QueryError(
                 ErrorCode.UNKNOWN_ERROR, f"Reading table data timed out: {error}"

@@ -232,9 +232,7 @@ def test_a_killed_cn_comes_back_and_reads_go_on(cluster):
     assert backends(leader)[victim.port]["ErrMsg"]
     victim.start()
     for fe in (leader, follower):
-        wait_until(
-            lambda fe=fe: backends(fe)[victim.port]["Alive"] == "true", 20, "the CN back"
-        )
+        wait_until(lambda fe=fe: backends(fe)[victim.port]["Alive"] == "true", 20, "the CN back")
     execute(leader, "INSERT INTO d.k9 VALUES (3, 3)")
     assert rows(follower, "SELECT sum(v) FROM k9") == [(6,)]
     assert k9 in victim.status().tables  # it resubscribed and caught up from the TN

@@ -58,7 +58,7 @@ def _alter_backends(session, statement: st.AlterSystem) -> list[ops.Op]:
     plane = services.data_plane
     if services.backends is None:
         raise QueryError(
-            1105, "This node runs its own TN and CN (quire up): it takes no other backends"
+            1235, "This node runs its own TN and CN (quire up): it takes no other backends"
         )
     text = statement.address
     host, sep, port = text.rpartition(":")

@@ -4,22 +4,39 @@ of the TN, strangers without the cluster token, SHOW BACKENDS kept by heartbeats
 
 from __future__ import annotations
 
+import asyncio
+import os
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pymysql
 import pytest
 
 from be.logtail.errors import AuthenticationFailed
 from be.logtail.subscriber import LogtailSubscriber
 from be.service.client import NodeClient
-from be.service.errors import NotAuthenticated
-from be.service.format import Role, StatusRequest
+from be.service.errors import NodeUnavailable, NotAuthenticated, ServiceFormatError
+from be.service.format import (
+    Role,
+    Rows,
+    SnapshotRequest,
+    Status,
+    StatusRequest,
+    decode,
+    encode,
+)
+from be.service.limits import ServiceLimits
+from be.service.server import NodeServer
+from be.table_schema import ColumnSchema, TableSchema
 from fe.cluster.helper import TOKEN_ENVIRONMENT_VARIABLE
+from metadata.records import KeyModel
 from tests.harness import (
     REPO,
     QuireProcess,
@@ -63,7 +80,7 @@ class DataNode:
             cwd=REPO,
             stdout=self.output,
             stderr=subprocess.STDOUT,
-            env={**__import__("os").environ, TOKEN_ENVIRONMENT_VARIABLE: self.token},
+            env={**os.environ, TOKEN_ENVIRONMENT_VARIABLE: self.token},
         )
         wait_until(self.answers, 60, f"the {self.role} to answer")
         return self
@@ -306,3 +323,130 @@ def test_strangers_without_the_token_are_refused(cluster):
         pymysql.MySQLError, execute, leader, f'ALTER SYSTEM ADD BACKEND "127.0.0.1:{free_port()}"'
     )
     assert "cannot be reached" in str(error.value)
+
+
+def test_drop_backend_and_add_it_again(cluster):
+    leader, follower, tn, cns = cluster
+    execute(
+        leader, "CREATE TABLE d.dropped (k INT) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1"
+    )
+    execute(leader, "INSERT INTO d.dropped VALUES (1), (2), (3)")
+    cn = cns[0]
+    execute(leader, f'ALTER SYSTEM DROP BACKEND "127.0.0.1:{cn.port}"')
+    for fe in (leader, follower):
+        wait_until(lambda fe=fe: cn.port not in backends(fe), 20, "the CN gone from SHOW BACKENDS")
+    assert rows(follower, "SELECT count(*) FROM dropped") == [(3,)]
+    error = pytest.raises(
+        pymysql.MySQLError, execute, leader, f'ALTER SYSTEM DROP BACKEND "127.0.0.1:{cn.port}"'
+    )
+    assert "does not exist" in str(error.value)
+    execute(leader, f'ALTER SYSTEM ADD BACKEND "127.0.0.1:{cn.port}"')
+    error = pytest.raises(
+        pymysql.MySQLError, execute, leader, f'ALTER SYSTEM ADD BACKEND "127.0.0.1:{tn.port}"'
+    )
+    assert "already exists" in str(error.value)
+    wait_until(lambda: backends(leader)[cn.port]["Alive"] == "true", 20, "the CN back")
+
+
+def test_a_node_that_cannot_start_says_why_in_one_line(cluster, tmp_path):
+    leader, follower, tn, cns = cluster
+    no_token = DataNode(tmp_path / "no_token", "cn", "", tn.logtail_port)
+    second_tn = DataNode(
+        tmp_path / "second", "tn", tn.token, free_port(), storage_root=tn.overrides["storage_root"]
+    )
+    for node, words in ((no_token, "cluster token"), (second_tn, "in use by another")):
+        args = [sys.executable, "-m", "fe.cli", node.role]
+        for key, value in node.overrides.items():
+            args += ["--override", f"{key}={value}"]
+        environment = {**os.environ, TOKEN_ENVIRONMENT_VARIABLE: node.token}
+        finished = subprocess.run(
+            args + ["--daemon"], cwd=REPO, env=environment, capture_output=True, timeout=60
+        )
+        assert finished.returncode == 1
+        line = finished.stderr.decode().strip()
+        assert words in line and "\n" not in line, line
+
+
+# -- the node service alone, in this process ---------------------------------------------------
+
+
+def echo_server(handle=None) -> NodeServer:
+    async def status(request):
+        if handle is not None:
+            return await handle(request)
+        return Status(Role.CN, "echo", 7, (1, 2), 0)
+
+    server = NodeServer(Role.CN, "echo", "token", status, port=free_port())
+    server.start()
+    return server
+
+
+def test_messages_are_checked_strictly():
+    limits = ServiceLimits()
+    schema = TableSchema(
+        5, 2, (ColumnSchema("k", pa.int32(), False), ColumnSchema("v", pa.string(), True, "REPLACE")),
+        KeyModel.AGGREGATE, ("k",),
+    )  # fmt: skip
+    request = SnapshotRequest(schema, 42, True, 1000)
+    data = encode(request, limits)
+    assert decode(data, limits) == request
+    for damaged in (
+        data[:-1],  # truncated
+        data[:10] + bytes([data[10] ^ 1]) + data[11:],  # a flipped bit
+        bytes([9]) + data[1:],  # a version this build does not read
+        data + b"\0",  # trailing bytes
+    ):
+        with pytest.raises(ServiceFormatError):
+            decode(damaged, limits)
+    small = ServiceLimits(max_message_bytes=1 << 12, max_unauthenticated_message_bytes=1 << 10)
+    with pytest.raises(ServiceFormatError):
+        encode(Rows(pa.table({"x": pa.array(range(10_000))})), small)
+
+
+def test_dropped_connections_and_oversized_frames():
+    server = echo_server()
+    try:
+        client = NodeClient("127.0.0.1", server.port, "token")
+        assert client.call(StatusRequest(), timeout=5).tables == (1, 2)
+        # The node drops every connection: the next call fails, the one after reconnects.
+        asyncio.run_coroutine_threadsafe(_drop_all(server), server.loop).result(5)
+        try:
+            client.call(StatusRequest(), timeout=5)
+        except NodeUnavailable:
+            pass
+        assert client.call(StatusRequest(), timeout=5).watermark == 7
+        client.close()
+        # Before the token is proven a large frame is refused without being read.
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as raw:
+            raw.recv(1024)  # the challenge
+            raw.sendall(struct.pack(">I", 1 << 20) + b"x" * 100)
+            wait_until(lambda: raw.recv(1024) == b"", 5, "the node to hang up")
+    finally:
+        server.close()
+    # A node gone: its client gets NodeUnavailable, not a hang.
+    with pytest.raises(NodeUnavailable):
+        NodeClient("127.0.0.1", server.port, "token").call(StatusRequest(), timeout=2)
+
+
+async def _drop_all(server: NodeServer) -> None:
+    for task in list(server._connections):
+        task.cancel()
+
+
+def test_a_slow_node_times_out_and_its_connection_is_not_reused():
+    release = threading.Event()
+
+    async def slow(request):
+        await asyncio.get_running_loop().run_in_executor(None, release.wait, 10)
+        return Status(Role.CN, "slow", 1, (), 0)
+
+    server = echo_server(slow)
+    try:
+        client = NodeClient("127.0.0.1", server.port, "token")
+        with pytest.raises(NodeUnavailable):
+            client.call(StatusRequest(), timeout=0.3)
+        release.set()
+        assert client.call(StatusRequest(), timeout=5).name == "slow"  # not the late reply
+        client.close()
+    finally:
+        server.close()

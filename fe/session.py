@@ -8,6 +8,7 @@ statement or query shape skips sqlglot's parser.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import time
 from collections.abc import Callable
@@ -269,6 +270,8 @@ class QuireSession(BaseSession):
 
     async def _write(self, builder, statement) -> None:
         operations = builder(self, statement)
+        if inspect.isawaitable(operations):  # a builder that asks another node first
+            operations = await operations
         if operations:
             await self.services.writer.commit(operations, self.request_id)
 

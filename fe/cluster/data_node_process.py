@@ -59,9 +59,11 @@ def run_data_node(role: str, config: Config, token_file: str | None, report) -> 
         pid_file = PidFile(config.path("node_log_dir") / f"{role}.pid")
         if role == "tn":
             storage_lock = FolderLock(config.path("storage_root"), "storage_root")
-            node = TransactionNode(config, token, name=f"tn@{config['bind_host']}")
+            name = f"tn@{config['bind_host']}:{config['tn_service_port']}"
+            node = TransactionNode(config, token, name)
         else:
-            node = ComputeNodeService(config, token, name=f"cn@{config['bind_host']}")
+            name = f"cn@{config['bind_host']}:{config['cn_service_port']}"
+            node = ComputeNodeService(config, token, name)
         stop = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from be.config import ConfigError
 from be.service.errors import NotAuthenticated, ServiceError
 from be.service.format import Role
@@ -25,10 +27,10 @@ def _address(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def alter_system(session, statement: st.AlterSystem) -> list[ops.Op]:
+async def alter_system(session, statement: st.AlterSystem) -> list[ops.Op]:
     session.require_node()
     if statement.role == "BACKEND":
-        return _alter_backends(session, statement)
+        return await _alter_backends(session, statement)
     host, port = _address(statement.address)
     existing = next(
         (
@@ -51,7 +53,7 @@ def alter_system(session, statement: st.AlterSystem) -> list[ops.Op]:
     return [ops.DropFrontend(existing.name)]
 
 
-def _alter_backends(session, statement: st.AlterSystem) -> list[ops.Op]:
+async def _alter_backends(session, statement: st.AlterSystem) -> list[ops.Op]:
     """ADD BACKEND asks the node, over its port and with the cluster token, what it is (TN or
     CN); DROP BACKEND forgets it. An FE talks to added backends only."""
     services = session.services
@@ -81,7 +83,7 @@ def _alter_backends(session, statement: st.AlterSystem) -> list[ops.Op]:
     if existing is not None:
         raise QueryError(1105, f"Backend {host}:{port} already exists")
     try:
-        status = plane.status(host, port, services.backends.timeout)
+        status = await asyncio.to_thread(plane.status, host, port, services.backends.timeout)
     except NotAuthenticated as error:
         raise QueryError(
             1105, f"Backend {host}:{port} does not hold this cluster's token: {error}"

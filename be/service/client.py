@@ -9,6 +9,7 @@ never reused: a late reply cannot answer the next request.
 from __future__ import annotations
 
 import collections
+import select
 import socket
 import threading
 
@@ -80,6 +81,16 @@ class _Connection:
             got += received
         return bytes(buffer)
 
+    def still_open(self) -> bool:
+        """No end of stream, reset or stray bytes waiting: an idle connection reads nothing."""
+        poller = select.poll()
+        try:
+            poller.register(self.sock, select.POLLIN)
+            ready = poller.poll(0)
+        except (OSError, ValueError):
+            return False
+        return not ready  # readable: the end of the stream, or bytes no request asked for
+
     def close(self) -> None:
         try:
             self.sock.close()
@@ -142,10 +153,16 @@ class NodeClient:
             connection.close()
 
     def _take(self) -> _Connection:
-        with self._lock:
-            if self._idle:
-                return self._idle.pop()
-        return self._connect()
+        """An idle connection the node has not closed meanwhile (a restarted node closed them
+        all: a request is never sent on one), else a new one."""
+        while True:
+            with self._lock:
+                connection = self._idle.pop() if self._idle else None
+            if connection is None:
+                return self._connect()
+            if connection.still_open():
+                return connection
+            connection.close()
 
     def _give_back(self, connection: _Connection) -> None:
         with self._lock:

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import uvloop
 
@@ -146,6 +147,11 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="FILE",
             help="file holding the cluster token (`quire token` on an FE prints it); else the "
             "QUIRE_CLUSTER_TOKEN environment variable",
+        )
+        sub.add_argument(
+            "--stop",
+            action="store_true",
+            help=f"stop the {role.upper()} started with --daemon (pid in node_log_dir/{role}.pid)",
         )
         sub.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
     cluster.add_parser(commands)
@@ -310,10 +316,10 @@ def start_daemon(argv: list[str], config: Config, log_key: str = "log_dir", log=
     return 1
 
 
-def stop_daemon(config: Config) -> int:
+def stop_daemon(config: Config, pid_file: Path | None = None) -> int:
     from fe.cluster.node import pid_file_path
 
-    pid_file = pid_file_path(config)
+    pid_file = pid_file or pid_file_path(config)
     if not pid_file.exists():
         sys.stderr.write(f"no pid file at {pid_file}: is quire running?\n")
         return 1
@@ -389,6 +395,8 @@ def data_node(args: argparse.Namespace, argv: list[str]) -> int:
     except ConfigError as error:
         sys.stderr.write(f"quire: configuration error: {error}\n")
         return 2
+    if args.stop:
+        return stop_daemon(config, config.path("node_log_dir") / f"{args.command}.pid")
     if args.daemon:
         return start_daemon(argv, config, "node_log_dir", f"{args.command}.log")
     setup_logging(config, args.command, foreground=args.ready_fd is None)

@@ -453,3 +453,20 @@ def test_a_slow_node_times_out_and_its_connection_is_not_reused():
         client.close()
     finally:
         server.close()
+
+
+def test_a_daemon_cn_starts_and_stops(cluster, tmp_path):
+    leader, follower, tn, cns = cluster
+    node = DataNode(tmp_path / "daemon", "cn", tn.token, tn.logtail_port)
+    args = [sys.executable, "-m", "fe.cli", "cn"]
+    for key, value in node.overrides.items():
+        args += ["--override", f"{key}={value}"]
+    environment = {**os.environ, TOKEN_ENVIRONMENT_VARIABLE: node.token}
+    started = subprocess.run(
+        args + ["--daemon"], cwd=REPO, env=environment, capture_output=True, timeout=60
+    )
+    assert started.returncode == 0, started.stderr
+    assert node.status().role is Role.CN
+    stopped = subprocess.run(args + ["--stop"], cwd=REPO, capture_output=True, timeout=90)
+    assert stopped.returncode == 0, stopped.stderr
+    assert not (tmp_path / "daemon" / "log" / "cn.pid").exists()

@@ -293,13 +293,26 @@ def test_a_killed_tn_loses_no_acknowledged_commit(cluster):
     # The FEs' pooled connections to the old TN are not used: the first statements succeed.
     execute(leader, "INSERT INTO d.durable VALUES (-2)")
     execute(follower, "INSERT INTO d.durable VALUES (-3)")
-    for cn in cns:  # from nothing: everything comes from the restarted TN's log
-        cn.kill()
-        cn.start()
+    # cns[0] starts from nothing (all from the restarted TN's log); cns[1] stayed up and
+    # resubscribes from its watermark: both must hold the same rows, none twice.
+    cns[0].kill()
+    cns[0].start()
     found = wait_until(
         lambda: rows(leader, "SELECT k FROM durable"), 30, "the table readable again"
     )
     assert set(acknowledged) | {-2, -3} <= {k for (k,) in found}
+    schema = TableSchema(
+        table_id(leader, "durable"), 1, (ColumnSchema("k", pa.int32()),), KeyModel.DUPLICATE, ("k",)
+    )
+    ts = tn.status().watermark
+    held = []
+    for cn in cns:
+        client = cn.client()
+        table = client.call(SnapshotRequest(schema, ts, False, 20_000), timeout=30).table
+        client.close()
+        held.append(sorted(table.column("k").to_pylist()))
+    assert held[0] == held[1]
+    assert len(held[0]) == len(set(held[0])) == len(found)
     execute(follower, "INSERT INTO d.durable VALUES (-1)")
     assert (-1,) in rows(leader, "SELECT k FROM durable")
 

@@ -190,6 +190,7 @@ def test_show_backends_has_doris_columns_and_roles(cluster):
         assert {"BackendId", "LastHeartbeat", "ErrMsg", "NodeRole", "Version"} <= set(
             next(iter(seen.values()))
         )
+    assert len(rows(leader, "SHOW PROC '/backends'")) == 3
 
 
 def test_insert_on_a_follower_reads_on_another_fe(cluster):

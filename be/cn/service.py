@@ -69,8 +69,7 @@ class ComputeNodeService:
         )
         self._reads_waiting = threading.BoundedSemaphore(self.limits.max_connections)
         self._lock = threading.Lock()
-        self._subscribed: set[int] = set()  # the tables FEs read here, never more than the
-        # subscriber's max_subscribed_tables (it refuses more)
+        self._subscribed: set[int] = set()  # the tables FEs read here (the subscriber bounds it)
 
     def start(self) -> None:
         self.subscriber.start()

@@ -57,17 +57,17 @@ def run_data_node(role: str, config: Config, token_file: str | None, report) -> 
             raise StartupError(f"a {role.upper()} needs the cluster token: {HOW_TO_GIVE_THE_TOKEN}")
         config.path("node_log_dir").mkdir(parents=True, exist_ok=True)
         pid_file = PidFile(config.path("node_log_dir") / f"{role}.pid")
-        if role == "tn":
-            storage_lock = FolderLock(config.path("storage_root"), "storage_root")
-            name = f"tn@{config['bind_host']}:{config['tn_service_port']}"
-            node = TransactionNode(config, token, name)
-        else:
-            name = f"cn@{config['bind_host']}:{config['cn_service_port']}"
-            node = ComputeNodeService(config, token, name)
         stop = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
         try:
+            if role == "tn":
+                storage_lock = FolderLock(config.path("storage_root"), "storage_root")
+                name = f"tn@{config['bind_host']}:{config['tn_service_port']}"
+                node = TransactionNode(config, token, name)
+            else:
+                name = f"cn@{config['bind_host']}:{config['cn_service_port']}"
+                node = ComputeNodeService(config, token, name)
             node.start()
         except OSError as error:
             raise StartupError(f"a port is not free ({error.strerror or error})") from None

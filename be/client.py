@@ -106,6 +106,7 @@ class DataNode:
 
 
 ANSWER_MARGIN_SECONDS = 5.0  # a reply may come this much after the wait it was given
+READ_TS_TIMEOUT = 5.0  # a node's newest timestamp needs no waiting
 
 
 def rendezvous_order(table_id: int, nodes: list[DataNode]) -> list[DataNode]:
@@ -204,8 +205,25 @@ class RemoteDataPlane:
         return reply.commit_ts
 
     def read_ts(self) -> int:
+        """The TN's newest timestamp; while the TN cannot answer, the lowest watermark of the
+        live CNs (every one of them has everything up to it): reads go on without the TN."""
         tn = self._tn()
-        return self.client(tn.host, tn.port).call(ReadTsRequest()).ts
+        try:
+            return self.client(tn.host, tn.port).call(ReadTsRequest(), READ_TS_TIMEOUT).ts
+        except (NodeUnavailable, NodeBusy) as error:
+            unavailable = error
+        watermarks = []
+        for node in self._nodes():
+            if node.role is Role.CN and node.alive:
+                try:
+                    watermarks.append(
+                        self.client(node.host, node.port).call(ReadTsRequest(), READ_TS_TIMEOUT).ts
+                    )
+                except (NodeUnavailable, NodeBusy):
+                    continue
+        if not watermarks:
+            raise unavailable
+        return min(watermarks)
 
     def snapshot(
         self, schema: TableSchema, ts: int, timeout: float, row_ids: bool = False

@@ -285,11 +285,16 @@ def test_a_killed_tn_loses_no_acknowledged_commit(cluster):
     for loader in loaders:
         loader.start()
     wait_until(lambda: len(acknowledged) >= 20, 30, "some commits")
+    assert rows(follower, "SELECT count(*) FROM durable")[0][0] >= 20  # a CN follows it now
     tn.kill()
     time.sleep(0.3)  # the loaders see the TN gone  # noqa: TID251
     stop.set()
     for loader in loaders:
         loader.join()
+    # Without the TN the CN following the table still answers, at the lowest watermark of all.
+    assert rows(follower, "SELECT count(*) FROM durable")[0][0] > 0
+    error = pytest.raises(pymysql.MySQLError, execute, leader, "INSERT INTO d.durable VALUES (0)")
+    assert "TN" in str(error.value)
     tn.start()
     # The FEs' pooled connections to the old TN are not used: the first statements succeed.
     execute(leader, "INSERT INTO d.durable VALUES (-2)")

@@ -68,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     up = commands.add_parser(
         "up",
-        help="start the all-in-one node (FE leader; the data plane joins it in later releases)",
+        help="start the all-in-one node (FE leader, TN and CN in one process)",
         description="Start the all-in-one node in the foreground (or with --daemon in the background). "
         "Reads conf/fe.conf and conf/be.conf; an unknown key is an error.",
     )
@@ -76,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     fe = commands.add_parser(
         "fe",
         help="start an FE node alone",
-        description="Start one FE node (leader of a new cluster on first start).",
+        description="Start one FE node (leader of a new cluster on first start). Its table data "
+        "lives on the TN and CNs added with ALTER SYSTEM ADD BACKEND.",
     )
     node_options(fe, with_be=False)
     fe.add_argument(

@@ -1,21 +1,42 @@
 """The data plane as the FE sees it: commit a write set, read a table at a timestamp.
 
 `EmbeddedDataPlane` runs a TN and a CN in the FE's process (what `quire up` starts): the TN
-publishes each commit straight to the CN."""
+publishes each commit straight to the CN. `RemoteDataPlane` is the same API over the network, to
+the nodes added with ALTER SYSTEM ADD BACKEND: commits go to the TN, reads to a CN chosen per table
+(rendezvous hashing over the live CNs, so each table is followed by one CN and the tables spread
+across them), the next CN and then the TN itself when one cannot answer.
+"""
 
 from __future__ import annotations
 
+import concurrent.futures
+import hashlib
+import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import pyarrow as pa
 
-from be.cn.node import ComputeNode
+from be.cn.node import ComputeNode, WatermarkTimeout
 from be.config import Config
 from be.logservice.limits import LogLimits
 from be.logservice.service import LogService
+from be.service.client import NodeClient
+from be.service.errors import NodeBusy, NodeUnavailable, NodeUnreachable, NoNode, ServiceError
+from be.service.format import (
+    CommitRequest,
+    ReadTsRequest,
+    Role,
+    SnapshotRequest,
+    Status,
+    StatusRequest,
+)
+from be.service.limits import ServiceLimits
 from be.table_schema import TableSchema
+from be.tn.errors import CommitOutcomeUnknown, CommitOverloaded, TransactionNodeClosed
 from be.tn.limits import CommitLimits
 from be.tn.pipeline import CommitPipeline
+from be.tn.service import commit_limits
 from be.tn.write_set import WriteSet
 
 
@@ -40,6 +61,15 @@ class EmbeddedDataPlane:
         if self.log is not None:
             self.log.close()
 
+    @property
+    def available(self) -> bool:
+        """Whether there is a TN to commit to."""
+        return True
+
+    def submit(self, write_set: WriteSet) -> concurrent.futures.Future:
+        """A future of the commit timestamp (or its CommitError kind)."""
+        return self.tn.submit(write_set)
+
     def commit(self, write_set: WriteSet) -> int:
         """The commit timestamp; raises a CommitError kind when nothing was committed."""
         return self.tn.commit(write_set)
@@ -63,9 +93,172 @@ def open_embedded(config: Config) -> EmbeddedDataPlane:
     """The TN and CN of `quire up`: the TN's log in storage_root (one replica)."""
     log_limits = LogLimits.from_config(config)
     folder = config.path("storage_root")
-    limits = CommitLimits(
-        max_record_bytes=log_limits.max_record_bytes,
-        max_group_bytes=log_limits.max_append_bytes,
-        heartbeat_interval_seconds=config["logtail_heartbeat_interval_millisecond"] / 1000,
+    return EmbeddedDataPlane(
+        lambda: LogService.open(folder, log_limits), commit_limits(config, log_limits)
     )
-    return EmbeddedDataPlane(lambda: LogService.open(folder, log_limits), limits)
+
+
+@dataclass(frozen=True, slots=True)
+class DataNode:
+    """A backend as the FE knows it: added to the catalog, alive by the FE's last heartbeat."""
+
+    id: int
+    host: str
+    port: int
+    role: Role
+    alive: bool = True
+
+
+ANSWER_MARGIN_SECONDS = 5.0  # a reply may come this much after the wait it was given
+READ_TS_TIMEOUT = 5.0  # a node's newest timestamp needs no waiting
+
+
+def rendezvous_order(table_id: int, nodes: list[DataNode]) -> list[DataNode]:
+    """The nodes in the order a table prefers them: the same on every FE, and a node's going
+    moves only its own tables."""
+
+    def weight(node: DataNode) -> bytes:
+        return hashlib.blake2b(f"{table_id}/{node.id}".encode(), digest_size=8).digest()
+
+    return sorted(nodes, key=weight, reverse=True)
+
+
+class RemoteDataPlane:
+    def __init__(
+        self,
+        token: str | bytes,
+        nodes: Callable[[], list[DataNode]],
+        limits: ServiceLimits | None = None,
+        name: str = "fe",
+    ):
+        self.limits = limits or ServiceLimits()
+        self.name = name
+        self._token = token
+        self._nodes = nodes
+        self._clients: dict[tuple[str, int], NodeClient] = {}
+        self._lock = threading.Lock()
+        self._in_flight = threading.BoundedSemaphore(self.limits.max_in_flight)
+        self._committers = concurrent.futures.ThreadPoolExecutor(
+            self.limits.max_in_flight, thread_name_prefix="dp-commit"
+        )
+        self._commits_waiting = threading.BoundedSemaphore(self.limits.max_in_flight)
+
+    def start(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self._committers.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            client.close()
+
+    def client(self, host: str, port: int) -> NodeClient:
+        with self._lock:
+            client = self._clients.get((host, port))
+            if client is None:
+                client = NodeClient(
+                    host, port, self._token, self.limits, self.name, self._in_flight
+                )
+                self._clients[(host, port)] = client
+            return client
+
+    def forget(self, host: str, port: int) -> None:
+        with self._lock:
+            client = self._clients.pop((host, port), None)
+        if client is not None:
+            client.close()
+
+    def status(self, host: str, port: int, timeout: float) -> Status:
+        """What the node says it is (role, name, watermark, tables), proven with the token."""
+        reply = self.client(host, port).call(StatusRequest(), timeout)
+        assert type(reply) is Status
+        return reply
+
+    # The API the FE uses, as EmbeddedDataPlane's.
+
+    @property
+    def oldest_readable_ts(self) -> int:
+        """CNs keep every version they were sent: any timestamp reads exactly (the TN refuses a
+        transaction too old to check at its commit)."""
+        return 0
+
+    def available(self) -> bool:
+        return any(node.role is Role.TN for node in self._nodes())
+
+    def submit(self, write_set: WriteSet) -> concurrent.futures.Future:
+        if not self._commits_waiting.acquire(blocking=False):
+            raise CommitOverloaded(
+                f"this FE has {self.limits.max_in_flight} commits in flight; try again"
+            )
+        try:
+            future = self._committers.submit(self.commit, write_set)
+        except RuntimeError:
+            self._commits_waiting.release()
+            raise TransactionNodeClosed("this FE is stopping") from None
+        future.add_done_callback(lambda _: self._commits_waiting.release())
+        return future
+
+    def commit(self, write_set: WriteSet) -> int:
+        tn = self._tn()
+        try:
+            reply = self.client(tn.host, tn.port).call(CommitRequest(write_set))
+        except NodeUnreachable as error:
+            raise TransactionNodeClosed(f"the TN cannot be reached: {error}") from None
+        except NodeUnavailable as error:
+            raise CommitOutcomeUnknown(
+                f"the TN did not answer ({error}): the commit may or may not have taken effect"
+            ) from None
+        except (NodeBusy, ServiceError) as error:
+            raise CommitOverloaded(f"the commit was not sent: {error}") from None
+        return reply.commit_ts
+
+    def read_ts(self) -> int:
+        """The TN's newest timestamp; while the TN cannot answer, the lowest watermark of the
+        live CNs (every one of them has everything up to it): reads go on without the TN."""
+        tn = self._tn()
+        try:
+            return self.client(tn.host, tn.port).call(ReadTsRequest(), READ_TS_TIMEOUT).ts
+        except (NodeUnavailable, NodeBusy) as error:
+            unavailable = error
+        watermarks = []
+        for node in self._nodes():
+            if node.role is Role.CN and node.alive:
+                try:
+                    watermarks.append(
+                        self.client(node.host, node.port).call(ReadTsRequest(), READ_TS_TIMEOUT).ts
+                    )
+                except (NodeUnavailable, NodeBusy):
+                    continue
+        if not watermarks:
+            raise unavailable
+        return min(watermarks)
+
+    def snapshot(
+        self, schema: TableSchema, ts: int, timeout: float, row_ids: bool = False
+    ) -> pa.Table:
+        """The table at ts from the CN that follows it, else the next, else the TN."""
+        nodes = self._nodes()
+        cns = rendezvous_order(schema.table_id, [n for n in nodes if n.role is Role.CN and n.alive])
+        candidates = cns + [n for n in nodes if n.role is Role.TN]
+        if not candidates:
+            raise NoNode("no CN or TN has been added (ALTER SYSTEM ADD BACKEND)")
+        last_error: Exception | None = None
+        for node in candidates:
+            request = SnapshotRequest(schema, ts, row_ids, int(timeout * 1000))
+            try:
+                reply = self.client(node.host, node.port).call(
+                    request, timeout + ANSWER_MARGIN_SECONDS
+                )
+            except (NodeUnavailable, NodeBusy, WatermarkTimeout) as error:
+                last_error = error
+                continue
+            return reply.table
+        assert last_error is not None
+        raise last_error
+
+    def _tn(self) -> DataNode:
+        tns = [node for node in self._nodes() if node.role is Role.TN]
+        if not tns:
+            raise NoNode('no TN has been added (ALTER SYSTEM ADD BACKEND "host:tn_service_port")')
+        return tns[0]

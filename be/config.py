@@ -197,6 +197,47 @@ BE_KEYS = (
         268435456,
         comment="Most bytes one merge reads; at least merge_min_objects x merge_small_object_bytes.",
     ),
+    # TN and CN processes (quire tn, quire cn): the ports FEs call and the CN's way to the TN.
+    Key(
+        "bind_host",
+        "127.0.0.1",
+        comment="The address the TN's and CN's ports listen on (0.0.0.0 for every interface).",
+    ),
+    Key(
+        "tn_service_port",
+        9060,
+        comment="The TN's port for FEs (commits, read timestamps, snapshot reads); ALTER SYSTEM ADD BACKEND names it.",
+    ),
+    Key(
+        "cn_service_port",
+        9061,
+        comment="The CN's port for FEs (snapshot reads); ALTER SYSTEM ADD BACKEND names it.",
+    ),
+    Key(
+        "tn_logtail_address",
+        "127.0.0.1:9070",
+        comment="Where a CN subscribes to logtail: the TN's host and logtail_port.",
+    ),
+    Key(
+        "node_max_message_bytes",
+        268435456,
+        comment="The largest request or reply on the TN's and CN's ports (a write set, a snapshot).",
+    ),
+    Key(
+        "node_max_connections",
+        256,
+        comment="Connections the TN's or CN's port accepts at once; reads waiting on a node are bounded by it too.",
+    ),
+    Key(
+        "cn_max_read_wait_ms",
+        10000,
+        comment="Longest a read waits for a CN (or the TN) to have everything up to its timestamp.",
+    ),
+    Key(
+        "node_log_dir",
+        "log",
+        comment="Where quire tn and quire cn write their log (tn.log, cn.log) and pid file (tn.pid, cn.pid).",
+    ),
 )
 
 

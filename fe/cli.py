@@ -15,10 +15,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import uvloop
 
-from be.config import DEFAULT_BE_CONF, Config, ConfigError
+from be.config import BE_KEYS, DEFAULT_BE_CONF, Config, ConfigError
 from fe.cluster import launcher as cluster
 from fe.config import DEFAULT_FE_CONF, load_config
 
@@ -67,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     up = commands.add_parser(
         "up",
-        help="start the all-in-one node (FE leader; the data plane joins it in later releases)",
+        help="start the all-in-one node (FE leader, TN and CN in one process)",
         description="Start the all-in-one node in the foreground (or with --daemon in the background). "
         "Reads conf/fe.conf and conf/be.conf; an unknown key is an error.",
     )
@@ -75,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     fe = commands.add_parser(
         "fe",
         help="start an FE node alone",
-        description="Start one FE node (leader of a new cluster on first start).",
+        description="Start one FE node (leader of a new cluster on first start). Its table data "
+        "lives on the TN and CNs added with ALTER SYSTEM ADD BACKEND.",
     )
     node_options(fe, with_be=False)
     fe.add_argument(
@@ -114,6 +116,45 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="KEY=VALUE",
             help="configuration overrides used at start",
         )
+    for role, does in (
+        ("tn", "the TN: commits, its log, logtail pushed to the CNs"),
+        ("cn", "a CN: follows the TN's logtail, answers snapshot reads"),
+    ):
+        sub = commands.add_parser(
+            role,
+            help=f"start {does}",
+            description=f"Start {does}. Reads conf/be.conf; an unknown key is an error. Join it "
+            f'to the cluster with ALTER SYSTEM ADD BACKEND "host:{role}_service_port".',
+        )
+        sub.add_argument(
+            "--conf",
+            default=str(DEFAULT_BE_CONF),
+            help="data-plane configuration file (default: conf/be.conf)",
+        )
+        sub.add_argument(
+            "--override",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="set any configuration key, repeatable (e.g. --override cn_service_port=9062)",
+        )
+        sub.add_argument(
+            "--daemon",
+            action="store_true",
+            help=f"run in the background; the pid goes to node_log_dir/{role}.pid",
+        )
+        sub.add_argument(
+            "--token-file",
+            metavar="FILE",
+            help="file holding the cluster token (`quire token` on an FE prints it); else the "
+            "QUIRE_CLUSTER_TOKEN environment variable",
+        )
+        sub.add_argument(
+            "--stop",
+            action="store_true",
+            help=f"stop the {role.upper()} started with --daemon (pid in node_log_dir/{role}.pid)",
+        )
+        sub.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
     cluster.add_parser(commands)
     return parser
 
@@ -169,7 +210,7 @@ def run_node(
     helper: str | None = None,
     token_file: str | None = None,
     ready_fd: int | None = None,
-    with_data_plane: bool = False,
+    embedded_data_plane: bool = True,
 ) -> int:
     """Check and claim (ports, pid file, meta_dir, storage_root) before anything is touched, then
     serve (with_data_plane: a TN and a CN in this process, as `quire up`); a start that fails says
@@ -185,9 +226,11 @@ def run_node(
         check_ports_free(config, local_address(config["priority_networks"]))
         pid_file = PidFile(pid_file_path(config))
         lock = FolderLock(config.path("meta_dir"))
-        if with_data_plane:
+        if embedded_data_plane:
             storage_lock = FolderLock(config.path("storage_root"), "storage_root")
-        node = FrontendNode(config, replaying, set_log_level, helper, token_file, with_data_plane)
+        node = FrontendNode(
+            config, replaying, set_log_level, helper, token_file, embedded_data_plane
+        )
 
         async def main() -> None:
             loop = asyncio.get_running_loop()
@@ -237,9 +280,9 @@ class StartReport:
         os.close(fd)
 
 
-def start_daemon(argv: list[str], config: Config) -> int:
+def start_daemon(argv: list[str], config: Config, log_key: str = "log_dir", log="fe.log") -> int:
     """Start the node in the background and wait for its own word: ready, or why not."""
-    log_dir = config.path("log_dir")
+    log_dir = config.path(log_key)
     log_dir.mkdir(parents=True, exist_ok=True)
     child_args = [a for a in argv if a != "--daemon"]
     read_end, write_end = os.pipe()
@@ -263,21 +306,21 @@ def start_daemon(argv: list[str], config: Config) -> int:
     if line is None:
         sys.stderr.write(
             f"quire did not become ready within {DAEMON_START_TIMEOUT_SECONDS} s; "
-            f"see {log_dir / 'fe.log'}\n"
+            f"see {log_dir / log}\n"
         )
         return 1
     try:
         code = process.wait(timeout=DAEMON_START_TIMEOUT_SECONDS)
     except subprocess.TimeoutExpired:
         code = None
-    sys.stderr.write(f"quire: {line or f'exited with {code}'}; see {log_dir / 'fe.log'}\n")
+    sys.stderr.write(f"quire: {line or f'exited with {code}'}; see {log_dir / log}\n")
     return 1
 
 
-def stop_daemon(config: Config) -> int:
+def stop_daemon(config: Config, pid_file: Path | None = None) -> int:
     from fe.cluster.node import pid_file_path
 
-    pid_file = pid_file_path(config)
+    pid_file = pid_file or pid_file_path(config)
     if not pid_file.exists():
         sys.stderr.write(f"no pid file at {pid_file}: is quire running?\n")
         return 1
@@ -322,6 +365,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "cluster":
         logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
         return cluster.main(args)
+    if args.command in ("tn", "cn"):
+        return data_node(args, argv)
     try:
         config = config_from_args(args, with_be=args.command == "up")
     except ConfigError as error:
@@ -339,8 +384,24 @@ def main(argv: list[str] | None = None) -> int:
         getattr(args, "helper", None),
         getattr(args, "token_file", None),
         args.ready_fd,
-        with_data_plane=args.command == "up",
+        embedded_data_plane=args.command == "up",
     )
+
+
+def data_node(args: argparse.Namespace, argv: list[str]) -> int:
+    from fe.cluster.data_node_process import run_data_node, setup_logging
+
+    try:
+        config = Config.load(BE_KEYS, [args.conf], args.override)
+    except ConfigError as error:
+        sys.stderr.write(f"quire: configuration error: {error}\n")
+        return 2
+    if args.stop:
+        return stop_daemon(config, config.path("node_log_dir") / f"{args.command}.pid")
+    if args.daemon:
+        return start_daemon(argv, config, "node_log_dir", f"{args.command}.log")
+    setup_logging(config, args.command, foreground=args.ready_fd is None)
+    return run_data_node(args.command, config, args.token_file, StartReport(args.ready_fd))
 
 
 if __name__ == "__main__":

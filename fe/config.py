@@ -229,6 +229,16 @@ FE_KEYS = (
         100_000,
         comment="Accounts whose failed logins (FAILED_LOGIN_ATTEMPTS) an FE counts at once; past it the least recently failed is forgotten.",
     ),
+    Key(
+        "heartbeat_interval_second",
+        2,
+        comment="How often each FE heartbeats every backend (TN, CN) for SHOW BACKENDS' Alive, LastHeartbeat and ErrMsg (Doris: 5).",
+    ),
+    Key(
+        "backend_heartbeat_timeout_ms",
+        2000,
+        comment="A backend that does not answer a heartbeat within this is marked not alive, and reads go to another.",
+    ),
 )
 
 

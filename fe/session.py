@@ -8,6 +8,7 @@ statement or query shape skips sqlglot's parser.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import time
 from collections.abc import Callable
@@ -29,9 +30,10 @@ from fe.variables import QuireSessionVariables
 from metadata.records import User
 
 if TYPE_CHECKING:
-    from be.client import EmbeddedDataPlane
+    from be.client import EmbeddedDataPlane, RemoteDataPlane
     from be.config import Config
     from be.engine import Engine
+    from fe.cluster.backends import BackendMonitor
     from fe.cluster.checkpoints import Checkpointer
     from fe.cluster.forwarding import Forwarder
     from fe.cluster.freshness import Freshness
@@ -71,9 +73,10 @@ class FrontendServices:
     journal: ReplicatedJournal
     images: ImageStore
     checkpointer: Checkpointer
-    data_plane: EmbeddedDataPlane | None  # None: an FE without one (quire fe)
+    data_plane: EmbeddedDataPlane | RemoteDataPlane  # quire up: embedded; quire fe: remote
     set_config: Callable[[str, str], None]
     started_at: float  # wall clock
+    backends: BackendMonitor | None = None  # None when the data plane is embedded
 
     def uptime(self) -> float:
         return time.time() - self.started_at
@@ -267,6 +270,8 @@ class QuireSession(BaseSession):
 
     async def _write(self, builder, statement) -> None:
         operations = builder(self, statement)
+        if inspect.isawaitable(operations):  # a builder that asks another node first
+            operations = await operations
         if operations:
             await self.services.writer.commit(operations, self.request_id)
 

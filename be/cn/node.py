@@ -30,14 +30,24 @@ class ComputeNode:
     def apply(self, commit: Commit) -> None:
         """A commit's logtail, in commit order (heartbeats only move the watermark)."""
         assert commit.commit_ts > self._watermark, (commit.commit_ts, self._watermark)
+        self.apply_changes(commit)
+        self.advance(commit.commit_ts)
+
+    def apply_changes(self, commit: Commit) -> None:
+        """A commit's changes, the watermark left to the caller: a CN fed by a logtail subscriber
+        gets each table's commits in order, but a table's catch-up after other tables' pushes."""
         for change in commit.changes:
             table = self._tables.get(change.table_id)
             if table is None:
-                table = self._tables[change.table_id] = TableState(change.table_id)
+                table = self._tables.setdefault(change.table_id, TableState(change.table_id))
             table.apply(change, commit.commit_ts)
+
+    def advance(self, ts: int) -> None:
+        """Everything up to ts has been applied (the watermark never goes back)."""
         with self._arrived:
-            self._watermark = commit.commit_ts
-            self._arrived.notify_all()
+            if ts > self._watermark:
+                self._watermark = ts
+                self._arrived.notify_all()
 
     def wait_for(self, ts: int, timeout: float) -> None:
         with self._arrived:

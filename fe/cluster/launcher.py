@@ -1,7 +1,8 @@
 """A local cluster of FE processes on one machine: `quire cluster up | status | down`.
 
 Every node is a separate `quire fe` process on free loopback ports, with its own folder under the
-cluster folder (meta/, log/, quire.out). cluster.json in the cluster folder records the nodes, so
+cluster folder (meta/, log/, quire.out); with `--cns N`, a `quire tn` and N `quire cn` processes
+beside them (storage/, log/, quire.out), added to the cluster with ALTER SYSTEM ADD BACKEND. cluster.json in the cluster folder records the nodes, so
 that status and down find them again and a second `up` restarts them from their own files.
 """
 
@@ -50,12 +51,26 @@ class ClusterNode:
     http_port: int
     edit_log_port: int
     pid: int = 0
+    service_port: int = 0  # a TN's or CN's port for FEs
+    logtail_port: int = 0  # the TN's logtail port (a CN's: the one it follows)
+
+    @property
+    def is_data_node(self) -> bool:
+        return self.role in DATA_ROLES
 
     def folder(self, directory: Path) -> Path:
         return directory / self.name
 
     def overrides(self, directory: Path) -> list[str]:
         folder = self.folder(directory).resolve()
+        if self.is_data_node:
+            return [
+                f"{self.role.lower()}_service_port={self.service_port}",
+                f"logtail_port={self.logtail_port}",
+                f"tn_logtail_address={HOST}:{self.logtail_port}",
+                f"storage_root={folder / 'storage'}",
+                f"node_log_dir={folder / 'log'}",
+            ]
         return [
             f"query_port={self.query_port}",
             f"http_port={self.http_port}",
@@ -66,6 +81,7 @@ class ClusterNode:
 
 
 NODE_FIELDS = tuple(ClusterNode.__dataclass_fields__)
+DATA_ROLES = ("TN", "CN")
 
 
 @dataclass
@@ -90,7 +106,8 @@ class Cluster:
         try:
             data = json.loads(path.read_text())
             nodes = [
-                ClusterNode(**{key: node[key] for key in NODE_FIELDS}) for node in data["nodes"]
+                ClusterNode(**{key: node[key] for key in NODE_FIELDS if key in node})
+                for node in data["nodes"]
             ]
             return cls(
                 Path(directory),
@@ -184,12 +201,20 @@ def process_alive(pid: int) -> bool:
 def start_process(cluster: Cluster, node: ClusterNode, helper: str | None) -> None:
     folder = node.folder(cluster.directory)
     folder.mkdir(parents=True, exist_ok=True)
-    args = [sys.executable, "-m", "fe.cli", "fe"]
-    if cluster.conf:
-        args += ["--conf", cluster.conf]
-    for override in [*cluster.overrides, *node.overrides(cluster.directory)]:
-        args += ["--override", override]
     environment = {**os.environ}
+    if node.is_data_node:
+        args = [sys.executable, "-m", "fe.cli", node.role.lower()]
+        for override in node.overrides(cluster.directory):
+            args += ["--override", override]
+        token = cluster.token()
+        assert token, "a TN or CN starts beside a cluster whose first FE has started"
+        environment[TOKEN_ENVIRONMENT_VARIABLE] = token
+    else:
+        args = [sys.executable, "-m", "fe.cli", "fe"]
+        if cluster.conf:
+            args += ["--conf", cluster.conf]
+        for override in [*cluster.overrides, *node.overrides(cluster.directory)]:
+            args += ["--override", override]
     if helper:
         args += ["--helper", helper]
         token = cluster.token()
@@ -221,12 +246,8 @@ def wait_ready(cluster: Cluster, nodes: list[ClusterNode]) -> None:
                     f"{node.name} exited while starting; see "
                     f"{node.folder(cluster.directory) / 'quire.out'} and log/fe.log"
                 )
-            try:
-                url = f"http://{HOST}:{node.http_port}/api/health"
-                if requests.get(url, timeout=1).status_code == 200:
-                    waiting.remove(node)
-            except requests.RequestException:
-                pass
+            if node_ready(cluster, node):
+                waiting.remove(node)
         if waiting and time.monotonic() > deadline:
             names = ", ".join(node.name for node in waiting)
             raise ClusterError(f"{names} not ready within {NODE_START_TIMEOUT_SECONDS} s")
@@ -234,12 +255,35 @@ def wait_ready(cluster: Cluster, nodes: list[ClusterNode]) -> None:
             time.sleep(POLL_SECONDS)
 
 
+def node_ready(cluster: Cluster, node: ClusterNode) -> bool:
+    if node.is_data_node:
+        from be.service.client import NodeClient
+        from be.service.errors import ServiceError
+        from be.service.format import StatusRequest
+
+        client = NodeClient(HOST, node.service_port, cluster.token() or "")
+        try:
+            return client.call(StatusRequest(), timeout=1).role == node.role
+        except ServiceError:
+            return False
+        finally:
+            client.close()
+    try:
+        url = f"http://{HOST}:{node.http_port}/api/health"
+        return requests.get(url, timeout=1).status_code == 200
+    except requests.RequestException:
+        return False
+
+
 def add_to_cluster(leader: ClusterNode, node: ClusterNode) -> None:
     """ALTER SYSTEM ADD the node on the leader. An observer keeps no journal of its own: it
     restarts from the image it downloaded on joining, so that image must list the followers."""
     import pymysql
 
-    statements = [f'ALTER SYSTEM ADD {node.role} "{HOST}:{node.edit_log_port}"']
+    if node.is_data_node:
+        statements = [f'ALTER SYSTEM ADD BACKEND "{HOST}:{node.service_port}"']
+    else:
+        statements = [f'ALTER SYSTEM ADD {node.role} "{HOST}:{node.edit_log_port}"']
     if node.role == "OBSERVER":
         statements.append("ADMIN CHECKPOINT")
     connection = pymysql.connect(
@@ -259,20 +303,23 @@ def up(
     observers: int | None = None,
     conf: str | None = None,
     overrides: list[str] = (),
+    cns: int | None = None,
 ) -> Cluster:
     """Start a new cluster in directory, or restart the stopped nodes of the one recorded there."""
     directory = Path(directory)
     cluster = Cluster.load(directory)
     if cluster is not None:
-        if followers is not None or observers is not None or conf or overrides:
+        if followers is not None or observers is not None or cns is not None or conf or overrides:
             logger.warning("%s already holds a cluster: restarting it as recorded", directory)
         return restart(cluster)
     followers = 3 if followers is None else followers
     observers = 0 if observers is None else observers
     if followers < 1:
         raise ClusterError("--followers counts the first node: it must be at least 1")
-    if observers < 0 or followers + observers > MAX_NODES:
+    if observers < 0 or followers + observers + 1 + (cns or 0) > MAX_NODES:
         raise ClusterError(f"between 1 and {MAX_NODES} nodes, observers not negative")
+    if cns is not None and cns < 0:
+        raise ClusterError("--cns must not be negative")
     directory.mkdir(parents=True, exist_ok=True)
     roles = ["FOLLOWER"] * followers + ["OBSERVER"] * observers
     ports = free_ports(3 * len(roles))
@@ -293,6 +340,8 @@ def up(
             cluster.nodes.append(node)
             cluster.save()
             wait_ready(cluster, [node])
+        if cns is not None:
+            start_data_nodes(cluster, cns)
     except Exception as error:
         stop(cluster)
         raise ClusterError(
@@ -302,6 +351,24 @@ def up(
     cluster.complete = True
     cluster.save()
     return cluster
+
+
+def start_data_nodes(cluster: Cluster, cns: int) -> None:
+    """A TN and cns CNs following it, each added on the first FE once it answers."""
+    ports = free_ports(2 + cns)
+    logtail_port = ports[0]
+    nodes = [ClusterNode("tn", "TN", 0, 0, 0, service_port=ports[1], logtail_port=logtail_port)]
+    nodes += [
+        ClusterNode(f"cn{i + 1}", "CN", 0, 0, 0, service_port=port, logtail_port=logtail_port)
+        for i, port in enumerate(ports[2:])
+    ]
+    for node in nodes:
+        start_process(cluster, node, helper=None)
+        cluster.nodes.append(node)
+        cluster.save()
+    wait_ready(cluster, nodes)
+    for node in nodes:
+        add_to_cluster(cluster.nodes[0], node)
 
 
 def restart(cluster: Cluster) -> Cluster:
@@ -380,7 +447,7 @@ def require(directory: Path) -> Cluster:
 def node_status(node: ClusterNode, headers: dict[str, str], auth) -> NodeStatus:
     alive = process_alive(node.pid)
     is_leader = journal_id = None
-    if alive:
+    if alive and not node.is_data_node:
         base = f"http://{HOST}:{node.http_port}"
         try:
             info = requests.get(
@@ -420,6 +487,12 @@ def wait_leader(directory: Path, timeout: float = LEADER_TIMEOUT_SECONDS) -> Clu
 
 def describe(status: NodeStatus) -> str:
     node = status.node
+    if node.is_data_node:
+        return (
+            f"{node.name:<5} {node.role:<8} pid {node.pid:<7} "
+            f"{'alive' if status.alive else 'DOWN ':<5}  service {node.service_port:<5} "
+            f"logtail {node.logtail_port}"
+        )
     leader = {True: "yes", False: "no", None: "?"}[status.is_leader]
     journal = "?" if status.journal_id is None else str(status.journal_id)
     return (
@@ -434,6 +507,9 @@ def print_connections(cluster: Cluster, leader: ClusterNode | None) -> None:
     write = sys.stdout.write
     write(f"Quire cluster in {cluster.directory} ({len(cluster.nodes)} nodes):\n")
     for node in cluster.nodes:
+        if node.is_data_node:
+            write(f"  {node.name} {node.role:<8} pid {node.pid:<7} port {node.service_port}\n")
+            continue
         mark = "  <- leader" if leader and node.name == leader.name else ""
         write(
             f"  {node.name} {node.role:<8} pid {node.pid:<7} "
@@ -468,6 +544,12 @@ def add_parser(commands) -> None:
     )
     start.add_argument("--observers", type=int, default=None, help="observers (default 0)")
     start.add_argument(
+        "--cns",
+        type=int,
+        default=None,
+        help="start a TN and this many CNs beside the FEs, added as backends (default: none)",
+    )
+    start.add_argument(
         "--conf", default=None, help="FE configuration file for every node (default conf/fe.conf)"
     )
     start.add_argument(
@@ -493,7 +575,9 @@ def main(args) -> int:
     directory = Path(args.dir)
     try:
         if args.cluster_command == "up":
-            cluster = up(directory, args.followers, args.observers, args.conf, args.override)
+            cluster = up(
+                directory, args.followers, args.observers, args.conf, args.override, args.cns
+            )
             print_connections(cluster, wait_leader(directory))
         elif args.cluster_command == "status":
             for answer in status(directory):

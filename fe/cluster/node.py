@@ -12,12 +12,14 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from be.client import open_embedded
+from be.client import RemoteDataPlane, open_embedded
 from be.config import Config
 from be.engine import Engine
 from be.logservice.errors import LogServiceError
+from be.service.limits import ServiceLimits
 from fe.cluster import connection_ids
 from fe.cluster.alter_job_runner import AlterJobRunner
+from fe.cluster.backends import BackendMonitor
 from fe.cluster.checkpoints import Checkpointer, sync_image_from_cluster
 from fe.cluster.forwarding import Forwarder
 from fe.cluster.freshness import Freshness, TimePrinter
@@ -63,7 +65,7 @@ class FrontendNode:
         set_log_level: Callable[[str], None],
         helper: str | None = None,
         token_file: str | None = None,
-        with_data_plane: bool = False,
+        embedded_data_plane: bool = True,
     ):
         """replaying and set_log_level change process-wide state (the collector, the root logger):
         the process's entry point owns them."""
@@ -74,8 +76,9 @@ class FrontendNode:
         self.token_file = token_file
         self.started_at = time.time()
         self.meta_dir = config.path("meta_dir")
-        # quire up runs a TN and a CN in this process; quire fe runs none
-        self.data_plane = open_embedded(config) if with_data_plane else None
+        # quire up runs a TN and a CN in this process; quire fe talks to the added backends
+        self.data_plane = open_embedded(config) if embedded_data_plane else None
+        self.backend_monitor: BackendMonitor | None = None
         self.images = ImageStore(self.meta_dir / "image", keep=config["image_keep_count"])
         self.catalog = Catalog()  # one object for the node's life: images are taken in place
         self.global_variables = ClusterGlobalVariables(
@@ -182,6 +185,14 @@ class FrontendNode:
         self.port_reporter = PortReporter(
             this, catalog, self.writer, self.forwarder.leader_url, self.stopping
         )
+        if self.data_plane is None:
+            self.data_plane = RemoteDataPlane(
+                this.token,
+                lambda: self.backend_monitor.nodes(),
+                ServiceLimits.from_config(config),
+                name=this.name,
+            )
+            self.backend_monitor = BackendMonitor(catalog, self.data_plane, config, self.stopping)
         self.front = MysqlFront(
             session_factory=self.new_session,
             identity_provider=CatalogIdentityProvider(catalog, self.login_tracker),
@@ -221,6 +232,7 @@ class FrontendNode:
             data_plane=self.data_plane,
             set_config=self.set_config,
             started_at=self.started_at,
+            backends=self.backend_monitor,
         )
         self.http = HttpApi(
             this=this,
@@ -333,6 +345,8 @@ class FrontendNode:
         self.time_printer.start()
         self.recycle_bin_cleaner.start()
         self.alter_job_runner.start()
+        if self.backend_monitor is not None:
+            self.backend_monitor.start()
         self.ready = True
         logger.info(
             "Quire FE %s is ready: mysql -h %s -P %d -u root",

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from be.config import ConfigError
+from be.service.errors import NotAuthenticated, ServiceError
+from be.service.format import Role
 from fe.cluster import connection_ids
+from fe.cluster.backends import ROLE_PROPERTY, backend_role
 from fe.cluster.frontend_messages import KillRequest
 from fe.cluster.startup import frontend_name
 from fe.mysql.errors import QueryError
@@ -12,7 +17,7 @@ from fe.security import privileges
 from fe.sql import statements as st
 from fe.statements.show import like_matcher, text_result
 from metadata import ops
-from metadata.records import Frontend, FrontendRole
+from metadata.records import Backend, Frontend, FrontendRole
 
 
 def _address(text: str) -> tuple[str, int]:
@@ -22,12 +27,10 @@ def _address(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def alter_system(session, statement: st.AlterSystem) -> list[ops.Op]:
+async def alter_system(session, statement: st.AlterSystem) -> list[ops.Op]:
     session.require_node()
     if statement.role == "BACKEND":
-        raise QueryError(
-            1235, "ALTER SYSTEM ... BACKEND is not supported yet: backends come with the data plane"
-        )
+        return await _alter_backends(session, statement)
     host, port = _address(statement.address)
     existing = next(
         (
@@ -48,6 +51,52 @@ def alter_system(session, statement: st.AlterSystem) -> list[ops.Op]:
     if existing.name == session.services.this.name:
         raise QueryError(1105, "Cannot drop the current leader; transfer leadership first")
     return [ops.DropFrontend(existing.name)]
+
+
+async def _alter_backends(session, statement: st.AlterSystem) -> list[ops.Op]:
+    """ADD BACKEND asks the node, over its port and with the cluster token, what it is (TN or
+    CN); DROP BACKEND forgets it. An FE talks to added backends only."""
+    services = session.services
+    plane = services.data_plane
+    if services.backends is None:
+        raise QueryError(
+            1235, "This node runs its own TN and CN (quire up): it takes no other backends"
+        )
+    text = statement.address
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise QueryError(1105, f"Invalid address '{text}': expected host:port of a TN or CN")
+    port = int(port)
+    existing = next(
+        (
+            b
+            for b in list(session.catalog.backends.values())
+            if (b.host, b.heartbeat_port) == (host, port)
+        ),
+        None,
+    )
+    if statement.action == "DROP":
+        if existing is None:
+            raise QueryError(1105, f"Backend {host}:{port} does not exist")
+        plane.forget(host, port)
+        return [ops.DropBackend(existing.id)]
+    if existing is not None:
+        raise QueryError(1105, f"Backend {host}:{port} already exists")
+    try:
+        status = await asyncio.to_thread(plane.status, host, port, services.backends.timeout)
+    except NotAuthenticated as error:
+        raise QueryError(
+            1105, f"Backend {host}:{port} does not hold this cluster's token: {error}"
+        ) from None
+    except ServiceError as error:
+        raise QueryError(1105, f"Backend {host}:{port} cannot be reached: {error}") from None
+    if status.role is Role.TN and any(
+        backend_role(b) is Role.TN for b in list(session.catalog.backends.values())
+    ):
+        raise QueryError(1105, "The cluster has a TN already; drop it first")
+    backend_id = services.writer.allocate_ids(1)
+    properties = ((ROLE_PROPERTY, status.role.value),)
+    return [ops.AddBackend(Backend(backend_id, host, port, properties))]
 
 
 async def kill(session, statement: st.Kill) -> Result:

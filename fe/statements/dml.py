@@ -16,6 +16,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from be.logtail.entries import ROW_ID
+from be.service.errors import ServiceError
 from be.table_schema import TableSchema
 from be.tn import errors as commit_errors
 from be.tn.write_set import TableWrite, WriteSet
@@ -26,7 +27,7 @@ from fe.sql import statements as st
 from fe.sql.parser import INTERNAL_CATALOG
 from fe.statements import queries, transactions
 from fe.statements.column_values import column_array
-from fe.statements.table_data import TableReader, data_plane
+from fe.statements.table_data import TableReader, data_plane, unavailable
 from metadata.records import Column, KeyModel, Table
 
 COMMIT_WAIT_SECONDS = 60.0
@@ -295,7 +296,7 @@ async def commit_writes(session, snapshot_ts: int, writes: tuple[TableWrite, ...
     plane = data_plane(session)
     write_set = WriteSet(snapshot_ts, writes, request_id=session.request_id or "")
     try:
-        future = plane.tn.submit(write_set)
+        future = plane.submit(write_set)
         ts = await asyncio.wait_for(asyncio.wrap_future(future), COMMIT_WAIT_SECONDS)
     except TimeoutError:
         raise QueryError(
@@ -311,5 +312,7 @@ async def commit_writes(session, snapshot_ts: int, writes: tuple[TableWrite, ...
         raise QueryError(ErrorCode.UNKNOWN_ERROR, str(error)) from None
     except commit_errors.CommitError as error:
         raise QueryError(ErrorCode.UNKNOWN_ERROR, f"The commit was refused: {error}") from None
+    except ServiceError as error:
+        raise unavailable(error) from None
     session.last_commit_ts = max(session.last_commit_ts, ts)
     return ts

@@ -68,12 +68,11 @@ def show_proc(session, path: str) -> tuple[list[str], list[tuple]]:
         return ["PartitionId", "PartitionName", "Buckets", "FirstTabletId", "LastTabletId"], rows
     if head == "frontends" and not rest:
         return session.services.frontends.table()
-    if head == "backends" and not rest:
-        rows = [
-            (b.id, b.host, b.heartbeat_port)
-            for b in sorted(list(catalog.backends.values()), key=lambda b: b.id)
-        ]
-        return ["BackendId", "Host", "HeartbeatPort"], rows
+    if head == "backends" and not rest:  # as SHOW BACKENDS, as in Doris
+        from fe.cluster.backends import COLUMNS
+
+        monitor = session.services.backends
+        return list(COLUMNS), monitor.rows() if monitor is not None else []
     if head == "journal" and not rest:
         status = session.services.journal.status()
         return ["Name", "Value"], [

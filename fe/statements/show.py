@@ -495,11 +495,12 @@ def _frontends(session, statement: st.Show) -> Result:
 
 def _backends(session, statement: st.Show) -> Result:
     session.require_admin_or_node()
-    rows = [
-        (b.id, b.host, b.heartbeat_port, "false")
-        for b in sorted(list(session.catalog.backends.values()), key=lambda b: b.id)
-    ]
-    return text_result(["BackendId", "Host", "HeartbeatPort", "Alive"], rows)
+    from fe.cluster.backends import COLUMNS, BackendMonitor
+
+    monitor: BackendMonitor | None = session.services.backends
+    if monitor is None:  # quire up: its TN and CN are in this process, none is added
+        return text_result(COLUMNS, [])
+    return text_result(COLUMNS, monitor.rows())
 
 
 def _proc(session, statement: st.Show) -> Result:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from be.cn.node import WatermarkTimeout
+from be.service.errors import ServiceError
 from be.table_schema import TableSchema
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.security import privileges
@@ -42,14 +43,14 @@ class TableReader:
     @property
     def ts(self) -> int:
         if self._ts is None:
-            latest = max(data_plane(self.session).read_ts(), self.session.last_commit_ts)
+            latest = max(read_ts(self.session), self.session.last_commit_ts)
             self._ts = self.as_of(self.read_ts) if self.read_ts else latest
         return self._ts
 
     def as_of(self, moment: str) -> int:
         """The commit timestamp a point in time names: a datetime in the session's time zone, or
         a commit timestamp itself; never later than what is readable now."""
-        latest = max(data_plane(self.session).read_ts(), self.session.last_commit_ts)
+        latest = max(read_ts(self.session), self.session.last_commit_ts)
         text = moment.strip()
         if text.isdigit() and len(text) > 14:
             ts = int(text)
@@ -103,6 +104,20 @@ class TableReader:
             raise QueryError(
                 ErrorCode.UNKNOWN_ERROR, f"Reading table data timed out: {error}"
             ) from None
+        except ServiceError as error:
+            raise unavailable(error) from None
+
+
+def read_ts(session) -> int:
+    """The newest timestamp the data plane has everything up to."""
+    try:
+        return data_plane(session).read_ts()
+    except ServiceError as error:
+        raise unavailable(error) from None
+
+
+def unavailable(error: ServiceError) -> QueryError:
+    return QueryError(ErrorCode.UNKNOWN_ERROR, f"The data plane cannot answer: {error}")
 
 
 def readable_table(session, db: str, name: str, privilege: str = privileges.SELECT) -> Table:

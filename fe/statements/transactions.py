@@ -189,12 +189,12 @@ async def transaction_statement(session, statement: st.Transaction) -> Result:
 
 
 def begin(session) -> OpenTransaction:
-    from fe.statements.table_data import data_plane
+    from fe.statements.table_data import data_plane, read_ts
 
     plane = session.services.data_plane
-    ts = max(plane.read_ts(), session.last_commit_ts) if plane is not None else 0
     if plane is None:
         data_plane(session)  # a transaction needs table data: say why there is none
+    ts = max(read_ts(session), session.last_commit_ts)
     session.transaction = OpenTransaction(ts)
     return session.transaction
 
@@ -202,7 +202,8 @@ def begin(session) -> OpenTransaction:
 def current(session) -> OpenTransaction | None:
     """The open transaction; one is opened when autocommit is off."""
     if session.transaction is None and not session.variable("autocommit"):
-        if session.services.data_plane is not None:
+        plane = session.services.data_plane
+        if plane is not None and plane.available:
             begin(session)
     return session.transaction
 

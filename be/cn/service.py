@@ -1,0 +1,139 @@
+"""The CN as a process of its own: a logtail subscriber to the TN feeding the CN's tables, and the
+service FEs read snapshots from.
+
+A table is subscribed the first time an FE reads it. A read at T waits (bounded) until the table's
+subscription is answered and the subscriber's watermark reaches T: a CN never answers above its
+watermark. When the stream breaks, the subscriber reconnects and resubscribes from its watermark,
+so a restarted TN or a dropped connection costs a wait, not a row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+import time
+
+from be.cn.node import ComputeNode, WatermarkTimeout
+from be.config import Config
+from be.logtail.limits import LogtailLimits
+from be.logtail.subscriber import LogtailSubscriber
+from be.service.errors import NodeBusy, ServiceFormatError
+from be.service.format import (
+    Message,
+    ReadTs,
+    ReadTsRequest,
+    Role,
+    Rows,
+    SnapshotRequest,
+    Status,
+    StatusRequest,
+)
+from be.service.limits import ServiceLimits
+from be.service.server import NodeServer
+from be.table_schema import TableSchema
+
+logger = logging.getLogger(__name__)
+
+
+def tn_address(text: str) -> tuple[str, int]:
+    host, sep, port = text.strip().rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"tn_logtail_address must be host:port, not {text!r}")
+    return host, int(port)
+
+
+class ComputeNodeService:
+    def __init__(self, config: Config, token: str | bytes, name: str = "cn"):
+        self.name = name
+        self.started_ms = int(time.time() * 1000)
+        self.limits = ServiceLimits.from_config(config)
+        self.logtail_limits = LogtailLimits.from_config(config)
+        host, port = tn_address(config["tn_logtail_address"])
+        self.node = ComputeNode()
+        self.subscriber = LogtailSubscriber(
+            host, port, token, self.node.apply_changes, limits=self.logtail_limits, name=name
+        )
+        self.server = NodeServer(
+            Role.CN,
+            name,
+            token,
+            self._handle,
+            config["bind_host"],
+            config["cn_service_port"],
+            self.limits,
+        )
+        self._read_threads = concurrent.futures.ThreadPoolExecutor(
+            self.limits.read_threads, thread_name_prefix="cn-read"
+        )
+        self._reads_waiting = threading.BoundedSemaphore(self.limits.max_connections)
+        self._lock = threading.Lock()
+        self._subscribed: set[int] = set()  # the tables FEs read here (the subscriber bounds it)
+
+    def start(self) -> None:
+        self.subscriber.start()
+        try:
+            self.server.start()
+        except BaseException:
+            self.subscriber.close()
+            raise
+        logger.info(
+            "CN %s serving FEs on port %d, following the TN at %s:%d",
+            self.name,
+            self.server.port,
+            self.subscriber.host,
+            self.subscriber.port,
+        )
+
+    def close(self) -> None:
+        self.server.close()
+        self.subscriber.close()
+        self._read_threads.shutdown(wait=False, cancel_futures=True)
+
+    async def _handle(self, request: Message) -> Message:
+        match request:
+            case SnapshotRequest(schema, ts, row_ids, timeout_ms):
+                if not self._reads_waiting.acquire(blocking=False):
+                    raise NodeBusy("the CN has as many reads waiting as it takes")
+                try:
+                    timeout = min(timeout_ms / 1000, self.limits.max_read_wait)
+                    table = await asyncio.get_running_loop().run_in_executor(
+                        self._read_threads, self.snapshot, schema, ts, row_ids, timeout
+                    )
+                finally:
+                    self._reads_waiting.release()
+                return Rows(table)
+            case ReadTsRequest():
+                return ReadTs(self.subscriber.watermark)
+            case StatusRequest():
+                return Status(
+                    Role.CN,
+                    self.name,
+                    self.subscriber.watermark,
+                    self.subscribed_tables(),
+                    self.started_ms,
+                )
+        raise ServiceFormatError(f"a CN does not answer {type(request).__name__}")
+
+    def subscribed_tables(self) -> tuple[int, ...]:
+        with self._lock:
+            return tuple(sorted(self._subscribed))
+
+    def snapshot(self, schema: TableSchema, ts: int, row_ids: bool, timeout: float):
+        """The table at ts, once this CN has everything of it up to ts."""
+        deadline = time.monotonic() + timeout
+        table_id = schema.table_id
+        with self._lock:
+            first = table_id not in self._subscribed
+            self._subscribed.add(table_id)
+        if first:
+            self.subscriber.subscribe(table_id)
+        if not self.subscriber.wait_active(table_id, max(deadline - time.monotonic(), 0)):
+            raise WatermarkTimeout(f"this CN has not caught up with table {table_id} yet")
+        if not self.subscriber.wait_for_watermark(ts, max(deadline - time.monotonic(), 0)):
+            raise WatermarkTimeout(
+                f"this CN has data up to {self.subscriber.watermark}, not yet up to {ts}"
+            )
+        self.node.advance(ts)
+        return self.node.snapshot(schema, ts, row_ids)

@@ -1,0 +1,427 @@
+"""The node service's messages as self-contained bytes.
+
+A message is a format-version byte, the CRC-32 of its body (four bytes, big-endian), and the body:
+a msgpack array whose first element is the message's kind and whose other elements are its fields
+in declaration order. Tables travel as Arrow IPC streams, a table's schema (its id, version, key
+model and keys in the schema's metadata, a column's aggregation in the field's) as an Arrow IPC
+schema. Decoding is strict: an unknown version, a bad checksum, a wrong shape, trailing bytes or a
+limit passed is a `ServiceFormatError`.
+
+A released version is never changed: a new field means a new version, and the decoder keeps reading
+the old ones. Versions:
+
+    1   the first release
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from dataclasses import dataclass
+from enum import IntEnum, StrEnum
+from typing import Any
+
+import msgpack
+import pyarrow as pa
+
+from be.logtail.entries import ROW_ID
+from be.service.errors import ServiceFormatError
+from be.service.limits import ServiceLimits
+from be.table_schema import ColumnSchema, TableSchema
+from be.tn.write_set import TableWrite, WriteSet
+from metadata.records import KeyModel
+
+FORMAT_VERSION = 1
+SUPPORTED_VERSIONS = frozenset({1})
+
+_HEADER = struct.Struct(">BI")
+NONCE_BYTES = 32
+PROOF_BYTES = 32
+MAX_NAME_CHARS = 255
+MAX_TEXT_CHARS = 2000
+MAX_REQUEST_ID_CHARS = 64
+
+
+class Role(StrEnum):
+    TN = "TN"
+    CN = "CN"
+
+
+class Kind(IntEnum):
+    CHALLENGE = 1
+    AUTH = 2
+    WELCOME = 3
+    STATUS_REQUEST = 4
+    STATUS = 5
+    COMMIT_REQUEST = 6
+    COMMITTED = 7
+    READ_TS_REQUEST = 8
+    READ_TS = 9
+    SNAPSHOT_REQUEST = 10
+    ROWS = 11
+    FAILURE = 12
+
+
+@dataclass(frozen=True, slots=True)
+class Challenge:
+    nonce: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Auth:
+    name: str
+    nonce: bytes
+    proof: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Welcome:
+    proof: bytes
+    role: Role
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class StatusRequest:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    role: Role
+    name: str
+    watermark: int  # TN: the newest timestamp published; CN: its subscriber's watermark
+    tables: tuple[int, ...]  # CN: the tables it is subscribed to
+    started_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class CommitRequest:
+    write_set: WriteSet
+
+
+@dataclass(frozen=True, slots=True)
+class Committed:
+    commit_ts: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReadTsRequest:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class ReadTs:
+    ts: int
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotRequest:
+    schema: TableSchema
+    ts: int
+    row_ids: bool
+    timeout_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Rows:
+    table: pa.Table
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    kind: str  # the error class's name: the client maps it back to its own kinds
+    message: str
+
+
+Message = (
+    Challenge
+    | Auth
+    | Welcome
+    | StatusRequest
+    | Status
+    | CommitRequest
+    | Committed
+    | ReadTsRequest
+    | ReadTs
+    | SnapshotRequest
+    | Rows
+    | Failure
+)
+
+
+# Schemas and tables.
+
+
+def encode_schema(schema: TableSchema) -> bytes:
+    fields = [
+        pa.field(
+            column.name,
+            column.type,
+            column.nullable,
+            metadata={"aggregation": column.aggregation} if column.aggregation else None,
+        )
+        for column in schema.columns
+    ]
+    metadata = {
+        "table_id": str(schema.table_id),
+        "schema_version": str(schema.schema_version),
+        "key_model": schema.key_model.value,
+        "key_columns": json.dumps(list(schema.key_columns)),
+    }
+    return pa.schema(fields, metadata=metadata).serialize().to_pybytes()
+
+
+def decode_schema(data: Any, limits: ServiceLimits) -> TableSchema:
+    try:
+        arrow = pa.ipc.read_schema(pa.py_buffer(_bytes(data, "schema")))
+        metadata = arrow.metadata or {}
+        if len(arrow) > limits.max_columns:
+            raise ServiceFormatError(f"{len(arrow)} columns over max_columns")
+        keys = json.loads(metadata[b"key_columns"])
+        if type(keys) is not list or not all(type(key) is str for key in keys):
+            raise ServiceFormatError("malformed key columns")
+        columns = tuple(
+            ColumnSchema(
+                field.name,
+                field.type,
+                field.nullable,
+                (field.metadata or {}).get(b"aggregation", b"").decode() or None,
+            )
+            for field in arrow
+        )
+        schema = TableSchema(
+            int(metadata[b"table_id"]),
+            int(metadata[b"schema_version"]),
+            columns,
+            KeyModel(metadata[b"key_model"].decode()),
+            tuple(keys),
+        )
+    except ServiceFormatError:
+        raise
+    except (pa.ArrowException, KeyError, ValueError, AssertionError, UnicodeDecodeError) as error:
+        raise ServiceFormatError(f"malformed table schema: {error}") from None
+    if schema.table_id <= 0 or schema.schema_version <= 0:
+        raise ServiceFormatError("malformed table schema: ids start at 1")
+    return schema
+
+
+def _ipc(table: pa.Table | None, limits: ServiceLimits) -> bytes | None:
+    if table is None:
+        return None
+    if table.num_rows > limits.max_rows or table.num_columns > limits.max_columns:
+        raise ServiceFormatError(f"a {table.num_rows}x{table.num_columns} table is over the limits")
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def _table(value: Any, limits: ServiceLimits) -> pa.Table | None:
+    if value is None:
+        return None
+    try:
+        table = pa.ipc.open_stream(pa.py_buffer(_bytes(value, "Arrow stream"))).read_all()
+    except (pa.ArrowException, ValueError) as error:
+        raise ServiceFormatError(f"malformed Arrow stream: {error}") from None
+    if table.num_rows > limits.max_rows or table.num_columns > limits.max_columns:
+        raise ServiceFormatError(f"a {table.num_rows}x{table.num_columns} table is over the limits")
+    return table
+
+
+def _table_write(value: Any, limits: ServiceLimits) -> TableWrite:
+    schema, inserts, deletes = _shape(value, 3, "table write")
+    schema = decode_schema(schema, limits)
+    inserts, deletes = _table(inserts, limits), _table(deletes, limits)
+    if inserts is not None and tuple(inserts.schema.names) != schema.names:
+        raise ServiceFormatError(f"inserts of table {schema.table_id} not in its columns")
+    if deletes is not None and (
+        not deletes.num_columns
+        or deletes.schema.names[0] != ROW_ID
+        or deletes.schema.types[0] != pa.int64()
+    ):
+        raise ServiceFormatError(f"deletes of table {schema.table_id} without row ids first")
+    return TableWrite(schema, inserts, deletes)
+
+
+# Encoding.
+
+
+def _fields(message: Message, limits: ServiceLimits) -> list:
+    match message:
+        case Challenge(nonce):
+            return [Kind.CHALLENGE, nonce]
+        case Auth(name, nonce, proof):
+            return [Kind.AUTH, name, nonce, proof]
+        case Welcome(proof, role, name):
+            return [Kind.WELCOME, proof, role.value, name]
+        case StatusRequest():
+            return [Kind.STATUS_REQUEST]
+        case Status(role, name, watermark, tables, started_ms):
+            return [Kind.STATUS, role.value, name, watermark, list(tables), started_ms]
+        case CommitRequest(write_set):
+            writes = [
+                [encode_schema(w.schema), _ipc(w.inserts, limits), _ipc(w.deletes, limits)]
+                for w in write_set.writes
+            ]
+            return [Kind.COMMIT_REQUEST, write_set.snapshot_ts, write_set.request_id, writes]
+        case Committed(commit_ts):
+            return [Kind.COMMITTED, commit_ts]
+        case ReadTsRequest():
+            return [Kind.READ_TS_REQUEST]
+        case ReadTs(ts):
+            return [Kind.READ_TS, ts]
+        case SnapshotRequest(schema, ts, row_ids, timeout_ms):
+            return [Kind.SNAPSHOT_REQUEST, encode_schema(schema), ts, row_ids, timeout_ms]
+        case Rows(table):
+            return [Kind.ROWS, _ipc(table, limits)]
+        case Failure(kind, text):
+            return [Kind.FAILURE, kind[:MAX_NAME_CHARS], text[:MAX_TEXT_CHARS]]
+    raise AssertionError(f"not a service message: {message!r:.200}")
+
+
+def encode(message: Message, limits: ServiceLimits) -> bytes:
+    body = msgpack.packb(_fields(message, limits), use_bin_type=True)
+    if len(body) + _HEADER.size > limits.max_message_bytes:
+        raise ServiceFormatError(
+            f"a {len(body) + _HEADER.size}-byte message is over max_message_bytes "
+            f"({limits.max_message_bytes})"
+        )
+    return _HEADER.pack(FORMAT_VERSION, zlib.crc32(body)) + body
+
+
+# Decoding.
+
+
+def _shape(value: Any, length: int, what: str) -> tuple:
+    if type(value) is not tuple or len(value) != length:
+        raise ServiceFormatError(f"malformed {what}: expected {length} fields")
+    return value
+
+
+def _int(value: Any, what: str, minimum: int = 0) -> int:
+    if type(value) is not int or value < minimum or value >= 1 << 63:
+        raise ServiceFormatError(f"malformed {what}: {value!r:.100}")
+    return value
+
+
+def _bytes(value: Any, what: str, length: int | None = None) -> bytes:
+    if type(value) is not bytes or (length is not None and len(value) != length):
+        raise ServiceFormatError(f"malformed {what}")
+    return value
+
+
+def _str(value: Any, what: str, max_chars: int) -> str:
+    if type(value) is not str or len(value) > max_chars:
+        raise ServiceFormatError(f"malformed {what}: {value!r:.100}")
+    return value
+
+
+def _role(value: Any) -> Role:
+    try:
+        return Role(_str(value, "role", 8))
+    except ValueError:
+        raise ServiceFormatError(f"unknown role {value!r:.20}") from None
+
+
+def _message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
+    match kind:
+        case Kind.CHALLENGE:
+            (nonce,) = _shape(fields, 1, "challenge")
+            return Challenge(_bytes(nonce, "nonce", NONCE_BYTES))
+        case Kind.AUTH:
+            name, nonce, proof = _shape(fields, 3, "auth")
+            return Auth(
+                _str(name, "name", MAX_NAME_CHARS),
+                _bytes(nonce, "nonce", NONCE_BYTES),
+                _bytes(proof, "proof", PROOF_BYTES),
+            )
+        case Kind.WELCOME:
+            proof, role, name = _shape(fields, 3, "welcome")
+            return Welcome(
+                _bytes(proof, "proof", PROOF_BYTES), _role(role), _str(name, "name", MAX_NAME_CHARS)
+            )
+        case Kind.STATUS_REQUEST:
+            _shape(fields, 0, "status request")
+            return StatusRequest()
+        case Kind.STATUS:
+            role, name, watermark, tables, started_ms = _shape(fields, 5, "status")
+            if type(tables) is not tuple or len(tables) > limits.max_rows:
+                raise ServiceFormatError("malformed table list")
+            return Status(
+                _role(role),
+                _str(name, "name", MAX_NAME_CHARS),
+                _int(watermark, "watermark"),
+                tuple(_int(table, "table id", 1) for table in tables),
+                _int(started_ms, "start time"),
+            )
+        case Kind.COMMIT_REQUEST:
+            snapshot_ts, request_id, writes = _shape(fields, 3, "commit request")
+            if type(writes) is not tuple or len(writes) > limits.max_columns:
+                raise ServiceFormatError("malformed writes")
+            decoded = tuple(_table_write(write, limits) for write in writes)
+            if len({write.schema.table_id for write in decoded}) != len(decoded):
+                raise ServiceFormatError("a table twice in one write set")
+            return CommitRequest(
+                WriteSet(
+                    _int(snapshot_ts, "snapshot timestamp"),
+                    decoded,
+                    _str(request_id, "request id", MAX_REQUEST_ID_CHARS),
+                )
+            )
+        case Kind.COMMITTED:
+            (commit_ts,) = _shape(fields, 1, "committed")
+            return Committed(_int(commit_ts, "commit timestamp", 1))
+        case Kind.READ_TS_REQUEST:
+            _shape(fields, 0, "read timestamp request")
+            return ReadTsRequest()
+        case Kind.READ_TS:
+            (ts,) = _shape(fields, 1, "read timestamp")
+            return ReadTs(_int(ts, "read timestamp"))
+        case Kind.SNAPSHOT_REQUEST:
+            schema, ts, row_ids, timeout_ms = _shape(fields, 4, "snapshot request")
+            if type(row_ids) is not bool:
+                raise ServiceFormatError("malformed row_ids flag")
+            return SnapshotRequest(
+                decode_schema(schema, limits),
+                _int(ts, "timestamp"),
+                row_ids,
+                _int(timeout_ms, "timeout"),
+            )
+        case Kind.ROWS:
+            (table,) = _shape(fields, 1, "rows")
+            rows = _table(table, limits)
+            if rows is None:
+                raise ServiceFormatError("rows without a table")
+            return Rows(rows)
+        case Kind.FAILURE:
+            kind_name, text = _shape(fields, 2, "failure")
+            return Failure(
+                _str(kind_name, "error kind", MAX_NAME_CHARS), _str(text, "text", MAX_TEXT_CHARS)
+            )
+    raise AssertionError(kind)
+
+
+def decode(data: bytes | memoryview, limits: ServiceLimits) -> Message:
+    if len(data) > limits.max_message_bytes:
+        raise ServiceFormatError(f"a {len(data)}-byte message is over max_message_bytes")
+    if len(data) < _HEADER.size:
+        raise ServiceFormatError(f"a {len(data)}-byte message is shorter than its header")
+    version, checksum = _HEADER.unpack_from(data)
+    if version not in SUPPORTED_VERSIONS:
+        raise ServiceFormatError(f"service format version {version} is not one this build reads")
+    body = memoryview(data)[_HEADER.size :]
+    if zlib.crc32(body) != checksum:
+        raise ServiceFormatError("service message checksum mismatch")
+    try:
+        fields = msgpack.unpackb(body, use_list=False, raw=False, strict_map_key=True)
+    except (ValueError, msgpack.UnpackException) as error:
+        raise ServiceFormatError(f"malformed service message: {error}") from None
+    if type(fields) is not tuple or not fields or type(fields[0]) is not int:
+        raise ServiceFormatError("malformed service message")
+    try:
+        kind = Kind(fields[0])
+    except ValueError:
+        raise ServiceFormatError(f"unknown service message kind {fields[0]}") from None
+    return _message(kind, fields[1:], limits)

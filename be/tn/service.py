@@ -1,0 +1,144 @@
+"""The TN as a process of its own: the commit pipeline over its log, the logtail push server CNs
+subscribe to, and the service FEs call (commit a write set, the newest read timestamp, a snapshot).
+
+Every commit and heartbeat goes, in commit order, to the push server (which keeps the logtail
+table for subscriptions' pulls) and to a compute node inside the TN, which answers snapshot reads
+when an FE has no CN to ask. The push server listens before the log is replayed: the replay
+publishes every logged commit again, so a CN that reconnects catches up from the logtail table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+import time
+
+from be.cn.node import ComputeNode
+from be.config import Config
+from be.logservice.limits import LogLimits
+from be.logservice.service import LogService
+from be.logtail.entries import Commit
+from be.logtail.limits import LogtailLimits
+from be.logtail.push import LogtailPushServer
+from be.logtail.table import LogtailTable
+from be.service.errors import NodeBusy, ServiceFormatError
+from be.service.format import (
+    CommitRequest,
+    Committed,
+    Message,
+    ReadTs,
+    ReadTsRequest,
+    Role,
+    Rows,
+    SnapshotRequest,
+    Status,
+    StatusRequest,
+)
+from be.service.limits import ServiceLimits
+from be.service.server import NodeServer
+from be.tn.errors import CommitOutcomeUnknown
+from be.tn.limits import CommitLimits
+from be.tn.pipeline import CommitPipeline
+
+logger = logging.getLogger(__name__)
+
+
+def commit_limits(config: Config, log_limits: LogLimits) -> CommitLimits:
+    return CommitLimits(
+        max_record_bytes=log_limits.max_record_bytes,
+        max_group_bytes=log_limits.max_append_bytes,
+        heartbeat_interval_seconds=config["logtail_heartbeat_interval_millisecond"] / 1000,
+    )
+
+
+class TransactionNode:
+    def __init__(self, config: Config, token: str | bytes, name: str = "tn"):
+        self.config = config
+        self.name = name
+        self.started_ms = int(time.time() * 1000)
+        self.log_limits = LogLimits.from_config(config)
+        self.logtail_limits = LogtailLimits.from_config(config)
+        self.limits = ServiceLimits.from_config(config)
+        self.commit_limits = commit_limits(config, self.log_limits)
+        host = config["bind_host"]
+        self.logtail_table = LogtailTable(self.logtail_limits)
+        self.push = LogtailPushServer(
+            self.logtail_table, token, host, config["logtail_port"], self.logtail_limits
+        )
+        self.reads = ComputeNode()
+        self.log: LogService | None = None
+        self.pipeline: CommitPipeline | None = None
+        self.server = NodeServer(
+            Role.TN, name, token, self._handle, host, config["tn_service_port"], self.limits
+        )
+        self._read_threads = concurrent.futures.ThreadPoolExecutor(
+            self.limits.read_threads, thread_name_prefix="tn-read"
+        )
+        self._reads_waiting = threading.BoundedSemaphore(self.limits.max_connections)
+
+    def start(self) -> None:
+        """Listen for CNs, open and replay the log (republishing it), then serve FEs."""
+        self.push.start()
+        try:
+            self.log = LogService.open(self.config.path("storage_root"), self.log_limits)
+            self.pipeline = CommitPipeline(self.log, self.commit_limits, publish=self._publish)
+            self.pipeline.start()
+            self.server.start()
+        except BaseException:
+            self.close()
+            raise
+        logger.info(
+            "TN %s serving FEs on port %d, CNs on logtail port %d",
+            self.name,
+            self.server.port,
+            self.push.port,
+        )
+
+    def close(self) -> None:
+        self.server.close()
+        if self.pipeline is not None:
+            self.pipeline.close()
+        self.push.close()
+        if self.log is not None:
+            self.log.close()
+        self._read_threads.shutdown(wait=False, cancel_futures=True)
+
+    def _publish(self, commit: Commit) -> None:
+        self.push.publish(commit)
+        self.reads.apply(commit)
+
+    async def _handle(self, request: Message) -> Message:
+        match request:
+            case CommitRequest(write_set):
+                future = self.pipeline.submit(write_set)
+                try:
+                    ts = await asyncio.wait_for(
+                        asyncio.wrap_future(future), self.commit_limits.commit_timeout_seconds
+                    )
+                except TimeoutError:
+                    raise CommitOutcomeUnknown(
+                        "the commit was not confirmed in time: it may or may not have taken effect"
+                    ) from None
+                return Committed(ts)
+            case ReadTsRequest():
+                return ReadTs(self.pipeline.published_ts)
+            case SnapshotRequest(schema, ts, row_ids, timeout_ms):
+                if not self._reads_waiting.acquire(blocking=False):
+                    raise NodeBusy("the TN has as many reads waiting as it takes")
+                try:
+                    timeout = min(timeout_ms / 1000, self.limits.max_read_wait)
+                    table = await asyncio.get_running_loop().run_in_executor(
+                        self._read_threads, self._snapshot, schema, ts, row_ids, timeout
+                    )
+                finally:
+                    self._reads_waiting.release()
+                return Rows(table)
+            case StatusRequest():
+                return Status(Role.TN, self.name, self.pipeline.published_ts, (), self.started_ms)
+        raise ServiceFormatError(f"a TN does not answer {type(request).__name__}")
+
+    def _snapshot(self, schema, ts, row_ids, timeout):
+        self.reads.wait_for(ts, timeout)
+        return self.reads.snapshot(schema, ts, row_ids)

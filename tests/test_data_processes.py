@@ -1,0 +1,495 @@
+"""The TN and CNs as processes of their own beside FEs: DML from any FE straight to the TN, reads
+from the CN that follows the table, logtail pushed only to the CNs subscribed, kill -9 of a CN and
+of the TN, strangers without the cluster token, SHOW BACKENDS kept by heartbeats."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pymysql
+import pytest
+
+from be.logtail.errors import AuthenticationFailed
+from be.logtail.subscriber import LogtailSubscriber
+from be.service.client import NodeClient
+from be.service.errors import NodeUnavailable, NotAuthenticated, ServiceFormatError
+from be.service.format import (
+    Role,
+    Rows,
+    SnapshotRequest,
+    Status,
+    StatusRequest,
+    decode,
+    encode,
+)
+from be.service.limits import ServiceLimits
+from be.service.server import NodeServer
+from be.table_schema import ColumnSchema, TableSchema
+from fe.cluster.helper import TOKEN_ENVIRONMENT_VARIABLE
+from metadata.records import KeyModel
+from tests.harness import (
+    REPO,
+    QuireProcess,
+    add_and_start,
+    cluster_token,
+    execute,
+    free_port,
+    wait_until,
+)
+
+FE_OVERRIDES = {"heartbeat_interval_second": 1, "backend_heartbeat_timeout_ms": 500}
+
+
+class DataNode:
+    """One `quire tn` or `quire cn` process with its own ports and folders."""
+
+    def __init__(self, workdir: Path, role: str, token: str, logtail_port: int, **overrides):
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.role = role
+        self.token = token
+        self.port = free_port()
+        self.logtail_port = logtail_port
+        self.overrides = {
+            f"{role}_service_port": self.port,
+            "logtail_port": logtail_port,
+            "tn_logtail_address": f"127.0.0.1:{logtail_port}",
+            "storage_root": self.workdir / "storage",
+            "node_log_dir": self.workdir / "log",
+            **overrides,
+        }
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> DataNode:
+        args = [sys.executable, "-m", "fe.cli", self.role]
+        for key, value in self.overrides.items():
+            args += ["--override", f"{key}={value}"]
+        self.output = open(self.workdir / "quire.out", "ab")
+        self.process = subprocess.Popen(
+            args,
+            cwd=REPO,
+            stdout=self.output,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, TOKEN_ENVIRONMENT_VARIABLE: self.token},
+        )
+        wait_until(self.answers, 60, f"the {self.role} to answer")
+        return self
+
+    def client(self, token: str | None = None) -> NodeClient:
+        return NodeClient("127.0.0.1", self.port, token or self.token)
+
+    def answers(self) -> bool:
+        assert self.process.poll() is None, self.tail()
+        client = self.client()
+        try:
+            return client.call(StatusRequest(), timeout=2).role is Role(self.role.upper())
+        except Exception:
+            return False
+        finally:
+            client.close()
+
+    def status(self):
+        client = self.client()
+        try:
+            return client.call(StatusRequest(), timeout=5)
+        finally:
+            client.close()
+
+    def kill(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def tail(self) -> str:
+        path = self.workdir / "quire.out"
+        return path.read_text(errors="replace")[-3000:] if path.exists() else ""
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    root = tmp_path_factory.mktemp("processes")
+    leader = QuireProcess(root / "fe1", FE_OVERRIDES, command="fe").start()
+    token = cluster_token(leader)
+    follower = QuireProcess(root / "fe2", FE_OVERRIDES, command="fe").join_through(leader)
+    logtail_port = free_port()
+    tn = DataNode(root / "tn", "tn", token, logtail_port)
+    cns = [DataNode(root / f"cn{i}", "cn", token, logtail_port) for i in (1, 2)]
+    nodes = [leader, follower, tn, *cns]
+    try:
+        add_and_start(leader, follower, "FOLLOWER")
+        tn.start()
+        for cn in cns:
+            cn.start()
+        for node in (tn, *cns):
+            execute(leader, f'ALTER SYSTEM ADD BACKEND "127.0.0.1:{node.port}"')
+        execute(leader, "CREATE DATABASE d")
+        yield leader, follower, tn, cns
+    finally:
+        for node in reversed(nodes):
+            node.stop()
+
+
+def rows(node, sql: str) -> list[tuple]:
+    connection = node.connect(database="d")
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(sql)
+            return list(cursor.fetchall())
+    finally:
+        connection.close()
+
+
+def table_id(node, name: str) -> int:
+    found = rows(node, f"SHOW PROC '/dbs'")  # noqa: F541 - the database's id first
+    db_id = next(row[0] for row in found if row[1] == "d")
+    tables = rows(node, f"SHOW PROC '/dbs/{db_id}'")
+    return int(next(row[0] for row in tables if row[1] == name))
+
+
+def backends(node) -> dict[int, dict]:
+    connection = node.connect()
+    try:
+        with connection.cursor(pymysql.cursors.DictCursor) as cursor:
+            cursor.execute("SHOW BACKENDS")
+            return {row["HeartbeatPort"]: row for row in cursor.fetchall()}
+    finally:
+        connection.close()
+
+
+def test_show_backends_has_doris_columns_and_roles(cluster):
+    leader, follower, tn, cns = cluster
+    for fe in (leader, follower):
+        seen = wait_until(
+            lambda fe=fe: (
+                (b := backends(fe)) and all(r["Alive"] == "true" for r in b.values()) and b
+            ),
+            20,
+            "every backend alive",
+        )
+        assert {row["Role"] for row in seen.values()} == {"TN", "CN"}
+        assert seen[tn.port]["Role"] == "TN" and seen[cns[0].port]["Role"] == "CN"
+        assert {"BackendId", "LastHeartbeat", "ErrMsg", "NodeRole", "Version"} <= set(
+            next(iter(seen.values()))
+        )
+    assert len(rows(leader, "SHOW PROC '/backends'")) == 3
+
+
+def test_insert_on_a_follower_reads_on_another_fe(cluster):
+    leader, follower, tn, cns = cluster
+    execute(
+        leader,
+        "CREATE TABLE d.t (k INT, v VARCHAR(10)) UNIQUE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 2",
+    )
+    wait_until(lambda: rows(follower, "SHOW TABLES") == [("t",)], 20, "the table on the follower")
+    connection = follower.connect(database="d")
+    with connection.cursor() as cursor:
+        cursor.execute("INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+        cursor.execute("UPDATE t SET v = 'bb' WHERE k = 2")
+        cursor.execute("SELECT k, v FROM t ORDER BY k")  # the session reads its own write
+        assert cursor.fetchall() == ((1, "a"), (2, "bb"), (3, "c"))
+    connection.close()
+    assert rows(leader, "SELECT k, v FROM t ORDER BY k") == [(1, "a"), (2, "bb"), (3, "c")]
+    assert rows(leader, "SELECT count(*) FROM t WHERE v > 'a'") == [(2,)]
+
+
+def test_two_cns_follow_different_tables(cluster):
+    leader, follower, tn, cns = cluster
+    names: list[str] = []
+    ids: set[int] = set()
+    followed: list[set[int]] = [set(), set()]
+    while not (followed[0] and followed[1]):  # until each CN follows some table
+        assert len(names) < 32, followed
+        name = f"spread{len(names)}"
+        names.append(name)
+        execute(
+            leader,
+            f"CREATE TABLE d.{name} (k INT) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1",
+        )
+        execute(leader, f"INSERT INTO d.{name} VALUES (1), (2)")
+        assert rows(leader, f"SELECT count(*) FROM {name}") == [(2,)]
+        ids.add(table_id(leader, name))
+        followed = [set(cn.status().tables) & ids for cn in cns]
+    assert not followed[0] & followed[1], "a table is followed by one CN"
+    assert followed[0] | followed[1] == ids
+    # A second FE reads each table from the same CN (rendezvous hashing over the same backends).
+    for name in names:
+        assert rows(follower, f"SELECT count(*) FROM {name}") == [(2,)]
+    assert [set(cn.status().tables) & ids for cn in cns] == followed
+
+
+def test_a_killed_cn_comes_back_and_reads_go_on(cluster):
+    leader, follower, tn, cns = cluster
+    execute(
+        leader, "CREATE TABLE d.k9 (k INT, v INT) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1"
+    )
+    execute(leader, "INSERT INTO d.k9 VALUES (1, 1)")
+    assert rows(leader, "SELECT count(*) FROM k9") == [(1,)]
+    k9 = table_id(leader, "k9")
+    victim = next(cn for cn in cns if k9 in cn.status().tables)
+    victim.kill()
+    execute(follower, "INSERT INTO d.k9 VALUES (2, 2)")
+    assert rows(leader, "SELECT sum(v) FROM k9") == [(3,)]  # through the other CN or the TN
+    wait_until(
+        lambda: backends(leader)[victim.port]["Alive"] == "false", 10, "the killed CN not alive"
+    )
+    assert backends(leader)[victim.port]["ErrMsg"]
+    victim.start()
+    for fe in (leader, follower):
+        wait_until(lambda fe=fe: backends(fe)[victim.port]["Alive"] == "true", 20, "the CN back")
+    execute(leader, "INSERT INTO d.k9 VALUES (3, 3)")
+    assert rows(follower, "SELECT sum(v) FROM k9") == [(6,)]
+    assert k9 in victim.status().tables  # it resubscribed and caught up from the TN
+    assert victim.status().watermark > 0
+
+
+def test_a_killed_tn_loses_no_acknowledged_commit(cluster):
+    leader, follower, tn, cns = cluster
+    execute(
+        leader, "CREATE TABLE d.durable (k INT) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1"
+    )
+    wait_until(lambda: ("durable",) in rows(follower, "SHOW TABLES"), 20, "the table everywhere")
+    acknowledged: list[int] = []
+    stop = threading.Event()
+
+    def load(fe, start):
+        connection = fe.connect(database="d")
+        key = start
+        while not stop.is_set():
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute(f"INSERT INTO durable VALUES ({key})")
+                acknowledged.append(key)
+            except pymysql.MySQLError:
+                pass
+            key += 2
+        connection.close()
+
+    loaders = [
+        threading.Thread(target=load, args=(fe, n)) for n, fe in enumerate((leader, follower))
+    ]
+    for loader in loaders:
+        loader.start()
+    wait_until(lambda: len(acknowledged) >= 20, 30, "some commits")
+    assert rows(follower, "SELECT count(*) FROM durable")[0][0] >= 20  # a CN follows it now
+    tn.kill()
+    time.sleep(0.3)  # the loaders see the TN gone  # noqa: TID251
+    stop.set()
+    for loader in loaders:
+        loader.join()
+    # Without the TN the CN following the table still answers, at the lowest watermark of all.
+    assert rows(follower, "SELECT count(*) FROM durable")[0][0] > 0
+    error = pytest.raises(pymysql.MySQLError, execute, leader, "INSERT INTO d.durable VALUES (0)")
+    assert "TN" in str(error.value)
+    tn.start()
+    # The FEs' pooled connections to the old TN are not used: the first statements succeed.
+    execute(leader, "INSERT INTO d.durable VALUES (-2)")
+    execute(follower, "INSERT INTO d.durable VALUES (-3)")
+    # cns[0] starts from nothing (all from the restarted TN's log); cns[1] stayed up and
+    # resubscribes from its watermark: both must hold the same rows, none twice.
+    cns[0].kill()
+    cns[0].start()
+    found = wait_until(
+        lambda: rows(leader, "SELECT k FROM durable"), 30, "the table readable again"
+    )
+    assert set(acknowledged) | {-2, -3} <= {k for (k,) in found}
+    schema = TableSchema(
+        table_id(leader, "durable"), 1, (ColumnSchema("k", pa.int32()),), KeyModel.DUPLICATE, ("k",)
+    )
+    ts = tn.status().watermark
+    held = []
+    for cn in cns:
+        client = cn.client()
+        table = client.call(SnapshotRequest(schema, ts, False, 20_000), timeout=30).table
+        client.close()
+        held.append(sorted(table.column("k").to_pylist()))
+    assert held[0] == held[1]
+    assert len(held[0]) == len(set(held[0])) == len(found)
+    execute(follower, "INSERT INTO d.durable VALUES (-1)")
+    assert (-1,) in rows(leader, "SELECT k FROM durable")
+
+
+def test_strangers_without_the_token_are_refused(cluster):
+    leader, follower, tn, cns = cluster
+    for node in (tn, *cns):
+        stranger = node.client(token="not the cluster token")
+        with pytest.raises(NotAuthenticated):
+            stranger.call(StatusRequest(), timeout=5)
+        stranger.close()
+    subscriber = LogtailSubscriber(
+        "127.0.0.1", tn.logtail_port, "not the cluster token", on_commit=lambda commit: None
+    )
+    subscriber.start()
+    try:
+        wait_until(
+            lambda: isinstance(subscriber.last_error, AuthenticationFailed), 10, "the refusal"
+        )
+        assert not subscriber.connected
+    finally:
+        subscriber.close()
+    error = pytest.raises(
+        pymysql.MySQLError, execute, leader, f'ALTER SYSTEM ADD BACKEND "127.0.0.1:{free_port()}"'
+    )
+    assert "cannot be reached" in str(error.value)
+
+
+def test_drop_backend_and_add_it_again(cluster):
+    leader, follower, tn, cns = cluster
+    execute(
+        leader, "CREATE TABLE d.dropped (k INT) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1"
+    )
+    execute(leader, "INSERT INTO d.dropped VALUES (1), (2), (3)")
+    cn = cns[0]
+    execute(leader, f'ALTER SYSTEM DROP BACKEND "127.0.0.1:{cn.port}"')
+    for fe in (leader, follower):
+        wait_until(lambda fe=fe: cn.port not in backends(fe), 20, "the CN gone from SHOW BACKENDS")
+    assert rows(follower, "SELECT count(*) FROM dropped") == [(3,)]
+    error = pytest.raises(
+        pymysql.MySQLError, execute, leader, f'ALTER SYSTEM DROP BACKEND "127.0.0.1:{cn.port}"'
+    )
+    assert "does not exist" in str(error.value)
+    execute(leader, f'ALTER SYSTEM ADD BACKEND "127.0.0.1:{cn.port}"')
+    error = pytest.raises(
+        pymysql.MySQLError, execute, leader, f'ALTER SYSTEM ADD BACKEND "127.0.0.1:{tn.port}"'
+    )
+    assert "already exists" in str(error.value)
+    wait_until(lambda: backends(leader)[cn.port]["Alive"] == "true", 20, "the CN back")
+
+
+def test_a_node_that_cannot_start_says_why_in_one_line(cluster, tmp_path):
+    leader, follower, tn, cns = cluster
+    no_token = DataNode(tmp_path / "no_token", "cn", "", tn.logtail_port)
+    second_tn = DataNode(
+        tmp_path / "second", "tn", tn.token, free_port(), storage_root=tn.overrides["storage_root"]
+    )
+    for node, words in ((no_token, "cluster token"), (second_tn, "in use by another")):
+        args = [sys.executable, "-m", "fe.cli", node.role]
+        for key, value in node.overrides.items():
+            args += ["--override", f"{key}={value}"]
+        environment = {**os.environ, TOKEN_ENVIRONMENT_VARIABLE: node.token}
+        finished = subprocess.run(
+            args + ["--daemon"], cwd=REPO, env=environment, capture_output=True, timeout=60
+        )
+        assert finished.returncode == 1
+        line = finished.stderr.decode().strip()
+        assert words in line and "\n" not in line, line
+
+
+# -- the node service alone, in this process ---------------------------------------------------
+
+
+def echo_server(handle=None) -> NodeServer:
+    async def status(request):
+        if handle is not None:
+            return await handle(request)
+        return Status(Role.CN, "echo", 7, (1, 2), 0)
+
+    server = NodeServer(Role.CN, "echo", "token", status, port=free_port())
+    server.start()
+    return server
+
+
+def test_messages_are_checked_strictly():
+    limits = ServiceLimits()
+    schema = TableSchema(
+        5, 2, (ColumnSchema("k", pa.int32(), False), ColumnSchema("v", pa.string(), True, "REPLACE")),
+        KeyModel.AGGREGATE, ("k",),
+    )  # fmt: skip
+    request = SnapshotRequest(schema, 42, True, 1000)
+    data = encode(request, limits)
+    assert decode(data, limits) == request
+    for damaged in (
+        data[:-1],  # truncated
+        data[:10] + bytes([data[10] ^ 1]) + data[11:],  # a flipped bit
+        bytes([9]) + data[1:],  # a version this build does not read
+        data + b"\0",  # trailing bytes
+    ):
+        with pytest.raises(ServiceFormatError):
+            decode(damaged, limits)
+    small = ServiceLimits(max_message_bytes=1 << 12, max_unauthenticated_message_bytes=1 << 10)
+    with pytest.raises(ServiceFormatError):
+        encode(Rows(pa.table({"x": pa.array(range(10_000))})), small)
+
+
+def test_dropped_connections_and_oversized_frames():
+    server = echo_server()
+    try:
+        client = NodeClient("127.0.0.1", server.port, "token")
+        assert client.call(StatusRequest(), timeout=5).tables == (1, 2)
+        # The node drops every connection: the next call fails, the one after reconnects.
+        asyncio.run_coroutine_threadsafe(_drop_all(server), server.loop).result(5)
+        try:
+            client.call(StatusRequest(), timeout=5)
+        except NodeUnavailable:
+            pass
+        assert client.call(StatusRequest(), timeout=5).watermark == 7
+        client.close()
+        # Before the token is proven a large frame is refused without being read.
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as raw:
+            raw.recv(1024)  # the challenge
+            raw.sendall(struct.pack(">I", 1 << 20) + b"x" * 100)
+            wait_until(lambda: raw.recv(1024) == b"", 5, "the node to hang up")
+    finally:
+        server.close()
+    # A node gone: its client gets NodeUnavailable, not a hang.
+    with pytest.raises(NodeUnavailable):
+        NodeClient("127.0.0.1", server.port, "token").call(StatusRequest(), timeout=2)
+
+
+async def _drop_all(server: NodeServer) -> None:
+    for task in list(server._connections):
+        task.cancel()
+
+
+def test_a_slow_node_times_out_and_its_connection_is_not_reused():
+    release = threading.Event()
+
+    async def slow(request):
+        await asyncio.get_running_loop().run_in_executor(None, release.wait, 10)
+        return Status(Role.CN, "slow", 1, (), 0)
+
+    server = echo_server(slow)
+    try:
+        client = NodeClient("127.0.0.1", server.port, "token")
+        with pytest.raises(NodeUnavailable):
+            client.call(StatusRequest(), timeout=0.3)
+        release.set()
+        assert client.call(StatusRequest(), timeout=5).name == "slow"  # not the late reply
+        client.close()
+    finally:
+        server.close()
+
+
+def test_a_daemon_cn_starts_and_stops(cluster, tmp_path):
+    leader, follower, tn, cns = cluster
+    node = DataNode(tmp_path / "daemon", "cn", tn.token, tn.logtail_port)
+    args = [sys.executable, "-m", "fe.cli", "cn"]
+    for key, value in node.overrides.items():
+        args += ["--override", f"{key}={value}"]
+    environment = {**os.environ, TOKEN_ENVIRONMENT_VARIABLE: node.token}
+    started = subprocess.run(
+        args + ["--daemon"], cwd=REPO, env=environment, capture_output=True, timeout=60
+    )
+    assert started.returncode == 0, started.stderr
+    assert node.status().role is Role.CN
+    stopped = subprocess.run(args + ["--stop"], cwd=REPO, capture_output=True, timeout=90)
+    assert stopped.returncode == 0, stopped.stderr
+    assert not (tmp_path / "daemon" / "log" / "cn.pid").exists()

@@ -9,10 +9,12 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
+from be.cn.limits import ComputeLimits
 from be.cn.node import ComputeNode
 from be.config import Config
 from be.logservice.limits import LogLimits
 from be.logservice.service import LogService
+from be.storage.objects import ObjectStore
 from be.table_schema import TableSchema
 from be.tn.limits import CommitLimits
 from be.tn.pipeline import CommitPipeline
@@ -20,18 +22,26 @@ from be.tn.write_set import WriteSet
 
 
 class EmbeddedDataPlane:
-    def __init__(self, open_log: Callable[[], object], limits: CommitLimits | None = None):
-        """open_log: the TN's log, opened when the data plane starts."""
+    def __init__(
+        self,
+        open_log: Callable[[], object],
+        limits: CommitLimits | None = None,
+        store: ObjectStore | None = None,
+        cn_limits: ComputeLimits | None = None,
+    ):
+        """open_log: the TN's log, opened when the data plane starts; store: where flushes put
+        objects (None: table data stays in memory and in the log)."""
         self._open_log = open_log
         self.limits = limits or CommitLimits()
+        self.store = store
         self.log = None
-        self.cn = ComputeNode()
+        self.cn = ComputeNode(store, cn_limits)
         self.tn: CommitPipeline | None = None
 
     def start(self) -> None:
         """Open the log and replay it (the CN gets every commit again), then commit."""
         self.log = self._open_log()
-        self.tn = CommitPipeline(self.log, self.limits, publish=self.cn.apply)
+        self.tn = CommitPipeline(self.log, self.limits, publish=self.cn.apply, store=self.store)
         self.tn.start()
 
     def close(self) -> None:
@@ -54,6 +64,11 @@ class EmbeddedDataPlane:
         self.cn.wait_for(ts, timeout)
         return self.cn.snapshot(schema, ts, row_ids)
 
+    def tablet_stats(self, schema: TableSchema) -> dict[int, tuple[int, int]]:
+        """Rows and bytes per tablet id (objects, and the unflushed rows placed where a flush
+        would put them); tablets without data are left out."""
+        return self.tn.tablet_stats(schema)
+
 
 def open_embedded(config: Config) -> EmbeddedDataPlane:
     """The TN and CN of `quire up`: the TN's log in storage_root (one replica)."""
@@ -63,5 +78,13 @@ def open_embedded(config: Config) -> EmbeddedDataPlane:
         max_record_bytes=log_limits.max_record_bytes,
         max_group_bytes=log_limits.max_append_bytes,
         heartbeat_interval_seconds=config["logtail_heartbeat_interval_millisecond"] / 1000,
+        flush_rows=config["flush_rows"],
+        flush_bytes=config["flush_bytes"],
+        flush_interval_seconds=config["flush_interval_second"],
     )
-    return EmbeddedDataPlane(lambda: LogService.open(folder, log_limits), limits)
+    return EmbeddedDataPlane(
+        lambda: LogService.open(folder, log_limits),
+        limits,
+        ObjectStore.from_config(config),
+        ComputeLimits.from_config(config),
+    )

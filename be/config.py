@@ -197,6 +197,27 @@ BE_KEYS = (
         268435456,
         comment="Most bytes one merge reads; at least merge_min_objects x merge_small_object_bytes.",
     ),
+    # Flush, checkpoints and the CN's cache (be/tn/flush.py, be/cn)
+    Key(
+        "flush_rows",
+        1000000,
+        comment="The TN flushes a table's unflushed rows and deletes to objects once there are this many.",
+    ),
+    Key(
+        "flush_bytes",
+        134217728,
+        comment="The TN flushes a table once its unflushed rows and deletes take this many bytes in memory.",
+    ),
+    Key(
+        "flush_interval_second",
+        300,
+        comment="The TN flushes a table whose oldest unflushed change is this old.",
+    ),
+    Key(
+        "cn_cache_bytes",
+        268435456,
+        comment="Bytes of decoded objects and tombstones a CN keeps for the next reads.",
+    ),
 )
 
 

@@ -21,6 +21,11 @@ class CommitLimits:
     max_remembered_requests: int = 100_000  # request ids answered again without a second commit
     max_request_id_bytes: int = 64
     log_read_bytes: int = 16 << 20  # one read of the log while replaying
+    # Flush: a table's unflushed rows and deletes become objects past any of these.
+    flush_rows: int = 1_000_000
+    flush_bytes: int = 128 << 20
+    flush_interval_seconds: float = 300.0
+    flush_retry_seconds: float = 1.0  # after the store refused a flush, the next try waits this
 
     def __post_init__(self) -> None:
         rules = {
@@ -44,6 +49,11 @@ class CommitLimits:
             ),
             "max_request_id_bytes > 0": self.max_request_id_bytes > 0,
             "log_read_bytes > 0": self.log_read_bytes > 0,
+            "flush_rows > 0 and flush_bytes > 0": self.flush_rows > 0 and self.flush_bytes > 0,
+            "flush_interval_seconds > 0": self.flush_interval_seconds > 0,
+            "0 < flush_retry_seconds <= flush_interval_seconds": (
+                0 < self.flush_retry_seconds <= self.flush_interval_seconds
+            ),
         }
         broken = [rule for rule, holds in rules.items() if not holds]
         assert not broken, f"CommitLimits break: {', '.join(broken)}"

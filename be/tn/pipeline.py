@@ -21,6 +21,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
 from be.logtail.entries import Commit
+from be.storage.errors import StorageError
+from be.storage.objects import ObjectStore
 from be.table_schema import TableSchema
 from be.tn import wal_records
 from be.tn.errors import (
@@ -30,6 +32,7 @@ from be.tn.errors import (
     CommitTooLarge,
     TransactionNodeClosed,
 )
+from be.tn.flush import Flusher
 from be.tn.limits import CommitLimits
 from be.tn.state import WriteState
 from be.tn.write_set import WriteSet
@@ -46,11 +49,20 @@ class _Request:
 
 
 class CommitPipeline:
-    def __init__(self, log, limits: CommitLimits, publish: Callable[[Commit], None]):
+    def __init__(
+        self,
+        log,
+        limits: CommitLimits,
+        publish: Callable[[Commit], None],
+        store: ObjectStore | None = None,
+    ):
+        """store: where flushes write objects (None: rows stay in memory and the log)."""
         self.log = log
         self.limits = limits
         self.publish = publish
+        self.store = store
         self.state = WriteState()
+        self.flusher = Flusher(store, limits)
         self.schemas: dict[int, TableSchema] = {}  # the newest version seen of each table
         self._queue: queue.Queue[_Request | None] = queue.Queue(limits.max_queued_commits)
         self._requests: collections.OrderedDict[str, int] = collections.OrderedDict()
@@ -82,6 +94,10 @@ class CommitPipeline:
                 break
             if request is not None:
                 request.future.set_exception(TransactionNodeClosed("the TN is stopping"))
+
+    def tablet_stats(self, schema: TableSchema) -> dict[int, tuple[int, int]]:
+        """Rows and bytes per tablet id. Read on the caller's thread: a moment's view."""
+        return self.flusher.tablet_totals(schema)
 
     @property
     def last_ts(self) -> int:
@@ -127,6 +143,7 @@ class CommitPipeline:
                 first = self._queue.get(timeout=interval)
             except queue.Empty:
                 self._heartbeat()
+                self._flush_due()
                 continue
             if first is None:
                 break
@@ -152,6 +169,7 @@ class CommitPipeline:
                             CommitOutcomeUnknown("the TN failed while committing; see its log")
                         )
                 self._resync()
+            self._flush_due()
 
     def _commit_group(self, group: list[_Request]) -> None:
         """Check, stamp and log each write set in order; one log append per max_group_bytes."""
@@ -165,6 +183,7 @@ class CommitPipeline:
                 continue
             schemas = {write.schema.table_id: write.schema for write in write_set.writes}
             try:
+                self.flusher.check(write_set)
                 commit = self.state.prepare(write_set, self._next_ts(), self.limits.max_commit_rows)
                 record = wal_records.encode(commit, write_set.request_id, schemas)
                 if len(record) > self.limits.max_record_bytes:
@@ -214,10 +233,35 @@ class CommitPipeline:
             self._resync()
             return False
         for request, commit in batch:
+            self.flusher.apply(commit)
             self._publish(commit)
             self.committed += 1
             request.future.set_result(commit.commit_ts)
         return True
+
+    def _flush_due(self) -> None:
+        """Flush the tables past a size or an age, each as a commit of its own."""
+        for table_id in self.flusher.due(self.schemas):
+            if self._closed.is_set():
+                return
+            schema = self.schemas[table_id]
+            flush_ts = self._next_ts()
+            try:
+                change = self.flusher.write(schema, flush_ts)
+            except StorageError as error:
+                self.flusher.failed(table_id, error)
+                continue
+            commit = Commit(flush_ts, (change,))
+            record = wal_records.encode(commit, "", {table_id: schema})
+            try:
+                self.log.append([record], timeout=self.limits.commit_timeout_seconds)
+            except Exception as error:
+                logger.warning("the log refused the flush of table %d: %s", table_id, error)
+                self._resync()
+                return
+            self.state.apply(commit, {table_id: schema})
+            self.flusher.apply(commit)
+            self._publish(commit)
 
     def _heartbeat(self) -> None:
         heartbeat = Commit(self._next_ts())
@@ -251,6 +295,7 @@ class CommitPipeline:
             for entry_lsn, record in entries:
                 commit, request_id, schemas = wal_records.decode(record)
                 self.state.apply(commit, schemas)
+                self.flusher.apply(commit)
                 self.schemas.update(schemas)
                 if request_id:
                     self._remember(request_id, commit.commit_ts)
@@ -269,6 +314,7 @@ class CommitPipeline:
         """After a failed append the log may or may not hold the group: start again from what it
         holds; what it holds and was not published yet is published now."""
         self.state = WriteState()
+        self.flusher = Flusher(self.store, self.limits)
         self._requests.clear()
         self._replay()
         self.state.last_ts = max(self.state.last_ts, self.published_ts)

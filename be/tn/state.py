@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from be.logtail.entries import ROW_ID, Commit, TableChanges
 from be.table_schema import TableSchema
+from be.tn import placement
 from be.tn.errors import CommitTooLarge, SnapshotTooOld, StaleSchema, WriteConflict
 from be.tn.write_set import TableWrite, WriteSet
 
@@ -72,6 +73,8 @@ class WriteState:
         state = self.tables.get(schema.table_id) or TableWriteState()
         if schema.schema_version < state.schema_version:
             raise StaleSchema(schema.table_id, schema.schema_version, state.schema_version)
+        if placement.placeable(schema) and write.inserts is not None and write.inserts.num_rows:
+            placement.partition_indexes(schema, write.inserts)  # NoPartitionForRow: nothing written
         deleted_ids: list[int] = []
         deleted_keys: list[tuple] = []
         if write.deletes is not None and write.deletes.num_rows:

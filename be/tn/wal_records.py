@@ -2,7 +2,10 @@
 wrote (so a replay knows each table's keys without asking the FE).
 
 Layout: version (1 byte), header length (4 bytes, big endian), a JSON header, then per table an
-Arrow IPC stream of its inserts and one of its deletes (empty when the header says so).
+Arrow IPC stream of its inserts and one of its deletes (empty when the header says so), then the
+metadata of each object it added (be/storage/meta_codec). Version 2 added the tables' placement
+(partitions, tablets, distribution) and the storage changes of flushes and merges; version 1
+records are still read.
 """
 
 from __future__ import annotations
@@ -13,10 +16,13 @@ import struct
 import pyarrow as pa
 
 from be.logtail.entries import Commit, TableChanges
-from be.table_schema import ColumnSchema, TableSchema
+from be.storage import meta_codec
+from be.storage.errors import ObjectCorrupt
+from be.table_schema import ColumnSchema, PartitionSchema, TableSchema
 from metadata.records import KeyModel
 
-VERSION = 1
+VERSION = 2
+READABLE_VERSIONS = (1, 2)
 _HEAD = struct.Struct(">BI")
 
 
@@ -34,6 +40,11 @@ def encode(commit: Commit, request_id: str, schemas: dict[int, TableSchema]) -> 
             data = _ipc(batch) if batch is not None else b""
             sizes.append(len(data))
             streams.append(data)
+        objects = []
+        for meta in change.objects_added:
+            data = meta_codec.encode_object(meta)
+            objects.append(len(data))
+            streams.append(data)
         tables.append(
             {
                 "id": change.table_id,
@@ -42,6 +53,11 @@ def encode(commit: Commit, request_id: str, schemas: dict[int, TableSchema]) -> 
                 "keys": list(schema.key_columns),
                 "schema": _ipc_schema(schema),
                 "sizes": sizes,
+                "placement": _placement(schema),
+                "objects": objects,
+                "tombstones": [meta_codec.encode_tombstone(m) for m in change.tombstones_added],
+                "removed": list(change.objects_removed),
+                "flushed_ts": change.flushed_ts,
             }
         )
     header = json.dumps(
@@ -53,8 +69,8 @@ def encode(commit: Commit, request_id: str, schemas: dict[int, TableSchema]) -> 
 def decode(record: bytes) -> tuple[Commit, str, dict[int, TableSchema]]:
     try:
         version, header_size = _HEAD.unpack_from(record)
-        if version != VERSION:
-            raise WalRecordError(f"log record version {version}; this TN reads {VERSION}")
+        if version not in READABLE_VERSIONS:
+            raise WalRecordError(f"log record version {version}; this TN reads {READABLE_VERSIONS}")
         offset = _HEAD.size + header_size
         header = json.loads(record[_HEAD.size : offset])
         changes = []
@@ -67,12 +83,39 @@ def decode(record: bytes) -> tuple[Commit, str, dict[int, TableSchema]]:
                     raise WalRecordError("log record is truncated")
                 batches.append(pa.ipc.open_stream(data).read_all() if size else None)
                 offset += size
-            changes.append(TableChanges(table["id"], table["version"], *batches))
+            objects = []
+            for size in table.get("objects", ()):
+                data = record[offset : offset + size]
+                if len(data) != size:
+                    raise WalRecordError("log record is truncated")
+                objects.append(meta_codec.decode_object(data))
+                offset += size
+            changes.append(
+                TableChanges(
+                    table["id"],
+                    table["version"],
+                    *batches,
+                    objects_added=tuple(objects),
+                    tombstones_added=tuple(
+                        meta_codec.decode_tombstone(fields)
+                        for fields in table.get("tombstones", ())
+                    ),
+                    objects_removed=tuple(table.get("removed", ())),
+                    flushed_ts=table.get("flushed_ts", 0),
+                )
+            )
             schemas[table["id"]] = _schema(table)
         if offset != len(record):
             raise WalRecordError("log record has trailing bytes")
         return Commit(header["ts"], tuple(changes)), header["request"], schemas
-    except (struct.error, ValueError, KeyError, TypeError, pa.ArrowException) as error:
+    except (
+        struct.error,
+        ValueError,
+        KeyError,
+        TypeError,
+        pa.ArrowException,
+        ObjectCorrupt,
+    ) as error:
         raise WalRecordError(f"log record is damaged: {error}") from None
 
 
@@ -107,6 +150,36 @@ def _schema(table: dict) -> TableSchema:
         )
         for field in arrow
     )
+    placement = table.get("placement") or {}
     return TableSchema(
-        table["id"], table["version"], columns, KeyModel(table["key_model"]), tuple(table["keys"])
+        table["id"],
+        table["version"],
+        columns,
+        KeyModel(table["key_model"]),
+        tuple(table["keys"]),
+        placement.get("kind", "RANGE"),
+        tuple(placement.get("columns", ())),
+        tuple(
+            PartitionSchema(
+                partition_id,
+                tuple(lower),
+                tuple(upper),
+                tuple(tuple(value) for value in values),
+                tuple(tablets),
+            )
+            for partition_id, lower, upper, values, tablets in placement.get("partitions", ())
+        ),
+        tuple(placement.get("distribution", ())),
     )
+
+
+def _placement(schema: TableSchema) -> dict:
+    return {
+        "kind": schema.partition_kind,
+        "columns": list(schema.partition_columns),
+        "partitions": [
+            [p.id, list(p.lower), list(p.upper), [list(v) for v in p.values], list(p.tablet_ids)]
+            for p in schema.partitions
+        ],
+        "distribution": list(schema.distribution_columns),
+    }

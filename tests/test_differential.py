@@ -9,11 +9,20 @@ import sqlite3
 import pymysql
 import pytest
 
-from tests.harness import run
+from tests.harness import QuireProcess, run
 
 SEED = 20261123
 STEPS = 300
 KEYS = 40
+TINY_FLUSH = {"flush_rows": 6, "flush_interval_second": 1}  # a flush every few statements
+
+
+@pytest.fixture(scope="module", params=[{}, TINY_FLUSH], ids=["in_memory", "tiny_flush"])
+def quire(request, tmp_path_factory):
+    """In memory only, and with flushes (objects and tombstones) every few statements."""
+    node = QuireProcess(tmp_path_factory.mktemp("quire"), overrides=request.param).start()
+    yield node
+    node.stop()
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ commits, so a restarted TN knows every object and keeps in memory only what no f
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 import pyarrow as pa
@@ -39,10 +40,15 @@ class Flusher:
         self.objects: dict[int, TableObjects] = {}
         self.refusals: dict[int, str] = {}  # table -> why its last flush failed
         self._retry_at: dict[int, float] = {}
+        self._lock = threading.Lock()  # apply (the committer) against tablet_totals (readers)
 
     def apply(self, commit: Commit) -> None:
         """A logged commit: its rows and deletes wait for a flush; a flush's objects replace what
         they hold."""
+        with self._lock:
+            self._apply(commit)
+
+    def _apply(self, commit: Commit) -> None:
         for change in commit.changes:
             if change.changes_storage:
                 self.objects.setdefault(change.table_id, TableObjects()).apply(change)
@@ -146,16 +152,14 @@ class Flusher:
 
     def tablet_totals(self, schema: TableSchema) -> dict[int, tuple[int, int]]:
         """Rows and bytes per tablet id: its objects', and its share of the unflushed rows."""
-        totals = {
-            tablet.tablet_id: value
-            for tablet, value in self.objects.get(schema.table_id, TableObjects())
-            .tablet_totals()
-            .items()
-        }
-        memory = self.memory.get(schema.table_id)
-        if memory is not None and memory.rows and placement.placeable(schema):
+        with self._lock:
+            known = self.objects.get(schema.table_id, TableObjects()).tablet_totals()
+            memory = self.memory.get(schema.table_id)
+            pieces = list(memory.rows) if memory is not None else []
+        totals = {tablet.tablet_id: value for tablet, value in known.items()}
+        if pieces and placement.placeable(schema):
             target = schema.with_row_ids().insert(1, pa.field(COMMIT_TS, pa.int64(), False))
-            rows = _projected(pa.concat_tables(memory.rows, promote_options="permissive"), target)
+            rows = _projected(pa.concat_tables(pieces, promote_options="permissive"), target)
             for tablet, part in placement.by_tablet(schema, rows).items():
                 count, size = totals.get(tablet.tablet_id, (0, 0))
                 totals[tablet.tablet_id] = (count + part.num_rows, size + part.nbytes)

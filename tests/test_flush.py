@@ -1,0 +1,282 @@
+"""Flush: rows placed in the catalog's tablets, written as objects (one per tablet per flush) by
+size or by age, deletes of flushed rows as tombstones; reads across flushes equal reads before;
+restarts (clean and kill -9) keep every acknowledged row; a store that refuses writes makes the
+commits that need a flush fail with a clear error and loses nothing acknowledged."""
+
+import contextlib
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pyarrow as pa
+import pymysql
+import pytest
+
+from be.logtail.entries import Commit, TableChanges
+from be.storage.blocks import write_blocks
+from be.storage.meta_codec import decode_object, encode_object
+from be.storage.names import Tablet
+from be.storage.objects import ObjectStore
+from be.table_schema import ColumnSchema, PartitionSchema, TableSchema
+from be.tn import placement, wal_records
+from be.tn.errors import NoPartitionForRow
+from metadata.records import KeyModel
+from tests.harness import QuireProcess, run, wait_until
+
+FLUSH = {"flush_rows": 10, "flush_interval_second": 2}
+
+
+@pytest.fixture(scope="module")
+def quire(tmp_path_factory):
+    node = QuireProcess(tmp_path_factory.mktemp("flush"), overrides=FLUSH).start()
+    yield node
+    node.stop()
+
+
+def objects_of(node: QuireProcess, kind: str = "data") -> list[Path]:
+    return sorted((node.workdir / "storage" / "objects").glob(f"t*/p*/*/*.{kind}.parquet"))
+
+
+def tablet_objects(root, table: str, kind: str = "data") -> dict[int, int]:
+    """Objects of each tablet of the table (by SHOW TABLETS), from the object folder."""
+    tablets = [int(row[0]) for row in run(root, f"SHOW TABLETS FROM {table}")]
+    found = {}
+    for tablet in tablets:
+        folder = list(Path(root.storage).glob(f"t*/p*/{tablet}"))
+        found[tablet] = len(list(folder[0].glob(f"*.{kind}.parquet"))) if folder else 0
+    return found
+
+
+@pytest.fixture(scope="module")
+def root(quire):
+    connection = quire.connect()
+    connection.storage = quire.workdir / "storage" / "objects"
+    yield connection
+    connection.close()
+
+
+def error_of(connection, sql) -> tuple[int, str]:
+    with pytest.raises(pymysql.MySQLError) as caught:
+        run(connection, sql)
+    return caught.value.args[0], caught.value.args[1]
+
+
+# -- placement, as a pure function ------------------------------------------------------------
+
+
+def schema(kind="RANGE", partitions=None, distribution=("k",)) -> TableSchema:
+    partitions = partitions or (
+        PartitionSchema(10, (), ("100",), (), (11, 12, 13)),
+        PartitionSchema(20, ("100",), ("200",), (), (21, 22)),
+    )
+    columns = (ColumnSchema("k", pa.int32()), ColumnSchema("v", pa.string()))
+    return TableSchema(
+        1, 1, columns, KeyModel.DUPLICATE, ("k",), kind, ("k",), partitions, distribution
+    )
+
+
+def rows(keys) -> pa.Table:
+    return pa.table(
+        {
+            "__QUIRE_ROW_ID": pa.array(range(1, len(keys) + 1), pa.int64()),
+            "k": pa.array(keys, pa.int32()),
+            "v": [f"v{key}" for key in keys],
+        }
+    )
+
+
+def test_range_placement_and_refusal():
+    table = schema()
+    assert placement.partition_indexes(table, rows([0, 99, 100, 199, None])).to_pylist() == [
+        0,
+        0,
+        1,
+        1,
+        0,  # NULL sorts below every value: the first partition
+    ]
+    with pytest.raises(NoPartitionForRow, match=r"no partition for this tuple. tuple=\(200\)"):
+        placement.partition_indexes(table, rows([5, 200]))
+    placed = placement.by_tablet(table, rows(list(range(0, 200, 3))))
+    assert sum(part.num_rows for part in placed.values()) == len(range(0, 200, 3))
+    assert {tablet.tablet_id for tablet in placed} <= {11, 12, 13, 21, 22}
+    again = placement.by_tablet(table, rows(list(range(0, 200, 3))))
+    assert {t: p.column("k").to_pylist() for t, p in placed.items()} == {
+        t: p.column("k").to_pylist() for t, p in again.items()
+    }, "a key's tablet never changes"
+
+
+def test_list_and_random_placement():
+    table = schema(
+        "LIST",
+        (
+            PartitionSchema(10, values=(("1",), ("2",)), tablet_ids=(11,)),
+            PartitionSchema(20, values=(("3",),), tablet_ids=(21, 22)),
+        ),
+        distribution=(),
+    )
+    assert placement.partition_indexes(table, rows([1, 2, 3, 3])).to_pylist() == [0, 0, 1, 1]
+    with pytest.raises(NoPartitionForRow):
+        placement.partition_indexes(table, rows([4]))
+    placed = placement.by_tablet(table, rows([3, 3, 3, 3]))
+    assert {tablet.tablet_id: part.num_rows for tablet, part in placed.items()} == {21: 2, 22: 2}
+
+
+def test_object_metadata_survives_the_log_record(tmp_path):
+    store = ObjectStore.open_root(str(tmp_path))
+    data = rows([1, 2, 3]).add_column(1, "__QUIRE_COMMIT_TS", pa.array([5, 5, 6], pa.int64()))
+    meta = write_blocks(store, Tablet(1, 10, 11), data, schema_version=1, flush_ts=7)
+    assert decode_object(encode_object(meta)) == meta
+    change = TableChanges(1, 1, objects_added=(meta,), flushed_ts=7)
+    commit, request, schemas = wal_records.decode(
+        wal_records.encode(Commit(7, (change,)), "", {1: schema()})
+    )
+    assert commit.changes[0].objects_added == (meta,) and commit.changes[0].flushed_ts == 7
+    assert schemas[1] == schema(), "placement is logged with the schema"
+
+
+# -- through the MySQL front ------------------------------------------------------------------
+
+
+def create(root, name: str, extra: str = "") -> None:
+    run(root, "CREATE DATABASE IF NOT EXISTS f")
+    run(
+        root,
+        f"CREATE TABLE f.{name} (k INT, v VARCHAR(10)) UNIQUE KEY(k) "
+        "PARTITION BY RANGE(k) (PARTITION p1 VALUES LESS THAN (100), "
+        "PARTITION p2 VALUES LESS THAN (1000)) "
+        f"DISTRIBUTED BY HASH(k) BUCKETS 3 {extra}",
+    )
+
+
+def values(keys, note="v") -> str:
+    return ", ".join(f"({key}, '{note}{key}')" for key in keys)
+
+
+def test_a_row_of_no_partition_is_refused_and_nothing_is_written(root):
+    create(root, "refused")
+    code, message = error_of(root, f"INSERT INTO f.refused VALUES {values([1, 2, 5000])}")
+    assert code == 1105 and "no partition for this tuple. tuple=(5000)" in message
+    assert run(root, "SELECT COUNT(*) FROM f.refused") == ((0,),)
+
+
+def test_flush_by_size_one_object_per_tablet_reads_the_same(root):
+    create(root, "sized")
+    keys = list(range(0, 1000, 20))  # 50 rows in both partitions: over flush_rows at once
+    run(root, f"INSERT INTO f.sized VALUES {values(keys)}")
+
+    tablets = run(root, "SHOW TABLETS FROM f.sized")  # unflushed rows count where they will go
+    sized = {int(row[0]) for row in tablets if int(row[10]) > 0}
+
+    def flushed():
+        counts = tablet_objects(root, "f.sized")
+        return counts if {tablet for tablet, count in counts.items() if count} == sized else None
+
+    counts = wait_until(flushed, 30, "a flush of every tablet with rows")
+    assert len(counts) == 6 and all(count <= 1 for count in counts.values()), counts
+    assert sized == {tablet for tablet, count in counts.items() if count}
+    assert len(sized) >= 4, "hash buckets spread the rows"
+    assert run(root, "SELECT k, v FROM f.sized ORDER BY k") == tuple((k, f"v{k}") for k in keys)
+    tablets = run(root, "SHOW TABLETS FROM f.sized")
+    assert sum(int(row[10]) for row in tablets) == 50
+    assert run(root, "SELECT COUNT(*), SUM(k) FROM f.sized WHERE k >= 500") == (
+        (25, sum(k for k in keys if k >= 500)),
+    )
+
+
+def test_flush_by_age(root):
+    create(root, "aged")
+    run(root, "INSERT INTO f.aged VALUES (1, 'one'), (200, 'two')")
+    assert sum(tablet_objects(root, "f.aged").values()) == 0, "under flush_rows: no flush yet"
+    wait_until(lambda: sum(tablet_objects(root, "f.aged").values()) == 2, 30, "a flush by age")
+    assert run(root, "SELECT k, v FROM f.aged ORDER BY k") == ((1, "one"), (200, "two"))
+
+
+def test_deletes_and_updates_of_flushed_rows_are_tombstones(root):
+    create(root, "changed")
+    keys = list(range(0, 60))
+    run(root, f"INSERT INTO f.changed VALUES {values(keys)}")
+    wait_until(lambda: sum(tablet_objects(root, "f.changed").values()) > 0, 30, "a flush")
+    run(root, "DELETE FROM f.changed WHERE k < 10")
+    run(root, "UPDATE f.changed SET v = 'new' WHERE k >= 50")
+    expected = tuple((k, "new" if k >= 50 else f"v{k}") for k in range(10, 60))
+    assert run(root, "SELECT k, v FROM f.changed ORDER BY k") == expected
+    wait_until(
+        lambda: sum(tablet_objects(root, "f.changed", "tomb").values()) > 0, 30, "tombstones"
+    )
+    assert run(root, "SELECT k, v FROM f.changed ORDER BY k") == expected
+    run(root, "INSERT INTO f.changed VALUES (5, 'back')")
+    assert run(root, "SELECT v FROM f.changed WHERE k = 5") == (("back",),)
+
+
+def test_restart_and_kill_9_after_flushes(tmp_path):
+    node = QuireProcess(tmp_path / "node", overrides=FLUSH).start()
+    try:
+        connection = node.connect()
+        connection.storage = node.workdir / "storage" / "objects"
+        create(connection, "t")
+        for start in range(0, 300, 30):
+            run(connection, f"INSERT INTO f.t VALUES {values(range(start, start + 30))}")
+        run(connection, "DELETE FROM f.t WHERE k % 7 = 0")
+        run(connection, "UPDATE f.t SET v = 'u' WHERE k % 5 = 0")
+        wait_until(lambda: objects_of(node, "tomb"), 30, "tombstones")
+        run(connection, "INSERT INTO f.t VALUES (999, 'last')")  # in memory only
+        expected = run(connection, "SELECT k, v FROM f.t ORDER BY k")
+        assert len(expected) == 300 - 43 + 1
+        connection.close()
+        node.restart()
+        connection = node.connect()
+        assert run(connection, "SELECT k, v FROM f.t ORDER BY k") == expected
+        run(connection, "INSERT INTO f.t VALUES (998, 'acked')")
+        connection.close()
+        node.kill(signal.SIGKILL)
+        node.start()
+        connection = node.connect()
+        got = run(connection, "SELECT k, v FROM f.t ORDER BY k")
+        assert got == tuple(sorted(expected + ((998, "acked"),)))
+        connection.close()
+    finally:
+        node.stop()
+
+
+@contextlib.contextmanager
+def read_only(folder: Path):
+    """The folder refuses new files, even to root (the immutable attribute where root runs)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        subprocess.run(["chattr", "+i", str(folder)], check=True)
+    else:
+        folder.chmod(0o555)
+    try:
+        yield
+    finally:
+        if os.geteuid() == 0:
+            subprocess.run(["chattr", "-i", str(folder)], check=True)
+        else:
+            folder.chmod(0o755)
+
+
+def test_a_store_refusing_writes_refuses_commits_that_need_a_flush(tmp_path):
+    node = QuireProcess(tmp_path / "node", overrides=FLUSH).start()
+    try:
+        connection = node.connect()
+        create(connection, "t")
+        with read_only(node.workdir / "storage" / "objects"):
+            run(connection, f"INSERT INTO f.t VALUES {values(range(20))}")  # acknowledged
+            acknowledged = tuple((k, f"v{k}") for k in range(20))
+
+            # The flush is tried before the next commit: that one is refused.
+            code, message = error_of(connection, "INSERT INTO f.t VALUES (500, 'x')")
+            assert code == 1105 and "refused its flush" in message, message
+            assert run(connection, "SELECT k, v FROM f.t ORDER BY k") == acknowledged
+            assert not objects_of(node)
+        wait_until(lambda: objects_of(node), 30, "the flush once the store takes writes")
+        run(connection, "INSERT INTO f.t VALUES (500, 'x')")
+        assert run(connection, "SELECT k, v FROM f.t ORDER BY k") == (*acknowledged, (500, "x"))
+        connection.close()
+        node.restart()
+        connection = node.connect()
+        assert run(connection, "SELECT k, v FROM f.t ORDER BY k") == (*acknowledged, (500, "x"))
+        connection.close()
+    finally:
+        node.stop()

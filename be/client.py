@@ -81,6 +81,7 @@ def open_embedded(config: Config) -> EmbeddedDataPlane:
         flush_rows=config["flush_rows"],
         flush_bytes=config["flush_bytes"],
         flush_interval_seconds=config["flush_interval_second"],
+        checkpoint_interval_seconds=config["tn_checkpoint_interval_second"],
     )
     return EmbeddedDataPlane(
         lambda: LogService.open(folder, log_limits),

@@ -214,6 +214,11 @@ BE_KEYS = (
         comment="The TN flushes a table whose oldest unflushed change is this old.",
     ),
     Key(
+        "tn_checkpoint_interval_second",
+        600,
+        comment="How often the TN flushes every table, writes a checkpoint object and truncates its log behind it.",
+    ),
+    Key(
         "cn_cache_bytes",
         268435456,
         comment="Bytes of decoded objects and tombstones a CN keeps for the next reads.",

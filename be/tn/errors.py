@@ -47,3 +47,7 @@ class NoPartitionForRow(CommitError):
 class FlushFailed(CommitError):
     """The TN must flush before it takes more rows of a table, and the object store refused the
     flush: nothing of the commit happened; what was committed before is kept."""
+
+
+class CheckpointCorrupt(Exception):
+    """A checkpoint the TN cannot read: truncated, damaged or of another version."""

@@ -26,6 +26,7 @@ class CommitLimits:
     flush_bytes: int = 128 << 20
     flush_interval_seconds: float = 300.0
     flush_retry_seconds: float = 1.0  # after the store refused a flush, the next try waits this
+    checkpoint_interval_seconds: float = 600.0  # a checkpoint, then the log truncated behind it
 
     def __post_init__(self) -> None:
         rules = {
@@ -51,6 +52,7 @@ class CommitLimits:
             "log_read_bytes > 0": self.log_read_bytes > 0,
             "flush_rows > 0 and flush_bytes > 0": self.flush_rows > 0 and self.flush_bytes > 0,
             "flush_interval_seconds > 0": self.flush_interval_seconds > 0,
+            "checkpoint_interval_seconds > 0": self.checkpoint_interval_seconds > 0,
             "0 < flush_retry_seconds <= flush_interval_seconds": (
                 0 < self.flush_retry_seconds <= self.flush_interval_seconds
             ),

@@ -20,12 +20,13 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
-from be.logtail.entries import Commit
+from be.logtail.entries import Commit, TableChanges
 from be.storage.errors import StorageError
 from be.storage.objects import ObjectStore
 from be.table_schema import TableSchema
-from be.tn import wal_records
+from be.tn import checkpoint, wal_records
 from be.tn.errors import (
+    CheckpointCorrupt,
     CommitError,
     CommitOutcomeUnknown,
     CommitOverloaded,
@@ -34,6 +35,7 @@ from be.tn.errors import (
 )
 from be.tn.flush import Flusher
 from be.tn.limits import CommitLimits
+from be.tn.objects import TableObjects
 from be.tn.state import WriteState
 from be.tn.write_set import WriteSet
 
@@ -63,6 +65,10 @@ class CommitPipeline:
         self.store = store
         self.state = WriteState()
         self.flusher = Flusher(store, limits)
+        self._checkpoint_at = time.monotonic() + limits.checkpoint_interval_seconds
+        self._checkpoint_ts = 0
+        self._checkpoint_name = ""
+        self._changes_since_checkpoint = 0
         self.schemas: dict[int, TableSchema] = {}  # the newest version seen of each table
         self._queue: queue.Queue[_Request | None] = queue.Queue(limits.max_queued_commits)
         self._requests: collections.OrderedDict[str, int] = collections.OrderedDict()
@@ -232,6 +238,7 @@ class CommitPipeline:
                 )
             self._resync()
             return False
+        self._changes_since_checkpoint += len(batch)
         for request, commit in batch:
             self.flusher.apply(commit)
             self._publish(commit)
@@ -240,28 +247,124 @@ class CommitPipeline:
         return True
 
     def _flush_due(self) -> None:
-        """Flush the tables past a size or an age, each as a commit of its own."""
+        """Flush the tables past a size or an age, each as a commit of its own; now and then,
+        a checkpoint."""
         for table_id in self.flusher.due(self.schemas):
-            if self._closed.is_set():
+            if self._closed.is_set() or not self._flush(table_id):
                 return
-            schema = self.schemas[table_id]
-            flush_ts = self._next_ts()
+        if time.monotonic() >= self._checkpoint_at:
+            self._checkpoint()
+
+    def _flush(self, table_id: int) -> bool:
+        """False if the log refused the flush (the state was read back from the log)."""
+        schema = self.schemas[table_id]
+        flush_ts = self._next_ts()
+        try:
+            change = self.flusher.write(schema, flush_ts)
+        except StorageError as error:
+            self.flusher.failed(table_id, error)
+            return True
+        commit = Commit(flush_ts, (change,))
+        record = wal_records.encode(commit, "", {table_id: schema})
+        try:
+            self.log.append([record], timeout=self.limits.commit_timeout_seconds)
+        except Exception as error:
+            logger.warning("the log refused the flush of table %d: %s", table_id, error)
+            self._resync()
+            return False
+        self.state.apply(commit, {table_id: schema})
+        self.flusher.apply(commit)
+        self._publish(commit)
+        return True
+
+    # -- checkpoints --------------------------------------------------------------------------
+
+    def _checkpoint(self) -> None:
+        """Flush every table, write what the TN knows as one object, log its name and truncate
+        the log behind that record: a restart loads it and replays only what follows."""
+        self._checkpoint_at = time.monotonic() + self.limits.checkpoint_interval_seconds
+        if self.store is None or self._changes_since_checkpoint == 0:
+            return  # nothing was committed since the last one
+        for table_id, memory in list(self.flusher.memory.items()):
+            if not memory.empty and not self._flush(table_id):
+                return
+        unflushed = [table for table, memory in self.flusher.memory.items() if not memory.empty]
+        if unflushed:
+            logger.warning("no checkpoint: tables %s could not be flushed", unflushed)
+            return
+        started = time.monotonic()
+        ts = self.state.last_ts
+        taken = checkpoint.Checkpoint(
+            ts,
+            self.state.horizon_ts,
+            {
+                table_id: checkpoint.TableCheckpoint(
+                    self.schemas[table_id],
+                    state,
+                    list(self.flusher.objects.get(table_id, TableObjects()).objects.values()),
+                    list(self.flusher.objects.get(table_id, TableObjects()).tombstones.values()),
+                )
+                for table_id, state in self.state.tables.items()
+            },
+            list(self._requests.items()),
+        )
+        name = checkpoint.object_name(ts)
+        try:
+            self.store.put(name, checkpoint.encode(taken))
+            note = wal_records.encode_checkpoint_note(name, ts)
+            (lsn,) = self.log.append([note], timeout=self.limits.commit_timeout_seconds)
+            self.log.truncate(lsn, timeout=self.limits.commit_timeout_seconds)
+        except Exception as error:  # the store or the log: try again next time
+            logger.warning("checkpoint at %d failed: %s", ts, error)
+            return
+        previous = self._checkpoint_name
+        self._checkpoint_ts, self._checkpoint_name = ts, name
+        self._changes_since_checkpoint = 0
+        if previous:
             try:
-                change = self.flusher.write(schema, flush_ts)
+                self.store.delete(previous, missing_ok=True)
             except StorageError as error:
-                self.flusher.failed(table_id, error)
-                continue
-            commit = Commit(flush_ts, (change,))
-            record = wal_records.encode(commit, "", {table_id: schema})
-            try:
-                self.log.append([record], timeout=self.limits.commit_timeout_seconds)
-            except Exception as error:
-                logger.warning("the log refused the flush of table %d: %s", table_id, error)
-                self._resync()
-                return
-            self.state.apply(commit, {table_id: schema})
-            self.flusher.apply(commit)
-            self._publish(commit)
+                logger.warning("the old checkpoint %s stays: %s", previous, error)
+        logger.info(
+            "checkpoint %s: %d tables, log truncated at LSN %d, in %.2f s",
+            name,
+            len(taken.tables),
+            lsn,
+            time.monotonic() - started,
+        )
+
+    def _load_checkpoint(self, name: str) -> None:
+        if self.store is None:
+            raise CheckpointCorrupt(f"the log starts at checkpoint {name}, and no store is given")
+        started = time.monotonic()
+        loaded = checkpoint.decode(self.store.read(name).to_pybytes())
+        checkpoint.restore(self.state, loaded)
+        for table_id, table in loaded.tables.items():
+            self.schemas[table_id] = table.schema
+        for request_id, ts in loaded.requests:
+            self._remember(request_id, ts)
+        changes = tuple(
+            TableChanges(
+                table_id,
+                table.schema.schema_version,
+                objects_added=tuple(table.objects),
+                tombstones_added=tuple(table.tombstones),
+                flushed_ts=loaded.ts,
+            )
+            for table_id, table in sorted(loaded.tables.items())
+            if table.objects or table.tombstones
+        )
+        restored = Commit(loaded.ts, changes)
+        self.flusher.apply(restored)
+        if restored.commit_ts > self.published_ts:
+            self._publish(restored)
+        self._checkpoint_ts, self._checkpoint_name = loaded.ts, name
+        logger.info(
+            "TN loaded checkpoint %s (%d tables) in %.2f s",
+            name,
+            len(loaded.tables),
+            time.monotonic() - started,
+        )
 
     def _heartbeat(self) -> None:
         heartbeat = Commit(self._next_ts())
@@ -287,12 +390,21 @@ class CommitPipeline:
         """The state the logged commits give, each published again in order."""
         started = time.monotonic()
         count = 0
-        lsn = 1
+        lsn = max(self.log.truncated_lsn(), 1)
+        first = True
         while True:
             entries = self.log.read(lsn, self.limits.log_read_bytes)
             if not entries:
                 break
             for entry_lsn, record in entries:
+                lsn = entry_lsn + 1
+                named = wal_records.checkpoint_named(record)
+                if named is not None:
+                    if first:  # the log was truncated behind it: start from it
+                        self._load_checkpoint(named)
+                    first = False
+                    continue
+                first = False
                 commit, request_id, schemas = wal_records.decode(record)
                 self.state.apply(commit, schemas)
                 self.flusher.apply(commit)
@@ -302,7 +414,7 @@ class CommitPipeline:
                 if commit.commit_ts > self.published_ts:
                     self._publish(commit)
                 count += 1
-                lsn = entry_lsn + 1
+                self._changes_since_checkpoint += 1
         logger.info(
             "TN replayed %d commits from its log in %.2f s (last commit ts %d)",
             count,
@@ -315,6 +427,7 @@ class CommitPipeline:
         holds; what it holds and was not published yet is published now."""
         self.state = WriteState()
         self.flusher = Flusher(self.store, self.limits)
+        self.schemas.clear()
         self._requests.clear()
         self._replay()
         self.state.last_ts = max(self.state.last_ts, self.published_ts)

@@ -161,6 +161,11 @@ class WriteState:
                         state.keys[key] = (row_id, ts)
         self.last_ts = ts
 
+    def remember_deletes(self, ts: int, table_id: int, row_ids: list[int]) -> None:
+        """Deletes restored from a checkpoint, oldest first, so that forget_before drops them."""
+        assert not self._deletes_by_age or self._deletes_by_age[-1][0] <= ts
+        self._deletes_by_age.append((ts, table_id, row_ids))
+
     def forget_before(self, horizon_ts: int) -> None:
         """Drop conflict information of deletes older than horizon_ts: snapshots older than it
         are refused from now on."""

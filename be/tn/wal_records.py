@@ -47,13 +47,9 @@ def encode(commit: Commit, request_id: str, schemas: dict[int, TableSchema]) -> 
             streams.append(data)
         tables.append(
             {
-                "id": change.table_id,
+                **schema_fields(schema),
                 "version": change.schema_version,
-                "key_model": schema.key_model.value,
-                "keys": list(schema.key_columns),
-                "schema": _ipc_schema(schema),
                 "sizes": sizes,
-                "placement": _placement(schema),
                 "objects": objects,
                 "tombstones": [meta_codec.encode_tombstone(m) for m in change.tombstones_added],
                 "removed": list(change.objects_removed),
@@ -64,6 +60,41 @@ def encode(commit: Commit, request_id: str, schemas: dict[int, TableSchema]) -> 
         {"ts": commit.commit_ts, "request": request_id, "tables": tables}, separators=(",", ":")
     ).encode()
     return _HEAD.pack(VERSION, len(header)) + header + b"".join(streams)
+
+
+def encode_checkpoint_note(name: str, ts: int) -> bytes:
+    """The record naming a checkpoint: the first the log keeps after truncating behind it."""
+    header = json.dumps({"checkpoint": name, "ts": ts}, separators=(",", ":")).encode()
+    return _HEAD.pack(VERSION, len(header)) + header
+
+
+def checkpoint_named(record: bytes) -> str | None:
+    """The checkpoint a record names, or None if it is a commit."""
+    try:
+        version, header_size = _HEAD.unpack_from(record)
+        if version != VERSION or b'"checkpoint"' not in record[: _HEAD.size + header_size]:
+            return None
+        header = json.loads(record[_HEAD.size : _HEAD.size + header_size])
+    except (struct.error, ValueError) as error:
+        raise WalRecordError(f"log record is damaged: {error}") from None
+    name = header.get("checkpoint") if isinstance(header, dict) else None
+    return name if isinstance(name, str) else None
+
+
+def schema_fields(schema: TableSchema) -> dict:
+    """A table's schema as JSON fields (Arrow's serialised schema for the columns)."""
+    return {
+        "id": schema.table_id,
+        "version": schema.schema_version,
+        "key_model": schema.key_model.value,
+        "keys": list(schema.key_columns),
+        "schema": _ipc_schema(schema),
+        "placement": _placement(schema),
+    }
+
+
+def schema_of(fields: dict) -> TableSchema:
+    return _schema(fields)
 
 
 def decode(record: bytes) -> tuple[Commit, str, dict[int, TableSchema]]:

@@ -22,7 +22,7 @@ from be.table_schema import ColumnSchema, PartitionSchema, TableSchema
 from be.tn import placement, wal_records
 from be.tn.errors import NoPartitionForRow
 from metadata.records import KeyModel
-from tests.harness import QuireProcess, run, wait_until
+from tests.harness import QuireProcess, run, start_fails, wait_until
 
 FLUSH = {"flush_rows": 10, "flush_interval_second": 2}
 
@@ -278,5 +278,66 @@ def test_a_store_refusing_writes_refuses_commits_that_need_a_flush(tmp_path):
         connection = node.connect()
         assert run(connection, "SELECT k, v FROM f.t ORDER BY k") == (*acknowledged, (500, "x"))
         connection.close()
+    finally:
+        node.stop()
+
+
+# -- checkpoints ------------------------------------------------------------------------------
+
+
+def checkpoints_of(node: QuireProcess) -> list[Path]:
+    return sorted((node.workdir / "storage" / "objects" / "checkpoints").glob("*.ckpt"))
+
+
+def test_checkpoint_truncates_the_log_and_a_restart_starts_from_it(tmp_path):
+    node = QuireProcess(
+        tmp_path / "node", overrides={**FLUSH, "tn_checkpoint_interval_second": 1}
+    ).start()
+    try:
+        connection = node.connect()
+        create(connection, "t")
+        for start in range(0, 200, 40):
+            run(connection, f"INSERT INTO f.t VALUES {values(range(start, start + 40))}")
+        run(connection, "UPDATE f.t SET v = 'u' WHERE k % 3 = 0")
+        run(connection, "DELETE FROM f.t WHERE k % 11 = 0")
+        wait_until(lambda: checkpoints_of(node), 30, "a checkpoint")
+        first = checkpoints_of(node)
+        run(connection, "INSERT INTO f.t VALUES (900, 'after')")  # after it: in the log
+        expected = run(connection, "SELECT k, v FROM f.t ORDER BY k")
+        wait_until(lambda: checkpoints_of(node) != first, 30, "a newer checkpoint")
+        assert len(checkpoints_of(node)) == 1, "the older checkpoint is deleted"
+        run(connection, "INSERT INTO f.t VALUES (901, 'later')")
+        connection.close()
+        node.kill(signal.SIGKILL)
+        node.start()
+        connection = node.connect()
+        assert run(connection, "SELECT k, v FROM f.t ORDER BY k") == (*expected, (901, "later"))
+        run(connection, "INSERT INTO f.t VALUES (3, 'replaced')")  # the key index came back
+        assert run(connection, "SELECT v FROM f.t WHERE k = 3") == (("replaced",),)
+        connection.close()
+        log = node.log_file.read_text()
+        assert "TN loaded checkpoint checkpoints/" in log
+        assert "log truncated at LSN" in log
+    finally:
+        node.stop()
+
+
+def test_a_damaged_checkpoint_stops_the_start_with_a_clear_error(tmp_path):
+    node = QuireProcess(
+        tmp_path / "node", overrides={**FLUSH, "tn_checkpoint_interval_second": 1}
+    ).start()
+    try:
+        connection = node.connect()
+        create(connection, "t")
+        run(connection, f"INSERT INTO f.t VALUES {values(range(30))}")
+        connection.close()
+        wait_until(lambda: checkpoints_of(node), 30, "a checkpoint")
+        node.stop()
+        (newest,) = checkpoints_of(node)
+        newest.chmod(0o644)
+        data = bytearray(newest.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        newest.write_bytes(bytes(data))
+        assert "checkpoint checksum does not match" in start_fails(node)
     finally:
         node.stop()

@@ -82,6 +82,7 @@ def open_embedded(config: Config) -> EmbeddedDataPlane:
         flush_bytes=config["flush_bytes"],
         flush_interval_seconds=config["flush_interval_second"],
         checkpoint_interval_seconds=config["tn_checkpoint_interval_second"],
+        merged_object_retention_seconds=config["merged_object_retention_second"],
     )
     return EmbeddedDataPlane(
         lambda: LogService.open(folder, log_limits),

@@ -219,6 +219,11 @@ BE_KEYS = (
         comment="How often the TN flushes every table, writes a checkpoint object and truncates its log behind it.",
     ),
     Key(
+        "merged_object_retention_second",
+        3600,
+        comment="Objects a merge replaced are deleted this long after it; snapshots older than the merge read them until then.",
+    ),
+    Key(
         "cn_cache_bytes",
         268435456,
         comment="Bytes of decoded objects and tombstones a CN keeps for the next reads.",

@@ -341,3 +341,45 @@ def test_a_damaged_checkpoint_stops_the_start_with_a_clear_error(tmp_path):
         assert "checkpoint checksum does not match" in start_fails(node)
     finally:
         node.stop()
+
+
+# -- merge ------------------------------------------------------------------------------------
+
+
+def test_merge_keeps_answers_and_old_snapshots_and_deletes_replaced_objects_later(tmp_path):
+    overrides = {**FLUSH, "merge_min_objects": 3, "merged_object_retention_second": 5}
+    node = QuireProcess(tmp_path / "node", overrides=overrides).start()
+    try:
+        connection = node.connect()
+        run(connection, "CREATE DATABASE f")
+        run(
+            connection,
+            "CREATE TABLE f.m (k INT, v VARCHAR(10)) UNIQUE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1",
+        )
+        run(connection, f"INSERT INTO f.m VALUES {values(range(0, 12))}")
+        wait_until(lambda: len(objects_of(node)) == 1, 30, "the first flush")
+        reader = node.connect()
+        run(reader, "BEGIN")
+        before = run(reader, "SELECT k, v FROM f.m ORDER BY k")
+        run(connection, f"INSERT INTO f.m VALUES {values(range(12, 24))}")
+        run(connection, "DELETE FROM f.m WHERE k < 4")
+        run(connection, f"INSERT INTO f.m VALUES {values(range(24, 36))}")
+        run(connection, "UPDATE f.m SET v = 'u' WHERE k % 2 = 0")
+        expected = tuple((k, "u" if k % 2 == 0 else f"v{k}") for k in range(4, 36))
+        assert run(connection, "SELECT k, v FROM f.m ORDER BY k") == expected
+        assert run(reader, "SELECT k, v FROM f.m ORDER BY k") == before, "its snapshot stands"
+        run(reader, "COMMIT")
+        reader.close()
+        log = node.log_file
+        wait_until(lambda: "merging 3 objects" in log.read_text(), 30, "a merge")
+        wait_until(
+            lambda: len(objects_of(node)) < 4, 60, "the replaced objects deleted after retention"
+        )
+        assert run(connection, "SELECT k, v FROM f.m ORDER BY k") == expected
+        connection.close()
+        node.restart()
+        connection = node.connect()
+        assert run(connection, "SELECT k, v FROM f.m ORDER BY k") == expected
+        connection.close()
+    finally:
+        node.stop()

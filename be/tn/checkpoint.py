@@ -51,6 +51,7 @@ class Checkpoint:
     horizon_ts: int
     tables: dict[int, TableCheckpoint]
     requests: list[tuple[str, int]]
+    pending_deletions: list[tuple[int, str]] = field(default_factory=list)  # merged away at ts
 
 
 def encode(checkpoint: Checkpoint) -> bytes:
@@ -81,6 +82,7 @@ def encode(checkpoint: Checkpoint) -> bytes:
             "horizon_ts": checkpoint.horizon_ts,
             "tables": tables,
             "requests": checkpoint.requests,
+            "pending_deletions": checkpoint.pending_deletions,
         },
         separators=(",", ":"),
     ).encode()
@@ -132,7 +134,8 @@ def decode(data: bytes) -> Checkpoint:
         if offset != len(body):
             raise CheckpointCorrupt("checkpoint has trailing bytes")
         requests = [(str(request), int(ts)) for request, ts in header["requests"]]
-        return Checkpoint(header["ts"], header["horizon_ts"], tables, requests)
+        pending = [(int(ts), str(name)) for ts, name in header["pending_deletions"]]
+        return Checkpoint(header["ts"], header["horizon_ts"], tables, requests, pending)
     except CheckpointCorrupt:
         raise
     except (

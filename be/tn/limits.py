@@ -27,6 +27,10 @@ class CommitLimits:
     flush_interval_seconds: float = 300.0
     flush_retry_seconds: float = 1.0  # after the store refused a flush, the next try waits this
     checkpoint_interval_seconds: float = 600.0  # a checkpoint, then the log truncated behind it
+    # Objects a merge replaced are deleted this long after it (snapshots older than the merge
+    # read them until then); at least as long as a transaction may last.
+    merged_object_retention_seconds: float = 3600.0
+    max_pending_deletions: int = 100_000  # replaced objects waiting to be deleted
 
     def __post_init__(self) -> None:
         rules = {
@@ -53,6 +57,8 @@ class CommitLimits:
             "flush_rows > 0 and flush_bytes > 0": self.flush_rows > 0 and self.flush_bytes > 0,
             "flush_interval_seconds > 0": self.flush_interval_seconds > 0,
             "checkpoint_interval_seconds > 0": self.checkpoint_interval_seconds > 0,
+            "merged_object_retention_seconds > 0": self.merged_object_retention_seconds > 0,
+            "max_pending_deletions > 0": self.max_pending_deletions > 0,
             "0 < flush_retry_seconds <= flush_interval_seconds": (
                 0 < self.flush_retry_seconds <= self.flush_interval_seconds
             ),

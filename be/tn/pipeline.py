@@ -35,6 +35,7 @@ from be.tn.errors import (
 )
 from be.tn.flush import Flusher
 from be.tn.limits import CommitLimits
+from be.tn.merge import Merger
 from be.tn.objects import TableObjects
 from be.tn.state import WriteState
 from be.tn.write_set import WriteSet
@@ -65,6 +66,7 @@ class CommitPipeline:
         self.store = store
         self.state = WriteState()
         self.flusher = Flusher(store, limits)
+        self.merger = Merger(store, limits) if store is not None else None
         self._checkpoint_at = time.monotonic() + limits.checkpoint_interval_seconds
         self._checkpoint_ts = 0
         self._checkpoint_name = ""
@@ -254,6 +256,8 @@ class CommitPipeline:
                 return
         if time.monotonic() >= self._checkpoint_at:
             self._checkpoint()
+        if self.merger is not None:
+            self.merger.delete_expired()
 
     def _flush(self, table_id: int) -> bool:
         """False if the log refused the flush (the state was read back from the log)."""
@@ -275,6 +279,30 @@ class CommitPipeline:
         self.state.apply(commit, {table_id: schema})
         self.flusher.apply(commit)
         self._publish(commit)
+        return self._merge(table_id)
+
+    def _merge(self, table_id: int) -> bool:
+        """Merge one tablet's small objects, if one has enough; False if the log refused it."""
+        known = self.flusher.objects.get(table_id)
+        if self.merger is None or known is None:
+            return True
+        schema = self.schemas[table_id]
+        merge_ts = self._next_ts()
+        change = self.merger.merge(table_id, schema.schema_version, known, merge_ts)
+        if change is None:
+            return True
+        commit = Commit(merge_ts, (change,))
+        record = wal_records.encode(commit, "", {table_id: schema})
+        try:
+            self.log.append([record], timeout=self.limits.commit_timeout_seconds)
+        except Exception as error:
+            logger.warning("the log refused a merge of table %d: %s", table_id, error)
+            self._resync()
+            return False
+        self.state.apply(commit, {table_id: schema})
+        self.flusher.apply(commit)
+        self._publish(commit)
+        self.merger.replaced(change.objects_removed, merge_ts)
         return True
 
     # -- checkpoints --------------------------------------------------------------------------
@@ -307,6 +335,7 @@ class CommitPipeline:
                 for table_id, state in self.state.tables.items()
             },
             list(self._requests.items()),
+            list(self.merger.pending) if self.merger is not None else [],
         )
         name = checkpoint.object_name(ts)
         try:
@@ -343,6 +372,8 @@ class CommitPipeline:
             self.schemas[table_id] = table.schema
         for request_id, ts in loaded.requests:
             self._remember(request_id, ts)
+        if self.merger is not None:
+            self.merger.pending.extend(loaded.pending_deletions)
         changes = tuple(
             TableChanges(
                 table_id,
@@ -409,6 +440,9 @@ class CommitPipeline:
                 self.state.apply(commit, schemas)
                 self.flusher.apply(commit)
                 self.schemas.update(schemas)
+                if self.merger is not None:
+                    for change in commit.changes:
+                        self.merger.replaced(change.objects_removed, commit.commit_ts)
                 if request_id:
                     self._remember(request_id, commit.commit_ts)
                 if commit.commit_ts > self.published_ts:
@@ -427,6 +461,8 @@ class CommitPipeline:
         holds; what it holds and was not published yet is published now."""
         self.state = WriteState()
         self.flusher = Flusher(self.store, self.limits)
+        if self.merger is not None:
+            self.merger.pending.clear()
         self.schemas.clear()
         self._requests.clear()
         self._replay()

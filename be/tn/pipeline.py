@@ -108,6 +108,11 @@ class CommitPipeline:
         return self.flusher.tablet_totals(schema)
 
     @property
+    def checkpoint_ts(self) -> int:
+        """The timestamp of the newest checkpoint (0: none): a restart replays the log after it."""
+        return self._checkpoint_ts
+
+    @property
     def last_ts(self) -> int:
         return self.state.last_ts
 

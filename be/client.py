@@ -59,10 +59,12 @@ class EmbeddedDataPlane:
         return self.cn.watermark
 
     def snapshot(
-        self, schema: TableSchema, ts: int, timeout: float, row_ids: bool = False
+        self, schema: TableSchema, ts: int, timeout: float, row_ids: bool = False, ranges=None
     ) -> pa.Table:
+        """ranges (column -> (low, high)) skip blocks whose min/max hold no matching row; the
+        rows returned then include every matching row, and maybe others."""
         self.cn.wait_for(ts, timeout)
-        return self.cn.snapshot(schema, ts, row_ids)
+        return self.cn.snapshot(schema, ts, row_ids, ranges)
 
     def tablet_stats(self, schema: TableSchema) -> dict[int, tuple[int, int]]:
         """Rows and bytes per tablet id (objects, and the unflushed rows placed where a flush

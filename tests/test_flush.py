@@ -7,12 +7,15 @@ import contextlib
 import os
 import signal
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
 import pymysql
 import pytest
 
+from be.client import open_embedded
+from be.config import BE_KEYS, DEFAULT_BE_CONF, Config
 from be.logtail.entries import Commit, TableChanges
 from be.storage.blocks import write_blocks
 from be.storage.meta_codec import decode_object, encode_object
@@ -21,6 +24,7 @@ from be.storage.objects import ObjectStore
 from be.table_schema import ColumnSchema, PartitionSchema, TableSchema
 from be.tn import placement, wal_records
 from be.tn.errors import NoPartitionForRow
+from be.tn.write_set import TableWrite, WriteSet
 from metadata.records import KeyModel
 from tests.harness import QuireProcess, run, start_fails, wait_until
 
@@ -383,3 +387,34 @@ def test_merge_keeps_answers_and_old_snapshots_and_deletes_replaced_objects_late
         connection.close()
     finally:
         node.stop()
+
+
+# -- block pruning ----------------------------------------------------------------------------
+
+
+def test_snapshot_skips_blocks_by_min_max(tmp_path):
+    config = Config.load(
+        BE_KEYS,
+        [DEFAULT_BE_CONF],
+        [f"storage_root={tmp_path}", "flush_rows=100", "block_rows=16"],
+    )
+    plane = open_embedded(config)
+    plane.start()
+    try:
+        table = schema(partitions=(PartitionSchema(10, tablet_ids=(11,)),))
+        table = replace(table, partition_columns=())
+        keys = pa.array(range(100), pa.int32())
+        inserts = pa.table({"k": keys, "v": [f"v{key}" for key in range(100)]})
+        plane.commit(WriteSet(plane.read_ts(), (TableWrite(table, inserts=inserts),)))
+        wait_until(lambda: plane.cn.table(1).memory_rows() == 0, 30, "the flush")
+        ts = plane.read_ts()
+        whole = plane.snapshot(table, ts, 10)
+        pruned = plane.snapshot(table, ts, 10, ranges={"k": (40, 45)})
+        assert whole.num_rows == 100 and pruned.num_rows == 16, "one block of 16 rows holds them"
+        assert sorted(k for k in pruned.column("k").to_pylist() if 40 <= k <= 45) == list(
+            range(40, 46)
+        )
+        assert plane.snapshot(table, ts, 10, ranges={"k": (500, None)}).num_rows == 0
+        assert plane.snapshot(table, ts, 10, ranges={"k": ("x", "y")}).num_rows == 100
+    finally:
+        plane.close()

@@ -11,6 +11,7 @@ An object a merge wrote serves snapshots from the merge on; the ones it replaced
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -18,7 +19,8 @@ import pyarrow.compute as pc
 
 from be.cn.object_cache import ObjectCache
 from be.logtail.entries import COMMIT_TS, ROW_ID, TableChanges
-from be.storage.blocks import ObjectMeta, read_blocks
+from be.storage.blocks import ObjectMeta, prune, read_blocks
+from be.storage.errors import StorageError
 from be.storage.objects import ObjectStore
 from be.storage.tombstones import DELETE_TS, TombstoneMeta, read_tombstones
 from be.table_schema import TableSchema
@@ -120,10 +122,22 @@ class TableState:
         with self._lock:
             return [stored.meta for stored in self._objects.values()]
 
-    def snapshot(self, schema: TableSchema, ts: int, row_ids: bool = False) -> pa.Table:
+    def snapshot(
+        self,
+        schema: TableSchema,
+        ts: int,
+        row_ids: bool = False,
+        ranges: Mapping[str, tuple[object, object]] | None = None,
+    ) -> pa.Table:
         """The table as of ts, in schema's columns (a column added later reads as NULL); with
         row_ids, ROW_ID first (what DELETE and UPDATE name rows by). AGGREGATE KEY tables come
-        merged by their keys, as Doris reads them."""
+        merged by their keys, as Doris reads them.
+
+        ranges (column -> (low, high), inclusive, None for an open end) let blocks whose min/max
+        hold no matching row be skipped: every matching row is returned, and maybe others, which
+        the caller filters (key columns only for AGGREGATE KEY, whose rows merge by key)."""
+        if ranges and schema.key_model is KeyModel.AGGREGATE:
+            ranges = {name: bounds for name, bounds in ranges.items() if name in schema.key_columns}
         with self._lock:
             pieces = list(self._rows)
             delete_ids = list(self._delete_ids)
@@ -135,7 +149,11 @@ class TableState:
                 and min(block.min_commit_ts for block in item.meta.blocks) <= ts
             ]
             tombstones = [meta for meta in self._tombstones if meta.min_delete_ts <= ts]
-        pieces = [self._read_object(meta) for meta in stored] + pieces
+        pieces = [
+            piece
+            for piece in (self._read_object(meta, ranges) for meta in stored)
+            if piece is not None
+        ] + pieces
         for meta in tombstones:
             table = self._read_tombstones(meta)
             delete_ids.append(table.column(ROW_ID).combine_chunks())
@@ -156,9 +174,29 @@ class TableState:
             return merged(rows, schema).cast(target)
         return _projected(rows, target)
 
-    def _read_object(self, meta: ObjectMeta) -> pa.Table:
+    def _read_object(self, meta: ObjectMeta, ranges) -> pa.Table | None:
+        """The object's rows, of the blocks that may match ranges; None if none may."""
         assert self.store is not None and self.cache is not None
-        return self.cache.get(meta.name, lambda: read_blocks(self.store, meta))
+        rows = self.cache.get(meta.name, lambda: read_blocks(self.store, meta))
+        usable = {
+            name: bounds for name, bounds in (ranges or {}).items() if name in meta.column_names
+        }
+        if not usable:
+            return rows
+        try:
+            chosen = prune(meta, usable)
+        except StorageError:  # a bound of another type: no pruning
+            return rows
+        if len(chosen) == len(meta.blocks):
+            return rows
+        if not chosen:
+            return None
+        starts = [0]
+        for block in meta.blocks:
+            starts.append(starts[-1] + block.rows)
+        return pa.concat_tables(
+            [rows.slice(starts[index], meta.blocks[index].rows) for index in chosen]
+        )
 
     def _read_tombstones(self, meta: TombstoneMeta) -> pa.Table:
         assert self.store is not None and self.cache is not None

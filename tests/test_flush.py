@@ -6,17 +6,22 @@ commits that need a flush fail with a clear error and loses nothing acknowledged
 import contextlib
 import os
 import signal
+import struct
 import subprocess
+import zlib
 from dataclasses import replace
 from pathlib import Path
 
+import msgpack
 import pyarrow as pa
 import pymysql
 import pytest
 
 from be.client import open_embedded
 from be.config import BE_KEYS, DEFAULT_BE_CONF, Config
+from be.logtail import format as logtail_format
 from be.logtail.entries import Commit, TableChanges
+from be.logtail.limits import LogtailLimits
 from be.storage.blocks import write_blocks
 from be.storage.meta_codec import decode_object, encode_object
 from be.storage.names import Tablet
@@ -137,6 +142,14 @@ def test_object_metadata_survives_the_log_record(tmp_path):
     )
     assert commit.changes[0].objects_added == (meta,) and commit.changes[0].flushed_ts == 7
     assert schemas[1] == schema(), "placement is logged with the schema"
+    limits = LogtailLimits()
+    pushed = logtail_format.decode_commit(
+        logtail_format.encode_commit(Commit(7, (change,)), limits), limits
+    )
+    assert pushed.changes[0].objects_added == (meta,) and pushed.changes[0].flushed_ts == 7
+    body = msgpack.packb([1, 9, [[1, 1, None, None]]], use_bin_type=True)
+    version_1 = struct.pack(">BI", 1, zlib.crc32(body)) + body
+    assert logtail_format.decode_commit(version_1, limits) == Commit(9, (TableChanges(1, 1),))
 
 
 # -- through the MySQL front ------------------------------------------------------------------

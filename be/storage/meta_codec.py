@@ -105,7 +105,10 @@ def decode_tombstone(fields: Sequence) -> TombstoneMeta:
         raise ObjectCorrupt("tombstone metadata is damaged")
     if not all(type(value) is int for value in fields[1:]):
         raise ObjectCorrupt("tombstone metadata is damaged")
-    return TombstoneMeta(*fields)
+    try:
+        return TombstoneMeta(*fields)
+    except AssertionError:
+        raise ObjectCorrupt("tombstone metadata breaks its invariants") from None
 
 
 def _values(values: list) -> pa.Array:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -97,58 +98,23 @@ class Flusher:
     def write(self, schema: TableSchema, flush_ts: int) -> TableChanges:
         """Write the table's rows and deletes committed at or before flush_ts as objects; their
         metadata, as the change a flush commit makes. StorageError if the store refuses."""
+        return self.prepare(schema, flush_ts)()
+
+    def prepare(self, schema: TableSchema, flush_ts: int) -> Callable[[], TableChanges]:
+        """What `write` does, as a job another thread may run: it takes what the flush writes
+        now (on the committer) and touches nothing the committer changes."""
         assert self.store is not None and placement.placeable(schema)
-        table_id = schema.table_id
-        memory = self.memory[table_id]
-        known = self.objects.setdefault(table_id, TableObjects())
-        target = schema.with_row_ids().insert(1, pa.field(COMMIT_TS, pa.int64(), False))
+        memory = self.memory[schema.table_id]
+        known = self.objects.setdefault(schema.table_id, TableObjects())
         pieces = [piece for piece in memory.rows_until(flush_ts) if piece.num_rows]
-        placed: dict[Tablet, pa.Table] = {}
-        if pieces:
-            rows = _projected(pa.concat_tables(pieces, promote_options="permissive"), target)
-            placed = placement.by_tablet(schema, rows)
-            if sum(part.num_rows for part in placed.values()) < rows.num_rows:
-                logger.warning(
-                    "table %d: %d rows of dropped partitions are not flushed",
-                    table_id,
-                    rows.num_rows - sum(part.num_rows for part in placed.values()),
-                )
-        objects = []
-        for tablet, part in sorted(placed.items(), key=lambda item: item[0].tablet_id):
-            for start in range(0, part.num_rows, self.store.limits.max_object_rows):
-                chunk = part.slice(start, self.store.limits.max_object_rows)
-                seq = start // self.store.limits.max_object_rows
-                meta = write_blocks(
-                    self.store,
-                    tablet,
-                    chunk,
-                    schema_version=schema.schema_version,
-                    flush_ts=flush_ts,
-                    seq=seq,
-                )
-                known.remember_row_ids(meta.name, chunk.column(ROW_ID).combine_chunks())
-                objects.append(meta)
-        tombstones = [
-            write_tombstones(self.store, tablet, ids, stamps)
-            for tablet, (ids, stamps) in self._deletes_by_tablet(
-                memory, known, placed, flush_ts
-            ).items()
-        ]
-        logger.info(
-            "flushed table %d at %d: %d objects (%d rows), %d tombstone objects",
-            table_id,
-            flush_ts,
-            len(objects),
-            sum(meta.rows for meta in objects),
-            len(tombstones),
-        )
-        return TableChanges(
-            table_id,
-            schema.schema_version,
-            objects_added=tuple(objects),
-            tombstones_added=tuple(tombstones),
-            flushed_ts=flush_ts,
-        )
+        ids, stamps = memory.deletes_until(flush_ts)
+        metas = list(known.objects.values())
+        store = self.store
+
+        def job() -> TableChanges:
+            return _write(store, schema, flush_ts, pieces, ids, stamps, known, metas)
+
+        return job
 
     def tablet_totals(self, schema: TableSchema) -> dict[int, tuple[int, int]]:
         """Rows and bytes per tablet id: its objects', and its share of the unflushed rows."""
@@ -170,32 +136,94 @@ class Flusher:
             memory.row_count >= self.limits.flush_rows or memory.nbytes >= self.limits.flush_bytes
         )
 
-    def _deletes_by_tablet(
-        self,
-        memory: TableMemory,
-        known: TableObjects,
-        placed: dict[Tablet, pa.Table],
-        flush_ts: int,
-    ) -> dict[Tablet, tuple[pa.Array, pa.Array]]:
-        ids, stamps = memory.deletes_until(flush_ts)
-        found: dict[Tablet, tuple[pa.Array, pa.Array]] = {}
-        if not len(ids):
-            return found
-        remaining = pa.array([True] * len(ids))
-        for tablet, part in placed.items():
-            mine = pc.is_in(ids, value_set=part.column(ROW_ID).combine_chunks())
-            if pc.any(mine).as_py():
-                found[tablet] = (ids.filter(mine), stamps.filter(mine))
-                remaining = pc.and_(remaining, pc.invert(mine))
-        ids, stamps = ids.filter(remaining), stamps.filter(remaining)
-        for tablet, held in known.tablets_of(self.store, ids).items():
-            mine = pc.is_in(ids, value_set=held)
-            more_ids, more_stamps = ids.filter(mine), stamps.filter(mine)
-            if tablet in found:
-                more_ids = pa.concat_arrays([found[tablet][0], more_ids])
-                more_stamps = pa.concat_arrays([found[tablet][1], more_stamps])
-            found[tablet] = (more_ids, more_stamps)
+
+def _write(
+    store: ObjectStore,
+    schema: TableSchema,
+    flush_ts: int,
+    pieces: list[pa.Table],
+    delete_ids: pa.Array,
+    delete_stamps: pa.Array,
+    known: TableObjects,
+    metas: list,
+) -> TableChanges:
+    table_id = schema.table_id
+    target = schema.with_row_ids().insert(1, pa.field(COMMIT_TS, pa.int64(), False))
+    placed: dict[Tablet, pa.Table] = {}
+    if pieces:
+        rows = _projected(pa.concat_tables(pieces, promote_options="permissive"), target)
+        placed = placement.by_tablet(schema, rows)
+        if sum(part.num_rows for part in placed.values()) < rows.num_rows:
+            logger.warning(
+                "table %d: %d rows of dropped partitions are not flushed",
+                table_id,
+                rows.num_rows - sum(part.num_rows for part in placed.values()),
+            )
+    objects = []
+    most = store.limits.max_object_rows
+    for tablet, part in sorted(placed.items(), key=lambda item: item[0].tablet_id):
+        for start in range(0, part.num_rows, most):
+            chunk = part.slice(start, most)
+            meta = write_blocks(
+                store,
+                tablet,
+                chunk,
+                schema_version=schema.schema_version,
+                flush_ts=flush_ts,
+                seq=start // most,
+            )
+            known.remember_row_ids(meta.name, chunk.column(ROW_ID).combine_chunks())
+            objects.append(meta)
+    tombstones = [
+        write_tombstones(store, tablet, ids, stamps, name_ts=flush_ts)
+        for tablet, (ids, stamps) in _deletes_by_tablet(
+            store, delete_ids, delete_stamps, known, metas, placed
+        ).items()
+    ]
+    logger.info(
+        "flushed table %d at %d: %d objects (%d rows), %d tombstone objects",
+        table_id,
+        flush_ts,
+        len(objects),
+        sum(meta.rows for meta in objects),
+        len(tombstones),
+    )
+    return TableChanges(
+        table_id,
+        schema.schema_version,
+        objects_added=tuple(objects),
+        tombstones_added=tuple(tombstones),
+        flushed_ts=flush_ts,
+    )
+
+
+def _deletes_by_tablet(
+    store: ObjectStore,
+    ids: pa.Array,
+    stamps: pa.Array,
+    known: TableObjects,
+    metas: list,
+    placed: dict[Tablet, pa.Table],
+) -> dict[Tablet, tuple[pa.Array, pa.Array]]:
+    """The deletes, by the tablet of the row each deletes: a row of this flush, or of an object."""
+    found: dict[Tablet, tuple[pa.Array, pa.Array]] = {}
+    if not len(ids):
         return found
+    remaining = pa.array([True] * len(ids))
+    for tablet, part in placed.items():
+        mine = pc.is_in(ids, value_set=part.column(ROW_ID).combine_chunks())
+        if pc.any(mine).as_py():
+            found[tablet] = (ids.filter(mine), stamps.filter(mine))
+            remaining = pc.and_(remaining, pc.invert(mine))
+    ids, stamps = ids.filter(remaining), stamps.filter(remaining)
+    for tablet, held in known.tablets_of(store, ids, metas).items():
+        mine = pc.is_in(ids, value_set=held)
+        more_ids, more_stamps = ids.filter(mine), stamps.filter(mine)
+        if tablet in found:
+            more_ids = pa.concat_arrays([found[tablet][0], more_ids])
+            more_stamps = pa.concat_arrays([found[tablet][1], more_stamps])
+        found[tablet] = (more_ids, more_stamps)
+    return found
 
 
 def _projected(rows: pa.Table, target: pa.Schema) -> pa.Table:

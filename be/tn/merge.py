@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 import logging
 import time
+from collections.abc import Callable
 
 from be.logtail.entries import TableChanges
 from be.storage.errors import StorageError
@@ -32,6 +33,14 @@ class Merger:
         self, table_id: int, schema_version: int, known: TableObjects, at_ts: int
     ) -> TableChanges | None:
         """The change that merges one tablet's small objects, written; None if none needs it."""
+        job = self.prepare(table_id, schema_version, known, at_ts)
+        return job() if job is not None else None
+
+    def prepare(
+        self, table_id: int, schema_version: int, known: TableObjects, at_ts: int
+    ) -> Callable[[], TableChanges | None] | None:
+        """What `merge` does, as a job another thread may run (it takes what it merges now);
+        None if no tablet needs a merge."""
         by_tablet: dict[int, list] = {}
         for meta in known.objects.values():
             by_tablet.setdefault(meta.tablet_id, []).append(meta)
@@ -40,18 +49,22 @@ class Merger:
             if not chosen:
                 continue
             tombstones = [meta for meta in known.tombstones.values() if meta.tablet_id == tablet_id]
-            try:
-                merged = merge_objects(self.store, chosen, tombstones, at_ts)
-            except StorageError as error:
-                logger.warning("merging objects of tablet %d failed: %s", tablet_id, error)
-                return None
-            return TableChanges(
-                table_id,
-                max(schema_version, chosen[0].schema_version),
-                objects_added=(merged,) if merged is not None else (),
-                objects_removed=tuple(meta.name for meta in chosen),
-            )
+            version = max(schema_version, chosen[0].schema_version)
+            return lambda: self._merged(table_id, version, chosen, tombstones, at_ts)
         return None
+
+    def _merged(self, table_id, schema_version, chosen, tombstones, at_ts) -> TableChanges | None:
+        try:
+            merged = merge_objects(self.store, chosen, tombstones, at_ts)
+        except StorageError as error:
+            logger.warning("merging objects of tablet %d failed: %s", chosen[0].tablet_id, error)
+            return None
+        return TableChanges(
+            table_id,
+            schema_version,
+            objects_added=(merged,) if merged is not None else (),
+            objects_removed=tuple(meta.name for meta in chosen),
+        )
 
     def replaced(self, names: tuple[str, ...], merge_ts: int) -> None:
         for name in names:

@@ -34,13 +34,16 @@ class TableObjects:
     def remember_row_ids(self, name: str, row_ids: pa.Array) -> None:
         self._row_ids[name] = row_ids
 
-    def tablets_of(self, store: ObjectStore, row_ids: pa.Array) -> dict[Tablet, pa.Array]:
-        """The flushed row ids among row_ids, by the tablet whose object holds them."""
+    def tablets_of(
+        self, store: ObjectStore, row_ids: pa.Array, metas: list[ObjectMeta] | None = None
+    ) -> dict[Tablet, pa.Array]:
+        """The flushed row ids among row_ids, by the tablet whose object holds them (of metas,
+        by default the table's objects now)."""
         found: dict[Tablet, list[pa.Array]] = {}
         if not len(row_ids):
             return {}
         low, high = pc.min(row_ids).as_py(), pc.max(row_ids).as_py()
-        for meta in self.objects.values():
+        for meta in list(self.objects.values()) if metas is None else metas:
             if meta.max_row_id < low or meta.min_row_id > high:
                 continue
             held = self._held(store, meta)

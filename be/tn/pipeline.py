@@ -16,7 +16,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
@@ -46,6 +46,13 @@ NANOS = 1_000_000_000
 
 
 @dataclass(eq=False)
+class _StorageJob:
+    table_id: int
+    ts: int  # the flush timestamp, or the merge's
+    future: Future  # of the TableChanges to commit (None: nothing to)
+
+
+@dataclass(eq=False)
 class _Request:
     write_set: WriteSet
     future: Future
@@ -71,6 +78,10 @@ class CommitPipeline:
         self._checkpoint_ts = 0
         self._checkpoint_name = ""
         self._changes_since_checkpoint = 0
+        # One flush or merge at a time is written by the storage worker, beside the committer.
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tn-storage")
+        self._job: _StorageJob | None = None
+        self._merge_candidates: set[int] = set()  # tables flushed since their last merge check
         self.schemas: dict[int, TableSchema] = {}  # the newest version seen of each table
         self._queue: queue.Queue[_Request | None] = queue.Queue(limits.max_queued_commits)
         self._requests: collections.OrderedDict[str, int] = collections.OrderedDict()
@@ -95,6 +106,7 @@ class CommitPipeline:
             except queue.Full:
                 pass
             self._thread.join()
+        self._worker.shutdown(wait=True, cancel_futures=True)
         while True:
             try:
                 request = self._queue.get_nowait()
@@ -156,7 +168,7 @@ class CommitPipeline:
                 first = self._queue.get(timeout=interval)
             except queue.Empty:
                 self._heartbeat()
-                self._flush_due()
+                self._storage_work()
                 continue
             if first is None:
                 break
@@ -182,7 +194,7 @@ class CommitPipeline:
                             CommitOutcomeUnknown("the TN failed while committing; see its log")
                         )
                 self._resync()
-            self._flush_due()
+            self._storage_work()
 
     def _commit_group(self, group: list[_Request]) -> None:
         """Check, stamp and log each write set in order; one log append per max_group_bytes."""
@@ -253,61 +265,87 @@ class CommitPipeline:
             request.future.set_result(commit.commit_ts)
         return True
 
-    def _flush_due(self) -> None:
-        """Flush the tables past a size or an age, each as a commit of its own; now and then,
-        a checkpoint."""
-        for table_id in self.flusher.due(self.schemas):
-            if self._closed.is_set() or not self._flush(table_id):
+    # -- storage work: flushes and merges, written beside the committer ------------------------
+
+    def _storage_work(self) -> None:
+        """Take the flush or merge the storage worker finished, if it did, as a commit; start
+        the next one due; now and then, with the worker idle, a checkpoint."""
+        if self._job is not None:
+            if not self._job.future.done():
                 return
+            job, self._job = self._job, None
+            if not self._finish(job):
+                return
+        if self._closed.is_set():
+            return
         if time.monotonic() >= self._checkpoint_at:
             self._checkpoint()
+        else:
+            self._start_job()
         if self.merger is not None:
             self.merger.delete_expired()
 
-    def _flush(self, table_id: int) -> bool:
-        """False if the log refused the flush (the state was read back from the log)."""
-        schema = self.schemas[table_id]
-        flush_ts = self._next_ts()
+    def _start_job(self) -> None:
+        for table_id in self.flusher.due(self.schemas):
+            flush_ts = self._heartbeat()  # the flush takes what was committed up to it
+            job = self.flusher.prepare(self.schemas[table_id], flush_ts)
+            self._job = _StorageJob(table_id, flush_ts, self._worker.submit(job))
+            return
+        while self._merge_candidates and self.merger is not None:
+            table_id = self._merge_candidates.pop()
+            known = self.flusher.objects.get(table_id)
+            if known is None:
+                continue
+            merge_ts = self._heartbeat()
+            schema = self.schemas[table_id]
+            job = self.merger.prepare(table_id, schema.schema_version, known, merge_ts)
+            if job is not None:
+                self._job = _StorageJob(table_id, merge_ts, self._worker.submit(job))
+                return
+
+    def _finish(self, job: _StorageJob) -> bool:
+        """False if the log refused the change (the state was read back from the log)."""
         try:
-            change = self.flusher.write(schema, flush_ts)
+            change = job.future.result()
+        except StorageError as error:
+            self.flusher.failed(job.table_id, error)
+            return True
+        except Exception as error:  # a bug: this flush is tried again later
+            logger.exception("storage work on table %d failed", job.table_id)
+            self.flusher.failed(job.table_id, error)
+            return True
+        return change is None or self._log_storage_change(change)
+
+    def _flush(self, table_id: int) -> bool:
+        """Flush a table on the committer's thread (a checkpoint's flushes); False if the log
+        refused it."""
+        flush_ts = self._heartbeat()
+        try:
+            change = self.flusher.write(self.schemas[table_id], flush_ts)
         except StorageError as error:
             self.flusher.failed(table_id, error)
             return True
-        commit = Commit(flush_ts, (change,))
-        record = wal_records.encode(commit, "", {table_id: schema})
-        try:
-            self.log.append([record], timeout=self.limits.commit_timeout_seconds)
-        except Exception as error:
-            logger.warning("the log refused the flush of table %d: %s", table_id, error)
-            self._resync()
-            return False
-        self.state.apply(commit, {table_id: schema})
-        self.flusher.apply(commit)
-        self._publish(commit)
-        return self._merge(table_id)
+        return self._log_storage_change(change)
 
-    def _merge(self, table_id: int) -> bool:
-        """Merge one tablet's small objects, if one has enough; False if the log refused it."""
-        known = self.flusher.objects.get(table_id)
-        if self.merger is None or known is None:
-            return True
+    def _log_storage_change(self, change: TableChanges) -> bool:
+        """A flush's or merge's change, committed: logged, applied, published."""
+        table_id = change.table_id
         schema = self.schemas[table_id]
-        merge_ts = self._next_ts()
-        change = self.merger.merge(table_id, schema.schema_version, known, merge_ts)
-        if change is None:
-            return True
-        commit = Commit(merge_ts, (change,))
+        commit = Commit(self._next_ts(), (change,))
         record = wal_records.encode(commit, "", {table_id: schema})
         try:
             self.log.append([record], timeout=self.limits.commit_timeout_seconds)
         except Exception as error:
-            logger.warning("the log refused a merge of table %d: %s", table_id, error)
+            logger.warning("the log refused a flush or merge of table %d: %s", table_id, error)
             self._resync()
             return False
         self.state.apply(commit, {table_id: schema})
         self.flusher.apply(commit)
         self._publish(commit)
-        self.merger.replaced(change.objects_removed, merge_ts)
+        if change.objects_removed and self.merger is not None:
+            self.merger.replaced(change.objects_removed, commit.commit_ts)
+        if change.objects_added:
+            self._merge_candidates.add(table_id)
         return True
 
     # -- checkpoints --------------------------------------------------------------------------
@@ -402,10 +440,12 @@ class CommitPipeline:
             time.monotonic() - started,
         )
 
-    def _heartbeat(self) -> None:
+    def _heartbeat(self) -> int:
+        """Consume a timestamp: every commit at or before it is published."""
         heartbeat = Commit(self._next_ts())
         self.state.apply(heartbeat)
         self._publish(heartbeat)
+        return heartbeat.commit_ts
 
     def _publish(self, commit: Commit) -> None:
         assert commit.commit_ts > self.published_ts, "published in commit order"

@@ -298,8 +298,17 @@ def test_a_store_refusing_writes_refuses_commits_that_need_a_flush(tmp_path):
             assert run(connection, "SELECT k, v FROM f.t ORDER BY k") == tuple(acknowledged)
             assert not objects_of(node)
         acknowledged = tuple(acknowledged)
-        wait_until(lambda: objects_of(node), 30, "the flush once the store takes writes")
-        run(connection, "INSERT INTO f.t VALUES (500, 'x')")
+
+        def taken():  # once the retried flush took effect
+            try:
+                run(connection, "INSERT INTO f.t VALUES (500, 'x')")
+            except pymysql.MySQLError as error:
+                assert "refused its flush" in error.args[1], error
+                return False
+            return True
+
+        wait_until(taken, 30, "a commit taken once the store takes writes")
+        assert objects_of(node)
         assert run(connection, "SELECT k, v FROM f.t ORDER BY k") == (*acknowledged, (500, "x"))
         connection.close()
         node.restart()

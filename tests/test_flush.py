@@ -197,6 +197,8 @@ def test_flush_by_size_one_object_per_tablet_reads_the_same(root):
     assert run(root, "SELECT k, v FROM f.sized ORDER BY k") == tuple((k, f"v{k}") for k in keys)
     tablets = run(root, "SHOW TABLETS FROM f.sized")
     assert sum(int(row[10]) for row in tablets) == 50
+    data = run(root, "SHOW DATA FROM f.sized")
+    assert data[0][1] == "sized" and data[0][4] == "50" and data[0][2].endswith("KB"), data
     assert run(root, "SELECT COUNT(*), SUM(k) FROM f.sized WHERE k >= 500") == (
         (25, sum(k for k in keys if k >= 500)),
     )

@@ -180,8 +180,18 @@ def _database_data(session) -> Result:
     """No current database: every database's sizes, for an administrator (as Doris)."""
     session.require_admin()
     databases = sorted(session.catalog.dbs.values(), key=lambda database: database.name)
-    rows = [(str(database.id), database.name, "0", "0", "0", "0") for database in databases]
-    return text_result(list(DATABASE_DATA_TITLES), [*rows, ("Total", "NULL", "0", "0", "0", "0")])
+    sizes = {
+        database.id: sum(
+            table_size(session, table)[1] for table in session.catalog.tables_of(database.id)
+        )
+        for database in databases
+    }
+    rows = [
+        (str(database.id), database.name, str(sizes[database.id]), "0", "0", "0")
+        for database in databases
+    ]
+    total = ("Total", "NULL", str(sum(sizes.values())), "0", "0", "0")
+    return text_result(list(DATABASE_DATA_TITLES), [*rows, total])
 
 
 # SHOW TABLETS and SHOW TABLET.

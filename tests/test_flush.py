@@ -250,7 +250,13 @@ def test_restart_and_kill_9_after_flushes(tmp_path):
         run(connection, "INSERT INTO f.t VALUES (998, 'acked')")
         connection.close()
         node.kill(signal.SIGKILL)
+        written = objects_of(node)[0]  # as if a flush was written, then never committed
+        ts, rest = written.name.split("-", 1)
+        orphan = written.with_name(f"{int(ts) - 1:020d}-{rest}")
+        orphan.write_bytes(written.read_bytes())
         node.start()
+        assert not orphan.exists(), "an object no commit names is removed at start"
+        assert written.exists()
         connection = node.connect()
         got = run(connection, "SELECT k, v FROM f.t ORDER BY k")
         assert got == tuple(sorted(expected + ((998, "acked"),)))

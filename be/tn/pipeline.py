@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from be.logtail.entries import Commit, TableChanges
 from be.storage.errors import StorageError
+from be.storage.names import ObjectName
 from be.storage.objects import ObjectStore
 from be.table_schema import TableSchema
 from be.tn import checkpoint, wal_records
@@ -93,8 +94,9 @@ class CommitPipeline:
     # -- life ---------------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Replay the log, then commit."""
+        """Replay the log, clear away what a crash left in the store, then commit."""
         self._replay()
+        self._sweep()
         self._thread = threading.Thread(target=self._run, name="tn-committer", daemon=True)
         self._thread.start()
 
@@ -347,6 +349,42 @@ class CommitPipeline:
         if change.objects_added:
             self._merge_candidates.add(table_id)
         return True
+
+    def _sweep(self) -> None:
+        """Before any flush: remove the unfinished writes a crash left, the objects no commit
+        names (a flush or merge written, then never committed: a crash, a refused log) and the
+        checkpoints older than the newest."""
+        if self.store is None:
+            return
+        try:
+            self.store.remove_temporaries()
+            names = self.store.list()
+        except StorageError as error:
+            logger.warning("no sweep of the object store: %s", error)
+            return
+        known = {name for _, name in self.merger.pending} if self.merger is not None else set()
+        for table in self.flusher.objects.values():
+            known.update(table.objects)
+            known.update(table.tombstones)
+        orphans = []
+        for name in names:
+            if name.startswith(f"{checkpoint.FOLDER}/"):
+                if self._checkpoint_name and name < self._checkpoint_name:
+                    orphans.append(name)
+                continue
+            try:
+                written_at = ObjectName.parse(name).ts
+            except ValueError:
+                continue  # not an object this TN writes
+            if name not in known and written_at <= self.state.last_ts:
+                orphans.append(name)
+        for name in orphans:
+            try:
+                self.store.delete(name, missing_ok=True)
+            except StorageError as error:
+                logger.warning("the orphan object %s stays: %s", name, error)
+        if orphans:
+            logger.warning("removed %d objects no commit names: %s", len(orphans), orphans[:5])
 
     # -- checkpoints --------------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from be.storage.objects import ObjectStore
 from be.table_schema import ColumnSchema, PartitionSchema, TableSchema
 from be.tn import placement, wal_records
 from be.tn.errors import NoPartitionForRow
+from be.tn.objects import TableObjects
 from be.tn.write_set import TableWrite, WriteSet
 from metadata.records import KeyModel
 from tests.harness import QuireProcess, run, start_fails, wait_until
@@ -463,3 +464,21 @@ def test_snapshot_skips_blocks_by_min_max(tmp_path):
         assert plane.snapshot(table, ts, 10, ranges={"k": ("x", "y")}).num_rows == 100
     finally:
         plane.close()
+
+
+def test_deletes_find_their_tablet_with_a_bounded_row_id_cache(tmp_path):
+    store = ObjectStore.open_root(str(tmp_path))
+    known = TableObjects(max_cached_row_ids=10)
+    for tablet_id, first in ((11, 1), (12, 7), (13, 13)):
+        ids = pa.array(range(first, first + 6), pa.int64())
+        data = pa.table({"__QUIRE_ROW_ID": ids, "__QUIRE_COMMIT_TS": pa.array([5] * 6, pa.int64())})
+        meta = write_blocks(store, Tablet(1, 10, tablet_id), data, schema_version=1, flush_ts=5)
+        known.apply(TableChanges(1, 1, objects_added=(meta,)))
+        known.remember_row_ids(meta.name, ids)
+    assert known._cached <= 10
+    found = known.tablets_of(store, pa.array([2, 8, 18, 99], pa.int64()))
+    assert {tablet.tablet_id: ids.to_pylist() for tablet, ids in found.items()} == {
+        11: [2],
+        12: [8],
+        13: [18],
+    }

@@ -52,12 +52,18 @@ class Flusher:
     def _apply(self, commit: Commit) -> None:
         for change in commit.changes:
             if change.changes_storage:
-                self.objects.setdefault(change.table_id, TableObjects()).apply(change)
+                self.table_objects(change.table_id).apply(change)
                 if change.flushed_ts and change.table_id in self.memory:
                     self.memory[change.table_id].drop_until(change.flushed_ts)
                     self.refusals.pop(change.table_id, None)
             if change.inserts is not None or change.deletes is not None:
                 self.memory.setdefault(change.table_id, TableMemory()).add(change, commit.commit_ts)
+
+    def table_objects(self, table_id: int) -> TableObjects:
+        known = self.objects.get(table_id)
+        if known is None:
+            known = self.objects[table_id] = TableObjects(self.limits.max_cached_row_ids)
+        return known
 
     def due(self, schemas: dict[int, TableSchema]) -> list[int]:
         """Tables to flush now: past a size or an age, placeable, not waiting to retry."""
@@ -105,7 +111,7 @@ class Flusher:
         now (on the committer) and touches nothing the committer changes."""
         assert self.store is not None and placement.placeable(schema)
         memory = self.memory[schema.table_id]
-        known = self.objects.setdefault(schema.table_id, TableObjects())
+        known = self.table_objects(schema.table_id)
         pieces = [piece for piece in memory.rows_until(flush_ts) if piece.num_rows]
         ids, stamps = memory.deletes_until(flush_ts)
         metas = list(known.objects.values())

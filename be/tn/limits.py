@@ -31,6 +31,8 @@ class CommitLimits:
     # read them until then); at least as long as a transaction may last.
     merged_object_retention_seconds: float = 3600.0
     max_pending_deletions: int = 100_000  # replaced objects waiting to be deleted
+    # Row ids of a table's objects kept to file deletes under their tablets (8 bytes each).
+    max_cached_row_ids: int = 16 << 20
 
     def __post_init__(self) -> None:
         rules = {
@@ -59,6 +61,7 @@ class CommitLimits:
             "checkpoint_interval_seconds > 0": self.checkpoint_interval_seconds > 0,
             "merged_object_retention_seconds > 0": self.merged_object_retention_seconds > 0,
             "max_pending_deletions > 0": self.max_pending_deletions > 0,
+            "max_cached_row_ids > 0": self.max_cached_row_ids > 0,
             "0 < flush_retry_seconds <= flush_interval_seconds": (
                 0 < self.flush_retry_seconds <= self.flush_interval_seconds
             ),

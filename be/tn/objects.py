@@ -1,9 +1,12 @@
 """What the TN knows of a table's objects: its data objects and tombstones, and, to file a
 delete under the tablet of the row it deletes, the row ids each data object holds (read from the
-object the first time they are needed, kept from the flush that wrote it otherwise)."""
+object the first time they are needed, kept from the flush that wrote it otherwise; at most
+max_cached_row_ids of them, the least recently used dropped first)."""
 
 from __future__ import annotations
 
+import collections
+import threading
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -18,21 +21,42 @@ from be.storage.tombstones import TombstoneMeta
 
 @dataclass
 class TableObjects:
+    max_cached_row_ids: int = 16 << 20  # CommitLimits.max_cached_row_ids
     objects: dict[str, ObjectMeta] = field(default_factory=dict)
     tombstones: dict[str, TombstoneMeta] = field(default_factory=dict)
-    _row_ids: dict[str, pa.Array] = field(default_factory=dict)
+    # The cache is read and filled by the storage worker, emptied of removed objects by the
+    # committer: under its lock.
+    _row_ids: collections.OrderedDict[str, pa.Array] = field(
+        default_factory=collections.OrderedDict
+    )
+    _cached: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def apply(self, change: TableChanges) -> None:
         for name in change.objects_removed:
             self.objects.pop(name, None)
-            self._row_ids.pop(name, None)
+            self._forget(name)
         for meta in change.objects_added:
             self.objects[meta.name] = meta
         for meta in change.tombstones_added:
             self.tombstones[meta.name] = meta
 
     def remember_row_ids(self, name: str, row_ids: pa.Array) -> None:
-        self._row_ids[name] = row_ids
+        with self._lock:
+            if name in self._row_ids:
+                return
+            self._row_ids[name] = row_ids
+            self._cached += len(row_ids)
+            while self._cached > self.max_cached_row_ids and len(self._row_ids) > 1:
+                _, dropped = self._row_ids.popitem(last=False)
+                self._cached -= len(dropped)
+        assert self._cached >= 0
+
+    def _forget(self, name: str) -> None:
+        with self._lock:
+            dropped = self._row_ids.pop(name, None)
+            if dropped is not None:
+                self._cached -= len(dropped)
 
     def tablets_of(
         self, store: ObjectStore, row_ids: pa.Array, metas: list[ObjectMeta] | None = None
@@ -61,8 +85,11 @@ class TableObjects:
         return totals
 
     def _held(self, store: ObjectStore, meta: ObjectMeta) -> pa.Array:
-        held = self._row_ids.get(meta.name)
-        if held is None:
-            held = read_blocks(store, meta, columns=[ROW_ID]).column(ROW_ID).combine_chunks()
-            self._row_ids[meta.name] = held
+        with self._lock:
+            held = self._row_ids.get(meta.name)
+            if held is not None:
+                self._row_ids.move_to_end(meta.name)
+                return held
+        held = read_blocks(store, meta, columns=[ROW_ID]).column(ROW_ID).combine_chunks()
+        self.remember_row_ids(meta.name, held)
         return held

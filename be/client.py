@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from be.cn.limits import ComputeLimits
 from be.cn.node import ComputeNode, WatermarkTimeout
 from be.config import Config
 from be.logservice.limits import LogLimits
@@ -32,6 +33,7 @@ from be.service.format import (
     StatusRequest,
 )
 from be.service.limits import ServiceLimits
+from be.storage.objects import ObjectStore
 from be.table_schema import TableSchema
 from be.tn.errors import CommitOutcomeUnknown, CommitOverloaded, TransactionNodeClosed
 from be.tn.limits import CommitLimits
@@ -41,18 +43,26 @@ from be.tn.write_set import WriteSet
 
 
 class EmbeddedDataPlane:
-    def __init__(self, open_log: Callable[[], object], limits: CommitLimits | None = None):
-        """open_log: the TN's log, opened when the data plane starts."""
+    def __init__(
+        self,
+        open_log: Callable[[], object],
+        limits: CommitLimits | None = None,
+        store: ObjectStore | None = None,
+        cn_limits: ComputeLimits | None = None,
+    ):
+        """open_log: the TN's log, opened when the data plane starts; store: where flushes put
+        objects (None: table data stays in memory and in the log)."""
         self._open_log = open_log
         self.limits = limits or CommitLimits()
+        self.store = store
         self.log = None
-        self.cn = ComputeNode()
+        self.cn = ComputeNode(store, cn_limits)
         self.tn: CommitPipeline | None = None
 
     def start(self) -> None:
         """Open the log and replay it (the CN gets every commit again), then commit."""
         self.log = self._open_log()
-        self.tn = CommitPipeline(self.log, self.limits, publish=self.cn.apply)
+        self.tn = CommitPipeline(self.log, self.limits, publish=self.cn.apply, store=self.store)
         self.tn.start()
 
     def close(self) -> None:
@@ -83,10 +93,17 @@ class EmbeddedDataPlane:
         return self.cn.watermark
 
     def snapshot(
-        self, schema: TableSchema, ts: int, timeout: float, row_ids: bool = False
+        self, schema: TableSchema, ts: int, timeout: float, row_ids: bool = False, ranges=None
     ) -> pa.Table:
+        """ranges (column -> (low, high)) skip blocks whose min/max hold no matching row; the
+        rows returned then include every matching row, and maybe others."""
         self.cn.wait_for(ts, timeout)
-        return self.cn.snapshot(schema, ts, row_ids)
+        return self.cn.snapshot(schema, ts, row_ids, ranges)
+
+    def tablet_stats(self, schema: TableSchema) -> dict[int, tuple[int, int]]:
+        """Rows and bytes per tablet id (objects, and the unflushed rows placed where a flush
+        would put them); tablets without data are left out."""
+        return self.tn.tablet_stats(schema)
 
 
 def open_embedded(config: Config) -> EmbeddedDataPlane:
@@ -94,7 +111,10 @@ def open_embedded(config: Config) -> EmbeddedDataPlane:
     log_limits = LogLimits.from_config(config)
     folder = config.path("storage_root")
     return EmbeddedDataPlane(
-        lambda: LogService.open(folder, log_limits), commit_limits(config, log_limits)
+        lambda: LogService.open(folder, log_limits),
+        commit_limits(config, log_limits),
+        ObjectStore.from_config(config),
+        ComputeLimits.from_config(config),
     )
 
 
@@ -177,12 +197,12 @@ class RemoteDataPlane:
 
     # The API the FE uses, as EmbeddedDataPlane's.
 
-    @property
     def oldest_readable_ts(self) -> int:
         """CNs keep every version they were sent: any timestamp reads exactly (the TN refuses a
         transaction too old to check at its commit)."""
         return 0
 
+    @property
     def available(self) -> bool:
         return any(node.role is Role.TN for node in self._nodes())
 
@@ -234,10 +254,15 @@ class RemoteDataPlane:
             raise unavailable
         return min(watermarks)
 
+    def tablet_stats(self, schema: TableSchema) -> dict[int, tuple[int, int]]:
+        """Not asked of the TN yet: a `quire fe` shows no rows and bytes per tablet."""
+        return {}
+
     def snapshot(
-        self, schema: TableSchema, ts: int, timeout: float, row_ids: bool = False
+        self, schema: TableSchema, ts: int, timeout: float, row_ids: bool = False, ranges=None
     ) -> pa.Table:
-        """The table at ts from the CN that follows it, else the next, else the TN."""
+        """The table at ts from the CN that follows it, else the next, else the TN (ranges:
+        not sent to remote nodes yet, which prune no blocks)."""
         nodes = self._nodes()
         cns = rendezvous_order(schema.table_id, [n for n in nodes if n.role is Role.CN and n.alive])
         candidates = cns + [n for n in nodes if n.role is Role.TN]

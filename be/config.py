@@ -238,6 +238,37 @@ BE_KEYS = (
         "log",
         comment="Where quire tn and quire cn write their log (tn.log, cn.log) and pid file (tn.pid, cn.pid).",
     ),
+    # Flush, checkpoints and the CN's cache (be/tn/flush.py, be/cn)
+    Key(
+        "flush_rows",
+        1000000,
+        comment="The TN flushes a table's unflushed rows and deletes to objects once there are this many.",
+    ),
+    Key(
+        "flush_bytes",
+        134217728,
+        comment="The TN flushes a table once its unflushed rows and deletes take this many bytes in memory.",
+    ),
+    Key(
+        "flush_interval_second",
+        300,
+        comment="The TN flushes a table whose oldest unflushed change is this old.",
+    ),
+    Key(
+        "tn_checkpoint_interval_second",
+        600,
+        comment="How often the TN flushes every table, writes a checkpoint object and truncates its log behind it.",
+    ),
+    Key(
+        "merged_object_retention_second",
+        3600,
+        comment="Objects a merge replaced are deleted this long after it; snapshots older than the merge read them until then.",
+    ),
+    Key(
+        "cn_cache_bytes",
+        268435456,
+        comment="Bytes of decoded objects and tombstones a CN keeps for the next reads.",
+    ),
 )
 
 

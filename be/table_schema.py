@@ -21,18 +21,44 @@ class ColumnSchema:
 
 
 @dataclass(frozen=True, slots=True)
+class PartitionSchema:
+    """Where a partition's rows go: its bounds as the catalog's canonical SQL literals (RANGE:
+    lower inclusive, upper exclusive, () unbounded; LIST: its values) and its tablets, one per
+    bucket."""
+
+    id: int
+    lower: tuple[str, ...] = ()
+    upper: tuple[str, ...] = ()
+    values: tuple[tuple[str, ...], ...] = ()
+    tablet_ids: tuple[int, ...] = ()
+
+    def __post_init__(self):
+        assert self.id > 0 and self.tablet_ids and min(self.tablet_ids) > 0, self
+
+
+@dataclass(frozen=True, slots=True)
 class TableSchema:
     table_id: int
     schema_version: int
     columns: tuple[ColumnSchema, ...]
     key_model: KeyModel
     key_columns: tuple[str, ...]
+    # Placement (be/tn/placement.py): () partition columns means one partition for every row;
+    # () distribution columns means DISTRIBUTED BY RANDOM.
+    partition_kind: str = "RANGE"
+    partition_columns: tuple[str, ...] = ()
+    partitions: tuple[PartitionSchema, ...] = ()
+    distribution_columns: tuple[str, ...] = ()
 
     def __post_init__(self):
         names = [column.name for column in self.columns]
         assert len(names) == len(set(names)), "column names are unique"
         assert all(not name.startswith(HIDDEN_PREFIX) for name in names)
         assert set(self.key_columns) <= set(names)
+        assert self.partition_kind in ("RANGE", "LIST"), self.partition_kind
+        assert set(self.partition_columns) <= set(names)
+        assert set(self.distribution_columns) <= set(names)
+        assert self.partition_columns or len(self.partitions) <= 1, "unpartitioned: one partition"
 
     @classmethod
     def of(cls, table: Table) -> TableSchema:
@@ -45,7 +71,26 @@ class TableSchema:
             ),
             table.key_model,
             table.key_columns,
+            table.partition_kind.value,
+            _named(table, table.partition_columns),
+            tuple(
+                PartitionSchema(
+                    partition.id,
+                    partition.lower,
+                    partition.upper,
+                    partition.values,
+                    tuple(partition.tablet_ids),
+                )
+                for partition in table.partitions
+            ),
+            _named(table, table.distribution_columns),
         )
+
+    def column(self, name: str) -> ColumnSchema:
+        for column in self.columns:
+            if column.name == name:
+                return column
+        raise KeyError(name)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -64,3 +109,8 @@ class TableSchema:
         """UNIQUE KEY: a row replaces the one with the same key when it is written (merge on
         write, as Doris's unique key tables)."""
         return self.key_model is KeyModel.UNIQUE
+
+
+def _named(table: Table, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The columns as the table spells them (the catalog matches names without case)."""
+    return tuple(table.column(name).name for name in names)

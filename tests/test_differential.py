@@ -9,11 +9,27 @@ import sqlite3
 import pymysql
 import pytest
 
-from tests.harness import run
+from tests.harness import QuireProcess, run
 
 SEED = 20261123
 STEPS = 300
 KEYS = 40
+TINY_FLUSH = {  # a flush every few statements, merges and checkpoints
+    "flush_rows": 6,
+    "flush_interval_second": 1,
+    "merge_min_objects": 3,
+    "merged_object_retention_second": 2,
+    "tn_checkpoint_interval_second": 1,
+}
+
+
+@pytest.fixture(scope="module", params=[{}, TINY_FLUSH], ids=["in_memory", "tiny_flush"])
+def quire(request, tmp_path_factory):
+    """In memory only; and with flushes (objects, tombstones), merges and checkpoints every few
+    statements."""
+    node = QuireProcess(tmp_path_factory.mktemp("quire"), overrides=request.param).start()
+    yield node
+    node.stop()
 
 
 @pytest.fixture(scope="module")

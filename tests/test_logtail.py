@@ -161,8 +161,8 @@ def test_decoding_is_strict():
         corrupted[position] ^= 1 << flips.randrange(8)
         with pytest.raises(LogtailFormatError):
             decode(bytes(corrupted), LIMITS)
-    with pytest.raises(LogtailFormatError, match="version 2"):
-        decode(with_header(data[5:], version=2), LIMITS)
+    with pytest.raises(LogtailFormatError, match="version 3"):
+        decode(with_header(data[5:], version=3), LIMITS)
     with pytest.raises(LogtailFormatError, match="malformed logtail message"):
         decode(with_header(data[5:] + b"\x00"), LIMITS)  # trailing bytes, checksum right
     with pytest.raises(LogtailFormatError, match="checksum"):

@@ -8,8 +8,11 @@ import threading
 
 import pyarrow as pa
 
+from be.cn.limits import ComputeLimits
+from be.cn.object_cache import ObjectCache
 from be.cn.table_state import TableState
 from be.logtail.entries import Commit
+from be.storage.objects import ObjectStore
 from be.table_schema import TableSchema
 
 
@@ -18,7 +21,11 @@ class WatermarkTimeout(Exception):
 
 
 class ComputeNode:
-    def __init__(self):
+    def __init__(self, store: ObjectStore | None = None, limits: ComputeLimits | None = None):
+        """store: where flushed tables' objects are read from."""
+        self.store = store
+        self.limits = limits or ComputeLimits()
+        self.cache = ObjectCache(self.limits)
         self._tables: dict[int, TableState] = {}
         self._watermark = 0
         self._arrived = threading.Condition()
@@ -39,7 +46,9 @@ class ComputeNode:
         for change in commit.changes:
             table = self._tables.get(change.table_id)
             if table is None:
-                table = self._tables.setdefault(change.table_id, TableState(change.table_id))
+                table = self._tables.setdefault(
+                    change.table_id, TableState(change.table_id, self.store, self.cache)
+                )
             table.apply(change, commit.commit_ts)
 
     def advance(self, ts: int) -> None:
@@ -56,12 +65,18 @@ class ComputeNode:
                     f"this CN has data up to {self._watermark}, not yet up to {ts}"
                 )
 
-    def snapshot(self, schema: TableSchema, ts: int, row_ids: bool = False) -> pa.Table:
+    def snapshot(
+        self, schema: TableSchema, ts: int, row_ids: bool = False, ranges=None
+    ) -> pa.Table:
+        """ranges: see TableState.snapshot (blocks pruned by min/max)."""
         assert ts <= self._watermark, "never read above the watermark"
         table = self._tables.get(schema.table_id)
         if table is None:
             return (schema.with_row_ids() if row_ids else schema.arrow()).empty_table()
-        return table.snapshot(schema, ts, row_ids)
+        return table.snapshot(schema, ts, row_ids, ranges)
+
+    def table(self, table_id: int) -> TableState | None:
+        return self._tables.get(table_id)
 
     def table_stats(self, table_id: int) -> tuple[int, int]:
         """Rows and bytes the CN holds of a table."""

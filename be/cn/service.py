@@ -15,6 +15,7 @@ import logging
 import threading
 import time
 
+from be.cn.limits import ComputeLimits
 from be.cn.node import ComputeNode, WatermarkTimeout
 from be.config import Config
 from be.logtail.limits import LogtailLimits
@@ -32,6 +33,7 @@ from be.service.format import (
 )
 from be.service.limits import ServiceLimits
 from be.service.server import NodeServer
+from be.storage.objects import ObjectStore
 from be.table_schema import TableSchema
 
 logger = logging.getLogger(__name__)
@@ -51,7 +53,7 @@ class ComputeNodeService:
         self.limits = ServiceLimits.from_config(config)
         self.logtail_limits = LogtailLimits.from_config(config)
         host, port = tn_address(config["tn_logtail_address"])
-        self.node = ComputeNode()
+        self.node = ComputeNode(ObjectStore.from_config(config), ComputeLimits.from_config(config))
         self.subscriber = LogtailSubscriber(
             host, port, token, self.node.apply_changes, limits=self.logtail_limits, name=name
         )

@@ -1,18 +1,28 @@
 """One table on a CN: the rows its commits inserted (with row id and commit timestamp) and the
-rows they deleted (row id and delete timestamp); the snapshot at T is every row committed at or
-before T and not deleted at or before T.
+rows they deleted (row id and delete timestamp), in memory until a flush puts them in objects,
+then in the table's objects and tombstones; the snapshot at T is every row committed at or before
+T and not deleted at or before T, from objects and memory alike.
 
-Rows are kept as Arrow tables in commit order; many small ones are combined into one now and
-then, so that a snapshot concatenates few pieces."""
+Rows in memory are kept as Arrow tables in commit order; many small ones are combined into one
+now and then, so that a snapshot concatenates few pieces. A flush (TableChanges.flushed_ts) drops
+from memory what was committed at or before it: rows committed later stay (MatrixOne's rule).
+An object a merge wrote serves snapshots from the merge on; the ones it replaced, those before."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from be.cn.object_cache import ObjectCache
 from be.logtail.entries import COMMIT_TS, ROW_ID, TableChanges
+from be.storage.blocks import ObjectMeta, prune, read_blocks
+from be.storage.errors import StorageError
+from be.storage.objects import ObjectStore
+from be.storage.tombstones import DELETE_TS, TombstoneMeta, read_tombstones
 from be.table_schema import TableSchema
 from metadata.records import KeyModel
 
@@ -27,9 +37,25 @@ AGGREGATIONS = {  # Doris's aggregation of a value column: pyarrow's hash aggreg
 }
 
 
+FOREVER = 1 << 63
+
+
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    meta: ObjectMeta
+    serves_from: int  # the first snapshot timestamp it serves (0 for a flush's objects)
+    serves_until: int = FOREVER  # the merge that replaced it
+
+
 class TableState:
-    def __init__(self, table_id: int):
+    def __init__(
+        self, table_id: int, store: ObjectStore | None = None, cache: ObjectCache | None = None
+    ):
         self.table_id = table_id
+        self.store = store
+        self.cache = cache
+        self._objects: dict[str, _Stored] = {}
+        self._tombstones: list[TombstoneMeta] = []
         self._lock = threading.Lock()
         self._rows: list[pa.Table] = []  # ROW_ID, COMMIT_TS, then the columns at its version
         self._delete_ids: list[pa.Array] = []
@@ -39,6 +65,8 @@ class TableState:
 
     def apply(self, change: TableChanges, commit_ts: int) -> None:
         assert change.table_id == self.table_id
+        if change.changes_storage:
+            self._apply_storage(change, commit_ts)
         with self._lock:
             if change.inserts is not None and change.inserts.num_rows:
                 rows = change.inserts
@@ -58,14 +86,78 @@ class TableState:
                     self._delete_ids = [pa.concat_arrays(self._delete_ids)]
                     self._delete_ts = [pa.concat_arrays(self._delete_ts)]
 
-    def snapshot(self, schema: TableSchema, ts: int, row_ids: bool = False) -> pa.Table:
+    def _apply_storage(self, change: TableChanges, commit_ts: int) -> None:
+        assert self.store is not None, "a CN reading flushed tables needs the object store"
+        with self._lock:
+            for name in change.objects_removed:
+                stored = self._objects.get(name)
+                if stored is not None:
+                    self._objects[name] = _Stored(stored.meta, stored.serves_from, commit_ts)
+            serves_from = commit_ts if change.objects_removed else 0
+            for meta in change.objects_added:
+                self._objects[meta.name] = _Stored(meta, serves_from)
+            self._tombstones.extend(change.tombstones_added)
+            if change.flushed_ts:
+                self._drop_until(change.flushed_ts)
+
+    def _drop_until(self, ts: int) -> None:
+        if self._rows:
+            rows = _concat(self._rows)
+            rows = rows.filter(pc.greater(rows.column(COMMIT_TS), ts))
+            self._rows = [rows] if rows.num_rows else []
+        if self._delete_ids:
+            ids, stamps = pa.concat_arrays(self._delete_ids), pa.concat_arrays(self._delete_ts)
+            later = pc.greater(stamps, ts)
+            ids, stamps = ids.filter(later), stamps.filter(later)
+            self._delete_ids, self._delete_ts = ([ids], [stamps]) if len(ids) else ([], [])
+        self.nbytes = sum(rows.nbytes for rows in self._rows) + sum(
+            ids.nbytes * 2 for ids in self._delete_ids
+        )
+
+    def memory_rows(self) -> int:
+        with self._lock:
+            return sum(rows.num_rows for rows in self._rows)
+
+    def objects(self) -> list[ObjectMeta]:
+        with self._lock:
+            return [stored.meta for stored in self._objects.values()]
+
+    def snapshot(
+        self,
+        schema: TableSchema,
+        ts: int,
+        row_ids: bool = False,
+        ranges: Mapping[str, tuple[object, object]] | None = None,
+    ) -> pa.Table:
         """The table as of ts, in schema's columns (a column added later reads as NULL); with
         row_ids, ROW_ID first (what DELETE and UPDATE name rows by). AGGREGATE KEY tables come
-        merged by their keys, as Doris reads them."""
+        merged by their keys, as Doris reads them.
+
+        ranges (column -> (low, high), inclusive, None for an open end) let blocks whose min/max
+        hold no matching row be skipped: every matching row is returned, and maybe others, which
+        the caller filters (key columns only for AGGREGATE KEY, whose rows merge by key)."""
+        if ranges and schema.key_model is KeyModel.AGGREGATE:
+            ranges = {name: bounds for name, bounds in ranges.items() if name in schema.key_columns}
         with self._lock:
             pieces = list(self._rows)
             delete_ids = list(self._delete_ids)
             delete_ts = list(self._delete_ts)
+            stored = [
+                item.meta
+                for item in self._objects.values()
+                if item.serves_from <= ts < item.serves_until
+                and min(block.min_commit_ts for block in item.meta.blocks) <= ts
+            ]
+            tombstones = [meta for meta in self._tombstones if meta.min_delete_ts <= ts]
+        pieces = [
+            piece
+            for piece in (self._read_object(meta, ranges) for meta in stored)
+            if piece is not None
+        ] + pieces
+        for meta in tombstones:
+            table = self._read_tombstones(meta)
+            delete_ids.append(table.column(ROW_ID).combine_chunks())
+            delete_ts.append(table.column(DELETE_TS).combine_chunks())
         target = schema.with_row_ids() if row_ids else schema.arrow()
         if not pieces:
             return target.empty_table()
@@ -81,6 +173,34 @@ class TableState:
         if schema.key_model is KeyModel.AGGREGATE and not row_ids:
             return merged(rows, schema).cast(target)
         return _projected(rows, target)
+
+    def _read_object(self, meta: ObjectMeta, ranges) -> pa.Table | None:
+        """The object's rows, of the blocks that may match ranges; None if none may."""
+        assert self.store is not None and self.cache is not None
+        rows = self.cache.get(meta.name, lambda: read_blocks(self.store, meta))
+        usable = {
+            name: bounds for name, bounds in (ranges or {}).items() if name in meta.column_names
+        }
+        if not usable:
+            return rows
+        try:
+            chosen = prune(meta, usable)
+        except StorageError:  # a bound of another type: no pruning
+            return rows
+        if len(chosen) == len(meta.blocks):
+            return rows
+        if not chosen:
+            return None
+        starts = [0]
+        for block in meta.blocks:
+            starts.append(starts[-1] + block.rows)
+        return pa.concat_tables(
+            [rows.slice(starts[index], meta.blocks[index].rows) for index in chosen]
+        )
+
+    def _read_tombstones(self, meta: TombstoneMeta) -> pa.Table:
+        assert self.store is not None and self.cache is not None
+        return self.cache.get(meta.name, lambda: read_tombstones(self.store, meta))
 
 
 def _concat(pieces: list[pa.Table]) -> pa.Table:

@@ -4,13 +4,22 @@ Inserted rows carry their row id (a table-wide int64 the TN hands out, never reu
 column of the table at its schema version; deleted rows carry the row id and the table's key
 columns. The commit timestamp belongs to the whole commit. A commit with no changes is a heartbeat:
 it only consumes a timestamp, and tells every CN that nothing else committed up to it.
+
+A flush (or a merge) is a commit too: its changes name the objects it added (whose rows a CN then
+drops from memory: those committed at or before the object's flush timestamp), the tombstones it
+added (whose deletes a CN drops from memory likewise) and the objects it replaced.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
+
+if TYPE_CHECKING:
+    from be.storage.blocks import ObjectMeta
+    from be.storage.tombstones import TombstoneMeta
 
 ROW_ID = "__QUIRE_ROW_ID"  # int64, first column of inserts and deletes
 COMMIT_TS = "__QUIRE_COMMIT_TS"  # int64, added by a CN to rows it keeps in memory
@@ -23,9 +32,16 @@ class TableChanges:
     schema_version: int
     inserts: pa.Table | None = None  # ROW_ID, then the table's columns by name
     deletes: pa.Table | None = None  # ROW_ID, then the table's key columns
+    objects_added: tuple[ObjectMeta, ...] = ()
+    tombstones_added: tuple[TombstoneMeta, ...] = ()
+    objects_removed: tuple[str, ...] = ()  # names of objects a merge replaced
+    # A flush: every row and delete of the table committed at or before it is now in objects.
+    flushed_ts: int = 0
 
     def __post_init__(self):
         assert self.table_id > 0 and self.schema_version > 0
+        assert all(meta.table_id == self.table_id for meta in self.objects_added)
+        assert all(meta.table_id == self.table_id for meta in self.tombstones_added)
         for batch in (self.inserts, self.deletes):
             assert batch is None or (batch.num_columns and batch.schema.names[0] == ROW_ID), (
                 "row ids come first"
@@ -34,6 +50,12 @@ class TableChanges:
     @property
     def row_count(self) -> int:
         return sum(batch.num_rows for batch in (self.inserts, self.deletes) if batch is not None)
+
+    @property
+    def changes_storage(self) -> bool:
+        return bool(
+            self.flushed_ts or self.objects_added or self.tombstones_added or self.objects_removed
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,8 @@ A released version is never changed: a new field means a new version, and the de
 the old ones. Versions:
 
     1   the first release
+    2   a table's changes carry the storage changes of flushes and merges: the objects added (each
+        as be/storage/meta_codec bytes), the tombstones added, the objects removed, flushed_ts
 """
 
 from __future__ import annotations
@@ -27,9 +29,12 @@ import pyarrow as pa
 from be.logtail.entries import ROW_ID, Commit, TableChanges
 from be.logtail.errors import LogtailFormatError
 from be.logtail.limits import LogtailLimits
+from be.storage import meta_codec
+from be.storage.errors import ObjectCorrupt
 
-FORMAT_VERSION = 1
-SUPPORTED_VERSIONS = frozenset({1})
+FORMAT_VERSION = 2
+SUPPORTED_VERSIONS = frozenset({1, 2})
+MAX_OBJECTS_PER_CHANGE = 1 << 16  # objects (or tombstones, or removals) of one table's change
 
 _HEADER = struct.Struct(">BI")  # version, CRC-32 of the body
 NONCE_BYTES = 32
@@ -131,6 +136,10 @@ def _commit_fields(commit: Commit, limits: LogtailLimits) -> list:
                 change.schema_version,
                 _ipc(change.inserts, limits),
                 _ipc(change.deletes, limits),
+                [meta_codec.encode_object(meta) for meta in change.objects_added],
+                [meta_codec.encode_tombstone(meta) for meta in change.tombstones_added],
+                list(change.objects_removed),
+                change.flushed_ts,
             ]
             for change in commit.changes
         ],
@@ -233,20 +242,31 @@ def _arrow(value: Any, limits: LogtailLimits) -> pa.Table | None:
     return table
 
 
-def _commit(fields: Any, limits: LogtailLimits) -> Commit:
+def _commit(fields: Any, limits: LogtailLimits, version: int) -> Commit:
     commit_ts, changes = _shape(fields, 2, "commit")
     commit_ts = _int(commit_ts, "commit timestamp", 1)
     if type(changes) is not tuple or len(changes) > limits.max_tables_per_commit:
         raise LogtailFormatError(f"malformed changes of commit {commit_ts}")
     decoded = []
     for change in changes:
-        table_id, schema_version, inserts, deletes = _shape(change, 4, "table changes")
+        if version == 1:
+            table_id, schema_version, inserts, deletes = _shape(change, 4, "table changes")
+            storage: dict = {}
+        else:
+            table_id, schema_version, inserts, deletes, *rest = _shape(change, 8, "table changes")
+            storage = _storage_changes(*rest)
+        table_id = _int(table_id, "table id", 1)
+        if any(meta.table_id != table_id for meta in storage.get("objects_added", ())):
+            raise LogtailFormatError("an object of another table")
+        if any(meta.table_id != table_id for meta in storage.get("tombstones_added", ())):
+            raise LogtailFormatError("a tombstone of another table")
         decoded.append(
             TableChanges(
-                _int(table_id, "table id", 1),
+                table_id,
                 _int(schema_version, "schema version", 1),
                 _arrow(inserts, limits),
                 _arrow(deletes, limits),
+                **storage,
             )
         )
     if len({change.table_id for change in decoded}) != len(decoded):
@@ -254,10 +274,27 @@ def _commit(fields: Any, limits: LogtailLimits) -> Commit:
     return Commit(commit_ts, tuple(decoded))
 
 
-def _message(kind: Kind, fields: tuple, limits: LogtailLimits) -> Message:
+def _storage_changes(objects: Any, tombstones: Any, removed: Any, flushed_ts: Any) -> dict:
+    for value, what in ((objects, "objects"), (tombstones, "tombstones"), (removed, "removals")):
+        if type(value) is not tuple or len(value) > MAX_OBJECTS_PER_CHANGE:
+            raise LogtailFormatError(f"malformed {what}: {value!r:.200}")
+    try:
+        return {
+            "objects_added": tuple(
+                meta_codec.decode_object(_bytes(data, "object metadata")) for data in objects
+            ),
+            "tombstones_added": tuple(meta_codec.decode_tombstone(item) for item in tombstones),
+            "objects_removed": tuple(_str(name, "object name", 1024) for name in removed),
+            "flushed_ts": _int(flushed_ts, "flush timestamp"),
+        }
+    except ObjectCorrupt as error:
+        raise LogtailFormatError(f"malformed storage change: {error}") from None
+
+
+def _message(kind: Kind, fields: tuple, limits: LogtailLimits, version: int) -> Message:
     match kind:
         case Kind.COMMIT:
-            return _commit(fields, limits)
+            return _commit(fields, limits, version)
         case Kind.CHALLENGE:
             (nonce,) = _shape(fields, 1, "challenge")
             return Challenge(_bytes(nonce, "nonce", NONCE_BYTES))
@@ -281,7 +318,7 @@ def _message(kind: Kind, fields: tuple, limits: LogtailLimits) -> Message:
             table_ids, to_ts, checkpoint_ts, commits = _shape(fields, 4, "subscribed")
             if type(commits) is not tuple or len(commits) > limits.max_commits_per_response:
                 raise LogtailFormatError("malformed commits of a subscription")
-            decoded = tuple(_commit(commit, limits) for commit in commits)
+            decoded = tuple(_commit(commit, limits, version) for commit in commits)
             to_ts = _int(to_ts, "to timestamp")
             checkpoint_ts = _int(checkpoint_ts, "checkpoint timestamp")
             timestamps = [commit.commit_ts for commit in decoded]
@@ -321,7 +358,7 @@ def decode(data: bytes | memoryview, limits: LogtailLimits) -> Message:
         kind = Kind(fields[0])
     except ValueError:
         raise LogtailFormatError(f"unknown logtail message kind {fields[0]}") from None
-    return _message(kind, fields[1:], limits)
+    return _message(kind, fields[1:], limits, version)
 
 
 def decode_commit(data: bytes | memoryview, limits: LogtailLimits) -> Commit:

@@ -59,9 +59,11 @@ def write_tombstones(
     delete_ts: int | pa.Array | Sequence[int],
     *,
     seq: int = 0,
+    name_ts: int | None = None,
 ) -> TombstoneMeta:
     """Write the deletes of flushed rows as one new object: one delete timestamp for all, or one
-    per row id. Named after the newest delete timestamp and seq; ObjectExists if taken."""
+    per row id. Named after name_ts (the newest delete timestamp by default) and seq;
+    ObjectExists if taken."""
     row_ids = pa.array(row_ids, pa.int64())
     if isinstance(delete_ts, int):
         delete_ts = pa.array([delete_ts] * len(row_ids), pa.int64())
@@ -74,7 +76,8 @@ def write_tombstones(
     table = sorted_by_row_id(table)
     newest = pc.max(table.column(DELETE_TS)).as_py()
     footer = Footer("tomb", tablet.table_id, tablet.partition_id, tablet.tablet_id, 0, newest)
-    name = str(tablet.object_name(newest, seq, "tomb"))
+    assert name_ts is None or name_ts >= newest, (name_ts, newest)
+    name = str(tablet.object_name(name_ts or newest, seq, "tomb"))
     buffer = encode_parquet(table, footer, store)
     store.put(name, buffer)
     logger.debug("wrote %d tombstones of tablet %d as %s", table.num_rows, tablet.tablet_id, name)

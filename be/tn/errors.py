@@ -37,3 +37,17 @@ class CommitOutcomeUnknown(CommitError):
 
 class TransactionNodeClosed(CommitError):
     pass
+
+
+class NoPartitionForRow(CommitError):
+    """An inserted row whose partition columns fall in none of the table's partitions (Doris:
+    "no partition for this tuple")."""
+
+
+class FlushFailed(CommitError):
+    """The TN must flush before it takes more rows of a table, and the object store refused the
+    flush: nothing of the commit happened; what was committed before is kept."""
+
+
+class CheckpointCorrupt(Exception):
+    """A checkpoint the TN cannot read: truncated, damaged or of another version."""

@@ -21,6 +21,18 @@ class CommitLimits:
     max_remembered_requests: int = 100_000  # request ids answered again without a second commit
     max_request_id_bytes: int = 64
     log_read_bytes: int = 16 << 20  # one read of the log while replaying
+    # Flush: a table's unflushed rows and deletes become objects past any of these.
+    flush_rows: int = 1_000_000
+    flush_bytes: int = 128 << 20
+    flush_interval_seconds: float = 300.0
+    flush_retry_seconds: float = 1.0  # after the store refused a flush, the next try waits this
+    checkpoint_interval_seconds: float = 600.0  # a checkpoint, then the log truncated behind it
+    # Objects a merge replaced are deleted this long after it (snapshots older than the merge
+    # read them until then); at least as long as a transaction may last.
+    merged_object_retention_seconds: float = 3600.0
+    max_pending_deletions: int = 100_000  # replaced objects waiting to be deleted
+    # Row ids of a table's objects kept to file deletes under their tablets (8 bytes each).
+    max_cached_row_ids: int = 16 << 20
 
     def __post_init__(self) -> None:
         rules = {
@@ -44,6 +56,15 @@ class CommitLimits:
             ),
             "max_request_id_bytes > 0": self.max_request_id_bytes > 0,
             "log_read_bytes > 0": self.log_read_bytes > 0,
+            "flush_rows > 0 and flush_bytes > 0": self.flush_rows > 0 and self.flush_bytes > 0,
+            "flush_interval_seconds > 0": self.flush_interval_seconds > 0,
+            "checkpoint_interval_seconds > 0": self.checkpoint_interval_seconds > 0,
+            "merged_object_retention_seconds > 0": self.merged_object_retention_seconds > 0,
+            "max_pending_deletions > 0": self.max_pending_deletions > 0,
+            "max_cached_row_ids > 0": self.max_cached_row_ids > 0,
+            "0 < flush_retry_seconds <= flush_interval_seconds": (
+                0 < self.flush_retry_seconds <= self.flush_interval_seconds
+            ),
         }
         broken = [rule for rule, holds in rules.items() if not holds]
         assert not broken, f"CommitLimits break: {', '.join(broken)}"

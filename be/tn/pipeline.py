@@ -16,21 +16,28 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
-from be.logtail.entries import Commit
+from be.logtail.entries import Commit, TableChanges
+from be.storage.errors import StorageError
+from be.storage.names import ObjectName
+from be.storage.objects import ObjectStore
 from be.table_schema import TableSchema
-from be.tn import wal_records
+from be.tn import checkpoint, wal_records
 from be.tn.errors import (
+    CheckpointCorrupt,
     CommitError,
     CommitOutcomeUnknown,
     CommitOverloaded,
     CommitTooLarge,
     TransactionNodeClosed,
 )
+from be.tn.flush import Flusher
 from be.tn.limits import CommitLimits
+from be.tn.merge import Merger
+from be.tn.objects import TableObjects
 from be.tn.state import WriteState
 from be.tn.write_set import WriteSet
 
@@ -43,17 +50,42 @@ FORGET_EVERY_SECONDS = (
 
 
 @dataclass(eq=False)
+class _StorageJob:
+    table_id: int
+    ts: int  # the flush timestamp, or the merge's
+    future: Future  # of the TableChanges to commit (None: nothing to)
+
+
+@dataclass(eq=False)
 class _Request:
     write_set: WriteSet
     future: Future
 
 
 class CommitPipeline:
-    def __init__(self, log, limits: CommitLimits, publish: Callable[[Commit], None]):
+    def __init__(
+        self,
+        log,
+        limits: CommitLimits,
+        publish: Callable[[Commit], None],
+        store: ObjectStore | None = None,
+    ):
+        """store: where flushes write objects (None: rows stay in memory and the log)."""
         self.log = log
         self.limits = limits
         self.publish = publish
+        self.store = store
         self.state = WriteState()
+        self.flusher = Flusher(store, limits)
+        self.merger = Merger(store, limits) if store is not None else None
+        self._checkpoint_at = time.monotonic() + limits.checkpoint_interval_seconds
+        self._checkpoint_ts = 0
+        self._checkpoint_name = ""
+        self._changes_since_checkpoint = 0
+        # One flush or merge at a time is written by the storage worker, beside the committer.
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tn-storage")
+        self._job: _StorageJob | None = None
+        self._merge_candidates: set[int] = set()  # tables flushed since their last merge check
         self.schemas: dict[int, TableSchema] = {}  # the newest version seen of each table
         self._queue: queue.Queue[_Request | None] = queue.Queue(limits.max_queued_commits)
         self._requests: collections.OrderedDict[str, int] = collections.OrderedDict()
@@ -65,8 +97,9 @@ class CommitPipeline:
     # -- life ---------------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Replay the log, then commit."""
+        """Replay the log, clear away what a crash left in the store, then commit."""
         self._replay()
+        self._sweep()
         self._thread = threading.Thread(target=self._run, name="tn-committer", daemon=True)
         self._thread.start()
 
@@ -78,6 +111,7 @@ class CommitPipeline:
             except queue.Full:
                 pass
             self._thread.join()
+        self._worker.shutdown(wait=True, cancel_futures=True)
         while True:
             try:
                 request = self._queue.get_nowait()
@@ -85,6 +119,15 @@ class CommitPipeline:
                 break
             if request is not None:
                 request.future.set_exception(TransactionNodeClosed("the TN is stopping"))
+
+    def tablet_stats(self, schema: TableSchema) -> dict[int, tuple[int, int]]:
+        """Rows and bytes per tablet id. Read on the caller's thread: a moment's view."""
+        return self.flusher.tablet_totals(schema)
+
+    @property
+    def checkpoint_ts(self) -> int:
+        """The timestamp of the newest checkpoint (0: none): a restart replays the log after it."""
+        return self._checkpoint_ts
 
     @property
     def last_ts(self) -> int:
@@ -135,6 +178,7 @@ class CommitPipeline:
                 first = self._queue.get(timeout=interval)
             except queue.Empty:
                 self._heartbeat()
+                self._storage_work()
                 continue
             if first is None:
                 break
@@ -160,6 +204,7 @@ class CommitPipeline:
                             CommitOutcomeUnknown("the TN failed while committing; see its log")
                         )
                 self._resync()
+            self._storage_work()
 
     def _commit_group(self, group: list[_Request]) -> None:
         """Check, stamp and log each write set in order; one log append per max_group_bytes."""
@@ -173,6 +218,7 @@ class CommitPipeline:
                 continue
             schemas = {write.schema.table_id: write.schema for write in write_set.writes}
             try:
+                self.flusher.check(write_set)
                 commit = self.state.prepare(write_set, self._next_ts(), self.limits.max_commit_rows)
                 record = wal_records.encode(commit, write_set.request_id, schemas)
                 if len(record) > self.limits.max_record_bytes:
@@ -221,16 +267,231 @@ class CommitPipeline:
                 )
             self._resync()
             return False
+        self._changes_since_checkpoint += len(batch)
         for request, commit in batch:
+            self.flusher.apply(commit)
             self._publish(commit)
             self.committed += 1
             request.future.set_result(commit.commit_ts)
         return True
 
-    def _heartbeat(self) -> None:
+    # -- storage work: flushes and merges, written beside the committer ------------------------
+
+    def _storage_work(self) -> None:
+        """Take the flush or merge the storage worker finished, if it did, as a commit; start
+        the next one due; now and then, with the worker idle, a checkpoint."""
+        if self._job is not None:
+            if not self._job.future.done():
+                return
+            job, self._job = self._job, None
+            if not self._finish(job):
+                return
+        if self._closed.is_set():
+            return
+        if time.monotonic() >= self._checkpoint_at:
+            self._checkpoint()
+        else:
+            self._start_job()
+        if self.merger is not None:
+            self.merger.delete_expired()
+
+    def _start_job(self) -> None:
+        for table_id in self.flusher.due(self.schemas):
+            flush_ts = self._heartbeat()  # the flush takes what was committed up to it
+            job = self.flusher.prepare(self.schemas[table_id], flush_ts)
+            self._job = _StorageJob(table_id, flush_ts, self._worker.submit(job))
+            return
+        while self._merge_candidates and self.merger is not None:
+            table_id = self._merge_candidates.pop()
+            known = self.flusher.objects.get(table_id)
+            if known is None:
+                continue
+            merge_ts = self._heartbeat()
+            schema = self.schemas[table_id]
+            job = self.merger.prepare(table_id, schema.schema_version, known, merge_ts)
+            if job is not None:
+                self._job = _StorageJob(table_id, merge_ts, self._worker.submit(job))
+                return
+
+    def _finish(self, job: _StorageJob) -> bool:
+        """False if the log refused the change (the state was read back from the log)."""
+        try:
+            change = job.future.result()
+        except StorageError as error:
+            self.flusher.failed(job.table_id, error)
+            return True
+        except Exception as error:  # a bug: this flush is tried again later
+            logger.exception("storage work on table %d failed", job.table_id)
+            self.flusher.failed(job.table_id, error)
+            return True
+        return change is None or self._log_storage_change(change)
+
+    def _flush(self, table_id: int) -> bool:
+        """Flush a table on the committer's thread (a checkpoint's flushes); False if the log
+        refused it."""
+        flush_ts = self._heartbeat()
+        try:
+            change = self.flusher.write(self.schemas[table_id], flush_ts)
+        except StorageError as error:
+            self.flusher.failed(table_id, error)
+            return True
+        return self._log_storage_change(change)
+
+    def _log_storage_change(self, change: TableChanges) -> bool:
+        """A flush's or merge's change, committed: logged, applied, published."""
+        table_id = change.table_id
+        schema = self.schemas[table_id]
+        commit = Commit(self._next_ts(), (change,))
+        record = wal_records.encode(commit, "", {table_id: schema})
+        try:
+            self.log.append([record], timeout=self.limits.commit_timeout_seconds)
+        except Exception as error:
+            logger.warning("the log refused a flush or merge of table %d: %s", table_id, error)
+            self._resync()
+            return False
+        self.state.apply(commit, {table_id: schema})
+        self.flusher.apply(commit)
+        self._publish(commit)
+        if change.objects_removed and self.merger is not None:
+            self.merger.replaced(change.objects_removed, commit.commit_ts)
+        if change.objects_added:
+            self._merge_candidates.add(table_id)
+        return True
+
+    def _sweep(self) -> None:
+        """Before any flush: remove the unfinished writes a crash left, the objects no commit
+        names (a flush or merge written, then never committed: a crash, a refused log) and the
+        checkpoints older than the newest."""
+        if self.store is None:
+            return
+        try:
+            self.store.remove_temporaries()
+            names = self.store.list()
+        except StorageError as error:
+            logger.warning("no sweep of the object store: %s", error)
+            return
+        known = {name for _, name in self.merger.pending} if self.merger is not None else set()
+        for table in self.flusher.objects.values():
+            known.update(table.objects)
+            known.update(table.tombstones)
+        orphans = []
+        for name in names:
+            if name.startswith(f"{checkpoint.FOLDER}/"):
+                if self._checkpoint_name and name < self._checkpoint_name:
+                    orphans.append(name)
+                continue
+            try:
+                written_at = ObjectName.parse(name).ts
+            except ValueError:
+                continue  # not an object this TN writes
+            if name not in known and written_at <= self.state.last_ts:
+                orphans.append(name)
+        for name in orphans:
+            try:
+                self.store.delete(name, missing_ok=True)
+            except StorageError as error:
+                logger.warning("the orphan object %s stays: %s", name, error)
+        if orphans:
+            logger.warning("removed %d objects no commit names: %s", len(orphans), orphans[:5])
+
+    # -- checkpoints --------------------------------------------------------------------------
+
+    def _checkpoint(self) -> None:
+        """Flush every table, write what the TN knows as one object, log its name and truncate
+        the log behind that record: a restart loads it and replays only what follows."""
+        self._checkpoint_at = time.monotonic() + self.limits.checkpoint_interval_seconds
+        if self.store is None or self._changes_since_checkpoint == 0:
+            return  # nothing was committed since the last one
+        for table_id, memory in list(self.flusher.memory.items()):
+            if not memory.empty and not self._flush(table_id):
+                return
+        unflushed = [table for table, memory in self.flusher.memory.items() if not memory.empty]
+        if unflushed:
+            logger.warning("no checkpoint: tables %s could not be flushed", unflushed)
+            return
+        started = time.monotonic()
+        ts = self.state.last_ts
+        taken = checkpoint.Checkpoint(
+            ts,
+            self.state.horizon_ts,
+            {
+                table_id: checkpoint.TableCheckpoint(
+                    self.schemas[table_id],
+                    state,
+                    list(self.flusher.objects.get(table_id, TableObjects()).objects.values()),
+                    list(self.flusher.objects.get(table_id, TableObjects()).tombstones.values()),
+                )
+                for table_id, state in self.state.tables.items()
+            },
+            list(self._requests.items()),
+            list(self.merger.pending) if self.merger is not None else [],
+        )
+        name = checkpoint.object_name(ts)
+        try:
+            self.store.put(name, checkpoint.encode(taken))
+            note = wal_records.encode_checkpoint_note(name, ts)
+            (lsn,) = self.log.append([note], timeout=self.limits.commit_timeout_seconds)
+            self.log.truncate(lsn, timeout=self.limits.commit_timeout_seconds)
+        except Exception as error:  # the store or the log: try again next time
+            logger.warning("checkpoint at %d failed: %s", ts, error)
+            return
+        previous = self._checkpoint_name
+        self._checkpoint_ts, self._checkpoint_name = ts, name
+        self._changes_since_checkpoint = 0
+        if previous:
+            try:
+                self.store.delete(previous, missing_ok=True)
+            except StorageError as error:
+                logger.warning("the old checkpoint %s stays: %s", previous, error)
+        logger.info(
+            "checkpoint %s: %d tables, log truncated at LSN %d, in %.2f s",
+            name,
+            len(taken.tables),
+            lsn,
+            time.monotonic() - started,
+        )
+
+    def _load_checkpoint(self, name: str) -> None:
+        if self.store is None:
+            raise CheckpointCorrupt(f"the log starts at checkpoint {name}, and no store is given")
+        started = time.monotonic()
+        loaded = checkpoint.decode(self.store.read(name).to_pybytes())
+        checkpoint.restore(self.state, loaded)
+        for table_id, table in loaded.tables.items():
+            self.schemas[table_id] = table.schema
+        for request_id, ts in loaded.requests:
+            self._remember(request_id, ts)
+        if self.merger is not None:
+            self.merger.pending.extend(loaded.pending_deletions)
+        changes = tuple(
+            TableChanges(
+                table_id,
+                table.schema.schema_version,
+                objects_added=tuple(table.objects),
+                tombstones_added=tuple(table.tombstones),
+                flushed_ts=loaded.ts,
+            )
+            for table_id, table in sorted(loaded.tables.items())
+            if table.objects or table.tombstones
+        )
+        restored = Commit(loaded.ts, changes)
+        self.flusher.apply(restored)
+        if restored.commit_ts > self.published_ts:
+            self._publish(restored)
+        self._checkpoint_ts, self._checkpoint_name = loaded.ts, name
+        logger.info(
+            "TN loaded checkpoint %s (%d tables) in %.2f s",
+            name,
+            len(loaded.tables),
+            time.monotonic() - started,
+        )
+
+    def _heartbeat(self) -> int:
+        """Consume a timestamp: every commit at or before it is published."""
         heartbeat = Commit(self._next_ts())
         self.state.apply(heartbeat)
         self._publish(heartbeat)
+        return heartbeat.commit_ts
 
     def _publish(self, commit: Commit) -> None:
         assert commit.commit_ts > self.published_ts, "published in commit order"
@@ -251,21 +512,34 @@ class CommitPipeline:
         """The state the logged commits give, each published again in order."""
         started = time.monotonic()
         count = 0
-        lsn = 1
+        lsn = max(self.log.truncated_lsn(), 1)
+        first = True
         while True:
             entries = self.log.read(lsn, self.limits.log_read_bytes)
             if not entries:
                 break
             for entry_lsn, record in entries:
+                lsn = entry_lsn + 1
+                named = wal_records.checkpoint_named(record)
+                if named is not None:
+                    if first:  # the log was truncated behind it: start from it
+                        self._load_checkpoint(named)
+                    first = False
+                    continue
+                first = False
                 commit, request_id, schemas = wal_records.decode(record)
                 self.state.apply(commit, schemas)
+                self.flusher.apply(commit)
                 self.schemas.update(schemas)
+                if self.merger is not None:
+                    for change in commit.changes:
+                        self.merger.replaced(change.objects_removed, commit.commit_ts)
                 if request_id:
                     self._remember(request_id, commit.commit_ts)
                 if commit.commit_ts > self.published_ts:
                     self._publish(commit)
                 count += 1
-                lsn = entry_lsn + 1
+                self._changes_since_checkpoint += 1
         logger.info(
             "TN replayed %d commits from its log in %.2f s (last commit ts %d)",
             count,
@@ -277,6 +551,10 @@ class CommitPipeline:
         """After a failed append the log may or may not hold the group: start again from what it
         holds; what it holds and was not published yet is published now."""
         self.state = WriteState()
+        self.flusher = Flusher(self.store, self.limits)
+        if self.merger is not None:
+            self.merger.pending.clear()
+        self.schemas.clear()
         self._requests.clear()
         self._replay()
         self.state.last_ts = max(self.state.last_ts, self.published_ts)

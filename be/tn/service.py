@@ -15,6 +15,7 @@ import logging
 import threading
 import time
 
+from be.cn.limits import ComputeLimits
 from be.cn.node import ComputeNode
 from be.config import Config
 from be.logservice.limits import LogLimits
@@ -38,6 +39,7 @@ from be.service.format import (
 )
 from be.service.limits import ServiceLimits
 from be.service.server import NodeServer
+from be.storage.objects import ObjectStore
 from be.tn.errors import CommitOutcomeUnknown
 from be.tn.limits import CommitLimits
 from be.tn.pipeline import CommitPipeline
@@ -50,6 +52,11 @@ def commit_limits(config: Config, log_limits: LogLimits) -> CommitLimits:
         max_record_bytes=log_limits.max_record_bytes,
         max_group_bytes=log_limits.max_append_bytes,
         heartbeat_interval_seconds=config["logtail_heartbeat_interval_millisecond"] / 1000,
+        flush_rows=config["flush_rows"],
+        flush_bytes=config["flush_bytes"],
+        flush_interval_seconds=config["flush_interval_second"],
+        checkpoint_interval_seconds=config["tn_checkpoint_interval_second"],
+        merged_object_retention_seconds=config["merged_object_retention_second"],
     )
 
 
@@ -67,7 +74,8 @@ class TransactionNode:
         self.push = LogtailPushServer(
             self.logtail_table, token, host, config["logtail_port"], self.logtail_limits
         )
-        self.reads = ComputeNode()
+        self.store = ObjectStore.from_config(config)
+        self.reads = ComputeNode(self.store, ComputeLimits.from_config(config))
         self.log: LogService | None = None
         self.pipeline: CommitPipeline | None = None
         self.server = NodeServer(
@@ -83,7 +91,9 @@ class TransactionNode:
         self.push.start()
         try:
             self.log = LogService.open(self.config.path("storage_root"), self.log_limits)
-            self.pipeline = CommitPipeline(self.log, self.commit_limits, publish=self._publish)
+            self.pipeline = CommitPipeline(
+                self.log, self.commit_limits, publish=self._publish, store=self.store
+            )
             self.pipeline.start()
             self.server.start()
         except BaseException:

@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from be.logtail.entries import ROW_ID, Commit, TableChanges
 from be.table_schema import TableSchema
+from be.tn import placement
 from be.tn.errors import CommitTooLarge, SnapshotTooOld, StaleSchema, WriteConflict
 from be.tn.write_set import TableWrite, WriteSet
 
@@ -72,6 +73,8 @@ class WriteState:
         state = self.tables.get(schema.table_id) or TableWriteState()
         if schema.schema_version < state.schema_version:
             raise StaleSchema(schema.table_id, schema.schema_version, state.schema_version)
+        if placement.placeable(schema) and write.inserts is not None and write.inserts.num_rows:
+            placement.partition_indexes(schema, write.inserts)  # NoPartitionForRow: nothing written
         deleted_ids: list[int] = []
         deleted_keys: list[tuple] = []
         if write.deletes is not None and write.deletes.num_rows:
@@ -157,6 +160,11 @@ class WriteState:
                     for row_id, key in zip(row_ids.to_pylist(), keys, strict=True):
                         state.keys[key] = (row_id, ts)
         self.last_ts = ts
+
+    def remember_deletes(self, ts: int, table_id: int, row_ids: list[int]) -> None:
+        """Deletes restored from a checkpoint, oldest first, so that forget_before drops them."""
+        assert not self._deletes_by_age or self._deletes_by_age[-1][0] <= ts
+        self._deletes_by_age.append((ts, table_id, row_ids))
 
     def forget_before(self, horizon_ts: int) -> None:
         """Drop conflict information of deletes older than horizon_ts: snapshots older than it

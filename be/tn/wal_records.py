@@ -2,7 +2,10 @@
 wrote (so a replay knows each table's keys without asking the FE).
 
 Layout: version (1 byte), header length (4 bytes, big endian), a JSON header, then per table an
-Arrow IPC stream of its inserts and one of its deletes (empty when the header says so).
+Arrow IPC stream of its inserts and one of its deletes (empty when the header says so), then the
+metadata of each object it added (be/storage/meta_codec). Version 2 added the tables' placement
+(partitions, tablets, distribution) and the storage changes of flushes and merges; version 1
+records are still read.
 """
 
 from __future__ import annotations
@@ -13,10 +16,13 @@ import struct
 import pyarrow as pa
 
 from be.logtail.entries import Commit, TableChanges
-from be.table_schema import ColumnSchema, TableSchema
+from be.storage import meta_codec
+from be.storage.errors import ObjectCorrupt
+from be.table_schema import ColumnSchema, PartitionSchema, TableSchema
 from metadata.records import KeyModel
 
-VERSION = 1
+VERSION = 2
+READABLE_VERSIONS = (1, 2)
 _HEAD = struct.Struct(">BI")
 
 
@@ -34,14 +40,20 @@ def encode(commit: Commit, request_id: str, schemas: dict[int, TableSchema]) -> 
             data = _ipc(batch) if batch is not None else b""
             sizes.append(len(data))
             streams.append(data)
+        objects = []
+        for meta in change.objects_added:
+            data = meta_codec.encode_object(meta)
+            objects.append(len(data))
+            streams.append(data)
         tables.append(
             {
-                "id": change.table_id,
+                **schema_fields(schema),
                 "version": change.schema_version,
-                "key_model": schema.key_model.value,
-                "keys": list(schema.key_columns),
-                "schema": _ipc_schema(schema),
                 "sizes": sizes,
+                "objects": objects,
+                "tombstones": [meta_codec.encode_tombstone(m) for m in change.tombstones_added],
+                "removed": list(change.objects_removed),
+                "flushed_ts": change.flushed_ts,
             }
         )
     header = json.dumps(
@@ -50,11 +62,46 @@ def encode(commit: Commit, request_id: str, schemas: dict[int, TableSchema]) -> 
     return _HEAD.pack(VERSION, len(header)) + header + b"".join(streams)
 
 
+def encode_checkpoint_note(name: str, ts: int) -> bytes:
+    """The record naming a checkpoint: the first the log keeps after truncating behind it."""
+    header = json.dumps({"checkpoint": name, "ts": ts}, separators=(",", ":")).encode()
+    return _HEAD.pack(VERSION, len(header)) + header
+
+
+def checkpoint_named(record: bytes) -> str | None:
+    """The checkpoint a record names, or None if it is a commit."""
+    try:
+        version, header_size = _HEAD.unpack_from(record)
+        if version != VERSION or b'"checkpoint"' not in record[: _HEAD.size + header_size]:
+            return None
+        header = json.loads(record[_HEAD.size : _HEAD.size + header_size])
+    except (struct.error, ValueError) as error:
+        raise WalRecordError(f"log record is damaged: {error}") from None
+    name = header.get("checkpoint") if isinstance(header, dict) else None
+    return name if isinstance(name, str) else None
+
+
+def schema_fields(schema: TableSchema) -> dict:
+    """A table's schema as JSON fields (Arrow's serialised schema for the columns)."""
+    return {
+        "id": schema.table_id,
+        "version": schema.schema_version,
+        "key_model": schema.key_model.value,
+        "keys": list(schema.key_columns),
+        "schema": _ipc_schema(schema),
+        "placement": _placement(schema),
+    }
+
+
+def schema_of(fields: dict) -> TableSchema:
+    return _schema(fields)
+
+
 def decode(record: bytes) -> tuple[Commit, str, dict[int, TableSchema]]:
     try:
         version, header_size = _HEAD.unpack_from(record)
-        if version != VERSION:
-            raise WalRecordError(f"log record version {version}; this TN reads {VERSION}")
+        if version not in READABLE_VERSIONS:
+            raise WalRecordError(f"log record version {version}; this TN reads {READABLE_VERSIONS}")
         offset = _HEAD.size + header_size
         header = json.loads(record[_HEAD.size : offset])
         changes = []
@@ -67,12 +114,39 @@ def decode(record: bytes) -> tuple[Commit, str, dict[int, TableSchema]]:
                     raise WalRecordError("log record is truncated")
                 batches.append(pa.ipc.open_stream(data).read_all() if size else None)
                 offset += size
-            changes.append(TableChanges(table["id"], table["version"], *batches))
+            objects = []
+            for size in table.get("objects", ()):
+                data = record[offset : offset + size]
+                if len(data) != size:
+                    raise WalRecordError("log record is truncated")
+                objects.append(meta_codec.decode_object(data))
+                offset += size
+            changes.append(
+                TableChanges(
+                    table["id"],
+                    table["version"],
+                    *batches,
+                    objects_added=tuple(objects),
+                    tombstones_added=tuple(
+                        meta_codec.decode_tombstone(fields)
+                        for fields in table.get("tombstones", ())
+                    ),
+                    objects_removed=tuple(table.get("removed", ())),
+                    flushed_ts=table.get("flushed_ts", 0),
+                )
+            )
             schemas[table["id"]] = _schema(table)
         if offset != len(record):
             raise WalRecordError("log record has trailing bytes")
         return Commit(header["ts"], tuple(changes)), header["request"], schemas
-    except (struct.error, ValueError, KeyError, TypeError, pa.ArrowException) as error:
+    except (
+        struct.error,
+        ValueError,
+        KeyError,
+        TypeError,
+        pa.ArrowException,
+        ObjectCorrupt,
+    ) as error:
         raise WalRecordError(f"log record is damaged: {error}") from None
 
 
@@ -107,6 +181,36 @@ def _schema(table: dict) -> TableSchema:
         )
         for field in arrow
     )
+    placement = table.get("placement") or {}
     return TableSchema(
-        table["id"], table["version"], columns, KeyModel(table["key_model"]), tuple(table["keys"])
+        table["id"],
+        table["version"],
+        columns,
+        KeyModel(table["key_model"]),
+        tuple(table["keys"]),
+        placement.get("kind", "RANGE"),
+        tuple(placement.get("columns", ())),
+        tuple(
+            PartitionSchema(
+                partition_id,
+                tuple(lower),
+                tuple(upper),
+                tuple(tuple(value) for value in values),
+                tuple(tablets),
+            )
+            for partition_id, lower, upper, values, tablets in placement.get("partitions", ())
+        ),
+        tuple(placement.get("distribution", ())),
     )
+
+
+def _placement(schema: TableSchema) -> dict:
+    return {
+        "kind": schema.partition_kind,
+        "columns": list(schema.partition_columns),
+        "partitions": [
+            [p.id, list(p.lower), list(p.upper), [list(v) for v in p.values], list(p.tablet_ids)]
+            for p in schema.partitions
+        ],
+        "distribution": list(schema.distribution_columns),
+    }

@@ -1,12 +1,14 @@
 """Where a table's data lives, as Doris shows it: SHOW DATA, SHOW TABLETS and SHOW TABLET.
 
-Titles and row shapes are Doris's. Sizes and row counts are 0 until the data plane reports them;
+Titles and row shapes are Doris's. Sizes and row counts of the base index's tablets come from the
+data plane (objects, and unflushed rows counted where a flush would put them); rollups show 0;
 replica and tablet counts come from the catalog. Tablets have no replicas on backends yet, so each
 shows as Doris shows a tablet without replicas: one row, -1 where a replica's value would be.
 """
 
 from __future__ import annotations
 
+from be.table_schema import TableSchema
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
 from fe.security import privileges
@@ -74,6 +76,20 @@ def index_tablets(table: Table, partition: Partition) -> list[tuple[str, int, ra
     ]
 
 
+def tablet_stats(session, table: Table) -> dict[int, tuple[int, int]]:
+    """Rows and bytes per tablet id of the table's base index, as the data plane has them."""
+    plane = session.services.data_plane
+    if plane is None or plane.tn is None:
+        return {}
+    return plane.tablet_stats(TableSchema.of(table))
+
+
+def table_size(session, table: Table) -> tuple[int, int]:
+    """Rows and bytes of the table."""
+    stats = tablet_stats(session, table).values()
+    return sum(rows for rows, _ in stats), sum(size for _, size in stats)
+
+
 def replica_count(table: Table, index_name: str | None = None) -> int:
     """Replicas of the table's tablets, of every index or of the one named."""
     tablets = sum(
@@ -118,7 +134,9 @@ def _table_data(session, statement: st.ShowData) -> Result:
         ),
         key=lambda table: table.name,
     )
-    rows = [(table.name, 0, replica_count(table), 0) for table in tables]
+    rows = [
+        (table.name, table_size(session, table)[1], replica_count(table), 0) for table in tables
+    ]
     rows = sorted_rows(rows, TABLE_DATA_TITLES, statement.order_by)
     text = [(name, readable_size(size), str(replicas), readable_size(remote))
             for name, size, replicas, remote in rows]  # fmt: skip
@@ -141,14 +159,20 @@ def _table_data(session, statement: st.ShowData) -> Result:
 def _index_data(session, statement: st.ShowData) -> Result:
     _, table = readable_table(session, statement.table, "SHOW")
     names = [table.name, *(rollup.name for rollup in table.rollups)]
-    rows = [(table.name, name, 0, replica_count(table, name), 0, 0) for name in names]
+    count, size = table_size(session, table)
+    rows = [
+        (table.name, name, size if name == table.name else 0, replica_count(table, name),
+         count if name == table.name else 0, 0)
+        for name in names
+    ]  # fmt: skip
     rows = sorted_rows(rows, INDEX_DATA_TITLES, statement.order_by)
     text = [
         (table.name if position == 0 else "", index, readable_size(size), str(replicas),
          str(row_count), readable_size(remote))
         for position, (_, index, size, replicas, row_count, remote) in enumerate(rows)
     ]  # fmt: skip
-    total = ("", "Total", readable_size(0), str(sum(row[3] for row in rows)), "", readable_size(0))
+    total = ("", "Total", readable_size(sum(row[2] for row in rows)),
+             str(sum(row[3] for row in rows)), "", readable_size(0))  # fmt: skip
     return text_result(list(INDEX_DATA_TITLES), [*text, total])
 
 
@@ -156,8 +180,18 @@ def _database_data(session) -> Result:
     """No current database: every database's sizes, for an administrator (as Doris)."""
     session.require_admin()
     databases = sorted(session.catalog.dbs.values(), key=lambda database: database.name)
-    rows = [(str(database.id), database.name, "0", "0", "0", "0") for database in databases]
-    return text_result(list(DATABASE_DATA_TITLES), [*rows, ("Total", "NULL", "0", "0", "0", "0")])
+    sizes = {
+        database.id: sum(
+            table_size(session, table)[1] for table in session.catalog.tables_of(database.id)
+        )
+        for database in databases
+    }
+    rows = [
+        (str(database.id), database.name, str(sizes[database.id]), "0", "0", "0")
+        for database in databases
+    ]
+    total = ("Total", "NULL", str(sum(sizes.values())), "0", "0", "0")
+    return text_result(list(DATABASE_DATA_TITLES), [*rows, total])
 
 
 # SHOW TABLETS and SHOW TABLET.
@@ -169,8 +203,9 @@ async def show_tablets(session, statement: st.ShowTablets) -> Result:
     conditions = _tablet_conditions(statement.where)
     order = [(title_index(TABLET_TITLES, o.column), o.descending) for o in statement.order_by]
     index_name = conditions.pop("indexname", None)
+    stats = tablet_stats(session, table)
     rows = [
-        _tablet_row(tablet_id)
+        _tablet_row(tablet_id, *stats.get(tablet_id, (0, 0)) if name == table.name else (0, 0))
         for partition in _chosen_partitions(table, statement.partitions)
         for name, _, tablet_ids in index_tablets(table, partition)
         if index_name is None or name == index_name
@@ -214,10 +249,10 @@ def _chosen_partitions(table: Table, names: tuple[str, ...]) -> list[Partition]:
     return chosen
 
 
-def _tablet_row(tablet_id: int) -> tuple:
-    """A tablet without replicas, as Doris shows one."""
-    return (tablet_id, -1, -1, -1, -1, -1, -1, None, -1, -1, -1, None, None, -1, -1, -1, 0, 0, 0,
-            -1, None, None, None, -1, "")  # fmt: skip
+def _tablet_row(tablet_id: int, row_count: int, size: int) -> tuple:
+    """A tablet without replicas, as Doris shows one, with its rows and bytes."""
+    return (tablet_id, -1, -1, -1, -1, -1, -1, None, size, 0, row_count, None, None, -1, -1, -1,
+            0, 0, 0, -1, None, None, None, -1, "")  # fmt: skip
 
 
 async def show_tablet(session, statement: st.ShowTablet) -> Result:

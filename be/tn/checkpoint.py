@@ -1,0 +1,200 @@
+"""A TN checkpoint: everything the TN knows once every table is flushed, as one object, so that
+a restart loads it and replays only the log after it.
+
+It holds, per table, its schema, its commit state (next row id, the rows deleted lately for
+first-committer-wins, the key index of a UNIQUE KEY table) and the metadata of its objects and
+tombstones; and the request ids the TN answers again. Layout: magic, version, header length and
+a CRC-32 of what follows, a JSON header, then Arrow IPC streams (object metadata, key indexes,
+deletes) whose sizes the header gives. Strict: a checkpoint that is damaged is refused whole."""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from be.storage import meta_codec
+from be.storage.blocks import ObjectMeta
+from be.storage.errors import ObjectCorrupt
+from be.storage.tombstones import TombstoneMeta
+from be.table_schema import TableSchema
+from be.tn import wal_records
+from be.tn.errors import CheckpointCorrupt
+from be.tn.state import TableWriteState, WriteState
+
+MAGIC = b"QCKP"
+VERSION = 1
+_HEAD = struct.Struct(">4sBII")  # magic, version, header length, CRC-32 of header and streams
+FOLDER = "checkpoints"
+ROW_ID = "row_id"
+TS = "ts"
+
+
+def object_name(ts: int) -> str:
+    return f"{FOLDER}/{ts:020d}.ckpt"
+
+
+@dataclass
+class TableCheckpoint:
+    schema: TableSchema
+    state: TableWriteState
+    objects: list[ObjectMeta] = field(default_factory=list)
+    tombstones: list[TombstoneMeta] = field(default_factory=list)
+
+
+@dataclass
+class Checkpoint:
+    ts: int  # every commit at or before it is in the checkpoint
+    horizon_ts: int
+    tables: dict[int, TableCheckpoint]
+    requests: list[tuple[str, int]]
+    pending_deletions: list[tuple[int, str]] = field(default_factory=list)  # merged away at ts
+
+
+def encode(checkpoint: Checkpoint) -> bytes:
+    streams: list[bytes] = []
+
+    def stream(data: bytes) -> int:
+        streams.append(data)
+        return len(data)
+
+    tables = []
+    for table_id, table in sorted(checkpoint.tables.items()):
+        state = table.state
+        tables.append(
+            {
+                "schema": wal_records.schema_fields(table.schema),
+                "schema_version": state.schema_version,
+                "next_row_id": state.next_row_id,
+                "objects": [stream(meta_codec.encode_object(meta)) for meta in table.objects],
+                "tombstones": [meta_codec.encode_tombstone(meta) for meta in table.tombstones],
+                "keys": stream(_ipc(_keys_table(table.schema, state))),
+                "deleted": stream(_ipc(_deleted_table(state))),
+            }
+        )
+        assert table.schema.table_id == table_id
+    header = json.dumps(
+        {
+            "ts": checkpoint.ts,
+            "horizon_ts": checkpoint.horizon_ts,
+            "tables": tables,
+            "requests": checkpoint.requests,
+            "pending_deletions": checkpoint.pending_deletions,
+        },
+        separators=(",", ":"),
+    ).encode()
+    body = header + b"".join(streams)
+    return _HEAD.pack(MAGIC, VERSION, len(header), zlib.crc32(body)) + body
+
+
+def decode(data: bytes) -> Checkpoint:
+    try:
+        magic, version, header_size, crc = _HEAD.unpack_from(data)
+        if magic != MAGIC or version != VERSION:
+            raise CheckpointCorrupt(f"not a checkpoint of version {VERSION}")
+        body = memoryview(data)[_HEAD.size :]
+        if zlib.crc32(body) != crc:
+            raise CheckpointCorrupt("checkpoint checksum does not match: truncated or damaged")
+        header = json.loads(bytes(body[:header_size]))
+        offset = header_size
+
+        def stream(size: int) -> bytes:
+            nonlocal offset
+            chunk = bytes(body[offset : offset + size])
+            if len(chunk) != size:
+                raise CheckpointCorrupt("checkpoint is truncated")
+            offset += size
+            return chunk
+
+        tables = {}
+        for fields in header["tables"]:
+            schema = wal_records.schema_of(fields["schema"])
+            objects = [meta_codec.decode_object(stream(size)) for size in fields["objects"]]
+            tombstones = [meta_codec.decode_tombstone(item) for item in fields["tombstones"]]
+            keys = pa.ipc.open_stream(stream(fields["keys"])).read_all()
+            deleted = pa.ipc.open_stream(stream(fields["deleted"])).read_all()
+            state = TableWriteState(
+                schema_version=fields["schema_version"],
+                key_columns=schema.key_columns,
+                replaces_on_key=schema.replaces_on_key,
+                next_row_id=fields["next_row_id"],
+                deleted=dict(
+                    zip(
+                        deleted.column(ROW_ID).to_pylist(),
+                        deleted.column(TS).to_pylist(),
+                        strict=True,
+                    )
+                ),
+                keys=_key_index(keys, schema.key_columns),
+            )
+            tables[schema.table_id] = TableCheckpoint(schema, state, objects, tombstones)
+        if offset != len(body):
+            raise CheckpointCorrupt("checkpoint has trailing bytes")
+        requests = [(str(request), int(ts)) for request, ts in header["requests"]]
+        pending = [(int(ts), str(name)) for ts, name in header["pending_deletions"]]
+        return Checkpoint(header["ts"], header["horizon_ts"], tables, requests, pending)
+    except CheckpointCorrupt:
+        raise
+    except (
+        struct.error,
+        ValueError,
+        KeyError,
+        TypeError,
+        pa.ArrowException,
+        ObjectCorrupt,
+        wal_records.WalRecordError,
+    ) as error:
+        raise CheckpointCorrupt(f"checkpoint is damaged: {error}") from None
+
+
+def restore(state: WriteState, checkpoint: Checkpoint) -> None:
+    """The commit state a checkpoint holds, into an empty WriteState."""
+    assert not state.tables and state.last_ts == 0
+    state.last_ts = checkpoint.ts
+    state.horizon_ts = checkpoint.horizon_ts
+    by_ts: dict[tuple[int, int], list[int]] = {}
+    for table_id, table in checkpoint.tables.items():
+        state.tables[table_id] = table.state
+        for row_id, ts in table.state.deleted.items():
+            by_ts.setdefault((ts, table_id), []).append(row_id)
+    for (ts, table_id), row_ids in sorted(by_ts.items()):
+        state.remember_deletes(ts, table_id, row_ids)
+
+
+def _keys_table(schema: TableSchema, state: TableWriteState) -> pa.Table:
+    names = list(schema.key_columns) if state.replaces_on_key else []
+    keys = list(state.keys.items()) if names else []
+    arrays = [
+        pa.array([key[position] for key, _ in keys], schema.column(name).type)
+        for position, name in enumerate(names)
+    ]
+    arrays.append(pa.array([holder[0] for _, holder in keys], pa.int64()))
+    arrays.append(pa.array([holder[1] for _, holder in keys], pa.int64()))
+    return pa.Table.from_arrays(arrays, names=[*names, ROW_ID, TS])
+
+
+def _key_index(table: pa.Table, key_columns: tuple[str, ...]) -> dict[tuple, tuple[int, int]]:
+    if not table.num_rows:
+        return {}
+    keys = zip(*(table.column(name).to_pylist() for name in key_columns), strict=True)
+    holders = zip(table.column(ROW_ID).to_pylist(), table.column(TS).to_pylist(), strict=True)
+    return dict(zip(keys, holders, strict=True))
+
+
+def _deleted_table(state: TableWriteState) -> pa.Table:
+    return pa.table(
+        {
+            ROW_ID: pa.array(list(state.deleted), pa.int64()),
+            TS: pa.array(list(state.deleted.values()), pa.int64()),
+        }
+    )
+
+
+def _ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()

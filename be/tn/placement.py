@@ -1,0 +1,150 @@
+"""Placement: the partition and the tablet of each row, a pure function of the table's schema.
+
+A row's partition is the one whose RANGE holds its partition columns (lower inclusive, upper
+exclusive, compared column by column as Doris does) or whose LIST names them; a table without
+partition columns has one partition. Its bucket is a hash of its DISTRIBUTED BY columns modulo the
+partition's buckets, or, for DISTRIBUTED BY RANDOM, its row id modulo them (round robin)."""
+
+from __future__ import annotations
+
+import zlib
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from be.logtail.entries import ROW_ID
+from be.storage.names import Tablet
+from be.table_schema import PartitionSchema, TableSchema
+from be.tn.errors import NoPartitionForRow
+
+HASH_MASK = 0xFFFFFFFF
+SHOWN_COLUMNS = 8
+LEAST_TIME = "0000-01-01"  # the values a refusal quotes
+
+
+def placeable(schema: TableSchema) -> bool:
+    """Whether the schema names the table's tablets (a schema built without the catalog may not)."""
+    return bool(schema.partitions)
+
+
+def partition_indexes(schema: TableSchema, rows: pa.Table, strict: bool = True) -> pa.Array:
+    """Per row, the index in schema.partitions of its partition; if a row has none,
+    NoPartitionForRow (nothing is placed then), or NULL when not strict."""
+    assert placeable(schema)
+    count = rows.num_rows
+    if not schema.partition_columns:
+        return pa.array([0] * count, pa.int32())
+    columns = [rows.column(name).combine_chunks() for name in schema.partition_columns]
+    found = pa.nulls(count, pa.int32())
+    for index, partition in enumerate(schema.partitions):
+        holds = _holds(schema, partition, columns)
+        found = pc.if_else(pc.and_(pc.is_null(found), holds), pa.scalar(index, pa.int32()), found)
+    missing = pc.is_null(found)
+    if strict and count and pc.any(missing).as_py():
+        row = pc.index(missing, True).as_py()
+        values = ", ".join(str(column[row].as_py()) for column in columns[:SHOWN_COLUMNS])
+        raise NoPartitionForRow(f"no partition for this tuple. tuple=({values})")
+    return found
+
+
+def by_tablet(schema: TableSchema, rows: pa.Table) -> dict[Tablet, pa.Table]:
+    """rows (ROW_ID first) split by tablet, in row order within each; rows of no partition (one
+    dropped since they were written) are left out."""
+    indexes = partition_indexes(schema, rows, strict=False)
+    placed: dict[Tablet, pa.Table] = {}
+    for index, partition in enumerate(schema.partitions):
+        members = rows.filter(pc.equal(indexes, index))
+        if not members.num_rows:
+            continue
+        buckets = _buckets(schema, partition, members)
+        for bucket, tablet_id in enumerate(partition.tablet_ids):
+            part = (
+                members.filter(pc.equal(buckets, bucket))
+                if len(partition.tablet_ids) > 1
+                else members
+            )
+            if part.num_rows:
+                placed[Tablet(schema.table_id, partition.id, tablet_id)] = part
+    assert sum(part.num_rows for part in placed.values()) <= rows.num_rows
+    return placed
+
+
+def _holds(schema: TableSchema, partition: PartitionSchema, columns: list[pa.Array]) -> pa.Array:
+    count = len(columns[0])
+    if schema.partition_kind == "LIST":
+        holds = pa.array([False] * count)
+        for value in partition.values:
+            equal = pa.array([True] * count)
+            for column, text in zip(columns, value, strict=True):
+                same = pc.fill_null(pc.equal(column, _typed(text, column.type)), False)
+                equal = pc.and_(equal, same)
+            holds = pc.or_(holds, equal)
+        return holds
+    holds = pa.array([True] * count)
+    if partition.lower:
+        holds = pc.and_(holds, _compare(columns, partition.lower, "lower"))
+    if partition.upper:
+        holds = pc.and_(holds, _compare(columns, partition.upper, "upper"))
+    return holds
+
+
+def _compare(columns: list[pa.Array], bound: tuple[str, ...], side: str) -> pa.Array:
+    """Rows at or above a lower bound, or below an upper one, column by column. NULL sorts below
+    every value, as in Doris (it lands in the partition that starts at the least value)."""
+    result = None
+    for column, text in reversed(list(zip(columns, bound, strict=False))):
+        value = _typed(text, column.type)
+        if side == "lower":
+            strict = pc.fill_null(pc.greater(column, value), False)
+            tie = pc.fill_null(pc.equal(column, value), False)
+            if result is None:
+                result = pc.or_(strict, tie)
+            else:
+                result = pc.or_(strict, pc.and_(tie, result))
+            least = pc.is_null(column)
+            result = pc.or_(result, pc.and_(least, pa.scalar(_is_least(value, column.type))))
+        else:
+            strict = pc.fill_null(pc.less(column, value), True)
+            tie = pc.fill_null(pc.equal(column, value), False)
+            result = strict if result is None else pc.or_(strict, pc.and_(tie, result))
+    return result
+
+
+def _typed(text: str, arrow_type: pa.DataType) -> pa.Scalar:
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return pa.scalar(text, arrow_type)
+    return pa.scalar(text).cast(arrow_type)
+
+
+def _is_least(value: pa.Scalar, arrow_type: pa.DataType) -> bool:
+    """Whether no value of the type sorts below value (a padded lower bound)."""
+    if pa.types.is_integer(arrow_type):
+        return value.as_py() == -(1 << (arrow_type.bit_width - 1))
+    if pa.types.is_date(arrow_type) or pa.types.is_timestamp(arrow_type):
+        return value.equals(_typed(LEAST_TIME, arrow_type))
+    return value.as_py() == ""
+
+
+def _buckets(schema: TableSchema, partition: PartitionSchema, rows: pa.Table) -> pa.Array:
+    count = len(partition.tablet_ids)
+    if count == 1:
+        return pa.array([0] * rows.num_rows, pa.int64())
+    if schema.distribution_columns:
+        hashed = pa.array([0] * rows.num_rows, pa.int64())
+        for name in schema.distribution_columns:
+            hashed = pc.bit_wise_and(
+                pc.add(pc.multiply(hashed, 31), _column_hash(rows.column(name))), HASH_MASK
+            )
+    else:
+        hashed = rows.column(ROW_ID).combine_chunks()
+    return pc.subtract(hashed, pc.multiply(pc.divide(hashed, count), count))
+
+
+def _column_hash(column: pa.ChunkedArray) -> pa.Array:
+    """A stable hash of each value (the same in every process): CRC-32 of its text, computed
+    once per distinct value; NULL hashes to 0."""
+    encoded = column.combine_chunks().dictionary_encode()
+    hashes = pa.array(
+        [zlib.crc32(str(value).encode()) for value in encoded.dictionary.to_pylist()], pa.int64()
+    )
+    return pc.fill_null(pc.take(hashes, encoded.indices), 0)

@@ -103,7 +103,7 @@ class EmbeddedDataPlane:
     def tablet_stats(self, schema: TableSchema) -> dict[int, tuple[int, int]]:
         """Rows and bytes per tablet id (objects, and the unflushed rows placed where a flush
         would put them); tablets without data are left out."""
-        return self.tn.tablet_stats(schema)
+        return self.tn.tablet_stats(schema) if self.tn is not None else {}
 
 
 def open_embedded(config: Config) -> EmbeddedDataPlane:

@@ -79,7 +79,7 @@ def index_tablets(table: Table, partition: Partition) -> list[tuple[str, int, ra
 def tablet_stats(session, table: Table) -> dict[int, tuple[int, int]]:
     """Rows and bytes per tablet id of the table's base index, as the data plane has them."""
     plane = session.services.data_plane
-    if plane is None or plane.tn is None:
+    if plane is None:
         return {}
     return plane.tablet_stats(TableSchema.of(table))
 

@@ -110,6 +110,79 @@ class TableSchema:
         write, as Doris's unique key tables)."""
         return self.key_model is KeyModel.UNIQUE
 
+    # -- as JSON fields (the TN's log records, checkpoints, the node service) ----------------------
+
+    def fields(self) -> dict:
+        """The schema as JSON-able fields (the columns as Arrow's serialised schema)."""
+        columns = pa.schema(
+            [
+                pa.field(
+                    column.name,
+                    column.type,
+                    column.nullable,
+                    metadata={"aggregation": column.aggregation} if column.aggregation else None,
+                )
+                for column in self.columns
+            ]
+        )
+        return {
+            "id": self.table_id,
+            "version": self.schema_version,
+            "key_model": self.key_model.value,
+            "keys": list(self.key_columns),
+            "schema": columns.serialize().to_pybytes().hex(),
+            "placement": {
+                "kind": self.partition_kind,
+                "columns": list(self.partition_columns),
+                "partitions": [
+                    [
+                        p.id,
+                        list(p.lower),
+                        list(p.upper),
+                        [list(v) for v in p.values],
+                        list(p.tablet_ids),
+                    ]
+                    for p in self.partitions
+                ],
+                "distribution": list(self.distribution_columns),
+            },
+        }
+
+    @classmethod
+    def from_fields(cls, fields: dict) -> TableSchema:
+        """What fields() gave (KeyError, ValueError or pyarrow's errors if it is not that)."""
+        arrow = pa.ipc.read_schema(pa.py_buffer(bytes.fromhex(fields["schema"])))
+        columns = tuple(
+            ColumnSchema(
+                field.name,
+                field.type,
+                field.nullable,
+                (field.metadata or {}).get(b"aggregation", b"").decode() or None,
+            )
+            for field in arrow
+        )
+        placement = fields.get("placement") or {}
+        return cls(
+            fields["id"],
+            fields["version"],
+            columns,
+            KeyModel(fields["key_model"]),
+            tuple(fields["keys"]),
+            placement.get("kind", "RANGE"),
+            tuple(placement.get("columns", ())),
+            tuple(
+                PartitionSchema(
+                    partition_id,
+                    tuple(lower),
+                    tuple(upper),
+                    tuple(tuple(value) for value in values),
+                    tuple(tablets),
+                )
+                for partition_id, lower, upper, values, tablets in placement.get("partitions", ())
+            ),
+            tuple(placement.get("distribution", ())),
+        )
+
 
 def _named(table: Table, names: tuple[str, ...]) -> tuple[str, ...]:
     """The columns as the table spells them (the catalog matches names without case)."""

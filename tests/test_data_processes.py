@@ -493,3 +493,43 @@ def test_a_daemon_cn_starts_and_stops(cluster, tmp_path):
     stopped = subprocess.run(args + ["--stop"], cwd=REPO, capture_output=True, timeout=90)
     assert stopped.returncode == 0, stopped.stderr
     assert not (tmp_path / "daemon" / "log" / "cn.pid").exists()
+
+
+def test_a_cn_process_reads_what_the_tn_flushed(tmp_path):
+    """A CN in a process of its own reads the objects the TN flushed into their shared
+    storage_root, and keeps reading them after a restart of the TN."""
+    fe = QuireProcess(tmp_path / "fe", FE_OVERRIDES, command="fe").start()
+    token = cluster_token(fe)
+    logtail_port = free_port()
+    storage = tmp_path / "tn" / "storage"
+    flushing = {"flush_rows": 10, "flush_interval_second": 1}
+    tn = DataNode(tmp_path / "tn", "tn", token, logtail_port, **flushing)
+    cn = DataNode(tmp_path / "cn", "cn", token, logtail_port, storage_root=storage)
+    try:
+        tn.start()
+        cn.start()
+        execute(fe, f'ALTER SYSTEM ADD BACKEND "127.0.0.1:{cn.port}"')
+        execute(fe, f'ALTER SYSTEM ADD BACKEND "127.0.0.1:{tn.port}"')
+        execute(
+            fe,
+            "CREATE DATABASE d",
+            "CREATE TABLE d.f (k INT, v INT) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 2",
+        )
+        for start in range(0, 60, 20):
+            values = ", ".join(f"({k}, {k * 2})" for k in range(start, start + 20))
+            execute(fe, f"INSERT INTO d.f VALUES {values}")
+        wait_until(
+            lambda: list((storage / "objects").rglob("*.parquet")), 30, "the TN to flush objects"
+        )
+        execute(fe, "DELETE FROM d.f WHERE k < 10")
+        assert rows(fe, "SELECT COUNT(*), SUM(v) FROM d.f") == [
+            (50, sum(k * 2 for k in range(10, 60)))
+        ]
+        tn.stop()
+        tn.start()
+        wait_until(
+            lambda: rows(fe, "SELECT COUNT(*) FROM d.f") == [(50,)], 30, "reads after the restart"
+        )
+    finally:
+        for node in (cn, tn, fe):
+            node.stop()

@@ -28,12 +28,11 @@ import pyarrow as pa
 from be.logtail.entries import ROW_ID
 from be.service.errors import ServiceFormatError
 from be.service.limits import ServiceLimits
-from be.table_schema import ColumnSchema, TableSchema
+from be.table_schema import TableSchema
 from be.tn.write_set import TableWrite, WriteSet
-from metadata.records import KeyModel
 
-FORMAT_VERSION = 1
-SUPPORTED_VERSIONS = frozenset({1})
+FORMAT_VERSION = 2  # 2: a table schema carries its placement (partitions, tablets, distribution)
+SUPPORTED_VERSIONS = (FORMAT_VERSION,)  # nodes and FEs of one build talk: no older version is read
 
 _HEADER = struct.Struct(">BI")
 NONCE_BYTES = 32
@@ -155,53 +154,28 @@ Message = (
 
 
 def encode_schema(schema: TableSchema) -> bytes:
-    fields = [
-        pa.field(
-            column.name,
-            column.type,
-            column.nullable,
-            metadata={"aggregation": column.aggregation} if column.aggregation else None,
-        )
-        for column in schema.columns
-    ]
-    metadata = {
-        "table_id": str(schema.table_id),
-        "schema_version": str(schema.schema_version),
-        "key_model": schema.key_model.value,
-        "key_columns": json.dumps(list(schema.key_columns)),
-    }
-    return pa.schema(fields, metadata=metadata).serialize().to_pybytes()
+    return json.dumps(schema.fields(), separators=(",", ":")).encode()
 
 
 def decode_schema(data: Any, limits: ServiceLimits) -> TableSchema:
     try:
-        arrow = pa.ipc.read_schema(pa.py_buffer(_bytes(data, "schema")))
-        metadata = arrow.metadata or {}
-        if len(arrow) > limits.max_columns:
-            raise ServiceFormatError(f"{len(arrow)} columns over max_columns")
-        keys = json.loads(metadata[b"key_columns"])
-        if type(keys) is not list or not all(type(key) is str for key in keys):
-            raise ServiceFormatError("malformed key columns")
-        columns = tuple(
-            ColumnSchema(
-                field.name,
-                field.type,
-                field.nullable,
-                (field.metadata or {}).get(b"aggregation", b"").decode() or None,
-            )
-            for field in arrow
-        )
-        schema = TableSchema(
-            int(metadata[b"table_id"]),
-            int(metadata[b"schema_version"]),
-            columns,
-            KeyModel(metadata[b"key_model"].decode()),
-            tuple(keys),
-        )
+        fields = json.loads(_bytes(data, "schema"))
+        if type(fields) is not dict:
+            raise ServiceFormatError("malformed table schema")
+        schema = TableSchema.from_fields(fields)
     except ServiceFormatError:
         raise
-    except (pa.ArrowException, KeyError, ValueError, AssertionError, UnicodeDecodeError) as error:
+    except (
+        pa.ArrowException,
+        KeyError,
+        ValueError,
+        TypeError,
+        AssertionError,
+        UnicodeDecodeError,
+    ) as error:
         raise ServiceFormatError(f"malformed table schema: {error}") from None
+    if len(schema.columns) > limits.max_columns:
+        raise ServiceFormatError(f"{len(schema.columns)} columns over max_columns")
     if schema.table_id <= 0 or schema.schema_version <= 0:
         raise ServiceFormatError("malformed table schema: ids start at 1")
     return schema

@@ -18,8 +18,7 @@ import pyarrow as pa
 from be.logtail.entries import Commit, TableChanges
 from be.storage import meta_codec
 from be.storage.errors import ObjectCorrupt
-from be.table_schema import ColumnSchema, PartitionSchema, TableSchema
-from metadata.records import KeyModel
+from be.table_schema import TableSchema
 
 VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -82,19 +81,11 @@ def checkpoint_named(record: bytes) -> str | None:
 
 
 def schema_fields(schema: TableSchema) -> dict:
-    """A table's schema as JSON fields (Arrow's serialised schema for the columns)."""
-    return {
-        "id": schema.table_id,
-        "version": schema.schema_version,
-        "key_model": schema.key_model.value,
-        "keys": list(schema.key_columns),
-        "schema": _ipc_schema(schema),
-        "placement": _placement(schema),
-    }
+    return schema.fields()
 
 
 def schema_of(fields: dict) -> TableSchema:
-    return _schema(fields)
+    return TableSchema.from_fields(fields)
 
 
 def decode(record: bytes) -> tuple[Commit, str, dict[int, TableSchema]]:
@@ -135,7 +126,7 @@ def decode(record: bytes) -> tuple[Commit, str, dict[int, TableSchema]]:
                     flushed_ts=table.get("flushed_ts", 0),
                 )
             )
-            schemas[table["id"]] = _schema(table)
+            schemas[table["id"]] = TableSchema.from_fields(table)
         if offset != len(record):
             raise WalRecordError("log record has trailing bytes")
         return Commit(header["ts"], tuple(changes)), header["request"], schemas
@@ -155,62 +146,3 @@ def _ipc(table: pa.Table) -> bytes:
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
     return sink.getvalue().to_pybytes()
-
-
-def _ipc_schema(schema: TableSchema) -> str:
-    fields = [
-        pa.field(
-            column.name,
-            column.type,
-            column.nullable,
-            metadata={"aggregation": column.aggregation} if column.aggregation else None,
-        )
-        for column in schema.columns
-    ]
-    return pa.schema(fields).serialize().to_pybytes().hex()
-
-
-def _schema(table: dict) -> TableSchema:
-    arrow = pa.ipc.read_schema(pa.py_buffer(bytes.fromhex(table["schema"])))
-    columns = tuple(
-        ColumnSchema(
-            field.name,
-            field.type,
-            field.nullable,
-            (field.metadata or {}).get(b"aggregation", b"").decode() or None,
-        )
-        for field in arrow
-    )
-    placement = table.get("placement") or {}
-    return TableSchema(
-        table["id"],
-        table["version"],
-        columns,
-        KeyModel(table["key_model"]),
-        tuple(table["keys"]),
-        placement.get("kind", "RANGE"),
-        tuple(placement.get("columns", ())),
-        tuple(
-            PartitionSchema(
-                partition_id,
-                tuple(lower),
-                tuple(upper),
-                tuple(tuple(value) for value in values),
-                tuple(tablets),
-            )
-            for partition_id, lower, upper, values, tablets in placement.get("partitions", ())
-        ),
-        tuple(placement.get("distribution", ())),
-    )
-
-
-def _placement(schema: TableSchema) -> dict:
-    return {
-        "kind": schema.partition_kind,
-        "columns": list(schema.partition_columns),
-        "partitions": [
-            [p.id, list(p.lower), list(p.upper), [list(v) for v in p.values], list(p.tablet_ids)]
-            for p in schema.partitions
-        ],
-        "distribution": list(schema.distribution_columns),
-    }

@@ -2,7 +2,7 @@
 
 Every node is a separate `quire fe` process on free loopback ports, with its own folder under the
 cluster folder (meta/, log/, quire.out); with `--cns N`, a `quire tn` and N `quire cn` processes
-beside them (storage/, log/, quire.out), added to the cluster with ALTER SYSTEM ADD BACKEND. cluster.json in the cluster folder records the nodes, so
+beside them (log/, quire.out; the TN's storage/ holds the objects every CN reads), added to the cluster with ALTER SYSTEM ADD BACKEND. cluster.json in the cluster folder records the nodes, so
 that status and down find them again and a second `up` restarts them from their own files.
 """
 
@@ -64,11 +64,13 @@ class ClusterNode:
     def overrides(self, directory: Path) -> list[str]:
         folder = self.folder(directory).resolve()
         if self.is_data_node:
+            # CNs read the objects the TN writes: one storage_root, the TN's
+            storage = (directory / "tn").resolve() / "storage"
             return [
                 f"{self.role.lower()}_service_port={self.service_port}",
                 f"logtail_port={self.logtail_port}",
                 f"tn_logtail_address={HOST}:{self.logtail_port}",
-                f"storage_root={folder / 'storage'}",
+                f"storage_root={storage}",
                 f"node_log_dir={folder / 'log'}",
             ]
         return [

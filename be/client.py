@@ -44,6 +44,11 @@ class EmbeddedDataPlane:
         """The commit timestamp; raises a CommitError kind when nothing was committed."""
         return self.tn.commit(write_set)
 
+    def take_auto_increment(self, table_id: int, count: int) -> int:
+        """The first of count consecutive new values of a table's AUTO_INCREMENT column, unique
+        to the caller; raises CommitTooLarge past the TN's limit."""
+        return self.tn.take_auto_increment(table_id, count)
+
     def read_ts(self) -> int:
         """The newest timestamp a read is complete at."""
         return self.cn.watermark

@@ -27,12 +27,14 @@ class TableSchema:
     columns: tuple[ColumnSchema, ...]
     key_model: KeyModel
     key_columns: tuple[str, ...]
+    auto_increment: str | None = None  # the AUTO_INCREMENT column, whose values the TN hands out
 
     def __post_init__(self):
         names = [column.name for column in self.columns]
         assert len(names) == len(set(names)), "column names are unique"
         assert all(not name.startswith(HIDDEN_PREFIX) for name in names)
         assert set(self.key_columns) <= set(names)
+        assert self.auto_increment is None or self.auto_increment in names
 
     @classmethod
     def of(cls, table: Table) -> TableSchema:
@@ -45,6 +47,7 @@ class TableSchema:
             ),
             table.key_model,
             table.key_columns,
+            next((column.name for column in table.columns if column.auto_increment), None),
         )
 
     @property

@@ -20,9 +20,12 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
+import pyarrow.compute as pc
+
 from be.logtail.entries import Commit
 from be.table_schema import TableSchema
 from be.tn import wal_records
+from be.tn.auto_increment import AutoIncrements
 from be.tn.errors import (
     CommitError,
     CommitOutcomeUnknown,
@@ -52,6 +55,7 @@ class CommitPipeline:
         self.publish = publish
         self.state = WriteState()
         self.schemas: dict[int, TableSchema] = {}  # the newest version seen of each table
+        self.auto_increments = AutoIncrements(limits.max_commit_rows)  # survives a resync
         self._queue: queue.Queue[_Request | None] = queue.Queue(limits.max_queued_commits)
         self._requests: collections.OrderedDict[str, int] = collections.OrderedDict()
         self._thread: threading.Thread | None = None
@@ -180,8 +184,7 @@ class CommitPipeline:
                     self._refuse_unanswered(group)
                     return
                 batch, records, size = [], [], 0
-            self.state.apply(commit, schemas)
-            self.schemas.update(schemas)
+            self._apply(commit, schemas)
             batch.append((request, commit))
             records.append(record)
             size += len(record)
@@ -189,6 +192,20 @@ class CommitPipeline:
                 self._remember(write_set.request_id, commit.commit_ts)
         if records:
             self._log_and_publish(batch, records)
+
+    def _apply(self, commit: Commit, schemas: dict[int, TableSchema]) -> None:
+        self.state.apply(commit, schemas)
+        self.schemas.update(schemas)
+        for change in commit.changes:
+            column = schemas[change.table_id].auto_increment
+            if column is not None and change.inserts is not None:
+                largest = pc.max(change.inserts.column(column)).as_py()
+                if largest is not None:
+                    self.auto_increments.observe(change.table_id, largest)
+
+    def take_auto_increment(self, table_id: int, count: int) -> int:
+        """The first of count new values of the table's AUTO_INCREMENT column."""
+        return self.auto_increments.take(table_id, count)
 
     def _refuse_unanswered(self, group: list[_Request]) -> None:
         for request in group:
@@ -250,8 +267,7 @@ class CommitPipeline:
                 break
             for entry_lsn, record in entries:
                 commit, request_id, schemas = wal_records.decode(record)
-                self.state.apply(commit, schemas)
-                self.schemas.update(schemas)
+                self._apply(commit, schemas)
                 if request_id:
                     self._remember(request_id, commit.commit_ts)
                 if commit.commit_ts > self.published_ts:

@@ -40,6 +40,7 @@ def encode(commit: Commit, request_id: str, schemas: dict[int, TableSchema]) -> 
                 "version": change.schema_version,
                 "key_model": schema.key_model.value,
                 "keys": list(schema.key_columns),
+                "auto_increment": schema.auto_increment,
                 "schema": _ipc_schema(schema),
                 "sizes": sizes,
             }
@@ -108,5 +109,10 @@ def _schema(table: dict) -> TableSchema:
         for field in arrow
     )
     return TableSchema(
-        table["id"], table["version"], columns, KeyModel(table["key_model"]), tuple(table["keys"])
+        table["id"],
+        table["version"],
+        columns,
+        KeyModel(table["key_model"]),
+        tuple(table["keys"]),
+        table.get("auto_increment"),  # absent from records written before it existed
     )

@@ -375,6 +375,23 @@ class Transaction:
 
 
 @dataclass(frozen=True)
+class CreateIndex:
+    """CREATE INDEX: a secondary index, checked against the table and otherwise ignored (a scan
+    reads every row anyway)."""
+
+    name: str
+    table: TableName
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DropIndex:
+    name: str
+    table: TableName
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
 class Insert:
     expression: exp.Insert  # sqlglot's tree: INSERT INTO t [(columns)] VALUES ... | SELECT ...
 

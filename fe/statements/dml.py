@@ -56,10 +56,13 @@ async def insert(session, statement: st.Insert) -> Result:
         raise QueryError(ErrorCode.PARSE_ERROR, "You have an error in your SQL syntax")
     if not rows:
         return Result(affected_rows=0)
+    named, rows, first_id = _with_generated_ids(session, table, named, rows)
     inserts = _rows_table(session, table, named, rows)
     await commit(session, reader, table, TableWrite(TableSchema.of(table), inserts=inserts))
     info = f"Records: {len(rows)}  Duplicates: 0  Warnings: 0" if len(rows) > 1 else ""
-    return Result(affected_rows=len(rows), info=info)
+    if first_id:
+        session.last_insert_id = first_id
+    return Result(affected_rows=len(rows), info=info, last_insert_id=first_id)
 
 
 def _target_table(session, reader: TableReader, node: exp.Table) -> Table:
@@ -96,6 +99,42 @@ async def _values_rows(session, values: exp.Values, named: list[Column]) -> list
             literal = await _evaluated(session, items, literal, named)
         rows.append(tuple(literal))
     return rows
+
+
+def _with_generated_ids(
+    session, table: Table, named: list[Column], rows: list[tuple]
+) -> tuple[list[Column], list[tuple], int]:
+    """MySQL's AUTO_INCREMENT: a row that leaves the column out or gives it NULL, DEFAULT or 0
+    (unless sql_mode has NO_AUTO_VALUE_ON_ZERO) gets the next value the TN hands out. The
+    columns and rows with those values written in, and the first value generated (0: none)."""
+    column = next((column for column in table.columns if column.auto_increment), None)
+    if column is None:
+        return named, rows, 0
+    if column not in named:
+        first = _take_auto_increment(session, table, len(rows))
+        return [*named, column], [(*row, first + n) for n, row in enumerate(rows)], first
+    index = named.index(column)
+    zero_generates = "NO_AUTO_VALUE_ON_ZERO" not in str(session.variable("sql_mode")).upper()
+    generated = [
+        number
+        for number, row in enumerate(rows)
+        if row[index] is None or row[index] is DEFAULT or (zero_generates and row[index] == 0)
+    ]
+    if not generated:
+        return named, rows, 0
+    first = _take_auto_increment(session, table, len(generated))
+    rows = list(rows)
+    for offset, number in enumerate(generated):
+        row = rows[number]
+        rows[number] = (*row[:index], first + offset, *row[index + 1 :])
+    return named, rows, first
+
+
+def _take_auto_increment(session, table: Table, count: int) -> int:
+    try:
+        return data_plane(session).take_auto_increment(table.id, count)
+    except commit_errors.CommitError as error:
+        raise QueryError(ErrorCode.UNKNOWN_ERROR, f"The insert was refused: {error}") from None
 
 
 def _count_mismatch(row: int) -> QueryError:

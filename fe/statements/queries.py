@@ -37,7 +37,7 @@ SESSION_FUNCTIONS = {
     "CURRENT_VERSION": lambda session: session.variables.get("version"),
     "CURRENT_SCHEMA": lambda session: session.database,
     "CONNECTION_ID": lambda session: session.connection_id,
-    "LAST_INSERT_ID": lambda session: 0,
+    "LAST_INSERT_ID": lambda session: session.last_insert_id,
 }
 
 LONG_IN_LIST = 64  # longer IN lists of plain literals reach the engine as a table, not as SQL text

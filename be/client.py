@@ -49,6 +49,10 @@ class EmbeddedDataPlane:
         to the caller; raises CommitTooLarge past the TN's limit."""
         return self.tn.take_auto_increment(table_id, count)
 
+    def observe_auto_increment(self, table_id: int, given: int) -> None:
+        """A statement writes given into the AUTO_INCREMENT column: later values are above it."""
+        self.tn.auto_increments.observe(table_id, given)
+
     def read_ts(self) -> int:
         """The newest timestamp a read is complete at."""
         return self.cn.watermark

@@ -56,13 +56,14 @@ async def insert(session, statement: st.Insert) -> Result:
         raise QueryError(ErrorCode.PARSE_ERROR, "You have an error in your SQL syntax")
     if not rows:
         return Result(affected_rows=0)
-    named, rows, first_id = _with_generated_ids(session, table, named, rows)
+    named, rows, first_generated, last_given = _with_generated_ids(session, table, named, rows)
     inserts = _rows_table(session, table, named, rows)
     await commit(session, reader, table, TableWrite(TableSchema.of(table), inserts=inserts))
     info = f"Records: {len(rows)}  Duplicates: 0  Warnings: 0" if len(rows) > 1 else ""
-    if first_id:
-        session.last_insert_id = first_id
-    return Result(affected_rows=len(rows), info=info, last_insert_id=first_id)
+    if first_generated:
+        session.last_insert_id = first_generated
+    insert_id = first_generated or last_given
+    return Result(affected_rows=len(rows), info=info, last_insert_id=insert_id)
 
 
 def _target_table(session, reader: TableReader, node: exp.Table) -> Table:
@@ -103,36 +104,58 @@ async def _values_rows(session, values: exp.Values, named: list[Column]) -> list
 
 def _with_generated_ids(
     session, table: Table, named: list[Column], rows: list[tuple]
-) -> tuple[list[Column], list[tuple], int]:
+) -> tuple[list[Column], list[tuple], int, int]:
     """MySQL's AUTO_INCREMENT: a row that leaves the column out or gives it NULL, DEFAULT or 0
-    (unless sql_mode has NO_AUTO_VALUE_ON_ZERO) gets the next value the TN hands out. The
-    columns and rows with those values written in, and the first value generated (0: none)."""
+    (unless sql_mode has NO_AUTO_VALUE_ON_ZERO) gets the next value the TN hands out; a row that
+    gives a value moves the counter past it, for the rows after it too. The columns and rows
+    with the values written in, the first value generated and the last one given (0: none)."""
     column = next((column for column in table.columns if column.auto_increment), None)
     if column is None:
-        return named, rows, 0
+        return named, rows, 0, 0
+    plane = data_plane(session)
     if column not in named:
-        first = _take_auto_increment(session, table, len(rows))
-        return [*named, column], [(*row, first + n) for n, row in enumerate(rows)], first
+        first = _take_auto_increment(plane, table, len(rows))
+        return [*named, column], [(*row, first + n) for n, row in enumerate(rows)], first, 0
     index = named.index(column)
     zero_generates = "NO_AUTO_VALUE_ON_ZERO" not in str(session.variable("sql_mode")).upper()
-    generated = [
-        number
-        for number, row in enumerate(rows)
-        if row[index] is None or row[index] is DEFAULT or (zero_generates and row[index] == 0)
-    ]
-    if not generated:
-        return named, rows, 0
-    first = _take_auto_increment(session, table, len(generated))
     rows = list(rows)
-    for offset, number in enumerate(generated):
-        row = rows[number]
-        rows[number] = (*row[:index], first + offset, *row[index + 1 :])
-    return named, rows, first
+    waiting: list[int] = []  # rows that get the next values, in order
+    first_generated = last_given = 0
+
+    def generate() -> None:
+        nonlocal first_generated
+        if waiting:
+            first = _take_auto_increment(plane, table, len(waiting))
+            first_generated = first_generated or first
+            for offset, number in enumerate(waiting):
+                row = rows[number]
+                rows[number] = (*row[:index], first + offset, *row[index + 1 :])
+            waiting.clear()
+
+    for number, row in enumerate(rows):
+        value = row[index]
+        if value is None or value is DEFAULT or (zero_generates and value == 0):
+            waiting.append(number)
+            continue
+        given = _as_integer(value)
+        if given is not None and given > 0:
+            generate()
+            plane.observe_auto_increment(table.id, given)
+            last_given = given
+    generate()
+    return named, rows, first_generated, last_given
 
 
-def _take_auto_increment(session, table: Table, count: int) -> int:
+def _as_integer(value) -> int | None:
     try:
-        return data_plane(session).take_auto_increment(table.id, count)
+        return int(decimal.Decimal(str(value).strip()))
+    except (decimal.InvalidOperation, ValueError):
+        return None  # not a number: the column's conversion refuses it
+
+
+def _take_auto_increment(plane, table: Table, count: int) -> int:
+    try:
+        return plane.take_auto_increment(table.id, count)
     except commit_errors.CommitError as error:
         raise QueryError(ErrorCode.UNKNOWN_ERROR, f"The insert was refused: {error}") from None
 
@@ -155,7 +178,9 @@ def _literal(node: exp.Expression):
         return bool(node.this)
     if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
         return -_number(node.this.this)
-    if isinstance(node, exp.Column | exp.Var) and node.name.upper() == "DEFAULT" and not node.table:
+    if isinstance(node, exp.Var) and node.name.upper() == "DEFAULT":
+        return DEFAULT
+    if isinstance(node, exp.Column) and node.name.upper() == "DEFAULT" and not node.table:
         return DEFAULT
     return NOT_LITERAL
 

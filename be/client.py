@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
+from be.cn.bounds import ColumnBound
 from be.cn.node import ComputeNode
 from be.config import Config
 from be.logservice.limits import LogLimits
@@ -58,10 +59,16 @@ class EmbeddedDataPlane:
         return self.cn.watermark
 
     def snapshot(
-        self, schema: TableSchema, ts: int, timeout: float, row_ids: bool = False
+        self,
+        schema: TableSchema,
+        ts: int,
+        timeout: float,
+        row_ids: bool = False,
+        bounds: tuple[ColumnBound, ...] = (),
     ) -> pa.Table:
+        """The table at ts; bounds may leave out the rows outside them (a narrowing only)."""
         self.cn.wait_for(ts, timeout)
-        return self.cn.snapshot(schema, ts, row_ids)
+        return self.cn.snapshot(schema, ts, row_ids, bounds)
 
 
 def open_embedded(config: Config) -> EmbeddedDataPlane:

@@ -201,3 +201,51 @@ def test_prepared_statements_through_the_binary_protocol(quire, db):
         cursor.close()
     finally:
         connection.close()
+
+
+def test_bounded_reads_answer_as_unbounded_ones(db):
+    """`id = 5`, ranges and their mirror images narrow what the engine reads; `id + 0` does not:
+    both answer the same, NULLs, negative numbers, literals beyond the column's type and
+    subqueries included."""
+    run(
+        db,
+        "CREATE TABLE b (id INT NOT NULL, t TINYINT, v VARCHAR(5), PRIMARY KEY (id))",
+    )
+    values = ", ".join(
+        f"({i}, {'NULL' if i % 7 == 0 else i % 100 - 50}, 'v{i % 3}')" for i in range(-20, 300)
+    )
+    run(db, f"INSERT INTO b VALUES {values}")
+    run(db, "DELETE FROM b WHERE id = 17")
+    run(db, "UPDATE b SET v = 'new' WHERE id BETWEEN 40 AND 45")
+    wheres = [
+        "id = 5",
+        "id = 17",
+        "id = -3",
+        "id BETWEEN 40 AND 60",
+        "id BETWEEN 60 AND 40",
+        "5 < id AND id <= 9",
+        "id > 290",
+        "id >= -2 AND id < 2 AND v = 'v1'",
+        "t = 1000",
+        "t < -40",
+        "t >= 40 AND id > 100",
+        "b.id = 50 OR id = 51",
+        "id = 3 AND id = 4",
+        "(id = 44)",
+        "id IN (SELECT id FROM b WHERE id = 8)",
+    ]
+    for where in wheres:
+        plain = where.replace("id", "id + 0").replace("t ", "t + 0 ")
+        bounded = run(db, f"SELECT id, t, v FROM b WHERE {where} ORDER BY id")
+        assert bounded == run(db, f"SELECT id, t, v FROM b WHERE {plain} ORDER BY id"), where
+    assert run(db, "SELECT SUM(id), COUNT(*) FROM b WHERE id BETWEEN 1 AND 100") == ((5033, 99),)
+    run(db, "BEGIN")
+    run(db, "UPDATE b SET v = 'tx' WHERE id = 5")
+    run(db, "INSERT INTO b VALUES (6, 1, 'mine')")
+    assert run(db, "SELECT id, v FROM b WHERE id BETWEEN 4 AND 7 ORDER BY id") == (
+        (4, "v1"),
+        (5, "tx"),
+        (6, "mine"),
+        (7, "v1"),
+    )
+    run(db, "ROLLBACK")

@@ -46,12 +46,14 @@ class ComputeNode:
                     f"this CN has data up to {self._watermark}, not yet up to {ts}"
                 )
 
-    def snapshot(self, schema: TableSchema, ts: int, row_ids: bool = False) -> pa.Table:
+    def snapshot(
+        self, schema: TableSchema, ts: int, row_ids: bool = False, bounds: tuple = ()
+    ) -> pa.Table:
         assert ts <= self._watermark, "never read above the watermark"
         table = self._tables.get(schema.table_id)
         if table is None:
             return (schema.with_row_ids() if row_ids else schema.arrow()).empty_table()
-        return table.snapshot(schema, ts, row_ids)
+        return table.snapshot(schema, ts, row_ids, bounds)
 
     def table_stats(self, table_id: int) -> tuple[int, int]:
         """Rows and bytes the CN holds of a table."""

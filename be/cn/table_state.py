@@ -12,11 +12,13 @@ import threading
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from be.cn.bounds import within
 from be.logtail.entries import COMMIT_TS, ROW_ID, TableChanges
 from be.table_schema import TableSchema
 from metadata.records import KeyModel
 
 COMBINE_PIECES = 64  # pieces of rows (or of deletes) combined into one past this many
+MAX_CACHED_SNAPSHOTS = 8  # of the newest state: per schema version, with and without row ids
 
 AGGREGATIONS = {  # Doris's aggregation of a value column: pyarrow's hash aggregate
     "SUM": "sum",
@@ -36,10 +38,17 @@ class TableState:
         self._delete_ts: list[pa.Array] = []
         self.row_count = 0  # rows inserted (deleted ones included)
         self.nbytes = 0
+        # Every snapshot at or after the newest change is the same: those asked for are kept
+        # until the next change.
+        self._changed_ts = 0
+        self._newest: dict[tuple[TableSchema, bool], pa.Table] = {}
 
     def apply(self, change: TableChanges, commit_ts: int) -> None:
         assert change.table_id == self.table_id
         with self._lock:
+            assert commit_ts > self._changed_ts
+            self._changed_ts = commit_ts
+            self._newest = {}
             if change.inserts is not None and change.inserts.num_rows:
                 rows = change.inserts
                 stamps = pa.array([commit_ts] * rows.num_rows, pa.int64())
@@ -58,29 +67,56 @@ class TableState:
                     self._delete_ids = [pa.concat_arrays(self._delete_ids)]
                     self._delete_ts = [pa.concat_arrays(self._delete_ts)]
 
-    def snapshot(self, schema: TableSchema, ts: int, row_ids: bool = False) -> pa.Table:
+    def snapshot(
+        self, schema: TableSchema, ts: int, row_ids: bool = False, bounds: tuple = ()
+    ) -> pa.Table:
         """The table as of ts, in schema's columns (a column added later reads as NULL); with
         row_ids, ROW_ID first (what DELETE and UPDATE name rows by). AGGREGATE KEY tables come
-        merged by their keys, as Doris reads them."""
+        merged by their keys, as Doris reads them. bounds (ColumnBound) may leave out rows
+        outside them (never on AGGREGATE KEY tables, whose rows merge first)."""
+        if bounds and schema.key_model is not KeyModel.AGGREGATE:
+            return within(self.snapshot(schema, ts, row_ids), bounds)
         with self._lock:
+            newest = ts >= self._changed_ts
+            if newest:
+                kept = self._newest.get((schema, row_ids))
+                if kept is not None:
+                    return kept
+            changed_ts = self._changed_ts
             pieces = list(self._rows)
             delete_ids = list(self._delete_ids)
             delete_ts = list(self._delete_ts)
-        target = schema.with_row_ids() if row_ids else schema.arrow()
-        if not pieces:
-            return target.empty_table()
-        rows = _concat(pieces)
-        visible = pc.less_equal(rows.column(COMMIT_TS), ts)
-        if delete_ids:
-            ids = pa.concat_arrays(delete_ids)
-            stamps = pa.concat_arrays(delete_ts)
-            gone = ids.filter(pc.less_equal(stamps, ts))
-            if len(gone):
-                visible = pc.and_(visible, pc.invert(pc.is_in(rows.column(ROW_ID), gone)))
-        rows = rows.filter(visible)
-        if schema.key_model is KeyModel.AGGREGATE and not row_ids:
-            return merged(rows, schema).cast(target)
-        return _projected(rows, target)
+        snapshot = _snapshot(schema, ts, row_ids, pieces, delete_ids, delete_ts)
+        if newest:
+            with self._lock:
+                if self._changed_ts == changed_ts and len(self._newest) < MAX_CACHED_SNAPSHOTS:
+                    self._newest[schema, row_ids] = snapshot
+        return snapshot
+
+
+def _snapshot(
+    schema: TableSchema,
+    ts: int,
+    row_ids: bool,
+    pieces: list[pa.Table],
+    delete_ids: list[pa.Array],
+    delete_ts: list[pa.Array],
+) -> pa.Table:
+    target = schema.with_row_ids() if row_ids else schema.arrow()
+    if not pieces:
+        return target.empty_table()
+    rows = _concat(pieces)
+    visible = pc.less_equal(rows.column(COMMIT_TS), ts)
+    if delete_ids:
+        ids = pa.concat_arrays(delete_ids)
+        stamps = pa.concat_arrays(delete_ts)
+        gone = ids.filter(pc.less_equal(stamps, ts))
+        if len(gone):
+            visible = pc.and_(visible, pc.invert(pc.is_in(rows.column(ROW_ID), gone)))
+    rows = rows.filter(visible)
+    if schema.key_model is KeyModel.AGGREGATE and not row_ids:
+        return merged(rows, schema).cast(target)
+    return _projected(rows, target)
 
 
 def _concat(pieces: list[pa.Table]) -> pa.Table:

@@ -22,7 +22,7 @@ from fe.client_errors import engine_error
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.results import EncodedAnswers, Result, column
 from fe.sql.parser import INTERNAL_CATALOG
-from fe.statements import coercions, mysql_functions, schema_lookup, table_data
+from fe.statements import coercions, mysql_functions, row_bounds, schema_lookup, table_data
 from fe.statements.information_schema import INFORMATION_SCHEMA
 from fe.variables import SCHEMA
 
@@ -353,7 +353,8 @@ async def run_in_engine(
                 record = read.table(db, table.name)
                 with_row_ids = row_ids_of is not None and row_ids_of == table.alias_or_name
                 registered = f"{_TABLE_PREFIX}{record.id}{'_r' if with_row_ids else ''}"
-                data[registered] = (record, with_row_ids)
+                bounds = row_bounds.bounds_of(expression, table, record)
+                data[registered] = (record, with_row_ids, bounds)
             alias = table.alias or table.name
             table.replace(
                 exp.to_table(registered).as_(alias) if alias else exp.to_table(registered)
@@ -365,8 +366,8 @@ async def run_in_engine(
             if built is None:
                 raise QueryError(1109, f"Unknown table '{name}' in information_schema")
             arrow[registered] = built.arrow()
-        for registered, (record, with_row_ids) in data.items():
-            arrow[registered] = read.snapshot(record, with_row_ids)
+        for registered, (record, with_row_ids, bounds) in data.items():
+            arrow[registered] = read.snapshot(record, with_row_ids, bounds)
         sql = expression.sql(dialect="duckdb")
         return ("EXPLAIN " + sql if explain else sql), arrow
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from be.cn.bounds import ColumnBound
 from be.cn.node import WatermarkTimeout
 from be.table_schema import TableSchema
 from fe.mysql.errors import ErrorCode, QueryError
@@ -49,15 +50,22 @@ class TableReader:
         own writes."""
         return self._read(TableSchema.of(table), row_ids=True)
 
-    def snapshot(self, table: Table, row_ids: bool = False) -> pa.Table:
+    def snapshot(
+        self, table: Table, row_ids: bool = False, bounds: tuple[ColumnBound, ...] = ()
+    ) -> pa.Table:
+        """bounds: rows outside them may be left out (the statement filters them anyway)."""
         schema = TableSchema.of(table)
         own = self.transaction is not None and table.id in self.transaction.writes
-        rows = self._read(schema, row_ids or own)
+        rows = self._read(schema, row_ids or own, bounds)
         return self.transaction.seen(schema, rows, row_ids) if own else rows
 
-    def _read(self, schema: TableSchema, row_ids: bool) -> pa.Table:
+    def _read(
+        self, schema: TableSchema, row_ids: bool, bounds: tuple[ColumnBound, ...] = ()
+    ) -> pa.Table:
         try:
-            return data_plane(self.session).snapshot(schema, self.ts, READ_WAIT_SECONDS, row_ids)
+            return data_plane(self.session).snapshot(
+                schema, self.ts, READ_WAIT_SECONDS, row_ids, bounds
+            )
         except WatermarkTimeout as error:
             raise QueryError(
                 ErrorCode.UNKNOWN_ERROR, f"Reading table data timed out: {error}"

@@ -149,13 +149,11 @@ def _with_replaced(
     if pending.deletes.num_rows:
         gone = pending.deletes.column(ROW_ID)
         committed = committed.filter(pc.invert(pc.is_in(committed.column(ROW_ID), gone)))
-    replaced = committed.filter(
-        pc.invert(
-            pc.is_in(
-                committed.column(ROW_ID), _without_keys(committed, rows, key_columns).column(ROW_ID)
-            )
-        )
-    )
+    if len(key_columns) == 1:
+        replaced = committed.filter(_has_key_of(committed, rows, key_columns[0]))
+    else:
+        kept = _without_keys(committed, rows, key_columns).column(ROW_ID)
+        replaced = committed.filter(pc.invert(pc.is_in(committed.column(ROW_ID), kept)))
     if not replaced.num_rows:
         return pending.deletes
     replaced = replaced.select(pending.deletes.schema.names).cast(pending.deletes.schema)
@@ -166,12 +164,22 @@ def _without_keys(rows: pa.Table, newer: pa.Table, key_columns: tuple[str, ...])
     """rows but those whose key one of newer's rows has (UNIQUE KEY: the newer row replaces)."""
     if not rows.num_rows or not newer.num_rows:
         return rows
+    if len(key_columns) == 1:  # the common case, without a join
+        return rows.filter(pc.invert(_has_key_of(rows, newer, key_columns[0])))
     marker = "__quire_newer"
     keys = newer.select(list(key_columns)).group_by(list(key_columns)).aggregate([])
     keys = keys.append_column(marker, pa.array([True] * keys.num_rows))
     joined = rows.join(keys, list(key_columns), join_type="left outer", use_threads=False)
     kept = joined.filter(pc.is_null(joined.column(marker))).drop_columns([marker])
     return kept.select(rows.column_names)
+
+
+def _has_key_of(rows: pa.Table, newer: pa.Table, key: str) -> pa.ChunkedArray:
+    """Per row of rows, whether one of newer's rows has its (one-column) key; NULL matches no
+    key, as in the join of several key columns."""
+    values = rows.column(key)
+    keys = newer.column(key).combine_chunks().cast(values.type)
+    return pc.fill_null(pc.is_in(values, value_set=keys, skip_nulls=True), False)
 
 
 # -- the statements -----------------------------------------------------------------------------

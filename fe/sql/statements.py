@@ -391,9 +391,22 @@ class DropIndex:
     if_exists: bool = False
 
 
+class Default:
+    """DEFAULT written as a value of INSERT ... VALUES."""
+
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+DEFAULT = Default()
+
+
 @dataclass(frozen=True)
 class Insert:
     expression: exp.Insert  # sqlglot's tree: INSERT INTO t [(columns)] VALUES ... | SELECT ...
+    # The VALUES rows when every value is a plain literal, read from the tokens (the tree's
+    # VALUES is then empty): str, int, Decimal, float, bool, None or DEFAULT.
+    rows: tuple[tuple, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,9 @@ async def insert(session, statement: st.Insert) -> Result:
     table = _target_table(session, reader, table_node)
     named = _named_columns(table, target.expressions if isinstance(target, exp.Schema) else None)
     source = expression.expression
-    if isinstance(source, exp.Values):
+    if statement.rows is not None:
+        rows = _literal_rows(statement.rows, len(named))
+    elif isinstance(source, exp.Values):
         rows = await _values_rows(session, source, named)
     elif isinstance(source, exp.Select | exp.Union | exp.Subquery):
         query = source.this if isinstance(source, exp.Subquery) else source
@@ -160,13 +162,20 @@ def _take_auto_increment(plane, table: Table, count: int) -> int:
         raise QueryError(ErrorCode.UNKNOWN_ERROR, f"The insert was refused: {error}") from None
 
 
+def _literal_rows(rows: tuple[tuple, ...], width: int) -> list[tuple]:
+    for number, row in enumerate(rows, 1):
+        if len(row) != width:
+            raise _count_mismatch(number)
+    return list(rows)
+
+
 def _count_mismatch(row: int) -> QueryError:
     return QueryError(
         ErrorCode.WRONG_VALUE_COUNT_ON_ROW, f"Column count doesn't match value count at row {row}"
     )
 
 
-DEFAULT = object()
+DEFAULT = st.DEFAULT
 
 
 def _literal(node: exp.Expression):

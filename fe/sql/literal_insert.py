@@ -99,36 +99,46 @@ class _Reader:
         return names if self.take(TokenType.R_PAREN) else None
 
     def row(self) -> tuple | None:
-        if not self.take(TokenType.L_PAREN):
+        """`(value, ...)`: the hot loop of a bulk load, kept free of calls."""
+        tokens, position, end = self.tokens, self.position, len(self.tokens)
+        if position >= end or tokens[position].token_type is not TokenType.L_PAREN:
             return None
+        position += 1
         values = []
-        tokens = self.tokens
-        while self.position < len(tokens):
-            token = tokens[self.position]
+        while position < end:
+            token = tokens[position]
             kind = token.token_type
-            self.position += 1
-            if kind == TokenType.STRING:
+            position += 1
+            if kind is TokenType.STRING:
                 values.append(token.text)
-            elif kind == TokenType.NUMBER:
-                value = number(token.text)
+            elif kind is TokenType.NUMBER:
+                text = token.text
+                value = int(text) if text.isdigit() else number(text)
                 if value is None:
                     return None
                 values.append(value)
-            elif kind == TokenType.DASH and self.peek(TokenType.NUMBER):
-                value = number(tokens[self.position].text)
-                self.position += 1
+            elif kind is TokenType.DASH:
+                if position >= end or tokens[position].token_type is not TokenType.NUMBER:
+                    return None
+                value = number(tokens[position].text)
                 if value is None:
                     return None
                 values.append(-value)
+                position += 1
             elif kind in CONSTANTS:
                 values.append(CONSTANTS[kind])
-            elif kind == TokenType.DEFAULT:
+            elif kind is TokenType.DEFAULT:
                 values.append(st.DEFAULT)
             else:
                 return None
-            if self.take(TokenType.R_PAREN):
+            if position >= end:
+                return None
+            kind = tokens[position].token_type
+            position += 1
+            if kind is TokenType.R_PAREN:
+                self.position = position
                 return tuple(values)
-            if not self.take(TokenType.COMMA):
+            if kind is not TokenType.COMMA:
                 return None
         return None
 

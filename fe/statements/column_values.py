@@ -44,6 +44,9 @@ def column_array(values: Sequence, column: Column, first_row: int = 1) -> pa.Arr
 
 VECTORISED_FROM = 16  # values of a column converted by Arrow at once, when they are plain
 LEAST_DATE = datetime.date(1, 1, 1)
+INTEGERS = frozenset((int, type(None)))  # exactly: bool is no plain integer here
+TEXTS = frozenset((str, type(None)))
+DECIMALS = frozenset((int, decimal.Decimal, type(None)))
 
 
 def _vectorised(values: Sequence, column: Column) -> pa.Array | None:
@@ -56,7 +59,7 @@ def _vectorised(values: Sequence, column: Column) -> pa.Array | None:
     base = column.type.base
     try:
         if base in INTEGER_BITS and base != "LARGEINT":
-            if not all(type(value) is int or value is None for value in values):
+            if not INTEGERS.issuperset(map(type, values)):
                 return None
             array = pa.array(values, pa.int64())
             bits = INTEGER_BITS[base]
@@ -68,7 +71,7 @@ def _vectorised(values: Sequence, column: Column) -> pa.Array | None:
                 return None
             return array.cast(column.type.arrow)
         if column.type.is_character and base not in ("JSON", "JSONB", "VARIANT"):
-            if not all(type(value) is str or value is None for value in values):
+            if not TEXTS.issuperset(map(type, values)):
                 return None
             array = pa.array(values, pa.string())
             length = (
@@ -78,13 +81,13 @@ def _vectorised(values: Sequence, column: Column) -> pa.Array | None:
                 return None
             return array
         if base in ("DATE", "DATEV1", "DATEV2"):
-            if not all(type(value) is str or value is None for value in values):
+            if not TEXTS.issuperset(map(type, values)):
                 return None
             array = pa.array(values, pa.string()).cast(pa.date32())
             least = pc.min(array).as_py()
             return array if least is None or least >= LEAST_DATE else None
         if base in DECIMAL_BASES:
-            if not all(type(value) in (int, decimal.Decimal) or value is None for value in values):
+            if not DECIMALS.issuperset(map(type, values)):
                 return None
             return pa.array(values, column.type.arrow)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):

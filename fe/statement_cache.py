@@ -261,11 +261,13 @@ def _without_redundant_parentheses(tokens: list[Token]) -> list[Token]:
     """Of each `((x))` with no comma in x, the outer pair dropped, when pairs nest deeper than
     MAX_PLAIN_NESTING (shallower statements keep their text: MySQL names columns by it)."""
     depth = deepest = 0
-    for token in tokens:  # most statements nest shallowly: find out before keeping pairs
-        if token.token_type == TokenType.L_PAREN:
+    opening, closing_type = TokenType.L_PAREN, TokenType.R_PAREN
+    for kind in [token.token_type for token in tokens]:  # most nest shallowly: find out first
+        if kind is opening:
             depth += 1
-            deepest = max(deepest, depth)
-        elif token.token_type == TokenType.R_PAREN and depth:
+            if depth > deepest:
+                deepest = depth
+        elif kind is closing_type and depth:
             depth -= 1
     if deepest <= MAX_PLAIN_NESTING:
         return tokens

@@ -103,7 +103,7 @@ def tokenize(sql: str) -> list[Token]:
         tokens.pop()
     if not tokens:
         raise ParseError("Query was empty")
-    if any(token.token_type == TokenType.SEMICOLON for token in tokens):
+    if ";" in sql and any(token.token_type == TokenType.SEMICOLON for token in tokens):
         raise ParseError("Multiple statements in one query are not supported")
     return tokens
 

@@ -26,6 +26,12 @@ class ColumnBound:
 
 def within(rows: pa.Table, bounds: tuple[ColumnBound, ...]) -> pa.Table:
     """rows whose bounded columns are within every bound (NULL is within none)."""
+    keep = inside(rows, bounds)
+    return rows if keep is None else rows.filter(keep)
+
+
+def inside(rows: pa.Table, bounds: tuple[ColumnBound, ...]) -> pa.ChunkedArray | None:
+    """Per row, whether it is within every bound; None when no bound applies to rows."""
     keep = None
     for bound in bounds[:MAX_BOUNDS]:
         if bound.column not in rows.column_names:
@@ -43,4 +49,4 @@ def within(rows: pa.Table, bounds: tuple[ColumnBound, ...]) -> pa.Table:
                 upper = pc.less_equal(values, bound.high)
                 test = upper if test is None else pc.and_(test, upper)
         keep = test if keep is None else pc.and_(keep, test)
-    return rows if keep is None else rows.filter(keep)
+    return None if keep is None else pc.fill_null(keep, False)

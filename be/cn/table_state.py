@@ -12,7 +12,7 @@ import threading
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from be.cn.bounds import within
+from be.cn.bounds import ColumnBound, inside, within
 from be.logtail.entries import COMMIT_TS, ROW_ID, TableChanges
 from be.table_schema import TableSchema
 from metadata.records import KeyModel
@@ -68,24 +68,28 @@ class TableState:
                     self._delete_ts = [pa.concat_arrays(self._delete_ts)]
 
     def snapshot(
-        self, schema: TableSchema, ts: int, row_ids: bool = False, bounds: tuple = ()
+        self,
+        schema: TableSchema,
+        ts: int,
+        row_ids: bool = False,
+        bounds: tuple[ColumnBound, ...] = (),
     ) -> pa.Table:
         """The table as of ts, in schema's columns (a column added later reads as NULL); with
         row_ids, ROW_ID first (what DELETE and UPDATE name rows by). AGGREGATE KEY tables come
         merged by their keys, as Doris reads them. bounds (ColumnBound) may leave out rows
         outside them (never on AGGREGATE KEY tables, whose rows merge first)."""
-        if bounds and schema.key_model is not KeyModel.AGGREGATE:
-            return within(self.snapshot(schema, ts, row_ids), bounds)
+        bounded = bool(bounds) and schema.key_model is not KeyModel.AGGREGATE
         with self._lock:
             newest = ts >= self._changed_ts
-            if newest:
-                kept = self._newest.get((schema, row_ids))
-                if kept is not None:
-                    return kept
+            kept = self._newest.get((schema, row_ids)) if newest else None
             changed_ts = self._changed_ts
             pieces = list(self._rows)
             delete_ids = list(self._delete_ids)
             delete_ts = list(self._delete_ts)
+        if kept is not None:
+            return within(kept, bounds) if bounded else kept
+        if bounded:  # only the rows within: not kept, and cheaper than the whole table
+            return _snapshot(schema, ts, row_ids, pieces, delete_ids, delete_ts, bounds)
         snapshot = _snapshot(schema, ts, row_ids, pieces, delete_ids, delete_ts)
         if newest:
             with self._lock:
@@ -101,12 +105,16 @@ def _snapshot(
     pieces: list[pa.Table],
     delete_ids: list[pa.Array],
     delete_ts: list[pa.Array],
+    bounds: tuple[ColumnBound, ...] = (),
 ) -> pa.Table:
     target = schema.with_row_ids() if row_ids else schema.arrow()
     if not pieces:
         return target.empty_table()
     rows = _concat(pieces)
     visible = pc.less_equal(rows.column(COMMIT_TS), ts)
+    bounded = inside(rows, bounds) if bounds else None
+    if bounded is not None:
+        visible = pc.and_(visible, bounded)
     if delete_ids:
         ids = pa.concat_arrays(delete_ids)
         stamps = pa.concat_arrays(delete_ts)

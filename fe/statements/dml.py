@@ -358,7 +358,7 @@ async def commit(session, reader: TableReader, table: Table, write: TableWrite) 
     """The statement's write: into the open transaction, else committed at once."""
     transaction = transactions.current(session)
     if transaction is not None:
-        transaction.add(table, write, lambda: reader.committed(table))
+        transaction.add(table, write, lambda bounds: reader.committed(table, bounds))
         return
     await commit_writes(session, reader.ts, (write,))
 

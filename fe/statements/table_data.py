@@ -45,10 +45,10 @@ class TableReader:
     def table(self, db: str, name: str, privilege: str = privileges.SELECT) -> Table:
         return readable_table(self.session, db, name, privilege)
 
-    def committed(self, table: Table) -> pa.Table:
+    def committed(self, table: Table, bounds: tuple[ColumnBound, ...] = ()) -> pa.Table:
         """The table's committed rows at the snapshot, with row ids, without this transaction's
-        own writes."""
-        return self._read(TableSchema.of(table), row_ids=True)
+        own writes (those outside bounds may be left out)."""
+        return self._read(TableSchema.of(table), True, bounds)
 
     def snapshot(
         self, table: Table, row_ids: bool = False, bounds: tuple[ColumnBound, ...] = ()

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from be.cn.bounds import ColumnBound
 from be.cn.table_state import merged
 from be.logtail.entries import ROW_ID
 from be.table_schema import TableSchema
@@ -48,9 +49,15 @@ class OpenTransaction:
     def rows(self) -> int:
         return sum(write.rows for write in self.writes.values())
 
-    def add(self, table: Table, write: TableWrite, committed: Callable[[], pa.Table]) -> None:
-        """write joins the transaction; committed gives the table's rows at the snapshot (with
-        row ids), where a UNIQUE KEY table's rows replaced by write's inserts are found."""
+    def add(
+        self,
+        table: Table,
+        write: TableWrite,
+        committed: Callable[[tuple[ColumnBound, ...]], pa.Table],
+    ) -> None:
+        """write joins the transaction; committed(bounds) gives the table's rows at the snapshot
+        (with row ids; those outside bounds may be left out), where a UNIQUE KEY table's rows
+        replaced by write's inserts are found."""
         schema = write.schema
         pending = self.writes.get(table.id)
         if pending is None:
@@ -83,7 +90,8 @@ class OpenTransaction:
             if schema.replaces_on_key:
                 rows = _last_of_each_key(rows, schema.key_columns)
                 pending.inserts = _without_keys(pending.inserts, rows, schema.key_columns)
-                pending.deletes = _with_replaced(pending, rows, committed(), schema.key_columns)
+                replaced = committed(_key_bounds(rows, schema.key_columns))
+                pending.deletes = _with_replaced(pending, rows, replaced, schema.key_columns)
             pending.inserts = pa.concat_tables([pending.inserts, rows.cast(pending.inserts.schema)])
         if self.rows > MAX_TRANSACTION_ROWS:
             raise QueryError(
@@ -133,6 +141,16 @@ def _deletes_schema(schema: TableSchema) -> pa.Schema:
         pa.field(name, by_name[name].type, by_name[name].nullable) for name in schema.key_columns
     ]
     return pa.schema(fields)
+
+
+def _key_bounds(rows: pa.Table, key_columns: tuple[str, ...]) -> tuple[ColumnBound, ...]:
+    """The range of rows' keys, when the key is one integer column: the committed rows they
+    replace are within it."""
+    if len(key_columns) != 1 or not pa.types.is_integer(rows.schema.field(key_columns[0]).type):
+        return ()
+    extremes = pc.min_max(rows.column(key_columns[0]))
+    low, high = extremes["min"].as_py(), extremes["max"].as_py()
+    return () if low is None else (ColumnBound(key_columns[0], low, high),)
 
 
 def _last_of_each_key(rows: pa.Table, key_columns: tuple[str, ...]) -> pa.Table:

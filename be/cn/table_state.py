@@ -111,11 +111,11 @@ def _snapshot(
     if not pieces:
         return target.empty_table()
     rows = _concat(pieces)
-    visible = pc.less_equal(rows.column(COMMIT_TS), ts)
     bounded = inside(rows, bounds) if bounds else None
-    if bounded is not None:
-        visible = pc.and_(visible, bounded)
-    if delete_ids:
+    if bounded is not None:  # first: what is left to check is a few rows
+        rows = rows.filter(bounded)
+    visible = pc.less_equal(rows.column(COMMIT_TS), ts)
+    if delete_ids and rows.num_rows:
         ids = pa.concat_arrays(delete_ids)
         stamps = pa.concat_arrays(delete_ts)
         gone = ids.filter(pc.less_equal(stamps, ts))
@@ -130,6 +130,9 @@ def _snapshot(
 def _concat(pieces: list[pa.Table]) -> pa.Table:
     if len(pieces) == 1:
         return pieces[0]
+    first = pieces[0].schema
+    if all(piece.schema.equals(first) for piece in pieces):  # no schema change between them
+        return pa.concat_tables(pieces)
     return pa.concat_tables(pieces, promote_options="permissive")
 
 

@@ -3,7 +3,7 @@
 Run by hand from the repository root (needs the Debian packages mariadb-server and sysbench):
 
     python tests/bench/bench_sysbench.py [--seconds 10] [--threads 2] [--tables 2]
-        [--table-size 10000] [--profile FILE]
+        [--table-size 10000] [--profile FILE] [--prepare-option=--auto_inc=off ...]
 
 The benchmark starts a `quire up` process and a MariaDB server (InnoDB, its own temporary datadir,
 a free loopback port), runs `sysbench oltp_common prepare` against each (the same tables, rows
@@ -104,7 +104,7 @@ def prepare(connect, port: int, options: argparse.Namespace) -> None:
     with connection.cursor() as cursor:
         cursor.execute(f"CREATE DATABASE {DATABASE}")
     connection.close()
-    sysbench(port, "oltp_read_write", "prepare", options)
+    sysbench(port, "oltp_read_write", "prepare", options, *options.prepare_option)
 
 
 def main() -> None:
@@ -114,6 +114,12 @@ def main() -> None:
     parser.add_argument("--tables", type=int, default=2)
     parser.add_argument("--table-size", type=int, default=10_000)
     parser.add_argument("--profile", type=Path, help="cProfile Quire into this file")
+    parser.add_argument(
+        "--prepare-option",
+        action="append",
+        default=[],
+        help="a sysbench option for prepare, e.g. --prepare-option=--auto_inc=off (repeatable)",
+    )
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench_sysbench-") as folder:
         folder = Path(folder)

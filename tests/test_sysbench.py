@@ -91,6 +91,10 @@ def test_auto_increment_values_and_last_insert_id_as_mariadb_gives_them(db):
     ]  # fmt: skip
     run(db, "UPDATE t SET v = 5 WHERE id = 1")
     assert run(db, "SELECT LAST_INSERT_ID()") == ((51,),)
+    with db.cursor() as cursor:
+        cursor.execute("INSERT INTO t (v) SELECT v FROM t WHERE id < 3 ORDER BY id")
+        assert cursor.lastrowid == 52
+    assert run(db, "SELECT id, v FROM t WHERE id > 51 ORDER BY id") == ((52, 5), (53, 2))
 
 
 def test_values_are_taken_at_the_statement_and_never_shared(quire, db):
@@ -249,3 +253,19 @@ def test_bounded_reads_answer_as_unbounded_ones(db):
         (7, "v1"),
     )
     run(db, "ROLLBACK")
+
+
+def test_a_connection_dropped_inside_a_transaction_commits_nothing(quire, db):
+    run(db, "CREATE TABLE dropped (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, v INT)")
+    connection = mysql.connector.connect(
+        host="127.0.0.1", port=quire.query_port, user="root", database="auto_inc"
+    )
+    cursor = connection.cursor(prepared=True)
+    cursor.execute("BEGIN")
+    cursor.execute("INSERT INTO dropped (v) VALUES (?)", (1,))
+    taken = cursor.lastrowid
+    connection._socket.sock.close()  # the client goes away without COMMIT or QUIT
+    assert run(db, "SELECT COUNT(*) FROM dropped") == ((0,),)
+    with db.cursor() as other:
+        other.execute("INSERT INTO dropped (v) VALUES (2)")
+        assert other.lastrowid == taken + 1

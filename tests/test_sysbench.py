@@ -242,9 +242,14 @@ def test_bounded_reads_answer_as_unbounded_ones(db):
         plain = where.replace("id", "id + 0").replace("t ", "t + 0 ")
         bounded = run(db, f"SELECT id, t, v FROM b WHERE {where} ORDER BY id")
         assert bounded == run(db, f"SELECT id, t, v FROM b WHERE {plain} ORDER BY id"), where
+        unordered = run(db, f"SELECT v, b.id, t FROM b WHERE {where}")  # answered without DuckDB
+        assert sorted(unordered, key=str) == sorted(
+            run(db, f"SELECT v, b.id, t FROM b WHERE {plain}"), key=str
+        ), where
     assert run(db, "SELECT SUM(id), COUNT(*) FROM b WHERE id BETWEEN 1 AND 100") == ((5033, 99),)
     run(db, "BEGIN")
     run(db, "UPDATE b SET v = 'tx' WHERE id = 5")
+    assert run(db, "SELECT v FROM b WHERE id = 5") == (("tx",),)
     run(db, "INSERT INTO b VALUES (6, 1, 'mine')")
     assert run(db, "SELECT id, v FROM b WHERE id BETWEEN 4 AND 7 ORDER BY id") == (
         (4, "v1"),
@@ -253,6 +258,26 @@ def test_bounded_reads_answer_as_unbounded_ones(db):
         (7, "v1"),
     )
     run(db, "ROLLBACK")
+
+
+def test_plain_reads_describe_their_columns_as_the_engine_does(db):
+    run(
+        db,
+        "CREATE TABLE typed (id BIGINT NOT NULL, s SMALLINT, d DATE, m DECIMAL(6,2), f DOUBLE, "
+        "ok BOOLEAN, at DATETIME, c CHAR(4), PRIMARY KEY (id))",
+    )
+    run(
+        db,
+        "INSERT INTO typed VALUES (1, 2, '2024-01-31', 1.5, 0.25, TRUE, '2024-01-31 10:00:00', 'ab')",
+    )
+    run(db, "INSERT INTO typed VALUES (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL)")
+    columns = "id, s, d, m, f, ok, at, c"
+    for where in ("id = 1", "id = 2", "id > 5"):
+        with db.cursor() as cursor:
+            cursor.execute(f"SELECT {columns} FROM typed WHERE {where}")
+            plain = (cursor.description, cursor.fetchall())
+            cursor.execute(f"SELECT {columns} FROM typed WHERE {where.replace('id', 'id + 0')}")
+            assert plain == (cursor.description, cursor.fetchall()), where
 
 
 def test_a_connection_dropped_inside_a_transaction_commits_nothing(quire, db):

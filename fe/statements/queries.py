@@ -22,7 +22,14 @@ from fe.client_errors import engine_error
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.results import EncodedAnswers, Result, column
 from fe.sql.parser import INTERNAL_CATALOG
-from fe.statements import coercions, mysql_functions, row_bounds, schema_lookup, table_data
+from fe.statements import (
+    coercions,
+    mysql_functions,
+    plain_reads,
+    row_bounds,
+    schema_lookup,
+    table_data,
+)
 from fe.statements.information_schema import INFORMATION_SCHEMA
 from fe.variables import SCHEMA
 
@@ -338,6 +345,7 @@ async def run_in_engine(
         expression = mysql_functions.rewritten(coercions.coerced(expression), time)
         tables: dict[str, str] = {}
         data: dict[str, tuple] = {}
+        plain = None
         common_tables = _common_table_references(expression)
         for table in list(expression.find_all(exp.Table)):
             if id(table) in common_tables or table.meta.get(LIST_TABLE):
@@ -355,10 +363,17 @@ async def run_in_engine(
                 registered = f"{_TABLE_PREFIX}{record.id}{'_r' if with_row_ids else ''}"
                 bounds = row_bounds.bounds_of(expression, table, record)
                 data[registered] = (record, with_row_ids, bounds)
+                plain = plain_read(expression, table, record)
             alias = table.alias or table.name
             table.replace(
                 exp.to_table(registered).as_(alias) if alias else exp.to_table(registered)
             )
+        if plain is not None and len(data) == 1 and not tables and not plan.lists and not explain:
+            (record, with_row_ids, _), (columns, exact) = next(iter(data.values())), plain
+            rows = read.snapshot(record, with_row_ids, exact)
+            answered = plain_reads.answer(rows, columns, exact)
+            if answered is not None:
+                return answered
         arrow = dict(plan.lists)
         columns = _columns_read(expression, tables.values())
         for registered, name in tables.items():
@@ -394,6 +409,17 @@ async def run_in_engine(
         for name, (_, duck_type) in zip(names, answer.columns, strict=True)
     ]
     return Result(columns=columns, rows=answer.rows)
+
+
+def plain_read(
+    expression: exp.Expression, table_node: exp.Table, table
+) -> tuple[list[str], tuple] | None:
+    """The columns and bounds of a read the engine is not needed for (plain_reads), else None."""
+    columns = plain_reads.plain_columns(expression, table_node)
+    if columns is None:
+        return None
+    exact = row_bounds.exact_bounds(expression, table_node, table)
+    return None if exact is None else (columns, exact)
 
 
 def _check_group_positions(expression: exp.Expression) -> None:

@@ -19,23 +19,48 @@ def bounds_of(
     select: exp.Expression, table_node: exp.Table, table: Table
 ) -> tuple[ColumnBound, ...]:
     """The bounds on table's integer columns, when select reads table_node and no other table."""
-    if not isinstance(select, exp.Select) or select.args.get("joins"):
+    terms = _terms(select, table_node, table)
+    return tuple(bound for bound in terms or () if bound is not None)[:MAX_BOUNDS]
+
+
+def exact_bounds(
+    select: exp.Expression, table_node: exp.Table, table: Table
+) -> tuple[ColumnBound, ...] | None:
+    """The bounds when they are the whole WHERE (no WHERE: none), else None: then the rows within
+    them are exactly the rows the WHERE keeps."""
+    if not _reads_only(select, table_node):
+        return None
+    if select.args.get("where") is None:
         return ()
-    source = select.args.get("from_")
-    if source is None or source.this is not table_node:
-        return ()
-    if any(node is not table_node for node in select.find_all(exp.Table)):
-        return ()  # a subquery reading a table: the same registered rows must serve it whole
+    terms = _terms(select, table_node, table)
+    if terms is None or None in terms or len(terms) > MAX_BOUNDS:
+        return None
+    return tuple(terms)
+
+
+def _terms(
+    select: exp.Expression, table_node: exp.Table, table: Table
+) -> list[ColumnBound | None] | None:
+    """Per top-level AND term of the WHERE, its bound or None; None if there is nothing to bound."""
+    if not _reads_only(select, table_node):
+        return None
     where = select.args.get("where")
     if where is None:
-        return ()
+        return None
     names = {table_node.alias_or_name, table_node.name}
-    bounds = []
-    for term in where.this.flatten() if isinstance(where.this, exp.And) else [where.this]:
-        bound = _bound(term, names, table)
-        if bound is not None:
-            bounds.append(bound)
-    return tuple(bounds[:MAX_BOUNDS])
+    terms = where.this.flatten() if isinstance(where.this, exp.And) else [where.this]
+    return [_bound(term, names, table) for term in terms]
+
+
+def _reads_only(select: exp.Expression, table_node: exp.Table) -> bool:
+    """Whether select reads table_node and no other table (no join, no subquery of one)."""
+    if not isinstance(select, exp.Select) or select.args.get("joins"):
+        return False
+    source = select.args.get("from_")
+    if source is None or source.this is not table_node:
+        return False
+    # a subquery reading a table: the same registered rows must serve it whole
+    return all(node is table_node for node in select.find_all(exp.Table))
 
 
 def _bound(term: exp.Expression, names: set[str], table: Table) -> ColumnBound | None:
@@ -71,8 +96,8 @@ def _integer_column(node: exp.Expression, names: set[str], table: Table) -> str 
     if not isinstance(node, exp.Column) or (node.table and node.table not in names):
         return None
     column = table.column(node.name)
-    if column is None or column.type.base not in INTEGER_BITS:
-        return None
+    if column is None or column.type.base not in INTEGER_BITS or column.type.base == "LARGEINT":
+        return None  # LARGEINT is stored as a decimal
     return column.name
 
 

@@ -4,6 +4,7 @@ AUTO_INCREMENT and LAST_INSERT_ID() as MySQL has them, through PyMySQL and the m
 a kill -9; CREATE INDEX accepted; prepared INSERT, UPDATE, DELETE and SELECT through
 mysql-connector-python's binary protocol."""
 
+import decimal
 import re
 import subprocess
 
@@ -294,3 +295,24 @@ def test_a_connection_dropped_inside_a_transaction_commits_nothing(quire, db):
     with db.cursor() as other:
         other.execute("INSERT INTO dropped (v) VALUES (2)")
         assert other.lastrowid == taken + 1
+
+
+def test_update_to_constants_counts_changed_rows_as_mysql(db):
+    run(
+        db,
+        "CREATE TABLE upd (id INT NOT NULL, m DECIMAL(6,2), c CHAR(5) NOT NULL, PRIMARY KEY (id))",
+    )
+    run(db, "INSERT INTO upd VALUES (1, 1.5, 'a'), (2, 2.5, 'b'), (3, 1.5, 'c')")
+    with db.cursor() as cursor:
+        cursor.execute("UPDATE upd SET m = 1.50 WHERE id BETWEEN 1 AND 2")
+        assert cursor.rowcount == 1  # row 1 already holds 1.50
+        cursor.execute("UPDATE upd SET m = '1.499', c = 'z' WHERE m = 1.5")
+        assert cursor.rowcount == 3
+    assert run(db, "SELECT id, m, c FROM upd ORDER BY id") == (
+        (1, decimal.Decimal("1.50"), "z"),
+        (2, decimal.Decimal("1.50"), "z"),
+        (3, decimal.Decimal("1.50"), "z"),
+    )
+    run(db, "UPDATE upd SET c = NULL WHERE id = 99")  # no row: nothing to refuse
+    assert error_of(db, "UPDATE upd SET c = NULL WHERE id = 1")[0] == 1048
+    assert error_of(db, "UPDATE upd SET c = 'toolong' WHERE id = 1")[0] == 1406

@@ -296,15 +296,24 @@ async def update(session, statement: st.Update) -> Result:
             )
         changes[column.name] = assignment.expression
     old = [exp.column(c.name, table=alias) for c in table.columns]
-    new = [
-        changes[c.name].copy() if c.name in changes else exp.column(c.name, table=alias)
-        for c in table.columns
-    ]
-    select = exp.select(exp.column(ROW_ID, table=alias), *old, *new).from_(node.copy())
-    select = _with_clauses(select, expression)
-    answer = await queries.run_in_engine(session, queries.plan_select(select), reader, alias)
-    matched = list(answer.rows)
     width = len(table.columns)
+    constants = _constant_assignments(table, changes)
+    if constants is not None:  # the old rows are all the engine is needed for, if at all
+        select = exp.select(exp.column(ROW_ID, table=alias), *old).from_(node.copy())
+        select = _with_clauses(select, expression)
+        answer = await queries.run_in_engine(session, queries.plan_select(select), reader, alias)
+        rows = list(answer.rows)
+        values = _converted(table, constants) if rows else {}  # no row: nothing to refuse
+        matched = [(*row, *_assigned(row[1:], values)) for row in rows]
+    else:
+        new = [
+            changes[c.name].copy() if c.name in changes else exp.column(c.name, table=alias)
+            for c in table.columns
+        ]
+        select = exp.select(exp.column(ROW_ID, table=alias), *old, *new).from_(node.copy())
+        select = _with_clauses(select, expression)
+        answer = await queries.run_in_engine(session, queries.plan_select(select), reader, alias)
+        matched = list(answer.rows)
     changed = [row for row in matched if tuple(row[1 : 1 + width]) != tuple(row[1 + width :])]
     if changed:
         deletes = _deletes_table(
@@ -327,6 +336,30 @@ async def update(session, statement: st.Update) -> Result:
         affected_rows=len(changed),
         info=f"Rows matched: {len(matched)}  Changed: {len(changed)}  Warnings: 0",
     )
+
+
+def _constant_assignments(table: Table, changes: dict) -> dict[str, object] | None:
+    """SET column = <literal>, ...: each column's value; None if one is no plain literal."""
+    constants = {}
+    for name, value in changes.items():
+        literal = _literal(value)
+        if literal is NOT_LITERAL or literal is DEFAULT:
+            return None
+        constants[name] = literal
+    return constants
+
+
+def _converted(table: Table, constants: dict[str, object]) -> dict[int, object]:
+    """Per column position, the value as the column holds it (what MySQL compares with the old
+    value to count a row changed)."""
+    return {
+        _position(table, name): column_array([value], table.column(name)).to_pylist()[0]
+        for name, value in constants.items()
+    }
+
+
+def _assigned(old: tuple, constants: dict[int, object]) -> tuple:
+    return tuple(constants.get(position, value) for position, value in enumerate(old))
 
 
 def _position(table: Table, name: str) -> int:

@@ -8,6 +8,7 @@ then, so that a snapshot concatenates few pieces."""
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -42,6 +43,7 @@ class TableState:
         # until the next change.
         self._changed_ts = 0
         self._newest: dict[tuple[TableSchema, bool], pa.Table] = {}
+        self._whole: _Whole | None = None  # the pieces as one table and arrays, until a change
 
     def apply(self, change: TableChanges, commit_ts: int) -> None:
         assert change.table_id == self.table_id
@@ -49,6 +51,7 @@ class TableState:
             assert commit_ts > self._changed_ts
             self._changed_ts = commit_ts
             self._newest = {}
+            self._whole = None
             if change.inserts is not None and change.inserts.num_rows:
                 rows = change.inserts
                 stamps = pa.array([commit_ts] * rows.num_rows, pa.int64())
@@ -83,14 +86,14 @@ class TableState:
             newest = ts >= self._changed_ts
             kept = self._newest.get((schema, row_ids)) if newest else None
             changed_ts = self._changed_ts
-            pieces = list(self._rows)
-            delete_ids = list(self._delete_ids)
-            delete_ts = list(self._delete_ts)
+            if kept is None and self._whole is None:
+                self._whole = _Whole.of(self._rows, self._delete_ids, self._delete_ts)
+            whole = self._whole
         if kept is not None:
             return within(kept, bounds) if bounded else kept
         if bounded:  # only the rows within: not kept, and cheaper than the whole table
-            return _snapshot(schema, ts, row_ids, pieces, delete_ids, delete_ts, bounds)
-        snapshot = _snapshot(schema, ts, row_ids, pieces, delete_ids, delete_ts)
+            return _snapshot(schema, ts, row_ids, whole, bounds)
+        snapshot = _snapshot(schema, ts, row_ids, whole)
         if newest:
             with self._lock:
                 if self._changed_ts == changed_ts and len(self._newest) < MAX_CACHED_SNAPSHOTS:
@@ -98,27 +101,38 @@ class TableState:
         return snapshot
 
 
+@dataclass(frozen=True, slots=True)
+class _Whole:
+    rows: pa.Table | None
+    delete_ids: pa.Array | None
+    delete_ts: pa.Array | None
+
+    @classmethod
+    def of(cls, pieces: list[pa.Table], ids: list[pa.Array], stamps: list[pa.Array]) -> _Whole:
+        if not ids:
+            return cls(_concat(pieces) if pieces else None, None, None)
+        return cls(
+            _concat(pieces) if pieces else None, pa.concat_arrays(ids), pa.concat_arrays(stamps)
+        )
+
+
 def _snapshot(
     schema: TableSchema,
     ts: int,
     row_ids: bool,
-    pieces: list[pa.Table],
-    delete_ids: list[pa.Array],
-    delete_ts: list[pa.Array],
+    whole: _Whole,
     bounds: tuple[ColumnBound, ...] = (),
 ) -> pa.Table:
     target = schema.with_row_ids() if row_ids else schema.arrow()
-    if not pieces:
+    if whole.rows is None:
         return target.empty_table()
-    rows = _concat(pieces)
+    rows = whole.rows
     bounded = inside(rows, bounds) if bounds else None
     if bounded is not None:  # first: what is left to check is a few rows
         rows = rows.filter(bounded)
     visible = pc.less_equal(rows.column(COMMIT_TS), ts)
-    if delete_ids and rows.num_rows:
-        ids = pa.concat_arrays(delete_ids)
-        stamps = pa.concat_arrays(delete_ts)
-        gone = ids.filter(pc.less_equal(stamps, ts))
+    if whole.delete_ids is not None and rows.num_rows:
+        gone = whole.delete_ids.filter(pc.less_equal(whole.delete_ts, ts))
         if len(gone):
             visible = pc.and_(visible, pc.invert(pc.is_in(rows.column(ROW_ID), gone)))
     rows = rows.filter(visible)

@@ -47,8 +47,8 @@ class Figure:
 class ProfiledQuire(QuireProcess):
     """`quire up` under cProfile: the profile goes to profile_file when it stops."""
 
-    def __init__(self, workdir: Path, profile_file: Path):
-        super().__init__(workdir)
+    def __init__(self, workdir: Path, profile_file: Path, overrides: dict | None = None):
+        super().__init__(workdir, overrides)
         self.profile_file = profile_file
 
     def args(self) -> list[str]:

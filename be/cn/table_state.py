@@ -95,6 +95,7 @@ class TableState:
             return _snapshot(schema, ts, row_ids, whole, bounds)
         snapshot = _snapshot(schema, ts, row_ids, whole)
         if newest:
+            snapshot = snapshot.combine_chunks()  # read again and again: one chunk reads faster
             with self._lock:
                 if self._changed_ts == changed_ts and len(self._newest) < MAX_CACHED_SNAPSHOTS:
                     self._newest[schema, row_ids] = snapshot

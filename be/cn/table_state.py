@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -107,6 +108,9 @@ class _Whole:
     rows: pa.Table | None
     delete_ids: pa.Array | None
     delete_ts: pa.Array | None
+    combined: dict[str, pa.Array] = dataclass_field(
+        default_factory=dict
+    )  # columns bounds test, in one chunk
 
     @classmethod
     def of(cls, pieces: list[pa.Table], ids: list[pa.Array], stamps: list[pa.Array]) -> _Whole:
@@ -115,6 +119,18 @@ class _Whole:
         return cls(
             _concat(pieces) if pieces else None, pa.concat_arrays(ids), pa.concat_arrays(stamps)
         )
+
+    def bounded_columns(self, bounds: tuple[ColumnBound, ...]) -> pa.Table:
+        """The columns bounds name, each in one chunk (kept for the next read)."""
+        names = [
+            name
+            for name in dict.fromkeys(bound.column for bound in bounds)
+            if name in self.rows.column_names
+        ]
+        for name in names:
+            if name not in self.combined:
+                self.combined[name] = self.rows.column(name).combine_chunks()
+        return pa.table({name: self.combined[name] for name in names})
 
 
 def _snapshot(
@@ -128,7 +144,7 @@ def _snapshot(
     if whole.rows is None:
         return target.empty_table()
     rows = whole.rows
-    bounded = inside(rows, bounds) if bounds else None
+    bounded = inside(whole.bounded_columns(bounds), bounds) if bounds else None
     if bounded is not None:  # first: what is left to check is a few rows
         rows = rows.filter(bounded)
     visible = pc.less_equal(rows.column(COMMIT_TS), ts)

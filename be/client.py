@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from be.cn.bounds import ColumnBound
 from be.cn.limits import ComputeLimits
 from be.cn.node import ComputeNode, WatermarkTimeout
 from be.config import Config
@@ -35,7 +36,12 @@ from be.service.format import (
 from be.service.limits import ServiceLimits
 from be.storage.objects import ObjectStore
 from be.table_schema import TableSchema
-from be.tn.errors import CommitOutcomeUnknown, CommitOverloaded, TransactionNodeClosed
+from be.tn.errors import (
+    CommitError,
+    CommitOutcomeUnknown,
+    CommitOverloaded,
+    TransactionNodeClosed,
+)
 from be.tn.limits import CommitLimits
 from be.tn.pipeline import CommitPipeline
 from be.tn.service import commit_limits
@@ -88,17 +94,30 @@ class EmbeddedDataPlane:
         """Reads as of an older timestamp may miss deletes: the TN forgot them."""
         return self.tn.state.horizon_ts if self.tn is not None else 0
 
+    def take_auto_increment(self, table_id: int, count: int) -> int:
+        """The first of count consecutive new values of a table's AUTO_INCREMENT column, unique
+        to the caller; raises CommitTooLarge past the TN's limit."""
+        return self.tn.take_auto_increment(table_id, count)
+
+    def observe_auto_increment(self, table_id: int, given: int) -> None:
+        """A statement writes given into the AUTO_INCREMENT column: later values are above it."""
+        self.tn.auto_increments.observe(table_id, given)
+
     def read_ts(self) -> int:
         """The newest timestamp a read is complete at."""
         return self.cn.watermark
 
     def snapshot(
-        self, schema: TableSchema, ts: int, timeout: float, row_ids: bool = False, ranges=None
+        self,
+        schema: TableSchema,
+        ts: int,
+        timeout: float,
+        row_ids: bool = False,
+        bounds: tuple[ColumnBound, ...] = (),
     ) -> pa.Table:
-        """ranges (column -> (low, high)) skip blocks whose min/max hold no matching row; the
-        rows returned then include every matching row, and maybe others."""
+        """The table at ts; bounds may leave out the rows outside them (a narrowing only)."""
         self.cn.wait_for(ts, timeout)
-        return self.cn.snapshot(schema, ts, row_ids, ranges)
+        return self.cn.snapshot(schema, ts, row_ids, bounds)
 
     def tablet_stats(self, schema: TableSchema) -> dict[int, tuple[int, int]]:
         """Rows and bytes per tablet id (objects, and the unflushed rows placed where a flush
@@ -197,6 +216,15 @@ class RemoteDataPlane:
 
     # The API the FE uses, as EmbeddedDataPlane's.
 
+    def take_auto_increment(self, table_id: int, count: int) -> int:
+        raise CommitError(
+            "AUTO_INCREMENT values are handed out only by the embedded TN of quire up for now; "
+            "give the column's values"
+        )
+
+    def observe_auto_increment(self, table_id: int, given: int) -> None:
+        raise CommitError("AUTO_INCREMENT columns are written only through quire up for now")
+
     def oldest_readable_ts(self) -> int:
         """CNs keep every version they were sent: any timestamp reads exactly (the TN refuses a
         transaction too old to check at its commit)."""
@@ -259,10 +287,15 @@ class RemoteDataPlane:
         return {}
 
     def snapshot(
-        self, schema: TableSchema, ts: int, timeout: float, row_ids: bool = False, ranges=None
+        self,
+        schema: TableSchema,
+        ts: int,
+        timeout: float,
+        row_ids: bool = False,
+        bounds: tuple[ColumnBound, ...] = (),
     ) -> pa.Table:
-        """The table at ts from the CN that follows it, else the next, else the TN (ranges:
-        not sent to remote nodes yet, which prune no blocks)."""
+        """The table at ts from the CN that follows it, else the next, else the TN (bounds: not
+        sent to remote nodes yet, which return the whole table)."""
         nodes = self._nodes()
         cns = rendezvous_order(schema.table_id, [n for n in nodes if n.role is Role.CN and n.alive])
         candidates = cns + [n for n in nodes if n.role is Role.TN]

@@ -49,6 +49,7 @@ class TableSchema:
     partition_columns: tuple[str, ...] = ()
     partitions: tuple[PartitionSchema, ...] = ()
     distribution_columns: tuple[str, ...] = ()
+    auto_increment: str | None = None  # the AUTO_INCREMENT column, whose values the TN hands out
 
     def __post_init__(self):
         names = [column.name for column in self.columns]
@@ -59,6 +60,7 @@ class TableSchema:
         assert set(self.partition_columns) <= set(names)
         assert set(self.distribution_columns) <= set(names)
         assert self.partition_columns or len(self.partitions) <= 1, "unpartitioned: one partition"
+        assert self.auto_increment is None or self.auto_increment in names
 
     @classmethod
     def of(cls, table: Table) -> TableSchema:
@@ -84,6 +86,9 @@ class TableSchema:
                 for partition in table.partitions
             ),
             _named(table, table.distribution_columns),
+            auto_increment=next(
+                (column.name for column in table.columns if column.auto_increment), None
+            ),
         )
 
     def column(self, name: str) -> ColumnSchema:
@@ -130,6 +135,7 @@ class TableSchema:
             "version": self.schema_version,
             "key_model": self.key_model.value,
             "keys": list(self.key_columns),
+            "auto_increment": self.auto_increment,
             "schema": columns.serialize().to_pybytes().hex(),
             "placement": {
                 "kind": self.partition_kind,
@@ -181,6 +187,7 @@ class TableSchema:
                 for partition_id, lower, upper, values, tablets in placement.get("partitions", ())
             ),
             tuple(placement.get("distribution", ())),
+            fields.get("auto_increment"),
         )
 
 

@@ -93,6 +93,7 @@ class QuireSession(BaseSession):
         self.connection = None
         self.request_id: str | None = None  # a statement another FE forwarded: its id
         self.last_commit_ts = 0  # of this session's newest data commit: its reads see it
+        self.last_insert_id = 0  # the first AUTO_INCREMENT value its last such INSERT generated
         self.transaction: OpenTransaction | None = None  # BEGIN, or autocommit off
         self.warnings: list[tuple] = []
         self.started = time.monotonic()

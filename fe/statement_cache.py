@@ -24,7 +24,6 @@ import asyncio
 import datetime
 import decimal
 import math
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -37,13 +36,13 @@ from sqlglot.tokens import Token, TokenType
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.prepared import sql_literal, time_text
 from fe.sql import statements as st
+from fe.sql.literal_insert import NUMBER, literal_insert
 from fe.sql.parser import QUERY_STARTS, ParseError, parse_tokens, parse_with_sqlglot, tokenize
 from fe.statements import queries
 
 LITERAL_TOKENS = (TokenType.NUMBER, TokenType.STRING)
 SENTINEL = "\x00quire-literal-"
 PARAMETER = "\x00quire-parameter-"
-NUMBER = re.compile(r"(\d+\.?\d*|\.\d+)(e[+-]?\d+)?", re.IGNORECASE)
 MAX_PLAIN_NESTING = 64
 PARSED_BYTES_PER_TOKEN = 2048  # a tree's nodes and a shape's key, measured with tracemalloc
 UNSHAPED = object()  # by_shape's entry for a shape whose literals cannot be markers
@@ -165,7 +164,7 @@ class StatementCache:
         if tokens[0].token_type in QUERY_STARTS:
             statement = self._query(tokens, sql)
         else:
-            statement = parse_tokens(tokens, sql)
+            statement = _statement(tokens, sql)
         if len(sql) <= self.max_sql_bytes:
             self.by_text.put(sql, statement, _parsed_bytes(tokens, sql))
         return statement
@@ -242,12 +241,15 @@ def _read_as_mysql(tokens: list[Token]) -> list[Token]:
     """The tokens as MySQL reads them where sqlglot's differ: `1e` is a name, not a number;
     `1e309` is refused; deeply nested redundant parentheses, `((((1))))`, are one pair (MySQL
     answers 1 at any depth; sqlglot's parser recurses once a pair)."""
+    number = TokenType.NUMBER
     for index, token in enumerate(tokens):
-        if token.token_type == TokenType.NUMBER and not NUMBER.fullmatch(token.text):
+        if token.token_type != number or token.text.isdigit():
+            continue
+        if not NUMBER.fullmatch(token.text):
             tokens[index] = Token(
                 TokenType.VAR, token.text, token.line, token.col, token.start, token.end
             )
-        elif token.token_type == TokenType.NUMBER and math.isinf(float(token.text)):
+        elif math.isinf(float(token.text)):
             raise QueryError(
                 ErrorCode.ILLEGAL_VALUE_FOR_TYPE,
                 f"Illegal double '{token.text}' value found during parsing",
@@ -258,6 +260,17 @@ def _read_as_mysql(tokens: list[Token]) -> list[Token]:
 def _without_redundant_parentheses(tokens: list[Token]) -> list[Token]:
     """Of each `((x))` with no comma in x, the outer pair dropped, when pairs nest deeper than
     MAX_PLAIN_NESTING (shallower statements keep their text: MySQL names columns by it)."""
+    depth = deepest = 0
+    opening, closing_type = TokenType.L_PAREN, TokenType.R_PAREN
+    for kind in [token.token_type for token in tokens]:  # most nest shallowly: find out first
+        if kind is opening:
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif kind is closing_type and depth:
+            depth -= 1
+    if deepest <= MAX_PLAIN_NESTING:
+        return tokens
     opened: list[list] = []  # [index, has a comma of its own] of each open parenthesis
     closing: dict[int, tuple[int, bool]] = {}  # open index -> (close index, has a comma)
     deepest = 0
@@ -283,6 +296,15 @@ def _without_redundant_parentheses(tokens: list[Token]) -> list[Token]:
 def _unshaped(tokens: list[Token], sql: str):
     if tokens[0].token_type in QUERY_STARTS:
         return plan(parse_with_sqlglot(tokens, sql), tokens, sql)
+    return _statement(tokens, sql)
+
+
+def _statement(tokens: list[Token], sql: str):
+    """A statement other than a query; an INSERT of literal rows without sqlglot's parser."""
+    if tokens[0].token_type == TokenType.INSERT:
+        statement = literal_insert(tokens)
+        if statement is not None:
+            return statement
     return parse_tokens(tokens, sql)
 
 

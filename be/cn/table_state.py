@@ -11,12 +11,12 @@ An object a merge wrote serves snapshots from the merge on; the ones it replaced
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from be.cn.bounds import ColumnBound, within
 from be.cn.object_cache import ObjectCache
 from be.logtail.entries import COMMIT_TS, ROW_ID, TableChanges
 from be.storage.blocks import ObjectMeta, prune, read_blocks
@@ -27,6 +27,7 @@ from be.table_schema import TableSchema
 from metadata.records import KeyModel
 
 COMBINE_PIECES = 64  # pieces of rows (or of deletes) combined into one past this many
+MAX_CACHED_SNAPSHOTS = 8  # of the newest state: per schema version, with and without row ids
 
 AGGREGATIONS = {  # Doris's aggregation of a value column: pyarrow's hash aggregate
     "SUM": "sum",
@@ -62,12 +63,19 @@ class TableState:
         self._delete_ts: list[pa.Array] = []
         self.row_count = 0  # rows inserted (deleted ones included)
         self.nbytes = 0
+        # Every snapshot at or after the newest change is the same: those asked for are kept
+        # until the next change.
+        self._changed_ts = 0
+        self._newest: dict[tuple[TableSchema, bool], pa.Table] = {}
 
     def apply(self, change: TableChanges, commit_ts: int) -> None:
         assert change.table_id == self.table_id
         if change.changes_storage:
             self._apply_storage(change, commit_ts)
         with self._lock:
+            assert commit_ts > self._changed_ts
+            self._changed_ts = commit_ts
+            self._newest = {}
             if change.inserts is not None and change.inserts.num_rows:
                 rows = change.inserts
                 stamps = pa.array([commit_ts] * rows.num_rows, pa.int64())
@@ -127,17 +135,38 @@ class TableState:
         schema: TableSchema,
         ts: int,
         row_ids: bool = False,
-        ranges: Mapping[str, tuple[object, object]] | None = None,
+        bounds: tuple[ColumnBound, ...] = (),
     ) -> pa.Table:
         """The table as of ts, in schema's columns (a column added later reads as NULL); with
         row_ids, ROW_ID first (what DELETE and UPDATE name rows by). AGGREGATE KEY tables come
-        merged by their keys, as Doris reads them.
+        merged by their keys, as Doris reads them. bounds (ColumnBound) may leave out rows
+        outside them, and blocks whose min/max hold none (never on AGGREGATE KEY tables, whose
+        rows merge first): the caller still applies its whole WHERE."""
+        bounded = bool(bounds) and schema.key_model is not KeyModel.AGGREGATE
+        with self._lock:
+            newest = ts >= self._changed_ts
+            kept = self._newest.get((schema, row_ids)) if newest else None
+            changed_ts = self._changed_ts
+        if kept is not None:
+            return within(kept, bounds) if bounded else kept
+        if bounded:  # only the rows within: not kept, and cheaper than the whole table
+            return self._snapshot(schema, ts, row_ids, bounds)
+        snapshot = self._snapshot(schema, ts, row_ids)
+        if newest:
+            snapshot = snapshot.combine_chunks()  # read again and again: one chunk reads faster
+            with self._lock:
+                if self._changed_ts == changed_ts and len(self._newest) < MAX_CACHED_SNAPSHOTS:
+                    self._newest[schema, row_ids] = snapshot
+        return snapshot
 
-        ranges (column -> (low, high), inclusive, None for an open end) let blocks whose min/max
-        hold no matching row be skipped: every matching row is returned, and maybe others, which
-        the caller filters (key columns only for AGGREGATE KEY, whose rows merge by key)."""
-        if ranges and schema.key_model is KeyModel.AGGREGATE:
-            ranges = {name: bounds for name, bounds in ranges.items() if name in schema.key_columns}
+    def _snapshot(
+        self,
+        schema: TableSchema,
+        ts: int,
+        row_ids: bool,
+        bounds: tuple[ColumnBound, ...] = (),
+    ) -> pa.Table:
+        ranges = {bound.column: (bound.low, bound.high) for bound in bounds}
         with self._lock:
             pieces = list(self._rows)
             delete_ids = list(self._delete_ids)
@@ -162,8 +191,10 @@ class TableState:
         if not pieces:
             return target.empty_table()
         rows = _concat(pieces)
+        if bounds:  # first: what is left to check is a few rows
+            rows = within(rows, bounds)
         visible = pc.less_equal(rows.column(COMMIT_TS), ts)
-        if delete_ids:
+        if delete_ids and rows.num_rows:
             ids = pa.concat_arrays(delete_ids)
             stamps = pa.concat_arrays(delete_ts)
             gone = ids.filter(pc.less_equal(stamps, ts))

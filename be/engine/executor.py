@@ -103,7 +103,9 @@ def database_config(memory_limit_bytes: int, threads: int) -> dict[str, object]:
     }
 
 
-Prepare = Callable[[], tuple[str, Mapping[str, pa.Table]]]  # the SQL and the tables it reads
+# The SQL and the tables it reads; or the Answer itself, when the caller worked it out without
+# SQL (a plain read of a few rows), which then still takes a worker and its limits.
+Prepare = Callable[[], "tuple[str, Mapping[str, pa.Table]] | Answer"]
 
 
 @dataclass(frozen=True)
@@ -253,7 +255,10 @@ class _Query:
             connection.interrupt()
 
     def run(self, database: duckdb.DuckDBPyConnection) -> Answer:
-        sql, tables = self.prepare()
+        prepared = self.prepare()
+        if isinstance(prepared, Answer):
+            return prepared
+        sql, tables = prepared
         connection = database.cursor()
         try:
             with self._lock:

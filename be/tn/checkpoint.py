@@ -52,6 +52,9 @@ class Checkpoint:
     tables: dict[int, TableCheckpoint]
     requests: list[tuple[str, int]]
     pending_deletions: list[tuple[int, str]] = field(default_factory=list)  # merged away at ts
+    # per table, the next AUTO_INCREMENT value: the rows holding the largest ones may be in
+    # objects only, and the log behind the checkpoint is gone
+    auto_increments: list[tuple[int, int]] = field(default_factory=list)
 
 
 def encode(checkpoint: Checkpoint) -> bytes:
@@ -83,6 +86,7 @@ def encode(checkpoint: Checkpoint) -> bytes:
             "tables": tables,
             "requests": checkpoint.requests,
             "pending_deletions": checkpoint.pending_deletions,
+            "auto_increments": checkpoint.auto_increments,
         },
         separators=(",", ":"),
     ).encode()
@@ -135,7 +139,8 @@ def decode(data: bytes) -> Checkpoint:
             raise CheckpointCorrupt("checkpoint has trailing bytes")
         requests = [(str(request), int(ts)) for request, ts in header["requests"]]
         pending = [(int(ts), str(name)) for ts, name in header["pending_deletions"]]
-        return Checkpoint(header["ts"], header["horizon_ts"], tables, requests, pending)
+        counters = [(int(table), int(value)) for table, value in header.get("auto_increments", [])]
+        return Checkpoint(header["ts"], header["horizon_ts"], tables, requests, pending, counters)
     except CheckpointCorrupt:
         raise
     except (

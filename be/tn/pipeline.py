@@ -20,12 +20,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
+import pyarrow.compute as pc
+
 from be.logtail.entries import Commit, TableChanges
 from be.storage.errors import StorageError
 from be.storage.names import ObjectName
 from be.storage.objects import ObjectStore
 from be.table_schema import TableSchema
 from be.tn import checkpoint, wal_records
+from be.tn.auto_increment import AutoIncrements
 from be.tn.errors import (
     CheckpointCorrupt,
     CommitError,
@@ -87,6 +90,7 @@ class CommitPipeline:
         self._job: _StorageJob | None = None
         self._merge_candidates: set[int] = set()  # tables flushed since their last merge check
         self.schemas: dict[int, TableSchema] = {}  # the newest version seen of each table
+        self.auto_increments = AutoIncrements(limits.max_commit_rows)  # survives a resync
         self._queue: queue.Queue[_Request | None] = queue.Queue(limits.max_queued_commits)
         self._requests: collections.OrderedDict[str, int] = collections.OrderedDict()
         self._thread: threading.Thread | None = None
@@ -234,8 +238,7 @@ class CommitPipeline:
                     self._refuse_unanswered(group)
                     return
                 batch, records, size = [], [], 0
-            self.state.apply(commit, schemas)
-            self.schemas.update(schemas)
+            self._apply(commit, schemas)
             batch.append((request, commit))
             records.append(record)
             size += len(record)
@@ -243,6 +246,24 @@ class CommitPipeline:
                 self._remember(write_set.request_id, commit.commit_ts)
         if records:
             self._log_and_publish(batch, records)
+
+    def _apply(self, commit: Commit, schemas: dict[int, TableSchema]) -> None:
+        self.state.apply(commit, schemas)
+        self.schemas.update(schemas)
+        self._observe_auto_increments(commit, schemas)
+
+    def _observe_auto_increments(self, commit: Commit, schemas: dict[int, TableSchema]) -> None:
+        """Values written into AUTO_INCREMENT columns: later ones are handed out above them."""
+        for change in commit.changes:
+            column = schemas[change.table_id].auto_increment
+            if column is not None and change.inserts is not None:
+                largest = pc.max(change.inserts.column(column)).as_py()
+                if largest is not None:
+                    self.auto_increments.observe(change.table_id, largest)
+
+    def take_auto_increment(self, table_id: int, count: int) -> int:
+        """The first of count new values of the table's AUTO_INCREMENT column."""
+        return self.auto_increments.take(table_id, count)
 
     def _refuse_unanswered(self, group: list[_Request]) -> None:
         for request in group:
@@ -425,6 +446,7 @@ class CommitPipeline:
             },
             list(self._requests.items()),
             list(self.merger.pending) if self.merger is not None else [],
+            self.auto_increments.counters(),
         )
         name = checkpoint.object_name(ts)
         try:
@@ -461,6 +483,8 @@ class CommitPipeline:
             self.schemas[table_id] = table.schema
         for request_id, ts in loaded.requests:
             self._remember(request_id, ts)
+        for table_id, next_value in loaded.auto_increments:
+            self.auto_increments.observe(table_id, next_value - 1)
         if self.merger is not None:
             self.merger.pending.extend(loaded.pending_deletions)
         changes = tuple(
@@ -534,6 +558,7 @@ class CommitPipeline:
                 if self.merger is not None:
                     for change in commit.changes:
                         self.merger.replaced(change.objects_removed, commit.commit_ts)
+                self._observe_auto_increments(commit, schemas)
                 if request_id:
                     self._remember(request_id, commit.commit_ts)
                 if commit.commit_ts > self.published_ts:

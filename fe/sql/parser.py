@@ -103,7 +103,7 @@ def tokenize(sql: str) -> list[Token]:
         tokens.pop()
     if not tokens:
         raise ParseError("Query was empty")
-    if any(token.token_type == TokenType.SEMICOLON for token in tokens):
+    if ";" in sql and any(token.token_type == TokenType.SEMICOLON for token in tokens):
         raise ParseError("Multiple statements in one query are not supported")
     return tokens
 
@@ -415,10 +415,29 @@ class Grammar:
             return st.CreateDatabase(name, if_not_exists, properties)
         if self.accept("USER"):
             return self.create_user()
+        if self.accept("INDEX"):
+            return self.create_index()
         self.accept("EXTERNAL")
         if self.accept("TABLE"):
             return self.create_table()
         self.fail("unsupported CREATE")
+
+    def create_index(self):
+        """CREATE INDEX name [USING ...] ON t (column [(length)] [ASC|DESC], ...) [options]"""
+        name = self.identifier()
+        while not self.at("ON") and self.position < len(self.tokens):
+            self.next()
+        self.expect("ON")
+        table = self.table_name()
+        self.expect_type(TokenType.L_PAREN, "(")
+        columns = [self.identifier()]
+        self.skip_index_definition()
+        while self.accept_type(TokenType.COMMA):
+            columns.append(self.identifier())
+            self.skip_index_definition()
+        self.expect_type(TokenType.R_PAREN, ")")
+        self.position = len(self.tokens)  # USING, COMMENT, ALGORITHM, LOCK: nothing to keep
+        return st.CreateIndex(name, table, tuple(columns))
 
     def _drop(self):
         self.expect("DROP")
@@ -431,6 +450,13 @@ class Grammar:
         if self.accept("USER"):
             if_exists = self.if_exists()
             return st.DropUser(self.user_name(), if_exists)
+        if self.accept("INDEX"):
+            if_exists = self.if_exists()
+            name = self.identifier()
+            self.expect("ON")
+            table = self.table_name()
+            self.position = len(self.tokens)
+            return st.DropIndex(name, table, if_exists)
         self.fail("unsupported DROP")
 
     def drop_tables(self):

@@ -375,8 +375,38 @@ class Transaction:
 
 
 @dataclass(frozen=True)
+class CreateIndex:
+    """CREATE INDEX: a secondary index, checked against the table and otherwise ignored (a scan
+    reads every row anyway)."""
+
+    name: str
+    table: TableName
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DropIndex:
+    name: str
+    table: TableName
+    if_exists: bool = False
+
+
+class Default:
+    """DEFAULT written as a value of INSERT ... VALUES."""
+
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+DEFAULT = Default()
+
+
+@dataclass(frozen=True)
 class Insert:
     expression: exp.Insert  # sqlglot's tree: INSERT INTO t [(columns)] VALUES ... | SELECT ...
+    # The VALUES rows when every value is a plain literal, read from the tokens (the tree's
+    # VALUES is then empty): str, int, Decimal, float, bool, None or DEFAULT.
+    rows: tuple[tuple, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import re
 from collections.abc import Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from fe.mysql.errors import ErrorCode, QueryError
 from metadata.records import Column
@@ -25,6 +26,10 @@ DECIMAL_CONTEXT = decimal.Context(prec=80, rounding=decimal.ROUND_HALF_UP)
 
 def column_array(values: Sequence, column: Column, first_row: int = 1) -> pa.Array:
     """values as column's Arrow array; first_row numbers the first value as MySQL's messages do."""
+    if len(values) >= VECTORISED_FROM:
+        array = _vectorised(values, column)
+        if array is not None:
+            return array
     convert = _converter(column)
     converted = []
     for row, value in enumerate(values, first_row):
@@ -37,6 +42,62 @@ def column_array(values: Sequence, column: Column, first_row: int = 1) -> pa.Arr
     return pa.array(converted, column.type.arrow)
 
 
+VECTORISED_FROM = 16  # values of a column converted by Arrow at once, when they are plain
+LEAST_DATE = datetime.date(1, 1, 1)
+INTEGERS = frozenset((int, type(None)))  # exactly: bool is no plain integer here
+TEXTS = frozenset((str, type(None)))
+DECIMALS = frozenset((int, decimal.Decimal, type(None)))
+
+
+def _vectorised(values: Sequence, column: Column) -> pa.Array | None:
+    """values converted by Arrow in one go when every one is plain and fits (integers for an
+    integer column, text that fits for a character one, ISO dates, decimals of the column's
+    scale); None when one is not: the value by value conversion then finds the error and its
+    row, or converts as MySQL does what Arrow does not read."""
+    if None in values and not column.nullable:
+        return None
+    base = column.type.base
+    try:
+        if base in INTEGER_BITS and base != "LARGEINT":
+            if not INTEGERS.issuperset(map(type, values)):
+                return None
+            array = pa.array(values, pa.int64())
+            bits = INTEGER_BITS[base]
+            extremes = pc.min_max(array)
+            least, most = extremes["min"], extremes["max"]
+            if least.is_valid and not (
+                -(1 << (bits - 1)) <= least.as_py() and most.as_py() < (1 << (bits - 1))
+            ):
+                return None
+            return array.cast(column.type.arrow)
+        if column.type.is_character and base not in ("JSON", "JSONB", "VARIANT"):
+            if not TEXTS.issuperset(map(type, values)):
+                return None
+            array = pa.array(values, pa.string())
+            length = (
+                column.type.character_length if column.type.name in ("CHAR", "VARCHAR") else None
+            )
+            if length is not None and (pc.max(pc.utf8_length(array)).as_py() or 0) > length:
+                return None
+            return array
+        if base in ("DATE", "DATEV1", "DATEV2"):
+            if not TEXTS.issuperset(map(type, values)):
+                return None
+            array = pa.array(values, pa.string()).cast(pa.date32())
+            least = pc.min(array).as_py()
+            return array if least is None or least >= LEAST_DATE else None
+        if base in DECIMAL_BASES:
+            if not DECIMALS.issuperset(map(type, values)):
+                return None
+            return pa.array(values, column.type.arrow)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        return None
+    return None
+
+
+DECIMAL_BASES = ("DECIMAL", "DECIMALV2", "DECIMALV3", "DECIMAL32", "DECIMAL64", "DECIMAL128I")
+
+
 def _converter(column: Column):
     base = column.type.base
     if base in INTEGER_BITS or base == "LARGEINT":
@@ -44,7 +105,7 @@ def _converter(column: Column):
         return lambda value, row: _integer(value, row, column, bits)
     if base == "BOOLEAN":
         return lambda value, row: _integer(value, row, column, 8) != 0
-    if base in ("DECIMAL", "DECIMALV2", "DECIMALV3", "DECIMAL32", "DECIMAL64", "DECIMAL128I"):
+    if base in DECIMAL_BASES:
         precision = column.type.numeric_precision
         scale = column.type.numeric_scale
         return lambda value, row: _decimal(value, row, column, precision, scale)

@@ -681,3 +681,25 @@ def recycled_partitions(original: Table, altered: Table, actions) -> list[ops.Op
         for p in original.partitions
         if p.name.lower() in names and p.id not in kept
     ]
+
+
+def create_index(session, statement: st.CreateIndex) -> list[ops.Op]:
+    """Accepted once the table and its columns are checked, and otherwise ignored: Quire keeps no
+    secondary indexes (a scan reads every row), so there is nothing to build or journal."""
+    session.require(
+        privileges.ALTER, database_name(session, statement.table.db), statement.table.name
+    )
+    _, table = resolve_table(session, statement.table)
+    for name in statement.columns:
+        if table.column(name) is None:
+            raise QueryError(1072, f"Key column '{name}' doesn't exist in table")
+    return []
+
+
+def drop_index(session, statement: st.DropIndex) -> list[ops.Op]:
+    """Accepted once the table is checked: CREATE INDEX built nothing to drop."""
+    session.require(
+        privileges.ALTER, database_name(session, statement.table.db), statement.table.name
+    )
+    resolve_table(session, statement.table)
+    return []

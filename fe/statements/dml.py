@@ -45,7 +45,9 @@ async def insert(session, statement: st.Insert) -> Result:
     table = _target_table(session, reader, table_node)
     named = _named_columns(table, target.expressions if isinstance(target, exp.Schema) else None)
     source = expression.expression
-    if isinstance(source, exp.Values):
+    if statement.rows is not None:
+        rows = _literal_rows(statement.rows, len(named))
+    elif isinstance(source, exp.Values):
         rows = await _values_rows(session, source, named)
     elif isinstance(source, exp.Select | exp.Union | exp.Subquery):
         query = source.this if isinstance(source, exp.Subquery) else source
@@ -57,10 +59,14 @@ async def insert(session, statement: st.Insert) -> Result:
         raise QueryError(ErrorCode.PARSE_ERROR, "You have an error in your SQL syntax")
     if not rows:
         return Result(affected_rows=0)
+    named, rows, first_generated, last_given = _with_generated_ids(session, table, named, rows)
     inserts = _rows_table(session, table, named, rows)
     await commit(session, reader, table, TableWrite(TableSchema.of(table), inserts=inserts))
     info = f"Records: {len(rows)}  Duplicates: 0  Warnings: 0" if len(rows) > 1 else ""
-    return Result(affected_rows=len(rows), info=info)
+    if first_generated:
+        session.last_insert_id = first_generated
+    insert_id = first_generated or last_given
+    return Result(affected_rows=len(rows), info=info, last_insert_id=insert_id)
 
 
 def _target_table(session, reader: TableReader, node: exp.Table) -> Table:
@@ -99,13 +105,78 @@ async def _values_rows(session, values: exp.Values, named: list[Column]) -> list
     return rows
 
 
+def _with_generated_ids(
+    session, table: Table, named: list[Column], rows: list[tuple]
+) -> tuple[list[Column], list[tuple], int, int]:
+    """MySQL's AUTO_INCREMENT: a row that leaves the column out or gives it NULL, DEFAULT or 0
+    (unless sql_mode has NO_AUTO_VALUE_ON_ZERO) gets the next value the TN hands out; a row that
+    gives a value moves the counter past it, for the rows after it too. The columns and rows
+    with the values written in, the first value generated and the last one given (0: none)."""
+    column = next((column for column in table.columns if column.auto_increment), None)
+    if column is None:
+        return named, rows, 0, 0
+    plane = data_plane(session)
+    if column not in named:
+        first = _take_auto_increment(plane, table, len(rows))
+        return [*named, column], [(*row, first + n) for n, row in enumerate(rows)], first, 0
+    index = named.index(column)
+    zero_generates = "NO_AUTO_VALUE_ON_ZERO" not in str(session.variable("sql_mode")).upper()
+    rows = list(rows)
+    waiting: list[int] = []  # rows that get the next values, in order
+    first_generated = last_given = 0
+
+    def generate() -> None:
+        nonlocal first_generated
+        if waiting:
+            first = _take_auto_increment(plane, table, len(waiting))
+            first_generated = first_generated or first
+            for offset, number in enumerate(waiting):
+                row = rows[number]
+                rows[number] = (*row[:index], first + offset, *row[index + 1 :])
+            waiting.clear()
+
+    for number, row in enumerate(rows):
+        value = row[index]
+        if value is None or value is DEFAULT or (zero_generates and value == 0):
+            waiting.append(number)
+            continue
+        given = _as_integer(value)
+        if given is not None and given > 0:
+            generate()
+            plane.observe_auto_increment(table.id, given)
+            last_given = given
+    generate()
+    return named, rows, first_generated, last_given
+
+
+def _as_integer(value) -> int | None:
+    try:
+        return int(decimal.Decimal(str(value).strip()))
+    except (decimal.InvalidOperation, ValueError):
+        return None  # not a number: the column's conversion refuses it
+
+
+def _take_auto_increment(plane, table: Table, count: int) -> int:
+    try:
+        return plane.take_auto_increment(table.id, count)
+    except commit_errors.CommitError as error:
+        raise QueryError(ErrorCode.UNKNOWN_ERROR, f"The insert was refused: {error}") from None
+
+
+def _literal_rows(rows: tuple[tuple, ...], width: int) -> list[tuple]:
+    for number, row in enumerate(rows, 1):
+        if len(row) != width:
+            raise _count_mismatch(number)
+    return list(rows)
+
+
 def _count_mismatch(row: int) -> QueryError:
     return QueryError(
         ErrorCode.WRONG_VALUE_COUNT_ON_ROW, f"Column count doesn't match value count at row {row}"
     )
 
 
-DEFAULT = object()
+DEFAULT = st.DEFAULT
 
 
 def _literal(node: exp.Expression):
@@ -117,7 +188,9 @@ def _literal(node: exp.Expression):
         return bool(node.this)
     if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
         return -_number(node.this.this)
-    if isinstance(node, exp.Column | exp.Var) and node.name.upper() == "DEFAULT" and not node.table:
+    if isinstance(node, exp.Var) and node.name.upper() == "DEFAULT":
+        return DEFAULT
+    if isinstance(node, exp.Column) and node.name.upper() == "DEFAULT" and not node.table:
         return DEFAULT
     return NOT_LITERAL
 
@@ -224,15 +297,24 @@ async def update(session, statement: st.Update) -> Result:
             )
         changes[column.name] = assignment.expression
     old = [exp.column(c.name, table=alias) for c in table.columns]
-    new = [
-        changes[c.name].copy() if c.name in changes else exp.column(c.name, table=alias)
-        for c in table.columns
-    ]
-    select = exp.select(exp.column(ROW_ID, table=alias), *old, *new).from_(node.copy())
-    select = _with_clauses(select, expression)
-    answer = await queries.run_in_engine(session, queries.plan_select(select), reader, alias)
-    matched = list(answer.rows)
     width = len(table.columns)
+    constants = _constant_assignments(table, changes)
+    if constants is not None:  # the old rows are all the engine is needed for, if at all
+        select = exp.select(exp.column(ROW_ID, table=alias), *old).from_(node.copy())
+        select = _with_clauses(select, expression)
+        answer = await queries.run_in_engine(session, queries.plan_select(select), reader, alias)
+        rows = list(answer.rows)
+        values = _converted(table, constants) if rows else {}  # no row: nothing to refuse
+        matched = [(*row, *_assigned(row[1:], values)) for row in rows]
+    else:
+        new = [
+            changes[c.name].copy() if c.name in changes else exp.column(c.name, table=alias)
+            for c in table.columns
+        ]
+        select = exp.select(exp.column(ROW_ID, table=alias), *old, *new).from_(node.copy())
+        select = _with_clauses(select, expression)
+        answer = await queries.run_in_engine(session, queries.plan_select(select), reader, alias)
+        matched = list(answer.rows)
     changed = [row for row in matched if tuple(row[1 : 1 + width]) != tuple(row[1 + width :])]
     if changed:
         deletes = _deletes_table(
@@ -255,6 +337,30 @@ async def update(session, statement: st.Update) -> Result:
         affected_rows=len(changed),
         info=f"Rows matched: {len(matched)}  Changed: {len(changed)}  Warnings: 0",
     )
+
+
+def _constant_assignments(table: Table, changes: dict) -> dict[str, object] | None:
+    """SET column = <literal>, ...: each column's value; None if one is no plain literal."""
+    constants = {}
+    for name, value in changes.items():
+        literal = _literal(value)
+        if literal is NOT_LITERAL or literal is DEFAULT:
+            return None
+        constants[name] = literal
+    return constants
+
+
+def _converted(table: Table, constants: dict[str, object]) -> dict[int, object]:
+    """Per column position, the value as the column holds it (what MySQL compares with the old
+    value to count a row changed)."""
+    return {
+        _position(table, name): column_array([value], table.column(name)).to_pylist()[0]
+        for name, value in constants.items()
+    }
+
+
+def _assigned(old: tuple, constants: dict[int, object]) -> tuple:
+    return tuple(constants.get(position, value) for position, value in enumerate(old))
 
 
 def _position(table: Table, name: str) -> int:
@@ -287,7 +393,7 @@ async def commit(session, reader: TableReader, table: Table, write: TableWrite) 
     reader.refuse_writes()
     transaction = transactions.current(session)
     if transaction is not None:
-        transaction.add(table, write, lambda: reader.committed(table))
+        transaction.add(table, write, lambda bounds: reader.committed(table, bounds))
         return
     await commit_writes(session, reader.ts, (write,))
 

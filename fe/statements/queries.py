@@ -22,7 +22,14 @@ from fe.client_errors import engine_error
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.results import EncodedAnswers, Result, column
 from fe.sql.parser import INTERNAL_CATALOG
-from fe.statements import coercions, mysql_functions, schema_lookup, table_data
+from fe.statements import (
+    coercions,
+    mysql_functions,
+    plain_reads,
+    row_bounds,
+    schema_lookup,
+    table_data,
+)
 from fe.statements.information_schema import INFORMATION_SCHEMA
 from fe.variables import SCHEMA
 
@@ -37,7 +44,7 @@ SESSION_FUNCTIONS = {
     "CURRENT_VERSION": lambda session: session.variables.get("version"),
     "CURRENT_SCHEMA": lambda session: session.database,
     "CONNECTION_ID": lambda session: session.connection_id,
-    "LAST_INSERT_ID": lambda session: 0,
+    "LAST_INSERT_ID": lambda session: session.last_insert_id,
 }
 
 LONG_IN_LIST = 64  # longer IN lists of plain literals reach the engine as a table, not as SQL text
@@ -338,6 +345,7 @@ async def run_in_engine(
         expression = mysql_functions.rewritten(coercions.coerced(expression), time)
         tables: dict[str, str] = {}
         data: dict[str, tuple] = {}
+        plain = None
         common_tables = _common_table_references(expression)
         for table in list(expression.find_all(exp.Table)):
             if id(table) in common_tables or table.meta.get(LIST_TABLE):
@@ -357,11 +365,21 @@ async def run_in_engine(
                     f"{_TABLE_PREFIX}{record.id}{'_r' if with_row_ids else ''}"
                     f"{f'_at{as_of}' if as_of is not None else ''}"
                 )
-                data[registered] = (record, with_row_ids, as_of)
+                bounds = row_bounds.bounds_of(expression, table, record)
+                if registered in data and data[registered][2] != bounds:
+                    bounds = ()  # one table read twice, bounded two ways: all of its rows
+                data[registered] = (record, with_row_ids, bounds, as_of)
+                plain = plain_read(expression, table, record)
             alias = table.alias or table.name
             table.replace(
                 exp.to_table(registered).as_(alias) if alias else exp.to_table(registered)
             )
+        if plain is not None and len(data) == 1 and not tables and not plan.lists and not explain:
+            (record, with_row_ids, _, as_of), (columns, exact) = next(iter(data.values())), plain
+            rows = read.snapshot(record, with_row_ids, exact, as_of)
+            answered = plain_reads.answer(rows, columns, exact)
+            if answered is not None:
+                return answered
         arrow = dict(plan.lists)
         columns = _columns_read(expression, tables.values())
         for registered, name in tables.items():
@@ -369,8 +387,8 @@ async def run_in_engine(
             if built is None:
                 raise QueryError(1109, f"Unknown table '{name}' in information_schema")
             arrow[registered] = built.arrow()
-        for registered, (record, with_row_ids, as_of) in data.items():
-            arrow[registered] = read.snapshot(record, with_row_ids, as_of)
+        for registered, (record, with_row_ids, bounds, as_of) in data.items():
+            arrow[registered] = read.snapshot(record, with_row_ids, bounds, as_of)
         sql = expression.sql(dialect="duckdb")
         return ("EXPLAIN " + sql if explain else sql), arrow
 
@@ -429,6 +447,17 @@ def _as_of(read: table_data.TableReader, version: exp.Expression | None) -> int 
             "Only FOR SYSTEM_TIME AS OF <a time or a timestamp> is supported",
         )
     return read.as_of(moment.this)
+
+
+def plain_read(
+    expression: exp.Expression, table_node: exp.Table, table
+) -> tuple[list[str], tuple] | None:
+    """The columns and bounds of a read the engine is not needed for (plain_reads), else None."""
+    columns = plain_reads.plain_columns(expression, table_node)
+    if columns is None:
+        return None
+    exact = row_bounds.exact_bounds(expression, table_node, table)
+    return None if exact is None else (columns, exact)
 
 
 def _check_group_positions(expression: exp.Expression) -> None:

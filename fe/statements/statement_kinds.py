@@ -118,6 +118,8 @@ KINDS: dict[type, StatementKind] = {
     st.CreateTableLike: _write(ddl.create_table_like),
     st.DropTable: _write(ddl.drop_table),
     st.AlterTable: _write(ddl.alter_table),
+    st.CreateIndex: _write(ddl.create_index),
+    st.DropIndex: _write(ddl.drop_index),
     st.TruncateTable: _write(recycle_bin.truncate_table),
     st.CancelAlter: _write(alter_jobs.cancel_alter),
     st.RecoverDatabase: _write(recycle_bin.recover_database),

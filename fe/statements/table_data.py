@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from be.cn.bounds import ColumnBound
 from be.cn.node import WatermarkTimeout
 from be.service.errors import ServiceError
 from be.table_schema import TableSchema
@@ -82,24 +83,37 @@ class TableReader:
     def table(self, db: str, name: str, privilege: str = privileges.SELECT) -> Table:
         return readable_table(self.session, db, name, privilege)
 
-    def committed(self, table: Table) -> pa.Table:
+    def committed(self, table: Table, bounds: tuple[ColumnBound, ...] = ()) -> pa.Table:
         """The table's committed rows at the snapshot, with row ids, without this transaction's
-        own writes."""
-        return self._read(TableSchema.of(table), row_ids=True)
+        own writes (those outside bounds may be left out)."""
+        return self._read(TableSchema.of(table), True, bounds)
 
-    def snapshot(self, table: Table, row_ids: bool = False, ts: int | None = None) -> pa.Table:
-        """ts: a time-travel read of this table (no own writes in it)."""
+    def snapshot(
+        self,
+        table: Table,
+        row_ids: bool = False,
+        bounds: tuple[ColumnBound, ...] = (),
+        ts: int | None = None,
+    ) -> pa.Table:
+        """bounds: rows outside them may be left out (the statement filters them anyway); ts: a
+        time-travel read of this table (no own writes in it)."""
         schema = TableSchema.of(table)
         if ts is not None:
-            return self._read(schema, row_ids, ts)
+            return self._read(schema, row_ids, bounds, ts)
         own = self.transaction is not None and table.id in self.transaction.writes
-        rows = self._read(schema, row_ids or own)
+        rows = self._read(schema, row_ids or own, bounds)
         return self.transaction.seen(schema, rows, row_ids) if own else rows
 
-    def _read(self, schema: TableSchema, row_ids: bool, ts: int | None = None) -> pa.Table:
+    def _read(
+        self,
+        schema: TableSchema,
+        row_ids: bool,
+        bounds: tuple[ColumnBound, ...] = (),
+        ts: int | None = None,
+    ) -> pa.Table:
         at = self.ts if ts is None else ts
         try:
-            return data_plane(self.session).snapshot(schema, at, READ_WAIT_SECONDS, row_ids)
+            return data_plane(self.session).snapshot(schema, at, READ_WAIT_SECONDS, row_ids, bounds)
         except WatermarkTimeout as error:
             raise QueryError(
                 ErrorCode.UNKNOWN_ERROR, f"Reading table data timed out: {error}"

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from be.cn.bounds import ColumnBound
 from be.cn.table_state import merged
 from be.logtail.entries import ROW_ID
 from be.table_schema import TableSchema
@@ -48,9 +49,15 @@ class OpenTransaction:
     def rows(self) -> int:
         return sum(write.rows for write in self.writes.values())
 
-    def add(self, table: Table, write: TableWrite, committed: Callable[[], pa.Table]) -> None:
-        """write joins the transaction; committed gives the table's rows at the snapshot (with
-        row ids), where a UNIQUE KEY table's rows replaced by write's inserts are found."""
+    def add(
+        self,
+        table: Table,
+        write: TableWrite,
+        committed: Callable[[tuple[ColumnBound, ...]], pa.Table],
+    ) -> None:
+        """write joins the transaction; committed(bounds) gives the table's rows at the snapshot
+        (with row ids; those outside bounds may be left out), where a UNIQUE KEY table's rows
+        replaced by write's inserts are found."""
         schema = write.schema
         pending = self.writes.get(table.id)
         if pending is None:
@@ -83,7 +90,8 @@ class OpenTransaction:
             if schema.replaces_on_key:
                 rows = _last_of_each_key(rows, schema.key_columns)
                 pending.inserts = _without_keys(pending.inserts, rows, schema.key_columns)
-                pending.deletes = _with_replaced(pending, rows, committed(), schema.key_columns)
+                replaced = committed(_key_bounds(rows, schema.key_columns))
+                pending.deletes = _with_replaced(pending, rows, replaced, schema.key_columns)
             pending.inserts = pa.concat_tables([pending.inserts, rows.cast(pending.inserts.schema)])
         if self.rows > MAX_TRANSACTION_ROWS:
             raise QueryError(
@@ -135,6 +143,16 @@ def _deletes_schema(schema: TableSchema) -> pa.Schema:
     return pa.schema(fields)
 
 
+def _key_bounds(rows: pa.Table, key_columns: tuple[str, ...]) -> tuple[ColumnBound, ...]:
+    """The range of rows' keys, when the key is one integer column: the committed rows they
+    replace are within it."""
+    if len(key_columns) != 1 or not pa.types.is_integer(rows.schema.field(key_columns[0]).type):
+        return ()
+    extremes = pc.min_max(rows.column(key_columns[0]))
+    low, high = extremes["min"].as_py(), extremes["max"].as_py()
+    return () if low is None else (ColumnBound(key_columns[0], low, high),)
+
+
 def _last_of_each_key(rows: pa.Table, key_columns: tuple[str, ...]) -> pa.Table:
     """Of rows with equal keys, the one written last (own row ids fall as rows are written)."""
     last = rows.group_by(list(key_columns), use_threads=False).aggregate([(ROW_ID, "min")])
@@ -149,13 +167,11 @@ def _with_replaced(
     if pending.deletes.num_rows:
         gone = pending.deletes.column(ROW_ID)
         committed = committed.filter(pc.invert(pc.is_in(committed.column(ROW_ID), gone)))
-    replaced = committed.filter(
-        pc.invert(
-            pc.is_in(
-                committed.column(ROW_ID), _without_keys(committed, rows, key_columns).column(ROW_ID)
-            )
-        )
-    )
+    if len(key_columns) == 1:
+        replaced = committed.filter(_has_key_of(committed, rows, key_columns[0]))
+    else:
+        kept = _without_keys(committed, rows, key_columns).column(ROW_ID)
+        replaced = committed.filter(pc.invert(pc.is_in(committed.column(ROW_ID), kept)))
     if not replaced.num_rows:
         return pending.deletes
     replaced = replaced.select(pending.deletes.schema.names).cast(pending.deletes.schema)
@@ -166,12 +182,22 @@ def _without_keys(rows: pa.Table, newer: pa.Table, key_columns: tuple[str, ...])
     """rows but those whose key one of newer's rows has (UNIQUE KEY: the newer row replaces)."""
     if not rows.num_rows or not newer.num_rows:
         return rows
+    if len(key_columns) == 1:  # the common case, without a join
+        return rows.filter(pc.invert(_has_key_of(rows, newer, key_columns[0])))
     marker = "__quire_newer"
     keys = newer.select(list(key_columns)).group_by(list(key_columns)).aggregate([])
     keys = keys.append_column(marker, pa.array([True] * keys.num_rows))
     joined = rows.join(keys, list(key_columns), join_type="left outer", use_threads=False)
     kept = joined.filter(pc.is_null(joined.column(marker))).drop_columns([marker])
     return kept.select(rows.column_names)
+
+
+def _has_key_of(rows: pa.Table, newer: pa.Table, key: str) -> pa.ChunkedArray:
+    """Per row of rows, whether one of newer's rows has its (one-column) key; NULL matches no
+    key, as in the join of several key columns."""
+    values = rows.column(key)
+    keys = newer.column(key).combine_chunks().cast(values.type)
+    return pc.fill_null(pc.is_in(values, value_set=keys, skip_nulls=True), False)
 
 
 # -- the statements -----------------------------------------------------------------------------

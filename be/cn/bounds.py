@@ -1,0 +1,52 @@
+"""Bounds a read puts on integer columns (`id = 5`, `id BETWEEN 5 AND 104`): a snapshot leaves
+out the rows outside them, so a point or range query hands its engine a few rows instead of the
+table. Only a narrowing: the query still applies its whole WHERE to what it gets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+MAX_BOUNDS = 16  # per table and read; past them the rest are not used
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnBound:
+    column: str
+    low: int | None = None  # inclusive; None: unbounded
+    high: int | None = None  # inclusive
+
+    def __post_init__(self):
+        assert self.low is not None or self.high is not None
+        for limit in (self.low, self.high):
+            assert limit is None or -(1 << 63) <= limit < (1 << 63), limit
+
+
+def within(rows: pa.Table, bounds: tuple[ColumnBound, ...]) -> pa.Table:
+    """rows whose bounded columns are within every bound (NULL is within none)."""
+    keep = inside(rows, bounds)
+    return rows if keep is None else rows.filter(keep)
+
+
+def inside(rows: pa.Table, bounds: tuple[ColumnBound, ...]) -> pa.ChunkedArray | None:
+    """Per row, whether it is within every bound; None when no bound applies to rows."""
+    keep = None
+    for bound in bounds[:MAX_BOUNDS]:
+        if bound.column not in rows.column_names:
+            continue
+        values = rows.column(bound.column)
+        if not pa.types.is_integer(values.type):
+            continue
+        if bound.low is not None and bound.low == bound.high:
+            test = pc.equal(values, bound.low)
+        else:
+            test = None
+            if bound.low is not None:
+                test = pc.greater_equal(values, bound.low)
+            if bound.high is not None:
+                upper = pc.less_equal(values, bound.high)
+                test = upper if test is None else pc.and_(test, upper)
+        keep = test if keep is None else pc.and_(keep, test)
+    return None if keep is None else pc.fill_null(keep, False)

@@ -1,0 +1,167 @@
+"""sysbench oltp_point_select and oltp_read_write transactions per second, Quire beside MariaDB.
+
+Run by hand from the repository root (needs the Debian packages mariadb-server and sysbench):
+
+    python tests/bench/bench_sysbench.py [--seconds 10] [--threads 2] [--tables 2]
+        [--table-size 10000] [--profile FILE] [--prepare-option=--auto_inc=off ...]
+
+The benchmark starts a `quire up` process and a MariaDB server (InnoDB, its own temporary datadir,
+a free loopback port), runs `sysbench oltp_common prepare` against each (the same tables, rows
+and secondary index), then each workload against each server in turn with the same options.
+sysbench is the real client: libmariadb, prepared statements over the binary protocol, BEGIN /
+COMMIT around each read-write transaction. Errors sysbench ignores (1213: a write conflict here,
+a deadlock there) are shown beside the figures. With --profile FILE Quire runs under cProfile on
+every thread and the profile is written to FILE when it stops (`python -m pstats FILE`). The
+ratios Quire / MariaDB come last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.bench.bench_front import MariaDB, cpu_seconds  # noqa: E402
+from tests.harness import QuireProcess  # noqa: E402
+
+DATABASE = "sbtest"
+WORKLOADS = ("oltp_point_select", "oltp_read_write")
+SYSBENCH_TIMEOUT_SECONDS = 900
+PROFILED_QUIRE = Path(__file__).resolve().parent / "profiled_quire.py"
+
+
+@dataclass(frozen=True)
+class Figure:
+    transactions_per_second: float
+    queries_per_second: float
+    ignored_errors: int
+    cpu_millis_per_transaction: float
+
+
+class ProfiledQuire(QuireProcess):
+    """`quire up` under cProfile: the profile goes to profile_file when it stops."""
+
+    def __init__(self, workdir: Path, profile_file: Path, overrides: dict | None = None):
+        super().__init__(workdir, overrides)
+        self.profile_file = profile_file
+
+    def args(self) -> list[str]:
+        plain = super().args()
+        return [sys.executable, str(PROFILED_QUIRE), str(self.profile_file), *plain[3:]]
+
+
+def sysbench(port: int, workload: str, command: str, options: argparse.Namespace, *extra: str):
+    done = subprocess.run(
+        [
+            "sysbench",
+            workload,
+            "--mysql-host=127.0.0.1",
+            f"--mysql-port={port}",
+            "--mysql-user=root",
+            f"--mysql-db={DATABASE}",
+            f"--tables={options.tables}",
+            f"--table-size={options.table_size}",
+            *extra,
+            command,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=SYSBENCH_TIMEOUT_SECONDS,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"sysbench {workload} {command} failed:\n{done.stdout}\n{done.stderr}")
+    return done.stdout
+
+
+def measure(port: int, pid: int, workload: str, options: argparse.Namespace) -> Figure:
+    before = cpu_seconds(pid)
+    output = sysbench(
+        port, workload, "run", options, f"--threads={options.threads}", f"--time={options.seconds}"
+    )
+    used = cpu_seconds(pid) - before
+
+    def number(label: str) -> float:
+        return float(re.search(rf"{label}:\s+(\d+)\s+\(([\d.]+) per sec", output).group(2))
+
+    transactions = int(re.search(r"transactions:\s+(\d+)", output).group(1))
+    ignored = int(re.search(r"ignored errors:\s+(\d+)", output).group(1))
+    return Figure(
+        number("transactions"),
+        number("queries"),
+        ignored,
+        1000 * used / max(transactions, 1),
+    )
+
+
+def prepare(connect, port: int, options: argparse.Namespace) -> None:
+    connection = connect()
+    with connection.cursor() as cursor:
+        cursor.execute(f"CREATE DATABASE {DATABASE}")
+    connection.close()
+    sysbench(port, "oltp_read_write", "prepare", options, *options.prepare_option)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--tables", type=int, default=2)
+    parser.add_argument("--table-size", type=int, default=10_000)
+    parser.add_argument("--profile", type=Path, help="cProfile Quire into this file")
+    parser.add_argument(
+        "--prepare-option",
+        action="append",
+        default=[],
+        help="a sysbench option for prepare, e.g. --prepare-option=--auto_inc=off (repeatable)",
+    )
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench_sysbench-") as folder:
+        folder = Path(folder)
+        if options.profile:
+            quire = ProfiledQuire(folder / "quire", options.profile.resolve()).start()
+        else:
+            quire = QuireProcess(folder / "quire").start()
+        mariadb = MariaDB(folder / "mariadb")
+        try:
+            mariadb_server = mariadb.start()
+            servers = {
+                "Quire": (quire.query_port, quire.process.pid, quire.connect),
+                "MariaDB": (mariadb_server.port, mariadb_server.pid, mariadb.connect),
+            }
+            for name, (port, _, connect) in servers.items():
+                prepare(connect, port, options)
+                print(f"{name}: prepared {options.tables} x {options.table_size} rows", flush=True)
+            figures: dict[tuple[str, str], Figure] = {}
+            for workload in WORKLOADS:
+                for name, (port, pid, _) in servers.items():
+                    figure = figures[workload, name] = measure(port, pid, workload, options)
+                    print(
+                        f"{workload:18} {name:8} {figure.transactions_per_second:9.1f} tps "
+                        f"{figure.queries_per_second:9.1f} qps  ignored errors "
+                        f"{figure.ignored_errors:4d}  server CPU "
+                        f"{figure.cpu_millis_per_transaction:7.2f} ms/txn",
+                        flush=True,
+                    )
+            print(f"\n{options.threads} threads, {options.seconds} s each; Quire / MariaDB:")
+            for workload in WORKLOADS:
+                quire_figure, mariadb_figure = (
+                    figures[workload, "Quire"],
+                    figures[workload, "MariaDB"],
+                )
+                ratio = (
+                    quire_figure.transactions_per_second / mariadb_figure.transactions_per_second
+                )
+                print(f"  {workload:18} {ratio:6.3f}x transactions/s")
+        finally:
+            quire.stop()
+            mariadb.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""Bulk INSERTs of literal rows (read from the tokens, converted by Arrow a column at a time) give
+what the parser and the value by value conversion give: the same values, and the same errors
+naming the same row, with nothing of the statement written."""
+
+import datetime
+import decimal
+
+import pytest
+
+from tests.harness import error_of, run
+
+ROWS = 100
+
+
+@pytest.fixture(scope="module")
+def db(root):
+    run(root, "CREATE DATABASE ingest")
+    run(root, "USE ingest")
+    run(
+        root,
+        "CREATE TABLE t (id BIGINT NOT NULL, small TINYINT, c VARCHAR(8) NOT NULL, d DATE, "
+        "amount DECIMAL(6,2), x DOUBLE) DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 2",
+    )
+    return root
+
+
+def rows(count: int = ROWS, **changed) -> str:
+    """count rows of literals; changed: {row number (from 1): the row's text}."""
+    written = []
+    for number in range(1, count + 1):
+        default = f"({number}, {number % 100 - 50}, 'c{number}', '2024-01-{number % 28 + 1:02d}', {number}.5, 1e{number % 5})"
+        written.append(changed.get(f"row{number}", default))
+    return ", ".join(written)
+
+
+def test_literal_rows_read_as_the_parser_reads_them(db):
+    run(db, f"INSERT INTO t VALUES {rows()}")
+    assert run(db, "SELECT COUNT(*), SUM(id), SUM(small), MIN(d), MAX(amount) FROM t") == (
+        (100, 5050, -50, datetime.date(2024, 1, 1), decimal.Decimal("100.50")),
+    )
+    run(
+        db,
+        "INSERT ingest.`t` (`id`, c, small, d, amount, x) VALUES "
+        "(-1, 'it''s', -128, NULL, -0.125, -2.5E-3), (-2, 'a\\\\b\\'', TRUE, DEFAULT, 7, 0), "
+        "(-3, '', FALSE, '2024-02-29', 1E2, .5)",
+    )
+    assert run(db, "SELECT id, small, c, d, amount, x FROM t WHERE id < 0 ORDER BY id DESC") == (
+        (-1, -128, "it's", None, decimal.Decimal("-0.13"), -0.0025),
+        (-2, 1, "a\\b'", None, decimal.Decimal("7.00"), 0.0),
+        (-3, 0, "", datetime.date(2024, 2, 29), decimal.Decimal("100.00"), 0.5),
+    )
+    run(db, "DELETE FROM t WHERE id < 0")
+
+
+@pytest.mark.parametrize(
+    "row, code, message",
+    [
+        ("(57, 300, 'c', NULL, 1, 1)", 1264, "Out of range value for column 'small' at row 57"),
+        ("(57, 1, 'too long!!', NULL, 1, 1)", 1406, "Data too long for column 'c' at row 57"),
+        ("(57, 1, NULL, NULL, 1, 1)", 1048, "Column 'c' cannot be null"),
+        ("(57, 1, 'c', '2024-02-30', 1, 1)", 1292, "Incorrect date value: '2024-02-30'"),
+        ("(57, 1, 'c', '0000-01-01', 1, 1)", 1292, "Incorrect date value: '0000-01-01'"),
+        ("(57, 1, 'c', NULL, 12345.678, 1)", 1264, "Out of range value for column 'amount'"),
+        ("(57, 1, 'c', NULL, 1)", 1136, "Column count doesn't match value count at row 57"),
+        ("(57, 1, 'c', NULL, 1, 1e999)", 1367, "Illegal double '1e999'"),
+        ("(57, 1, 'c', NULL, 1, 1e)", 1054, "Unknown column '1e'"),
+    ],
+)
+def test_a_bad_value_in_a_bulk_insert_is_refused_with_its_row(db, row, code, message):
+    before = run(db, "SELECT COUNT(*) FROM t")
+    error = error_of(db, f"INSERT INTO t VALUES {rows(row57=row)}")
+    assert error[0] == code and message in error[1], error
+    assert run(db, "SELECT COUNT(*) FROM t") == before
+
+
+def test_rounding_and_expressions_still_go_value_by_value(db):
+    run(
+        db,
+        f"INSERT INTO t VALUES {rows(row3='(1003, 1 + 1, CONCAT(1, 2), 20240105, 1.005, 1)')}",
+    )
+    assert run(db, "SELECT small, c, d, amount FROM t WHERE id = 1003") == (
+        (2, "12", datetime.date(2024, 1, 5), decimal.Decimal("1.01")),
+    )

@@ -31,6 +31,7 @@ from be.logtail.errors import LogtailFormatError
 from be.logtail.limits import LogtailLimits
 from be.storage import meta_codec
 from be.storage.errors import ObjectCorrupt
+from be.wire_fields import FieldReader
 
 FORMAT_VERSION = 2
 SUPPORTED_VERSIONS = frozenset({1, 2})
@@ -192,28 +193,13 @@ def encode_commit(commit: Commit, limits: LogtailLimits) -> bytes:
 # Decoding. Every helper checks the exact type of what msgpack gave back.
 
 
-def _shape(value: Any, length: int, what: str) -> tuple:
-    if type(value) is not tuple or len(value) != length:
-        raise LogtailFormatError(f"malformed {what}: expected {length} fields, got {value!r:.200}")
-    return value
-
-
-def _int(value: Any, what: str, minimum: int = 0) -> int:
-    if type(value) is not int or value < minimum or value >= 1 << 63:
-        raise LogtailFormatError(f"malformed {what}: {value!r:.200}")
-    return value
-
-
-def _bytes(value: Any, what: str, length: int | None = None) -> bytes:
-    if type(value) is not bytes or (length is not None and len(value) != length):
-        raise LogtailFormatError(f"malformed {what}: {value!r:.200}")
-    return value
-
-
-def _str(value: Any, what: str, max_chars: int) -> str:
-    if type(value) is not str or len(value) > max_chars:
-        raise LogtailFormatError(f"malformed {what}: {value!r:.200}")
-    return value
+_fields_of = FieldReader(LogtailFormatError)
+_shape, _int, _bytes, _str = (
+    _fields_of.shape,
+    _fields_of.integer,
+    _fields_of.bytes,
+    _fields_of.text,
+)
 
 
 def _table_ids(value: Any, limits: LogtailLimits) -> tuple[int, ...]:

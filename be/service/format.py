@@ -30,6 +30,7 @@ from be.service.errors import ServiceFormatError
 from be.service.limits import ServiceLimits
 from be.table_schema import TableSchema
 from be.tn.write_set import TableWrite, WriteSet
+from be.wire_fields import FieldReader
 
 FORMAT_VERSION = 2  # 2: a table schema carries its placement (partitions, tablets, distribution)
 SUPPORTED_VERSIONS = (FORMAT_VERSION,)  # nodes and FEs of one build talk: no older version is read
@@ -268,28 +269,13 @@ def encode(message: Message, limits: ServiceLimits) -> bytes:
 # Decoding.
 
 
-def _shape(value: Any, length: int, what: str) -> tuple:
-    if type(value) is not tuple or len(value) != length:
-        raise ServiceFormatError(f"malformed {what}: expected {length} fields")
-    return value
-
-
-def _int(value: Any, what: str, minimum: int = 0) -> int:
-    if type(value) is not int or value < minimum or value >= 1 << 63:
-        raise ServiceFormatError(f"malformed {what}: {value!r:.100}")
-    return value
-
-
-def _bytes(value: Any, what: str, length: int | None = None) -> bytes:
-    if type(value) is not bytes or (length is not None and len(value) != length):
-        raise ServiceFormatError(f"malformed {what}")
-    return value
-
-
-def _str(value: Any, what: str, max_chars: int) -> str:
-    if type(value) is not str or len(value) > max_chars:
-        raise ServiceFormatError(f"malformed {what}: {value!r:.100}")
-    return value
+_fields_of = FieldReader(ServiceFormatError)
+_shape, _int, _bytes, _str = (
+    _fields_of.shape,
+    _fields_of.integer,
+    _fields_of.bytes,
+    _fields_of.text,
+)
 
 
 def _role(value: Any) -> Role:

@@ -8,8 +8,9 @@ blocks without opening the object (row id, commit timestamp and per-column min/m
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
@@ -160,30 +161,39 @@ def read_blocks(
         unknown = [column for column in columns if column not in meta.column_names]
         if unknown:
             raise UnknownColumn(f"no column {unknown[0]!r} in object {meta.name}")
-    if meta.bytes > store.limits.max_object_bytes:
-        raise ObjectTooLarge(f"{meta.bytes} bytes, over max_object_bytes", meta.name)
-    with store.open(meta.name) as file:
-        size = file.size()
-        if size != meta.bytes:
-            raise ObjectCorrupt(f"is {size} bytes, its metadata says {meta.bytes}", meta.name)
-        try:
-            parquet = pq.ParquetFile(file, page_checksum_verification=True, pre_buffer=True)
-            footer = _footer(meta.name, parquet.metadata)
-            if (
-                footer.ts != meta.flush_ts
-                or (footer.table_id, footer.partition_id, footer.tablet_id) != _ids(meta.tablet)
-                or footer.schema_version != meta.schema_version
-                or parquet.metadata.num_row_groups != len(meta.blocks)
-            ):
-                raise ObjectCorrupt("does not match its metadata", meta.name)
-            table = parquet.read_row_groups(chosen, columns=columns)
-        except ObjectStoreError:
-            raise
-        except (pa.ArrowException, OSError) as error:
-            raise decoding_failure(error, meta.name) from None
+    with opened_parquet(store, meta.name, meta.bytes) as parquet:
+        footer = _footer(meta.name, parquet.metadata)
+        if (
+            footer.ts != meta.flush_ts
+            or (footer.table_id, footer.partition_id, footer.tablet_id) != _ids(meta.tablet)
+            or footer.schema_version != meta.schema_version
+            or parquet.metadata.num_row_groups != len(meta.blocks)
+        ):
+            raise ObjectCorrupt("does not match its metadata", meta.name)
+        table = parquet.read_row_groups(chosen, columns=columns)
     if table.num_rows != sum(meta.blocks[index].rows for index in chosen):
         raise ObjectCorrupt("holds other row counts than its metadata says", meta.name)
     return without_footer(table)
+
+
+@contextlib.contextmanager
+def opened_parquet(store: ObjectStore, name: str, size: int) -> Iterator[pq.ParquetFile]:
+    """The object as a Parquet file (page checksums checked), once its size is the one its
+    metadata says; what reading it raises becomes ObjectCorrupt (or the store's own error)."""
+    if size > store.limits.max_object_bytes:
+        raise ObjectTooLarge(f"{size} bytes, over max_object_bytes", name)
+    with store.open(name) as file:
+        found = file.size()
+        if found != size:
+            raise ObjectCorrupt(f"is {found} bytes, its metadata says {size}", name)
+        try:
+            yield pq.ParquetFile(file, page_checksum_verification=True, pre_buffer=True)
+        except ObjectStoreError:
+            raise
+        except FooterError as error:
+            raise ObjectCorrupt(str(error), name) from None
+        except (pa.ArrowException, OSError) as error:
+            raise decoding_failure(error, name) from None
 
 
 def without_footer(table: pa.Table) -> pa.Table:

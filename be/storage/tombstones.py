@@ -16,8 +16,14 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from be.logtail.entries import ROW_ID
-from be.storage.blocks import decoding_failure, encode_parquet, sorted_by_row_id, without_footer
-from be.storage.errors import BadRows, ObjectCorrupt, ObjectStoreError, ObjectTooLarge
+from be.storage.blocks import (
+    decoding_failure,
+    encode_parquet,
+    opened_parquet,
+    sorted_by_row_id,
+    without_footer,
+)
+from be.storage.errors import BadRows, ObjectCorrupt
 from be.storage.footer import Footer, FooterError
 from be.storage.names import Tablet
 from be.storage.objects import ObjectStore
@@ -86,22 +92,9 @@ def write_tombstones(
 
 def read_tombstones(store: ObjectStore, meta: TombstoneMeta) -> pa.Table:
     """ROW_ID and DELETE_TS of every tombstone in the object, sorted by row id."""
-    if meta.bytes > store.limits.max_object_bytes:
-        raise ObjectTooLarge(f"{meta.bytes} bytes, over max_object_bytes", meta.name)
-    with store.open(meta.name) as file:
-        size = file.size()
-        if size != meta.bytes:
-            raise ObjectCorrupt(f"is {size} bytes, its metadata says {meta.bytes}", meta.name)
-        try:
-            parquet = pq.ParquetFile(file, page_checksum_verification=True, pre_buffer=True)
-            footer = Footer.decode(parquet.metadata.metadata)
-            table = parquet.read()
-        except ObjectStoreError:
-            raise
-        except FooterError as error:
-            raise ObjectCorrupt(str(error), meta.name) from None
-        except (pa.ArrowException, OSError) as error:
-            raise decoding_failure(error, meta.name) from None
+    with opened_parquet(store, meta.name, meta.bytes) as parquet:
+        footer = Footer.decode(parquet.metadata.metadata)
+        table = parquet.read()
     if (
         footer.kind != "tomb"
         or footer.ts != meta.max_delete_ts

@@ -17,13 +17,10 @@ the old ones. Versions:
 
 from __future__ import annotations
 
-import struct
-import zlib
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-import msgpack
 import pyarrow as pa
 
 from be.logtail.entries import ROW_ID, Commit, TableChanges
@@ -31,13 +28,12 @@ from be.logtail.errors import LogtailFormatError
 from be.logtail.limits import LogtailLimits
 from be.storage import meta_codec
 from be.storage.errors import ObjectCorrupt
-from be.wire_fields import FieldReader
+from be.wire import Envelope, FieldReader
 
 FORMAT_VERSION = 2
 SUPPORTED_VERSIONS = frozenset({1, 2})
 MAX_OBJECTS_PER_CHANGE = 1 << 16  # objects (or tombstones, or removals) of one table's change
 
-_HEADER = struct.Struct(">BI")  # version, CRC-32 of the body
 NONCE_BYTES = 32
 PROOF_BYTES = 32  # HMAC-SHA256
 MAX_NAME_CHARS = 255
@@ -177,12 +173,7 @@ def _fields(message: Message, limits: LogtailLimits) -> list:
 
 
 def encode(message: Message, limits: LogtailLimits) -> bytes:
-    body = msgpack.packb(_fields(message, limits), use_bin_type=True)
-    if len(body) + _HEADER.size > limits.max_message_bytes:
-        raise LogtailFormatError(
-            f"a {len(body) + _HEADER.size}-byte message is over max_message_bytes"
-        )
-    return _HEADER.pack(FORMAT_VERSION, zlib.crc32(body)) + body
+    return _ENVELOPE.seal(_fields(message, limits), limits.max_message_bytes)
 
 
 def encode_commit(commit: Commit, limits: LogtailLimits) -> bytes:
@@ -193,6 +184,7 @@ def encode_commit(commit: Commit, limits: LogtailLimits) -> bytes:
 # Decoding. Every helper checks the exact type of what msgpack gave back.
 
 
+_ENVELOPE = Envelope("logtail", LogtailFormatError, FORMAT_VERSION, SUPPORTED_VERSIONS)
 _fields_of = FieldReader(LogtailFormatError)
 _shape, _int, _bytes, _str = (
     _fields_of.shape,
@@ -324,22 +316,7 @@ def _message(kind: Kind, fields: tuple, limits: LogtailLimits, version: int) -> 
 
 
 def decode(data: bytes | memoryview, limits: LogtailLimits) -> Message:
-    if len(data) > limits.max_message_bytes:
-        raise LogtailFormatError(f"a {len(data)}-byte message is over max_message_bytes")
-    if len(data) < _HEADER.size:
-        raise LogtailFormatError(f"a {len(data)}-byte message is shorter than its header")
-    version, checksum = _HEADER.unpack_from(data)
-    if version not in SUPPORTED_VERSIONS:
-        raise LogtailFormatError(f"logtail format version {version} is not one this build reads")
-    body = memoryview(data)[_HEADER.size :]
-    if zlib.crc32(body) != checksum:
-        raise LogtailFormatError("logtail message checksum mismatch")
-    try:
-        fields = msgpack.unpackb(body, use_list=False, raw=False, strict_map_key=True)
-    except (ValueError, msgpack.UnpackException) as error:
-        raise LogtailFormatError(f"malformed logtail message: {error}") from None
-    if type(fields) is not tuple or not fields or type(fields[0]) is not int:
-        raise LogtailFormatError(f"malformed logtail message: {fields!r:.200}")
+    version, fields = _ENVELOPE.open(data, limits.max_message_bytes)
     try:
         kind = Kind(fields[0])
     except ValueError:

@@ -16,13 +16,10 @@ the old ones. Versions:
 from __future__ import annotations
 
 import json
-import struct
-import zlib
 from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 from typing import Any
 
-import msgpack
 import pyarrow as pa
 
 from be.logtail.entries import ROW_ID
@@ -30,12 +27,11 @@ from be.service.errors import ServiceFormatError
 from be.service.limits import ServiceLimits
 from be.table_schema import TableSchema
 from be.tn.write_set import TableWrite, WriteSet
-from be.wire_fields import FieldReader
+from be.wire import Envelope, FieldReader
 
 FORMAT_VERSION = 2  # 2: a table schema carries its placement (partitions, tablets, distribution)
 SUPPORTED_VERSIONS = (FORMAT_VERSION,)  # nodes and FEs of one build talk: no older version is read
 
-_HEADER = struct.Struct(">BI")
 NONCE_BYTES = 32
 PROOF_BYTES = 32
 MAX_NAME_CHARS = 255
@@ -257,18 +253,13 @@ def _fields(message: Message, limits: ServiceLimits) -> list:
 
 
 def encode(message: Message, limits: ServiceLimits) -> bytes:
-    body = msgpack.packb(_fields(message, limits), use_bin_type=True)
-    if len(body) + _HEADER.size > limits.max_message_bytes:
-        raise ServiceFormatError(
-            f"a {len(body) + _HEADER.size}-byte message is over max_message_bytes "
-            f"({limits.max_message_bytes})"
-        )
-    return _HEADER.pack(FORMAT_VERSION, zlib.crc32(body)) + body
+    return _ENVELOPE.seal(_fields(message, limits), limits.max_message_bytes)
 
 
 # Decoding.
 
 
+_ENVELOPE = Envelope("service", ServiceFormatError, FORMAT_VERSION, SUPPORTED_VERSIONS)
 _fields_of = FieldReader(ServiceFormatError)
 _shape, _int, _bytes, _str = (
     _fields_of.shape,
@@ -364,22 +355,7 @@ def _message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
 
 
 def decode(data: bytes | memoryview, limits: ServiceLimits) -> Message:
-    if len(data) > limits.max_message_bytes:
-        raise ServiceFormatError(f"a {len(data)}-byte message is over max_message_bytes")
-    if len(data) < _HEADER.size:
-        raise ServiceFormatError(f"a {len(data)}-byte message is shorter than its header")
-    version, checksum = _HEADER.unpack_from(data)
-    if version not in SUPPORTED_VERSIONS:
-        raise ServiceFormatError(f"service format version {version} is not one this build reads")
-    body = memoryview(data)[_HEADER.size :]
-    if zlib.crc32(body) != checksum:
-        raise ServiceFormatError("service message checksum mismatch")
-    try:
-        fields = msgpack.unpackb(body, use_list=False, raw=False, strict_map_key=True)
-    except (ValueError, msgpack.UnpackException) as error:
-        raise ServiceFormatError(f"malformed service message: {error}") from None
-    if type(fields) is not tuple or not fields or type(fields[0]) is not int:
-        raise ServiceFormatError("malformed service message")
+    _, fields = _ENVELOPE.open(data, limits.max_message_bytes)
     try:
         kind = Kind(fields[0])
     except ValueError:

@@ -121,3 +121,27 @@ def test_transactions_through_the_cli(quire, db):
     done = mariadb(quire, "tx", "--batch", "-N", "-e", script)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["1", "0"]
+
+
+def test_a_snapshot_too_old_refuses_deletes_but_never_plain_appends():
+    """Past max_transaction_seconds the TN forgets who deleted what: a transaction that old may
+    not delete (it could not be checked), but appending rows needs no check."""
+    import pyarrow as pa
+
+    from be.logtail.entries import ROW_ID
+    from be.table_schema import ColumnSchema, TableSchema
+    from be.tn.errors import SnapshotTooOld
+    from be.tn.state import WriteState
+    from be.tn.write_set import TableWrite, WriteSet
+    from metadata.records import KeyModel
+
+    schema = TableSchema(1, 1, (ColumnSchema("k", pa.int32()),), KeyModel.DUPLICATE, ("k",))
+    state = WriteState()
+    rows = pa.table({"k": pa.array([1, 2], pa.int32())})
+    state.apply(state.prepare(WriteSet(0, (TableWrite(schema, rows),)), 100, 10))
+    state.forget_before(150)
+    later = state.prepare(WriteSet(0, (TableWrite(schema, rows),)), 200, 10)
+    assert later.changes[0].inserts.num_rows == 2
+    deletes = pa.table({ROW_ID: pa.array([1], pa.int64()), "k": pa.array([1], pa.int32())})
+    with pytest.raises(SnapshotTooOld):
+        state.prepare(WriteSet(0, (TableWrite(schema, deletes=deletes),)), 200, 10)

@@ -60,7 +60,7 @@ class WriteState:
             raise CommitTooLarge(
                 f"a commit may write at most {max_rows} rows, this one writes {write_set.row_count}"
             )
-        if write_set.snapshot_ts < self.horizon_ts:
+        if write_set.snapshot_ts < self.horizon_ts and _checks_conflicts(write_set):
             raise SnapshotTooOld(
                 f"the transaction's snapshot ({write_set.snapshot_ts}) is older than the TN keeps "
                 f"conflict information for ({self.horizon_ts})"
@@ -200,4 +200,14 @@ def _conflict_message(schema: TableSchema) -> str:
     return (
         f"a row of table {schema.table_id} was changed by another transaction that committed "
         "after this one started"
+    )
+
+
+def _checks_conflicts(write_set: WriteSet) -> bool:
+    """Whether committing write_set looks at what others wrote after its snapshot: its deletes
+    do, and so do inserts into a UNIQUE KEY table; plain appends never conflict."""
+    return any(
+        (write.deletes is not None and write.deletes.num_rows)
+        or (write.schema.replaces_on_key and write.inserts is not None and write.inserts.num_rows)
+        for write in write_set.writes
     )

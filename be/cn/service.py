@@ -95,13 +95,13 @@ class ComputeNodeService:
 
     async def _handle(self, request: Message) -> Message:
         match request:
-            case SnapshotRequest(schema, ts, row_ids, timeout_ms):
+            case SnapshotRequest(schema, ts, row_ids, timeout_ms, bounds):
                 if not self._reads_waiting.acquire(blocking=False):
                     raise NodeBusy("the CN has as many reads waiting as it takes")
                 try:
                     timeout = min(timeout_ms / 1000, self.limits.max_read_wait)
                     table = await asyncio.get_running_loop().run_in_executor(
-                        self._read_threads, self.snapshot, schema, ts, row_ids, timeout
+                        self._read_threads, self.snapshot, schema, ts, row_ids, timeout, bounds
                     )
                 finally:
                     self._reads_waiting.release()
@@ -122,7 +122,9 @@ class ComputeNodeService:
         with self._lock:
             return tuple(sorted(self._subscribed))
 
-    def snapshot(self, schema: TableSchema, ts: int, row_ids: bool, timeout: float):
+    def snapshot(
+        self, schema: TableSchema, ts: int, row_ids: bool, timeout: float, bounds: tuple = ()
+    ):
         """The table at ts, once this CN has everything of it up to ts."""
         deadline = time.monotonic() + timeout
         table_id = schema.table_id
@@ -138,4 +140,4 @@ class ComputeNodeService:
                 f"this CN has data up to {self.subscriber.watermark}, not yet up to {ts}"
             )
         self.node.advance(ts)
-        return self.node.snapshot(schema, ts, row_ids)
+        return self.node.snapshot(schema, ts, row_ids, bounds)

@@ -11,6 +11,9 @@ A released version is never changed: a new field means a new version, and the de
 the old ones. Versions:
 
     1   the first release
+    2   a table schema carries its placement (partitions, tablets, distribution)
+    3   a snapshot request carries the read's bounds; AUTO_INCREMENT values and tablet statistics
+        are asked of the TN
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from be.cn.bounds import MAX_BOUNDS, ColumnBound
 from be.logtail.entries import ROW_ID
 from be.service.errors import ServiceFormatError
 from be.service.limits import ServiceLimits
@@ -29,7 +33,7 @@ from be.table_schema import TableSchema
 from be.tn.write_set import TableWrite, WriteSet
 from be.wire import Envelope, FieldReader
 
-FORMAT_VERSION = 2  # 2: a table schema carries its placement (partitions, tablets, distribution)
+FORMAT_VERSION = 3
 SUPPORTED_VERSIONS = (FORMAT_VERSION,)  # nodes and FEs of one build talk: no older version is read
 
 NONCE_BYTES = 32
@@ -57,6 +61,11 @@ class Kind(IntEnum):
     SNAPSHOT_REQUEST = 10
     ROWS = 11
     FAILURE = 12
+    TAKE_AUTO_INCREMENT = 13
+    OBSERVE_AUTO_INCREMENT = 14
+    AUTO_INCREMENT = 15
+    TABLET_STATS_REQUEST = 16
+    TABLET_STATS = 17
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,11 +127,39 @@ class SnapshotRequest:
     ts: int
     row_ids: bool
     timeout_ms: int
+    bounds: tuple[ColumnBound, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class Rows:
     table: pa.Table
+
+
+@dataclass(frozen=True, slots=True)
+class TakeAutoIncrement:
+    table_id: int
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class ObserveAutoIncrement:
+    table_id: int
+    given: int  # a value a statement wrote into the column: later values are above it
+
+
+@dataclass(frozen=True, slots=True)
+class AutoIncrement:
+    first: int  # TakeAutoIncrement: the first of its count values; ObserveAutoIncrement: given
+
+
+@dataclass(frozen=True, slots=True)
+class TabletStatsRequest:
+    schema: TableSchema
+
+
+@dataclass(frozen=True, slots=True)
+class TabletStats:
+    tablets: tuple[tuple[int, int, int], ...]  # (tablet id, rows, bytes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +180,11 @@ Message = (
     | ReadTs
     | SnapshotRequest
     | Rows
+    | TakeAutoIncrement
+    | ObserveAutoIncrement
+    | AutoIncrement
+    | TabletStatsRequest
+    | TabletStats
     | Failure
 )
 
@@ -243,10 +285,21 @@ def _fields(message: Message, limits: ServiceLimits) -> list:
             return [Kind.READ_TS_REQUEST]
         case ReadTs(ts):
             return [Kind.READ_TS, ts]
-        case SnapshotRequest(schema, ts, row_ids, timeout_ms):
-            return [Kind.SNAPSHOT_REQUEST, encode_schema(schema), ts, row_ids, timeout_ms]
+        case SnapshotRequest(schema, ts, row_ids, timeout_ms, bounds):
+            encoded = [[bound.column, bound.low, bound.high] for bound in bounds[:MAX_BOUNDS]]
+            return [Kind.SNAPSHOT_REQUEST, encode_schema(schema), ts, row_ids, timeout_ms, encoded]
         case Rows(table):
             return [Kind.ROWS, _ipc(table, limits)]
+        case TakeAutoIncrement(table_id, count):
+            return [Kind.TAKE_AUTO_INCREMENT, table_id, count]
+        case ObserveAutoIncrement(table_id, given):
+            return [Kind.OBSERVE_AUTO_INCREMENT, table_id, given]
+        case AutoIncrement(first):
+            return [Kind.AUTO_INCREMENT, first]
+        case TabletStatsRequest(schema):
+            return [Kind.TABLET_STATS_REQUEST, encode_schema(schema)]
+        case TabletStats(tablets):
+            return [Kind.TABLET_STATS, [list(tablet) for tablet in tablets]]
         case Failure(kind, text):
             return [Kind.FAILURE, kind[:MAX_NAME_CHARS], text[:MAX_TEXT_CHARS]]
     raise AssertionError(f"not a service message: {message!r:.200}")
@@ -274,6 +327,26 @@ def _role(value: Any) -> Role:
         return Role(_str(value, "role", 8))
     except ValueError:
         raise ServiceFormatError(f"unknown role {value!r:.20}") from None
+
+
+def _signed(value: Any, what: str) -> int:
+    if type(value) is not int or not -(1 << 63) <= value < (1 << 63):
+        raise ServiceFormatError(f"malformed {what}")
+    return value
+
+
+def _bound(value: Any) -> ColumnBound:
+    column, low, high = _shape(value, 3, "bound")
+    low = None if low is None else _signed(low, "bound")
+    high = None if high is None else _signed(high, "bound")
+    if low is None and high is None:
+        raise ServiceFormatError("a bound without limits")
+    return ColumnBound(_str(column, "column", MAX_NAME_CHARS), low, high)
+
+
+def _tablet_stat(value: Any) -> tuple[int, int, int]:
+    tablet_id, rows, size = _shape(value, 3, "tablet statistic")
+    return _int(tablet_id, "tablet id", 1), _int(rows, "rows"), _int(size, "bytes")
 
 
 def _message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
@@ -331,14 +404,17 @@ def _message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
             (ts,) = _shape(fields, 1, "read timestamp")
             return ReadTs(_int(ts, "read timestamp"))
         case Kind.SNAPSHOT_REQUEST:
-            schema, ts, row_ids, timeout_ms = _shape(fields, 4, "snapshot request")
+            schema, ts, row_ids, timeout_ms, bounds = _shape(fields, 5, "snapshot request")
             if type(row_ids) is not bool:
                 raise ServiceFormatError("malformed row_ids flag")
+            if type(bounds) is not tuple or len(bounds) > MAX_BOUNDS:
+                raise ServiceFormatError("malformed bounds")
             return SnapshotRequest(
                 decode_schema(schema, limits),
                 _int(ts, "timestamp"),
                 row_ids,
                 _int(timeout_ms, "timeout"),
+                tuple(_bound(bound) for bound in bounds),
             )
         case Kind.ROWS:
             (table,) = _shape(fields, 1, "rows")
@@ -346,6 +422,23 @@ def _message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
             if rows is None:
                 raise ServiceFormatError("rows without a table")
             return Rows(rows)
+        case Kind.TAKE_AUTO_INCREMENT:
+            table_id, count = _shape(fields, 2, "AUTO_INCREMENT request")
+            return TakeAutoIncrement(_int(table_id, "table id", 1), _int(count, "count", 1))
+        case Kind.OBSERVE_AUTO_INCREMENT:
+            table_id, given = _shape(fields, 2, "AUTO_INCREMENT value")
+            return ObserveAutoIncrement(_int(table_id, "table id", 1), _signed(given, "value"))
+        case Kind.AUTO_INCREMENT:
+            (first,) = _shape(fields, 1, "AUTO_INCREMENT values")
+            return AutoIncrement(_signed(first, "value"))
+        case Kind.TABLET_STATS_REQUEST:
+            (schema,) = _shape(fields, 1, "tablet statistics request")
+            return TabletStatsRequest(decode_schema(schema, limits))
+        case Kind.TABLET_STATS:
+            (tablets,) = _shape(fields, 1, "tablet statistics")
+            if type(tablets) is not tuple or len(tablets) > limits.max_rows:
+                raise ServiceFormatError("malformed tablet statistics")
+            return TabletStats(tuple(_tablet_stat(tablet) for tablet in tablets))
         case Kind.FAILURE:
             kind_name, text = _shape(fields, 2, "failure")
             return Failure(

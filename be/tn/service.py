@@ -26,9 +26,11 @@ from be.logtail.push import LogtailPushServer
 from be.logtail.table import LogtailTable
 from be.service.errors import NodeBusy, ServiceFormatError
 from be.service.format import (
+    AutoIncrement,
     CommitRequest,
     Committed,
     Message,
+    ObserveAutoIncrement,
     ReadTs,
     ReadTsRequest,
     Role,
@@ -36,6 +38,9 @@ from be.service.format import (
     SnapshotRequest,
     Status,
     StatusRequest,
+    TabletStats,
+    TabletStatsRequest,
+    TakeAutoIncrement,
 )
 from be.service.limits import ServiceLimits
 from be.service.server import NodeServer
@@ -134,21 +139,29 @@ class TransactionNode:
                 return Committed(ts)
             case ReadTsRequest():
                 return ReadTs(self.pipeline.published_ts)
-            case SnapshotRequest(schema, ts, row_ids, timeout_ms):
+            case SnapshotRequest(schema, ts, row_ids, timeout_ms, bounds):
                 if not self._reads_waiting.acquire(blocking=False):
                     raise NodeBusy("the TN has as many reads waiting as it takes")
                 try:
                     timeout = min(timeout_ms / 1000, self.limits.max_read_wait)
                     table = await asyncio.get_running_loop().run_in_executor(
-                        self._read_threads, self._snapshot, schema, ts, row_ids, timeout
+                        self._read_threads, self._snapshot, schema, ts, row_ids, timeout, bounds
                     )
                 finally:
                     self._reads_waiting.release()
                 return Rows(table)
+            case TakeAutoIncrement(table_id, count):
+                return AutoIncrement(self.pipeline.take_auto_increment(table_id, count))
+            case ObserveAutoIncrement(table_id, given):
+                self.pipeline.auto_increments.observe(table_id, given)
+                return AutoIncrement(given)
+            case TabletStatsRequest(schema):
+                stats = self.pipeline.tablet_stats(schema)
+                return TabletStats(tuple((tablet, *stats[tablet]) for tablet in sorted(stats)))
             case StatusRequest():
                 return Status(Role.TN, self.name, self.pipeline.published_ts, (), self.started_ms)
         raise ServiceFormatError(f"a TN does not answer {type(request).__name__}")
 
-    def _snapshot(self, schema, ts, row_ids, timeout):
+    def _snapshot(self, schema, ts, row_ids, timeout, bounds):
         self.reads.wait_for(ts, timeout)
-        return self.reads.snapshot(schema, ts, row_ids)
+        return self.reads.snapshot(schema, ts, row_ids, bounds)

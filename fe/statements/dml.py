@@ -124,10 +124,18 @@ def _with_generated_ids(
     rows = list(rows)
     waiting: list[int] = []  # rows that get the next values, in order
     first_generated = last_given = 0
+    largest_given = 0  # told the TN before it hands out values, and once at the end
+
+    def tell_given() -> None:
+        nonlocal largest_given
+        if largest_given:
+            plane.observe_auto_increment(table.id, largest_given)
+            largest_given = 0
 
     def generate() -> None:
         nonlocal first_generated
         if waiting:
+            tell_given()
             first = _take_auto_increment(plane, table, len(waiting))
             first_generated = first_generated or first
             for offset, number in enumerate(waiting):
@@ -143,9 +151,10 @@ def _with_generated_ids(
         given = _as_integer(value)
         if given is not None and given > 0:
             generate()
-            plane.observe_auto_increment(table.id, given)
+            largest_given = max(largest_given, given)
             last_given = given
     generate()
+    tell_given()
     return named, rows, first_generated, last_given
 
 

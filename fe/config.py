@@ -239,6 +239,11 @@ FE_KEYS = (
         2000,
         comment="A backend that does not answer a heartbeat within this is marked not alive, and reads go to another.",
     ),
+    Key(
+        "dml_schema_wait_second",
+        5,
+        comment="An INSERT, UPDATE or DELETE outside a transaction that the TN refuses because the table changed is run again once this FE has the new definition, if it gets it within this.",
+    ),
 )
 
 

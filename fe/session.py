@@ -24,7 +24,7 @@ from fe.mysql.results import Result
 from fe.security import privileges
 from fe.sql.parser import ParseError, UnknownCatalog, without_catalog
 from fe.statement_cache import LongStatementsBusy
-from fe.statements import accounts, queries, transactions
+from fe.statements import accounts, queries, table_data, transactions
 from fe.statements.statement_kinds import kind_of
 from fe.variables import QuireSessionVariables
 from metadata.records import User
@@ -259,6 +259,8 @@ class QuireSession(BaseSession):
         if kind.resets_warnings:
             self.warnings = []
         if not kind.writes:
+            if kind.retried_on_schema_change:
+                return await self._run_again_on_schema_change(kind.handler, statement)
             return await kind.handler(self, statement)
         if self.transaction is not None:  # a catalog change commits the open transaction first
             await transactions.commit(self)
@@ -268,6 +270,23 @@ class QuireSession(BaseSession):
         else:
             await self._write(kind.handler, statement)
         return Result()
+
+    async def _run_again_on_schema_change(self, handler, statement) -> Result:
+        """A DML statement outside a transaction runs again when the TN refused it for an older
+        table definition, once this FE has the newer one (a transaction's client retries)."""
+        deadline = time.monotonic() + self.services.config["dml_schema_wait_second"]
+        while True:
+            try:
+                return await handler(self, statement)
+            except table_data.SchemaChanged as changed:
+                if self.transaction is not None or time.monotonic() >= deadline:
+                    raise
+                logger.info(
+                    "table %d changed under a statement (version %d): running it again",
+                    changed.table_id,
+                    changed.version,
+                )
+                await table_data.wait_for_definition(self, changed, deadline)
 
     async def _write(self, builder, statement) -> None:
         operations = builder(self, statement)

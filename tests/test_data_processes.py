@@ -242,6 +242,28 @@ def test_auto_increment_tablet_stats_and_point_reads_through_the_nodes(cluster):
     assert sum(counted) == 4 and len(counted) == 3, counted
 
 
+def test_a_statement_on_a_lagging_fe_is_run_again_after_a_schema_change(cluster):
+    """The follower may write with the definition it had before the leader's ALTER reached it:
+    the TN refuses that write, and the follower runs the INSERT again with the new one."""
+    leader, follower, tn, cns = cluster
+    execute(
+        leader,
+        "CREATE TABLE d.evolving (k INT, v INT) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1",
+    )
+    wait_until(lambda: ("evolving",) in rows(follower, "SHOW TABLES"), 20, "the table")
+    first, second = leader.connect(database="d"), follower.connect(database="d")
+    try:
+        with first.cursor() as on_leader, second.cursor() as on_follower:
+            for n in range(6):
+                on_leader.execute(f"ALTER TABLE evolving ADD COLUMN c{n} INT DEFAULT '{n}'")
+                on_leader.execute(f"INSERT INTO evolving (k, v) VALUES ({2 * n}, {n})")
+                on_follower.execute(f"INSERT INTO evolving (k, v) VALUES ({2 * n + 1}, {n})")
+    finally:
+        first.close()
+        second.close()
+    assert rows(leader, "SELECT count(*), sum(k) FROM evolving") == [(12, sum(range(12)))]
+
+
 def test_two_cns_follow_different_tables(cluster):
     leader, follower, tn, cns = cluster
     names: list[str] = []

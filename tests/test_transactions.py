@@ -116,6 +116,31 @@ def test_a_catalog_change_commits_the_open_transaction(quire, db):
         other.close()
 
 
+def test_a_transaction_over_a_changed_table_fails_at_commit_with_1412(quire, db):
+    writer, other = connect(quire), connect(quire)
+    try:
+        run(
+            other,
+            "CREATE TABLE changing (k INT, v VARCHAR(10)) DUPLICATE KEY(k) "
+            "DISTRIBUTED BY HASH(k) BUCKETS 1",
+        )
+        run(writer, "BEGIN")
+        run(writer, "INSERT INTO changing (k, v) VALUES (1, 'old')")
+        run(other, "ALTER TABLE changing ADD COLUMN c INT DEFAULT '7'")
+        run(other, "INSERT INTO changing (k, v) VALUES (2, 'new')")  # the TN sees the new version
+        code, message = error_of(writer, "COMMIT")
+        assert code == 1412 and "Table definition has changed" in message
+        assert writer.get_server_info()  # the session goes on
+        run(writer, "INSERT INTO changing (k, v) VALUES (3, 'again')")  # autocommit: new version
+        assert run(other, "SELECT k, v, c FROM changing ORDER BY k") == (
+            (2, "new", 7),
+            (3, "again", 7),
+        )
+    finally:
+        writer.close()
+        other.close()
+
+
 def test_transactions_through_the_cli(quire, db):
     script = "BEGIN; INSERT INTO log VALUES (300, 'cli'); SELECT COUNT(*) FROM log WHERE n = 300; ROLLBACK; SELECT COUNT(*) FROM log WHERE n = 300;"
     done = mariadb(quire, "tx", "--batch", "-N", "-e", script)

@@ -50,6 +50,9 @@ def raised_again(failure: Failure) -> Exception:
     kind = ERROR_KINDS.get(failure.kind)
     if kind is None:
         return RemoteFailure(failure.kind, failure.message)
+    from_message = getattr(kind, "from_message", None)
+    if from_message is not None and (error := from_message(failure.message)) is not None:
+        return error
     error = kind.__new__(kind)
     Exception.__init__(error, failure.message)
     return error

@@ -1,5 +1,9 @@
 """What the TN's commit refuses."""
 
+from __future__ import annotations
+
+import re
+
 
 class CommitError(Exception):
     """A commit that did not happen: nothing of it is visible."""
@@ -17,6 +21,17 @@ class StaleSchema(CommitError):
             f"table {table_id} changed (schema version {known}, the write has {given})"
         )
         self.table_id, self.given, self.known = table_id, given, known
+
+    @classmethod
+    def from_message(cls, text: str) -> StaleSchema | None:
+        """The error again from its message (how a remote node's refusal arrives)."""
+        found = re.fullmatch(
+            r"table (\d+) changed \(schema version (\d+), the write has (\d+)\)", text
+        )
+        if found is None:
+            return None
+        table_id, known, given = (int(group) for group in found.groups())
+        return cls(table_id, given, known)
 
 
 class SnapshotTooOld(CommitError):

@@ -27,7 +27,7 @@ from fe.sql import statements as st
 from fe.sql.parser import INTERNAL_CATALOG
 from fe.statements import queries, transactions
 from fe.statements.column_values import column_array
-from fe.statements.table_data import TableReader, data_plane, unavailable
+from fe.statements.table_data import SchemaChanged, TableReader, data_plane, unavailable
 from metadata.records import Column, KeyModel, Table
 
 COMMIT_WAIT_SECONDS = 60.0
@@ -423,6 +423,8 @@ async def commit_writes(session, snapshot_ts: int, writes: tuple[TableWrite, ...
         raise QueryError(
             ErrorCode.LOCK_DEADLOCK, f"Write conflict: {error}; try restarting transaction"
         ) from None
+    except commit_errors.StaleSchema as error:
+        raise SchemaChanged(error.table_id, error.known) from None
     except commit_errors.CommitOutcomeUnknown as error:
         raise QueryError(ErrorCode.UNKNOWN_ERROR, str(error)) from None
     except commit_errors.CommitError as error:

@@ -44,6 +44,8 @@ class StatementKind:
     readable_when_stale: bool | Predicate = True
     serialised: bool = False  # one at a time, each committed before the next is checked
     resets_warnings: bool = False
+    # run again, outside a transaction, when the table changed under it (SchemaChanged)
+    retried_on_schema_change: bool = False
 
     def __post_init__(self):
         assert not self.serialised or self.writes, "only writes are serialised"
@@ -105,9 +107,24 @@ KINDS: dict[type, StatementKind] = {
     st.SetStatement: StatementKind(set_statement.run, leader_only=set_statement.sets_global),
     st.Transaction: StatementKind(transactions.transaction_statement),
     st.Switch: StatementKind(_switch),
-    st.Insert: StatementKind(dml.insert, readable_when_stale=False, resets_warnings=True),
-    st.Update: StatementKind(dml.update, readable_when_stale=False, resets_warnings=True),
-    st.Delete: StatementKind(dml.delete, readable_when_stale=False, resets_warnings=True),
+    st.Insert: StatementKind(
+        dml.insert,
+        readable_when_stale=False,
+        resets_warnings=True,
+        retried_on_schema_change=True,
+    ),
+    st.Update: StatementKind(
+        dml.update,
+        readable_when_stale=False,
+        resets_warnings=True,
+        retried_on_schema_change=True,
+    ),
+    st.Delete: StatementKind(
+        dml.delete,
+        readable_when_stale=False,
+        resets_warnings=True,
+        retried_on_schema_change=True,
+    ),
     st.Kill: StatementKind(admin.kill),
     st.AdminShowConfig: StatementKind(admin.show_config),
     st.AdminSetConfig: StatementKind(admin.set_config),

@@ -3,7 +3,9 @@ snapshot timestamp it reads at (never older than the session's own last commit).
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import time
 
 import pyarrow as pa
 
@@ -18,6 +20,7 @@ from fe.statements.mysql_functions import time_zone
 from metadata.records import Table
 
 READ_WAIT_SECONDS = 10.0  # a read waits this long for the CN to reach its timestamp
+SCHEMA_POLL_SECONDS = 0.005
 
 
 def data_plane(session):
@@ -133,6 +136,30 @@ def read_ts(session) -> int:
         return data_plane(session).read_ts()
     except ServiceError as error:
         raise unavailable(error) from None
+
+
+class SchemaChanged(QueryError):
+    """The TN refused a write made against an older definition of the table than one it has
+    seen (another FE altered it, and this one had not replayed that yet)."""
+
+    def __init__(self, table_id: int, version: int):
+        super().__init__(
+            ErrorCode.TABLE_DEF_CHANGED, "Table definition has changed, please retry transaction"
+        )
+        self.table_id, self.version = table_id, version
+
+
+async def wait_for_definition(session, changed: SchemaChanged, deadline: float) -> None:
+    """Until this FE's catalog has the table at the version the TN knows (or it was dropped);
+    raises changed at the deadline."""
+    catalog = session.catalog
+    while True:
+        table = catalog.tables.get(changed.table_id)
+        if table is None or table.schema_version >= changed.version:
+            return
+        if time.monotonic() >= deadline:
+            raise changed
+        await asyncio.sleep(SCHEMA_POLL_SECONDS)
 
 
 def unavailable(error: ServiceError) -> QueryError:

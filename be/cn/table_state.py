@@ -169,12 +169,18 @@ class TableState:
             kept = self._newest.get((schema, row_ids)) if newest else None
             changed_ts = self._changed_ts
         if kept is not None:
+            if any(column.num_chunks > 1 for column in kept.columns):
+                # Read again, and maybe again: one chunk reads faster. Not on the first read,
+                # which a restarted CN (or a new subscription) waits for.
+                kept = kept.combine_chunks()
+                with self._lock:
+                    if self._changed_ts == changed_ts and (schema, row_ids) in self._newest:
+                        self._newest[schema, row_ids] = kept
             return within(kept, bounds) if bounded else kept
         if bounded:  # only the rows within: not kept, and cheaper than the whole table
             return self._snapshot(schema, ts, row_ids, bounds)
         snapshot = self._snapshot(schema, ts, row_ids)
         if newest:
-            snapshot = snapshot.combine_chunks()  # read again and again: one chunk reads faster
             with self._lock:
                 if self._changed_ts == changed_ts and len(self._newest) < MAX_CACHED_SNAPSHOTS:
                     self._newest[schema, row_ids] = snapshot
@@ -188,11 +194,8 @@ class TableState:
         bounds: tuple[ColumnBound, ...] = (),
     ) -> pa.Table:
         ranges = {bound.column: (bound.low, bound.high) for bound in bounds}
-        needed = {ROW_ID, COMMIT_TS, *schema.names, *ranges}
-        if schema.key_model is KeyModel.AGGREGATE:
-            needed.update(schema.key_columns)
         with self._lock:
-            pieces = list(self._rows)
+            memory = list(self._rows)
             delete_ids = list(self._delete_ids)
             delete_ts = list(self._delete_ts)
             stored = [
@@ -202,30 +205,33 @@ class TableState:
                 and min(block.min_commit_ts for block in item.meta.blocks) <= ts
             ]
             tombstones = [meta for meta in self._tombstones if meta.min_delete_ts <= ts]
-        pieces = [
-            piece
-            for piece in (self._read_object(meta, ranges, needed) for meta in stored)
-            if piece is not None
-        ] + [_selected(piece, needed) for piece in pieces]
         for meta in tombstones:
             table = self._read_tombstones(meta)
             delete_ids.append(table.column(ROW_ID).combine_chunks())
             delete_ts.append(table.column(DELETE_TS).combine_chunks())
+        gone = None
+        if delete_ids:
+            ids = pa.concat_arrays(delete_ids)
+            gone = ids.filter(pc.less_equal(pa.concat_arrays(delete_ts), ts))
+        # Only the columns asked for are read: commit timestamps where some rows are later than
+        # ts, row ids where they are asked for, merged by, or deleted by.
+        keep_row_ids = row_ids or schema.key_model is KeyModel.AGGREGATE
+        wanted = {*schema.names, *ranges}
+        if keep_row_ids or (gone is not None and len(gone)):
+            wanted.add(ROW_ID)
+        pieces = []
+        for meta in stored:
+            needed = wanted | {COMMIT_TS} if meta.max_commit_ts > ts else wanted
+            piece = self._read_object(meta, ranges, needed)
+            if piece is not None:
+                pieces.append(_visible(piece, ts, bounds, gone, keep_row_ids))
+        for piece in memory:
+            selected = _selected(piece, wanted | {COMMIT_TS})
+            pieces.append(_visible(selected, ts, bounds, gone, keep_row_ids))
         target = schema.with_row_ids() if row_ids else schema.arrow()
         if not pieces:
             return target.empty_table()
         rows = _concat(pieces)
-        if bounds:  # first: what is left to check is a few rows
-            rows = within(rows, bounds)
-        visible = pc.less_equal(rows.column(COMMIT_TS), ts)
-        if delete_ids and rows.num_rows:
-            ids = pa.concat_arrays(delete_ids)
-            stamps = pa.concat_arrays(delete_ts)
-            gone = ids.filter(pc.less_equal(stamps, ts))
-            if len(gone):
-                visible = pc.and_(visible, pc.invert(pc.is_in(rows.column(ROW_ID), gone)))
-        if not pc.all(visible).as_py():  # else the rows are shared, not copied
-            rows = rows.filter(visible)
         if schema.key_model is KeyModel.AGGREGATE and not row_ids:
             return merged(rows, schema).cast(target)
         return _projected(rows, target)
@@ -270,6 +276,31 @@ def _concat(pieces: list[pa.Table]) -> pa.Table:
     if len(pieces) == 1:
         return pieces[0]
     return pa.concat_tables(pieces, promote_options="permissive")
+
+
+def _visible(
+    rows: pa.Table,
+    ts: int,
+    bounds: tuple[ColumnBound, ...],
+    gone: pa.Array | None,
+    keep_row_ids: bool,
+) -> pa.Table:
+    """rows within bounds, committed at or before ts (when they carry their commit timestamps)
+    and not deleted (gone: row ids deleted at or before ts), without the hidden columns (the
+    row ids kept if asked)."""
+    if bounds:  # first: what is left to check is a few rows
+        rows = within(rows, bounds)
+    keep = None
+    if COMMIT_TS in rows.column_names:
+        keep = pc.less_equal(rows.column(COMMIT_TS), ts)
+    if gone is not None and len(gone) and rows.num_rows:
+        present = pc.invert(pc.is_in(rows.column(ROW_ID), gone))
+        keep = present if keep is None else pc.and_(keep, present)
+    if keep is not None and not pc.all(keep).as_py():  # else shared, not copied
+        rows = rows.filter(keep)
+    hidden = [COMMIT_TS] if keep_row_ids else [COMMIT_TS, ROW_ID]
+    dropped = [name for name in hidden if name in rows.column_names]
+    return rows.drop_columns(dropped) if dropped else rows
 
 
 def _selected(rows: pa.Table, needed: set[str]) -> pa.Table:

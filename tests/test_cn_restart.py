@@ -10,7 +10,8 @@ import threading
 import pyarrow as pa
 import pytest
 
-from be.logtail.entries import ROW_ID
+from be.cn.table_state import TableState
+from be.logtail.entries import ROW_ID, TableChanges
 from be.service.format import CommitRequest, ReadTsRequest, SnapshotRequest
 from be.table_schema import ColumnSchema, PartitionSchema, TableSchema
 from be.tn import checkpoint
@@ -213,3 +214,25 @@ def test_a_cn_subscribing_to_more_logtail_than_a_pull_carries_gets_a_checkpoint(
     finally:
         for node in (cn, tn):
             node.stop()
+
+
+def test_changes_a_checkpoint_holds_are_applied_once():
+    """A push at or below the checkpoint a table was restored from (it raced the subscription's
+    answer) is in the checkpoint already; rows committed after it stay in memory."""
+    state = TableState(TABLE.table_id)
+
+    def change(first: int, count: int) -> TableChanges:
+        ids = pa.array(range(first, first + count), pa.int64())
+        rows = pa.table({ROW_ID: ids, "id": ids, "c": pa.nulls(count, pa.string())})
+        return TableChanges(TABLE.table_id, 1, inserts=rows)
+
+    state.apply(change(0, 5), 50)
+    state.restore((), (), 100)
+    state.apply(change(10, 5), 90)
+    state.apply(change(5, 5), 150)
+    state.apply(change(15, 5), 200)
+    assert sorted(state.snapshot(TABLE, 300).column("id").to_pylist()) == [
+        *range(5, 10),
+        *range(15, 20),
+    ]
+    assert state.snapshot(TABLE, 160, row_ids=True).column(ROW_ID).to_pylist() == [5, 6, 7, 8, 9]

@@ -12,7 +12,9 @@ from be.cn.limits import ComputeLimits
 from be.cn.object_cache import ObjectCache
 from be.cn.table_state import TableState
 from be.logtail.entries import Commit
+from be.storage.blocks import ObjectMeta
 from be.storage.objects import ObjectStore
+from be.storage.tombstones import TombstoneMeta
 from be.table_schema import TableSchema
 
 
@@ -50,6 +52,19 @@ class ComputeNode:
                     change.table_id, TableState(change.table_id, self.store, self.cache)
                 )
             table.apply(change, commit.commit_ts)
+
+    def restore(
+        self,
+        table_id: int,
+        objects: tuple[ObjectMeta, ...],
+        tombstones: tuple[TombstoneMeta, ...],
+        ts: int,
+    ) -> None:
+        """A table as the TN's checkpoint at ts holds it (its subscription started below it)."""
+        table = self._tables.get(table_id)
+        if table is None:
+            table = self._tables.setdefault(table_id, TableState(table_id, self.store, self.cache))
+        table.restore(objects, tombstones, ts)
 
     def advance(self, ts: int) -> None:
         """Everything up to ts has been applied (the watermark never goes back)."""

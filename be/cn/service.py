@@ -18,6 +18,7 @@ import time
 from be.cn.limits import ComputeLimits
 from be.cn.node import ComputeNode, WatermarkTimeout
 from be.config import Config
+from be.logtail.errors import CheckpointUnreadable
 from be.logtail.limits import LogtailLimits
 from be.logtail.subscriber import LogtailSubscriber
 from be.service.errors import NodeBusy, ServiceFormatError
@@ -33,8 +34,11 @@ from be.service.format import (
 )
 from be.service.limits import ServiceLimits
 from be.service.server import NodeServer
+from be.storage.errors import StorageError
 from be.storage.objects import ObjectStore
 from be.table_schema import TableSchema
+from be.tn import checkpoint
+from be.tn.errors import CheckpointCorrupt
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +59,13 @@ class ComputeNodeService:
         host, port = tn_address(config["tn_logtail_address"])
         self.node = ComputeNode(ObjectStore.from_config(config), ComputeLimits.from_config(config))
         self.subscriber = LogtailSubscriber(
-            host, port, token, self.node.apply_changes, limits=self.logtail_limits, name=name
+            host,
+            port,
+            token,
+            self.node.apply_changes,
+            on_checkpoint=self._restore,
+            limits=self.logtail_limits,
+            name=name,
         )
         self.server = NodeServer(
             Role.CN,
@@ -117,6 +127,28 @@ class ComputeNodeService:
                     self.started_ms,
                 )
         raise ServiceFormatError(f"a CN does not answer {type(request).__name__}")
+
+    def _restore(self, table_ids: tuple[int, ...], ts: int) -> None:
+        """Tables subscribed below the TN's checkpoint at ts: their objects and tombstones from
+        it (metadata only), before the commits after it."""
+        started = time.monotonic()
+        name = checkpoint.object_name(ts)
+        try:
+            data = self.node.store.read(name)
+            tables = checkpoint.decode_storage(memoryview(data), frozenset(table_ids))
+        except (StorageError, CheckpointCorrupt) as error:
+            raise CheckpointUnreadable(f"checkpoint {name}: {error}") from None
+        for table_id in table_ids:
+            found = tables.get(table_id)
+            objects, tombstones = (found.objects, found.tombstones) if found else ((), ())
+            self.node.restore(table_id, objects, tombstones, ts)
+        logger.info(
+            "CN %s restored tables %s from checkpoint %s in %.3f s",
+            self.name,
+            list(table_ids),
+            name,
+            time.monotonic() - started,
+        )
 
     def subscribed_tables(self) -> tuple[int, ...]:
         with self._lock:

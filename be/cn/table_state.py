@@ -6,7 +6,12 @@ T and not deleted at or before T, from objects and memory alike.
 Rows in memory are kept as Arrow tables in commit order; many small ones are combined into one
 now and then, so that a snapshot concatenates few pieces. A flush (TableChanges.flushed_ts) drops
 from memory what was committed at or before it: rows committed later stay (MatrixOne's rule).
-An object a merge wrote serves snapshots from the merge on; the ones it replaced, those before."""
+An object a merge wrote serves snapshots from the merge on; the ones it replaced, those before.
+
+A CN that subscribes below the TN's checkpoint restores the table from it: its objects and
+tombstones (metadata only: the rows stay in the objects until a snapshot reads them), then the
+commits after it; changes at or below the checkpoint that arrive later are already in it. Snapshots
+below a restore's timestamp see the checkpoint's objects, not the history before them."""
 
 from __future__ import annotations
 
@@ -67,9 +72,25 @@ class TableState:
         # until the next change.
         self._changed_ts = 0
         self._newest: dict[tuple[TableSchema, bool], pa.Table] = {}
+        self.restored_ts = 0  # the checkpoint this state was restored from, if any
+
+    def restore(
+        self, objects: tuple[ObjectMeta, ...], tombstones: tuple[TombstoneMeta, ...], ts: int
+    ) -> None:
+        """The table as a checkpoint at ts holds it: these objects and tombstones, and the rows
+        in memory committed after ts."""
+        with self._lock:
+            assert ts >= self._changed_ts, "a checkpoint older than what was applied"
+            self._objects = {meta.name: _Stored(meta, 0) for meta in objects}
+            self._tombstones = list(tombstones)
+            self._drop_until(ts)
+            self.restored_ts = self._changed_ts = ts
+            self._newest = {}
 
     def apply(self, change: TableChanges, commit_ts: int) -> None:
         assert change.table_id == self.table_id
+        if commit_ts <= self.restored_ts:
+            return  # the checkpoint holds it already
         if change.changes_storage:
             self._apply_storage(change, commit_ts)
         with self._lock:
@@ -78,7 +99,7 @@ class TableState:
             self._newest = {}
             if change.inserts is not None and change.inserts.num_rows:
                 rows = change.inserts
-                stamps = pa.array([commit_ts] * rows.num_rows, pa.int64())
+                stamps = pa.repeat(pa.scalar(commit_ts, pa.int64()), rows.num_rows)
                 rows = rows.add_column(1, pa.field(COMMIT_TS, pa.int64(), False), stamps)
                 self._rows.append(rows)
                 self.row_count += rows.num_rows
@@ -88,7 +109,7 @@ class TableState:
             if change.deletes is not None and change.deletes.num_rows:
                 ids = change.deletes.column(ROW_ID).combine_chunks()
                 self._delete_ids.append(ids)
-                self._delete_ts.append(pa.array([commit_ts] * len(ids), pa.int64()))
+                self._delete_ts.append(pa.repeat(pa.scalar(commit_ts, pa.int64()), len(ids)))
                 self.nbytes += ids.nbytes * 2
                 if len(self._delete_ids) > COMBINE_PIECES:
                     self._delete_ids = [pa.concat_arrays(self._delete_ids)]
@@ -148,12 +169,18 @@ class TableState:
             kept = self._newest.get((schema, row_ids)) if newest else None
             changed_ts = self._changed_ts
         if kept is not None:
+            if any(column.num_chunks > 1 for column in kept.columns):
+                # Read again, and maybe again: one chunk reads faster. Not on the first read,
+                # which a restarted CN (or a new subscription) waits for.
+                kept = kept.combine_chunks()
+                with self._lock:
+                    if self._changed_ts == changed_ts and (schema, row_ids) in self._newest:
+                        self._newest[schema, row_ids] = kept
             return within(kept, bounds) if bounded else kept
         if bounded:  # only the rows within: not kept, and cheaper than the whole table
             return self._snapshot(schema, ts, row_ids, bounds)
         snapshot = self._snapshot(schema, ts, row_ids)
         if newest:
-            snapshot = snapshot.combine_chunks()  # read again and again: one chunk reads faster
             with self._lock:
                 if self._changed_ts == changed_ts and len(self._newest) < MAX_CACHED_SNAPSHOTS:
                     self._newest[schema, row_ids] = snapshot
@@ -168,7 +195,7 @@ class TableState:
     ) -> pa.Table:
         ranges = {bound.column: (bound.low, bound.high) for bound in bounds}
         with self._lock:
-            pieces = list(self._rows)
+            memory = list(self._rows)
             delete_ids = list(self._delete_ids)
             delete_ts = list(self._delete_ts)
             stored = [
@@ -178,37 +205,48 @@ class TableState:
                 and min(block.min_commit_ts for block in item.meta.blocks) <= ts
             ]
             tombstones = [meta for meta in self._tombstones if meta.min_delete_ts <= ts]
-        pieces = [
-            piece
-            for piece in (self._read_object(meta, ranges) for meta in stored)
-            if piece is not None
-        ] + pieces
         for meta in tombstones:
             table = self._read_tombstones(meta)
             delete_ids.append(table.column(ROW_ID).combine_chunks())
             delete_ts.append(table.column(DELETE_TS).combine_chunks())
+        gone = None
+        if delete_ids:
+            ids = pa.concat_arrays(delete_ids)
+            gone = ids.filter(pc.less_equal(pa.concat_arrays(delete_ts), ts))
+        # Only the columns asked for are read: commit timestamps where some rows are later than
+        # ts, row ids where they are asked for, merged by, or deleted by.
+        keep_row_ids = row_ids or schema.key_model is KeyModel.AGGREGATE
+        wanted = {*schema.names, *ranges}
+        if keep_row_ids or (gone is not None and len(gone)):
+            wanted.add(ROW_ID)
+        pieces = []
+        for meta in stored:
+            needed = wanted | {COMMIT_TS} if meta.max_commit_ts > ts else wanted
+            piece = self._read_object(meta, ranges, needed)
+            if piece is not None:
+                pieces.append(_visible(piece, ts, bounds, gone, keep_row_ids))
+        for piece in memory:
+            selected = _selected(piece, wanted | {COMMIT_TS})
+            pieces.append(_visible(selected, ts, bounds, gone, keep_row_ids))
         target = schema.with_row_ids() if row_ids else schema.arrow()
         if not pieces:
             return target.empty_table()
         rows = _concat(pieces)
-        if bounds:  # first: what is left to check is a few rows
-            rows = within(rows, bounds)
-        visible = pc.less_equal(rows.column(COMMIT_TS), ts)
-        if delete_ids and rows.num_rows:
-            ids = pa.concat_arrays(delete_ids)
-            stamps = pa.concat_arrays(delete_ts)
-            gone = ids.filter(pc.less_equal(stamps, ts))
-            if len(gone):
-                visible = pc.and_(visible, pc.invert(pc.is_in(rows.column(ROW_ID), gone)))
-        rows = rows.filter(visible)
         if schema.key_model is KeyModel.AGGREGATE and not row_ids:
             return merged(rows, schema).cast(target)
         return _projected(rows, target)
 
-    def _read_object(self, meta: ObjectMeta, ranges) -> pa.Table | None:
-        """The object's rows, of the blocks that may match ranges; None if none may."""
+    def _read_object(
+        self, meta: ObjectMeta, ranges, needed: set[str] | None = None
+    ) -> pa.Table | None:
+        """The object's rows, of the blocks that may match ranges, in the columns needed (all by
+        default) that it has; None if no block may match."""
         assert self.store is not None and self.cache is not None
-        rows = self.cache.get(meta.name, lambda: read_blocks(self.store, meta))
+        columns = None
+        if needed is not None and not set(meta.column_names) <= needed:
+            columns = [name for name in meta.column_names if name in needed]
+        key = meta.name if columns is None else f"{meta.name}#{','.join(columns)}"
+        rows = self.cache.get(key, lambda: read_blocks(self.store, meta, columns))
         usable = {
             name: bounds for name, bounds in (ranges or {}).items() if name in meta.column_names
         }
@@ -238,6 +276,38 @@ def _concat(pieces: list[pa.Table]) -> pa.Table:
     if len(pieces) == 1:
         return pieces[0]
     return pa.concat_tables(pieces, promote_options="permissive")
+
+
+def _visible(
+    rows: pa.Table,
+    ts: int,
+    bounds: tuple[ColumnBound, ...],
+    gone: pa.Array | None,
+    keep_row_ids: bool,
+) -> pa.Table:
+    """rows within bounds, committed at or before ts (when they carry their commit timestamps)
+    and not deleted (gone: row ids deleted at or before ts), without the hidden columns (the
+    row ids kept if asked)."""
+    if bounds:  # first: what is left to check is a few rows
+        rows = within(rows, bounds)
+    keep = None
+    if COMMIT_TS in rows.column_names:
+        keep = pc.less_equal(rows.column(COMMIT_TS), ts)
+    if gone is not None and len(gone) and rows.num_rows:
+        present = pc.invert(pc.is_in(rows.column(ROW_ID), gone))
+        keep = present if keep is None else pc.and_(keep, present)
+    if keep is not None and not pc.all(keep).as_py():  # else shared, not copied
+        rows = rows.filter(keep)
+    hidden = [COMMIT_TS] if keep_row_ids else [COMMIT_TS, ROW_ID]
+    dropped = [name for name in hidden if name in rows.column_names]
+    return rows.drop_columns(dropped) if dropped else rows
+
+
+def _selected(rows: pa.Table, needed: set[str]) -> pa.Table:
+    """rows in the needed columns only (the buffers shared, not copied)."""
+    if set(rows.column_names) <= needed:
+        return rows
+    return rows.select([name for name in rows.column_names if name in needed])
 
 
 def _projected(rows: pa.Table, target: pa.Schema) -> pa.Table:

@@ -39,3 +39,8 @@ class AuthenticationFailed(LogtailError):
 
 class LogtailClosed(LogtailError):
     """The push server or subscriber was closed."""
+
+
+class CheckpointUnreadable(LogtailError):
+    """The checkpoint a subscription starts from could not be read (a newer one replaced it, the
+    store failed): the subscriber reconnects and subscribes again."""

@@ -94,16 +94,64 @@ def encode(checkpoint: Checkpoint) -> bytes:
     return _HEAD.pack(MAGIC, VERSION, len(header), zlib.crc32(body)) + body
 
 
+@dataclass(frozen=True)
+class TableStorage:
+    """What a CN needs of a table from a checkpoint: its objects and tombstones, not its rows."""
+
+    schema: TableSchema
+    objects: tuple[ObjectMeta, ...]
+    tombstones: tuple[TombstoneMeta, ...]
+
+
+def decode_storage(data: bytes, table_ids: frozenset[int]) -> dict[int, TableStorage]:
+    """The objects and tombstones of table_ids in a checkpoint (tables it does not name are left
+    out); the TN's commit state (key indexes, deletes) is skipped, never decoded."""
+    try:
+        header, body, offset = _opened(data)
+        found = {}
+        for fields in header["tables"]:
+            sizes = fields["objects"]
+            if fields["schema"]["id"] not in table_ids:
+                offset += sum(sizes) + fields["keys"] + fields["deleted"]
+                continue
+            schema = TableSchema.from_fields(fields["schema"])
+            objects = []
+            for size in sizes:
+                objects.append(meta_codec.decode_object(bytes(body[offset : offset + size])))
+                offset += size
+            offset += fields["keys"] + fields["deleted"]
+            tombstones = tuple(meta_codec.decode_tombstone(item) for item in fields["tombstones"])
+            found[schema.table_id] = TableStorage(schema, tuple(objects), tombstones)
+        if offset != len(body):
+            raise CheckpointCorrupt("checkpoint's streams do not add up to its size")
+        return found
+    except CheckpointCorrupt:
+        raise
+    except (
+        struct.error,
+        ValueError,
+        KeyError,
+        TypeError,
+        pa.ArrowException,
+        ObjectCorrupt,
+    ) as error:
+        raise CheckpointCorrupt(f"checkpoint is damaged: {error}") from None
+
+
+def _opened(data: bytes) -> tuple[dict, memoryview, int]:
+    """The header, the body, and where the body's streams start; the checksum checked."""
+    magic, version, header_size, crc = _HEAD.unpack_from(data)
+    if magic != MAGIC or version != VERSION:
+        raise CheckpointCorrupt(f"not a checkpoint of version {VERSION}")
+    body = memoryview(data)[_HEAD.size :]
+    if zlib.crc32(body) != crc:
+        raise CheckpointCorrupt("checkpoint checksum does not match: truncated or damaged")
+    return json.loads(bytes(body[:header_size])), body, header_size
+
+
 def decode(data: bytes) -> Checkpoint:
     try:
-        magic, version, header_size, crc = _HEAD.unpack_from(data)
-        if magic != MAGIC or version != VERSION:
-            raise CheckpointCorrupt(f"not a checkpoint of version {VERSION}")
-        body = memoryview(data)[_HEAD.size :]
-        if zlib.crc32(body) != crc:
-            raise CheckpointCorrupt("checkpoint checksum does not match: truncated or damaged")
-        header = json.loads(bytes(body[:header_size]))
-        offset = header_size
+        header, body, offset = _opened(data)
 
         def stream(size: int) -> bytes:
             nonlocal offset

@@ -72,12 +72,16 @@ class CommitPipeline:
         limits: CommitLimits,
         publish: Callable[[Commit], None],
         store: ObjectStore | None = None,
+        on_checkpoint: Callable[[int], None] | None = None,
     ):
-        """store: where flushes write objects (None: rows stay in memory and the log)."""
+        """store: where flushes write objects (None: rows stay in memory and the log);
+        on_checkpoint(ts): a checkpoint holds everything up to ts (written or loaded), so the
+        logtail at or below it may be dropped."""
         self.log = log
         self.limits = limits
         self.publish = publish
         self.store = store
+        self.on_checkpoint = on_checkpoint
         self.state = WriteState()
         self.flusher = Flusher(store, limits)
         self.merger = Merger(store, limits) if store is not None else None
@@ -127,6 +131,11 @@ class CommitPipeline:
     def tablet_stats(self, schema: TableSchema) -> dict[int, tuple[int, int]]:
         """Rows and bytes per tablet id. Read on the caller's thread: a moment's view."""
         return self.flusher.tablet_totals(schema)
+
+    def request_checkpoint(self) -> None:
+        """Checkpoint at the committer's next chance (the logtail table grew too large, or a
+        CN's subscription asked for more than a pull may carry)."""
+        self._checkpoint_at = 0.0
 
     @property
     def checkpoint_ts(self) -> int:
@@ -460,6 +469,8 @@ class CommitPipeline:
         previous = self._checkpoint_name
         self._checkpoint_ts, self._checkpoint_name = ts, name
         self._changes_since_checkpoint = 0
+        if self.on_checkpoint is not None:
+            self.on_checkpoint(ts)
         if previous:
             try:
                 self.store.delete(previous, missing_ok=True)
@@ -503,6 +514,8 @@ class CommitPipeline:
         if restored.commit_ts > self.published_ts:
             self._publish(restored)
         self._checkpoint_ts, self._checkpoint_name = loaded.ts, name
+        if self.on_checkpoint is not None:
+            self.on_checkpoint(loaded.ts)
         logger.info(
             "TN loaded checkpoint %s (%d tables) in %.2f s",
             name,

@@ -75,9 +75,16 @@ class TransactionNode:
         self.limits = ServiceLimits.from_config(config)
         self.commit_limits = commit_limits(config, self.log_limits)
         host = config["bind_host"]
-        self.logtail_table = LogtailTable(self.logtail_limits)
+        self.logtail_table = LogtailTable(
+            self.logtail_limits, on_needs_checkpoint=lambda _: self._request_checkpoint()
+        )
         self.push = LogtailPushServer(
-            self.logtail_table, token, host, config["logtail_port"], self.logtail_limits
+            self.logtail_table,
+            token,
+            host,
+            config["logtail_port"],
+            self.logtail_limits,
+            on_response_too_large=lambda _: self._request_checkpoint(),
         )
         self.store = ObjectStore.from_config(config)
         self.reads = ComputeNode(self.store, ComputeLimits.from_config(config))
@@ -97,7 +104,11 @@ class TransactionNode:
         try:
             self.log = LogService.open(self.config.path("storage_root"), self.log_limits)
             self.pipeline = CommitPipeline(
-                self.log, self.commit_limits, publish=self._publish, store=self.store
+                self.log,
+                self.commit_limits,
+                publish=self._publish,
+                store=self.store,
+                on_checkpoint=self.logtail_table.set_checkpoint,
             )
             self.pipeline.start()
             self.server.start()
@@ -119,6 +130,12 @@ class TransactionNode:
         if self.log is not None:
             self.log.close()
         self._read_threads.shutdown(wait=False, cancel_futures=True)
+
+    def _request_checkpoint(self) -> None:
+        """The logtail table keeps too much, or a subscription asked for more than a pull
+        carries: a checkpoint lets the table drop what it covers (CNs read it instead)."""
+        if self.pipeline is not None:
+            self.pipeline.request_checkpoint()
 
     def _publish(self, commit: Commit) -> None:
         self.push.publish(commit)

@@ -7,7 +7,7 @@ one pointer per object, not a second catalog.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from metadata.types import ColumnType, parse_column_type
@@ -39,8 +39,12 @@ class Column:
     is_key: bool = False
     aggregation: str | None = None  # SUM, MAX, MIN, REPLACE, ... for AGGREGATE KEY tables
     auto_increment: bool = False
+    # Unique within its table and never reused there; kept by RENAME and MODIFY, so that rows
+    # written before follow the column. 0 until the table it joins assigns one (Table).
+    id: int = field(default=0, compare=False)
 
     def __post_init__(self) -> None:
+        assert self.id >= 0, self
         if isinstance(self.type, str):
             object.__setattr__(self, "type", parse_column_type(self.type))
         assert isinstance(self.type, ColumnType), self.type
@@ -104,12 +108,33 @@ class Table:
     temporary_partitions: tuple[Partition, ...] = ()  # ADD TEMPORARY PARTITION, not yet swapped in
     rollups: tuple[Rollup, ...] = ()
 
+    def __post_init__(self) -> None:
+        if any(not column.id for column in self.columns):
+            object.__setattr__(self, "columns", _with_column_ids(self.columns, self.schema_version))
+
     def column(self, name: str) -> Column | None:
         lowered = name.lower()
         for column in self.columns:
             if column.name.lower() == lowered:
                 return column
         return None
+
+
+COLUMN_POSITIONS = 1 << 16  # a column id: (the schema version it was added after + 1, position)
+
+
+def _with_column_ids(columns: tuple[Column, ...], schema_version: int) -> tuple[Column, ...]:
+    """Columns without an id get one from the schema version the table had when they were added
+    (each change of columns raises it, so ids are never reused) and their position."""
+    assert len(columns) < COLUMN_POSITIONS
+    first = (schema_version + 1) * COLUMN_POSITIONS
+    columns = tuple(
+        column if column.id else replace(column, id=first + position)
+        for position, column in enumerate(columns)
+    )
+    ids = [column.id for column in columns]
+    assert len(ids) == len(set(ids)), ids
+    return columns
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,12 +18,13 @@ import pyarrow.compute as pc
 
 from be.cn.bounds import ColumnBound, within
 from be.cn.object_cache import ObjectCache
-from be.logtail.entries import COMMIT_TS, ROW_ID, TableChanges
+from be.logtail.entries import COMMIT_TS, ROW_ID, TABLET_ID, TableChanges
+from be.row_adapter import adapted
 from be.storage.blocks import ObjectMeta, prune, read_blocks
 from be.storage.errors import StorageError
 from be.storage.objects import ObjectStore
 from be.storage.tombstones import DELETE_TS, TombstoneMeta, read_tombstones
-from be.table_schema import TableSchema
+from be.table_schema import TableSchema, column_id
 from metadata.records import KeyModel
 
 COMBINE_PIECES = 64  # pieces of rows (or of deletes) combined into one past this many
@@ -84,7 +85,7 @@ class TableState:
                 self.row_count += rows.num_rows
                 self.nbytes += rows.nbytes
                 if len(self._rows) > COMBINE_PIECES:
-                    self._rows = [_concat(self._rows).combine_chunks()]
+                    self._rows = _combined(self._rows)
             if change.deletes is not None and change.deletes.num_rows:
                 ids = change.deletes.column(ROW_ID).combine_chunks()
                 self._delete_ids.append(ids)
@@ -110,9 +111,8 @@ class TableState:
 
     def _drop_until(self, ts: int) -> None:
         if self._rows:
-            rows = _concat(self._rows)
-            rows = rows.filter(pc.greater(rows.column(COMMIT_TS), ts))
-            self._rows = [rows] if rows.num_rows else []
+            rows = [piece.filter(pc.greater(piece.column(COMMIT_TS), ts)) for piece in self._rows]
+            self._rows = _combined([piece for piece in rows if piece.num_rows])
         if self._delete_ids:
             ids, stamps = pa.concat_arrays(self._delete_ids), pa.concat_arrays(self._delete_ts)
             later = pc.greater(stamps, ts)
@@ -167,6 +167,7 @@ class TableState:
         bounds: tuple[ColumnBound, ...] = (),
     ) -> pa.Table:
         ranges = {bound.column: (bound.low, bound.high) for bound in bounds}
+        tablets = schema.tablet_ids if schema.partitions else None
         with self._lock:
             pieces = list(self._rows)
             delete_ids = list(self._delete_ids)
@@ -176,13 +177,15 @@ class TableState:
                 for item in self._objects.values()
                 if item.serves_from <= ts < item.serves_until
                 and min(block.min_commit_ts for block in item.meta.blocks) <= ts
+                and (tablets is None or item.meta.tablet_id in tablets)
             ]
             tombstones = [meta for meta in self._tombstones if meta.min_delete_ts <= ts]
         pieces = [
             piece
-            for piece in (self._read_object(meta, ranges) for meta in stored)
+            for piece in (self._read_object(meta, ranges, schema) for meta in stored)
             if piece is not None
-        ] + pieces
+        ] + [_of_tablets(piece, tablets) for piece in pieces]
+        pieces = [adapted(piece, schema, _ROW_FIELDS) for piece in pieces if piece.num_rows]
         for meta in tombstones:
             table = self._read_tombstones(meta)
             delete_ids.append(table.column(ROW_ID).combine_chunks())
@@ -205,12 +208,17 @@ class TableState:
             return merged(rows, schema).cast(target)
         return _projected(rows, target)
 
-    def _read_object(self, meta: ObjectMeta, ranges) -> pa.Table | None:
+    def _read_object(
+        self, meta: ObjectMeta, ranges, schema: TableSchema | None = None
+    ) -> pa.Table | None:
         """The object's rows, of the blocks that may match ranges; None if none may."""
         assert self.store is not None and self.cache is not None
         rows = self.cache.get(meta.name, lambda: read_blocks(self.store, meta))
         usable = {
-            name: bounds for name, bounds in (ranges or {}).items() if name in meta.column_names
+            name: bounds
+            for name, bounds in (ranges or {}).items()
+            if name in meta.column_names
+            and (schema is None or _same_column(rows.schema.field(name), schema, name))
         }
         if not usable:
             return rows
@@ -232,6 +240,40 @@ class TableState:
     def _read_tombstones(self, meta: TombstoneMeta) -> pa.Table:
         assert self.store is not None and self.cache is not None
         return self.cache.get(meta.name, lambda: read_tombstones(self.store, meta))
+
+
+_ROW_FIELDS = (pa.field(ROW_ID, pa.int64(), False), pa.field(COMMIT_TS, pa.int64(), False))
+
+
+def _of_tablets(rows: pa.Table, tablets: frozenset[int] | None) -> pa.Table:
+    """The rows placed in one of tablets (all when the rows or the schema do not say): a
+    truncated or dropped partition's rows are not read, a recovered one's are again."""
+    if tablets is None or TABLET_ID not in rows.column_names:
+        return rows
+    placed = rows.column(TABLET_ID)
+    kept = pc.is_in(placed, value_set=pa.array(sorted(tablets), pa.int64()))
+    if pc.all(kept).as_py():
+        return rows
+    return rows.filter(kept)
+
+
+def _same_column(field: pa.Field, schema: TableSchema, name: str) -> bool:
+    """Whether an object's column of this name holds the schema's column of this name (not one
+    dropped and added again), so that its min/max may prune."""
+    if name not in schema.names:
+        return False
+    return column_id(field) == schema.column(name).id
+
+
+def _combined(pieces: list[pa.Table]) -> list[pa.Table]:
+    """Runs of pieces written at one schema, each as one piece."""
+    runs: list[list[pa.Table]] = []
+    for piece in pieces:
+        if runs and runs[-1][0].schema.equals(piece.schema, check_metadata=True):
+            runs[-1].append(piece)
+        else:
+            runs.append([piece])
+    return [run[0] if len(run) == 1 else pa.concat_tables(run).combine_chunks() for run in runs]
 
 
 def _concat(pieces: list[pa.Table]) -> pa.Table:

@@ -17,7 +17,8 @@ from collections.abc import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from be.logtail.entries import COMMIT_TS, ROW_ID, Commit, TableChanges
+from be.logtail.entries import COMMIT_TS, PARTITION_ID, ROW_ID, TABLET_ID, Commit, TableChanges
+from be.row_adapter import adapted
 from be.storage.blocks import write_blocks
 from be.storage.names import Tablet
 from be.storage.objects import ObjectStore
@@ -130,9 +131,7 @@ class Flusher:
             pieces = list(memory.rows) if memory is not None else []
         totals = {tablet.tablet_id: value for tablet, value in known.items()}
         if pieces and placement.placeable(schema):
-            target = schema.with_row_ids().insert(1, pa.field(COMMIT_TS, pa.int64(), False))
-            rows = _projected(pa.concat_tables(pieces, promote_options="permissive"), target)
-            for tablet, part in placement.by_tablet(schema, rows).items():
+            for tablet, part in _placed(schema, pieces).items():
                 count, size = totals.get(tablet.tablet_id, (0, 0))
                 totals[tablet.tablet_id] = (count + part.num_rows, size + part.nbytes)
         return totals
@@ -154,16 +153,15 @@ def _write(
     metas: list,
 ) -> TableChanges:
     table_id = schema.table_id
-    target = schema.with_row_ids().insert(1, pa.field(COMMIT_TS, pa.int64(), False))
     placed: dict[Tablet, pa.Table] = {}
     if pieces:
-        rows = _projected(pa.concat_tables(pieces, promote_options="permissive"), target)
-        placed = placement.by_tablet(schema, rows)
-        if sum(part.num_rows for part in placed.values()) < rows.num_rows:
+        placed = _placed(schema, pieces)
+        unplaced = sum(piece.num_rows for piece in pieces) - sum(
+            part.num_rows for part in placed.values()
+        )
+        if unplaced:
             logger.warning(
-                "table %d: %d rows of dropped partitions are not flushed",
-                table_id,
-                rows.num_rows - sum(part.num_rows for part in placed.values()),
+                "table %d: %d rows of dropped partitions are not flushed", table_id, unplaced
             )
     objects = []
     most = store.limits.max_object_rows
@@ -232,11 +230,29 @@ def _deletes_by_tablet(
     return found
 
 
-def _projected(rows: pa.Table, target: pa.Schema) -> pa.Table:
-    arrays = [
-        rows.column(field.name).cast(field.type)
-        if field.name in rows.column_names
-        else pa.nulls(rows.num_rows, field.type)
-        for field in target
-    ]
-    return pa.Table.from_arrays(arrays, schema=target)
+_ROW_FIELDS = (pa.field(ROW_ID, pa.int64(), False), pa.field(COMMIT_TS, pa.int64(), False))
+_PLACED_FIELDS = (pa.field(PARTITION_ID, pa.int64(), False), pa.field(TABLET_ID, pa.int64(), False))
+
+
+def _placed(schema: TableSchema, pieces: list[pa.Table]) -> dict[Tablet, pa.Table]:
+    """The pieces' rows in schema's columns (by column id: rows written before a schema change
+    read as the schema now says), by the tablet each row was placed in when it was written (by
+    schema's placement for rows logged before rows carried it)."""
+    placed_rows = [piece for piece in pieces if TABLET_ID in piece.column_names]
+    older = [piece for piece in pieces if TABLET_ID not in piece.column_names]
+    placed: dict[Tablet, pa.Table] = {}
+    if placed_rows:
+        hidden = (*_ROW_FIELDS, *_PLACED_FIELDS)
+        rows = pa.concat_tables(
+            [adapted(piece, schema, hidden, stored=True) for piece in placed_rows]
+        )
+        placed = placement.by_placed_ids(schema.table_id, rows)
+    if older:
+        rows = pa.concat_tables(
+            [adapted(piece, schema, _ROW_FIELDS, stored=True) for piece in older]
+        )
+        for tablet, part in placement.by_tablet(schema, rows).items():
+            if tablet in placed:
+                part = pa.concat_tables([placed[tablet], part]).sort_by(ROW_ID)
+            placed[tablet] = part
+    return placed

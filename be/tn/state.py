@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from be.logtail.entries import ROW_ID, Commit, TableChanges
+from be.logtail.entries import PARTITION_ID, ROW_ID, TABLET_ID, Commit, TableChanges
+from be.row_adapter import adapted
 from be.table_schema import TableSchema
 from be.tn import placement
 from be.tn.errors import CommitTooLarge, SnapshotTooOld, StaleSchema, WriteConflict
@@ -119,7 +120,7 @@ class WriteState:
             row_ids = pa.array(
                 range(state.next_row_id, state.next_row_id + inserts.num_rows), pa.int64()
             )
-            inserts = inserts.add_column(0, pa.field(ROW_ID, pa.int64(), False), row_ids)
+            inserts = _stored(schema, inserts.add_column(0, _ROW_ID_FIELD, row_ids))
         else:
             inserts = None
         deletes = None
@@ -177,6 +178,22 @@ class WriteState:
             deleted = self.tables[table_id].deleted
             for row_id in row_ids:
                 deleted.pop(row_id, None)
+
+
+_ROW_ID_FIELD = pa.field(ROW_ID, pa.int64(), False)
+_PLACED_FIELDS = (pa.field(PARTITION_ID, pa.int64(), False), pa.field(TABLET_ID, pa.int64(), False))
+
+
+def _stored(schema: TableSchema, rows: pa.Table) -> pa.Table:
+    """Inserted rows as the TN logs and publishes them: each with the partition and tablet it is
+    placed in (if the schema names them), each column with its column id."""
+    hidden = [_ROW_ID_FIELD]
+    if placement.placeable(schema):
+        partition_ids, tablet_ids = placement.placed_ids(schema, rows)
+        rows = rows.add_column(1, _PLACED_FIELDS[0], partition_ids)
+        rows = rows.add_column(2, _PLACED_FIELDS[1], tablet_ids)
+        hidden.extend(_PLACED_FIELDS)
+    return adapted(rows, schema, hidden, stored=True)
 
 
 def _keys(table: pa.Table, key_columns: tuple[str, ...]) -> list[tuple]:

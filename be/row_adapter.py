@@ -1,0 +1,91 @@
+"""Rows written at one schema version, read at another: each column of the reading schema is
+found by its column id (by name in rows written before columns had ids), cast to its type if a
+MODIFY changed it, or filled with the column's default if it was added after the rows were
+written; columns dropped since are left out. A dropped column added again has a new id, so its
+old values stay gone."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+from be.table_schema import ColumnSchema, TableSchema, column_id
+
+_STRING_QUOTES = ("'", '"')
+
+
+def adapted(
+    rows: pa.Table, schema: TableSchema, hidden: Sequence[pa.Field] = (), stored: bool = False
+) -> pa.Table:
+    """rows as the hidden fields (kept by name) then schema's columns; with stored, each field
+    carries its column id (what a flush writes), else plain fields (what a snapshot answers)."""
+    target = pa.schema([*hidden, *schema.stored()])
+    if not rows.schema.equals(target, check_metadata=True):
+        rows = _mapped(rows, schema, target, len(hidden))
+    if stored:
+        return rows
+    return pa.Table.from_arrays(rows.columns, schema=pa.schema([*hidden, *schema.arrow()]))
+
+
+def _mapped(rows: pa.Table, schema: TableSchema, target: pa.Schema, hidden: int) -> pa.Table:
+    by_id, by_name = {}, {}
+    for index, field in enumerate(rows.schema):
+        found = column_id(field)
+        if found:
+            by_id[found] = index
+        else:
+            by_name[field.name] = index
+    arrays = []
+    for field in list(target)[:hidden]:
+        arrays.append(_cast(rows.column(field.name), field.type))
+    for field, column in zip(list(target)[hidden:], schema.columns, strict=True):
+        index = by_id.get(column.id) if column.id else None
+        if index is None:
+            index = by_name.get(column.name)
+        if index is None:
+            arrays.append(default_values(column, rows.num_rows))
+        else:
+            arrays.append(_cast(rows.column(index), field.type))
+    return pa.Table.from_arrays(arrays, schema=target)
+
+
+def _cast(column: pa.ChunkedArray, arrow_type: pa.DataType) -> pa.ChunkedArray:
+    if column.type == arrow_type:
+        return column
+    try:
+        return column.cast(arrow_type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # a narrowing MODIFY: as MySQL, cut
+        return column.cast(arrow_type, safe=False)
+
+
+def default_values(column: ColumnSchema, count: int) -> pa.Array:
+    """count copies of the column's default (NULL if none, or if it is not a constant such as
+    CURRENT_TIMESTAMP)."""
+    value = default_value(column)
+    if value is None:
+        return pa.nulls(count, column.type)
+    return pa.repeat(value, count)
+
+
+def default_value(column: ColumnSchema) -> pa.Scalar | None:
+    text = column.default
+    if text is None or text.upper() == "NULL":
+        return None
+    if len(text) >= 2 and text[0] in _STRING_QUOTES and text[-1] == text[0]:
+        text = text[1:-1].replace(text[0] * 2, text[0])
+    elif not _constant(text):
+        return None
+    try:
+        return pa.scalar(text).cast(column.type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+
+
+def _constant(text: str) -> bool:
+    """Whether an unquoted default is a number (not a function such as CURRENT_TIMESTAMP)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,250 @@
+"""DDL acts on data: TRUNCATE, ADD / DROP / MODIFY / RENAME COLUMN, DROP / RECOVER / REPLACE
+PARTITION, REPLACE WITH TABLE and DROP / RECOVER TABLE on tables that hold rows, through PyMySQL
+(and the mariadb CLI) against `quire up`: once with the rows in memory, once with them flushed
+into objects (before the DDL, and rows of the old schema flushed after it), and after a restart."""
+
+from pathlib import Path
+
+import pytest
+
+from tests.harness import QuireProcess, mariadb, run, wait_until
+
+NO_FLUSH = {"flush_rows": 10_000_000, "flush_interval_second": 3600}
+TINY_FLUSH = {"flush_rows": 10, "flush_interval_second": 1}
+FAST_JOBS = {"alter_scheduler_interval_millisecond": 100}
+UNFINISHED = ("PENDING", "WAITING_TXN", "RUNNING")
+
+# Per mode, what each query must read last: checked again after the restart.
+EXPECTED: dict[str, dict[str, tuple]] = {"memory": {}, "flushed": {}}
+
+
+@pytest.fixture(scope="module", params=["memory", "flushed"])
+def node(request, tmp_path_factory):
+    overrides = {**(NO_FLUSH if request.param == "memory" else TINY_FLUSH), **FAST_JOBS}
+    quire = QuireProcess(tmp_path_factory.mktemp(request.param), overrides=overrides).start()
+    quire.mode = request.param
+    connection = quire.connect()
+    run(connection, "CREATE DATABASE d")
+    connection.close()
+    yield quire
+    quire.stop()
+
+
+@pytest.fixture
+def db(node):
+    connection = node.connect()
+    run(connection, "USE d")
+    connection.node = node
+    yield connection
+    connection.close()
+
+
+def create(db, name: str, columns: str = "k INT, v VARCHAR(10), n INT") -> None:
+    run(
+        db,
+        f"CREATE TABLE {name} ({columns}) DUPLICATE KEY(k) "
+        "PARTITION BY RANGE(k) (PARTITION p1 VALUES LESS THAN (100), "
+        "PARTITION p2 VALUES LESS THAN (1000)) DISTRIBUTED BY HASH(k) BUCKETS 2",
+    )
+
+
+def insert(db, name: str, keys, note: str = "v") -> None:
+    run(
+        db,
+        f"INSERT INTO {name} (k, v, n) VALUES "
+        + ", ".join(f"({k}, '{note}{k}', {k})" for k in keys),
+    )
+
+
+def tablets_with_objects(db, name: str) -> tuple[set[int], set[int]]:
+    """The tablets of the table holding rows (SHOW TABLETS counts unflushed rows too), and those
+    with objects in the store."""
+    storage = Path(db.node.workdir) / "storage" / "objects"
+    rows = run(db, f"SHOW TABLETS FROM {name}")
+    holding = {int(row[0]) for row in rows if int(row[10]) > 0}
+    stored = {
+        tablet
+        for tablet in (int(row[0]) for row in rows)
+        if any(storage.glob(f"t*/p*/{tablet}/*.data.parquet"))
+    }
+    return holding, stored
+
+
+def settle(db, name: str) -> None:
+    """In flushed mode: wait until every tablet with rows has objects (a flush wrote them)."""
+    if db.node.mode != "flushed":
+        return
+
+    def flushed():
+        holding, stored = tablets_with_objects(db, name)
+        return holding <= stored
+
+    wait_until(flushed, 30, f"a flush of {name}")
+
+
+def unfinished_jobs(db, name: str) -> list:
+    return [
+        row
+        for row in run(db, "SHOW ALTER TABLE COLUMN FROM d")
+        if row[1] == name and row[9] in UNFINISHED
+    ]
+
+
+def alter(db, sql: str) -> None:
+    run(db, sql)
+    name = sql.split()[2]
+    wait_until(lambda: not unfinished_jobs(db, name), 60, f"{name}'s ALTER jobs")
+
+
+def check(db, query: str, expected: tuple) -> None:
+    assert run(db, query) == expected, query
+    EXPECTED[db.node.mode][query] = expected
+
+
+def keys(rows) -> tuple:
+    return tuple((k,) for k in rows)
+
+
+def test_truncate_table_and_partition(db):
+    create(db, "tt")
+    insert(db, "tt", range(0, 200, 10))
+    settle(db, "tt")
+    run(db, "TRUNCATE TABLE tt")
+    assert run(db, "SELECT COUNT(*) FROM tt") == ((0,),)
+    insert(db, "tt", [5, 150], "new")
+    check(db, "SELECT k, v FROM tt ORDER BY k", ((5, "new5"), (150, "new150")))
+    settle(db, "tt")
+    check(db, "SELECT k, v FROM tt ORDER BY k", ((5, "new5"), (150, "new150")))
+
+    create(db, "tp")
+    insert(db, "tp", range(0, 200, 10))
+    settle(db, "tp")
+    run(db, "TRUNCATE TABLE tp PARTITION (p1)")
+    check(db, "SELECT k FROM tp ORDER BY k", keys(range(100, 200, 10)))
+    insert(db, "tp", [1])
+    settle(db, "tp")
+    check(db, "SELECT k FROM tp ORDER BY k", keys([1, *range(100, 200, 10)]))
+
+
+def test_add_column_reads_its_default_in_older_rows(db):
+    create(db, "added")
+    insert(db, "added", range(0, 120, 10))
+    settle(db, "added")
+    alter(db, 'ALTER TABLE added ADD COLUMN c INT DEFAULT "7"')
+    alter(db, "ALTER TABLE added ADD COLUMN s VARCHAR(8) DEFAULT 'x', ADD COLUMN z INT")
+    run(db, "INSERT INTO added (k, v, n, c, s) VALUES (500, 'late', 1, 8, 'y')")
+    expected = tuple((k, 7, "x", None) for k in range(0, 120, 10)) + ((500, 8, "y", None),)
+    check(db, "SELECT k, c, s, z FROM added ORDER BY k", expected)
+    check(db, "SELECT COUNT(*) FROM added WHERE c = 7", ((12,),))
+    settle(db, "added")
+    check(db, "SELECT k, c, s, z FROM added ORDER BY k", expected)
+
+
+def test_rename_column_keeps_its_values(db):
+    create(db, "renamed")
+    insert(db, "renamed", range(0, 120, 10))
+    settle(db, "renamed")
+    alter(db, "ALTER TABLE renamed RENAME COLUMN v w")
+    run(db, "INSERT INTO renamed (k, w, n) VALUES (7, 'after7', 7)")
+    expected = tuple(sorted([(k, f"v{k}") for k in range(0, 120, 10)] + [(7, "after7")]))
+    check(db, "SELECT k, w FROM renamed ORDER BY k", expected)
+    check(db, "SELECT k FROM renamed WHERE w = 'v20'", ((20,),))
+    settle(db, "renamed")
+    check(db, "SELECT k, w FROM renamed ORDER BY k", expected)
+
+
+def test_a_dropped_column_added_again_does_not_bring_old_values_back(db):
+    create(db, "readded")
+    insert(db, "readded", range(0, 120, 10))
+    alter(db, "ALTER TABLE readded DROP COLUMN n")
+    settle(db, "readded")
+    alter(db, "ALTER TABLE readded ADD COLUMN n INT")
+    check(db, "SELECT COUNT(*), COUNT(n) FROM readded", ((12, 0),))
+    check(db, "SELECT COUNT(*) FROM readded WHERE n = 20", ((0,),))
+    run(db, "INSERT INTO readded VALUES (999, 'new', 5)")
+    settle(db, "readded")
+    check(db, "SELECT k, n FROM readded WHERE n IS NOT NULL", ((999, 5),))
+    check(db, "SELECT COUNT(*), COUNT(n) FROM readded", ((13, 1),))
+
+
+def test_modify_column_widens_older_rows(db):
+    create(db, "modified")
+    insert(db, "modified", range(0, 120, 10))
+    settle(db, "modified")
+    alter(db, "ALTER TABLE modified MODIFY COLUMN n BIGINT")
+    alter(db, "ALTER TABLE modified MODIFY COLUMN v VARCHAR(20)")
+    run(db, "INSERT INTO modified VALUES (990, 'a much longer value', 12345678901)")
+    expected = tuple((k, f"v{k}", k) for k in range(0, 120, 10)) + (
+        (990, "a much longer value", 12345678901),
+    )
+    check(db, "SELECT k, v, n FROM modified ORDER BY k", expected)
+    check(
+        db, "SELECT SUM(n) FROM modified WHERE n > 50", ((12345678901 + sum(range(60, 120, 10)),),)
+    )
+    settle(db, "modified")
+    check(db, "SELECT k, v, n FROM modified ORDER BY k", expected)
+
+
+def test_drop_and_recover_partition(db):
+    create(db, "dropped")
+    insert(db, "dropped", range(0, 200, 10))
+    settle(db, "dropped")
+    run(db, "ALTER TABLE dropped DROP PARTITION p1")
+    assert run(db, "SELECT k FROM dropped ORDER BY k") == keys(range(100, 200, 10))
+    insert(db, "dropped", [500])
+    settle(db, "dropped")
+    assert run(db, "SELECT COUNT(*) FROM dropped") == ((11,),)
+    run(db, "RECOVER PARTITION p1 FROM dropped")
+    check(db, "SELECT k FROM dropped ORDER BY k", keys([*range(0, 200, 10), 500]))
+
+
+def test_replace_partition_with_a_temporary_one(db):
+    create(db, "swapped")
+    insert(db, "swapped", range(0, 200, 10))
+    settle(db, "swapped")
+    run(db, "ALTER TABLE swapped ADD TEMPORARY PARTITION tp1 VALUES LESS THAN (100)")
+    run(db, "ALTER TABLE swapped REPLACE PARTITION (p1) WITH TEMPORARY PARTITION (tp1)")
+    check(db, "SELECT k FROM swapped ORDER BY k", keys(range(100, 200, 10)))
+    insert(db, "swapped", [3])
+    settle(db, "swapped")
+    check(db, "SELECT k FROM swapped ORDER BY k", keys([3, *range(100, 200, 10)]))
+
+
+def test_replace_with_table_and_recover_table(db):
+    create(db, "first")
+    create(db, "second")
+    insert(db, "first", [1, 2])
+    insert(db, "second", [101, 102, 103])
+    settle(db, "first")
+    settle(db, "second")
+    run(db, "ALTER TABLE first REPLACE WITH TABLE second")
+    check(db, "SELECT k FROM first ORDER BY k", keys([101, 102, 103]))
+    check(db, "SELECT k FROM second ORDER BY k", keys([1, 2]))
+    run(db, "DROP TABLE second")
+    run(db, "CREATE TABLE second (k INT) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1")
+    assert run(db, "SELECT COUNT(*) FROM second") == ((0,),)
+    run(db, "ALTER TABLE second RENAME second_new")
+    run(db, "RECOVER TABLE second")
+    check(db, "SELECT k, v FROM second ORDER BY k", ((1, "v1"), (2, "v2")))
+
+
+def test_the_cli_reads_a_renamed_and_added_column(db):
+    create(db, "cli")
+    insert(db, "cli", [1, 2])
+    settle(db, "cli")
+    alter(db, "ALTER TABLE cli RENAME COLUMN v label")
+    alter(db, 'ALTER TABLE cli ADD COLUMN score INT DEFAULT "3"')
+    done = mariadb(db.node, "d", "--batch", "-e", "SELECT k, label, score FROM cli ORDER BY k")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["k\tlabel\tscore", "1\tv1\t3", "2\tv2\t3"]
+
+
+def test_everything_reads_the_same_after_a_restart(node):
+    node.restart()
+    connection = node.connect()
+    try:
+        run(connection, "USE d")
+        for query, expected in EXPECTED[node.mode].items():
+            assert run(connection, query) == expected, query
+    finally:
+        connection.close()

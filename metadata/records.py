@@ -120,14 +120,17 @@ class Table:
         return None
 
 
-COLUMN_POSITIONS = 1 << 16  # a column id: (the schema version it was added after + 1, position)
+COLUMN_POSITIONS = 1 << 16  # a column id: (a generation, its position) as generation << 16 | position
 
 
 def _with_column_ids(columns: tuple[Column, ...], schema_version: int) -> tuple[Column, ...]:
-    """Columns without an id get one from the schema version the table had when they were added
-    (each change of columns raises it, so ids are never reused) and their position."""
+    """Columns without an id get one from their position and a generation: 1 for a table's first
+    columns (a new table's, or every column of a table an older catalog wrote), else the schema
+    version the table had before the change added them, plus 1. Every change of columns raises
+    the version, so ids are never reused: a column dropped and added again is another."""
     assert len(columns) < COLUMN_POSITIONS
-    first = (schema_version + 1) * COLUMN_POSITIONS
+    generation = schema_version + 1 if any(column.id for column in columns) else 1
+    first = generation * COLUMN_POSITIONS
     columns = tuple(
         column if column.id else replace(column, id=first + position)
         for position, column in enumerate(columns)

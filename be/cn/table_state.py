@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from be.cn.bounds import ColumnBound, within
 from be.cn.object_cache import ObjectCache
-from be.logtail.entries import COMMIT_TS, ROW_ID, TABLET_ID, TableChanges
+from be.logtail.entries import COMMIT_TS, PARTITION_ID, ROW_ID, TABLET_ID, TableChanges
 from be.row_adapter import adapted
 from be.storage.blocks import ObjectMeta, prune, read_blocks
 from be.storage.errors import StorageError
@@ -59,7 +59,8 @@ class TableState:
         self._objects: dict[str, _Stored] = {}
         self._tombstones: list[TombstoneMeta] = []
         self._lock = threading.Lock()
-        self._rows: list[pa.Table] = []  # ROW_ID, COMMIT_TS, then the columns at its version
+        # ROW_ID, COMMIT_TS, TABLET_ID (if placed), then the columns at its version (with ids)
+        self._rows: list[pa.Table] = []
         self._delete_ids: list[pa.Array] = []
         self._delete_ts: list[pa.Array] = []
         self.row_count = 0  # rows inserted (deleted ones included)
@@ -79,6 +80,8 @@ class TableState:
             self._newest = {}
             if change.inserts is not None and change.inserts.num_rows:
                 rows = change.inserts
+                if PARTITION_ID in rows.column_names:  # the tablet says enough here
+                    rows = rows.drop_columns([PARTITION_ID])
                 stamps = pa.array([commit_ts] * rows.num_rows, pa.int64())
                 rows = rows.add_column(1, pa.field(COMMIT_TS, pa.int64(), False), stamps)
                 self._rows.append(rows)
@@ -137,7 +140,8 @@ class TableState:
         row_ids: bool = False,
         bounds: tuple[ColumnBound, ...] = (),
     ) -> pa.Table:
-        """The table as of ts, in schema's columns (a column added later reads as NULL); with
+        """The table as of ts, in schema's columns (older rows adapted by column id, a column added
+        later read as its default: be/row_adapter.py), of the tablets schema lists; with
         row_ids, ROW_ID first (what DELETE and UPDATE name rows by). AGGREGATE KEY tables come
         merged by their keys, as Doris reads them. bounds (ColumnBound) may leave out rows
         outside them, and blocks whose min/max hold none (never on AGGREGATE KEY tables, whose

@@ -137,10 +137,6 @@ class TableSchema:
         )
 
     @property
-    def tablet_ids(self) -> frozenset[int]:
-        return frozenset(tablet for p in self.partitions for tablet in p.tablet_ids)
-
-    @property
     def replaces_on_key(self) -> bool:
         """UNIQUE KEY: a row replaces the one with the same key when it is written (merge on
         write, as Doris's unique key tables)."""

@@ -70,6 +70,17 @@ def tablets_with_objects(db, name: str) -> tuple[set[int], set[int]]:
     return holding, stored
 
 
+def partition_objects(db) -> list[Path]:
+    """Objects of rows whose partition was not in the table when they were flushed: filed under
+    the partition's id as their tablet's."""
+    storage = Path(db.node.workdir) / "storage" / "objects"
+    return [
+        path
+        for path in storage.glob("t*/p*/*/*.data.parquet")
+        if path.parent.name == path.parent.parent.name[1:]
+    ]
+
+
 def settle(db, name: str) -> None:
     """In flushed mode: wait until every tablet with rows has objects (a flush wrote them)."""
     if db.node.mode != "flushed":
@@ -189,13 +200,16 @@ def test_drop_and_recover_partition(db):
     create(db, "dropped")
     insert(db, "dropped", range(0, 200, 10))
     settle(db, "dropped")
+    insert(db, "dropped", [1, 2])  # in memory when p1 is dropped, flushed while it is away
     run(db, "ALTER TABLE dropped DROP PARTITION p1")
     assert run(db, "SELECT k FROM dropped ORDER BY k") == keys(range(100, 200, 10))
     insert(db, "dropped", [500])
     settle(db, "dropped")
+    if db.node.mode == "flushed":
+        wait_until(lambda: partition_objects(db), 30, "the dropped partition's rows flushed")
     assert run(db, "SELECT COUNT(*) FROM dropped") == ((11,),)
     run(db, "RECOVER PARTITION p1 FROM dropped")
-    check(db, "SELECT k FROM dropped ORDER BY k", keys([*range(0, 200, 10), 500]))
+    check(db, "SELECT k FROM dropped ORDER BY k", keys(sorted([*range(0, 200, 10), 1, 2, 500])))
 
 
 def test_replace_partition_with_a_temporary_one(db):

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from be.cn.bounds import ColumnBound, within
 from be.cn.object_cache import ObjectCache
-from be.logtail.entries import COMMIT_TS, PARTITION_ID, ROW_ID, TABLET_ID, TableChanges
+from be.logtail.entries import COMMIT_TS, PARTITION_ID, ROW_ID, TableChanges
 from be.row_adapter import adapted
 from be.storage.blocks import ObjectMeta, prune, read_blocks
 from be.storage.errors import StorageError
@@ -59,7 +59,7 @@ class TableState:
         self._objects: dict[str, _Stored] = {}
         self._tombstones: list[TombstoneMeta] = []
         self._lock = threading.Lock()
-        # ROW_ID, COMMIT_TS, TABLET_ID (if placed), then the columns at its version (with ids)
+        # ROW_ID, COMMIT_TS, PARTITION_ID (if placed), then the columns at its version (with ids)
         self._rows: list[pa.Table] = []
         self._delete_ids: list[pa.Array] = []
         self._delete_ts: list[pa.Array] = []
@@ -80,8 +80,6 @@ class TableState:
             self._newest = {}
             if change.inserts is not None and change.inserts.num_rows:
                 rows = change.inserts
-                if PARTITION_ID in rows.column_names:  # the tablet says enough here
-                    rows = rows.drop_columns([PARTITION_ID])
                 stamps = pa.array([commit_ts] * rows.num_rows, pa.int64())
                 rows = rows.add_column(1, pa.field(COMMIT_TS, pa.int64(), False), stamps)
                 self._rows.append(rows)
@@ -171,7 +169,7 @@ class TableState:
         bounds: tuple[ColumnBound, ...] = (),
     ) -> pa.Table:
         ranges = {bound.column: (bound.low, bound.high) for bound in bounds}
-        tablets = schema.tablet_ids if schema.partitions else None
+        partitions = frozenset(p.id for p in schema.partitions) if schema.partitions else None
         with self._lock:
             pieces = list(self._rows)
             delete_ids = list(self._delete_ids)
@@ -181,14 +179,14 @@ class TableState:
                 for item in self._objects.values()
                 if item.serves_from <= ts < item.serves_until
                 and min(block.min_commit_ts for block in item.meta.blocks) <= ts
-                and (tablets is None or item.meta.tablet_id in tablets)
+                and (partitions is None or item.meta.partition_id in partitions)
             ]
             tombstones = [meta for meta in self._tombstones if meta.min_delete_ts <= ts]
         pieces = [
             piece
             for piece in (self._read_object(meta, ranges, schema) for meta in stored)
             if piece is not None
-        ] + [_of_tablets(piece, tablets) for piece in pieces]
+        ] + [_of_partitions(piece, partitions) for piece in pieces]
         pieces = [adapted(piece, schema, _ROW_FIELDS) for piece in pieces if piece.num_rows]
         for meta in tombstones:
             table = self._read_tombstones(meta)
@@ -249,13 +247,13 @@ class TableState:
 _ROW_FIELDS = (pa.field(ROW_ID, pa.int64(), False), pa.field(COMMIT_TS, pa.int64(), False))
 
 
-def _of_tablets(rows: pa.Table, tablets: frozenset[int] | None) -> pa.Table:
-    """The rows placed in one of tablets (all when the rows or the schema do not say): a
-    truncated or dropped partition's rows are not read, a recovered one's are again."""
-    if tablets is None or TABLET_ID not in rows.column_names:
+def _of_partitions(rows: pa.Table, partitions: frozenset[int] | None) -> pa.Table:
+    """The rows placed in one of partitions (all when the rows or the schema do not say): a
+    truncated, replaced or dropped partition's rows are not read, a recovered one's are again."""
+    if partitions is None or PARTITION_ID not in rows.column_names:
         return rows
-    placed = rows.column(TABLET_ID)
-    kept = pc.is_in(placed, value_set=pa.array(sorted(tablets), pa.int64()))
+    placed = rows.column(PARTITION_ID)
+    kept = pc.is_in(placed, value_set=pa.array(sorted(partitions), pa.int64()))
     if pc.all(kept).as_py():
         return rows
     return rows.filter(kept)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from be.logtail.entries import COMMIT_TS, PARTITION_ID, ROW_ID, TABLET_ID, Commit, TableChanges
+from be.logtail.entries import COMMIT_TS, PARTITION_ID, ROW_ID, Commit, TableChanges
 from be.row_adapter import adapted
 from be.storage.blocks import write_blocks
 from be.storage.names import Tablet
@@ -231,22 +231,22 @@ def _deletes_by_tablet(
 
 
 _ROW_FIELDS = (pa.field(ROW_ID, pa.int64(), False), pa.field(COMMIT_TS, pa.int64(), False))
-_PLACED_FIELDS = (pa.field(PARTITION_ID, pa.int64(), False), pa.field(TABLET_ID, pa.int64(), False))
+_PARTITION_ID_FIELD = pa.field(PARTITION_ID, pa.int64(), False)
 
 
 def _placed(schema: TableSchema, pieces: list[pa.Table]) -> dict[Tablet, pa.Table]:
     """The pieces' rows in schema's columns (by column id: rows written before a schema change
-    read as the schema now says), by the tablet each row was placed in when it was written (by
-    schema's placement for rows logged before rows carried it)."""
-    placed_rows = [piece for piece in pieces if TABLET_ID in piece.column_names]
-    older = [piece for piece in pieces if TABLET_ID not in piece.column_names]
+    read as the schema now says), by tablet, in the partition each row was placed in when it was
+    written (by schema's placement for rows logged before rows carried it)."""
+    placed_rows = [piece for piece in pieces if PARTITION_ID in piece.column_names]
+    older = [piece for piece in pieces if PARTITION_ID not in piece.column_names]
     placed: dict[Tablet, pa.Table] = {}
     if placed_rows:
-        hidden = (*_ROW_FIELDS, *_PLACED_FIELDS)
+        hidden = (*_ROW_FIELDS, _PARTITION_ID_FIELD)
         rows = pa.concat_tables(
             [adapted(piece, schema, hidden, stored=True) for piece in placed_rows]
         )
-        placed = placement.by_placed_ids(schema.table_id, rows)
+        placed = placement.by_placed_partition(schema, rows)
     if older:
         rows = pa.concat_tables(
             [adapted(piece, schema, _ROW_FIELDS, stored=True) for piece in older]

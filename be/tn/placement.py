@@ -12,7 +12,7 @@ import zlib
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from be.logtail.entries import PARTITION_ID, ROW_ID, TABLET_ID
+from be.logtail.entries import PARTITION_ID, ROW_ID
 from be.storage.names import Tablet
 from be.table_schema import PartitionSchema, TableSchema
 from be.tn.errors import NoPartitionForRow
@@ -69,37 +69,26 @@ def by_tablet(schema: TableSchema, rows: pa.Table) -> dict[Tablet, pa.Table]:
     return placed
 
 
-def placed_ids(schema: TableSchema, rows: pa.Table) -> tuple[pa.Array, pa.Array]:
-    """Per row (ROW_ID first), the id of its partition and of its tablet (NoPartitionForRow if a
-    row has no partition)."""
-    indexes = partition_indexes(schema, rows)
-    partition_ids = pc.take(pa.array([p.id for p in schema.partitions], pa.int64()), indexes)
-    tablet_ids = pa.nulls(rows.num_rows, pa.int64())
-    for index, partition in enumerate(schema.partitions):
-        members = pc.equal(indexes, index)
-        if not pc.any(members).as_py():
-            continue
-        tablets = pa.array(partition.tablet_ids, pa.int64())
-        buckets = _buckets(schema, partition, rows)
-        tablet_ids = pc.if_else(members, pc.take(tablets, buckets), tablet_ids)
-    assert tablet_ids.null_count == 0
-    return partition_ids, tablet_ids
-
-
-def by_placed_ids(table_id: int, rows: pa.Table) -> dict[Tablet, pa.Table]:
-    """rows (with PARTITION_ID and TABLET_ID, as the TN placed them when they were written) split
-    by tablet, in row order within each, without those two columns."""
+def by_placed_partition(schema: TableSchema, rows: pa.Table) -> dict[Tablet, pa.Table]:
+    """rows (ROW_ID, COMMIT_TS, PARTITION_ID: the partition the TN placed each in when it was
+    written) split by tablet, in row order within each, without PARTITION_ID. A partition the
+    schema lists splits into its buckets; the rows of one it does not (dropped, and maybe
+    recovered later) keep together under the partition's id as their tablet's, an id no real
+    tablet has (the catalog hands out each id once)."""
     placed: dict[Tablet, pa.Table] = {}
-    pairs = rows.select([PARTITION_ID, TABLET_ID]).group_by([PARTITION_ID, TABLET_ID]).aggregate([])
-    for partition_id, tablet_id in zip(
-        pairs.column(PARTITION_ID).to_pylist(), pairs.column(TABLET_ID).to_pylist(), strict=True
-    ):
-        mine = pc.and_(
-            pc.equal(rows.column(PARTITION_ID), partition_id),
-            pc.equal(rows.column(TABLET_ID), tablet_id),
-        )
-        part = rows.filter(mine).drop_columns([PARTITION_ID, TABLET_ID])
-        placed[Tablet(table_id, partition_id, tablet_id)] = part
+    listed = {partition.id: partition for partition in schema.partitions}
+    column = rows.column(PARTITION_ID)
+    for partition_id in pc.unique(column).to_pylist():
+        part = rows.filter(pc.equal(column, partition_id)).drop_columns([PARTITION_ID])
+        partition = listed.get(partition_id)
+        if partition is None:
+            placed[Tablet(schema.table_id, partition_id, partition_id)] = part
+            continue
+        buckets = _buckets(schema, partition, part)
+        for bucket, tablet_id in enumerate(partition.tablet_ids):
+            mine = part.filter(pc.equal(buckets, bucket)) if len(partition.tablet_ids) > 1 else part
+            if mine.num_rows:
+                placed[Tablet(schema.table_id, partition_id, tablet_id)] = mine
     return placed
 
 

@@ -1,7 +1,8 @@
 """Rows written at one schema version, read at another: each column of the reading schema is
-found by its column id (by name in rows written before columns had ids), cast to its type if a
-MODIFY changed it, or filled with the column's default if it was added after the rows were
-written; columns dropped since are left out. A dropped column added again has a new id, so its
+found by its column id (by name in rows written before columns had ids, or when the reading
+schema has none), cast to its type if a
+MODIFY changed it, or filled with the column's backfill (its default when it was added) if it
+was added after the rows were written; columns dropped since are left out. A dropped column added again has a new id, so its
 old values stay gone."""
 
 from __future__ import annotations
@@ -29,22 +30,24 @@ def adapted(
 
 
 def _mapped(rows: pa.Table, schema: TableSchema, target: pa.Schema, hidden: int) -> pa.Table:
-    by_id, by_name = {}, {}
+    by_id, by_name, without_id = {}, {}, {}
     for index, field in enumerate(rows.schema):
         found = column_id(field)
+        by_name[field.name] = index
         if found:
             by_id[found] = index
         else:
-            by_name[field.name] = index
+            without_id[field.name] = index
     arrays = []
     for field in list(target)[:hidden]:
         arrays.append(_cast(rows.column(field.name), field.type))
     for field, column in zip(list(target)[hidden:], schema.columns, strict=True):
-        index = by_id.get(column.id) if column.id else None
-        if index is None:
+        if column.id:  # rows written before columns had ids hold it under its name
+            index = by_id.get(column.id, without_id.get(column.name))
+        else:  # a schema built without the catalog's ids: by name
             index = by_name.get(column.name)
         if index is None:
-            arrays.append(default_values(column, rows.num_rows))
+            arrays.append(backfill_values(column, rows.num_rows))
         else:
             arrays.append(_cast(rows.column(index), field.type))
     return pa.Table.from_arrays(arrays, schema=target)
@@ -59,17 +62,17 @@ def _cast(column: pa.ChunkedArray, arrow_type: pa.DataType) -> pa.ChunkedArray:
         return column.cast(arrow_type, safe=False)
 
 
-def default_values(column: ColumnSchema, count: int) -> pa.Array:
-    """count copies of the column's default (NULL if none, or if it is not a constant such as
+def backfill_values(column: ColumnSchema, count: int) -> pa.Array:
+    """count copies of the column's backfill (NULL if none, or if it is not a constant such as
     CURRENT_TIMESTAMP)."""
-    value = default_value(column)
+    value = backfill_value(column)
     if value is None:
         return pa.nulls(count, column.type)
     return pa.repeat(value, count)
 
 
-def default_value(column: ColumnSchema) -> pa.Scalar | None:
-    text = column.default
+def backfill_value(column: ColumnSchema) -> pa.Scalar | None:
+    text = column.backfill
     if text is None or text.upper() == "NULL":
         return None
     if len(text) >= 2 and text[0] in _STRING_QUOTES and text[-1] == text[0]:

@@ -23,7 +23,9 @@ class ColumnSchema:
     # The catalog's id of the column, kept by RENAME and MODIFY (0: not known, matched by name);
     # rows keep the ids they were written with, so old rows find their column after a rename.
     id: int = 0
-    default: str | None = None  # the catalog's default, as SQL text: what older rows read
+    # What rows written before the column was added read, as SQL text (the catalog's backfill:
+    # its default when it was added)
+    backfill: str | None = None
 
     def __post_init__(self):
         assert self.id >= 0, self
@@ -85,7 +87,7 @@ class TableSchema:
                     column.nullable,
                     column.aggregation,
                     column.id,
-                    column.default,
+                    column.backfill,
                 )
                 for column in table.columns
             ),
@@ -192,7 +194,7 @@ class TableSchema:
                 field.nullable,
                 (field.metadata or {}).get(b"aggregation", b"").decode() or None,
                 int((field.metadata or {}).get(COLUMN_ID_KEY, b"0")),
-                _default_of(field.metadata or {}),
+                _backfill_of(field.metadata or {}),
             )
             for field in arrow
         )
@@ -228,13 +230,13 @@ def _field_metadata(column: ColumnSchema) -> dict[bytes, bytes]:
     metadata = dict(_id_metadata(column) or {})
     if column.aggregation:
         metadata[b"aggregation"] = column.aggregation.encode()
-    if column.default is not None:
-        metadata[b"default"] = column.default.encode()
+    if column.backfill is not None:
+        metadata[b"backfill"] = column.backfill.encode()
     return metadata
 
 
-def _default_of(metadata: dict[bytes, bytes]) -> str | None:
-    value = metadata.get(b"default")
+def _backfill_of(metadata: dict[bytes, bytes]) -> str | None:
+    value = metadata.get(b"backfill")
     return None if value is None else value.decode()
 
 

@@ -16,7 +16,8 @@ reading the old ones. Versions:
         Table record with its partition kind, temporary partitions and rollups; a Frontend
         record with its connection prefix; the AlterJob record and operations CREATE_ALTER_JOB,
         UPDATE_ALTER_JOB, REMOVE_ALTER_JOBS
-    5   a Column record ends with its id (older columns get theirs from the Table they are in)
+    5   a Column record ends with its id and backfill (older columns get their ids from the
+        Table they are in, their backfill is their default)
 """
 
 from __future__ import annotations
@@ -142,13 +143,14 @@ def _encode_column(column: Column) -> tuple:
         column.aggregation,
         column.auto_increment,
         column.id,
+        column.backfill,
     )
 
 
 _COLUMN_FIELDS_VERSION_4 = (
     (str,), (str,), (bool,), (str, _NONE), (str,), (bool,), (str, _NONE), (bool,),
 )  # fmt: skip
-_COLUMN_FIELDS = (*_COLUMN_FIELDS_VERSION_4, (int,))
+_COLUMN_FIELDS = (*_COLUMN_FIELDS_VERSION_4, (int,), (str, _NONE))
 
 # The same values come back again and again across tables: column definitions ("id BIGINT NOT
 # NULL"), key column lists, partition bounds, properties. Everything decoded is immutable, so
@@ -161,15 +163,15 @@ _shared_tuples: dict[tuple, tuple] = {}
 
 def _decode_column_version_4(value: tuple) -> Column:
     _expect(value, _COLUMN_FIELDS_VERSION_4, "Column")
-    return _decode_column((*value, 0))
+    return _decode_column((*value, 0, value[3]))  # the Table gives it an id
 
 
 def _decode_column(value: tuple) -> Column:
     column = _shared_columns.get(value)
     if column is None:
         _expect(value, _COLUMN_FIELDS, "Column")
-        if value[-1] < 0:
-            raise CodecError(f"malformed Column {value[0]!r:.200}: id {value[-1]}")
+        if value[8] < 0:
+            raise CodecError(f"malformed Column {value[0]!r:.200}: id {value[8]}")
         name, type_text, *options = value
         try:
             column_type = parse_column_type(type_text)

@@ -42,6 +42,9 @@ class Column:
     # Unique within its table and never reused there; kept by RENAME and MODIFY, so that rows
     # written before follow the column. 0 until the table it joins assigns one (Table).
     id: int = field(default=0, compare=False)
+    # What rows written before the column was added read: its default then (the default may
+    # change later; those rows keep this value, as if the ADD had written it into them).
+    backfill: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         assert self.id >= 0, self
@@ -120,19 +123,22 @@ class Table:
         return None
 
 
-COLUMN_POSITIONS = 1 << 16  # a column id: (a generation, its position) as generation << 16 | position
+COLUMN_POSITIONS = (
+    1 << 16
+)  # a column id: (a generation, its position) as generation << 16 | position
 
 
 def _with_column_ids(columns: tuple[Column, ...], schema_version: int) -> tuple[Column, ...]:
     """Columns without an id get one from their position and a generation: 1 for a table's first
     columns (a new table's, or every column of a table an older catalog wrote), else the schema
     version the table had before the change added them, plus 1. Every change of columns raises
-    the version, so ids are never reused: a column dropped and added again is another."""
+    the version, so ids are never reused: a column dropped and added again is another. Their
+    backfill is their default now."""
     assert len(columns) < COLUMN_POSITIONS
     generation = schema_version + 1 if any(column.id for column in columns) else 1
     first = generation * COLUMN_POSITIONS
     columns = tuple(
-        column if column.id else replace(column, id=first + position)
+        column if column.id else replace(column, id=first + position, backfill=column.default)
         for position, column in enumerate(columns)
     )
     ids = [column.id for column in columns]

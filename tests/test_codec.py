@@ -395,9 +395,9 @@ def test_version_5_columns_carry_their_ids_and_older_columns_get_theirs_in_order
     fields[3] = tuple(column[:8] for column in fields[3])
     old = decode_record(Table, tuple(fields), version=4)
     assert [column.id for column in old.columns] == [column.id for column in FULL_TABLE.columns]
-    with pytest.raises(CodecError, match="expected 9 fields"):
+    with pytest.raises(CodecError, match="expected 10 fields"):
         decode_record(Table, tuple(fields))
-    negative = (*encode_record(FULL_TABLE.columns[0])[:8], -1)
+    negative = (*encode_record(FULL_TABLE.columns[0])[:8], -1, None)
     with pytest.raises(CodecError, match="id -1"):
         decode_record(Column, negative)
 
@@ -416,3 +416,19 @@ def test_a_column_id_is_kept_by_rename_and_never_reused():
     )
     assert again.columns[1].id not in {column.id for column in table.columns}
     assert again.columns[1].id >> 16 == 4
+
+
+def test_a_column_added_later_keeps_its_default_then_as_its_backfill():
+    table = replace(FULL_TABLE, schema_version=5)
+    added = replace(table, columns=(*table.columns, Column("extra", "INT", default="7")))
+    extra = added.columns[-1]
+    assert (extra.id >> 16, extra.backfill) == (6, "7")
+    modified = replace(extra, type="BIGINT", default=None)  # MODIFY: the id and backfill stay
+    again = decode_record(
+        Table, encode_record(replace(added, columns=(*added.columns[:-1], modified)))
+    )
+    assert (again.columns[-1].id, again.columns[-1].backfill, again.columns[-1].default) == (
+        extra.id,
+        "7",
+        None,
+    )

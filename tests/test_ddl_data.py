@@ -5,8 +5,14 @@ into objects (before the DDL, and rows of the old schema flushed after it), and 
 
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
+from be.logtail.entries import COMMIT_TS, PARTITION_ID, ROW_ID, Commit, TableChanges
+from be.row_adapter import adapted
+from be.table_schema import ColumnSchema, PartitionSchema, TableSchema
+from be.tn import placement, wal_records
+from metadata.records import KeyModel
 from tests.harness import QuireProcess, mariadb, run, wait_until
 
 NO_FLUSH = {"flush_rows": 10_000_000, "flush_interval_second": 3600}
@@ -114,6 +120,85 @@ def check(db, query: str, expected: tuple) -> None:
 
 def keys(rows) -> tuple:
     return tuple((k,) for k in rows)
+
+
+# -- rows adapted to the reading schema, as pure functions ---------------------------------------
+
+
+def schema(*columns: ColumnSchema, partitions=()) -> TableSchema:
+    return TableSchema(
+        1, 1, columns, KeyModel.DUPLICATE, (columns[0].name,), "RANGE", (), partitions, ()
+    )
+
+
+K = ColumnSchema("k", pa.int32(), id=65536)
+V = ColumnSchema("v", pa.string(), id=65537)
+
+
+def test_older_rows_read_by_column_id_with_backfills_and_casts():
+    written = adapted(
+        pa.table({ROW_ID: pa.array([1, 2], pa.int64()), "k": pa.array([1, 2], pa.int32()),
+                  "v": ["a", "b"]}),
+        schema(K, V),
+        [pa.field(ROW_ID, pa.int64(), False)],
+        stored=True,
+    )  # fmt: skip
+    hidden = [pa.field(ROW_ID, pa.int64(), False)]
+    renamed_and_widened = schema(
+        ColumnSchema("key", pa.int64(), id=K.id),
+        ColumnSchema("w", pa.string(), id=V.id),
+        ColumnSchema("added", pa.int16(), id=3 << 16, backfill="'7'"),
+        ColumnSchema("later", pa.date32(), id=(3 << 16) + 1, backfill="CURRENT_TIMESTAMP"),
+    )
+    read = adapted(written, renamed_and_widened, hidden)
+    assert read.schema == pa.schema([*hidden, *renamed_and_widened.arrow()])
+    assert read.to_pydict() == {
+        ROW_ID: [1, 2], "key": [1, 2], "w": ["a", "b"], "added": [7, 7], "later": [None, None]
+    }  # fmt: skip
+    readded = schema(K, ColumnSchema("v", pa.string(), id=4 << 16))  # dropped, then added again
+    assert adapted(written, readded, hidden).column("v").to_pylist() == [None, None]
+    legacy = written.replace_schema_metadata(None).cast(  # rows written before ids: by name
+        pa.schema([*hidden, pa.field("k", pa.int32()), pa.field("v", pa.string())])
+    )
+    assert adapted(legacy, renamed_and_widened, hidden).column("w").to_pylist() == [None, None]
+    assert adapted(legacy, schema(K, V), hidden).column("v").to_pylist() == ["a", "b"]
+    no_ids = schema(ColumnSchema("k", pa.int32()), ColumnSchema("v", pa.string()))
+    assert adapted(written, no_ids, hidden).column("v").to_pylist() == ["a", "b"]
+
+
+def test_the_flush_files_rows_by_the_partition_they_were_written_in():
+    listed = PartitionSchema(10, (), ("100",), (), (11, 12))
+    rows = pa.table({
+        ROW_ID: pa.array([1, 2, 3, 4], pa.int64()),
+        COMMIT_TS: pa.array([5] * 4, pa.int64()),
+        PARTITION_ID: pa.array([10, 10, 20, 20], pa.int64()),  # 20: dropped since
+        "k": pa.array([1, 2, 150, 160], pa.int32()),
+    })  # fmt: skip
+    table = TableSchema(1, 1, (K,), KeyModel.DUPLICATE, ("k",), "RANGE", ("k",), (listed,), ("k",))
+    placed = placement.by_placed_partition(table, rows)
+    assert {(t.partition_id, t.tablet_id) for t in placed} <= {(10, 11), (10, 12), (20, 20)}
+    assert sum(part.num_rows for t, part in placed.items() if t.partition_id == 10) == 2
+    assert all(PARTITION_ID not in part.column_names for part in placed.values())
+    assert [part for t, part in placed.items() if t.tablet_id == 20][0].column("k").to_pylist() == [
+        150,
+        160,
+    ]
+
+
+def test_a_version_2_log_record_still_reads():
+    inserts = pa.table({ROW_ID: pa.array([1], pa.int64()), "k": pa.array([1], pa.int32())})
+    listed = schema(K, partitions=(PartitionSchema(10, tablet_ids=(11,)),))
+    record = wal_records.encode(Commit(7, (TableChanges(1, 1, inserts),)), "r", {1: listed})
+    old = bytes([2]) + record[1:]
+    commit, request, schemas = wal_records.decode(old)
+    assert (commit.changes[0].inserts.column("k").to_pylist(), request) == ([1], "r")
+    assert schemas[1].columns[0].id == K.id
+    note = wal_records.encode_checkpoint_note("c1", 9)
+    assert wal_records.checkpoint_named(bytes([2]) + note[1:]) == "c1"
+    assert wal_records.checkpoint_named(note) == "c1"
+
+
+# -- through the MySQL front ---------------------------------------------------------------------
 
 
 def test_truncate_table_and_partition(db):

@@ -211,6 +211,7 @@ def test_truncate_table_and_partition(db):
     check(db, "SELECT k, v FROM tt ORDER BY k", ((5, "new5"), (150, "new150")))
     settle(db, "tt")
     check(db, "SELECT k, v FROM tt ORDER BY k", ((5, "new5"), (150, "new150")))
+    assert run(db, "SHOW DATA FROM tt")[0][4] == "2", "the old tablets' rows are not counted"
 
     create(db, "tp")
     insert(db, "tp", range(0, 200, 10))

@@ -124,14 +124,22 @@ class Flusher:
         return job
 
     def tablet_totals(self, schema: TableSchema) -> dict[int, tuple[int, int]]:
-        """Rows and bytes per tablet id: its objects', and its share of the unflushed rows."""
+        """Rows and bytes per tablet id of the partitions schema lists: its objects', and its
+        share of the unflushed rows."""
         with self._lock:
             known = self.objects.get(schema.table_id, TableObjects()).tablet_totals()
             memory = self.memory.get(schema.table_id)
             pieces = list(memory.rows) if memory is not None else []
-        totals = {tablet.tablet_id: value for tablet, value in known.items()}
+        listed = {partition.id for partition in schema.partitions}
+        totals = {
+            tablet.tablet_id: value
+            for tablet, value in known.items()
+            if not listed or tablet.partition_id in listed
+        }
         if pieces and placement.placeable(schema):
             for tablet, part in _placed(schema, pieces).items():
+                if tablet.partition_id not in listed:
+                    continue
                 count, size = totals.get(tablet.tablet_id, (0, 0))
                 totals[tablet.tablet_id] = (count + part.num_rows, size + part.nbytes)
         return totals

@@ -61,6 +61,7 @@ class TableState:
         self._lock = threading.Lock()
         # ROW_ID, COMMIT_TS, PARTITION_ID (if placed), then the columns at its version (with ids)
         self._rows: list[pa.Table] = []
+        self._row_partitions: list[frozenset[int] | None] = []  # per piece: its PARTITION_IDs
         self._delete_ids: list[pa.Array] = []
         self._delete_ts: list[pa.Array] = []
         self.row_count = 0  # rows inserted (deleted ones included)
@@ -83,10 +84,11 @@ class TableState:
                 stamps = pa.array([commit_ts] * rows.num_rows, pa.int64())
                 rows = rows.add_column(1, pa.field(COMMIT_TS, pa.int64(), False), stamps)
                 self._rows.append(rows)
+                self._row_partitions.append(_partitions_in(rows))
                 self.row_count += rows.num_rows
                 self.nbytes += rows.nbytes
                 if len(self._rows) > COMBINE_PIECES:
-                    self._rows = _combined(self._rows)
+                    self._rows, self._row_partitions = _combined(self._rows, self._row_partitions)
             if change.deletes is not None and change.deletes.num_rows:
                 ids = change.deletes.column(ROW_ID).combine_chunks()
                 self._delete_ids.append(ids)
@@ -112,8 +114,14 @@ class TableState:
 
     def _drop_until(self, ts: int) -> None:
         if self._rows:
-            rows = [piece.filter(pc.greater(piece.column(COMMIT_TS), ts)) for piece in self._rows]
-            self._rows = _combined([piece for piece in rows if piece.num_rows])
+            later = [
+                (piece.filter(pc.greater(piece.column(COMMIT_TS), ts)), partitions)
+                for piece, partitions in zip(self._rows, self._row_partitions, strict=True)
+            ]
+            later = [(piece, partitions) for piece, partitions in later if piece.num_rows]
+            self._rows, self._row_partitions = _combined(
+                [piece for piece, _ in later], [partitions for _, partitions in later]
+            )
         if self._delete_ids:
             ids, stamps = pa.concat_arrays(self._delete_ids), pa.concat_arrays(self._delete_ts)
             later = pc.greater(stamps, ts)
@@ -171,7 +179,7 @@ class TableState:
         ranges = {bound.column: (bound.low, bound.high) for bound in bounds}
         partitions = frozenset(p.id for p in schema.partitions) if schema.partitions else None
         with self._lock:
-            pieces = list(self._rows)
+            pieces = list(zip(self._rows, self._row_partitions, strict=True))
             delete_ids = list(self._delete_ids)
             delete_ts = list(self._delete_ts)
             stored = [
@@ -186,7 +194,7 @@ class TableState:
             piece
             for piece in (self._read_object(meta, ranges, schema) for meta in stored)
             if piece is not None
-        ] + [_of_partitions(piece, partitions) for piece in pieces]
+        ] + [_of_partitions(piece, placed, partitions) for piece, placed in pieces]
         pieces = [adapted(piece, schema, _ROW_FIELDS) for piece in pieces if piece.num_rows]
         for meta in tombstones:
             table = self._read_tombstones(meta)
@@ -247,15 +255,21 @@ class TableState:
 _ROW_FIELDS = (pa.field(ROW_ID, pa.int64(), False), pa.field(COMMIT_TS, pa.int64(), False))
 
 
-def _of_partitions(rows: pa.Table, partitions: frozenset[int] | None) -> pa.Table:
-    """The rows placed in one of partitions (all when the rows or the schema do not say): a
-    truncated, replaced or dropped partition's rows are not read, a recovered one's are again."""
-    if partitions is None or PARTITION_ID not in rows.column_names:
+def _partitions_in(rows: pa.Table) -> frozenset[int] | None:
+    if PARTITION_ID not in rows.column_names:
+        return None
+    return frozenset(pc.unique(rows.column(PARTITION_ID)).to_pylist())
+
+
+def _of_partitions(
+    rows: pa.Table, placed: frozenset[int] | None, partitions: frozenset[int] | None
+) -> pa.Table:
+    """The rows (placed in the partitions `placed`) placed in one of partitions (all when the
+    rows or the schema do not say): a truncated, replaced or dropped partition's rows are not
+    read, a recovered one's are again."""
+    if partitions is None or placed is None or placed <= partitions:
         return rows
-    placed = rows.column(PARTITION_ID)
-    kept = pc.is_in(placed, value_set=pa.array(sorted(partitions), pa.int64()))
-    if pc.all(kept).as_py():
-        return rows
+    kept = pc.is_in(rows.column(PARTITION_ID), value_set=pa.array(sorted(partitions), pa.int64()))
     return rows.filter(kept)
 
 
@@ -267,15 +281,21 @@ def _same_column(field: pa.Field, schema: TableSchema, name: str) -> bool:
     return column_id(field) == schema.column(name).id
 
 
-def _combined(pieces: list[pa.Table]) -> list[pa.Table]:
-    """Runs of pieces written at one schema, each as one piece."""
+def _combined(
+    pieces: list[pa.Table], partitions: list[frozenset[int] | None]
+) -> tuple[list[pa.Table], list[frozenset[int] | None]]:
+    """Runs of pieces written at one schema, each as one piece (with the partitions of all)."""
     runs: list[list[pa.Table]] = []
-    for piece in pieces:
+    placed: list[frozenset[int] | None] = []
+    for piece, held in zip(pieces, partitions, strict=True):
         if runs and runs[-1][0].schema.equals(piece.schema, check_metadata=True):
             runs[-1].append(piece)
+            placed[-1] = None if held is None or placed[-1] is None else placed[-1] | held
         else:
             runs.append([piece])
-    return [run[0] if len(run) == 1 else pa.concat_tables(run).combine_chunks() for run in runs]
+            placed.append(held)
+    combined = [run[0] if len(run) == 1 else pa.concat_tables(run).combine_chunks() for run in runs]
+    return combined, placed
 
 
 def _concat(pieces: list[pa.Table]) -> pa.Table:

@@ -6,7 +6,12 @@ T and not deleted at or before T, from objects and memory alike.
 Rows in memory are kept as Arrow tables in commit order; many small ones are combined into one
 now and then, so that a snapshot concatenates few pieces. A flush (TableChanges.flushed_ts) drops
 from memory what was committed at or before it: rows committed later stay (MatrixOne's rule).
-An object a merge wrote serves snapshots from the merge on; the ones it replaced, those before."""
+An object a merge wrote serves snapshots from the merge on; the ones it replaced, those before.
+
+A snapshot reads the table as the reading schema has it: only rows of the partitions it lists
+(rows in memory carry the partition they were placed in, objects name theirs), so TRUNCATE,
+REPLACE and DROP PARTITION hide rows and RECOVER shows them again; and rows written at an older
+schema version adapted to it by column id (be/row_adapter.py)."""
 
 from __future__ import annotations
 

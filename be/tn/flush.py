@@ -5,7 +5,12 @@ flush_bytes or are older than flush_interval.
 `write` only writes objects; the flush takes effect as a commit (TableChanges with the objects,
 the tombstones and flushed_ts) that the pipeline logs and publishes, and `apply` then drops from
 memory what the objects hold, on the TN as on every CN. Replaying the log applies the same
-commits, so a restarted TN knows every object and keeps in memory only what no flush holds."""
+commits, so a restarted TN knows every object and keeps in memory only what no flush holds.
+
+Rows go to the partition the TN placed them in when they were committed, split into its buckets
+by the flush's schema, their columns as that schema has them (by column id); the rows of a
+partition the schema no longer lists (dropped, maybe recovered later) go to one object filed
+under the partition's id as tablet."""
 
 from __future__ import annotations
 

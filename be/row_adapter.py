@@ -63,12 +63,29 @@ def _cast(column: pa.ChunkedArray, arrow_type: pa.DataType) -> pa.ChunkedArray:
 
 
 def backfill_values(column: ColumnSchema, count: int) -> pa.Array:
-    """count copies of the column's backfill (NULL if none, or if it is not a constant such as
-    CURRENT_TIMESTAMP)."""
+    """count copies of the column's backfill: NULL if it has none (or not a constant, such as
+    CURRENT_TIMESTAMP), or, for a NOT NULL column, the type's implicit default as MySQL's (0,
+    '', the epoch)."""
     value = backfill_value(column)
+    if value is None and not column.nullable:
+        value = _implicit_default(column.type)
     if value is None:
         return pa.nulls(count, column.type)
     return pa.repeat(value, count)
+
+
+def _implicit_default(arrow_type: pa.DataType) -> pa.Scalar | None:
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return pa.scalar("", arrow_type)
+    if pa.types.is_boolean(arrow_type):
+        return pa.scalar(False)
+    try:
+        return pa.scalar("0" if pa.types.is_decimal(arrow_type) else 0).cast(arrow_type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        pass
+    if pa.types.is_date(arrow_type):
+        return pa.scalar("1970-01-01").cast(arrow_type)
+    return None
 
 
 def backfill_value(column: ColumnSchema) -> pa.Scalar | None:

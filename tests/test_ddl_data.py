@@ -157,6 +157,8 @@ def test_older_rows_read_by_column_id_with_backfills_and_casts():
     assert read.to_pydict() == {
         ROW_ID: [1, 2], "key": [1, 2], "w": ["a", "b"], "added": [7, 7], "later": [None, None]
     }  # fmt: skip
+    not_null = schema(K, V, ColumnSchema("z", pa.decimal128(10, 2), False, id=5 << 16))
+    assert adapted(written, not_null, hidden).column("z").to_pylist() == [0, 0]  # MySQL's implicit
     readded = schema(K, ColumnSchema("v", pa.string(), id=4 << 16))  # dropped, then added again
     assert adapted(written, readded, hidden).column("v").to_pylist() == [None, None]
     legacy = written.replace_schema_metadata(None).cast(  # rows written before ids: by name
@@ -231,12 +233,13 @@ def test_add_column_reads_its_default_in_older_rows(db):
     settle(db, "added")
     alter(db, 'ALTER TABLE added ADD COLUMN c INT DEFAULT "7"')
     alter(db, "ALTER TABLE added ADD COLUMN s VARCHAR(8) DEFAULT 'x', ADD COLUMN z INT")
-    run(db, "INSERT INTO added (k, v, n, c, s) VALUES (500, 'late', 1, 8, 'y')")
-    expected = tuple((k, 7, "x", None) for k in range(0, 120, 10)) + ((500, 8, "y", None),)
-    check(db, "SELECT k, c, s, z FROM added ORDER BY k", expected)
+    alter(db, "ALTER TABLE added ADD COLUMN k2 INT KEY AFTER k")  # NOT NULL, no default: 0
+    run(db, "INSERT INTO added (k, k2, v, n, c, s) VALUES (500, 5, 'late', 1, 8, 'y')")
+    expected = tuple((k, 0, 7, "x", None) for k in range(0, 120, 10)) + ((500, 5, 8, "y", None),)
+    check(db, "SELECT k, k2, c, s, z FROM added ORDER BY k", expected)
     check(db, "SELECT COUNT(*) FROM added WHERE c = 7", ((12,),))
     settle(db, "added")
-    check(db, "SELECT k, c, s, z FROM added ORDER BY k", expected)
+    check(db, "SELECT k, k2, c, s, z FROM added ORDER BY k", expected)
 
 
 def test_rename_column_keeps_its_values(db):

@@ -170,6 +170,13 @@ def test_older_rows_read_by_column_id_with_backfills_and_casts():
     assert adapted(written, no_ids, hidden).column("v").to_pylist() == ["a", "b"]
 
 
+def test_column_ids_and_backfills_travel_with_the_schema():
+    sent = schema(
+        K, ColumnSchema("added", pa.int16(), id=3 << 16, backfill="'7'", aggregation="SUM")
+    )
+    assert TableSchema.from_fields(sent.fields()) == sent  # the node service, log, checkpoints
+
+
 def test_the_flush_files_rows_by_the_partition_they_were_written_in():
     listed = PartitionSchema(10, (), ("100",), (), (11, 12))
     rows = pa.table({

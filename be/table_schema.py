@@ -11,6 +11,8 @@ import pyarrow as pa
 from be.logtail.entries import HIDDEN_PREFIX, ROW_ID
 from metadata.records import KeyModel, Table
 
+COLUMN_ID_KEY = b"quire.column_id"  # a stored field's metadata: the id of its column
+
 
 @dataclass(frozen=True, slots=True)
 class ColumnSchema:
@@ -18,6 +20,15 @@ class ColumnSchema:
     type: pa.DataType
     nullable: bool = True
     aggregation: str | None = None  # AGGREGATE KEY value columns: SUM, MAX, MIN, REPLACE, ...
+    # The catalog's id of the column, kept by RENAME and MODIFY (0: not known, matched by name);
+    # rows keep the ids they were written with, so old rows find their column after a rename.
+    id: int = 0
+    # What rows written before the column was added read, as SQL text (the catalog's backfill:
+    # its default when it was added)
+    backfill: str | None = None
+
+    def __post_init__(self):
+        assert self.id >= 0, self
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +65,8 @@ class TableSchema:
     def __post_init__(self):
         names = [column.name for column in self.columns]
         assert len(names) == len(set(names)), "column names are unique"
+        ids = [column.id for column in self.columns if column.id]
+        assert len(ids) == len(set(ids)), "column ids are unique"
         assert all(not name.startswith(HIDDEN_PREFIX) for name in names)
         assert set(self.key_columns) <= set(names)
         assert self.partition_kind in ("RANGE", "LIST"), self.partition_kind
@@ -68,7 +81,14 @@ class TableSchema:
             table.id,
             table.schema_version,
             tuple(
-                ColumnSchema(column.name, column.type.arrow, column.nullable, column.aggregation)
+                ColumnSchema(
+                    column.name,
+                    column.type.arrow,
+                    column.nullable,
+                    column.aggregation,
+                    column.id,
+                    column.backfill,
+                )
                 for column in table.columns
             ),
             table.key_model,
@@ -109,6 +129,15 @@ class TableSchema:
     def with_row_ids(self) -> pa.Schema:
         return self.arrow().insert(0, pa.field(ROW_ID, pa.int64(), nullable=False))
 
+    def stored(self) -> pa.Schema:
+        """The columns as rows keep them: each field with its column's id (COLUMN_ID_KEY)."""
+        return pa.schema(
+            [
+                pa.field(column.name, column.type, column.nullable, metadata=_id_metadata(column))
+                for column in self.columns
+            ]
+        )
+
     @property
     def replaces_on_key(self) -> bool:
         """UNIQUE KEY: a row replaces the one with the same key when it is written (merge on
@@ -125,7 +154,7 @@ class TableSchema:
                     column.name,
                     column.type,
                     column.nullable,
-                    metadata={"aggregation": column.aggregation} if column.aggregation else None,
+                    metadata=_field_metadata(column) or None,
                 )
                 for column in self.columns
             ]
@@ -164,6 +193,8 @@ class TableSchema:
                 field.type,
                 field.nullable,
                 (field.metadata or {}).get(b"aggregation", b"").decode() or None,
+                int((field.metadata or {}).get(COLUMN_ID_KEY, b"0")),
+                _backfill_of(field.metadata or {}),
             )
             for field in arrow
         )
@@ -189,6 +220,29 @@ class TableSchema:
             tuple(placement.get("distribution", ())),
             fields.get("auto_increment"),
         )
+
+
+def _id_metadata(column: ColumnSchema) -> dict[bytes, bytes] | None:
+    return {COLUMN_ID_KEY: str(column.id).encode()} if column.id else None
+
+
+def _field_metadata(column: ColumnSchema) -> dict[bytes, bytes]:
+    metadata = dict(_id_metadata(column) or {})
+    if column.aggregation:
+        metadata[b"aggregation"] = column.aggregation.encode()
+    if column.backfill is not None:
+        metadata[b"backfill"] = column.backfill.encode()
+    return metadata
+
+
+def _backfill_of(metadata: dict[bytes, bytes]) -> str | None:
+    value = metadata.get(b"backfill")
+    return None if value is None else value.decode()
+
+
+def column_id(field: pa.Field) -> int:
+    """The column id a stored field carries; 0 for rows written before columns had ids."""
+    return int((field.metadata or {}).get(COLUMN_ID_KEY, b"0"))
 
 
 def _named(table: Table, names: tuple[str, ...]) -> tuple[str, ...]:

@@ -16,6 +16,8 @@ reading the old ones. Versions:
         Table record with its partition kind, temporary partitions and rollups; a Frontend
         record with its connection prefix; the AlterJob record and operations CREATE_ALTER_JOB,
         UPDATE_ALTER_JOB, REMOVE_ALTER_JOBS
+    5   a Column record ends with its id and backfill (older columns get their ids from the
+        Table they are in, their backfill is their default)
 """
 
 from __future__ import annotations
@@ -85,8 +87,8 @@ from metadata.records import (
 )
 from metadata.types import parse_column_type
 
-FORMAT_VERSION = 4
-SUPPORTED_VERSIONS = frozenset({1, 2, 3, 4})
+FORMAT_VERSION = 5
+SUPPORTED_VERSIONS = frozenset({1, 2, 3, 4, 5})
 
 MAX_OPS_PER_BATCH = 65_536
 MAX_BATCH_BYTES = 64 * 1024 * 1024
@@ -140,10 +142,15 @@ def _encode_column(column: Column) -> tuple:
         column.is_key,
         column.aggregation,
         column.auto_increment,
+        column.id,
+        column.backfill,
     )
 
 
-_COLUMN_FIELDS = ((str,), (str,), (bool,), (str, _NONE), (str,), (bool,), (str, _NONE), (bool,))
+_COLUMN_FIELDS_VERSION_4 = (
+    (str,), (str,), (bool,), (str, _NONE), (str,), (bool,), (str, _NONE), (bool,),
+)  # fmt: skip
+_COLUMN_FIELDS = (*_COLUMN_FIELDS_VERSION_4, (int,), (str, _NONE))
 
 # The same values come back again and again across tables: column definitions ("id BIGINT NOT
 # NULL"), key column lists, partition bounds, properties. Everything decoded is immutable, so
@@ -154,10 +161,17 @@ _shared_columns: dict[tuple, Column] = {}
 _shared_tuples: dict[tuple, tuple] = {}
 
 
+def _decode_column_version_4(value: tuple) -> Column:
+    _expect(value, _COLUMN_FIELDS_VERSION_4, "Column")
+    return _decode_column((*value, 0, value[3]))  # the Table gives it an id
+
+
 def _decode_column(value: tuple) -> Column:
     column = _shared_columns.get(value)
     if column is None:
         _expect(value, _COLUMN_FIELDS, "Column")
+        if value[8] < 0:
+            raise CodecError(f"malformed Column {value[0]!r:.200}: id {value[8]}")
         name, type_text, *options = value
         try:
             column_type = parse_column_type(type_text)
@@ -260,7 +274,7 @@ def _encode_table(table: Table) -> tuple:
     )
 
 
-def _decode_table(value: tuple) -> Table:
+def _decode_table(value: tuple, decode_column: Callable[[tuple], Column] = _decode_column) -> Table:
     if type(value) is not tuple or len(value) != 17:
         raise CodecError(f"malformed Table: expected 17 fields, got {value!r:.200}")
     *fields, partition_kind, temporary_partitions, rollups = value
@@ -274,19 +288,28 @@ def _decode_table(value: tuple) -> Table:
         _PARTITION_KINDS[partition_kind],
         tuple(map(_decode_partition, temporary_partitions)),
         tuple(map(_decode_rollup, rollups)),
+        decode_column,
     )
+
+
+def _decode_table_version_4(value: tuple) -> Table:
+    return _decode_table(value, _decode_column_version_4)
 
 
 def _decode_table_version_3(value: tuple) -> Table:
     if type(value) is not tuple or len(value) != 14:
         raise CodecError(f"malformed Table: expected 14 fields, got {value!r:.200}")
-    return _decode_table_fields(value, _decode_partition_version_3)
+    return _decode_table_fields(
+        value, _decode_partition_version_3, decode_column=_decode_column_version_4
+    )
 
 
 def _decode_table_version_2(value: tuple) -> Table:
     if type(value) is not tuple or len(value) != 13:
         raise CodecError(f"malformed Table: expected 13 fields, got {value!r:.200}")
-    return _decode_table_fields((*value, 1), _decode_partition_version_3)
+    return _decode_table_fields(
+        (*value, 1), _decode_partition_version_3, decode_column=_decode_column_version_4
+    )
 
 
 def _decode_table_fields(
@@ -295,6 +318,7 @@ def _decode_table_fields(
     partition_kind: PartitionKind = PartitionKind.RANGE,
     temporary_partitions: tuple[Partition, ...] = (),
     rollups: tuple[Rollup, ...] = (),
+    decode_column: Callable[[tuple], Column] = _decode_column,
 ) -> Table:
     (
         id_,
@@ -330,7 +354,7 @@ def _decode_table_fields(
             id_,
             db_id,
             name,
-            tuple(map(_decode_column, columns)),
+            tuple(map(decode_column, columns)),
             _KEY_MODELS[key_model],
             _shared(key_columns),
             _shared(distribution_columns),
@@ -504,6 +528,10 @@ def _decode_recycled(
         raise CodecError(f"malformed RecycledObject: {value!r:.200}") from None
 
 
+def _decode_recycled_version_4(value: tuple) -> RecycledObject:
+    return _decode_recycled(value, _decode_table_version_4)
+
+
 def _decode_recycled_version_3(value: tuple) -> RecycledObject:
     return _decode_recycled(value, _decode_table_version_3, _decode_partition_version_3)
 
@@ -539,7 +567,13 @@ def _encode_alter_job(job: AlterJob) -> tuple:
     )
 
 
-def _decode_alter_job(value: tuple) -> AlterJob:
+def _decode_alter_job_version_4(value: tuple) -> AlterJob:
+    return _decode_alter_job(value, _decode_table_version_4)
+
+
+def _decode_alter_job(
+    value: tuple, decode_table: Callable[[tuple], Table] = _decode_table
+) -> AlterJob:
     _expect(value, _ALTER_JOB_FIELDS, "AlterJob")
     *fields, table, rollup, rollup_tablets = value
     job_type, state = fields[1], fields[11]
@@ -549,7 +583,7 @@ def _decode_alter_job(value: tuple) -> AlterJob:
     try:
         return AlterJob(
             *fields,
-            table=None if table is None else _decode_table(table),
+            table=None if table is None else decode_table(table),
             rollup=None if rollup is None else _decode_rollup(rollup),
             rollup_tablets=_int_pairs(rollup_tablets),
         )
@@ -615,6 +649,12 @@ _RECORD_DECODERS_OF_VERSION: dict[int, dict[type, Callable[[Sequence], Any]]] = 
         Table: _decode_table_version_3,
         Partition: _decode_partition_version_3,
         RecycledObject: _decode_recycled_version_3,
+    },
+    4: {
+        Column: _decode_column_version_4,
+        Table: _decode_table_version_4,
+        RecycledObject: _decode_recycled_version_4,
+        AlterJob: _decode_alter_job_version_4,
     },
 }
 
@@ -844,8 +884,14 @@ _OP_ENCODERS = {op_class: (code, encode) for code, (op_class, _, encode, _) in _
 _OP_DECODERS = {
     int(code): (arity + 1, decode) for code, (_, arity, _, decode) in _OP_CODECS.items()
 }
-_OP_DECODERS_VERSION_3 = {
+_OP_DECODERS_VERSION_4 = {
     **_OP_DECODERS,
+    int(OpCode.CREATE_TABLE): (2, lambda a: CreateTable(_decode_table_version_4(a[1]))),
+    int(OpCode.REPLACE_TABLE): (2, lambda a: ReplaceTable(_decode_table_version_4(a[1]))),
+    int(OpCode.CREATE_ALTER_JOB): (2, lambda a: CreateAlterJob(_decode_alter_job_version_4(a[1]))),
+}
+_OP_DECODERS_VERSION_3 = {
+    **_OP_DECODERS_VERSION_4,
     int(OpCode.CREATE_TABLE): (2, lambda a: CreateTable(_decode_table_version_3(a[1]))),
     int(OpCode.REPLACE_TABLE): (2, lambda a: ReplaceTable(_decode_table_version_3(a[1]))),
     int(OpCode.TRUNCATE_TABLE): (
@@ -866,6 +912,7 @@ _OP_DECODERS_VERSION_2 = {
 }
 _OP_DECODERS_OF_VERSION = {
     FORMAT_VERSION: _OP_DECODERS,
+    4: _OP_DECODERS_VERSION_4,
     3: _OP_DECODERS_VERSION_3,
     2: _OP_DECODERS_VERSION_2,
     1: {

@@ -7,7 +7,7 @@ one pointer per object, not a second catalog.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from metadata.types import ColumnType, parse_column_type
@@ -39,8 +39,15 @@ class Column:
     is_key: bool = False
     aggregation: str | None = None  # SUM, MAX, MIN, REPLACE, ... for AGGREGATE KEY tables
     auto_increment: bool = False
+    # Unique within its table and never reused there; kept by RENAME and MODIFY, so that rows
+    # written before follow the column. 0 until the table it joins assigns one (Table).
+    id: int = field(default=0, compare=False)
+    # What rows written before the column was added read: its default then (the default may
+    # change later; those rows keep this value, as if the ADD had written it into them).
+    backfill: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
+        assert self.id >= 0, self
         if isinstance(self.type, str):
             object.__setattr__(self, "type", parse_column_type(self.type))
         assert isinstance(self.type, ColumnType), self.type
@@ -104,12 +111,39 @@ class Table:
     temporary_partitions: tuple[Partition, ...] = ()  # ADD TEMPORARY PARTITION, not yet swapped in
     rollups: tuple[Rollup, ...] = ()
 
+    def __post_init__(self) -> None:
+        if any(not column.id for column in self.columns):
+            object.__setattr__(self, "columns", _with_column_ids(self.columns, self.schema_version))
+
     def column(self, name: str) -> Column | None:
         lowered = name.lower()
         for column in self.columns:
             if column.name.lower() == lowered:
                 return column
         return None
+
+
+COLUMN_POSITIONS = (
+    1 << 16
+)  # a column id: (a generation, its position) as generation << 16 | position
+
+
+def _with_column_ids(columns: tuple[Column, ...], schema_version: int) -> tuple[Column, ...]:
+    """Columns without an id get one from their position and a generation: 1 for a table's first
+    columns (a new table's, or every column of a table an older catalog wrote), else the schema
+    version the table had before the change added them, plus 1. Every change of columns raises
+    the version, so ids are never reused: a column dropped and added again is another. Their
+    backfill is their default now."""
+    assert len(columns) < COLUMN_POSITIONS
+    generation = schema_version + 1 if any(column.id for column in columns) else 1
+    first = generation * COLUMN_POSITIONS
+    columns = tuple(
+        column if column.id else replace(column, id=first + position, backfill=column.default)
+        for position, column in enumerate(columns)
+    )
+    ids = [column.id for column in columns]
+    assert len(ids) == len(set(ids)), ids
+    return columns
 
 
 @dataclass(frozen=True, slots=True)

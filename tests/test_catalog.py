@@ -256,14 +256,19 @@ def test_schema_version_survives_snapshot_image_and_replay_and_old_entries_start
     for raft_index, op in enumerate(ops, start=1):
         replayed.apply_entry(raft_index, encode_ops([op]))
     assert replayed.tables == live.tables
-    version_4_table = codec.encode_op(ops[1])[1]
+    version_5_table = codec.encode_op(ops[1])[1]
+    version_4_columns = tuple(column[:8] for column in version_5_table[3])  # no column ids
+    version_4_table = (*version_5_table[:3], version_4_columns, *version_5_table[4:])
     version_2_table = (
         *version_4_table[:9],
         tuple(partition[:6] for partition in version_4_table[9]),
         *version_4_table[10:13],
     )
     old_entry = bytes([2]) + msgpack.packb([[int(OpCode.CREATE_TABLE), version_2_table]])
-    assert codec.decode_ops(old_entry)[0].table.schema_version == 1
+    old_table = codec.decode_ops(old_entry)[0].table
+    assert old_table.schema_version == 1
+    assert [column.id >> 16 for column in old_table.columns] == [1] * len(old_table.columns)
+    assert len({column.id for column in old_table.columns}) == len(old_table.columns)
 
 
 def test_users_passwords_and_grants():

@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import msgpack
 import pytest
 
@@ -381,3 +383,52 @@ def test_records_decode_as_the_version_that_wrote_them():
     with pytest.raises(CodecError, match="expected 4 fields"):
         decode_record(User, encode_record(User("u", failed_login_attempts=1)), version=1)
     assert decode_record(Database, (1, "d", ()), version=1) == Database(1, "d")
+
+
+def test_version_5_columns_carry_their_ids_and_older_columns_get_theirs_in_order():
+    table = decode_ops(encode_ops([CreateTable(FULL_TABLE)]))[0].table
+    assert [column.id for column in table.columns] == [column.id for column in FULL_TABLE.columns]
+    assert all(column.id >> 16 == 1 for column in table.columns), "a new table's columns"
+    create, _ = decode_ops(VERSION_3_BATCH)  # written without ids: in order, generation 1
+    assert [column.id for column in create.table.columns] == [(1 << 16) + 0, (1 << 16) + 1]
+    fields = list(encode_record(FULL_TABLE))
+    fields[3] = tuple(column[:8] for column in fields[3])
+    old = decode_record(Table, tuple(fields), version=4)
+    assert [column.id for column in old.columns] == [column.id for column in FULL_TABLE.columns]
+    with pytest.raises(CodecError, match="expected 10 fields"):
+        decode_record(Table, tuple(fields))
+    negative = (*encode_record(FULL_TABLE.columns[0])[:8], -1, None)
+    with pytest.raises(CodecError, match="id -1"):
+        decode_record(Column, negative)
+
+
+def test_a_column_id_is_kept_by_rename_and_never_reused():
+    table = FULL_TABLE
+    first = table.columns[1]
+    renamed = replace(
+        table, columns=(table.columns[0], replace(first, name="other"), *table.columns[2:])
+    )
+    assert renamed.columns[1].id == first.id
+    again = replace(
+        table,
+        schema_version=3,
+        columns=(*table.columns[:1], Column(first.name, first.type), *table.columns[2:]),
+    )
+    assert again.columns[1].id not in {column.id for column in table.columns}
+    assert again.columns[1].id >> 16 == 4
+
+
+def test_a_column_added_later_keeps_its_default_then_as_its_backfill():
+    table = replace(FULL_TABLE, schema_version=5)
+    added = replace(table, columns=(*table.columns, Column("extra", "INT", default="7")))
+    extra = added.columns[-1]
+    assert (extra.id >> 16, extra.backfill) == (6, "7")
+    modified = replace(extra, type="BIGINT", default=None)  # MODIFY: the id and backfill stay
+    again = decode_record(
+        Table, encode_record(replace(added, columns=(*added.columns[:-1], modified)))
+    )
+    assert (again.columns[-1].id, again.columns[-1].backfill, again.columns[-1].default) == (
+        extra.id,
+        "7",
+        None,
+    )

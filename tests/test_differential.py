@@ -1,7 +1,8 @@
 """Random INSERT / UPDATE / DELETE / SELECT and transactions (fixed seed) against Quire through
 PyMySQL and against SQLite (stdlib) as the oracle, compared after every step: a DUPLICATE KEY
 table (every row kept) and a UNIQUE KEY table (a row replaces the one with its key, as SQLite's
-INSERT OR REPLACE does)."""
+INSERT OR REPLACE does); and a table whose columns change (ADD with a default, DROP, RENAME,
+MODIFY to a wider type) between its random statements."""
 
 import random
 import sqlite3
@@ -9,7 +10,7 @@ import sqlite3
 import pymysql
 import pytest
 
-from tests.harness import QuireProcess, run
+from tests.harness import QuireProcess, run, wait_until
 
 SEED = 20261123
 STEPS = 300
@@ -23,7 +24,13 @@ TINY_FLUSH = {  # a flush every few statements, merges and checkpoints
 }
 
 
-@pytest.fixture(scope="module", params=[{}, TINY_FLUSH], ids=["in_memory", "tiny_flush"])
+FAST_JOBS = {"alter_scheduler_interval_millisecond": 100}  # ALTER jobs finish in a few tenths
+SCHEMA_STEPS = 160
+
+
+@pytest.fixture(
+    scope="module", params=[FAST_JOBS, {**TINY_FLUSH, **FAST_JOBS}], ids=["in_memory", "tiny_flush"]
+)
 def quire(request, tmp_path_factory):
     """In memory only; and with flushes (objects, tombstones), merges and checkpoints every few
     statements."""
@@ -136,3 +143,86 @@ def test_random_statements_and_transactions_match_sqlite(quire, quire_db):
         same(connection, lite, STEPS)
     finally:
         connection.close()
+
+
+def schema_change(chance: random.Random, columns: list[str], serial: int) -> tuple[str, str, list]:
+    """(Quire's ALTER, SQLite's ALTER, the columns after it) of one random change of the
+    evolving table's value columns (k stays)."""
+    values = columns[1:]
+    kind = chance.choice(["add", "add", "drop", "rename", "modify"] if values else ["add"])
+    if kind == "add":
+        name, default = f"c{serial}", chance.randrange(-9, 9)
+        return (
+            f'ALTER TABLE evolving ADD COLUMN {name} INT DEFAULT "{default}"',
+            f"ALTER TABLE evolving ADD COLUMN {name} INT DEFAULT {default}",
+            [*columns, name],
+        )
+    name = chance.choice(values)
+    if kind == "drop":
+        sql = f"ALTER TABLE evolving DROP COLUMN {name}"
+        return sql, sql, [column for column in columns if column != name]
+    if kind == "rename":
+        new = f"r{serial}"
+        return (
+            f"ALTER TABLE evolving RENAME COLUMN {name} {new}",
+            f"ALTER TABLE evolving RENAME COLUMN {name} TO {new}",
+            [new if column == name else column for column in columns],
+        )
+    return f"ALTER TABLE evolving MODIFY COLUMN {name} BIGINT", "", columns  # SQLite: any integer
+
+
+def evolving_statement(chance: random.Random, columns: list[str]) -> str:
+    kind = chance.choices(["insert", "update", "delete"], [5, 3, 2])[0]
+    if kind == "insert":
+        rows = [
+            "(" + ", ".join(str(chance.randrange(-50, 50)) for _ in columns) + ")"
+            for _ in range(chance.randint(1, 6))
+        ]
+        return f"INSERT INTO evolving ({', '.join(columns)}) VALUES {', '.join(rows)}"
+    low = chance.randrange(-50, 50)
+    where = f"k BETWEEN {low} AND {low + chance.randint(0, 15)}"
+    if kind == "update" and len(columns) > 1:
+        return f"UPDATE evolving SET {chance.choice(columns[1:])} = {chance.randrange(-5, 5)} WHERE {where}"
+    return f"DELETE FROM evolving WHERE {where}"
+
+
+def test_random_schema_changes_between_statements_match_sqlite(quire, quire_db):
+    chance = random.Random(SEED + 1)
+    lite = sqlite3.connect(":memory:", isolation_level=None)
+    columns = ["k", "v"]
+    lite.execute("CREATE TABLE evolving (k INT, v INT)")
+    connection = pymysql.connect(
+        host="127.0.0.1", port=quire.query_port, user="root", database="diff", autocommit=True
+    )
+    try:
+        run(connection, "CREATE TABLE evolving (k INT, v INT) DUPLICATE KEY(k) "
+            "DISTRIBUTED BY HASH(k) BUCKETS 3")  # fmt: skip
+        changes = 0
+        for step in range(SCHEMA_STEPS):
+            if chance.random() < 0.08:
+                quire_sql, lite_sql, columns = schema_change(chance, columns, step)
+                run(connection, quire_sql)
+                wait_until(lambda: not alter_jobs_running(connection), 60, "the ALTER job")
+                if lite_sql:
+                    lite.execute(lite_sql)
+                changes += 1
+            else:
+                sql = evolving_statement(chance, columns)
+                run(connection, sql)
+                lite.execute(sql)
+            query = f"SELECT {', '.join(columns)} FROM evolving ORDER BY {', '.join(columns)}"
+            got = [
+                tuple(int(x) if x is not None else None for x in row)
+                for row in run(connection, query)
+            ]
+            assert got == [tuple(row) for row in lite.execute(query).fetchall()], (step, query)
+        assert changes >= 8, "the sequence changes the schema often enough"
+    finally:
+        connection.close()
+
+
+def alter_jobs_running(connection) -> bool:
+    return any(
+        row[1] == "evolving" and row[9] in ("PENDING", "WAITING_TXN", "RUNNING")
+        for row in run(connection, "SHOW ALTER TABLE COLUMN FROM diff")
+    )

@@ -149,7 +149,9 @@ def test_an_image_written_by_codec_version_1_still_loads(tmp_path, monkeypatch):
         version_1.setitem(codec._RECORD_CODECS, User, version_1_user)
         version_1_table = (
             lambda table: (
-                *(fields := codec._encode_table(table))[:9],
+                *(fields := codec._encode_table(table))[:3],
+                tuple(column[:8] for column in fields[3]),  # no column ids
+                *fields[4:9],
                 tuple(partition[:6] for partition in fields[9]),
                 *fields[10:13],
             ),

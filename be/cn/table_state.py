@@ -11,7 +11,12 @@ An object a merge wrote serves snapshots from the merge on; the ones it replaced
 A CN that subscribes below the TN's checkpoint restores the table from it: its objects and
 tombstones (metadata only: the rows stay in the objects until a snapshot reads them), then the
 commits after it; changes at or below the checkpoint that arrive later are already in it. Snapshots
-below a restore's timestamp see the checkpoint's objects, not the history before them."""
+below a restore's timestamp see the checkpoint's objects, not the history before them.
+
+A snapshot reads the table as the reading schema has it: only rows of the partitions it lists
+(rows in memory carry the partition they were placed in, objects name theirs), so TRUNCATE,
+REPLACE and DROP PARTITION hide rows and RECOVER shows them again; and rows written at an older
+schema version adapted to it by column id (be/row_adapter.py)."""
 
 from __future__ import annotations
 
@@ -23,12 +28,13 @@ import pyarrow.compute as pc
 
 from be.cn.bounds import ColumnBound, within
 from be.cn.object_cache import ObjectCache
-from be.logtail.entries import COMMIT_TS, ROW_ID, TableChanges
+from be.logtail.entries import COMMIT_TS, PARTITION_ID, ROW_ID, TableChanges
+from be.row_adapter import adapted
 from be.storage.blocks import ObjectMeta, prune, read_blocks
 from be.storage.errors import StorageError
 from be.storage.objects import ObjectStore
 from be.storage.tombstones import DELETE_TS, TombstoneMeta, read_tombstones
-from be.table_schema import TableSchema
+from be.table_schema import TableSchema, column_id
 from metadata.records import KeyModel
 
 COMBINE_PIECES = 64  # pieces of rows (or of deletes) combined into one past this many
@@ -63,7 +69,9 @@ class TableState:
         self._objects: dict[str, _Stored] = {}
         self._tombstones: list[TombstoneMeta] = []
         self._lock = threading.Lock()
-        self._rows: list[pa.Table] = []  # ROW_ID, COMMIT_TS, then the columns at its version
+        # ROW_ID, COMMIT_TS, PARTITION_ID (if placed), then the columns at its version (with ids)
+        self._rows: list[pa.Table] = []
+        self._row_partitions: list[frozenset[int] | None] = []  # per piece: its PARTITION_IDs
         self._delete_ids: list[pa.Array] = []
         self._delete_ts: list[pa.Array] = []
         self.row_count = 0  # rows inserted (deleted ones included)
@@ -102,10 +110,11 @@ class TableState:
                 stamps = pa.repeat(pa.scalar(commit_ts, pa.int64()), rows.num_rows)
                 rows = rows.add_column(1, pa.field(COMMIT_TS, pa.int64(), False), stamps)
                 self._rows.append(rows)
+                self._row_partitions.append(_partitions_in(rows))
                 self.row_count += rows.num_rows
                 self.nbytes += rows.nbytes
                 if len(self._rows) > COMBINE_PIECES:
-                    self._rows = [_concat(self._rows).combine_chunks()]
+                    self._rows, self._row_partitions = _combined(self._rows, self._row_partitions)
             if change.deletes is not None and change.deletes.num_rows:
                 ids = change.deletes.column(ROW_ID).combine_chunks()
                 self._delete_ids.append(ids)
@@ -131,9 +140,14 @@ class TableState:
 
     def _drop_until(self, ts: int) -> None:
         if self._rows:
-            rows = _concat(self._rows)
-            rows = rows.filter(pc.greater(rows.column(COMMIT_TS), ts))
-            self._rows = [rows] if rows.num_rows else []
+            later = [
+                (piece.filter(pc.greater(piece.column(COMMIT_TS), ts)), partitions)
+                for piece, partitions in zip(self._rows, self._row_partitions, strict=True)
+            ]
+            later = [(piece, partitions) for piece, partitions in later if piece.num_rows]
+            self._rows, self._row_partitions = _combined(
+                [piece for piece, _ in later], [partitions for _, partitions in later]
+            )
         if self._delete_ids:
             ids, stamps = pa.concat_arrays(self._delete_ids), pa.concat_arrays(self._delete_ts)
             later = pc.greater(stamps, ts)
@@ -158,7 +172,8 @@ class TableState:
         row_ids: bool = False,
         bounds: tuple[ColumnBound, ...] = (),
     ) -> pa.Table:
-        """The table as of ts, in schema's columns (a column added later reads as NULL); with
+        """The table as of ts, in schema's columns (older rows adapted by column id, a column added
+        later read as its default: be/row_adapter.py), of the tablets schema lists; with
         row_ids, ROW_ID first (what DELETE and UPDATE name rows by). AGGREGATE KEY tables come
         merged by their keys, as Doris reads them. bounds (ColumnBound) may leave out rows
         outside them, and blocks whose min/max hold none (never on AGGREGATE KEY tables, whose
@@ -194,8 +209,9 @@ class TableState:
         bounds: tuple[ColumnBound, ...] = (),
     ) -> pa.Table:
         ranges = {bound.column: (bound.low, bound.high) for bound in bounds}
+        partitions = frozenset(p.id for p in schema.partitions) if schema.partitions else None
         with self._lock:
-            memory = list(self._rows)
+            memory = list(zip(self._rows, self._row_partitions, strict=True))
             delete_ids = list(self._delete_ids)
             delete_ts = list(self._delete_ts)
             stored = [
@@ -203,6 +219,7 @@ class TableState:
                 for item in self._objects.values()
                 if item.serves_from <= ts < item.serves_until
                 and min(block.min_commit_ts for block in item.meta.blocks) <= ts
+                and (partitions is None or item.meta.partition_id in partitions)
             ]
             tombstones = [meta for meta in self._tombstones if meta.min_delete_ts <= ts]
         for meta in tombstones:
@@ -222,12 +239,15 @@ class TableState:
         pieces = []
         for meta in stored:
             needed = wanted | {COMMIT_TS} if meta.max_commit_ts > ts else wanted
-            piece = self._read_object(meta, ranges, needed)
-            if piece is not None:
-                pieces.append(_visible(piece, ts, bounds, gone, keep_row_ids))
-        for piece in memory:
-            selected = _selected(piece, wanted | {COMMIT_TS})
-            pieces.append(_visible(selected, ts, bounds, gone, keep_row_ids))
+            if meta.schema_version != schema.schema_version:
+                needed = None  # its columns may have other names: all read, matched by id
+            piece = self._read_object(meta, ranges, needed, schema)
+            if piece is not None and piece.num_rows:
+                pieces.append(_visible(_adapted(piece, schema), ts, bounds, gone, keep_row_ids))
+        for piece, placed in memory:
+            piece = _of_partitions(piece, placed, partitions)
+            if piece.num_rows:
+                pieces.append(_visible(_adapted(piece, schema), ts, bounds, gone, keep_row_ids))
         target = schema.with_row_ids() if row_ids else schema.arrow()
         if not pieces:
             return target.empty_table()
@@ -237,10 +257,15 @@ class TableState:
         return _projected(rows, target)
 
     def _read_object(
-        self, meta: ObjectMeta, ranges, needed: set[str] | None = None
+        self,
+        meta: ObjectMeta,
+        ranges,
+        needed: set[str] | None = None,
+        schema: TableSchema | None = None,
     ) -> pa.Table | None:
         """The object's rows, of the blocks that may match ranges, in the columns needed (all by
-        default) that it has; None if no block may match."""
+        default) that it has; None if no block may match. schema: prune only by the columns
+        that are its columns still (not dropped and added again)."""
         assert self.store is not None and self.cache is not None
         columns = None
         if needed is not None and not set(meta.column_names) <= needed:
@@ -248,7 +273,10 @@ class TableState:
         key = meta.name if columns is None else f"{meta.name}#{','.join(columns)}"
         rows = self.cache.get(key, lambda: read_blocks(self.store, meta, columns))
         usable = {
-            name: bounds for name, bounds in (ranges or {}).items() if name in meta.column_names
+            name: bounds
+            for name, bounds in (ranges or {}).items()
+            if name in rows.column_names
+            and (schema is None or _same_column(rows.schema.field(name), schema, name))
         }
         if not usable:
             return rows
@@ -270,6 +298,52 @@ class TableState:
     def _read_tombstones(self, meta: TombstoneMeta) -> pa.Table:
         assert self.store is not None and self.cache is not None
         return self.cache.get(meta.name, lambda: read_tombstones(self.store, meta))
+
+
+_ROW_FIELDS = (pa.field(ROW_ID, pa.int64(), False), pa.field(COMMIT_TS, pa.int64(), False))
+
+
+def _partitions_in(rows: pa.Table) -> frozenset[int] | None:
+    if PARTITION_ID not in rows.column_names:
+        return None
+    return frozenset(pc.unique(rows.column(PARTITION_ID)).to_pylist())
+
+
+def _of_partitions(
+    rows: pa.Table, placed: frozenset[int] | None, partitions: frozenset[int] | None
+) -> pa.Table:
+    """The rows (placed in the partitions `placed`) placed in one of partitions (all when the
+    rows or the schema do not say): a truncated, replaced or dropped partition's rows are not
+    read, a recovered one's are again."""
+    if partitions is None or placed is None or placed <= partitions:
+        return rows
+    kept = pc.is_in(rows.column(PARTITION_ID), value_set=pa.array(sorted(partitions), pa.int64()))
+    return rows.filter(kept)
+
+
+def _same_column(field: pa.Field, schema: TableSchema, name: str) -> bool:
+    """Whether an object's column of this name holds the schema's column of this name (not one
+    dropped and added again), so that its min/max may prune."""
+    if name not in schema.names:
+        return False
+    return column_id(field) == schema.column(name).id
+
+
+def _combined(
+    pieces: list[pa.Table], partitions: list[frozenset[int] | None]
+) -> tuple[list[pa.Table], list[frozenset[int] | None]]:
+    """Runs of pieces written at one schema, each as one piece (with the partitions of all)."""
+    runs: list[list[pa.Table]] = []
+    placed: list[frozenset[int] | None] = []
+    for piece, held in zip(pieces, partitions, strict=True):
+        if runs and runs[-1][0].schema.equals(piece.schema, check_metadata=True):
+            runs[-1].append(piece)
+            placed[-1] = None if held is None or placed[-1] is None else placed[-1] | held
+        else:
+            runs.append([piece])
+            placed.append(held)
+    combined = [run[0] if len(run) == 1 else pa.concat_tables(run).combine_chunks() for run in runs]
+    return combined, placed
 
 
 def _concat(pieces: list[pa.Table]) -> pa.Table:
@@ -303,11 +377,10 @@ def _visible(
     return rows.drop_columns(dropped) if dropped else rows
 
 
-def _selected(rows: pa.Table, needed: set[str]) -> pa.Table:
-    """rows in the needed columns only (the buffers shared, not copied)."""
-    if set(rows.column_names) <= needed:
-        return rows
-    return rows.select([name for name in rows.column_names if name in needed])
+def _adapted(rows: pa.Table, schema: TableSchema) -> pa.Table:
+    """rows (read at any schema version) in schema's columns, after the hidden ones they have."""
+    hidden = tuple(field for field in _ROW_FIELDS if field.name in rows.column_names)
+    return adapted(rows, schema, hidden)
 
 
 def _projected(rows: pa.Table, target: pa.Schema) -> pa.Table:

@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 
 ROW_ID = "__QUIRE_ROW_ID"  # int64, first column of inserts and deletes
 COMMIT_TS = "__QUIRE_COMMIT_TS"  # int64, added by a CN to rows it keeps in memory
+# int64, after ROW_ID in inserts the TN placed: the partition each row went to when it was
+# written, so that the rows of a truncated, replaced or dropped partition are no longer read (a
+# partition keeps its id and tablets until then; TRUNCATE and REPLACE make new ones).
+PARTITION_ID = "__QUIRE_PARTITION_ID"
 HIDDEN_PREFIX = "__QUIRE_"  # no user column may start with it
 
 
@@ -30,7 +34,9 @@ HIDDEN_PREFIX = "__QUIRE_"  # no user column may start with it
 class TableChanges:
     table_id: int
     schema_version: int
-    inserts: pa.Table | None = None  # ROW_ID, then the table's columns by name
+    # ROW_ID, PARTITION_ID (if placed), then the table's columns by name, each
+    # field with its column id (TableSchema.stored)
+    inserts: pa.Table | None = None
     deletes: pa.Table | None = None  # ROW_ID, then the table's key columns
     objects_added: tuple[ObjectMeta, ...] = ()
     tombstones_added: tuple[TombstoneMeta, ...] = ()

@@ -5,7 +5,12 @@ flush_bytes or are older than flush_interval.
 `write` only writes objects; the flush takes effect as a commit (TableChanges with the objects,
 the tombstones and flushed_ts) that the pipeline logs and publishes, and `apply` then drops from
 memory what the objects hold, on the TN as on every CN. Replaying the log applies the same
-commits, so a restarted TN knows every object and keeps in memory only what no flush holds."""
+commits, so a restarted TN knows every object and keeps in memory only what no flush holds.
+
+Rows go to the partition the TN placed them in when they were committed, split into its buckets
+by the flush's schema, their columns as that schema has them (by column id); the rows of a
+partition the schema no longer lists (dropped, maybe recovered later) go to one object filed
+under the partition's id as tablet."""
 
 from __future__ import annotations
 
@@ -17,7 +22,8 @@ from collections.abc import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from be.logtail.entries import COMMIT_TS, ROW_ID, Commit, TableChanges
+from be.logtail.entries import COMMIT_TS, PARTITION_ID, ROW_ID, Commit, TableChanges
+from be.row_adapter import adapted
 from be.storage.blocks import write_blocks
 from be.storage.names import Tablet
 from be.storage.objects import ObjectStore
@@ -123,16 +129,22 @@ class Flusher:
         return job
 
     def tablet_totals(self, schema: TableSchema) -> dict[int, tuple[int, int]]:
-        """Rows and bytes per tablet id: its objects', and its share of the unflushed rows."""
+        """Rows and bytes per tablet id of the partitions schema lists: its objects', and its
+        share of the unflushed rows."""
         with self._lock:
             known = self.objects.get(schema.table_id, TableObjects()).tablet_totals()
             memory = self.memory.get(schema.table_id)
             pieces = list(memory.rows) if memory is not None else []
-        totals = {tablet.tablet_id: value for tablet, value in known.items()}
+        listed = {partition.id for partition in schema.partitions}
+        totals = {
+            tablet.tablet_id: value
+            for tablet, value in known.items()
+            if not listed or tablet.partition_id in listed
+        }
         if pieces and placement.placeable(schema):
-            target = schema.with_row_ids().insert(1, pa.field(COMMIT_TS, pa.int64(), False))
-            rows = _projected(pa.concat_tables(pieces, promote_options="permissive"), target)
-            for tablet, part in placement.by_tablet(schema, rows).items():
+            for tablet, part in _placed(schema, pieces).items():
+                if tablet.partition_id not in listed:
+                    continue
                 count, size = totals.get(tablet.tablet_id, (0, 0))
                 totals[tablet.tablet_id] = (count + part.num_rows, size + part.nbytes)
         return totals
@@ -154,16 +166,15 @@ def _write(
     metas: list,
 ) -> TableChanges:
     table_id = schema.table_id
-    target = schema.with_row_ids().insert(1, pa.field(COMMIT_TS, pa.int64(), False))
     placed: dict[Tablet, pa.Table] = {}
     if pieces:
-        rows = _projected(pa.concat_tables(pieces, promote_options="permissive"), target)
-        placed = placement.by_tablet(schema, rows)
-        if sum(part.num_rows for part in placed.values()) < rows.num_rows:
+        placed = _placed(schema, pieces)
+        unplaced = sum(piece.num_rows for piece in pieces) - sum(
+            part.num_rows for part in placed.values()
+        )
+        if unplaced:
             logger.warning(
-                "table %d: %d rows of dropped partitions are not flushed",
-                table_id,
-                rows.num_rows - sum(part.num_rows for part in placed.values()),
+                "table %d: %d rows of dropped partitions are not flushed", table_id, unplaced
             )
     objects = []
     most = store.limits.max_object_rows
@@ -232,11 +243,29 @@ def _deletes_by_tablet(
     return found
 
 
-def _projected(rows: pa.Table, target: pa.Schema) -> pa.Table:
-    arrays = [
-        rows.column(field.name).cast(field.type)
-        if field.name in rows.column_names
-        else pa.nulls(rows.num_rows, field.type)
-        for field in target
-    ]
-    return pa.Table.from_arrays(arrays, schema=target)
+_ROW_FIELDS = (pa.field(ROW_ID, pa.int64(), False), pa.field(COMMIT_TS, pa.int64(), False))
+_PARTITION_ID_FIELD = pa.field(PARTITION_ID, pa.int64(), False)
+
+
+def _placed(schema: TableSchema, pieces: list[pa.Table]) -> dict[Tablet, pa.Table]:
+    """The pieces' rows in schema's columns (by column id: rows written before a schema change
+    read as the schema now says), by tablet, in the partition each row was placed in when it was
+    written (by schema's placement for rows logged before rows carried it)."""
+    placed_rows = [piece for piece in pieces if PARTITION_ID in piece.column_names]
+    older = [piece for piece in pieces if PARTITION_ID not in piece.column_names]
+    placed: dict[Tablet, pa.Table] = {}
+    if placed_rows:
+        hidden = (*_ROW_FIELDS, _PARTITION_ID_FIELD)
+        rows = pa.concat_tables(
+            [adapted(piece, schema, hidden, stored=True) for piece in placed_rows]
+        )
+        placed = placement.by_placed_partition(schema, rows)
+    if older:
+        rows = pa.concat_tables(
+            [adapted(piece, schema, _ROW_FIELDS, stored=True) for piece in older]
+        )
+        for tablet, part in placement.by_tablet(schema, rows).items():
+            if tablet in placed:
+                part = pa.concat_tables([placed[tablet], part]).sort_by(ROW_ID)
+            placed[tablet] = part
+    return placed

@@ -12,7 +12,7 @@ import zlib
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from be.logtail.entries import ROW_ID
+from be.logtail.entries import PARTITION_ID, ROW_ID
 from be.storage.names import Tablet
 from be.table_schema import PartitionSchema, TableSchema
 from be.tn.errors import NoPartitionForRow
@@ -66,6 +66,29 @@ def by_tablet(schema: TableSchema, rows: pa.Table) -> dict[Tablet, pa.Table]:
             if part.num_rows:
                 placed[Tablet(schema.table_id, partition.id, tablet_id)] = part
     assert sum(part.num_rows for part in placed.values()) <= rows.num_rows
+    return placed
+
+
+def by_placed_partition(schema: TableSchema, rows: pa.Table) -> dict[Tablet, pa.Table]:
+    """rows (ROW_ID, COMMIT_TS, PARTITION_ID: the partition the TN placed each in when it was
+    written) split by tablet, in row order within each, without PARTITION_ID. A partition the
+    schema lists splits into its buckets; the rows of one it does not (dropped, and maybe
+    recovered later) keep together under the partition's id as their tablet's, an id no real
+    tablet has (the catalog hands out each id once)."""
+    placed: dict[Tablet, pa.Table] = {}
+    listed = {partition.id: partition for partition in schema.partitions}
+    column = rows.column(PARTITION_ID)
+    for partition_id in pc.unique(column).to_pylist():
+        part = rows.filter(pc.equal(column, partition_id)).drop_columns([PARTITION_ID])
+        partition = listed.get(partition_id)
+        if partition is None:
+            placed[Tablet(schema.table_id, partition_id, partition_id)] = part
+            continue
+        buckets = _buckets(schema, partition, part)
+        for bucket, tablet_id in enumerate(partition.tablet_ids):
+            mine = part.filter(pc.equal(buckets, bucket)) if len(partition.tablet_ids) > 1 else part
+            if mine.num_rows:
+                placed[Tablet(schema.table_id, partition_id, tablet_id)] = mine
     return placed
 
 

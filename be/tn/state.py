@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from be.logtail.entries import ROW_ID, Commit, TableChanges
+from be.logtail.entries import PARTITION_ID, ROW_ID, Commit, TableChanges
+from be.row_adapter import adapted
 from be.table_schema import TableSchema
 from be.tn import placement
 from be.tn.errors import CommitTooLarge, SnapshotTooOld, StaleSchema, WriteConflict
@@ -36,6 +37,7 @@ class _TablePlan:
     deleted_keys: list[tuple]  # per deleted row, () where the table keeps no key index
     inserted_keys: list[tuple]
     kept_rows: list[int] | None  # insert rows to keep (a key written twice: the last), None: all
+    partitions: pa.Array | None = None  # per insert row, its index in the schema's partitions
 
 
 class WriteState:
@@ -73,8 +75,10 @@ class WriteState:
         state = self.tables.get(schema.table_id) or TableWriteState()
         if schema.schema_version < state.schema_version:
             raise StaleSchema(schema.table_id, schema.schema_version, state.schema_version)
+        partitions = None
         if placement.placeable(schema) and write.inserts is not None and write.inserts.num_rows:
-            placement.partition_indexes(schema, write.inserts)  # NoPartitionForRow: nothing written
+            # NoPartitionForRow: nothing written
+            partitions = placement.partition_indexes(schema, write.inserts)
         deleted_ids: list[int] = []
         deleted_keys: list[tuple] = []
         if write.deletes is not None and write.deletes.num_rows:
@@ -107,19 +111,20 @@ class WriteState:
                     deleting.add(row_id)
                     deleted_ids.append(row_id)
                     deleted_keys.append(key)
-        return _TablePlan(write, deleted_ids, deleted_keys, inserted_keys, kept_rows)
+        return _TablePlan(write, deleted_ids, deleted_keys, inserted_keys, kept_rows, partitions)
 
     def _changes(self, plan: _TablePlan) -> TableChanges:
         schema = plan.write.schema
         state = self.tables.get(schema.table_id) or TableWriteState()
-        inserts = plan.write.inserts
+        inserts, partitions = plan.write.inserts, plan.partitions
         if inserts is not None and plan.kept_rows is not None:
             inserts = inserts.take(plan.kept_rows)
+            partitions = None if partitions is None else partitions.take(plan.kept_rows)
         if inserts is not None and inserts.num_rows:
             row_ids = pa.array(
                 range(state.next_row_id, state.next_row_id + inserts.num_rows), pa.int64()
             )
-            inserts = inserts.add_column(0, pa.field(ROW_ID, pa.int64(), False), row_ids)
+            inserts = _stored(schema, inserts.add_column(0, _ROW_ID_FIELD, row_ids), partitions)
         else:
             inserts = None
         deletes = None
@@ -177,6 +182,21 @@ class WriteState:
             deleted = self.tables[table_id].deleted
             for row_id in row_ids:
                 deleted.pop(row_id, None)
+
+
+_ROW_ID_FIELD = pa.field(ROW_ID, pa.int64(), False)
+_PARTITION_ID_FIELD = pa.field(PARTITION_ID, pa.int64(), False)
+
+
+def _stored(schema: TableSchema, rows: pa.Table, partitions: pa.Array | None) -> pa.Table:
+    """Inserted rows as the TN logs and publishes them: each with the id of the partition it is
+    placed in (if the schema names them), each column with its column id."""
+    hidden = [_ROW_ID_FIELD]
+    if partitions is not None:
+        ids = pa.array([partition.id for partition in schema.partitions], pa.int64())
+        rows = rows.add_column(1, _PARTITION_ID_FIELD, ids.take(partitions))
+        hidden.append(_PARTITION_ID_FIELD)
+    return adapted(rows, schema, hidden, stored=True)
 
 
 def _keys(table: pa.Table, key_columns: tuple[str, ...]) -> list[tuple]:

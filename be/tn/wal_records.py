@@ -4,8 +4,10 @@ wrote (so a replay knows each table's keys without asking the FE).
 Layout: version (1 byte), header length (4 bytes, big endian), a JSON header, then per table an
 Arrow IPC stream of its inserts and one of its deletes (empty when the header says so), then the
 metadata of each object it added (be/storage/meta_codec). Version 2 added the tables' placement
-(partitions, tablets, distribution) and the storage changes of flushes and merges; version 1
-records are still read.
+(partitions, tablets, distribution) and the storage changes of flushes and merges; version 3
+inserts carry the partition each row was placed in (PARTITION_ID) and their columns' ids (in the
+fields' metadata), and schemas their columns' ids and backfills. Versions 1 and 2 are still read
+(their rows are placed by the flush's schema and matched to columns by name).
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from be.storage import meta_codec
 from be.storage.errors import ObjectCorrupt
 from be.table_schema import TableSchema
 
-VERSION = 2
-READABLE_VERSIONS = (1, 2)
+VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
+_CHECKPOINT_VERSIONS = (2, 3)  # versions whose records may name a checkpoint
 _HEAD = struct.Struct(">BI")
 
 
@@ -71,7 +74,10 @@ def checkpoint_named(record: bytes) -> str | None:
     """The checkpoint a record names, or None if it is a commit."""
     try:
         version, header_size = _HEAD.unpack_from(record)
-        if version != VERSION or b'"checkpoint"' not in record[: _HEAD.size + header_size]:
+        if (
+            version not in _CHECKPOINT_VERSIONS
+            or b'"checkpoint"' not in record[: _HEAD.size + header_size]
+        ):
             return None
         header = json.loads(record[_HEAD.size : _HEAD.size + header_size])
     except (struct.error, ValueError) as error:

@@ -198,7 +198,9 @@ def modify_column(session, database, table: Table, action: st.ModifyColumn) -> T
     rollup = _target_rollup(table, action.rollup)
     if rollup is not None and old.name not in rollup.columns:
         raise QueryError(1105, f"Column[{old.name}] does not exist in index[{rollup.name}]")
-    column = dataclasses.replace(action.column, name=old.name, is_key=old.is_key)
+    column = dataclasses.replace(
+        action.column, name=old.name, is_key=old.is_key, id=old.id, backfill=old.backfill
+    )
     if old.is_key:
         column = dataclasses.replace(column, nullable=False)
     if (

@@ -1,0 +1,111 @@
+"""Rows written at one schema version, read at another: each column of the reading schema is
+found by its column id (by name in rows written before columns had ids, or when the reading
+schema has none), cast to its type if a
+MODIFY changed it, or filled with the column's backfill (its default when it was added) if it
+was added after the rows were written; columns dropped since are left out. A dropped column added again has a new id, so its
+old values stay gone."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+from be.table_schema import ColumnSchema, TableSchema, column_id
+
+_STRING_QUOTES = ("'", '"')
+
+
+def adapted(
+    rows: pa.Table, schema: TableSchema, hidden: Sequence[pa.Field] = (), stored: bool = False
+) -> pa.Table:
+    """rows as the hidden fields (kept by name) then schema's columns; with stored, each field
+    carries its column id (what a flush writes), else plain fields (what a snapshot answers)."""
+    target = pa.schema([*hidden, *schema.stored()])
+    if not rows.schema.equals(target, check_metadata=True):
+        rows = _mapped(rows, schema, target, len(hidden))
+    if stored:
+        return rows
+    return pa.Table.from_arrays(rows.columns, schema=pa.schema([*hidden, *schema.arrow()]))
+
+
+def _mapped(rows: pa.Table, schema: TableSchema, target: pa.Schema, hidden: int) -> pa.Table:
+    by_id, by_name, without_id = {}, {}, {}
+    for index, field in enumerate(rows.schema):
+        found = column_id(field)
+        by_name[field.name] = index
+        if found:
+            by_id[found] = index
+        else:
+            without_id[field.name] = index
+    arrays = []
+    for field in list(target)[:hidden]:
+        arrays.append(_cast(rows.column(field.name), field.type))
+    for field, column in zip(list(target)[hidden:], schema.columns, strict=True):
+        if column.id:  # rows written before columns had ids hold it under its name
+            index = by_id.get(column.id, without_id.get(column.name))
+        else:  # a schema built without the catalog's ids: by name
+            index = by_name.get(column.name)
+        if index is None:
+            arrays.append(backfill_values(column, rows.num_rows))
+        else:
+            arrays.append(_cast(rows.column(index), field.type))
+    return pa.Table.from_arrays(arrays, schema=target)
+
+
+def _cast(column: pa.ChunkedArray, arrow_type: pa.DataType) -> pa.ChunkedArray:
+    if column.type == arrow_type:
+        return column
+    try:
+        return column.cast(arrow_type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # a narrowing MODIFY: as MySQL, cut
+        return column.cast(arrow_type, safe=False)
+
+
+def backfill_values(column: ColumnSchema, count: int) -> pa.Array:
+    """count copies of the column's backfill: NULL if it has none (or not a constant, such as
+    CURRENT_TIMESTAMP), or, for a NOT NULL column, the type's implicit default as MySQL's (0,
+    '', the epoch)."""
+    value = backfill_value(column)
+    if value is None and not column.nullable:
+        value = _implicit_default(column.type)
+    if value is None:
+        return pa.nulls(count, column.type)
+    return pa.repeat(value, count)
+
+
+def _implicit_default(arrow_type: pa.DataType) -> pa.Scalar | None:
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return pa.scalar("", arrow_type)
+    if pa.types.is_boolean(arrow_type):
+        return pa.scalar(False)
+    try:
+        return pa.scalar("0" if pa.types.is_decimal(arrow_type) else 0).cast(arrow_type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        pass
+    if pa.types.is_date(arrow_type):
+        return pa.scalar("1970-01-01").cast(arrow_type)
+    return None
+
+
+def backfill_value(column: ColumnSchema) -> pa.Scalar | None:
+    text = column.backfill
+    if text is None or text.upper() == "NULL":
+        return None
+    if len(text) >= 2 and text[0] in _STRING_QUOTES and text[-1] == text[0]:
+        text = text[1:-1].replace(text[0] * 2, text[0])
+    elif not _constant(text):
+        return None
+    try:
+        return pa.scalar(text).cast(column.type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+
+
+def _constant(text: str) -> bool:
+    """Whether an unquoted default is a number (not a function such as CURRENT_TIMESTAMP)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

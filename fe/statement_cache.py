@@ -36,7 +36,7 @@ from sqlglot.tokens import Token, TokenType
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.prepared import sql_literal, time_text
 from fe.sql import statements as st
-from fe.sql.literal_insert import NUMBER, literal_insert
+from fe.sql.literal_insert import NUMBER, literal_columns, literal_insert
 from fe.sql.parser import QUERY_STARTS, ParseError, parse_tokens, parse_with_sqlglot, tokenize
 from fe.statements import queries
 
@@ -158,7 +158,7 @@ class StatementCache:
         cached = self.by_text.get(sql)
         if cached is not None:
             return cached
-        return self._parsed(self._tokens(sql), sql)
+        return self._literal_insert(sql) or self._parsed(self._tokens(sql), sql)
 
     def _parsed(self, tokens: list[Token], sql: str):
         if tokens[0].token_type in QUERY_STARTS:
@@ -170,7 +170,16 @@ class StatementCache:
         return statement
 
     def _uncached(self, sql: str):
-        return _unshaped(self._tokens(sql), sql)
+        return self._literal_insert(sql) or _unshaped(self._tokens(sql), sql)
+
+    def _literal_insert(self, sql: str) -> st.Insert | None:
+        """An INSERT of plain literal rows read straight from its text, else None."""
+        found = literal_columns(sql)
+        if found is None:
+            return None
+        statement, token_count = found
+        self._check_token_count(token_count)
+        return statement
 
     def prepare_statement(self, sql: str) -> Prepared:
         """`sql` tokenized and parsed once, its `?` markers kept; ParseError if it cannot be
@@ -199,12 +208,15 @@ class StatementCache:
 
     def _tokens(self, sql: str) -> list[Token]:
         tokens = _read_as_mysql(tokenize(sql))
-        if len(tokens) > self.max_tokens:
+        self._check_token_count(len(tokens))
+        return tokens
+
+    def _check_token_count(self, count: int) -> None:
+        if count > self.max_tokens:
             raise ParseError(
-                f"The statement has {len(tokens)} tokens; the limit is {self.max_tokens} "
+                f"The statement has {count} tokens; the limit is {self.max_tokens} "
                 "(max_statement_tokens)"
             )
-        return tokens
 
     def close(self) -> None:
         self._long.shutdown(wait=False, cancel_futures=True)

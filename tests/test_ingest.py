@@ -9,6 +9,7 @@ import random
 
 import pytest
 
+from fe.sql import literal_insert as literal_insert_module
 from fe.sql.literal_insert import literal_columns, literal_insert
 from fe.sql.parser import tokenize
 from tests.harness import error_of, run
@@ -95,18 +96,24 @@ def test_rounding_and_expressions_still_go_value_by_value(db):
 def test_rows_read_from_the_text_are_the_rows_read_from_the_tokens():
     generator = random.Random(7)
     pieces = ("0", "-0", "007", "-12", "3.25", "-0.50", "NULL", "null", "''", "'a,b)'", "' ( '")
-    pieces += ("'NULL'", "'-1'", "'\u00e9t\u00e9'", "'x\ny'", "9223372036854775808")
-    for _ in range(200):
+    pieces += ("'NULL'", "'-1'", "'\u00e9t\u00e9'", "'x\ny'", "9223372036854775808", "'a, b'")
+    pieces += ("'x), (y'", "'x),(y'", "' '", "'\r'", "'1.5'")
+    by_csv = 0
+    for _ in range(400):
         width = generator.randrange(1, 5)
+        between_values = generator.choice((", ", ",", ", ", " , ", ",  "))
+        between_rows = generator.choice((", ", ",", ", ", "  ,", ",\n"))
         written = [
-            "(" + ", ".join(generator.choice(pieces) for _ in range(width)) + ")"
+            "(" + between_values.join(generator.choice(pieces) for _ in range(width)) + ")"
             for _ in range(generator.randrange(1, 6))
         ]
-        sql = f"INSERT INTO db.t VALUES {', '.join(written)}"
+        sql = f"INSERT INTO db.t VALUES {between_rows.join(written)}"
+        by_csv += literal_insert_module._written_by_csv(sql[24:]) is not None
         tokens = tokenize(sql)
         insert, token_count = literal_columns(sql)
         assert insert.literals.rows() == literal_insert(tokens).rows, sql
         assert token_count == len(tokens), sql
+    assert 50 < by_csv < 350, by_csv  # both ways of reading the rows are taken
 
 
 @pytest.mark.parametrize(
@@ -115,6 +122,8 @@ def test_rows_read_from_the_text_are_the_rows_read_from_the_tokens():
         "INSERT INTO t VALUES ('it''s')",
         "INSERT INTO t VALUES ('a\\'b')",
         "INSERT INTO t VALUES (1), (2),",
+        "INSERT INTO t VALUES (1),(),(2)",
+        "INSERT INTO t VALUES (1,), (2,)",
         "INSERT INTO t VALUES (1) (2)",
         "INSERT INTO t VALUES (1), (2, 3)",
         "INSERT INTO t VALUES (1e3)",

@@ -66,6 +66,12 @@ def test_literal_rows_read_as_the_parser_reads_them(db, plain):
     "row, code, message",
     [
         ("(57, 300, 'c', NULL, 1, 1)", 1264, "Out of range value for column 'small' at row 57"),
+        ("(9223372036854775808, 1, 'c', NULL, 1, 1)", 1264, "column 'id' at row 57"),
+        (
+            "('x', 1, 'c', NULL, 1, 1)",
+            1366,
+            "Incorrect integer value: 'x' for column 'id' at row 57",
+        ),
         ("(57, 1, 'too long!!', NULL, 1, 1)", 1406, "Data too long for column 'c' at row 57"),
         ("(57, 1, NULL, NULL, 1, 1)", 1048, "Column 'c' cannot be null"),
         ("(57, 1, 'c', '2024-02-30', 1, 1)", 1292, "Incorrect date value: '2024-02-30'"),

@@ -163,7 +163,7 @@ def _written_by_csv(body: str) -> tuple[pa.StringArray, int] | None:
                 quoted_strings_can_be_null=False,
             ),
         )
-    except (pa.ArrowInvalid, UnicodeEncodeError):
+    except (pa.ArrowException, UnicodeEncodeError):
         return None
     if table.num_rows != text.count("\n") + 1:
         return None
@@ -185,7 +185,10 @@ def _written_by_pattern(body: str) -> tuple[pa.StringArray, int] | None:
     if any(by_position[-1]):
         return None
     values = itertools.chain.from_iterable(by_position[:width])
-    return pa.array(values, pa.string(), size=len(rows) * width), width
+    try:
+        return pa.array(values, pa.string(), size=len(rows) * width), width
+    except (pa.ArrowException, UnicodeEncodeError):
+        return None
 
 
 @functools.lru_cache(maxsize=ROW_PATTERNS_KEPT)

@@ -106,6 +106,8 @@ def literal_array(literal: LiteralColumn, column: Column) -> pa.Array | None:
 
 def _in_range(array: pa.Array, column: Column) -> pa.Array | None:
     bits = INTEGER_BITS[column.type.base]
+    if bits == 64 and column.type.arrow == pa.int64():
+        return array  # int64 holds every BIGINT
     extremes = pc.min_max(array)
     least, most = extremes["min"], extremes["max"]
     if least.is_valid and not (

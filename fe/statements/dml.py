@@ -50,8 +50,9 @@ async def insert(session, statement: st.Insert) -> Result:
     if literals is not None and not any(column.auto_increment for column in table.columns):
         if len(literals.columns) != len(named):
             raise _count_mismatch(1)
-        inserts = _rows_table(session, table, named, literals.row_count, literals.columns)
-        await commit(session, reader, table, TableWrite(TableSchema.of(table), inserts=inserts))
+        schema = TableSchema.of(table)
+        inserts = _rows_table(session, table, named, literals.row_count, literals.columns, schema)
+        await commit(session, reader, table, TableWrite(schema, inserts=inserts))
         info = f"Records: {literals.row_count}  Duplicates: 0  Warnings: 0"
         return Result(affected_rows=literals.row_count, info=info if literals.row_count > 1 else "")
     if literals is not None:
@@ -233,7 +234,12 @@ def _by_position(rows: list[tuple], width: int) -> list[list]:
 
 
 def _rows_table(
-    session, table: Table, named: list[Column], row_count: int, given: list
+    session,
+    table: Table,
+    named: list[Column],
+    row_count: int,
+    given: list,
+    schema: TableSchema | None = None,
 ) -> pa.Table:
     """The table's columns of the rows: given[i] holds named[i]'s values (a list, or a
     LiteralColumn of texts that Arrow converts when it can)."""
@@ -255,7 +261,7 @@ def _rows_table(
             default = _default(session, column)
             values = [default if value is DEFAULT else value for value in values]
         arrays.append(column_array(values, column))
-    return pa.Table.from_arrays(arrays, schema=TableSchema.of(table).arrow())
+    return pa.Table.from_arrays(arrays, schema=(schema or TableSchema.of(table)).arrow())
 
 
 def _default(session, column: Column):

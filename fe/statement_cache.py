@@ -12,10 +12,10 @@ copy of that tree; a statement of the Doris grammar keeps its tokens, and each e
 grammar those tokens with a typed token for each value in place of its `?`. Values are never
 written into SQL text and tokenized again (a non-leader writes them out only to forward a write).
 
-Statements longer than max_sql_bytes are neither cached nor parsed on the event loop: one thread
-parses them, one at a time, with at most max_waiting_long_statements waiting (more are refused),
-so a long statement slows other clients but never stops them. No statement has more than
-max_tokens tokens (sqlglot's parser takes about 30 us a token).
+Statements longer than max_sql_bytes are neither cached nor parsed on the event loop:
+long_statement_threads threads parse them, with at most max_waiting_long_statements more waiting
+(more are refused), so a long statement slows other clients but never stops them. No statement
+has more than max_tokens tokens (sqlglot's parser takes about 30 us a token).
 """
 
 from __future__ import annotations
@@ -112,15 +112,19 @@ class StatementCache:
         max_bytes: int = 256 * 1024 * 1024,
         max_tokens: int = 200_000,
         max_waiting_long_statements: int = 4,
+        long_statement_threads: int = 1,
     ):
-        assert max_tokens > 0 and max_waiting_long_statements >= 0
+        assert max_tokens > 0 and max_waiting_long_statements >= 0 and long_statement_threads > 0
         self.max_sql_bytes = max_sql_bytes  # longer statements are parsed every time, not kept
         self.max_tokens = max_tokens
         self.max_waiting_long_statements = max_waiting_long_statements
+        self.long_statement_threads = long_statement_threads
         self.by_text = LRU(capacity, max_bytes // 2)
         self.by_shape = LRU(capacity, max_bytes // 2)
         self.shape_hits = 0
-        self._long = ThreadPoolExecutor(1, thread_name_prefix="long-statements")
+        self._long = ThreadPoolExecutor(
+            long_statement_threads, thread_name_prefix="long-statements"
+        )
         self._long_admitted = 0
         self._long_lock = threading.Lock()
 
@@ -138,7 +142,10 @@ class StatementCache:
 
     async def _parse_long(self, parse: Callable, sql: str):
         with self._long_lock:
-            if self._long_admitted > self.max_waiting_long_statements:
+            if (
+                self._long_admitted
+                >= self.long_statement_threads + self.max_waiting_long_statements
+            ):
                 raise LongStatementsBusy()
             self._long_admitted += 1
         future = self._long.submit(parse, sql)

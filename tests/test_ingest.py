@@ -166,3 +166,19 @@ def test_plain_rows_with_a_column_list_defaults_and_auto_increment(db):
     assert error[0] == 1366 and "at row 2" in error[1], error
     error = error_of(db, "INSERT INTO a (c, n) VALUES ('a', 1, 2)")
     assert error[0] == 1136, error
+
+
+def test_plain_numbers_in_a_double_column_are_the_nearest_doubles(db):
+    run(
+        db,
+        "CREATE TABLE dbl (id INT NOT NULL, x DOUBLE) DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 1",
+    )
+    written = ["-0", "-0.0", "0.1", "123456789012345678901234567890", "-2.5", "NULL", "7"] * 5
+    rows = ", ".join(f"({number}, {value})" for number, value in enumerate(written))
+    assert literal_columns(f"INSERT INTO dbl VALUES {rows}") is not None
+    run(db, f"INSERT INTO dbl VALUES {rows}")
+    read = [x for _, x in run(db, "SELECT id, x FROM dbl ORDER BY id")]
+    expected = [None if value == "NULL" else float(decimal.Decimal(value)) for value in written]
+    assert read == expected
+    error = error_of(db, f"INSERT INTO dbl VALUES {rows}, (99, 1{'0' * 400})")
+    assert error[0] == 1264 and "column 'x' at row 36" in error[1], error

@@ -99,9 +99,20 @@ def literal_array(literal: LiteralColumn, column: Column) -> pa.Array | None:
             return _iso_dates(texts) if literal.strings else None
         if base in DECIMAL_BASES:
             return texts.cast(column.type.arrow) if literal.numbers else None
+        if base == "DOUBLE" and literal.numbers:
+            return _finite_doubles(texts)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OverflowError):
         return None
     return None
+
+
+def _finite_doubles(texts: pa.StringArray) -> pa.Array | None:
+    """Number literals as doubles, each the nearest to its decimal value as float(Decimal) gives
+    it; None for one too large (out of range) or an integer -0 (MySQL's 0, Arrow's -0.0)."""
+    if pc.any(pc.match_substring_regex(texts, "^-0+$")).as_py():
+        return None
+    doubles = texts.cast(pa.float64())
+    return None if pc.any(pc.is_inf(doubles)).as_py() else doubles
 
 
 def _in_range(array: pa.Array, column: Column) -> pa.Array | None:

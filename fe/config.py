@@ -209,9 +209,14 @@ FE_KEYS = (
         comment="Statements with more tokens are refused with 1064 (sqlglot parses about 30,000 tokens a second).",
     ),
     Key(
+        "long_statement_threads",
+        2,
+        comment="Threads parsing statements longer than statement_cache_max_sql_bytes off the event loop (a bulk INSERT of plain literals is read mostly outside the GIL, so two overlap).",
+    ),
+    Key(
         "max_waiting_long_statements",
         4,
-        comment="Such longer statements are parsed off the event loop, one at a time; this many more may wait (then refused).",
+        comment="Such longer statements that may wait for one of those threads (more are refused).",
     ),
     Key(
         "query_executor_threads",

@@ -12,10 +12,10 @@ copy of that tree; a statement of the Doris grammar keeps its tokens, and each e
 grammar those tokens with a typed token for each value in place of its `?`. Values are never
 written into SQL text and tokenized again (a non-leader writes them out only to forward a write).
 
-Statements longer than max_sql_bytes are neither cached nor parsed on the event loop: one thread
-parses them, one at a time, with at most max_waiting_long_statements waiting (more are refused),
-so a long statement slows other clients but never stops them. No statement has more than
-max_tokens tokens (sqlglot's parser takes about 30 us a token).
+Statements longer than max_sql_bytes are neither cached nor parsed on the event loop:
+long_statement_threads threads parse them, with at most max_waiting_long_statements more waiting
+(more are refused), so a long statement slows other clients but never stops them. No statement
+has more than max_tokens tokens (sqlglot's parser takes about 30 us a token).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from sqlglot.tokens import Token, TokenType
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.prepared import sql_literal, time_text
 from fe.sql import statements as st
-from fe.sql.literal_insert import NUMBER, literal_insert
+from fe.sql.literal_insert import NUMBER, literal_columns, literal_insert
 from fe.sql.parser import QUERY_STARTS, ParseError, parse_tokens, parse_with_sqlglot, tokenize
 from fe.statements import queries
 
@@ -112,15 +112,19 @@ class StatementCache:
         max_bytes: int = 256 * 1024 * 1024,
         max_tokens: int = 200_000,
         max_waiting_long_statements: int = 4,
+        long_statement_threads: int = 1,
     ):
-        assert max_tokens > 0 and max_waiting_long_statements >= 0
+        assert max_tokens > 0 and max_waiting_long_statements >= 0 and long_statement_threads > 0
         self.max_sql_bytes = max_sql_bytes  # longer statements are parsed every time, not kept
         self.max_tokens = max_tokens
         self.max_waiting_long_statements = max_waiting_long_statements
+        self.long_statement_threads = long_statement_threads
         self.by_text = LRU(capacity, max_bytes // 2)
         self.by_shape = LRU(capacity, max_bytes // 2)
         self.shape_hits = 0
-        self._long = ThreadPoolExecutor(1, thread_name_prefix="long-statements")
+        self._long = ThreadPoolExecutor(
+            long_statement_threads, thread_name_prefix="long-statements"
+        )
         self._long_admitted = 0
         self._long_lock = threading.Lock()
 
@@ -138,7 +142,10 @@ class StatementCache:
 
     async def _parse_long(self, parse: Callable, sql: str):
         with self._long_lock:
-            if self._long_admitted > self.max_waiting_long_statements:
+            if (
+                self._long_admitted
+                >= self.long_statement_threads + self.max_waiting_long_statements
+            ):
                 raise LongStatementsBusy()
             self._long_admitted += 1
         future = self._long.submit(parse, sql)
@@ -158,7 +165,7 @@ class StatementCache:
         cached = self.by_text.get(sql)
         if cached is not None:
             return cached
-        return self._parsed(self._tokens(sql), sql)
+        return self._literal_insert(sql) or self._parsed(self._tokens(sql), sql)
 
     def _parsed(self, tokens: list[Token], sql: str):
         if tokens[0].token_type in QUERY_STARTS:
@@ -170,7 +177,16 @@ class StatementCache:
         return statement
 
     def _uncached(self, sql: str):
-        return _unshaped(self._tokens(sql), sql)
+        return self._literal_insert(sql) or _unshaped(self._tokens(sql), sql)
+
+    def _literal_insert(self, sql: str) -> st.Insert | None:
+        """An INSERT of plain literal rows read straight from its text, else None."""
+        found = literal_columns(sql)
+        if found is None:
+            return None
+        statement, token_count = found
+        self._check_token_count(token_count)
+        return statement
 
     def prepare_statement(self, sql: str) -> Prepared:
         """`sql` tokenized and parsed once, its `?` markers kept; ParseError if it cannot be
@@ -199,12 +215,15 @@ class StatementCache:
 
     def _tokens(self, sql: str) -> list[Token]:
         tokens = _read_as_mysql(tokenize(sql))
-        if len(tokens) > self.max_tokens:
+        self._check_token_count(len(tokens))
+        return tokens
+
+    def _check_token_count(self, count: int) -> None:
+        if count > self.max_tokens:
             raise ParseError(
-                f"The statement has {len(tokens)} tokens; the limit is {self.max_tokens} "
+                f"The statement has {count} tokens; the limit is {self.max_tokens} "
                 "(max_statement_tokens)"
             )
-        return tokens
 
     def close(self) -> None:
         self._long.shutdown(wait=False, cancel_futures=True)

@@ -90,6 +90,7 @@ class FrontendNode:
             max_bytes=config["statement_cache_max_bytes"],
             max_tokens=config["max_statement_tokens"],
             max_waiting_long_statements=config["max_waiting_long_statements"],
+            long_statement_threads=config["long_statement_threads"],
         )
         self.information_schema = SchemaTables(
             self.catalog, config["information_schema_cache_max_bytes"]

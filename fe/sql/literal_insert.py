@@ -1,18 +1,32 @@
 """`INSERT INTO t [(columns)] VALUES (...), (...)` whose values are all plain literals, read
 straight from its tokens: a bulk load of a thousand rows skips sqlglot's parser (which builds a
 tree node per value) and hands the rows on as Python values. Any other INSERT is None here and
-goes to the parser."""
+goes to the parser.
+
+Plainer still (literal_columns): every value a string with no quote or backslash in it, a
+decimal number or NULL. Such rows are read from the text without tokens and handed on by position
+as Arrow arrays of text, for the INSERT to convert a column at a time. Rows written as clients
+write them, `(1, 'a'), (2, 'b')` or `(1,'a'),(2,'b')`, are split by Arrow's CSV reader and every
+value checked by Arrow's regular expressions (which leave the GIL to the rest of the process);
+others, and strings holding a separator, by one Python regular expression."""
 
 from __future__ import annotations
 
 import decimal
+import functools
+import itertools
 import math
 import re
+from dataclasses import dataclass
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as csv
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
 from fe.sql import statements as st
+from fe.sql.parser import ParseError, tokenize
 
 NUMBER = re.compile(r"(\d+\.?\d*|\.\d+)(e[+-]?\d+)?", re.IGNORECASE)  # as MySQL reads a number
 NAME_TOKENS = (TokenType.VAR, TokenType.IDENTIFIER)
@@ -21,19 +35,8 @@ CONSTANTS = {TokenType.NULL: None, TokenType.TRUE: True, TokenType.FALSE: False}
 
 def literal_insert(tokens: list[Token]) -> st.Insert | None:
     reader = _Reader(tokens)
-    if not reader.take(TokenType.INSERT):
-        return None
-    reader.take(TokenType.INTO)
-    table = reader.table()
-    if table is None:
-        return None
-    target: exp.Expression = table
-    if reader.peek(TokenType.L_PAREN):
-        columns = reader.names()
-        if columns is None:
-            return None
-        target = exp.Schema(this=table, expressions=columns)
-    if not reader.take(TokenType.VALUES):
+    target = _target(reader)
+    if target is None or not reader.take(TokenType.VALUES):
         return None
     rows = []
     while True:
@@ -46,6 +49,195 @@ def literal_insert(tokens: list[Token]) -> st.Insert | None:
     if not reader.at_end():
         return None
     return st.Insert(exp.Insert(this=target, expression=exp.Values()), tuple(rows))
+
+
+def _target(reader: _Reader) -> exp.Expression | None:
+    """`INSERT [INTO] t [(columns)]`: the table, or the table with its columns."""
+    if not reader.take(TokenType.INSERT):
+        return None
+    reader.take(TokenType.INTO)
+    table = reader.table()
+    if table is None:
+        return None
+    if not reader.peek(TokenType.L_PAREN):
+        return table
+    columns = reader.names()
+    return None if columns is None else exp.Schema(this=table, expressions=columns)
+
+
+VALUES_START = re.compile(r"\bVALUES\s*(?=\()", re.IGNORECASE)
+PLAIN_VALUE = r"'[^'\\]*'|-?\d+(?:\.\d+)?|(?i:null)"  # a string, a decimal number, NULL
+FIRST_ROW = re.compile(rf"\(\s*(?:{PLAIN_VALUE})(?:\s*,\s*(?:{PLAIN_VALUE}))*\s*\)")
+VALUE = re.compile(PLAIN_VALUE)
+MAX_HEAD_CHARACTERS = 4096  # where VALUES is looked for
+MAX_LITERAL_COLUMNS = 4096  # wider rows go by tokens
+ROW_PATTERNS_KEPT = 64
+CSV_PARSE = csv.ParseOptions(
+    delimiter=",", quote_char=False, double_quote=False, escape_char=False, ignore_empty_lines=False
+)
+CSV_PLAIN_VALUE = r"^(?:'[^']*'|-?[0-9]+(?:\.[0-9]+)?|(?i:null))$"  # PLAIN_VALUE, for RE2
+
+
+@dataclass(frozen=True)
+class LiteralColumn:
+    """The values at one position of every row: their texts (a string's without its quotes,
+    NULL null), which were quoted strings, and what all the values other than NULL are."""
+
+    texts: pa.StringArray
+    quoted: pa.BooleanArray
+    strings: bool  # every value a quoted string
+    integers: bool  # every value a number without a point
+    numbers: bool  # every value a number
+
+    def values(self) -> list:
+        """The values as literal_insert reads them."""
+        return [
+            text if quoted or text is None else _number_value(text)
+            for text, quoted in zip(self.texts.to_pylist(), self.quoted.to_pylist(), strict=True)
+        ]
+
+
+@dataclass(frozen=True)
+class LiteralColumns:
+    row_count: int
+    columns: tuple[LiteralColumn, ...]
+
+    def rows(self) -> tuple[tuple, ...]:
+        return tuple(zip(*(column.values() for column in self.columns), strict=True))
+
+
+def literal_columns(sql: str) -> tuple[st.Insert, int] | None:
+    """An INSERT of plain literal rows read from its text, and how many tokens it has; None for
+    any other statement (it goes by tokens)."""
+    if sql[:32].lstrip()[:6].upper() != "INSERT":
+        return None
+    start = VALUES_START.search(sql, 0, MAX_HEAD_CHARACTERS)
+    if start is None:
+        return None
+    try:
+        head = tokenize(sql[: start.start()])
+    except ParseError:
+        return None
+    reader = _Reader(head)
+    target = _target(reader)
+    if target is None or not reader.at_end():
+        return None
+    body = sql[start.end() :].rstrip()
+    found = _written_by_csv(body) or _written_by_pattern(body)
+    if found is None:
+        return None
+    written, width = found
+    row_count = len(written) // width
+    columns = _columns(written, width, row_count)
+    negatives = pc.sum(pc.starts_with(written, "-")).as_py() or 0
+    token_count = len(head) + 1 + row_count * (2 * width + 2) - 1 + negatives
+    insert = st.Insert(
+        exp.Insert(this=target, expression=exp.Values()),
+        literals=LiteralColumns(row_count, columns),
+    )
+    return insert, token_count
+
+
+def _written_by_csv(body: str) -> tuple[pa.StringArray, int] | None:
+    """Every value as written (a string with its quotes), column after column, and how many
+    columns; None unless every row is `(v, v, ...)` or `(v,v,...)`, the rows separated by `, `
+    or `,`, and every value plain. A separator inside a string splits it into values that are
+    not plain: such rows are left to the pattern."""
+    if "\\" in body or body[:1] != "(" or body[-1:] != ")":
+        return None
+    text = body[1:-1].replace("), (", "\n").replace("),(", "\n").replace(", ", ",")
+    first_row_end = text.find("\n")
+    width = text.count(",", 0, first_row_end if first_row_end >= 0 else len(text)) + 1
+    if width > MAX_LITERAL_COLUMNS:
+        return None
+    names = [str(index) for index in range(width)]
+    try:
+        table = csv.read_csv(
+            pa.py_buffer(text.encode()),
+            read_options=csv.ReadOptions(column_names=names, use_threads=False),
+            parse_options=CSV_PARSE,
+            convert_options=csv.ConvertOptions(
+                column_types=dict.fromkeys(names, pa.string()),
+                null_values=[],
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
+        )
+    except (pa.ArrowException, UnicodeEncodeError):
+        return None
+    if table.num_rows != text.count("\n") + 1:
+        return None
+    written = pa.concat_arrays([chunk for column in table.columns for chunk in column.chunks])
+    if not pc.all(pc.match_substring_regex(written, CSV_PLAIN_VALUE)).as_py():
+        return None
+    return written, width
+
+
+def _written_by_pattern(body: str) -> tuple[pa.StringArray, int] | None:
+    first = FIRST_ROW.match(body)
+    if first is None or body.endswith(","):
+        return None
+    width = len(VALUE.findall(first.group()))
+    if width > MAX_LITERAL_COLUMNS:
+        return None
+    rows = _rows_pattern(width).findall(body)
+    by_position = list(zip(*rows, strict=True))  # each value, then the last: text not a row
+    if any(by_position[-1]):
+        return None
+    values = itertools.chain.from_iterable(by_position[:width])
+    try:
+        return pa.array(values, pa.string(), size=len(rows) * width), width
+    except (pa.ArrowException, UnicodeEncodeError):
+        return None
+
+
+@functools.lru_cache(maxsize=ROW_PATTERNS_KEPT)
+def _rows_pattern(width: int) -> re.Pattern:
+    """A row of `width` plain values then a comma or the end, each value a group; or else any
+    one character, in the last group."""
+    value = rf"({PLAIN_VALUE})"
+    row = rf"\(\s*{value}" + rf"\s*,\s*{value}" * (width - 1) + r"\s*\)"
+    return re.compile(rf"\s*{row}\s*(?:,|\Z)|([\s\S])")
+
+
+def _columns(written: pa.StringArray, width: int, row_count: int) -> tuple[LiteralColumn, ...]:
+    """The columns of values written column after column: a few calls into Arrow for all of
+    them, not a few for each."""
+    nulls = pc.match_like(written, "null", ignore_case=True)
+    quoted = pc.starts_with(written, "'")
+    texts = pc.if_else(
+        nulls,
+        pa.scalar(None, pa.string()),
+        pc.if_else(quoted, pc.utf8_slice_codeunits(written, 1, -1), written),
+    )
+    pointed = pc.and_not(pc.match_substring(written, "."), quoted)
+    ends = pa.array(range(row_count - 1, len(written), row_count), pa.int64())
+    quoted_counts = _counts_by_column(quoted, ends)
+    null_counts = _counts_by_column(nulls, ends)
+    pointed_counts = _counts_by_column(pointed, ends)
+    columns = []
+    for index in range(width):
+        start = index * row_count
+        columns.append(
+            LiteralColumn(
+                texts.slice(start, row_count),
+                quoted.slice(start, row_count),
+                strings=quoted_counts[index] + null_counts[index] == row_count,
+                integers=quoted_counts[index] == 0 and pointed_counts[index] == 0,
+                numbers=quoted_counts[index] == 0,
+            )
+        )
+    return tuple(columns)
+
+
+def _counts_by_column(flags: pa.BooleanArray, ends: pa.Int64Array) -> list[int]:
+    """How many flags are set in each column's stretch, the stretches ending at ends."""
+    totals = pc.cumulative_sum(flags.cast(pa.int64())).take(ends).to_pylist()
+    return [total - before for total, before in zip(totals, [0, *totals[:-1]], strict=True)]
+
+
+def _number_value(text: str):
+    return -number(text[1:]) if text[0] == "-" else number(text)
 
 
 class _Reader:

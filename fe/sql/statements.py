@@ -407,6 +407,9 @@ class Insert:
     # The VALUES rows when every value is a plain literal, read from the tokens (the tree's
     # VALUES is then empty): str, int, Decimal, float, bool, None or DEFAULT.
     rows: tuple[tuple, ...] | None = None
+    # Or the same rows read straight from the text by position (fe.sql.literal_insert's
+    # LiteralColumns), for Arrow to convert a column at a time.
+    literals: object = None
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fe.mysql.errors import ErrorCode, QueryError
+from fe.sql.literal_insert import LiteralColumn
 from metadata.records import Column
 from metadata.types import INTEGER_BITS
 
@@ -61,31 +62,15 @@ def _vectorised(values: Sequence, column: Column) -> pa.Array | None:
         if base in INTEGER_BITS and base != "LARGEINT":
             if not INTEGERS.issuperset(map(type, values)):
                 return None
-            array = pa.array(values, pa.int64())
-            bits = INTEGER_BITS[base]
-            extremes = pc.min_max(array)
-            least, most = extremes["min"], extremes["max"]
-            if least.is_valid and not (
-                -(1 << (bits - 1)) <= least.as_py() and most.as_py() < (1 << (bits - 1))
-            ):
-                return None
-            return array.cast(column.type.arrow)
+            return _in_range(pa.array(values, pa.int64()), column)
         if column.type.is_character and base not in ("JSON", "JSONB", "VARIANT"):
             if not TEXTS.issuperset(map(type, values)):
                 return None
-            array = pa.array(values, pa.string())
-            length = (
-                column.type.character_length if column.type.name in ("CHAR", "VARCHAR") else None
-            )
-            if length is not None and (pc.max(pc.utf8_length(array)).as_py() or 0) > length:
-                return None
-            return array
+            return _fitting(pa.array(values, pa.string()), column)
         if base in ("DATE", "DATEV1", "DATEV2"):
             if not TEXTS.issuperset(map(type, values)):
                 return None
-            array = pa.array(values, pa.string()).cast(pa.date32())
-            least = pc.min(array).as_py()
-            return array if least is None or least >= LEAST_DATE else None
+            return _iso_dates(pa.array(values, pa.string()))
         if base in DECIMAL_BASES:
             if not DECIMALS.issuperset(map(type, values)):
                 return None
@@ -93,6 +78,67 @@ def _vectorised(values: Sequence, column: Column) -> pa.Array | None:
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
         return None
     return None
+
+
+def literal_array(literal: LiteralColumn, column: Column) -> pa.Array | None:
+    """A column of literal values read from the text converted by Arrow in one go, when they
+    are plain as _vectorised takes them (integers for an integer column, strings that fit for
+    a character one, ISO dates, numbers of the column's scale for a decimal); None when not."""
+    texts = literal.texts
+    if texts.null_count and not column.nullable:
+        return None
+    base = column.type.base
+    try:
+        if base in INTEGER_BITS and base != "LARGEINT":
+            if not literal.integers:
+                return None
+            return _in_range(texts.cast(pa.int64()), column)
+        if column.type.is_character and base not in ("JSON", "JSONB", "VARIANT"):
+            return _fitting(texts, column) if literal.strings else None
+        if base in ("DATE", "DATEV1", "DATEV2"):
+            return _iso_dates(texts) if literal.strings else None
+        if base in DECIMAL_BASES:
+            return texts.cast(column.type.arrow) if literal.numbers else None
+        if base == "DOUBLE" and literal.numbers:
+            return _finite_doubles(texts)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OverflowError):
+        return None
+    return None
+
+
+def _finite_doubles(texts: pa.StringArray) -> pa.Array | None:
+    """Number literals as doubles, each the nearest to its decimal value as float(Decimal) gives
+    it; None for one too large (out of range) or an integer -0 (MySQL's 0, Arrow's -0.0)."""
+    if pc.any(pc.match_substring_regex(texts, "^-0+$")).as_py():
+        return None
+    doubles = texts.cast(pa.float64())
+    return None if pc.any(pc.is_inf(doubles)).as_py() else doubles
+
+
+def _in_range(array: pa.Array, column: Column) -> pa.Array | None:
+    bits = INTEGER_BITS[column.type.base]
+    if bits == 64 and column.type.arrow == pa.int64():
+        return array  # int64 holds every BIGINT
+    extremes = pc.min_max(array)
+    least, most = extremes["min"], extremes["max"]
+    if least.is_valid and not (
+        -(1 << (bits - 1)) <= least.as_py() and most.as_py() < (1 << (bits - 1))
+    ):
+        return None
+    return array.cast(column.type.arrow)
+
+
+def _fitting(array: pa.Array, column: Column) -> pa.Array | None:
+    length = column.type.character_length if column.type.name in ("CHAR", "VARCHAR") else None
+    if length is not None and (pc.max(pc.utf8_length(array)).as_py() or 0) > length:
+        return None
+    return array
+
+
+def _iso_dates(array: pa.Array) -> pa.Array | None:
+    dates = array.cast(pa.date32())
+    least = pc.min(dates).as_py()
+    return dates if least is None or least >= LEAST_DATE else None
 
 
 DECIMAL_BASES = ("DECIMAL", "DECIMALV2", "DECIMALV3", "DECIMAL32", "DECIMAL64", "DECIMAL128I")

@@ -24,9 +24,10 @@ from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.results import Result
 from fe.security import privileges
 from fe.sql import statements as st
+from fe.sql.literal_insert import LiteralColumn
 from fe.sql.parser import INTERNAL_CATALOG
 from fe.statements import queries, transactions
-from fe.statements.column_values import column_array
+from fe.statements.column_values import column_array, literal_array
 from fe.statements.table_data import SchemaChanged, TableReader, data_plane, unavailable
 from metadata.records import Column, KeyModel, Table
 
@@ -45,7 +46,18 @@ async def insert(session, statement: st.Insert) -> Result:
     table = _target_table(session, reader, table_node)
     named = _named_columns(table, target.expressions if isinstance(target, exp.Schema) else None)
     source = expression.expression
-    if statement.rows is not None:
+    literals = statement.literals
+    if literals is not None and not any(column.auto_increment for column in table.columns):
+        if len(literals.columns) != len(named):
+            raise _count_mismatch(1)
+        schema = TableSchema.of(table)
+        inserts = _rows_table(session, table, named, literals.row_count, literals.columns, schema)
+        await commit(session, reader, table, TableWrite(schema, inserts=inserts))
+        info = f"Records: {literals.row_count}  Duplicates: 0  Warnings: 0"
+        return Result(affected_rows=literals.row_count, info=info if literals.row_count > 1 else "")
+    if literals is not None:
+        rows = _literal_rows(literals.rows(), len(named))
+    elif statement.rows is not None:
         rows = _literal_rows(statement.rows, len(named))
     elif isinstance(source, exp.Values):
         rows = await _values_rows(session, source, named)
@@ -60,7 +72,7 @@ async def insert(session, statement: st.Insert) -> Result:
     if not rows:
         return Result(affected_rows=0)
     named, rows, first_generated, last_given = _with_generated_ids(session, table, named, rows)
-    inserts = _rows_table(session, table, named, rows)
+    inserts = _rows_table(session, table, named, len(rows), _by_position(rows, len(named)))
     await commit(session, reader, table, TableWrite(TableSchema.of(table), inserts=inserts))
     info = f"Records: {len(rows)}  Duplicates: 0  Warnings: 0" if len(rows) > 1 else ""
     if first_generated:
@@ -226,20 +238,39 @@ async def _evaluated(session, items, literal: list, named: list[Column]) -> list
     return literal
 
 
-def _rows_table(session, table: Table, named: list[Column], rows: list[tuple]) -> pa.Table:
-    given = {column.name: index for index, column in enumerate(named)}
+def _by_position(rows: list[tuple], width: int) -> list[list]:
+    return [[row[index] for row in rows] for index in range(width)]
+
+
+def _rows_table(
+    session,
+    table: Table,
+    named: list[Column],
+    row_count: int,
+    given: list,
+    schema: TableSchema | None = None,
+) -> pa.Table:
+    """The table's columns of the rows: given[i] holds named[i]'s values (a list, or a
+    LiteralColumn of texts that Arrow converts when it can)."""
+    position = {column.name: index for index, column in enumerate(named)}
     arrays = []
     for column in table.columns:
-        index = given.get(column.name)
+        index = position.get(column.name)
         if index is None:
-            values = [_default(session, column)] * len(rows)
-        else:
-            values = [row[index] for row in rows]
-            if any(value is DEFAULT for value in values):
-                default = _default(session, column)
-                values = [default if value is DEFAULT else value for value in values]
+            arrays.append(column_array([_default(session, column)] * row_count, column))
+            continue
+        values = given[index]
+        if isinstance(values, LiteralColumn):
+            array = literal_array(values, column)
+            if array is not None:
+                arrays.append(array)
+                continue
+            values = values.values()
+        if any(value is DEFAULT for value in values):
+            default = _default(session, column)
+            values = [default if value is DEFAULT else value for value in values]
         arrays.append(column_array(values, column))
-    return pa.Table.from_arrays(arrays, schema=TableSchema.of(table).arrow())
+    return pa.Table.from_arrays(arrays, schema=(schema or TableSchema.of(table)).arrow())
 
 
 def _default(session, column: Column):
@@ -333,8 +364,9 @@ async def update(session, statement: st.Update) -> Result:
                 for row in changed
             ],
         )
+        new_rows = [row[1 + width :] for row in changed]
         inserts = _rows_table(
-            session, table, list(table.columns), [row[1 + width :] for row in changed]
+            session, table, list(table.columns), len(new_rows), _by_position(new_rows, width)
         )
         await commit(
             session,

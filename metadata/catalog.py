@@ -686,7 +686,10 @@ class Catalog:
         recycled = RecycledObject(
             RecycledKind.PARTITION, op.drop_time_ms, table.db_id, table.id, partition=partition
         )
-        kept = replace(table, partitions=tuple(p for p in table.partitions if p is not partition))
+        kept = _versioned(
+            table,
+            replace(table, partitions=tuple(p for p in table.partitions if p is not partition)),
+        )
         self.tables[table.id] = kept
         self._tablet_ranges.replace(table, kept)
         self._put_in_bin(recycled)
@@ -737,7 +740,7 @@ class Catalog:
             raise ApplyError(op, f"partition[{op.name}] already exist in table[{table.name}]")
         assert recycled.partition is not None
         partition = replace(recycled.partition, name=op.name)
-        recovered = replace(table, partitions=(*table.partitions, partition))
+        recovered = _versioned(table, replace(table, partitions=(*table.partitions, partition)))
         del self.recycle_bin[partition.id]
         self.tables[table.id] = recovered
         self._tablet_ranges.replace(table, recovered)
@@ -767,7 +770,9 @@ class Catalog:
                 raise ApplyError(op, f"partition id {partition.id} is already in use")
             if (partition.lower, partition.upper) != (previous.lower, previous.upper):
                 raise ApplyError(op, f"partition '{name}' keeps its bounds when truncated")
-        truncated = replace(table, partitions=tuple(fresh.get(p.name, p) for p in table.partitions))
+        truncated = _versioned(
+            table, replace(table, partitions=tuple(fresh.get(p.name, p) for p in table.partitions))
+        )
         problem = self._tablet_ranges.conflict(truncated, table)
         if problem is not None:
             raise ApplyError(op, f"table '{table.name}': {problem}")
@@ -880,13 +885,27 @@ def renamed(table: Table, name: str) -> Table:
 
 
 def _schema_changed(old: Table, new: Table) -> bool:
-    """Whether rows written for `old` no longer fit `new`: a column or the keys changed (not the
-    name, comment, properties, partitions or buckets)."""
-    return (old.columns, old.key_model, old.key_columns) != (
+    """Whether rows written for `old` no longer fit `new`: a column or the keys changed, or the
+    partitions rows are placed in (TRUNCATE, ADD / DROP / REPLACE / RECOVER PARTITION: a write
+    placed by the old ones would land where no read looks); not the name, comment, properties or
+    buckets."""
+    return (old.columns, old.key_model, old.key_columns, _partition_ids(old)) != (
         new.columns,
         new.key_model,
         new.key_columns,
+        _partition_ids(new),
     )
+
+
+def _partition_ids(table: Table) -> tuple[int, ...]:
+    return tuple(partition.id for partition in table.partitions)
+
+
+def _versioned(old: Table, new: Table) -> Table:
+    """new, its schema version one past old's if rows written for old no longer fit it."""
+    if not _schema_changed(old, new):
+        return new
+    return replace(new, schema_version=old.schema_version + 1)
 
 
 def _finish_schema_change(table: Table, job: AlterJob) -> Table:

@@ -264,6 +264,30 @@ def test_a_statement_on_a_lagging_fe_is_run_again_after_a_schema_change(cluster)
     assert rows(leader, "SELECT count(*), sum(k) FROM evolving") == [(12, sum(range(12)))]
 
 
+def test_a_write_on_a_lagging_fe_after_a_truncate_is_not_lost(cluster):
+    """TRUNCATE gives the partitions new ids: a follower that has not replayed it yet would place
+    its rows in the old ones, where no read looks. The TN refuses that write (the table's
+    version moved) and the follower writes again into the new partitions."""
+    leader, follower, tn, cns = cluster
+    execute(
+        leader,
+        "CREATE TABLE d.emptied (k INT, v INT) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 2",
+    )
+    wait_until(lambda: ("emptied",) in rows(follower, "SHOW TABLES"), 20, "the table")
+    first, second = leader.connect(database="d"), follower.connect(database="d")
+    try:
+        with first.cursor() as on_leader, second.cursor() as on_follower:
+            for n in range(5):
+                on_leader.execute("TRUNCATE TABLE emptied")
+                on_leader.execute(f"INSERT INTO emptied VALUES ({n}, 0)")
+                on_follower.execute(f"INSERT INTO emptied VALUES ({n}, 1)")
+                on_leader.execute("SELECT k, v FROM emptied ORDER BY v")
+                assert on_leader.fetchall() == ((n, 0), (n, 1))
+    finally:
+        first.close()
+        second.close()
+
+
 def test_two_cns_follow_different_tables(cluster):
     leader, follower, tn, cns = cluster
     names: list[str] = []

@@ -28,6 +28,7 @@ from be.service.errors import NodeBusy, NodeUnavailable, NodeUnreachable, NoNode
 from be.service.format import (
     CommitRequest,
     ObserveAutoIncrement,
+    Reachable,
     ReadTsRequest,
     Role,
     SnapshotRequest,
@@ -126,6 +127,11 @@ class EmbeddedDataPlane:
         """Rows and bytes per tablet id (objects, and the unflushed rows placed where a flush
         would put them); tablets without data are left out."""
         return self.tn.tablet_stats(schema) if self.tn is not None else {}
+
+    def forget_unreachable(self, as_of_ts: int, reachable: dict[int, frozenset[int]]) -> None:
+        """Of what was committed at or before as_of_ts, only these tables' partitions may be
+        read again: the TN frees the objects of the rest."""
+        self.tn.forget_unreachable(as_of_ts, reachable)
 
 
 def open_embedded(config: Config) -> EmbeddedDataPlane:
@@ -293,6 +299,10 @@ class RemoteDataPlane:
         except (CommitError, NoNode):
             return {}
         return {tablet: (rows, size) for tablet, rows, size in reply.tablets}
+
+    def forget_unreachable(self, as_of_ts: int, reachable: dict[int, frozenset[int]]) -> None:
+        tables = tuple((table, tuple(sorted(ids))) for table, ids in sorted(reachable.items()))
+        self._ask_tn(Reachable(as_of_ts, tables))
 
     def snapshot(
         self,

@@ -25,8 +25,10 @@ from be.logtail.subscriber import LogtailSubscriber
 from be.service.client import NodeClient
 from be.service.errors import NodeUnavailable, NotAuthenticated, ServiceFormatError
 from be.service.format import (
+    Accepted,
     AutoIncrement,
     ObserveAutoIncrement,
+    Reachable,
     Role,
     Rows,
     SnapshotRequest,
@@ -499,6 +501,8 @@ def test_messages_are_checked_strictly():
         AutoIncrement(7),
         TabletStatsRequest(schema),
         TabletStats(((11, 3, 4096), (12, 0, 0))),
+        Reachable(99, ((5, (6, 7)), (8, ()))),
+        Accepted(),
     ):
         assert decode(encode(message, limits), limits) == message
     for malformed in (TakeAutoIncrement(5, 0), TabletStats(((0, 1, 1),))):

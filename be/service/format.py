@@ -13,7 +13,7 @@ the old ones. Versions:
     1   the first release
     2   a table schema carries its placement (partitions, tablets, distribution)
     3   a snapshot request carries the read's bounds; AUTO_INCREMENT values and tablet statistics
-        are asked of the TN
+        are asked of the TN; the FE tells the TN which tables and partitions may still be read
 """
 
 from __future__ import annotations
@@ -66,6 +66,8 @@ class Kind(IntEnum):
     AUTO_INCREMENT = 15
     TABLET_STATS_REQUEST = 16
     TABLET_STATS = 17
+    REACHABLE = 18
+    ACCEPTED = 19
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +165,19 @@ class TabletStats:
 
 
 @dataclass(frozen=True, slots=True)
+class Reachable:
+    """Of what was committed at or before as_of_ts, only these partitions may be read again."""
+
+    as_of_ts: int
+    tables: tuple[tuple[int, tuple[int, ...]], ...]  # (table id, its partition ids)
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
 class Failure:
     kind: str  # the error class's name: the client maps it back to its own kinds
     message: str
@@ -185,6 +200,8 @@ Message = (
     | AutoIncrement
     | TabletStatsRequest
     | TabletStats
+    | Reachable
+    | Accepted
     | Failure
 )
 
@@ -300,6 +317,10 @@ def _fields(message: Message, limits: ServiceLimits) -> list:
             return [Kind.TABLET_STATS_REQUEST, encode_schema(schema)]
         case TabletStats(tablets):
             return [Kind.TABLET_STATS, [list(tablet) for tablet in tablets]]
+        case Reachable(as_of_ts, tables):
+            return [Kind.REACHABLE, as_of_ts, [[table, list(ids)] for table, ids in tables]]
+        case Accepted():
+            return [Kind.ACCEPTED]
         case Failure(kind, text):
             return [Kind.FAILURE, kind[:MAX_NAME_CHARS], text[:MAX_TEXT_CHARS]]
     raise AssertionError(f"not a service message: {message!r:.200}")
@@ -347,6 +368,13 @@ def _bound(value: Any) -> ColumnBound:
 def _tablet_stat(value: Any) -> tuple[int, int, int]:
     tablet_id, rows, size = _shape(value, 3, "tablet statistic")
     return _int(tablet_id, "tablet id", 1), _int(rows, "rows"), _int(size, "bytes")
+
+
+def _reachable(value: Any, limits: ServiceLimits) -> tuple[int, tuple[int, ...]]:
+    table_id, partitions = _shape(value, 2, "reachable table")
+    if type(partitions) is not tuple or len(partitions) > limits.max_rows:
+        raise ServiceFormatError("malformed partition ids")
+    return _int(table_id, "table id", 1), tuple(_int(p, "partition id", 1) for p in partitions)
 
 
 def _message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
@@ -439,6 +467,16 @@ def _message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
             if type(tablets) is not tuple or len(tablets) > limits.max_rows:
                 raise ServiceFormatError("malformed tablet statistics")
             return TabletStats(tuple(_tablet_stat(tablet) for tablet in tablets))
+        case Kind.REACHABLE:
+            as_of_ts, tables = _shape(fields, 2, "reachable partitions")
+            if type(tables) is not tuple or len(tables) > limits.max_rows:
+                raise ServiceFormatError("malformed reachable tables")
+            return Reachable(
+                _int(as_of_ts, "timestamp"), tuple(_reachable(table, limits) for table in tables)
+            )
+        case Kind.ACCEPTED:
+            _shape(fields, 0, "accepted")
+            return Accepted()
         case Kind.FAILURE:
             kind_name, text = _shape(fields, 2, "failure")
             return Failure(

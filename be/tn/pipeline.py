@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import pyarrow.compute as pc
 
 from be.logtail.entries import Commit, TableChanges
+from be.logtail.format import MAX_OBJECTS_PER_CHANGE
 from be.storage.errors import StorageError
 from be.storage.names import ObjectName
 from be.storage.objects import ObjectStore
@@ -50,6 +51,8 @@ NANOS = 1_000_000_000
 FORGET_EVERY_SECONDS = (
     1.0  # how often conflict information older than a transaction may be is dropped
 )
+MAX_REMOVED_PER_CHANGE = 4096  # objects one removal commit names
+assert MAX_REMOVED_PER_CHANGE <= MAX_OBJECTS_PER_CHANGE
 
 
 @dataclass(eq=False)
@@ -99,6 +102,8 @@ class CommitPipeline:
         self._requests: collections.OrderedDict[str, int] = collections.OrderedDict()
         self._thread: threading.Thread | None = None
         self._closed = threading.Event()
+        # The FE's newest word on what may still be read: (as_of_ts, table id -> partition ids).
+        self._reachable: tuple[int, dict[int, frozenset[int]]] | None = None
         self.committed = 0  # commits published, heartbeats excluded
         self.published_ts = 0  # the newest commit or heartbeat published
 
@@ -136,6 +141,13 @@ class CommitPipeline:
         """Checkpoint at the committer's next chance (the logtail table grew too large, or a
         CN's subscription asked for more than a pull may carry)."""
         self._checkpoint_at = 0.0
+
+    def forget_unreachable(self, as_of_ts: int, reachable: dict[int, frozenset[int]]) -> None:
+        """The FE's word that of what was committed at or before as_of_ts, only these tables'
+        partitions (table id -> partition ids: live or in the recycle bin) may be read again:
+        the objects of every other partition and table flushed by then are removed at the
+        committer's next chance, and deleted once merged_object_retention_seconds passed."""
+        self._reachable = (as_of_ts, dict(reachable))
 
     @property
     def checkpoint_ts(self) -> int:
@@ -318,6 +330,10 @@ class CommitPipeline:
                 return
         if self._closed.is_set():
             return
+        if self._reachable is not None:
+            (as_of_ts, reachable), self._reachable = self._reachable, None
+            if not self._remove_unreachable(as_of_ts, reachable):
+                return
         if time.monotonic() >= self._checkpoint_at:
             self._checkpoint()
         else:
@@ -386,6 +402,31 @@ class CommitPipeline:
             self.merger.replaced(change.objects_removed, commit.commit_ts)
         if change.objects_added:
             self._merge_candidates.add(table_id)
+        return True
+
+    def _remove_unreachable(self, as_of_ts: int, reachable: dict[int, frozenset[int]]) -> bool:
+        """Commit the removal of the objects no read may reach (forget_unreachable); False if
+        the log refused it."""
+        removed = 0
+        for table_id, known in list(self.flusher.objects.items()):
+            partitions = reachable.get(table_id, frozenset())
+            names = sorted(
+                meta.name
+                for meta in known.objects.values()
+                if meta.flush_ts <= as_of_ts and meta.partition_id not in partitions
+            )
+            if not names or table_id not in self.schemas:
+                continue
+            version = self.schemas[table_id].schema_version
+            for start in range(0, len(names), MAX_REMOVED_PER_CHANGE):
+                part = tuple(names[start : start + MAX_REMOVED_PER_CHANGE])
+                if not self._log_storage_change(
+                    TableChanges(table_id, version, objects_removed=part)
+                ):
+                    return False
+            removed += len(names)
+        if removed:
+            logger.info("%d objects of dropped tables and partitions removed", removed)
         return True
 
     def _sweep(self) -> None:

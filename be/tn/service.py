@@ -26,11 +26,13 @@ from be.logtail.push import LogtailPushServer
 from be.logtail.table import LogtailTable
 from be.service.errors import NodeBusy, ServiceFormatError
 from be.service.format import (
+    Accepted,
     AutoIncrement,
     CommitRequest,
     Committed,
     Message,
     ObserveAutoIncrement,
+    Reachable,
     ReadTs,
     ReadTsRequest,
     Role,
@@ -172,6 +174,11 @@ class TransactionNode:
             case ObserveAutoIncrement(table_id, given):
                 self.pipeline.auto_increments.observe(table_id, given)
                 return AutoIncrement(given)
+            case Reachable(as_of_ts, tables):
+                self.pipeline.forget_unreachable(
+                    as_of_ts, {table: frozenset(ids) for table, ids in tables}
+                )
+                return Accepted()
             case TabletStatsRequest(schema):
                 stats = self.pipeline.tablet_stats(schema)
                 return TabletStats(tuple((tablet, *stats[tablet]) for tablet in sorted(stats)))

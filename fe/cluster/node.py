@@ -181,7 +181,6 @@ class FrontendNode:
             this, catalog, journal, self.freshness, config, self.stopping
         )
         self.time_printer = TimePrinter(self.writer, config, self.stopping)
-        self.recycle_bin_cleaner = RecycleBinCleaner(catalog, self.writer, config, self.stopping)
         self.alter_job_runner = AlterJobRunner(catalog, self.writer, config, self.stopping)
         self.port_reporter = PortReporter(
             this, catalog, self.writer, self.forwarder.leader_url, self.stopping
@@ -194,6 +193,9 @@ class FrontendNode:
                 name=this.name,
             )
             self.backend_monitor = BackendMonitor(catalog, self.data_plane, config, self.stopping)
+        self.recycle_bin_cleaner = RecycleBinCleaner(
+            catalog, self.writer, config, self.stopping, self.data_plane
+        )
         self.front = MysqlFront(
             session_factory=self.new_session,
             identity_provider=CatalogIdentityProvider(catalog, self.login_tracker),

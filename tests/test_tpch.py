@@ -1,0 +1,93 @@
+"""TPC-H at scale 0.01 through the MySQL front: tpchgen-cli's Parquet loaded with batched INSERTs
+into Doris-style tables, the 22 queries in MySQL's dialect through PyMySQL (two also through the
+mariadb CLI), each answer equal to DuckDB's over the same Parquet files."""
+
+import pymysql
+import pytest
+
+from tests import tpch
+from tests.harness import mariadb
+
+SCALE = 0.01
+DATABASE = "tpch"
+QUERIES = tpch.queries(SCALE)
+LOAD_CONNECTIONS = 2
+
+# MySQL's column types (PyMySQL's type codes) of a few answers: DECIMAL stays DECIMAL, a DATE a
+# DATE, COUNT(*) a BIGINT, a CHAR column a string.
+NEWDECIMAL, LONGLONG, DATE, VAR_STRING, LONG = 246, 8, 10, 253, 3
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return tpch.generate(tmp_path_factory.mktemp("tpch"), SCALE)
+
+
+@pytest.fixture(scope="module")
+def loaded(quire, data):
+    counts = tpch.load(quire.query_port, DATABASE, data, LOAD_CONNECTIONS)
+    connection = quire.connect(database=DATABASE)
+    yield connection, counts
+    connection.close()
+
+
+@pytest.fixture(scope="module")
+def duck(data):
+    connection = tpch.duckdb_over_parquet(data, threads=1)
+    yield connection
+    connection.close()
+
+
+def answer(connection, sql: str) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        return list(cursor.fetchall())
+
+
+def test_every_table_holds_the_generated_rows(loaded):
+    connection, counts = loaded
+    assert counts["lineitem"] > 50_000
+    for table, count in counts.items():
+        assert answer(connection, f"SELECT COUNT(*) FROM {table}") == [(count,)], table
+
+
+@pytest.mark.parametrize("number", sorted(QUERIES))
+def test_query_answers_as_duckdb_over_the_parquet(loaded, duck, number):
+    connection, _ = loaded
+    ours = answer(connection, QUERIES[number])
+    theirs = duck.execute(QUERIES[number]).fetchall()
+    assert theirs, f"Q{number} has no rows at scale {SCALE}: a weak check"
+    assert tpch.differences(ours, theirs) == []
+
+
+def test_result_columns_have_mysql_types(loaded):
+    connection, _ = loaded
+    with connection.cursor() as cursor:
+        cursor.execute(QUERIES[1])
+        types = {entry[0]: entry[1] for entry in cursor.description}
+        cursor.execute(QUERIES[3])
+        types.update({entry[0]: entry[1] for entry in cursor.description})
+    assert types["sum_qty"] == NEWDECIMAL
+    assert types["sum_charge"] == NEWDECIMAL
+    assert types["count_order"] == LONGLONG
+    assert types["l_returnflag"] == VAR_STRING
+    assert types["o_orderdate"] == DATE
+    assert types["o_shippriority"] == LONG
+    assert types["revenue"] == NEWDECIMAL
+
+
+@pytest.mark.parametrize("number", [3, 13])
+def test_queries_through_the_mariadb_cli(quire, loaded, duck, number):
+    done = mariadb(quire, DATABASE, "--batch", "--skip-column-names", "-e", QUERIES[number])
+    assert done.returncode == 0, done.stderr
+    expected = [
+        "\t".join(str(value) for value in row) for row in duck.execute(QUERIES[number]).fetchall()
+    ]
+    assert done.stdout.splitlines() == expected
+
+
+def test_a_bad_query_is_an_error_and_the_connection_survives(loaded):
+    connection, _ = loaded
+    with pytest.raises(pymysql.MySQLError):
+        answer(connection, "select l_nosuchcolumn from lineitem")
+    assert answer(connection, "select count(*) from region") == [(5,)]

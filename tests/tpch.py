@@ -81,7 +81,7 @@ TABLES = {
 }
 
 ROWS_PER_INSERT = 2000  # rows of one multi-row INSERT statement
-ROWS_PER_TASK = 50_000  # rows a loading process reads from Parquet and sends in one go
+ROWS_PER_TASK = 40_000  # rows a loading process reads from Parquet and sends in one go
 
 
 def create_table(name: str) -> str:
@@ -118,9 +118,9 @@ def _literal(value) -> str:
     return str(value)
 
 
-def insert_statements(table: str, path: Path, start: int, stop: int) -> list[str]:
-    parquet = pq.ParquetFile(path)
-    rows = parquet.read().slice(start, stop - start)
+def insert_statements(table: str, path: Path, group: int, start: int, stop: int) -> list[str]:
+    """INSERTs of rows start..stop of one row group of the table's Parquet file."""
+    rows = pq.ParquetFile(path).read_row_group(group).slice(start, stop - start)
     columns = [column.to_pylist() for column in rows.columns]
     statements = []
     for begin in range(0, rows.num_rows, ROWS_PER_INSERT):
@@ -133,18 +133,31 @@ def insert_statements(table: str, path: Path, start: int, stop: int) -> list[str
     return statements
 
 
+def _tasks(path: Path) -> list[tuple[int, int, int]]:
+    """(row group, start, stop) pieces of at most ROWS_PER_TASK rows."""
+    metadata = pq.ParquetFile(path).metadata
+    tasks = []
+    for group in range(metadata.num_row_groups):
+        rows = metadata.row_group(group).num_rows
+        tasks += [
+            (group, start, min(start + ROWS_PER_TASK, rows))
+            for start in range(0, rows, ROWS_PER_TASK)
+        ]
+    return tasks
+
+
 _connection = None
 
 
 def _load_task(task: tuple) -> int:
     global _connection
-    port, database, table, path, start, stop = task
+    port, database, table, path, group, start, stop = task
     if _connection is None:
         _connection = pymysql.connect(
             host="127.0.0.1", port=port, user="root", database=database, autocommit=True
         )
     with _connection.cursor() as cursor:
-        for statement in insert_statements(table, Path(path), start, stop):
+        for statement in insert_statements(table, Path(path), group, start, stop):
             cursor.execute(statement)
     return stop - start
 
@@ -172,10 +185,7 @@ def load(
         for name in TABLES:
             path = folder / f"{name}.parquet"
             total = pq.ParquetFile(path).metadata.num_rows
-            tasks = [
-                (port, database, name, str(path), start, min(start + ROWS_PER_TASK, total))
-                for start in range(0, total, ROWS_PER_TASK)
-            ]
+            tasks = [(port, database, name, str(path), *piece) for piece in _tasks(path)]
             done = 0
             for rows in pool.imap_unordered(_load_task, tasks):
                 done += rows

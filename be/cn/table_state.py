@@ -200,7 +200,8 @@ class TableState:
             gone = ids.filter(pc.less_equal(stamps, ts))
             if len(gone):
                 visible = pc.and_(visible, pc.invert(pc.is_in(rows.column(ROW_ID), gone)))
-        rows = rows.filter(visible)
+        if not pc.all(visible).as_py():  # a filter copies every column, even keeping all rows
+            rows = rows.filter(visible)
         if schema.key_model is KeyModel.AGGREGATE and not row_ids:
             return merged(rows, schema).cast(target)
         return _projected(rows, target)

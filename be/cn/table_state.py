@@ -27,6 +27,7 @@ from be.table_schema import TableSchema
 from metadata.records import KeyModel
 
 COMBINE_PIECES = 64  # pieces of rows (or of deletes) combined into one past this many
+MIN_CHUNK_ROWS = 4096  # a kept snapshot whose chunks hold fewer rows on average is combined
 MAX_CACHED_SNAPSHOTS = 8  # of the newest state: per schema version, with and without row ids
 
 AGGREGATIONS = {  # Doris's aggregation of a value column: pyarrow's hash aggregate
@@ -153,7 +154,8 @@ class TableState:
             return self._snapshot(schema, ts, row_ids, bounds)
         snapshot = self._snapshot(schema, ts, row_ids)
         if newest:
-            snapshot = snapshot.combine_chunks()  # read again and again: one chunk reads faster
+            if _small_chunks(snapshot):  # read again and again: few chunks read faster
+                snapshot = snapshot.combine_chunks()
             with self._lock:
                 if self._changed_ts == changed_ts and len(self._newest) < MAX_CACHED_SNAPSHOTS:
                     self._newest[schema, row_ids] = snapshot
@@ -233,6 +235,13 @@ class TableState:
     def _read_tombstones(self, meta: TombstoneMeta) -> pa.Table:
         assert self.store is not None and self.cache is not None
         return self.cache.get(meta.name, lambda: read_tombstones(self.store, meta))
+
+
+def _small_chunks(rows: pa.Table) -> bool:
+    """Whether rows' chunks are small (many small commits): blocks' chunks are not, and
+    combining a large table copies it all for no faster read."""
+    chunks = max((column.num_chunks for column in rows.columns), default=0)
+    return chunks > 1 and chunks * MIN_CHUNK_ROWS > rows.num_rows
 
 
 def _concat(pieces: list[pa.Table]) -> pa.Table:

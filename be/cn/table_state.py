@@ -68,6 +68,9 @@ class TableState:
         # until the next change.
         self._changed_ts = 0
         self._newest: dict[tuple[TableSchema, bool], pa.Table] = {}
+        # Of the newest state too, column by column as queries ask for them (a scan reading a
+        # few columns of a large table decodes only those).
+        self._columns: dict[tuple[TableSchema, bool], _Columns] = {}
 
     def apply(self, change: TableChanges, commit_ts: int) -> None:
         assert change.table_id == self.table_id
@@ -77,6 +80,7 @@ class TableState:
             assert commit_ts > self._changed_ts
             self._changed_ts = commit_ts
             self._newest = {}
+            self._columns = {}
             if change.inserts is not None and change.inserts.num_rows:
                 rows = change.inserts
                 stamps = pa.array([commit_ts] * rows.num_rows, pa.int64())
@@ -137,12 +141,14 @@ class TableState:
         ts: int,
         row_ids: bool = False,
         bounds: tuple[ColumnBound, ...] = (),
+        columns: frozenset[str] | None = None,
     ) -> pa.Table:
         """The table as of ts, in schema's columns (a column added later reads as NULL); with
         row_ids, ROW_ID first (what DELETE and UPDATE name rows by). AGGREGATE KEY tables come
         merged by their keys, as Doris reads them. bounds (ColumnBound) may leave out rows
         outside them, and blocks whose min/max hold none (never on AGGREGATE KEY tables, whose
-        rows merge first): the caller still applies its whole WHERE."""
+        rows merge first): the caller still applies its whole WHERE. columns (lower-case
+        names): the columns the caller reads, if it knows; others may be left out."""
         bounded = bool(bounds) and schema.key_model is not KeyModel.AGGREGATE
         with self._lock:
             newest = ts >= self._changed_ts
@@ -152,6 +158,8 @@ class TableState:
             return within(kept, bounds) if bounded else kept
         if bounded:  # only the rows within: not kept, and cheaper than the whole table
             return self._snapshot(schema, ts, row_ids, bounds)
+        if newest and columns is not None and schema.key_model is not KeyModel.AGGREGATE:
+            return self._newest_columns(schema, row_ids, columns, changed_ts)
         snapshot = self._snapshot(schema, ts, row_ids)
         if newest:
             if _small_chunks(snapshot):  # read again and again: few chunks read faster
@@ -208,6 +216,71 @@ class TableState:
             return merged(rows, schema).cast(target)
         return _projected(rows, target)
 
+    def _newest_columns(
+        self, schema: TableSchema, row_ids: bool, wanted: frozenset[str], changed_ts: int
+    ) -> pa.Table:
+        """The newest snapshot in the wanted columns (at least one), each column decoded once
+        per change of the table and kept."""
+        target = schema.with_row_ids() if row_ids else schema.arrow()
+        fields = [
+            field for field in target if field.name == ROW_ID or field.name.lower() in wanted
+        ] or [target.field(0)]
+        with self._lock:
+            kept = self._columns.get((schema, row_ids))
+            if kept is None:
+                stored = [
+                    item.meta
+                    for item in self._objects.values()
+                    if item.serves_from <= changed_ts < item.serves_until
+                ]
+                kept = _Columns(stored, list(self._rows), list(self._delete_ids), changed_ts)
+        if kept.visible is None:
+            kept.visible = self._visible(kept)
+        for field in fields:
+            if field.name not in kept.arrays:
+                kept.arrays[field.name] = self._column(kept, field)
+        with self._lock:
+            if self._changed_ts == changed_ts and len(self._columns) < MAX_CACHED_SNAPSHOTS:
+                self._columns.setdefault((schema, row_ids), kept)
+        arrays = [kept.arrays[field.name] for field in fields]
+        return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+    def _visible(self, kept: _Columns) -> pa.ChunkedArray | bool:
+        """Which of kept's rows are not deleted (True: all of them)."""
+        delete_ids = list(kept.delete_ids)
+        for meta in self._tombstones_until(kept.ts):
+            delete_ids.append(self._read_tombstones(meta).column(ROW_ID).combine_chunks())
+        if not delete_ids:
+            return True
+        ids = self._column(kept, pa.field(ROW_ID, pa.int64()), visible=True)
+        gone = pc.is_in(ids, pa.concat_arrays(delete_ids))
+        return True if not pc.any(gone).as_py() else pc.invert(gone)
+
+    def _tombstones_until(self, ts: int) -> list[TombstoneMeta]:
+        with self._lock:
+            return [meta for meta in self._tombstones if meta.min_delete_ts <= ts]
+
+    def _column(
+        self, kept: _Columns, field: pa.Field, visible: pa.ChunkedArray | bool | None = None
+    ) -> pa.ChunkedArray:
+        """One column of kept's rows (NULL where a piece lacks it), without the deleted rows."""
+        assert self.store is not None or not kept.stored
+        chunks = []
+        for meta in kept.stored:
+            if field.name in meta.column_names:
+                piece = read_blocks(self.store, meta, [field.name]).column(0)
+                chunks += piece.cast(field.type).chunks
+            else:
+                chunks.append(pa.nulls(meta.rows, field.type))
+        for rows in kept.memory:
+            if field.name in rows.column_names:
+                chunks += rows.column(field.name).cast(field.type).chunks
+            else:
+                chunks.append(pa.nulls(rows.num_rows, field.type))
+        column = pa.chunked_array(chunks, field.type)
+        visible = kept.visible if visible is None else visible
+        return column if visible is True else column.filter(visible)
+
     def _read_object(self, meta: ObjectMeta, ranges) -> pa.Table | None:
         """The object's rows, of the blocks that may match ranges; None if none may."""
         assert self.store is not None and self.cache is not None
@@ -235,6 +308,19 @@ class TableState:
     def _read_tombstones(self, meta: TombstoneMeta) -> pa.Table:
         assert self.store is not None and self.cache is not None
         return self.cache.get(meta.name, lambda: read_tombstones(self.store, meta))
+
+
+class _Columns:
+    """The newest snapshot's pieces (objects, then rows in memory, as _snapshot orders them)
+    and the columns of it decoded so far."""
+
+    def __init__(self, stored: list[ObjectMeta], memory: list[pa.Table], delete_ids: list, ts: int):
+        self.stored = stored
+        self.memory = memory
+        self.delete_ids = delete_ids
+        self.ts = ts
+        self.visible: pa.ChunkedArray | bool | None = None
+        self.arrays: dict[str, pa.ChunkedArray] = {}
 
 
 def _small_chunks(rows: pa.Table) -> bool:

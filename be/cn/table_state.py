@@ -236,9 +236,9 @@ class TableState:
                 kept = _Columns(stored, list(self._rows), list(self._delete_ids), changed_ts)
         if kept.visible is None:
             kept.visible = self._visible(kept)
-        for field in fields:
-            if field.name not in kept.arrays:
-                kept.arrays[field.name] = self._column(kept, field)
+        missing = [field for field in fields if field.name not in kept.arrays]
+        if missing:
+            kept.arrays.update(self._read_columns(kept, missing))
         with self._lock:
             if self._changed_ts == changed_ts and len(self._columns) < MAX_CACHED_SNAPSHOTS:
                 self._columns.setdefault((schema, row_ids), kept)
@@ -252,7 +252,7 @@ class TableState:
             delete_ids.append(self._read_tombstones(meta).column(ROW_ID).combine_chunks())
         if not delete_ids:
             return True
-        ids = self._column(kept, pa.field(ROW_ID, pa.int64()), visible=True)
+        ids = self._read_columns(kept, [pa.field(ROW_ID, pa.int64())], visible=True)[ROW_ID]
         gone = pc.is_in(ids, pa.concat_arrays(delete_ids))
         return True if not pc.any(gone).as_py() else pc.invert(gone)
 
@@ -260,26 +260,33 @@ class TableState:
         with self._lock:
             return [meta for meta in self._tombstones if meta.min_delete_ts <= ts]
 
-    def _column(
-        self, kept: _Columns, field: pa.Field, visible: pa.ChunkedArray | bool | None = None
-    ) -> pa.ChunkedArray:
-        """One column of kept's rows (NULL where a piece lacks it), without the deleted rows."""
+    def _read_columns(
+        self,
+        kept: _Columns,
+        fields: list[pa.Field],
+        visible: pa.ChunkedArray | bool | None = None,
+    ) -> dict[str, pa.ChunkedArray]:
+        """Columns of kept's rows (NULL where a piece lacks one), without the deleted rows; each
+        object read once for all of them."""
         assert self.store is not None or not kept.stored
-        chunks = []
+        chunks: dict[str, list] = {field.name: [] for field in fields}
+        pieces = []
         for meta in kept.stored:
-            if field.name in meta.column_names:
-                piece = read_blocks(self.store, meta, [field.name]).column(0)
-                chunks += piece.cast(field.type).chunks
-            else:
-                chunks.append(pa.nulls(meta.rows, field.type))
-        for rows in kept.memory:
-            if field.name in rows.column_names:
-                chunks += rows.column(field.name).cast(field.type).chunks
-            else:
-                chunks.append(pa.nulls(rows.num_rows, field.type))
-        column = pa.chunked_array(chunks, field.type)
+            names = [field.name for field in fields if field.name in meta.column_names]
+            pieces.append((read_blocks(self.store, meta, names) if names else None, meta.rows))
+        pieces += [(rows, rows.num_rows) for rows in kept.memory]
+        for rows, count in pieces:
+            for field in fields:
+                if rows is not None and field.name in rows.column_names:
+                    chunks[field.name] += rows.column(field.name).cast(field.type).chunks
+                else:
+                    chunks[field.name].append(pa.nulls(count, field.type))
         visible = kept.visible if visible is None else visible
-        return column if visible is True else column.filter(visible)
+        columns = {}
+        for field in fields:
+            column = pa.chunked_array(chunks[field.name], field.type)
+            columns[field.name] = column if visible is True else column.filter(visible)
+        return columns
 
     def _read_object(self, meta: ObjectMeta, ranges) -> pa.Table | None:
         """The object's rows, of the blocks that may match ranges; None if none may."""

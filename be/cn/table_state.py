@@ -150,15 +150,19 @@ class TableState:
         rows merge first): the caller still applies its whole WHERE. columns (lower-case
         names): the columns the caller reads, if it knows; others may be left out."""
         bounded = bool(bounds) and schema.key_model is not KeyModel.AGGREGATE
+        by_columns = columns is not None and schema.key_model is not KeyModel.AGGREGATE
         with self._lock:
             newest = ts >= self._changed_ts
             kept = self._newest.get((schema, row_ids)) if newest else None
+            kept_columns = newest and (schema, row_ids) in self._columns
             changed_ts = self._changed_ts
         if kept is not None:
             return within(kept, bounds) if bounded else kept
+        if bounded and by_columns and kept_columns:  # filtered in memory: no object read
+            return within(self._newest_columns(schema, row_ids, columns, changed_ts), bounds)
         if bounded:  # only the rows within: not kept, and cheaper than the whole table
             return self._snapshot(schema, ts, row_ids, bounds)
-        if newest and columns is not None and schema.key_model is not KeyModel.AGGREGATE:
+        if newest and by_columns:
             return self._newest_columns(schema, row_ids, columns, changed_ts)
         snapshot = self._snapshot(schema, ts, row_ids)
         if newest:

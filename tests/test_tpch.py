@@ -2,6 +2,8 @@
 into Doris-style tables, the 22 queries in MySQL's dialect through PyMySQL (two also through the
 mariadb CLI), each answer equal to DuckDB's over the same Parquet files."""
 
+import datetime
+
 import pymysql
 import pytest
 
@@ -120,3 +122,21 @@ def test_scans_of_a_few_columns_see_deletes_updates_and_added_columns(loaded):
         (10, 100, "b10", None),
         (95, 0, "b95", None),
     ]
+
+
+def test_date_arithmetic_with_amounts_written_as_strings(loaded):
+    connection, _ = loaded
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "select date '1998-12-01' - interval '90' day, "
+            "date_add('2020-01-31', interval '1' month), "
+            "cast('2020-01-01 10:00:00' as datetime) + interval '2' hour"
+        )
+        assert cursor.fetchall() == (
+            (
+                datetime.date(1998, 9, 2),
+                datetime.date(2020, 2, 29),
+                datetime.datetime(2020, 1, 1, 12, 0),
+            ),
+        )
+        assert [entry[1] for entry in cursor.description][:2] == [DATE, DATE]

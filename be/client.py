@@ -118,10 +118,12 @@ class EmbeddedDataPlane:
         timeout: float,
         row_ids: bool = False,
         bounds: tuple[ColumnBound, ...] = (),
+        columns: frozenset[str] | None = None,
     ) -> pa.Table:
-        """The table at ts; bounds may leave out the rows outside them (a narrowing only)."""
+        """The table at ts; bounds may leave out the rows outside them (a narrowing only), and
+        columns (lower-case names, when given) the columns not among them."""
         self.cn.wait_for(ts, timeout)
-        return self.cn.snapshot(schema, ts, row_ids, bounds)
+        return self.cn.snapshot(schema, ts, row_ids, bounds, columns)
 
     def tablet_stats(self, schema: TableSchema) -> dict[int, tuple[int, int]]:
         """Rows and bytes per tablet id (objects, and the unflushed rows placed where a flush
@@ -311,8 +313,10 @@ class RemoteDataPlane:
         timeout: float,
         row_ids: bool = False,
         bounds: tuple[ColumnBound, ...] = (),
+        columns: frozenset[str] | None = None,
     ) -> pa.Table:
-        """The table at ts from the CN that follows it, else the next, else the TN."""
+        """The table at ts from the CN that follows it, else the next, else the TN (columns: not
+        sent to remote nodes yet, which return every column)."""
         nodes = self._nodes()
         cns = rendezvous_order(schema.table_id, [n for n in nodes if n.role is Role.CN and n.alive])
         candidates = cns + [n for n in nodes if n.role is Role.TN]

@@ -81,13 +81,18 @@ class ComputeNode:
                 )
 
     def snapshot(
-        self, schema: TableSchema, ts: int, row_ids: bool = False, bounds: tuple = ()
+        self,
+        schema: TableSchema,
+        ts: int,
+        row_ids: bool = False,
+        bounds: tuple = (),
+        columns: frozenset[str] | None = None,
     ) -> pa.Table:
         assert ts <= self._watermark, "never read above the watermark"
         table = self._tables.get(schema.table_id)
         if table is None:
             return (schema.with_row_ids() if row_ids else schema.arrow()).empty_table()
-        return table.snapshot(schema, ts, row_ids, bounds)
+        return table.snapshot(schema, ts, row_ids, bounds, columns)
 
     def table(self, table_id: int) -> TableState | None:
         return self._tables.get(table_id)

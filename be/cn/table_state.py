@@ -21,7 +21,7 @@ schema version adapted to it by column id (be/row_adapter.py)."""
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -38,6 +38,7 @@ from be.table_schema import TableSchema, column_id
 from metadata.records import KeyModel
 
 COMBINE_PIECES = 64  # pieces of rows (or of deletes) combined into one past this many
+MIN_CHUNK_ROWS = 4096  # a kept snapshot whose chunks hold fewer rows on average is combined
 MAX_CACHED_SNAPSHOTS = 8  # of the newest state: per schema version, with and without row ids
 
 AGGREGATIONS = {  # Doris's aggregation of a value column: pyarrow's hash aggregate
@@ -171,20 +172,25 @@ class TableState:
         ts: int,
         row_ids: bool = False,
         bounds: tuple[ColumnBound, ...] = (),
+        columns: frozenset[str] | None = None,
     ) -> pa.Table:
         """The table as of ts, in schema's columns (older rows adapted by column id, a column added
         later read as its default: be/row_adapter.py), of the tablets schema lists; with
         row_ids, ROW_ID first (what DELETE and UPDATE name rows by). AGGREGATE KEY tables come
         merged by their keys, as Doris reads them. bounds (ColumnBound) may leave out rows
         outside them, and blocks whose min/max hold none (never on AGGREGATE KEY tables, whose
-        rows merge first): the caller still applies its whole WHERE."""
+        rows merge first): the caller still applies its whole WHERE. columns (lower-case
+        names): the columns the caller reads, if it knows; others may be left out (objects are
+        read only in the columns given, the keys and the placement columns)."""
+        if columns is not None and schema.key_model is not KeyModel.AGGREGATE:
+            schema = _narrowed(schema, columns)
         bounded = bool(bounds) and schema.key_model is not KeyModel.AGGREGATE
         with self._lock:
             newest = ts >= self._changed_ts
             kept = self._newest.get((schema, row_ids)) if newest else None
             changed_ts = self._changed_ts
         if kept is not None:
-            if any(column.num_chunks > 1 for column in kept.columns):
+            if _small_chunks(kept):
                 # Read again, and maybe again: one chunk reads faster. Not on the first read,
                 # which a restarted CN (or a new subscription) waits for.
                 kept = kept.combine_chunks()
@@ -196,6 +202,8 @@ class TableState:
             return self._snapshot(schema, ts, row_ids, bounds)
         snapshot = self._snapshot(schema, ts, row_ids)
         if newest:
+            if _small_chunks(snapshot):  # read again and again: few chunks read faster
+                snapshot = snapshot.combine_chunks()
             with self._lock:
                 if self._changed_ts == changed_ts and len(self._newest) < MAX_CACHED_SNAPSHOTS:
                     self._newest[schema, row_ids] = snapshot
@@ -344,6 +352,32 @@ def _combined(
             placed.append(held)
     combined = [run[0] if len(run) == 1 else pa.concat_tables(run).combine_chunks() for run in runs]
     return combined, placed
+
+
+def _narrowed(schema: TableSchema, columns: frozenset[str]) -> TableSchema:
+    """schema with only the columns named, its keys and the columns that place its rows."""
+    needed = {
+        *schema.key_columns,
+        *schema.partition_columns,
+        *schema.distribution_columns,
+    }
+    kept = tuple(
+        column
+        for column in schema.columns
+        if column.name.lower() in columns or column.name in needed
+    )
+    if len(kept) == len(schema.columns):
+        return schema
+    names = {column.name for column in kept}
+    auto_increment = schema.auto_increment if schema.auto_increment in names else None
+    return replace(schema, columns=kept, auto_increment=auto_increment)
+
+
+def _small_chunks(rows: pa.Table) -> bool:
+    """Whether rows' chunks are small (many small commits): blocks' chunks are not, and
+    combining a large table copies it all for no faster read."""
+    chunks = max((column.num_chunks for column in rows.columns), default=0)
+    return chunks > 1 and chunks * MIN_CHUNK_ROWS > rows.num_rows
 
 
 def _concat(pieces: list[pa.Table]) -> pa.Table:

@@ -261,8 +261,12 @@ def _date_arithmetic(node: exp.DateAdd | exp.DateSub, time: StatementTime) -> ex
     """A date written as a string stays a date when whole days are added, as in MySQL."""
     value = node.this
     unit = (node.args.get("unit") or exp.var("DAY")).name.upper()
-    if not (_is_string(value) and _is_date_text(value.this) and unit in DATE_UNITS):
-        return _with_timestamps(node, time)
+    is_date = value.is_type(exp.DataType.Type.DATE) or (
+        _is_string(value) and _is_date_text(value.this)
+    )
+    if not (is_date and unit in DATE_UNITS):
+        node.set("this", _timestamp(value))  # the amount stays as written
+        return node
     node.set("this", exp.cast(value, exp.DataType.Type.DATE))
     return exp.cast(node, exp.DataType.Type.DATE)
 

@@ -387,8 +387,9 @@ async def run_in_engine(
             if built is None:
                 raise QueryError(1109, f"Unknown table '{name}' in information_schema")
             arrow[registered] = built.arrow()
+        data_columns = _columns_read(expression, data, of_table_data=True)
         for registered, (record, with_row_ids, bounds, as_of) in data.items():
-            arrow[registered] = read.snapshot(record, with_row_ids, bounds, as_of)
+            arrow[registered] = read.snapshot(record, with_row_ids, bounds, as_of, data_columns)
         sql = expression.sql(dialect="duckdb")
         return ("EXPLAIN " + sql if explain else sql), arrow
 
@@ -493,19 +494,33 @@ _REGISTERED_PREFIX = "quire_is_"  # an information_schema table, as the engine k
 _TABLE_PREFIX = "quire_t_"  # a table's rows at the statement's snapshot, by the table's id
 
 
-def _columns_read(expression: exp.Expression, tables) -> set[str] | None:
+def _columns_read(
+    expression: exp.Expression, tables, of_table_data: bool = False
+) -> frozenset[str] | None:
     """The names a query may read columns by (a superset); None if it may read every column:
-    `*`, NATURAL JOIN, or a table's name used as a value (DuckDB's whole row)."""
+    `*`, NATURAL JOIN, or a table's name used as a value (DuckDB's whole row). of_table_data
+    (the tables a CN scans): COUNT(*) and EXISTS (SELECT * ...) read no column, and a name
+    given to a derived column is not a table's whole row."""
     if any(join.args.get("method") for join in expression.find_all(exp.Join)):
         return None
-    if expression.find(exp.Star) is not None:
-        return None
+    for star in expression.find_all(exp.Star):
+        if not (of_table_data and _reads_no_column(star)):
+            return None
     names = {identifier.name.lower() for identifier in expression.find_all(exp.Identifier)}
     whole_rows = {table.alias_or_name.lower() for table in expression.find_all(exp.Table)}
     whole_rows.update(tables)
+    if of_table_data:  # a name a derived column is given (`n_name AS nation`) is that column
+        whole_rows -= {alias.alias.lower() for alias in expression.find_all(exp.Alias)}
     if any(column.name.lower() in whole_rows for column in expression.find_all(exp.Column)):
         return None
-    return names
+    return frozenset(names)
+
+
+def _reads_no_column(star: exp.Star) -> bool:
+    if isinstance(star.parent, exp.Count):
+        return True
+    select = star.parent
+    return isinstance(select, exp.Select) and isinstance(select.parent, exp.Exists)
 
 
 def _common_table_references(expression: exp.Expression) -> set[int]:

@@ -102,14 +102,18 @@ class TableReader:
         row_ids: bool = False,
         bounds: tuple[ColumnBound, ...] = (),
         ts: int | None = None,
+        columns: frozenset[str] | None = None,
     ) -> pa.Table:
         """bounds: rows outside them may be left out (the statement filters them anyway); ts: a
-        time-travel read of this table (no own writes in it)."""
+        time-travel read of this table (no own writes in it); columns: the lower-case names the
+        statement may read columns by, if known (others may be left out)."""
         schema = TableSchema.of(table)
         if ts is not None:
             return self._read(schema, row_ids, bounds, ts)
         own = self.transaction is not None and table.id in self.transaction.writes
-        rows = self._read(schema, row_ids or own, bounds)
+        if own:
+            columns = None
+        rows = self._read(schema, row_ids or own, bounds, columns=columns)
         return self.transaction.seen(schema, rows, row_ids) if own else rows
 
     def _read(
@@ -118,10 +122,12 @@ class TableReader:
         row_ids: bool,
         bounds: tuple[ColumnBound, ...] = (),
         ts: int | None = None,
+        columns: frozenset[str] | None = None,
     ) -> pa.Table:
         at = self.ts if ts is None else ts
+        plane = data_plane(self.session)
         try:
-            return data_plane(self.session).snapshot(schema, at, READ_WAIT_SECONDS, row_ids, bounds)
+            return plane.snapshot(schema, at, READ_WAIT_SECONDS, row_ids, bounds, columns)
         except WatermarkTimeout as error:
             raise QueryError(
                 ErrorCode.UNKNOWN_ERROR, f"Reading table data timed out: {error}"

@@ -1,0 +1,158 @@
+"""TPC-H through the MySQL front: the 22 queries on `quire up`, beside DuckDB reading the same
+Parquet directly (the limit for this engine), answers compared.
+
+Run by hand from the repository root:
+
+    python tests/bench/bench_tpch.py [--scale 1] [--connections 4] [--runs 3]
+        [--workdir DIR] [--profile FILE]
+
+The data comes from tpchgen-cli (Parquet, kept in <workdir>/data-<scale>). The benchmark starts a
+`quire up` over <workdir>/quire-<scale>, creates the eight tables (Doris DDL, DUPLICATE KEY) and
+loads them through batched multi-row INSERTs from --connections processes, unless that folder
+already holds a loaded copy (then it only restarts Quire over it). Then each query runs on Quire
+through PyMySQL and on DuckDB over the Parquet files, --runs times each (the first run, which
+builds Quire's snapshots of the tables it reads, and the best are shown), and the answers are
+compared (rows in order, decimals exactly, floats to 1e-9 relative). The last lines are the
+total-time ratios DuckDB / Quire. With --profile FILE Quire runs the queries under cProfile
+(see bench_sysbench.py); the load is not profiled. Both sides run a query on as many DuckDB
+threads as the machine has cores (Quire's query_engine_threads).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests import tpch  # noqa: E402
+from tests.bench.bench_sysbench import ProfiledQuire  # noqa: E402
+from tests.harness import QuireProcess  # noqa: E402
+
+DATABASE = "tpch"
+LOADED_MARK = "loaded"  # written in Quire's folder once every table is in
+THREADS = os.cpu_count() or 1  # DuckDB threads of a query, on both sides
+EDIT_LOG_PORT = "edit_log_port"  # the journal's members are named by it: a restart keeps it
+
+
+def timed(run, runs: int) -> tuple[float, float, list]:
+    """The first run's time, the best of all runs' and the answer."""
+    times = []
+    answer = None
+    for _ in range(runs):
+        started = time.perf_counter()
+        answer = run()
+        times.append(time.perf_counter() - started)
+    return times[0], min(times), answer
+
+
+def start_quire(folder: Path, profile: Path | None = None) -> QuireProcess:
+    overrides = {"max_waiting_long_statements": 16, "query_engine_threads": THREADS}
+    kept = folder / EDIT_LOG_PORT
+    if kept.exists():
+        overrides["edit_log_port"] = int(kept.read_text())
+    if profile is not None:
+        return ProfiledQuire(folder, profile.resolve(), overrides).start()
+    return QuireProcess(folder, overrides).start()
+
+
+def load_once(folder: Path, data: Path, connections: int) -> None:
+    if (folder / LOADED_MARK).exists():
+        return
+    quire = start_quire(folder)
+    (folder / EDIT_LOG_PORT).write_text(f"{quire.overrides['edit_log_port']}\n")
+    try:
+        last = [0.0]
+
+        def progress(table: str, done: int, total: int, seconds: float) -> None:
+            if done == total or seconds - last[0] > 5:
+                last[0] = seconds
+                print(f"  load {table}: {done}/{total} rows, {seconds:.0f} s", flush=True)
+
+        started = time.monotonic()
+        counts = tpch.load(quire.query_port, DATABASE, data, connections, progress)
+        seconds = time.monotonic() - started
+        rows = sum(counts.values())
+        print(f"loaded {rows} rows in {seconds:.1f} s ({rows / seconds:,.0f} rows/s)")
+        connection = quire.connect(database=DATABASE)
+        with connection.cursor() as cursor:
+            for table, count in counts.items():
+                cursor.execute(f"SELECT COUNT(*) FROM {table}")
+                assert cursor.fetchone()[0] == count, table
+        connection.close()
+        (folder / LOADED_MARK).write_text("yes\n")
+    finally:
+        quire.stop()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--connections", type=int, default=4)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--workdir", type=Path)
+    parser.add_argument("--profile", type=Path)
+    parser.add_argument("--queries", help="comma-separated query numbers (default: all 22)")
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench_tpch_") as scratch:
+        workdir = options.workdir or Path(scratch)
+        data = tpch.generate(workdir / f"data-{options.scale:g}", options.scale)
+        folder = workdir / f"quire-{options.scale:g}"
+        load_once(folder, data, options.connections)
+        quire = start_quire(folder, options.profile)
+        try:
+            return compare(quire, data, options)
+        finally:
+            quire.stop()
+
+
+def compare(quire: QuireProcess, data: Path, options: argparse.Namespace) -> int:
+    texts = tpch.queries(options.scale)
+    numbers = sorted(texts)
+    if options.queries:
+        numbers = [int(number) for number in options.queries.split(",")]
+    connection = quire.connect(database=DATABASE, read_timeout=3600)
+    duck = tpch.duckdb_over_parquet(data, THREADS)
+    totals = [0.0, 0.0, 0.0, 0.0]  # Quire first, Quire best, DuckDB first, DuckDB best
+    failed = []
+    print(f"{'query':>5} {'quire 1st':>9} {'quire':>9} {'duck 1st':>9} {'duckdb':>9} {'ratio':>6}")
+    for number in numbers:
+        sql = texts[number]
+
+        def on_quire(sql=sql):
+            with connection.cursor() as cursor:
+                cursor.execute(sql)
+                return list(cursor.fetchall())
+
+        try:
+            *quire_times, ours = timed(on_quire, options.runs)
+        except Exception as error:  # a failed query is reported, the others still run
+            print(f"Q{number:<4} failed on Quire: {error}")
+            failed.append(number)
+            continue
+        *duck_times, theirs = timed(lambda sql=sql: duck.execute(sql).fetchall(), options.runs)
+        found = tpch.differences(ours, theirs)
+        if found:
+            failed.append(number)
+        times = [*quire_times, *duck_times]
+        totals = [total + time for total, time in zip(totals, times, strict=True)]
+        print(
+            f"Q{number:<4} {times[0]:9.3f} {times[1]:9.3f} {times[2]:9.3f} {times[3]:9.3f} "
+            f"{times[3] / times[1]:6.2f}  {'same' if not found else '; '.join(found)}",
+            flush=True,
+        )
+    connection.close()
+    print(f"total {totals[0]:9.3f} {totals[1]:9.3f} {totals[2]:9.3f} {totals[3]:9.3f}")
+    print(f"DuckDB / Quire total time, best of {options.runs}: {totals[3] / totals[1]:.2f}")
+    print(f"DuckDB / Quire total time, first runs: {totals[2] / totals[0]:.2f} (target >= 0.5)")
+    if failed:
+        print(f"wrong or failed: {', '.join(f'Q{number}' for number in failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -119,6 +119,14 @@ class EmbeddedDataPlane:
         self.cn.wait_for(ts, timeout)
         return self.cn.snapshot(schema, ts, row_ids, bounds)
 
+    def indexed_snapshot(
+        self, schema: TableSchema, ts: int, row_ids: bool, bounds: tuple[ColumnBound, ...]
+    ) -> pa.Table | None:
+        """snapshot() if the CN has it at once (no wait, no object to read); else None."""
+        if ts > self.cn.watermark:
+            return None
+        return self.cn.indexed_snapshot(schema, ts, row_ids, bounds)
+
     def tablet_stats(self, schema: TableSchema) -> dict[int, tuple[int, int]]:
         """Rows and bytes per tablet id (objects, and the unflushed rows placed where a flush
         would put them); tablets without data are left out."""
@@ -285,6 +293,12 @@ class RemoteDataPlane:
     def tablet_stats(self, schema: TableSchema) -> dict[int, tuple[int, int]]:
         """Not asked of the TN yet: a `quire fe` shows no rows and bytes per tablet."""
         return {}
+
+    def indexed_snapshot(
+        self, schema: TableSchema, ts: int, row_ids: bool, bounds: tuple[ColumnBound, ...]
+    ) -> pa.Table | None:
+        """Every read of a remote node is a round trip: none is at hand (snapshot() reads)."""
+        return None
 
     def snapshot(
         self,

@@ -38,7 +38,7 @@ from fe.mysql.prepared import sql_literal, time_text
 from fe.sql import statements as st
 from fe.sql.literal_insert import NUMBER, literal_insert
 from fe.sql.parser import QUERY_STARTS, ParseError, parse_tokens, parse_with_sqlglot, tokenize
-from fe.statements import queries
+from fe.statements import plain_reads, queries
 
 LITERAL_TOKENS = (TokenType.NUMBER, TokenType.STRING)
 SENTINEL = "\x00quire-literal-"
@@ -98,6 +98,7 @@ class Prepared:
     statement: object = None
     template: exp.Expression | None = None
     tokens: tuple[Token, ...] = ()
+    read: plain_reads.PreparedRead | None = None  # a point or range read by its parameters
 
     @property
     def parameters(self) -> int:
@@ -185,7 +186,10 @@ class StatementCache:
         if is_query:
             marked = _marked_template(tokens, sql, _is_parameter, PARAMETER)
             if marked is not None and isinstance(marked[0], exp.Select | exp.Union):
-                return Prepared(sql, markers, is_query, template=marked[0])
+                read = plain_reads.prepared_read(
+                    marked[0], lambda node: _marker_index(node, PARAMETER)
+                )
+                return Prepared(sql, markers, is_query, template=marked[0], read=read)
         prepared = Prepared(sql, markers, is_query, tokens=tuple(tokens))
         try:
             statement = bind(prepared, [f"{PARAMETER}{i}" for i in range(len(markers))])

@@ -74,6 +74,14 @@ class ComputeNode:
             return (schema.with_row_ids() if row_ids else schema.arrow()).empty_table()
         return table.snapshot(schema, ts, row_ids, bounds)
 
+    def indexed_snapshot(
+        self, schema: TableSchema, ts: int, row_ids: bool, bounds: tuple
+    ) -> pa.Table | None:
+        """snapshot() from the table's key index, if it answers at once; else None."""
+        assert ts <= self._watermark, "never read above the watermark"
+        table = self._tables.get(schema.table_id)
+        return None if table is None else table.indexed_snapshot(schema, ts, row_ids, bounds)
+
     def table(self, table_id: int) -> TableState | None:
         return self._tables.get(table_id)
 

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from be.cn.bounds import ColumnBound, within
+from be.cn.key_index import KeyIndex
 from be.cn.object_cache import ObjectCache
 from be.logtail.entries import COMMIT_TS, ROW_ID, TableChanges
 from be.storage.blocks import ObjectMeta, prune, read_blocks
@@ -28,6 +29,7 @@ from metadata.records import KeyModel
 
 COMBINE_PIECES = 64  # pieces of rows (or of deletes) combined into one past this many
 MAX_CACHED_SNAPSHOTS = 8  # of the newest state: per schema version, with and without row ids
+MAX_INDEXED_ROWS = 2_000_000  # a table with more rows is read without a key index
 
 AGGREGATIONS = {  # Doris's aggregation of a value column: pyarrow's hash aggregate
     "SUM": "sum",
@@ -50,11 +52,16 @@ class _Stored:
 
 class TableState:
     def __init__(
-        self, table_id: int, store: ObjectStore | None = None, cache: ObjectCache | None = None
+        self,
+        table_id: int,
+        store: ObjectStore | None = None,
+        cache: ObjectCache | None = None,
+        max_indexed_rows: int = MAX_INDEXED_ROWS,
     ):
         self.table_id = table_id
         self.store = store
         self.cache = cache
+        self.max_indexed_rows = max_indexed_rows
         self._objects: dict[str, _Stored] = {}
         self._tombstones: list[TombstoneMeta] = []
         self._lock = threading.Lock()
@@ -67,6 +74,9 @@ class TableState:
         # until the next change.
         self._changed_ts = 0
         self._newest: dict[tuple[TableSchema, bool], pa.Table] = {}
+        # Point and range reads by the first key column: made by the first such read.
+        self._index: KeyIndex | None = None
+        self._removed_ts = 0  # the last merge: objects it replaced served snapshots before it
 
     def apply(self, change: TableChanges, commit_ts: int) -> None:
         assert change.table_id == self.table_id
@@ -81,6 +91,8 @@ class TableState:
                 stamps = pa.array([commit_ts] * rows.num_rows, pa.int64())
                 rows = rows.add_column(1, pa.field(COMMIT_TS, pa.int64(), False), stamps)
                 self._rows.append(rows)
+                if self._index is not None:
+                    self._index.add_rows(rows)
                 self.row_count += rows.num_rows
                 self.nbytes += rows.nbytes
                 if len(self._rows) > COMBINE_PIECES:
@@ -88,6 +100,8 @@ class TableState:
             if change.deletes is not None and change.deletes.num_rows:
                 ids = change.deletes.column(ROW_ID).combine_chunks()
                 self._delete_ids.append(ids)
+                if self._index is not None:
+                    self._index.add_deletes(ids.to_pylist(), commit_ts)
                 self._delete_ts.append(pa.array([commit_ts] * len(ids), pa.int64()))
                 self.nbytes += ids.nbytes * 2
                 if len(self._delete_ids) > COMBINE_PIECES:
@@ -102,6 +116,10 @@ class TableState:
                 if stored is not None:
                     self._objects[name] = _Stored(stored.meta, stored.serves_from, commit_ts)
             serves_from = commit_ts if change.objects_removed else 0
+            if change.objects_removed:
+                self._removed_ts = commit_ts
+            elif change.objects_added and not change.flushed_ts:
+                self._index = None  # rows that never were in memory: the index is made again
             for meta in change.objects_added:
                 self._objects[meta.name] = _Stored(meta, serves_from)
             self._tombstones.extend(change.tombstones_added)
@@ -143,6 +161,10 @@ class TableState:
         outside them, and blocks whose min/max hold none (never on AGGREGATE KEY tables, whose
         rows merge first): the caller still applies its whole WHERE."""
         bounded = bool(bounds) and schema.key_model is not KeyModel.AGGREGATE
+        if bounded:
+            found = self._indexed(schema, ts, row_ids, bounds, may_wait=True)
+            if found is not None:
+                return found
         with self._lock:
             newest = ts >= self._changed_ts
             kept = self._newest.get((schema, row_ids)) if newest else None
@@ -158,6 +180,78 @@ class TableState:
                 if self._changed_ts == changed_ts and len(self._newest) < MAX_CACHED_SNAPSHOTS:
                     self._newest[schema, row_ids] = snapshot
         return snapshot
+
+    def indexed_snapshot(
+        self, schema: TableSchema, ts: int, row_ids: bool, bounds: tuple[ColumnBound, ...]
+    ) -> pa.Table | None:
+        """snapshot(), if the key index answers it at once (no object to read, no fold to do):
+        then exactly the rows within bounds; else None."""
+        if not bounds or schema.key_model is KeyModel.AGGREGATE:
+            return None
+        return self._indexed(schema, ts, row_ids, bounds, may_wait=False)
+
+    def _indexed(
+        self,
+        schema: TableSchema,
+        ts: int,
+        row_ids: bool,
+        bounds: tuple[ColumnBound, ...],
+        may_wait: bool,
+    ) -> pa.Table | None:
+        """The rows within the bound on the first key column, from the key index (made now if
+        may_wait); None if there is no such bound or the index cannot answer."""
+        if not schema.key_columns:
+            return None
+        column = schema.key_columns[0]
+        bound = next((bound for bound in bounds if bound.column == column), None)
+        key_type = next(item.type for item in schema.columns if item.name == column)
+        if bound is None or not pa.types.is_integer(key_type):
+            return None
+        index = self._index
+        if index is None:
+            if not may_wait:
+                return None
+            index = self._make_index(column)
+        if index is None or index.column != column or ts < index.valid_from:
+            return None
+        rows = index.within(bound.low, bound.high, ts, may_fold=may_wait)
+        if rows is None:
+            return None
+        others = tuple(other for other in bounds if other is not bound)
+        if others:
+            rows = within(rows, others)
+        target = _target(schema, row_ids)
+        try:
+            chosen = rows.select(target.names)
+        except KeyError:  # a column added since some of these rows were written
+            return _projected(rows, target)
+        return chosen if chosen.schema.equals(target) else _projected(chosen, target)
+
+    def _make_index(self, column: str) -> KeyIndex | None:
+        with self._lock:
+            if self._index is not None or self.row_count > self.max_indexed_rows:
+                return self._index
+            index = self._index = KeyIndex(column, self._removed_ts, self.max_indexed_rows)
+            pieces = list(self._rows)
+            delete_ids = list(self._delete_ids)
+            delete_ts = list(self._delete_ts)
+            stored = [item.meta for item in self._objects.values() if item.serves_until == FOREVER]
+            tombstones = list(self._tombstones)
+        read = False
+        try:
+            pieces = [self._read_object(meta, None) for meta in stored] + pieces
+            for meta in tombstones:
+                table = self._read_tombstones(meta)
+                delete_ids.append(table.column(ROW_ID).combine_chunks())
+                delete_ts.append(table.column(DELETE_TS).combine_chunks())
+            read = True
+        finally:
+            if not read:  # the next read tries again
+                with self._lock:
+                    if self._index is index:
+                        self._index = None
+        index.build(pieces, delete_ids, delete_ts)
+        return index
 
     def _snapshot(
         self,
@@ -240,7 +334,31 @@ def _concat(pieces: list[pa.Table]) -> pa.Table:
     return pa.concat_tables(pieces, promote_options="permissive")
 
 
+MAX_KEPT_TARGETS = 1024  # Arrow schemas of TableSchemas kept; past it all are let go
+_TARGETS: dict[tuple[int, bool], tuple[TableSchema, pa.Schema]] = {}
+
+
+def _target(schema: TableSchema, row_ids: bool) -> pa.Schema:
+    """schema as Arrow (ROW_ID first with row_ids), kept per TableSchema object."""
+    kept = _TARGETS.get((id(schema), row_ids))
+    if kept is not None and kept[0] is schema:
+        return kept[1]
+    target = schema.with_row_ids() if row_ids else schema.arrow()
+    if len(_TARGETS) >= MAX_KEPT_TARGETS:
+        _TARGETS.clear()
+    _TARGETS[id(schema), row_ids] = (schema, target)
+    return target
+
+
 def _projected(rows: pa.Table, target: pa.Schema) -> pa.Table:
+    schema = rows.schema
+    if all(
+        field.name in schema.names and schema.field(field.name).type == field.type
+        for field in target
+    ):  # the common case, without a cast per column
+        return pa.Table.from_arrays(
+            [rows.column(field.name) for field in target], schema=target.with_metadata(None)
+        )
     arrays = []
     for field in target:
         if field.name in rows.column_names:

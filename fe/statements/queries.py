@@ -18,6 +18,7 @@ from sqlglot.optimizer.scope import traverse_scope
 from sqlglot.tokens import Token, TokenType
 
 from be import engine
+from be.cn.bounds import ColumnBound
 from fe.client_errors import engine_error
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.results import EncodedAnswers, Result, column
@@ -32,6 +33,7 @@ from fe.statements import (
 )
 from fe.statements.information_schema import INFORMATION_SCHEMA
 from fe.variables import SCHEMA
+from metadata.types import INTEGER_BITS
 
 SESSION_FUNCTIONS = {
     "DATABASE": lambda session: session.database,
@@ -410,6 +412,11 @@ async def run_in_engine(
         and not any(isinstance(p, exp.Star) for p in plan.expression.expressions)
     ):
         names = list(plan.names)
+    return _answer_result(names, answer)
+
+
+def _answer_result(names: list[str], answer: engine.Answer) -> Result:
+    """The engine's answer as MySQL's result, its columns named names."""
     rows = answer.rows
     columns = []
     for position, (name, (_, duck_type)) in enumerate(zip(names, answer.columns, strict=True)):
@@ -418,6 +425,36 @@ async def run_in_engine(
             sql_type = f"DATETIME({_fractional_digits(rows, position)})"
         columns.append(column(name, sql_type))
     return Result(columns=columns, rows=rows)
+
+
+async def run_prepared_read(session, read: plain_reads.PreparedRead, values: list):
+    """A prepared point or range read answered from the data plane's key index, on the loop
+    (no engine, no tree); None when it cannot be (the statement then runs as any other)."""
+    bounds = read.bounds(values)
+    if bounds is None:
+        return None
+    try:
+        mysql_functions.StatementTime.of(session)
+    except mysql_functions.UnknownTimeZone as error:
+        raise QueryError(1298, f"Unknown or incorrect time zone: '{error}'") from None
+    db = read.db or session.database or ""
+    if db.lower() == INFORMATION_SCHEMA:
+        return None
+    reader = table_data.TableReader(session)
+    record = reader.table(db, read.table)
+    exact = []
+    for bound in bounds:
+        column = record.column(bound.column)
+        if column is None or column.type.base not in INTEGER_BITS or column.type.base == "LARGEINT":
+            return None
+        exact.append(ColumnBound(column.name, bound.low, bound.high))
+    rows = reader.indexed(record, tuple(exact))
+    if rows is None:
+        return None
+    answer = plain_reads.answer(rows, list(read.columns), ())  # rows are within the bounds
+    if answer is None:
+        return None
+    return _answer_result(list(read.columns), answer)
 
 
 def _fractional_digits(rows, position: int) -> int:

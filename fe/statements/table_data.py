@@ -109,6 +109,20 @@ class TableReader:
         rows = self._read(schema, row_ids or own, bounds)
         return self.transaction.seen(schema, rows, row_ids) if own else rows
 
+    def indexed(self, table: Table, bounds: tuple[ColumnBound, ...]) -> pa.Table | None:
+        """snapshot(table, bounds=bounds) if the data plane has it at hand (no wait, no object to
+        read, no own writes of this transaction to add); else None."""
+        if self.transaction is not None and table.id in self.transaction.writes:
+            return None
+        if self.read_ts:
+            return None
+        try:
+            return data_plane(self.session).indexed_snapshot(
+                TableSchema.of(table), self.ts, False, bounds
+            )
+        except ServiceError as error:
+            raise unavailable(error) from None
+
     def _read(
         self,
         schema: TableSchema,

@@ -187,7 +187,7 @@ class StatementCache:
             marked = _marked_template(tokens, sql, _is_parameter, PARAMETER)
             if marked is not None and isinstance(marked[0], exp.Select | exp.Union):
                 read = plain_reads.prepared_read(
-                    marked[0], lambda node: _marker_index(node, PARAMETER)
+                    marked[0], lambda node: _marker_index(node, PARAMETER), queries.projection_name
                 )
                 return Prepared(sql, markers, is_query, template=marked[0], read=read)
         prepared = Prepared(sql, markers, is_query, tokens=tuple(tokens))

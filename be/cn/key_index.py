@@ -7,9 +7,10 @@ moves rows into objects, a merge rewrites objects: neither changes what a snapsh
 at ts takes the rows within the bounds and keeps those committed at or before ts and not deleted at
 or before ts.
 
-Rows are in a base sorted by the key, found by binary search, and a tail of the pieces committed
-since, found through a dict by key; deletes likewise (a sorted base of row ids, a dict tail). The
-tail is folded into the base once it outgrows a share of it, so a fold costs little per row."""
+Rows are in a base sorted by the key, found by binary search, each with the timestamp it was
+deleted at (if it was when the base was made), and a tail of the pieces committed since, found
+through a dict by key; deletes since are in a dict by row id. The tail is folded into the base
+once it outgrows a share of it, so a fold costs little per row."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ MIN_TAIL_ROWS = 256  # the tail is folded past this many rows (or deletes) ...
 TAIL_SHARE = 16  # ... or past 1/TAIL_SHARE of the base, whichever is more
 MAX_TAIL_ROWS = 65_536  # ... and always past this many
 MAX_PROBED_KEYS = 1024  # a range of more keys scans the tail instead of probing it key by key
+DELETED_AT = "__QUIRE_DELETED_AT"  # a base row's delete timestamp (NULL: not deleted)
 
 
 class KeyIndex:
@@ -46,9 +48,7 @@ class KeyIndex:
         self._tail: dict[int, list[tuple[pa.Table, int]]] = {}
         self._tail_pieces = 0  # of _pieces, those in _tail
         self._tail_rows = 0
-        self._deleted_ids = array("q")  # sorted
-        self._deleted_ts = array("q")
-        self._deleted_tail: dict[int, int] = {}
+        self._deleted_tail: dict[int, int] = {}  # row id -> delete ts, since the base
         self._folding = False
         self.rows = 0
 
@@ -76,22 +76,23 @@ class KeyIndex:
             if self.rows > self.max_rows:
                 self._give_up()
                 return
+        deleted = (
+            (pa.concat_arrays(delete_ids), pa.concat_arrays(delete_ts)) if delete_ids else None
+        )
         try:
-            base, keys = self._sorted(pieces)
+            base, keys = self._sorted(pieces, deleted)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, _Unindexable):
             with self._lock:
                 self._give_up()
             return
-        ids, stamps = _sorted_deletes(delete_ids, delete_ts, {})
         with self._lock:
             self._base, self._base_keys = base, keys
-            self._deleted_ids, self._deleted_ts = ids, stamps
             self.ready = not self.broken
 
     def _give_up(self) -> None:
         self.broken = True
         self._base, self._base_keys, self._pieces, self._tail = None, array("q"), [], {}
-        self._deleted_ids, self._deleted_ts, self._deleted_tail = array("q"), array("q"), {}
+        self._deleted_tail = {}
 
     # -- read --------------------------------------------------------------------------------
 
@@ -126,12 +127,22 @@ class KeyIndex:
             if not found:
                 return None if self._base is None else self._base.slice(0, 0)
             rows = _concat(found)
-            row_ids = rows.column(ROW_ID).to_pylist()
             stamps = rows.column(COMMIT_TS).to_pylist()
-            visible = [
-                stamp <= ts and not self._deleted_by(row_id, ts)
-                for row_id, stamp in zip(row_ids, stamps, strict=True)
-            ]
+            gone = (
+                rows.column(DELETED_AT).to_pylist()
+                if DELETED_AT in rows.column_names
+                else [None] * len(stamps)
+            )
+            later = self._deleted_tail
+            if later:
+                for at, row_id in enumerate(rows.column(ROW_ID).to_pylist()):
+                    deleted = later.get(row_id)
+                    if deleted is not None:
+                        gone[at] = deleted
+        visible = [
+            stamp <= ts and (deleted is None or deleted > ts)
+            for stamp, deleted in zip(stamps, gone, strict=True)
+        ]
         if all(visible):
             return rows
         return rows.filter(pa.array(visible, pa.bool_()))
@@ -153,15 +164,6 @@ class KeyIndex:
             if (low is None or key >= low) and (high is None or key <= high)
             for place in places
         ]
-
-    def _deleted_by(self, row_id: int, ts: int) -> bool:
-        stamp = self._deleted_tail.get(row_id)
-        if stamp is None:
-            at = bisect.bisect_left(self._deleted_ids, row_id)
-            if at == len(self._deleted_ids) or self._deleted_ids[at] != row_id:
-                return False
-            stamp = self._deleted_ts[at]
-        return stamp <= ts
 
     def _index_tail(self) -> None:
         for piece in self._pieces[self._tail_pieces :]:
@@ -186,32 +188,37 @@ class KeyIndex:
             self._folding = True
             base, pieces = self._base, list(self._pieces)
             deleted = dict(self._deleted_tail)
-            deleted_ids, deleted_ts = self._deleted_ids, self._deleted_ts
         try:
+            later = (
+                pa.array(list(deleted), pa.int64()),
+                pa.array(list(deleted.values()), pa.int64()),
+            )
             try:
-                sorted_base, keys = self._sorted(([base] if base is not None else []) + pieces)
+                sorted_base, keys = self._sorted(
+                    ([base] if base is not None else []) + pieces, later
+                )
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, _Unindexable):
                 with self._lock:
                     self._give_up()
                 return
-            ids, stamps = _sorted_deletes(
-                [pa.array(deleted_ids, pa.int64())], [pa.array(deleted_ts, pa.int64())], deleted
-            )
             with self._lock:
                 if self.broken:
                     return
                 self._base, self._base_keys = sorted_base, keys
                 self._pieces = self._pieces[len(pieces) :]
                 self._tail, self._tail_pieces, self._tail_rows = {}, 0, 0
-                self._deleted_ids, self._deleted_ts = ids, stamps
-                for row_id in deleted:
-                    if self._deleted_tail.get(row_id) == deleted[row_id]:
+                for row_id, stamp in deleted.items():
+                    if self._deleted_tail.get(row_id) == stamp:
                         del self._deleted_tail[row_id]
         finally:
             with self._lock:
                 self._folding = False
 
-    def _sorted(self, pieces: list[pa.Table]) -> tuple[pa.Table | None, array]:
+    def _sorted(
+        self, pieces: list[pa.Table], deleted: tuple[pa.Array, pa.Array] | None
+    ) -> tuple[pa.Table | None, array]:
+        """pieces as one table sorted by the key (rows without a key left out), each row's
+        DELETED_AT its own or deleted's (row ids, delete timestamps)."""
         pieces = [piece for piece in pieces if piece.num_rows]
         if not pieces:
             return None, array("q")
@@ -219,6 +226,18 @@ class KeyIndex:
             _check_indexable(piece, self.column)
         rows = _concat(pieces)
         rows = rows.filter(pc.is_valid(rows.column(self.column)))
+        stamps = (
+            rows.column(DELETED_AT)
+            if DELETED_AT in rows.column_names
+            else pa.nulls(rows.num_rows, pa.int64())
+        )
+        if deleted is not None and len(deleted[0]):
+            ids, at = deleted
+            found = pc.index_in(rows.column(ROW_ID), value_set=ids)
+            stamps = pc.if_else(pc.is_valid(found), pc.take(at, found), stamps)
+        if DELETED_AT in rows.column_names:
+            rows = rows.drop_columns([DELETED_AT])
+        rows = rows.append_column(pa.field(DELETED_AT, pa.int64()), stamps)
         rows = rows.take(pc.sort_indices(rows, [(self.column, "ascending")])).combine_chunks()
         return rows, array("q", rows.column(self.column).to_pylist())
 
@@ -237,16 +256,6 @@ def _check_indexable(piece: pa.Table, column: str) -> None:
 def _keys(piece: pa.Table, column: str) -> list:
     _check_indexable(piece, column)
     return piece.column(column).to_pylist()
-
-
-def _sorted_deletes(
-    ids: list[pa.Array], stamps: list[pa.Array], more: dict[int, int]
-) -> tuple[array, array]:
-    ids = [*ids, pa.array(list(more), pa.int64())]
-    stamps = [*stamps, pa.array(list(more.values()), pa.int64())]
-    table = pa.table({"id": pa.concat_arrays(ids), "ts": pa.concat_arrays(stamps)})
-    table = table.take(pc.sort_indices(table, [("id", "ascending")]))
-    return array("q", table.column("id").to_pylist()), array("q", table.column("ts").to_pylist())
 
 
 def _concat(pieces: list[pa.Table]) -> pa.Table:

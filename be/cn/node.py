@@ -47,7 +47,10 @@ class ComputeNode:
             table = self._tables.get(change.table_id)
             if table is None:
                 table = self._tables.setdefault(
-                    change.table_id, TableState(change.table_id, self.store, self.cache)
+                    change.table_id,
+                    TableState(
+                        change.table_id, self.store, self.cache, self.limits.key_index_max_rows
+                    ),
                 )
             table.apply(change, commit.commit_ts)
 

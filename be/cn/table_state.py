@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from be.cn.bounds import ColumnBound, within
 from be.cn.key_index import KeyIndex
+from be.cn.limits import ComputeLimits
 from be.cn.object_cache import ObjectCache
 from be.logtail.entries import COMMIT_TS, ROW_ID, TableChanges
 from be.storage.blocks import ObjectMeta, prune, read_blocks
@@ -29,7 +30,6 @@ from metadata.records import KeyModel
 
 COMBINE_PIECES = 64  # pieces of rows (or of deletes) combined into one past this many
 MAX_CACHED_SNAPSHOTS = 8  # of the newest state: per schema version, with and without row ids
-MAX_INDEXED_ROWS = 2_000_000  # a table with more rows is read without a key index
 
 AGGREGATIONS = {  # Doris's aggregation of a value column: pyarrow's hash aggregate
     "SUM": "sum",
@@ -56,7 +56,7 @@ class TableState:
         table_id: int,
         store: ObjectStore | None = None,
         cache: ObjectCache | None = None,
-        max_indexed_rows: int = MAX_INDEXED_ROWS,
+        max_indexed_rows: int = ComputeLimits.key_index_max_rows,
     ):
         self.table_id = table_id
         self.store = store
@@ -229,7 +229,7 @@ class TableState:
 
     def _make_index(self, column: str) -> KeyIndex | None:
         with self._lock:
-            if self._index is not None or self.row_count > self.max_indexed_rows:
+            if self._index is not None or self.row_count >= self.max_indexed_rows:
                 return self._index
             index = self._index = KeyIndex(column, self._removed_ts, self.max_indexed_rows)
             pieces = list(self._rows)

@@ -337,6 +337,10 @@ async def run_in_engine(
     except mysql_functions.UnknownTimeZone as error:
         raise QueryError(1298, f"Unknown or incorrect time zone: '{error}'") from None
     read = read or table_data.TableReader(session)
+    if not explain:
+        answered = _plain_at_hand(session, plan, read, row_ids_of)
+        if answered is not None:
+            return answered
 
     def prepare() -> tuple[str, dict[str, pa.Table]]:
         """On the engine's worker: a long query's copy, checks and SQL take no time of the loop."""
@@ -427,6 +431,42 @@ def _answer_result(names: list[str], answer: engine.Answer) -> Result:
     return Result(columns=columns, rows=rows)
 
 
+def _plain_at_hand(
+    session, plan: SelectPlan, read: table_data.TableReader, row_ids_of: str | None
+) -> Result | None:
+    """A plain read bounded on the key (`SELECT c FROM t WHERE id = 5`, the rows a DELETE or an
+    UPDATE by key names) answered on the loop when the data plane has its rows at hand; None
+    otherwise (the engine's worker runs it)."""
+    expression = plan.expression
+    if plan.lists or not isinstance(expression, exp.Select):
+        return None
+    source = expression.args.get("from_")
+    table = source.this if source is not None else None
+    if not isinstance(table, exp.Table) or table.catalog or table.args.get("version"):
+        return None
+    shape = plain_reads.shape_of(expression, table)
+    db = table.db or session.database or ""
+    if (
+        shape is None
+        or db.lower() == INFORMATION_SCHEMA
+        or not isinstance(table.this, exp.Identifier)
+    ):
+        return None
+    record = read.table(db, table.name)
+    exact = row_bounds.exact_bounds(expression, table, record)
+    if not exact:
+        return None
+    with_row_ids = row_ids_of is not None and row_ids_of == table.alias_or_name
+    rows = read.indexed(record, exact, with_row_ids)
+    if rows is None:
+        return None
+    answer = plain_reads.shaped_answer(rows, shape)  # rows are within the bounds
+    if answer is None:
+        return None
+    names = list(plan.names) if len(plan.names) == len(shape.columns) else list(shape.columns)
+    return _answer_result(names, answer)
+
+
 async def run_prepared_read(session, read: plain_reads.PreparedRead, values: list):
     """A prepared point or range read answered from the data plane's key index, on the loop
     (no engine, no tree); None when it cannot be (the statement then runs as any other)."""
@@ -451,10 +491,10 @@ async def run_prepared_read(session, read: plain_reads.PreparedRead, values: lis
     rows = reader.indexed(record, tuple(exact))
     if rows is None:
         return None
-    answer = plain_reads.answer(rows, list(read.columns), ())  # rows are within the bounds
+    answer = plain_reads.shaped_answer(rows, read.shape)  # rows are within the bounds
     if answer is None:
         return None
-    return _answer_result(list(read.columns), answer)
+    return _answer_result(list(read.names), answer)
 
 
 def _fractional_digits(rows, position: int) -> int:

@@ -7,7 +7,7 @@ import functools
 
 import pyarrow as pa
 
-from be.cn.bounds import ColumnBound
+from be.cn.bounds import ColumnBound, within
 from be.cn.node import WatermarkTimeout
 from be.service.errors import ServiceError
 from be.table_schema import TableSchema
@@ -109,19 +109,24 @@ class TableReader:
         rows = self._read(schema, row_ids or own, bounds)
         return self.transaction.seen(schema, rows, row_ids) if own else rows
 
-    def indexed(self, table: Table, bounds: tuple[ColumnBound, ...]) -> pa.Table | None:
-        """snapshot(table, bounds=bounds) if the data plane has it at hand (no wait, no object to
-        read, no own writes of this transaction to add); else None."""
-        if self.transaction is not None and table.id in self.transaction.writes:
-            return None
+    def indexed(
+        self, table: Table, bounds: tuple[ColumnBound, ...], row_ids: bool = False
+    ) -> pa.Table | None:
+        """The rows within bounds (exactly), this transaction's own writes seen, if the data
+        plane has them at hand (no wait, no object to read); else None."""
         if self.read_ts:
             return None
+        schema = TableSchema.of(table)
+        own = self.transaction is not None and table.id in self.transaction.writes
         try:
-            return data_plane(self.session).indexed_snapshot(
-                TableSchema.of(table), self.ts, False, bounds
+            rows = data_plane(self.session).indexed_snapshot(
+                schema, self.ts, row_ids or own, bounds
             )
         except ServiceError as error:
             raise unavailable(error) from None
+        if rows is None or not own:
+            return rows
+        return within(self.transaction.seen(schema, rows, row_ids), bounds)
 
     def _read(
         self,

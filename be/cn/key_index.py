@@ -27,6 +27,7 @@ MIN_TAIL_ROWS = 256  # the tail is folded past this many rows (or deletes) ...
 TAIL_SHARE = 16  # ... or past 1/TAIL_SHARE of the base, whichever is more
 MAX_TAIL_ROWS = 65_536  # ... and always past this many
 MAX_PROBED_KEYS = 1024  # a range of more keys scans the tail instead of probing it key by key
+FEW_ROWS = 16  # more rows found are checked by Arrow, fewer in Python
 DELETED_AT = "__QUIRE_DELETED_AT"  # a base row's delete timestamp (NULL: not deleted)
 
 
@@ -127,18 +128,30 @@ class KeyIndex:
             if not found:
                 return None if self._base is None else self._base.slice(0, 0)
             rows = _concat(found)
-            stamps = rows.column(COMMIT_TS).to_pylist()
-            gone = (
-                rows.column(DELETED_AT).to_pylist()
-                if DELETED_AT in rows.column_names
-                else [None] * len(stamps)
-            )
             later = self._deleted_tail
-            if later:
-                for at, row_id in enumerate(rows.column(ROW_ID).to_pylist()):
-                    deleted = later.get(row_id)
-                    if deleted is not None:
-                        gone[at] = deleted
+            deleted_later = (
+                [later.get(row_id) for row_id in rows.column(ROW_ID).to_pylist()] if later else None
+            )
+        if rows.num_rows > FEW_ROWS:  # a range: Arrow decides for the many
+            visible = pc.less_equal(rows.column(COMMIT_TS), ts)
+            if DELETED_AT in rows.column_names:
+                gone = pc.fill_null(pc.less_equal(rows.column(DELETED_AT), ts), False)
+                visible = pc.and_(visible, pc.invert(gone))
+            if deleted_later is not None and any(stamp is not None for stamp in deleted_later):
+                kept = [stamp is None or stamp > ts for stamp in deleted_later]
+                visible = pc.and_(visible, pa.array(kept, pa.bool_()))
+            return rows.filter(visible)
+        stamps = rows.column(COMMIT_TS).to_pylist()
+        gone = (
+            rows.column(DELETED_AT).to_pylist()
+            if DELETED_AT in rows.column_names
+            else [None] * len(stamps)
+        )
+        if deleted_later is not None:
+            gone = [
+                stamp if stamp is not None else old
+                for stamp, old in zip(deleted_later, gone, strict=True)
+            ]
         visible = [
             stamp <= ts and (deleted is None or deleted > ts)
             for stamp, deleted in zip(stamps, gone, strict=True)

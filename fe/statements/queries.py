@@ -427,8 +427,23 @@ def _answer_result(names: list[str], answer: engine.Answer) -> Result:
         sql_type = DUCKDB_TYPES.get(duck_type.split("(")[0], _decimal_type(duck_type))
         if sql_type == "DATETIME":
             sql_type = f"DATETIME({_fractional_digits(rows, position)})"
-        columns.append(column(name, sql_type))
+        columns.append(_result_column(name, sql_type))
     return Result(columns=columns, rows=rows)
+
+
+MAX_KEPT_COLUMNS = 4096  # result columns kept by name and type; past it all are let go
+_COLUMNS: dict[tuple[str, str], object] = {}
+
+
+def _result_column(name: str, sql_type: str):
+    """column(name, sql_type), kept: a point read's columns are the same every time (columns
+    never change once made)."""
+    kept = _COLUMNS.get((name, sql_type))
+    if kept is None:
+        if len(_COLUMNS) >= MAX_KEPT_COLUMNS:
+            _COLUMNS.clear()
+        kept = _COLUMNS[name, sql_type] = column(name, sql_type)
+    return kept
 
 
 def _plain_at_hand(
@@ -473,8 +488,10 @@ async def run_prepared_read(session, read: plain_reads.PreparedRead, values: lis
     bounds = read.bounds(values)
     if bounds is None:
         return None
-    try:
-        mysql_functions.StatementTime.of(session)
+    zone = str(session.variable("time_zone") or "SYSTEM")
+    try:  # refused as the engine's path refuses it (no clock is read here)
+        if zone.upper() != "SYSTEM":
+            mysql_functions.time_zone(zone)
     except mysql_functions.UnknownTimeZone as error:
         raise QueryError(1298, f"Unknown or incorrect time zone: '{error}'") from None
     db = read.db or session.database or ""

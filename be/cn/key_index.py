@@ -24,9 +24,8 @@ import pyarrow.compute as pc
 from be.logtail.entries import COMMIT_TS, ROW_ID
 
 MIN_TAIL_ROWS = 256  # the tail is folded past this many rows (or deletes) ...
-TAIL_SHARE = 16  # ... or past 1/TAIL_SHARE of the base, whichever is more
+TAIL_SHARE = 64  # ... or past 1/TAIL_SHARE of the base, whichever is more
 MAX_TAIL_ROWS = 65_536  # ... and always past this many
-MAX_PROBED_KEYS = 1024  # a range of more keys scans the tail instead of probing it key by key
 FEW_ROWS = 16  # more rows found are checked by Arrow, fewer in Python
 DELETED_AT = "__QUIRE_DELETED_AT"  # a base row's delete timestamp (NULL: not deleted)
 
@@ -47,9 +46,11 @@ class KeyIndex:
         self._base_keys = array("q")
         self._pieces: list[pa.Table] = []  # committed since the base, in commit order
         self._tail: dict[int, list[tuple[pa.Table, int]]] = {}
+        self._tail_keys: list[int] = []  # the tail's keys, sorted
         self._tail_pieces = 0  # of _pieces, those in _tail
         self._tail_rows = 0
         self._deleted_tail: dict[int, int] = {}  # row id -> delete ts, since the base
+        self._later: tuple[pa.Array, pa.Array] | None = None  # _deleted_tail as Arrow
         self._folding = False
         self.rows = 0
 
@@ -67,6 +68,7 @@ class KeyIndex:
         with self._lock:
             for row_id in row_ids:
                 self._deleted_tail[row_id] = delete_ts
+            self._later = None
 
     def build(self, pieces: list[pa.Table], delete_ids: list[pa.Array], delete_ts: list[pa.Array]):
         """The base from the table's rows and deletes when the index was made (pieces and deletes
@@ -93,7 +95,7 @@ class KeyIndex:
     def _give_up(self) -> None:
         self.broken = True
         self._base, self._base_keys, self._pieces, self._tail = None, array("q"), [], {}
-        self._deleted_tail = {}
+        self._tail_keys, self._deleted_tail, self._later = [], {}, None
 
     # -- read --------------------------------------------------------------------------------
 
@@ -129,18 +131,25 @@ class KeyIndex:
                 return None if self._base is None else self._base.slice(0, 0)
             rows = _concat(found)
             later = self._deleted_tail
-            deleted_later = (
-                [later.get(row_id) for row_id in rows.column(ROW_ID).to_pylist()] if later else None
-            )
-        if rows.num_rows > FEW_ROWS:  # a range: Arrow decides for the many
+            if rows.num_rows > FEW_ROWS:  # a range: Arrow decides for the many
+                later_arrays = self._later_arrays() if later else None
+            else:
+                deleted_later = (
+                    [later.get(row_id) for row_id in rows.column(ROW_ID).to_pylist()]
+                    if later
+                    else None
+                )
+        if rows.num_rows > FEW_ROWS:
             visible = pc.less_equal(rows.column(COMMIT_TS), ts)
             if DELETED_AT in rows.column_names:
                 gone = pc.fill_null(pc.less_equal(rows.column(DELETED_AT), ts), False)
                 visible = pc.and_(visible, pc.invert(gone))
-            if deleted_later is not None and any(stamp is not None for stamp in deleted_later):
-                kept = [stamp is None or stamp > ts for stamp in deleted_later]
-                visible = pc.and_(visible, pa.array(kept, pa.bool_()))
-            return rows.filter(visible)
+            if later_arrays is not None:
+                ids, stamps = later_arrays
+                at = pc.index_in(rows.column(ROW_ID), value_set=ids)
+                gone = pc.fill_null(pc.less_equal(pc.take(stamps, at), ts), False)
+                visible = pc.and_(visible, pc.invert(gone))
+            return rows.take(pc.indices_nonzero(visible))  # a take reads pieces faster
         stamps = rows.column(COMMIT_TS).to_pylist()
         gone = (
             rows.column(DELETED_AT).to_pylist()
@@ -160,29 +169,37 @@ class KeyIndex:
             return rows
         return rows.filter(pa.array(visible, pa.bool_()))
 
+    def _later_arrays(self) -> tuple[pa.Array, pa.Array]:
+        """The deletes since the base as Arrow (row ids, timestamps), kept until the next."""
+        if self._later is None:
+            later = self._deleted_tail
+            self._later = (
+                pa.array(list(later), pa.int64()),
+                pa.array(list(later.values()), pa.int64()),
+            )
+        return self._later
+
     def _tail_hits(self, low: int | None, high: int | None) -> list[tuple[pa.Table, int]]:
         tail = self._tail
         if not tail:
             return []
-        if low is not None and high is not None and high - low < MAX_PROBED_KEYS:
-            hits = []
-            for key in range(low, high + 1):
-                places = tail.get(key)
-                if places:
-                    hits.extend(places)
-            return hits
-        return [
-            place
-            for key, places in tail.items()
-            if (low is None or key >= low) and (high is None or key <= high)
-            for place in places
-        ]
+        if low is not None and low == high:
+            return tail.get(low, [])
+        keys = self._tail_keys
+        start = 0 if low is None else bisect.bisect_left(keys, low)
+        end = len(keys) if high is None else bisect.bisect_right(keys, high)
+        return [place for key in keys[start:end] for place in tail[key]]
 
     def _index_tail(self) -> None:
         for piece in self._pieces[self._tail_pieces :]:
             for offset, key in enumerate(_keys(piece, self.column)):
-                if key is not None:
-                    self._tail.setdefault(key, []).append((piece, offset))
+                if key is None:
+                    continue
+                places = self._tail.get(key)
+                if places is None:
+                    places = self._tail[key] = []
+                    bisect.insort(self._tail_keys, key)
+                places.append((piece, offset))
             self._tail_rows += piece.num_rows
         self._tail_pieces = len(self._pieces)
 
@@ -219,10 +236,11 @@ class KeyIndex:
                     return
                 self._base, self._base_keys = sorted_base, keys
                 self._pieces = self._pieces[len(pieces) :]
-                self._tail, self._tail_pieces, self._tail_rows = {}, 0, 0
+                self._tail, self._tail_keys, self._tail_pieces, self._tail_rows = {}, [], 0, 0
                 for row_id, stamp in deleted.items():
                     if self._deleted_tail.get(row_id) == stamp:
                         del self._deleted_tail[row_id]
+                self._later = None
         finally:
             with self._lock:
                 self._folding = False

@@ -6,7 +6,11 @@ T and not deleted at or before T, from objects and memory alike.
 Rows in memory are kept as Arrow tables in commit order; many small ones are combined into one
 now and then, so that a snapshot concatenates few pieces. A flush (TableChanges.flushed_ts) drops
 from memory what was committed at or before it: rows committed later stay (MatrixOne's rule).
-An object a merge wrote serves snapshots from the merge on; the ones it replaced, those before."""
+An object a merge wrote serves snapshots from the merge on; the ones it replaced, those before.
+
+A read bounded on the first key column (a point or range read) is answered from a key index
+(be/cn/key_index.py) made by the first such read and fed by every commit after it, instead of
+filtering the whole snapshot; a read it cannot answer takes the snapshot's path."""
 
 from __future__ import annotations
 

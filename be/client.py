@@ -125,6 +125,14 @@ class EmbeddedDataPlane:
         self.cn.wait_for(ts, timeout)
         return self.cn.snapshot(schema, ts, row_ids, bounds, columns)
 
+    def indexed_snapshot(
+        self, schema: TableSchema, ts: int, row_ids: bool, bounds: tuple[ColumnBound, ...]
+    ) -> pa.Table | None:
+        """snapshot() if the CN has it at once (no wait, no object to read); else None."""
+        if ts > self.cn.watermark:
+            return None
+        return self.cn.indexed_snapshot(schema, ts, row_ids, bounds)
+
     def tablet_stats(self, schema: TableSchema) -> dict[int, tuple[int, int]]:
         """Rows and bytes per tablet id (objects, and the unflushed rows placed where a flush
         would put them); tablets without data are left out."""
@@ -305,6 +313,12 @@ class RemoteDataPlane:
     def forget_unreachable(self, as_of_ts: int, reachable: dict[int, frozenset[int]]) -> None:
         tables = tuple((table, tuple(sorted(ids))) for table, ids in sorted(reachable.items()))
         self._ask_tn(Reachable(as_of_ts, tables))
+
+    def indexed_snapshot(
+        self, schema: TableSchema, ts: int, row_ids: bool, bounds: tuple[ColumnBound, ...]
+    ) -> pa.Table | None:
+        """Every read of a remote node is a round trip: none is at hand (snapshot() reads)."""
+        return None
 
     def snapshot(
         self,

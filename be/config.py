@@ -269,6 +269,11 @@ BE_KEYS = (
         268435456,
         comment="Bytes of decoded objects and tombstones a CN keeps for the next reads.",
     ),
+    Key(
+        "cn_key_index_max_rows",
+        2000000,
+        comment="A CN indexes a table by its first key column for point and range reads while it has at most this many rows (the index holds a copy of them); 0: never.",
+    ),
 )
 
 

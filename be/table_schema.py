@@ -4,6 +4,7 @@ refuse work against a version older than one they have seen."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -47,6 +48,11 @@ class PartitionSchema:
         assert self.id > 0 and self.tablet_ids and min(self.tablet_ids) > 0, self
 
 
+MAX_KEPT_SCHEMAS = 4096  # TableSchema.of's records kept; past it all are let go
+_OF_TABLES: dict[int, tuple[Table, TableSchema]] = {}  # id(record) -> (record, its schema)
+_OF_LOCK = threading.Lock()
+
+
 @dataclass(frozen=True, slots=True)
 class TableSchema:
     table_id: int
@@ -77,6 +83,20 @@ class TableSchema:
 
     @classmethod
     def of(cls, table: Table) -> TableSchema:
+        """table's schema (kept per catalog record: records never change, a change makes a new
+        one, so every statement on a table does not build it again)."""
+        kept = _OF_TABLES.get(id(table))
+        if kept is not None and kept[0] is table:
+            return kept[1]
+        schema = cls._of(table)
+        with _OF_LOCK:
+            if len(_OF_TABLES) >= MAX_KEPT_SCHEMAS:
+                _OF_TABLES.clear()
+            _OF_TABLES[id(table)] = (table, schema)
+        return schema
+
+    @classmethod
+    def _of(cls, table: Table) -> TableSchema:
         return cls(
             table.id,
             table.schema_version,

@@ -142,9 +142,23 @@ class QuireSession(BaseSession):
 
     async def execute_prepared(self, prepared, values: list, attrs: dict[str, str]) -> Result:
         with Counted(self.services.metrics):
+            if prepared.read is not None:
+                result = await self._prepared_read(prepared.read, values)
+                if result is not None:
+                    return result
             with PARSE_ERRORS:
                 statement = statement_cache.bind(prepared, values)
             return await self._run(statement, lambda: statement_cache.written(prepared, values))
+
+    async def _prepared_read(self, read, values: list) -> Result | None:
+        """A point or range read from the data plane's key index, if it has the rows at hand
+        (what execute() would do for the query, without building it)."""
+        if not self.services.writer.is_leader():
+            self.services.freshness.check_fresh()
+        result = await queries.run_prepared_read(self, read, values)
+        if result is not None:
+            self.warnings = []
+        return result
 
     async def _run(self, statement, text: Callable[[], str]) -> Result:
         if not self.services.writer.is_leader():

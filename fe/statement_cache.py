@@ -6,10 +6,11 @@ Two levels, both bounded LRUs shared by every session of an FE:
   seen before (`... WHERE id = 7` after `... WHERE id = 3`) is tokenized, and its literals are
   bound into the cached tree instead of parsing again.
 
-A prepared statement is tokenized and parsed once, when it is prepared (Prepared). A query or SET
-keeps each `?` as a marker in its tree, and each execution binds its typed parameter values into a
-copy of that tree; a statement of the Doris grammar keeps its tokens, and each execution hands the
-grammar those tokens with a typed token for each value in place of its `?`. Values are never
+A prepared statement is tokenized and parsed once, when it is prepared (Prepared). A query, SET,
+UPDATE or DELETE keeps each `?` as a marker in its tree, and each execution binds its typed
+parameter values into a copy of that tree; another statement of the Doris grammar keeps its
+tokens, and each execution hands the grammar those tokens with a typed token for each value in
+place of its `?`. Values are never
 written into SQL text and tokenized again (a non-leader writes them out only to forward a write).
 
 Statements longer than max_sql_bytes are neither cached nor parsed on the event loop:
@@ -38,7 +39,7 @@ from fe.mysql.prepared import sql_literal, time_text
 from fe.sql import statements as st
 from fe.sql.literal_insert import NUMBER, literal_columns, literal_insert
 from fe.sql.parser import QUERY_STARTS, ParseError, parse_tokens, parse_with_sqlglot, tokenize
-from fe.statements import queries
+from fe.statements import plain_reads, queries
 
 LITERAL_TOKENS = (TokenType.NUMBER, TokenType.STRING)
 SENTINEL = "\x00quire-literal-"
@@ -89,8 +90,9 @@ class LongStatementsBusy(Exception):
 @dataclass(frozen=True)
 class Prepared:
     """A statement parsed when it was prepared. Exactly one of: `statement`, runnable as it is
-    (no parameters); `template`, a query or SET with each `?` a numbered marker; `tokens`, the
-    statement's tokens with its `?` kept, for the grammar to read with values in their place."""
+    (no parameters); `template`, a query, SET, UPDATE or DELETE with each `?` a numbered marker;
+    `tokens`, the statement's tokens with its `?` kept, for the grammar to read with values in
+    their place."""
 
     sql: str
     markers: tuple[int, ...]  # where each `?` is in sql
@@ -98,6 +100,7 @@ class Prepared:
     statement: object = None
     template: exp.Expression | None = None
     tokens: tuple[Token, ...] = ()
+    read: plain_reads.PreparedRead | None = None  # a point or range read by its parameters
 
     @property
     def parameters(self) -> int:
@@ -201,16 +204,22 @@ class StatementCache:
         if is_query:
             marked = _marked_template(tokens, sql, _is_parameter, PARAMETER)
             if marked is not None and isinstance(marked[0], exp.Select | exp.Union):
-                return Prepared(sql, markers, is_query, template=marked[0])
+                read = plain_reads.prepared_read(
+                    marked[0], lambda node: _marker_index(node, PARAMETER), queries.projection_name
+                )
+                return Prepared(sql, markers, is_query, template=marked[0], read=read)
         prepared = Prepared(sql, markers, is_query, tokens=tuple(tokens))
         try:
             statement = bind(prepared, [f"{PARAMETER}{i}" for i in range(len(markers))])
         except ParseError:
             bind(prepared, [0] * len(markers))  # a number where a string is refused (KILL ?)
             return prepared
-        if isinstance(statement, st.SetStatement):
-            if _markers_in(statement.expression, PARAMETER) == len(markers):
-                return Prepared(sql, markers, is_query, template=statement.expression)
+        if isinstance(statement, st.SetStatement | st.Update | st.Delete):
+            expression = statement.expression
+            if _markers_in(expression, PARAMETER) == len(markers) and not _marks_a_format(
+                expression, PARAMETER
+            ):  # each execution binds its values into a copy of the tree, parsed once
+                return Prepared(sql, markers, is_query, template=expression)
         return prepared
 
     def _tokens(self, sql: str) -> list[Token]:
@@ -416,7 +425,12 @@ def bind(prepared: Prepared, values: list):
         return node if index < 0 else parameter_expression(values[index])
 
     bound = queries.substituted(prepared.template.copy(), value_of)
-    return st.SetStatement(bound) if isinstance(bound, exp.Set) else plan(bound)
+    wrapped = TEMPLATED_STATEMENTS.get(type(bound))
+    return wrapped(bound) if wrapped is not None else plan(bound)
+
+
+# Statements of the grammar whose prepared form is a tree with its parameters as markers.
+TEMPLATED_STATEMENTS = {exp.Set: st.SetStatement, exp.Update: st.Update, exp.Delete: st.Delete}
 
 
 def written(prepared: Prepared, values: list) -> str:

@@ -49,7 +49,10 @@ class ComputeNode:
             table = self._tables.get(change.table_id)
             if table is None:
                 table = self._tables.setdefault(
-                    change.table_id, TableState(change.table_id, self.store, self.cache)
+                    change.table_id,
+                    TableState(
+                        change.table_id, self.store, self.cache, self.limits.key_index_max_rows
+                    ),
                 )
             table.apply(change, commit.commit_ts)
 
@@ -93,6 +96,14 @@ class ComputeNode:
         if table is None:
             return (schema.with_row_ids() if row_ids else schema.arrow()).empty_table()
         return table.snapshot(schema, ts, row_ids, bounds, columns)
+
+    def indexed_snapshot(
+        self, schema: TableSchema, ts: int, row_ids: bool, bounds: tuple
+    ) -> pa.Table | None:
+        """snapshot() from the table's key index, if it answers at once; else None."""
+        assert ts <= self._watermark, "never read above the watermark"
+        table = self._tables.get(schema.table_id)
+        return None if table is None else table.indexed_snapshot(schema, ts, row_ids, bounds)
 
     def table(self, table_id: int) -> TableState | None:
         return self._tables.get(table_id)

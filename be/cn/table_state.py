@@ -16,7 +16,13 @@ below a restore's timestamp see the checkpoint's objects, not the history before
 A snapshot reads the table as the reading schema has it: only rows of the partitions it lists
 (rows in memory carry the partition they were placed in, objects name theirs), so TRUNCATE,
 REPLACE and DROP PARTITION hide rows and RECOVER shows them again; and rows written at an older
-schema version adapted to it by column id (be/row_adapter.py)."""
+schema version adapted to it by column id (be/row_adapter.py).
+
+A read bounded on the first key column (a point or range read) is answered from a key index
+(be/cn/key_index.py) made by the first such read and fed by every commit after it, instead of
+filtering the whole snapshot; a read it cannot answer takes the snapshot's path. The index
+holds the rows as one schema version reads them (its partitions, its columns): a commit at another
+version, or a read at a newer one, makes it again."""
 
 from __future__ import annotations
 
@@ -27,6 +33,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from be.cn.bounds import ColumnBound, within
+from be.cn.key_index import KeyIndex
+from be.cn.limits import ComputeLimits
 from be.cn.object_cache import ObjectCache
 from be.logtail.entries import COMMIT_TS, PARTITION_ID, ROW_ID, TableChanges
 from be.row_adapter import adapted
@@ -62,11 +70,16 @@ class _Stored:
 
 class TableState:
     def __init__(
-        self, table_id: int, store: ObjectStore | None = None, cache: ObjectCache | None = None
+        self,
+        table_id: int,
+        store: ObjectStore | None = None,
+        cache: ObjectCache | None = None,
+        max_indexed_rows: int = ComputeLimits.key_index_max_rows,
     ):
         self.table_id = table_id
         self.store = store
         self.cache = cache
+        self.max_indexed_rows = max_indexed_rows
         self._objects: dict[str, _Stored] = {}
         self._tombstones: list[TombstoneMeta] = []
         self._lock = threading.Lock()
@@ -82,6 +95,11 @@ class TableState:
         self._changed_ts = 0
         self._newest: dict[tuple[TableSchema, bool], pa.Table] = {}
         self.restored_ts = 0  # the checkpoint this state was restored from, if any
+        # Point and range reads by the first key column: made by the first such read, for the
+        # schema it read with.
+        self._index: KeyIndex | None = None
+        self._index_schema: TableSchema | None = None
+        self._removed_ts = 0  # the last merge: objects it replaced served snapshots before it
 
     def restore(
         self, objects: tuple[ObjectMeta, ...], tombstones: tuple[TombstoneMeta, ...], ts: int
@@ -95,6 +113,7 @@ class TableState:
             self._drop_until(ts)
             self.restored_ts = self._changed_ts = ts
             self._newest = {}
+            self._index = None
 
     def apply(self, change: TableChanges, commit_ts: int) -> None:
         assert change.table_id == self.table_id
@@ -106,12 +125,18 @@ class TableState:
             assert commit_ts > self._changed_ts
             self._changed_ts = commit_ts
             self._newest = {}
+            if self._index is not None and (
+                change.schema_version != self._index_schema.schema_version
+            ):
+                self._index = None  # rows of another version: made again for the next read
             if change.inserts is not None and change.inserts.num_rows:
                 rows = change.inserts
                 stamps = pa.repeat(pa.scalar(commit_ts, pa.int64()), rows.num_rows)
                 rows = rows.add_column(1, pa.field(COMMIT_TS, pa.int64(), False), stamps)
                 self._rows.append(rows)
                 self._row_partitions.append(_partitions_in(rows))
+                if self._index is not None:
+                    self._index.add_rows(_adapted(rows, self._index_schema))
                 self.row_count += rows.num_rows
                 self.nbytes += rows.nbytes
                 if len(self._rows) > COMBINE_PIECES:
@@ -119,6 +144,8 @@ class TableState:
             if change.deletes is not None and change.deletes.num_rows:
                 ids = change.deletes.column(ROW_ID).combine_chunks()
                 self._delete_ids.append(ids)
+                if self._index is not None:
+                    self._index.add_deletes(ids.to_pylist(), commit_ts)
                 self._delete_ts.append(pa.repeat(pa.scalar(commit_ts, pa.int64()), len(ids)))
                 self.nbytes += ids.nbytes * 2
                 if len(self._delete_ids) > COMBINE_PIECES:
@@ -133,6 +160,10 @@ class TableState:
                 if stored is not None:
                     self._objects[name] = _Stored(stored.meta, stored.serves_from, commit_ts)
             serves_from = commit_ts if change.objects_removed else 0
+            if change.objects_removed:
+                self._removed_ts = commit_ts
+            elif change.objects_added and not change.flushed_ts:
+                self._index = None  # rows that never were in memory: the index is made again
             for meta in change.objects_added:
                 self._objects[meta.name] = _Stored(meta, serves_from)
             self._tombstones.extend(change.tombstones_added)
@@ -182,9 +213,13 @@ class TableState:
         rows merge first): the caller still applies its whole WHERE. columns (lower-case
         names): the columns the caller reads, if it knows; others may be left out (objects are
         read only in the columns given, the keys and the placement columns)."""
+        bounded = bool(bounds) and schema.key_model is not KeyModel.AGGREGATE
+        if bounded:  # the index holds whole rows: made for the whole schema
+            found = self._indexed(schema, ts, row_ids, bounds, may_wait=True)
+            if found is not None:
+                return found
         if columns is not None and schema.key_model is not KeyModel.AGGREGATE:
             schema = _narrowed(schema, columns)
-        bounded = bool(bounds) and schema.key_model is not KeyModel.AGGREGATE
         with self._lock:
             newest = ts >= self._changed_ts
             kept = self._newest.get((schema, row_ids)) if newest else None
@@ -208,6 +243,96 @@ class TableState:
                 if self._changed_ts == changed_ts and len(self._newest) < MAX_CACHED_SNAPSHOTS:
                     self._newest[schema, row_ids] = snapshot
         return snapshot
+
+    def indexed_snapshot(
+        self, schema: TableSchema, ts: int, row_ids: bool, bounds: tuple[ColumnBound, ...]
+    ) -> pa.Table | None:
+        """snapshot(), if the key index answers it at once (no object to read, no fold to do):
+        then exactly the rows within bounds; else None."""
+        if not bounds or schema.key_model is KeyModel.AGGREGATE:
+            return None
+        return self._indexed(schema, ts, row_ids, bounds, may_wait=False)
+
+    def _indexed(
+        self,
+        schema: TableSchema,
+        ts: int,
+        row_ids: bool,
+        bounds: tuple[ColumnBound, ...],
+        may_wait: bool,
+    ) -> pa.Table | None:
+        """The rows within the bound on the first key column, from the key index (made now if
+        may_wait); None if there is no such bound or the index cannot answer."""
+        if not schema.key_columns:
+            return None
+        column = schema.key_columns[0]
+        bound = next((bound for bound in bounds if bound.column == column), None)
+        key_type = next(item.type for item in schema.columns if item.name == column)
+        if bound is None or not pa.types.is_integer(key_type):
+            return None
+        with self._lock:
+            index, made_for = self._index, self._index_schema
+        if index is not None and made_for.schema_version != schema.schema_version:
+            if made_for.schema_version > schema.schema_version:
+                return None  # an older reader: the snapshot's path
+            index = None  # a newer reader: made again for it
+        if index is None:
+            if not may_wait:
+                return None
+            index = self._make_index(column, schema)
+        if index is None or index.column != column or ts < index.valid_from:
+            return None
+        rows = index.within(bound.low, bound.high, ts, may_fold=may_wait)
+        if rows is None:
+            return None
+        others = tuple(other for other in bounds if other is not bound)
+        if others:
+            rows = within(rows, others)
+        target = _target(schema, row_ids)
+        try:
+            chosen = rows.select(target.names)
+        except KeyError:  # a column added since some of these rows were written
+            return _projected(rows, target)
+        return chosen if chosen.schema.equals(target) else _projected(chosen, target)
+
+    def _make_index(self, column: str, schema: TableSchema) -> KeyIndex | None:
+        """The index of the rows as schema reads them (its partitions, its columns)."""
+        partitions = frozenset(p.id for p in schema.partitions) if schema.partitions else None
+        with self._lock:
+            made_for = self._index_schema
+            if self._index is not None and made_for.schema_version == schema.schema_version:
+                return self._index
+            if self.row_count >= self.max_indexed_rows:
+                return None
+            index = self._index = KeyIndex(column, self._removed_ts, self.max_indexed_rows)
+            self._index_schema = schema
+            memory = list(zip(self._rows, self._row_partitions, strict=True))
+            delete_ids = list(self._delete_ids)
+            delete_ts = list(self._delete_ts)
+            stored = [
+                item.meta
+                for item in self._objects.values()
+                if item.serves_until == FOREVER
+                and (partitions is None or item.meta.partition_id in partitions)
+            ]
+            tombstones = list(self._tombstones)
+        read = False
+        try:
+            pieces = [self._read_object(meta, None) for meta in stored]
+            pieces += [_of_partitions(piece, placed, partitions) for piece, placed in memory]
+            pieces = [_adapted(piece, schema) for piece in pieces if piece.num_rows]
+            for meta in tombstones:
+                table = self._read_tombstones(meta)
+                delete_ids.append(table.column(ROW_ID).combine_chunks())
+                delete_ts.append(table.column(DELETE_TS).combine_chunks())
+            read = True
+        finally:
+            if not read:  # the next read tries again
+                with self._lock:
+                    if self._index is index:
+                        self._index = None
+        index.build(pieces, delete_ids, delete_ts)
+        return index
 
     def _snapshot(
         self,
@@ -417,7 +542,31 @@ def _adapted(rows: pa.Table, schema: TableSchema) -> pa.Table:
     return adapted(rows, schema, hidden)
 
 
+MAX_KEPT_TARGETS = 1024  # Arrow schemas of TableSchemas kept; past it all are let go
+_TARGETS: dict[tuple[int, bool], tuple[TableSchema, pa.Schema]] = {}
+
+
+def _target(schema: TableSchema, row_ids: bool) -> pa.Schema:
+    """schema as Arrow (ROW_ID first with row_ids), kept per TableSchema object."""
+    kept = _TARGETS.get((id(schema), row_ids))
+    if kept is not None and kept[0] is schema:
+        return kept[1]
+    target = schema.with_row_ids() if row_ids else schema.arrow()
+    if len(_TARGETS) >= MAX_KEPT_TARGETS:
+        _TARGETS.clear()
+    _TARGETS[id(schema), row_ids] = (schema, target)
+    return target
+
+
 def _projected(rows: pa.Table, target: pa.Schema) -> pa.Table:
+    schema = rows.schema
+    if all(
+        field.name in schema.names and schema.field(field.name).type == field.type
+        for field in target
+    ):  # the common case, without a cast per column
+        return pa.Table.from_arrays(
+            [rows.column(field.name) for field in target], schema=target.with_metadata(None)
+        )
     arrays = []
     for field in target:
         if field.name in rows.column_names:

@@ -18,6 +18,7 @@ from sqlglot.optimizer.scope import traverse_scope
 from sqlglot.tokens import Token, TokenType
 
 from be import engine
+from be.cn.bounds import ColumnBound
 from fe.client_errors import engine_error
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.results import EncodedAnswers, Result, column
@@ -32,6 +33,7 @@ from fe.statements import (
 )
 from fe.statements.information_schema import INFORMATION_SCHEMA
 from fe.variables import SCHEMA
+from metadata.types import INTEGER_BITS
 
 SESSION_FUNCTIONS = {
     "DATABASE": lambda session: session.database,
@@ -335,6 +337,10 @@ async def run_in_engine(
     except mysql_functions.UnknownTimeZone as error:
         raise QueryError(1298, f"Unknown or incorrect time zone: '{error}'") from None
     read = read or table_data.TableReader(session)
+    if not explain:
+        answered = _plain_at_hand(session, plan, read, row_ids_of)
+        if answered is not None:
+            return answered
 
     def prepare() -> tuple[str, dict[str, pa.Table]]:
         """On the engine's worker: a long query's copy, checks and SQL take no time of the loop."""
@@ -411,14 +417,102 @@ async def run_in_engine(
         and not any(isinstance(p, exp.Star) for p in plan.expression.expressions)
     ):
         names = list(plan.names)
+    return _answer_result(names, answer)
+
+
+def _answer_result(names: list[str], answer: engine.Answer) -> Result:
+    """The engine's answer as MySQL's result, its columns named names."""
     rows = answer.rows
     columns = []
     for position, (name, (_, duck_type)) in enumerate(zip(names, answer.columns, strict=True)):
         sql_type = DUCKDB_TYPES.get(duck_type.split("(")[0], _decimal_type(duck_type))
         if sql_type == "DATETIME":
             sql_type = f"DATETIME({_fractional_digits(rows, position)})"
-        columns.append(column(name, sql_type))
+        columns.append(_result_column(name, sql_type))
     return Result(columns=columns, rows=rows)
+
+
+MAX_KEPT_COLUMNS = 4096  # result columns kept by name and type; past it all are let go
+_COLUMNS: dict[tuple[str, str], object] = {}
+
+
+def _result_column(name: str, sql_type: str):
+    """column(name, sql_type), kept: a point read's columns are the same every time (columns
+    never change once made)."""
+    kept = _COLUMNS.get((name, sql_type))
+    if kept is None:
+        if len(_COLUMNS) >= MAX_KEPT_COLUMNS:
+            _COLUMNS.clear()
+        kept = _COLUMNS[name, sql_type] = column(name, sql_type)
+    return kept
+
+
+def _plain_at_hand(
+    session, plan: SelectPlan, read: table_data.TableReader, row_ids_of: str | None
+) -> Result | None:
+    """A plain read bounded on the key (`SELECT c FROM t WHERE id = 5`, the rows a DELETE or an
+    UPDATE by key names) answered on the loop when the data plane has its rows at hand; None
+    otherwise (the engine's worker runs it)."""
+    expression = plan.expression
+    if plan.lists or not isinstance(expression, exp.Select):
+        return None
+    source = expression.args.get("from_")
+    table = source.this if source is not None else None
+    if not isinstance(table, exp.Table) or table.catalog or table.args.get("version"):
+        return None
+    shape = plain_reads.shape_of(expression, table)
+    db = table.db or session.database or ""
+    if (
+        shape is None
+        or db.lower() == INFORMATION_SCHEMA
+        or not isinstance(table.this, exp.Identifier)
+    ):
+        return None
+    record = read.table(db, table.name)
+    exact = row_bounds.exact_bounds(expression, table, record)
+    if not exact:
+        return None
+    with_row_ids = row_ids_of is not None and row_ids_of == table.alias_or_name
+    rows = read.indexed(record, exact, with_row_ids)
+    if rows is None:
+        return None
+    answer = plain_reads.shaped_answer(rows, shape)  # rows are within the bounds
+    if answer is None:
+        return None
+    names = list(plan.names) if len(plan.names) == len(shape.columns) else list(shape.columns)
+    return _answer_result(names, answer)
+
+
+async def run_prepared_read(session, read: plain_reads.PreparedRead, values: list):
+    """A prepared point or range read answered from the data plane's key index, on the loop
+    (no engine, no tree); None when it cannot be (the statement then runs as any other)."""
+    bounds = read.bounds(values)
+    if bounds is None:
+        return None
+    zone = str(session.variable("time_zone") or "SYSTEM")
+    try:  # refused as the engine's path refuses it (no clock is read here)
+        if zone.upper() != "SYSTEM":
+            mysql_functions.time_zone(zone)
+    except mysql_functions.UnknownTimeZone as error:
+        raise QueryError(1298, f"Unknown or incorrect time zone: '{error}'") from None
+    db = read.db or session.database or ""
+    if db.lower() == INFORMATION_SCHEMA:
+        return None
+    reader = table_data.TableReader(session)
+    record = reader.table(db, read.table)
+    exact = []
+    for bound in bounds:
+        column = record.column(bound.column)
+        if column is None or column.type.base not in INTEGER_BITS or column.type.base == "LARGEINT":
+            return None
+        exact.append(ColumnBound(column.name, bound.low, bound.high))
+    rows = reader.indexed(record, tuple(exact))
+    if rows is None:
+        return None
+    answer = plain_reads.shaped_answer(rows, read.shape)  # rows are within the bounds
+    if answer is None:
+        return None
+    return _answer_result(list(read.names), answer)
 
 
 def _fractional_digits(rows, position: int) -> int:

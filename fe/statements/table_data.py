@@ -9,7 +9,7 @@ import time
 
 import pyarrow as pa
 
-from be.cn.bounds import ColumnBound
+from be.cn.bounds import ColumnBound, within
 from be.cn.node import WatermarkTimeout
 from be.service.errors import ServiceError
 from be.table_schema import TableSchema
@@ -116,6 +116,25 @@ class TableReader:
         rows = self._read(schema, row_ids or own, bounds, columns=columns)
         return self.transaction.seen(schema, rows, row_ids) if own else rows
 
+    def indexed(
+        self, table: Table, bounds: tuple[ColumnBound, ...], row_ids: bool = False
+    ) -> pa.Table | None:
+        """The rows within bounds (exactly), this transaction's own writes seen, if the data
+        plane has them at hand (no wait, no object to read); else None."""
+        if self.read_ts:
+            return None
+        schema = TableSchema.of(table)
+        own = self.transaction is not None and table.id in self.transaction.writes
+        try:
+            rows = data_plane(self.session).indexed_snapshot(
+                schema, self.ts, row_ids or own, bounds
+            )
+        except ServiceError as error:
+            raise unavailable(error) from None
+        if rows is None or not own:
+            return rows
+        return within(self.transaction.seen(schema, rows, row_ids), bounds)
+
     def _read(
         self,
         schema: TableSchema,
@@ -172,14 +191,30 @@ def unavailable(error: ServiceError) -> QueryError:
     return QueryError(ErrorCode.UNKNOWN_ERROR, f"The data plane cannot answer: {error}")
 
 
+MAX_KEPT_TABLES = 4096  # readable_table's answers kept; past it all are let go
+_READABLE: dict[tuple, Table] = {}
+
+
 def readable_table(session, db: str, name: str, privilege: str = privileges.SELECT) -> Table:
-    """The table, once the user may use it so (checked before whether it exists, as MySQL)."""
+    """The table, once the user may use it so (checked before whether it exists, as MySQL).
+    An answer is kept until the catalog changes (its journal id moves with every change, grants
+    and drops included; found under the catalog's lock, so never half an apply)."""
     from fe.sql.statements import TableName
     from fe.statements.ddl import resolve_table
 
+    catalog = session.catalog
+    asked = (session.username, session.user_host, session.database, db, name, privilege)
+    kept = _READABLE.get((id(catalog), catalog.journal_id, asked))
+    if kept is not None:
+        return kept
     if not db:
         raise QueryError(ErrorCode.NO_DB_ERROR, "No database selected")
-    if not privileges.has(session.user, privilege, db, name):
-        command = "SELECT" if privilege == privileges.SELECT else "INSERT"
-        raise session.table_denied(command, db, name)
-    return resolve_table(session, TableName(db, name))[1]
+    with catalog.lock:
+        if not privileges.has(session.user, privilege, db, name):
+            command = "SELECT" if privilege == privileges.SELECT else "INSERT"
+            raise session.table_denied(command, db, name)
+        table = resolve_table(session, TableName(db, name))[1]
+        if len(_READABLE) >= MAX_KEPT_TABLES:
+            _READABLE.clear()
+        _READABLE[id(catalog), catalog.journal_id, asked] = table
+    return table

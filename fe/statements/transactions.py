@@ -155,6 +155,8 @@ def _key_bounds(rows: pa.Table, key_columns: tuple[str, ...]) -> tuple[ColumnBou
 
 def _last_of_each_key(rows: pa.Table, key_columns: tuple[str, ...]) -> pa.Table:
     """Of rows with equal keys, the one written last (own row ids fall as rows are written)."""
+    if rows.num_rows <= 1:  # an UPDATE or INSERT of one row by its key
+        return rows
     last = rows.group_by(list(key_columns), use_threads=False).aggregate([(ROW_ID, "min")])
     return rows.filter(pc.is_in(rows.column(ROW_ID), last.column(f"{ROW_ID}_min")))
 

@@ -4,6 +4,7 @@ Run by hand from the repository root (needs the Debian packages mariadb-server a
 
     python tests/bench/bench_sysbench.py [--seconds 10] [--threads 2] [--tables 2]
         [--table-size 10000] [--profile FILE] [--prepare-option=--auto_inc=off ...]
+        [--workload oltp_point_select ...] [--quire-only]
 
 The benchmark starts a `quire up` process and a MariaDB server (InnoDB, its own temporary datadir,
 a free loopback port), runs `sysbench oltp_common prepare` against each (the same tables, rows
@@ -120,7 +121,17 @@ def main() -> None:
         default=[],
         help="a sysbench option for prepare, e.g. --prepare-option=--auto_inc=off (repeatable)",
     )
+    parser.add_argument(
+        "--workload",
+        action="append",
+        choices=WORKLOADS,
+        help="run only this workload (repeatable; default: both)",
+    )
+    parser.add_argument(
+        "--quire-only", action="store_true", help="no MariaDB beside it (no ratios)"
+    )
     options = parser.parse_args()
+    workloads = tuple(options.workload or WORKLOADS)
     with tempfile.TemporaryDirectory(prefix="bench_sysbench-") as folder:
         folder = Path(folder)
         if options.profile:
@@ -129,16 +140,15 @@ def main() -> None:
             quire = QuireProcess(folder / "quire").start()
         mariadb = MariaDB(folder / "mariadb")
         try:
-            mariadb_server = mariadb.start()
-            servers = {
-                "Quire": (quire.query_port, quire.process.pid, quire.connect),
-                "MariaDB": (mariadb_server.port, mariadb_server.pid, mariadb.connect),
-            }
+            servers = {"Quire": (quire.query_port, quire.process.pid, quire.connect)}
+            if not options.quire_only:
+                mariadb_server = mariadb.start()
+                servers["MariaDB"] = (mariadb_server.port, mariadb_server.pid, mariadb.connect)
             for name, (port, _, connect) in servers.items():
                 prepare(connect, port, options)
                 print(f"{name}: prepared {options.tables} x {options.table_size} rows", flush=True)
             figures: dict[tuple[str, str], Figure] = {}
-            for workload in WORKLOADS:
+            for workload in workloads:
                 for name, (port, pid, _) in servers.items():
                     figure = figures[workload, name] = measure(port, pid, workload, options)
                     print(
@@ -148,8 +158,10 @@ def main() -> None:
                         f"{figure.cpu_millis_per_transaction:7.2f} ms/txn",
                         flush=True,
                     )
+            if options.quire_only:
+                return
             print(f"\n{options.threads} threads, {options.seconds} s each; Quire / MariaDB:")
-            for workload in WORKLOADS:
+            for workload in workloads:
                 quire_figure, mariadb_figure = (
                     figures[workload, "Quire"],
                     figures[workload, "MariaDB"],

@@ -1,0 +1,295 @@
+"""A table's rows by its first key column (an integer), for point and range reads (sysbench's
+`WHERE id = ?` and `WHERE id BETWEEN ? AND ?`), which would otherwise filter the whole snapshot.
+
+It holds every row version the table had since it was built, with its commit timestamp, and every
+delete with its timestamp: rows are never changed, only deleted, so these facts stay true (a flush
+moves rows into objects, a merge rewrites objects: neither changes what a snapshot holds). A read
+at ts takes the rows within the bounds and keeps those committed at or before ts and not deleted at
+or before ts.
+
+Rows are in a base sorted by the key, found by binary search, each with the timestamp it was
+deleted at (if it was when the base was made), and a tail of the pieces committed since, found
+through a dict by key; deletes since are in a dict by row id. The tail is folded into the base
+once it outgrows a share of it, so a fold costs little per row."""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from array import array
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from be.logtail.entries import COMMIT_TS, ROW_ID
+
+MIN_TAIL_ROWS = 256  # the tail is folded past this many rows (or deletes) ...
+TAIL_SHARE = 64  # ... or past 1/TAIL_SHARE of the base, whichever is more
+MAX_TAIL_ROWS = 65_536  # ... and always past this many
+FEW_ROWS = 16  # more rows found are checked by Arrow, fewer in Python
+DELETED_AT = "__QUIRE_DELETED_AT"  # a base row's delete timestamp (NULL: not deleted)
+
+
+class KeyIndex:
+    def __init__(self, column: str, valid_from: int, max_rows: int):
+        """column: the integer column rows are found by; valid_from: the first timestamp it
+        answers at (older snapshots may hold objects it never saw); max_rows: past this many
+        rows the index gives up (its rows are a copy of the table's)."""
+        assert max_rows > 0
+        self.column = column
+        self.valid_from = valid_from
+        self.max_rows = max_rows
+        self._lock = threading.Lock()
+        self.ready = False  # the base is built
+        self.broken = False  # a piece it cannot index (no such integer column, too many rows)
+        self._base: pa.Table | None = None
+        self._base_keys = array("q")
+        self._pieces: list[pa.Table] = []  # committed since the base, in commit order
+        self._tail: dict[int, list[tuple[pa.Table, int]]] = {}
+        self._tail_keys: list[int] = []  # the tail's keys, sorted
+        self._tail_pieces = 0  # of _pieces, those in _tail
+        self._tail_rows = 0
+        self._deleted_tail: dict[int, int] = {}  # row id -> delete ts, since the base
+        self._later: tuple[pa.Array, pa.Array] | None = None  # _deleted_tail as Arrow
+        self._folding = False
+        self.rows = 0
+
+    # -- fed by the table --------------------------------------------------------------------
+
+    def add_rows(self, rows: pa.Table) -> None:
+        """rows: ROW_ID, COMMIT_TS, then columns, as the table keeps them."""
+        with self._lock:
+            self._pieces.append(rows)
+            self.rows += rows.num_rows
+            if self.rows > self.max_rows:
+                self._give_up()
+
+    def add_deletes(self, row_ids: list[int], delete_ts: int) -> None:
+        with self._lock:
+            for row_id in row_ids:
+                self._deleted_tail[row_id] = delete_ts
+            self._later = None
+
+    def build(self, pieces: list[pa.Table], delete_ids: list[pa.Array], delete_ts: list[pa.Array]):
+        """The base from the table's rows and deletes when the index was made (pieces and deletes
+        added since are kept apart until then)."""
+        rows = sum(piece.num_rows for piece in pieces)
+        with self._lock:
+            self.rows += rows
+            if self.rows > self.max_rows:
+                self._give_up()
+                return
+        deleted = (
+            (pa.concat_arrays(delete_ids), pa.concat_arrays(delete_ts)) if delete_ids else None
+        )
+        try:
+            base, keys = self._sorted(pieces, deleted)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, _Unindexable):
+            with self._lock:
+                self._give_up()
+            return
+        with self._lock:
+            self._base, self._base_keys = base, keys
+            self.ready = not self.broken
+
+    def _give_up(self) -> None:
+        self.broken = True
+        self._base, self._base_keys, self._pieces, self._tail = None, array("q"), [], {}
+        self._tail_keys, self._deleted_tail, self._later = [], {}, None
+
+    # -- read --------------------------------------------------------------------------------
+
+    def within(self, low: int | None, high: int | None, ts: int, may_fold: bool) -> pa.Table | None:
+        """The rows with low <= key <= high (None: unbounded) visible at ts: ROW_ID, COMMIT_TS,
+        then the columns (of the pieces' schemas, unified); None if the index cannot answer (not
+        ready, or its tail needs a fold and may_fold is false)."""
+        if self.needs_fold():
+            if not may_fold:
+                return None
+            self._fold()
+        with self._lock:
+            if not self.ready or self.broken:
+                return None
+            try:
+                self._index_tail()
+            except _Unindexable:
+                self._give_up()
+                return None
+            found = []
+            if self._base is not None:
+                start = 0 if low is None else bisect.bisect_left(self._base_keys, low)
+                end = (
+                    len(self._base_keys)
+                    if high is None
+                    else bisect.bisect_right(self._base_keys, high)
+                )
+                if end > start:
+                    found.append(self._base.slice(start, end - start))
+            for piece, offset in self._tail_hits(low, high):
+                found.append(piece.slice(offset, 1))
+            if not found:
+                return None if self._base is None else self._base.slice(0, 0)
+            rows = _concat(found)
+            later = self._deleted_tail
+            if rows.num_rows > FEW_ROWS:  # a range: Arrow decides for the many
+                later_arrays = self._later_arrays() if later else None
+            else:
+                deleted_later = (
+                    [later.get(row_id) for row_id in rows.column(ROW_ID).to_pylist()]
+                    if later
+                    else None
+                )
+        if rows.num_rows > FEW_ROWS:
+            visible = pc.less_equal(rows.column(COMMIT_TS), ts)
+            if DELETED_AT in rows.column_names:
+                gone = pc.fill_null(pc.less_equal(rows.column(DELETED_AT), ts), False)
+                visible = pc.and_(visible, pc.invert(gone))
+            if later_arrays is not None:
+                ids, stamps = later_arrays
+                at = pc.index_in(rows.column(ROW_ID), value_set=ids)
+                gone = pc.fill_null(pc.less_equal(pc.take(stamps, at), ts), False)
+                visible = pc.and_(visible, pc.invert(gone))
+            return rows.take(pc.indices_nonzero(visible))  # a take reads pieces faster
+        stamps = rows.column(COMMIT_TS).to_pylist()
+        gone = (
+            rows.column(DELETED_AT).to_pylist()
+            if DELETED_AT in rows.column_names
+            else [None] * len(stamps)
+        )
+        if deleted_later is not None:
+            gone = [
+                stamp if stamp is not None else old
+                for stamp, old in zip(deleted_later, gone, strict=True)
+            ]
+        visible = [
+            stamp <= ts and (deleted is None or deleted > ts)
+            for stamp, deleted in zip(stamps, gone, strict=True)
+        ]
+        if all(visible):
+            return rows
+        return rows.filter(pa.array(visible, pa.bool_()))
+
+    def _later_arrays(self) -> tuple[pa.Array, pa.Array]:
+        """The deletes since the base as Arrow (row ids, timestamps), kept until the next."""
+        if self._later is None:
+            later = self._deleted_tail
+            self._later = (
+                pa.array(list(later), pa.int64()),
+                pa.array(list(later.values()), pa.int64()),
+            )
+        return self._later
+
+    def _tail_hits(self, low: int | None, high: int | None) -> list[tuple[pa.Table, int]]:
+        tail = self._tail
+        if not tail:
+            return []
+        if low is not None and low == high:
+            return tail.get(low, [])
+        keys = self._tail_keys
+        start = 0 if low is None else bisect.bisect_left(keys, low)
+        end = len(keys) if high is None else bisect.bisect_right(keys, high)
+        return [place for key in keys[start:end] for place in tail[key]]
+
+    def _index_tail(self) -> None:
+        for piece in self._pieces[self._tail_pieces :]:
+            for offset, key in enumerate(_keys(piece, self.column)):
+                if key is None:
+                    continue
+                places = self._tail.get(key)
+                if places is None:
+                    places = self._tail[key] = []
+                    bisect.insort(self._tail_keys, key)
+                places.append((piece, offset))
+            self._tail_rows += piece.num_rows
+        self._tail_pieces = len(self._pieces)
+
+    # -- fold --------------------------------------------------------------------------------
+
+    def needs_fold(self) -> bool:
+        limit = min(MAX_TAIL_ROWS, max(MIN_TAIL_ROWS, len(self._base_keys) // TAIL_SHARE))
+        pending = sum(piece.num_rows for piece in self._pieces[self._tail_pieces :])
+        return self.ready and (self._tail_rows + pending > limit or len(self._deleted_tail) > limit)
+
+    def _fold(self) -> None:
+        """The tail into the base, worked out outside the lock (the table keeps applying)."""
+        with self._lock:
+            if self._folding or not self.ready or self.broken:
+                return
+            self._folding = True
+            base, pieces = self._base, list(self._pieces)
+            deleted = dict(self._deleted_tail)
+        try:
+            later = (
+                pa.array(list(deleted), pa.int64()),
+                pa.array(list(deleted.values()), pa.int64()),
+            )
+            try:
+                sorted_base, keys = self._sorted(
+                    ([base] if base is not None else []) + pieces, later
+                )
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, _Unindexable):
+                with self._lock:
+                    self._give_up()
+                return
+            with self._lock:
+                if self.broken:
+                    return
+                self._base, self._base_keys = sorted_base, keys
+                self._pieces = self._pieces[len(pieces) :]
+                self._tail, self._tail_keys, self._tail_pieces, self._tail_rows = {}, [], 0, 0
+                for row_id, stamp in deleted.items():
+                    if self._deleted_tail.get(row_id) == stamp:
+                        del self._deleted_tail[row_id]
+                self._later = None
+        finally:
+            with self._lock:
+                self._folding = False
+
+    def _sorted(
+        self, pieces: list[pa.Table], deleted: tuple[pa.Array, pa.Array] | None
+    ) -> tuple[pa.Table | None, array]:
+        """pieces as one table sorted by the key (rows without a key left out), each row's
+        DELETED_AT its own or deleted's (row ids, delete timestamps)."""
+        pieces = [piece for piece in pieces if piece.num_rows]
+        if not pieces:
+            return None, array("q")
+        for piece in pieces:
+            _check_indexable(piece, self.column)
+        rows = _concat(pieces)
+        rows = rows.filter(pc.is_valid(rows.column(self.column)))
+        stamps = (
+            rows.column(DELETED_AT)
+            if DELETED_AT in rows.column_names
+            else pa.nulls(rows.num_rows, pa.int64())
+        )
+        if deleted is not None and len(deleted[0]):
+            ids, at = deleted
+            found = pc.index_in(rows.column(ROW_ID), value_set=ids)
+            stamps = pc.if_else(pc.is_valid(found), pc.take(at, found), stamps)
+        if DELETED_AT in rows.column_names:
+            rows = rows.drop_columns([DELETED_AT])
+        rows = rows.append_column(pa.field(DELETED_AT, pa.int64()), stamps)
+        rows = rows.take(pc.sort_indices(rows, [(self.column, "ascending")])).combine_chunks()
+        return rows, array("q", rows.column(self.column).to_pylist())
+
+
+class _Unindexable(Exception):
+    """A piece without the column as an integer."""
+
+
+def _check_indexable(piece: pa.Table, column: str) -> None:
+    if column not in piece.column_names or not pa.types.is_integer(piece.schema.field(column).type):
+        raise _Unindexable(column)
+    if pa.types.is_uint64(piece.schema.field(column).type):
+        raise _Unindexable(column)
+
+
+def _keys(piece: pa.Table, column: str) -> list:
+    _check_indexable(piece, column)
+    return piece.column(column).to_pylist()
+
+
+def _concat(pieces: list[pa.Table]) -> pa.Table:
+    if len(pieces) == 1:
+        return pieces[0]
+    return pa.concat_tables(pieces, promote_options="permissive")

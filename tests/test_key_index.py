@@ -1,0 +1,279 @@
+"""The CN's key index (be/cn/key_index.py) answers point and range reads as the whole snapshot
+does: at the newest and at older timestamps, across inserts, UNIQUE KEY replaces, deletes,
+flushes (rows moved into objects, deletes into tombstones), merges and folds of its tail; a CN
+that makes it after flushes reads the objects. Through the front: sysbench's read shapes
+answered without the engine give the engine's answers and result types."""
+
+import random
+import re
+from dataclasses import replace
+
+import mysql.connector
+import pyarrow as pa
+import pymysql
+import pytest
+
+from be.client import open_embedded
+from be.cn import key_index
+from be.cn.bounds import ColumnBound, within
+from be.config import BE_KEYS, DEFAULT_BE_CONF, Config
+from be.logtail.entries import ROW_ID
+from be.table_schema import ColumnSchema, PartitionSchema, TableSchema
+from be.tn.write_set import TableWrite, WriteSet
+from metadata.records import KeyModel
+from tests.harness import QuireProcess, error_of, run, wait_until
+
+KEYS = 400
+
+
+def table_schema(model: KeyModel) -> TableSchema:
+    columns = (ColumnSchema("k", pa.int32(), False), ColumnSchema("v", pa.string()))
+    partitions = (PartitionSchema(10, tablet_ids=(11, 12)),)
+    return TableSchema(1, 1, columns, model, ("k",), "RANGE", (), partitions, ("k",))
+
+
+def plane_of(tmp_path, *settings: str):
+    config = Config.load(
+        BE_KEYS,
+        [DEFAULT_BE_CONF],
+        [f"storage_root={tmp_path}", "flush_interval_second=3600", *settings],
+    )
+    plane = open_embedded(config)
+    plane.start()
+    return plane
+
+
+def whole(plane, schema, ts, bounds) -> list[tuple]:
+    """The rows within bounds at ts by the snapshot's own path (no index)."""
+    rows = within(plane.cn.table(schema.table_id)._snapshot(schema, ts, False), bounds)
+    return sorted(zip(*(rows.column(name).to_pylist() for name in ("k", "v")), strict=True))
+
+
+def indexed(plane, schema, ts, bounds) -> list[tuple]:
+    rows = within(plane.snapshot(schema, ts, 10, bounds=bounds), bounds)
+    return sorted(zip(*(rows.column(name).to_pylist() for name in ("k", "v")), strict=True))
+
+
+def random_commits(plane, schema, generator: random.Random, count: int) -> list[int]:
+    """count commits of inserts, replaces and deletes; the timestamp after each."""
+    stamps = []
+    for number in range(count):
+        keys = generator.sample(range(KEYS), generator.randint(1, 12))
+        inserts = pa.table(
+            {"k": pa.array(keys, pa.int32()), "v": [f"v{key}.{number}" for key in keys]},
+            schema=schema.arrow(),
+        )
+        deletes = None
+        if generator.random() < 0.4:
+            low = generator.randrange(KEYS)
+            bound = (ColumnBound("k", low, low + 5),)
+            gone = within(plane.snapshot(schema, plane.read_ts(), 10, row_ids=True), bound)
+            if gone.num_rows:
+                deletes = gone.select([ROW_ID, "k"])
+                inserts = None
+        write = TableWrite(schema, inserts=inserts, deletes=deletes)
+        stamps.append(plane.commit(WriteSet(plane.read_ts(), (write,))))
+    wait_until(lambda: plane.read_ts() >= stamps[-1], 10, "the CN has every commit")
+    return stamps
+
+
+def random_bounds(generator: random.Random) -> tuple[ColumnBound, ...]:
+    low = generator.randrange(-5, KEYS)
+    kind = generator.randrange(4)
+    if kind == 0:
+        return (ColumnBound("k", low, low),)
+    if kind == 1:
+        return (ColumnBound("k", low, low + generator.randrange(60)),)
+    if kind == 2:
+        return (ColumnBound("k", low=low),)
+    return (ColumnBound("k", high=low),)
+
+
+def check(plane, schema, stamps, generator, reads=60) -> None:
+    for _ in range(reads):
+        ts = generator.choice(stamps)
+        bounds = random_bounds(generator)
+        assert indexed(plane, schema, ts, bounds) == whole(plane, schema, ts, bounds), (ts, bounds)
+
+
+@pytest.mark.parametrize("model", [KeyModel.UNIQUE, KeyModel.DUPLICATE])
+def test_index_reads_equal_whole_snapshots_across_flushes_merges_and_folds(
+    tmp_path, monkeypatch, model
+):
+    monkeypatch.setattr(key_index, "MIN_TAIL_ROWS", 16)  # many folds
+    plane = plane_of(tmp_path, "flush_rows=60", "merge_min_objects=3", "block_rows=16")
+    try:
+        schema = table_schema(model)
+        generator = random.Random(7)
+        stamps = random_commits(plane, schema, generator, 10)
+        check(plane, schema, stamps, generator)  # the index is made by the first read
+        state = plane.cn.table(1)
+        assert state._index is not None and state._index.ready
+        for _ in range(6):
+            stamps += random_commits(plane, schema, generator, 15)
+            check(plane, schema, stamps[-20:], generator)
+        assert state.objects(), "flushes happened"
+        assert state._index.ready and not state._index.broken
+        at = plane.read_ts()
+        point = (ColumnBound("k", 5, 5),)
+        found = state.indexed_snapshot(schema, at, False, point)
+        assert found is not None, "at hand once made"
+        assert sorted(found.column("k").to_pylist()) == [
+            k for k, _ in whole(plane, schema, at, point)
+        ]
+    finally:
+        plane.close()
+
+
+def test_an_index_made_after_flushes_reads_objects_and_tombstones(tmp_path):
+    plane = plane_of(tmp_path, "flush_rows=40", "block_rows=16")
+    try:
+        schema = table_schema(KeyModel.UNIQUE)
+        generator = random.Random(11)
+        stamps = random_commits(plane, schema, generator, 40)
+        state = plane.cn.table(1)
+        wait_until(lambda: state.objects(), 10, "a flush")
+        assert state._index is None
+        check(plane, schema, stamps[-10:], generator)
+        assert state._index is not None and state._index.ready
+        stamps += random_commits(plane, schema, generator, 20)
+        check(plane, schema, stamps[-10:], generator)
+    finally:
+        plane.close()
+
+
+def test_what_the_index_does_not_answer(tmp_path):
+    plane = plane_of(tmp_path)
+    try:
+        schema = table_schema(KeyModel.UNIQUE)
+        random_commits(plane, schema, random.Random(3), 3)
+        state = plane.cn.table(1)
+        at = plane.read_ts()
+        by_value = (ColumnBound("k", 1, 1),)
+        assert state.indexed_snapshot(schema, at, False, by_value) is None, "not made yet"
+        plane.snapshot(schema, at, 10, bounds=by_value)
+        assert state.indexed_snapshot(schema, at, False, by_value) is not None
+        aggregate = replace(schema, key_model=KeyModel.AGGREGATE)
+        assert state.indexed_snapshot(aggregate, at, False, by_value) is None
+        other = replace(schema, key_columns=("v",))
+        assert state.indexed_snapshot(other, at, False, by_value) is None, "not the key"
+        assert state.indexed_snapshot(schema, at, False, ()) is None, "no bound"
+        state._index.max_rows = 1  # the table outgrows what the index may hold
+        stamps = random_commits(plane, schema, random.Random(4), 2)
+        assert state._index.broken
+        assert state.indexed_snapshot(schema, stamps[-1], False, by_value) is None
+        bounds = (ColumnBound("k", 0, KEYS),)
+        assert indexed(plane, schema, stamps[-1], bounds) == whole(
+            plane, schema, stamps[-1], bounds
+        )
+    finally:
+        plane.close()
+
+
+# -- through the front ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def front(tmp_path_factory):
+    node = QuireProcess(tmp_path_factory.mktemp("key_index")).start()
+    connection = node.connect()
+    run(connection, "CREATE DATABASE s")
+    run(
+        connection,
+        "CREATE TABLE s.t (id INT NOT NULL, k INT NOT NULL, c CHAR(20), small TINYINT) "
+        "UNIQUE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 2",
+    )
+    values = ", ".join(
+        f"({i}, {i % 7}, {'NULL' if i % 11 == 0 else repr(f'c{(i * 37) % 50}')}, {i % 120})"
+        for i in range(1, 301)
+    )
+    run(connection, f"INSERT INTO s.t VALUES {values}")
+    yield connection
+    connection.close()
+    node.stop()
+
+
+SHAPES = [
+    "SELECT c FROM s.t WHERE id = {a}",
+    "SELECT c, k FROM s.t WHERE id BETWEEN {a} AND {b}",
+    "SELECT SUM(k) FROM s.t WHERE id BETWEEN {a} AND {b}",
+    "SELECT SUM(k), SUM(small) FROM s.t WHERE id BETWEEN {b} AND {a}",
+    "SELECT c FROM s.t WHERE id BETWEEN {a} AND {b} ORDER BY c",
+    "SELECT c, id FROM s.t WHERE id BETWEEN {a} AND {b} ORDER BY c DESC, id",
+    "SELECT DISTINCT c FROM s.t WHERE id BETWEEN {a} AND {b} ORDER BY c",
+    "SELECT id, k + 1, small - 3, 2 + k FROM s.t WHERE id BETWEEN {a} AND {b}",
+    "SELECT small + 100 FROM s.t WHERE id BETWEEN {a} AND {b}",
+]
+
+
+def outcome(connection, sql) -> tuple:
+    """(result types, rows) of sql, or its error."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(sql)
+            types = [(d[0], d[1], d[4], d[5]) for d in cursor.description]
+            return types, list(cursor.fetchall())
+    except pymysql.MySQLError as error:
+        return ("error", error.args)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_read_shapes_answer_as_the_engine(front, shape):
+    """Each shape once bounded on the key (answered from the index) and once with a WHERE term
+    the index does not take (the engine answers): the same rows, in the same order where
+    ORDER BY fixes it, with the same result types (or the same error)."""
+    for a, b in ((5, 40), (1, 300), (290, 320), (77, 77), (50, 10)):
+        sql = shape.format(a=a, b=b)
+        got = outcome(front, sql)
+        expected = outcome(front, sql.replace(" FROM s.t WHERE ", " FROM s.t WHERE 1 = 1 AND "))
+        if "ORDER BY" not in sql and got[0] != "error":
+            got, expected = (
+                (got[0], sorted(got[1], key=repr)),
+                (expected[0], sorted(expected[1], key=repr)),
+            )
+        assert got == expected, sql
+
+
+def test_an_overflow_is_the_engines_error(front):
+    run(front, "INSERT INTO s.t VALUES (1000, 2147483647, 'x', 127)")
+    for sql in (
+        "SELECT k + 1 FROM s.t WHERE id = 1000",
+        "SELECT small + 1 FROM s.t WHERE id = 1000",
+    ):
+        assert error_of(front, sql) == error_of(front, sql.replace("WHERE ", "WHERE 1 = 1 AND "))
+    code, _ = error_of(front, "UPDATE s.t SET k = k + 1 WHERE id = 1000")
+    assert code > 0
+    assert run(front, "SELECT k FROM s.t WHERE id = 1000") == ((2147483647,),)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_prepared_read_shapes_answer_as_the_engine(front, shape):
+    """The same through prepared statements (the binary protocol, values as parameters), which
+    are answered without binding a tree."""
+    node_port = front.port
+    connection = mysql.connector.connect(
+        host="127.0.0.1", port=node_port, user="root", password="", use_pure=True
+    )
+    try:
+        cursor = connection.cursor(prepared=True)
+        for a, b in ((5, 40), (1, 300), (77, 77), (50, 10)):
+            sql = shape.format(a=a, b=b)
+            expected = outcome(front, sql.replace(" FROM s.t WHERE ", " FROM s.t WHERE 1 = 1 AND "))
+            try:
+                values = [{"{a}": a, "{b}": b}[name] for name in re.findall(r"\{[ab]\}", shape)]
+                cursor.execute(shape.format(a="?", b="?"), values)
+                rows = [tuple(row) for row in cursor.fetchall()]
+                got = ([d[0] for d in cursor.description], rows)
+            except mysql.connector.Error as error:
+                got = ("error", error.errno)
+            if expected[0] == "error":
+                assert got == ("error", expected[1][0]), sql
+                continue
+            if "ORDER BY" not in sql:
+                rows, expected_rows = sorted(got[1], key=repr), sorted(expected[1], key=repr)
+            else:
+                rows, expected_rows = got[1], expected[1]
+            assert got[0] == [name for name, *_ in expected[0]], sql
+            assert rows == [tuple(row) for row in expected_rows], sql
+    finally:
+        connection.close()

@@ -171,10 +171,16 @@ def test_an_entry_and_an_image_record_written_before_typed_columns_decode_identi
 
     record = msgpack.unpackb(VERSION_2_CREATE_TABLE[1:], use_list=False)[0][1]
     assert codec.decode_record(Table, record, version=2) == table
-    # The same fields (partitions with no LIST values, properties or rollup tablets), then the
-    # schema version, the partition kind, temporary partitions and rollups.
+    # The same fields (columns with the ids and backfills given on decoding, partitions with no
+    # LIST values, properties or rollup tablets), then the schema version, the partition kind,
+    # temporary partitions and rollups.
+    columns = tuple(
+        (*column, table_column.id, table_column.backfill)
+        for column, table_column in zip(record[3], table.columns, strict=True)
+    )
     partitions = tuple((*partition, (), (), ()) for partition in record[9])
-    assert codec.encode_record(table) == (*record[:9], partitions, *record[10:], 1, "RANGE", (), ())
+    expected = (*record[:3], columns, *record[4:9], partitions, *record[10:], 1, "RANGE", (), ())
+    assert codec.encode_record(table) == expected
     assert codec.decode_ops(codec.encode_ops([op])) == [op]
 
 

@@ -377,10 +377,8 @@ class TableState:
             piece = self._read_object(meta, ranges, needed, schema)
             if piece is not None and piece.num_rows:
                 pieces.append(_visible(_adapted(piece, schema), ts, bounds, gone, keep_row_ids))
-        for piece, placed in memory:
-            piece = _of_partitions(piece, placed, partitions)
-            if piece.num_rows:
-                pieces.append(_visible(_adapted(piece, schema), ts, bounds, gone, keep_row_ids))
+        for piece in _runs(_of_partitions(piece, placed, partitions) for piece, placed in memory):
+            pieces.append(_visible(_adapted(piece, schema), ts, bounds, gone, keep_row_ids))
         target = schema.with_row_ids() if row_ids else schema.arrow()
         if not pieces:
             return target.empty_table()
@@ -477,6 +475,20 @@ def _combined(
             placed.append(held)
     combined = [run[0] if len(run) == 1 else pa.concat_tables(run).combine_chunks() for run in runs]
     return combined, placed
+
+
+def _runs(pieces) -> list[pa.Table]:
+    """The pieces with rows, each run of pieces of one layout as one table (not copied): adapted
+    and filtered once, not per commit."""
+    runs: list[list[pa.Table]] = []
+    for piece in pieces:
+        if not piece.num_rows:
+            continue
+        if runs and runs[-1][0].schema.equals(piece.schema, check_metadata=True):
+            runs[-1].append(piece)
+        else:
+            runs.append([piece])
+    return [run[0] if len(run) == 1 else pa.concat_tables(run) for run in runs]
 
 
 def _narrowed(schema: TableSchema, columns: frozenset[str]) -> TableSchema:

@@ -47,7 +47,9 @@ from metadata.records import KeyModel
 
 COMBINE_PIECES = 64  # pieces of rows (or of deletes) combined into one past this many
 MIN_CHUNK_ROWS = 4096  # a kept snapshot whose chunks hold fewer rows on average is combined
-MAX_CACHED_SNAPSHOTS = 8  # of the newest state: per schema version, with and without row ids
+MAX_CACHED_SNAPSHOTS = (
+    32  # of the newest state: per schema (a scan's columns), with and without row ids
+)
 
 AGGREGATIONS = {  # Doris's aggregation of a value column: pyarrow's hash aggregate
     "SUM": "sum",
@@ -240,7 +242,9 @@ class TableState:
             if _small_chunks(snapshot):  # read again and again: few chunks read faster
                 snapshot = snapshot.combine_chunks()
             with self._lock:
-                if self._changed_ts == changed_ts and len(self._newest) < MAX_CACHED_SNAPSHOTS:
+                if self._changed_ts == changed_ts:
+                    if len(self._newest) >= MAX_CACHED_SNAPSHOTS:  # the oldest kept goes
+                        self._newest.pop(next(iter(self._newest)))
                     self._newest[schema, row_ids] = snapshot
         return snapshot
 
@@ -401,8 +405,12 @@ class TableState:
         columns = None
         if needed is not None and not set(meta.column_names) <= needed:
             columns = [name for name in meta.column_names if name in needed]
-        key = meta.name if columns is None else f"{meta.name}#{','.join(columns)}"
-        rows = self.cache.get(key, lambda: read_blocks(self.store, meta, columns))
+        if columns is None:
+            rows = self.cache.get(meta.name, lambda: read_blocks(self.store, meta))
+        else:
+            rows = self.cache.get_columns(
+                meta.name, columns, lambda missing: read_blocks(self.store, meta, missing)
+            )
         usable = {
             name: bounds
             for name, bounds in (ranges or {}).items()

@@ -4,7 +4,7 @@ Parquet directly (the limit for this engine), answers compared.
 Run by hand from the repository root:
 
     python tests/bench/bench_tpch.py [--scale 1] [--connections 4] [--runs 3]
-        [--workdir DIR] [--profile FILE]
+        [--workdir DIR] [--profile FILE] [--cn-cache-bytes N]
 
 The data comes from tpchgen-cli (Parquet, kept in <workdir>/data-<scale>). The benchmark starts a
 `quire up` over <workdir>/quire-<scale>, creates the eight tables (Doris DDL, DUPLICATE KEY) and
@@ -15,7 +15,9 @@ builds Quire's snapshots of the tables it reads, and the best are shown), and th
 compared (rows in order, decimals exactly, floats to 1e-9 relative). The last lines are the
 total-time ratios DuckDB / Quire. With --profile FILE Quire runs the queries under cProfile
 (see bench_sysbench.py); the load is not profiled. Both sides run a query on as many DuckDB
-threads as the machine has cores (Quire's query_engine_threads).
+threads as the machine has cores (Quire's query_engine_threads). Quire's CN keeps up to
+--cn-cache-bytes (cn_cache_bytes, 4 GiB here) of decoded columns between queries, as a Doris BE
+keeps its page cache; DuckDB direct decodes the Parquet on every run.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from tests.harness import QuireProcess  # noqa: E402
 DATABASE = "tpch"
 LOADED_MARK = "loaded"  # written in Quire's folder once every table is in
 THREADS = os.cpu_count() or 1  # DuckDB threads of a query, on both sides
+DEFAULT_CN_CACHE_BYTES = 4 << 30  # SF1's decoded columns fit: first runs decode, later ones reuse
 EDIT_LOG_PORT = "edit_log_port"  # the journal's members are named by it: a restart keeps it
 
 
@@ -50,8 +53,14 @@ def timed(run, runs: int) -> tuple[float, float, list]:
     return times[0], min(times), answer
 
 
-def start_quire(folder: Path, profile: Path | None = None) -> QuireProcess:
-    overrides = {"max_waiting_long_statements": 16, "query_engine_threads": THREADS}
+def start_quire(
+    folder: Path, profile: Path | None = None, cache_bytes: int = DEFAULT_CN_CACHE_BYTES
+) -> QuireProcess:
+    overrides = {
+        "max_waiting_long_statements": 16,
+        "query_engine_threads": THREADS,
+        "cn_cache_bytes": cache_bytes,  # decoded columns kept, as a Doris BE's page cache
+    }
     kept = folder / EDIT_LOG_PORT
     if kept.exists():
         overrides["edit_log_port"] = int(kept.read_text())
@@ -96,6 +105,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--workdir", type=Path)
     parser.add_argument("--profile", type=Path)
+    parser.add_argument(
+        "--cn-cache-bytes", type=int, default=DEFAULT_CN_CACHE_BYTES, help="Quire's cn_cache_bytes"
+    )
     parser.add_argument("--queries", help="comma-separated query numbers (default: all 22)")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench_tpch_") as scratch:
@@ -103,7 +115,7 @@ def main() -> int:
         data = tpch.generate(workdir / f"data-{options.scale:g}", options.scale)
         folder = workdir / f"quire-{options.scale:g}"
         load_once(folder, data, options.connections)
-        quire = start_quire(folder, options.profile)
+        quire = start_quire(folder, options.profile, options.cn_cache_bytes)
         try:
             return compare(quire, data, options)
         finally:

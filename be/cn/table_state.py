@@ -325,10 +325,7 @@ class TableState:
             pieces = [self._read_object(meta, None) for meta in stored]
             pieces += [_of_partitions(piece, placed, partitions) for piece, placed in memory]
             pieces = [_adapted(piece, schema) for piece in pieces if piece.num_rows]
-            for meta in tombstones:
-                table = self._read_tombstones(meta)
-                delete_ids.append(table.column(ROW_ID).combine_chunks())
-                delete_ts.append(table.column(DELETE_TS).combine_chunks())
+            self._read_deletes(tombstones, delete_ids, delete_ts)
             read = True
         finally:
             if not read:  # the next read tries again
@@ -359,10 +356,7 @@ class TableState:
                 and (partitions is None or item.meta.partition_id in partitions)
             ]
             tombstones = [meta for meta in self._tombstones if meta.min_delete_ts <= ts]
-        for meta in tombstones:
-            table = self._read_tombstones(meta)
-            delete_ids.append(table.column(ROW_ID).combine_chunks())
-            delete_ts.append(table.column(DELETE_TS).combine_chunks())
+        self._read_deletes(tombstones, delete_ids, delete_ts)
         gone = None
         if delete_ids:
             ids = pa.concat_arrays(delete_ids)
@@ -433,6 +427,13 @@ class TableState:
         return pa.concat_tables(
             [rows.slice(starts[index], meta.blocks[index].rows) for index in chosen]
         )
+
+    def _read_deletes(self, tombstones, delete_ids: list, delete_ts: list) -> None:
+        """The row ids and delete timestamps of tombstones, appended to the in-memory ones."""
+        for meta in tombstones:
+            table = self._read_tombstones(meta)
+            delete_ids.append(table.column(ROW_ID).combine_chunks())
+            delete_ts.append(table.column(DELETE_TS).combine_chunks())
 
     def _read_tombstones(self, meta: TombstoneMeta) -> pa.Table:
         assert self.store is not None and self.cache is not None

@@ -18,7 +18,6 @@ import pyarrow as pa
 
 from be.storage import meta_codec
 from be.storage.blocks import ObjectMeta
-from be.storage.errors import ObjectCorrupt
 from be.storage.tombstones import TombstoneMeta
 from be.table_schema import TableSchema
 from be.tn import wal_records
@@ -127,14 +126,7 @@ def decode_storage(data: bytes, table_ids: frozenset[int]) -> dict[int, TableSto
         return found
     except CheckpointCorrupt:
         raise
-    except (
-        struct.error,
-        ValueError,
-        KeyError,
-        TypeError,
-        pa.ArrowException,
-        ObjectCorrupt,
-    ) as error:
+    except wal_records.DAMAGED as error:
         raise CheckpointCorrupt(f"checkpoint is damaged: {error}") from None
 
 
@@ -191,15 +183,7 @@ def decode(data: bytes) -> Checkpoint:
         return Checkpoint(header["ts"], header["horizon_ts"], tables, requests, pending, counters)
     except CheckpointCorrupt:
         raise
-    except (
-        struct.error,
-        ValueError,
-        KeyError,
-        TypeError,
-        pa.ArrowException,
-        ObjectCorrupt,
-        wal_records.WalRecordError,
-    ) as error:
+    except (*wal_records.DAMAGED, wal_records.WalRecordError) as error:
         raise CheckpointCorrupt(f"checkpoint is damaged: {error}") from None
 
 

@@ -22,6 +22,9 @@ from be.storage import meta_codec
 from be.storage.errors import ObjectCorrupt
 from be.table_schema import TableSchema
 
+# What decoding a damaged record (or checkpoint) raises from the libraries it uses.
+DAMAGED = (struct.error, ValueError, KeyError, TypeError, pa.ArrowException, ObjectCorrupt)
+
 VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
 _CHECKPOINT_VERSIONS = (2, 3)  # versions whose records may name a checkpoint
@@ -128,14 +131,7 @@ def decode(record: bytes) -> tuple[Commit, str, dict[int, TableSchema]]:
         if offset != len(record):
             raise WalRecordError("log record has trailing bytes")
         return Commit(header["ts"], tuple(changes)), header["request"], schemas
-    except (
-        struct.error,
-        ValueError,
-        KeyError,
-        TypeError,
-        pa.ArrowException,
-        ObjectCorrupt,
-    ) as error:
+    except DAMAGED as error:
         raise WalRecordError(f"log record is damaged: {error}") from None
 
 

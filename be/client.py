@@ -329,8 +329,7 @@ class RemoteDataPlane:
         bounds: tuple[ColumnBound, ...] = (),
         columns: frozenset[str] | None = None,
     ) -> pa.Table:
-        """The table at ts from the CN that follows it, else the next, else the TN (columns: not
-        sent to remote nodes yet, which return every column)."""
+        """The table at ts from the CN that follows it, else the next, else the TN."""
         nodes = self._nodes()
         cns = rendezvous_order(schema.table_id, [n for n in nodes if n.role is Role.CN and n.alive])
         candidates = cns + [n for n in nodes if n.role is Role.TN]
@@ -338,7 +337,8 @@ class RemoteDataPlane:
             raise NoNode("no CN or TN has been added (ALTER SYSTEM ADD BACKEND)")
         last_error: Exception | None = None
         for node in candidates:
-            request = SnapshotRequest(schema, ts, row_ids, int(timeout * 1000), bounds)
+            named = None if columns is None else tuple(sorted(columns))
+            request = SnapshotRequest(schema, ts, row_ids, int(timeout * 1000), bounds, named)
             try:
                 reply = self.client(node.host, node.port).call(
                     request, timeout + ANSWER_MARGIN_SECONDS

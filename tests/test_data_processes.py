@@ -492,7 +492,7 @@ def test_messages_are_checked_strictly():
         5, 2, (ColumnSchema("k", pa.int32(), False), ColumnSchema("v", pa.string(), True, "REPLACE")),
         KeyModel.AGGREGATE, ("k",),
     )  # fmt: skip
-    request = SnapshotRequest(schema, 42, True, 1000, (ColumnBound("k", 3, None),))
+    request = SnapshotRequest(schema, 42, True, 1000, (ColumnBound("k", 3, None),), ("v",))
     data = encode(request, limits)
     assert decode(data, limits) == request
     for message in (

@@ -105,13 +105,20 @@ class ComputeNodeService:
 
     async def _handle(self, request: Message) -> Message:
         match request:
-            case SnapshotRequest(schema, ts, row_ids, timeout_ms, bounds):
+            case SnapshotRequest(schema, ts, row_ids, timeout_ms, bounds, columns):
                 if not self._reads_waiting.acquire(blocking=False):
                     raise NodeBusy("the CN has as many reads waiting as it takes")
                 try:
                     timeout = min(timeout_ms / 1000, self.limits.max_read_wait)
                     table = await asyncio.get_running_loop().run_in_executor(
-                        self._read_threads, self.snapshot, schema, ts, row_ids, timeout, bounds
+                        self._read_threads,
+                        self.snapshot,
+                        schema,
+                        ts,
+                        row_ids,
+                        timeout,
+                        bounds,
+                        None if columns is None else frozenset(columns),
                     )
                 finally:
                     self._reads_waiting.release()
@@ -155,7 +162,13 @@ class ComputeNodeService:
             return tuple(sorted(self._subscribed))
 
     def snapshot(
-        self, schema: TableSchema, ts: int, row_ids: bool, timeout: float, bounds: tuple = ()
+        self,
+        schema: TableSchema,
+        ts: int,
+        row_ids: bool,
+        timeout: float,
+        bounds: tuple = (),
+        columns: frozenset[str] | None = None,
     ):
         """The table at ts, once this CN has everything of it up to ts."""
         deadline = time.monotonic() + timeout
@@ -172,4 +185,4 @@ class ComputeNodeService:
                 f"this CN has data up to {self.subscriber.watermark}, not yet up to {ts}"
             )
         self.node.advance(ts)
-        return self.node.snapshot(schema, ts, row_ids, bounds)
+        return self.node.snapshot(schema, ts, row_ids, bounds, columns)

@@ -12,7 +12,7 @@ the old ones. Versions:
 
     1   the first release
     2   a table schema carries its placement (partitions, tablets, distribution)
-    3   a snapshot request carries the read's bounds; AUTO_INCREMENT values and tablet statistics
+    3   a snapshot request carries the read's bounds and columns; AUTO_INCREMENT values and tablet statistics
         are asked of the TN; the FE tells the TN which tables and partitions may still be read
 """
 
@@ -130,6 +130,7 @@ class SnapshotRequest:
     row_ids: bool
     timeout_ms: int
     bounds: tuple[ColumnBound, ...] = ()
+    columns: tuple[str, ...] | None = None  # lower-case names a read needs; None: every column
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,9 +303,18 @@ def _fields(message: Message, limits: ServiceLimits) -> list:
             return [Kind.READ_TS_REQUEST]
         case ReadTs(ts):
             return [Kind.READ_TS, ts]
-        case SnapshotRequest(schema, ts, row_ids, timeout_ms, bounds):
+        case SnapshotRequest(schema, ts, row_ids, timeout_ms, bounds, columns):
             encoded = [[bound.column, bound.low, bound.high] for bound in bounds[:MAX_BOUNDS]]
-            return [Kind.SNAPSHOT_REQUEST, encode_schema(schema), ts, row_ids, timeout_ms, encoded]
+            named = None if columns is None else list(columns)
+            return [
+                Kind.SNAPSHOT_REQUEST,
+                encode_schema(schema),
+                ts,
+                row_ids,
+                timeout_ms,
+                encoded,
+                named,
+            ]
         case Rows(table):
             return [Kind.ROWS, _ipc(table, limits)]
         case TakeAutoIncrement(table_id, count):
@@ -432,17 +442,24 @@ def _message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
             (ts,) = _shape(fields, 1, "read timestamp")
             return ReadTs(_int(ts, "read timestamp"))
         case Kind.SNAPSHOT_REQUEST:
-            schema, ts, row_ids, timeout_ms, bounds = _shape(fields, 5, "snapshot request")
+            schema, ts, row_ids, timeout_ms, bounds, columns = _shape(fields, 6, "snapshot request")
             if type(row_ids) is not bool:
                 raise ServiceFormatError("malformed row_ids flag")
             if type(bounds) is not tuple or len(bounds) > MAX_BOUNDS:
                 raise ServiceFormatError("malformed bounds")
+            if columns is not None and (
+                type(columns) is not tuple or len(columns) > limits.max_columns
+            ):
+                raise ServiceFormatError("malformed column list")
             return SnapshotRequest(
                 decode_schema(schema, limits),
                 _int(ts, "timestamp"),
                 row_ids,
                 _int(timeout_ms, "timeout"),
                 tuple(_bound(bound) for bound in bounds),
+                None
+                if columns is None
+                else tuple(_str(c, "column", MAX_NAME_CHARS) for c in columns),
             )
         case Kind.ROWS:
             (table,) = _shape(fields, 1, "rows")

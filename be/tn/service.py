@@ -158,13 +158,20 @@ class TransactionNode:
                 return Committed(ts)
             case ReadTsRequest():
                 return ReadTs(self.pipeline.published_ts)
-            case SnapshotRequest(schema, ts, row_ids, timeout_ms, bounds):
+            case SnapshotRequest(schema, ts, row_ids, timeout_ms, bounds, columns):
                 if not self._reads_waiting.acquire(blocking=False):
                     raise NodeBusy("the TN has as many reads waiting as it takes")
                 try:
                     timeout = min(timeout_ms / 1000, self.limits.max_read_wait)
                     table = await asyncio.get_running_loop().run_in_executor(
-                        self._read_threads, self._snapshot, schema, ts, row_ids, timeout, bounds
+                        self._read_threads,
+                        self._snapshot,
+                        schema,
+                        ts,
+                        row_ids,
+                        timeout,
+                        bounds,
+                        None if columns is None else frozenset(columns),
                     )
                 finally:
                     self._reads_waiting.release()
@@ -186,6 +193,6 @@ class TransactionNode:
                 return Status(Role.TN, self.name, self.pipeline.published_ts, (), self.started_ms)
         raise ServiceFormatError(f"a TN does not answer {type(request).__name__}")
 
-    def _snapshot(self, schema, ts, row_ids, timeout, bounds):
+    def _snapshot(self, schema, ts, row_ids, timeout, bounds, columns):
         self.reads.wait_for(ts, timeout)
-        return self.reads.snapshot(schema, ts, row_ids, bounds)
+        return self.reads.snapshot(schema, ts, row_ids, bounds, columns)

@@ -130,13 +130,15 @@ def test_date_arithmetic_with_amounts_written_as_strings(loaded):
         cursor.execute(
             "select date '1998-12-01' - interval '90' day, "
             "date_add('2020-01-31', interval '1' month), "
-            "cast('2020-01-01 10:00:00' as datetime) + interval '2' hour"
+            "cast('2020-01-01 10:00:00' as datetime) + interval '2' hour, "
+            "timestamp '2020-01-01 10:00:00' + interval 1 day"
         )
         assert cursor.fetchall() == (
             (
                 datetime.date(1998, 9, 2),
                 datetime.date(2020, 2, 29),
                 datetime.datetime(2020, 1, 1, 12, 0),
+                datetime.datetime(2020, 1, 2, 10, 0),
             ),
         )
         assert [entry[1] for entry in cursor.description][:2] == [DATE, DATE]

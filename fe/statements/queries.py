@@ -667,6 +667,8 @@ def substituted(root: exp.Expression, substitute) -> exp.Expression:
 
 
 def _bind(node: exp.Expression, session, time) -> exp.Expression:
+    if isinstance(node, exp.Cast) and _is_timestamp_literal(node):
+        return exp.cast(node.this, exp.DataType.Type.DATETIME)
     if isinstance(node, exp.Placeholder):
         return exp.null()  # a prepared statement being described
     if isinstance(node, exp.SessionParameter):
@@ -680,6 +682,12 @@ def _bind(node: exp.Expression, session, time) -> exp.Expression:
         if clock is not None:
             return clock
     return node
+
+
+def _is_timestamp_literal(cast: exp.Cast) -> bool:
+    """MySQL's `TIMESTAMP '2020-01-01 10:00:00'`: a DATETIME value (sqlglot reads it as one with
+    a time zone, which MySQL has no literal for)."""
+    return cast.to.is_type(exp.DataType.Type.TIMESTAMPTZ) and _is_string(cast.this)
 
 
 def _literal(value) -> exp.Expression:

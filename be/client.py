@@ -335,10 +335,10 @@ class RemoteDataPlane:
         candidates = cns + [n for n in nodes if n.role is Role.TN]
         if not candidates:
             raise NoNode("no CN or TN has been added (ALTER SYSTEM ADD BACKEND)")
+        named = None if columns is None else tuple(sorted(columns))
+        request = SnapshotRequest(schema, ts, row_ids, int(timeout * 1000), bounds, named)
         last_error: Exception | None = None
         for node in candidates:
-            named = None if columns is None else tuple(sorted(columns))
-            request = SnapshotRequest(schema, ts, row_ids, int(timeout * 1000), bounds, named)
             try:
                 reply = self.client(node.host, node.port).call(
                     request, timeout + ANSWER_MARGIN_SECONDS

@@ -9,8 +9,6 @@ so a restarted TN or a dropped connection costs a wait, not a row.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import logging
 import threading
 import time
@@ -21,18 +19,18 @@ from be.config import Config
 from be.logtail.errors import CheckpointUnreadable
 from be.logtail.limits import LogtailLimits
 from be.logtail.subscriber import LogtailSubscriber
-from be.service.errors import NodeBusy, ServiceFormatError
+from be.service.errors import ServiceFormatError
 from be.service.format import (
     Message,
     ReadTs,
     ReadTsRequest,
     Role,
-    Rows,
     SnapshotRequest,
     Status,
     StatusRequest,
 )
 from be.service.limits import ServiceLimits
+from be.service.reads import SnapshotReads
 from be.service.server import NodeServer
 from be.storage.errors import StorageError
 from be.storage.objects import ObjectStore
@@ -76,10 +74,7 @@ class ComputeNodeService:
             config["cn_service_port"],
             self.limits,
         )
-        self._read_threads = concurrent.futures.ThreadPoolExecutor(
-            self.limits.read_threads, thread_name_prefix="cn-read"
-        )
-        self._reads_waiting = threading.BoundedSemaphore(self.limits.max_connections)
+        self.snapshot_reads = SnapshotReads(self.limits, self.snapshot, Role.CN)
         self._lock = threading.Lock()
         self._subscribed: set[int] = set()  # the tables FEs read here (the subscriber bounds it)
 
@@ -101,28 +96,12 @@ class ComputeNodeService:
     def close(self) -> None:
         self.server.close()
         self.subscriber.close()
-        self._read_threads.shutdown(wait=False, cancel_futures=True)
+        self.snapshot_reads.close()
 
     async def _handle(self, request: Message) -> Message:
         match request:
-            case SnapshotRequest(schema, ts, row_ids, timeout_ms, bounds, columns):
-                if not self._reads_waiting.acquire(blocking=False):
-                    raise NodeBusy("the CN has as many reads waiting as it takes")
-                try:
-                    timeout = min(timeout_ms / 1000, self.limits.max_read_wait)
-                    table = await asyncio.get_running_loop().run_in_executor(
-                        self._read_threads,
-                        self.snapshot,
-                        schema,
-                        ts,
-                        row_ids,
-                        timeout,
-                        bounds,
-                        None if columns is None else frozenset(columns),
-                    )
-                finally:
-                    self._reads_waiting.release()
-                return Rows(table)
+            case SnapshotRequest():
+                return await self.snapshot_reads.answer(request)
             case ReadTsRequest():
                 return ReadTs(self.subscriber.watermark)
             case StatusRequest():

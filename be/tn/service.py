@@ -10,9 +10,7 @@ publishes every logged commit again, so a CN that reconnects catches up from the
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import logging
-import threading
 import time
 
 from be.cn.limits import ComputeLimits
@@ -24,7 +22,7 @@ from be.logtail.entries import Commit
 from be.logtail.limits import LogtailLimits
 from be.logtail.push import LogtailPushServer
 from be.logtail.table import LogtailTable
-from be.service.errors import NodeBusy, ServiceFormatError
+from be.service.errors import ServiceFormatError
 from be.service.format import (
     Accepted,
     AutoIncrement,
@@ -36,7 +34,6 @@ from be.service.format import (
     ReadTs,
     ReadTsRequest,
     Role,
-    Rows,
     SnapshotRequest,
     Status,
     StatusRequest,
@@ -45,6 +42,7 @@ from be.service.format import (
     TakeAutoIncrement,
 )
 from be.service.limits import ServiceLimits
+from be.service.reads import SnapshotReads
 from be.service.server import NodeServer
 from be.storage.objects import ObjectStore
 from be.tn.errors import CommitOutcomeUnknown
@@ -95,10 +93,7 @@ class TransactionNode:
         self.server = NodeServer(
             Role.TN, name, token, self._handle, host, config["tn_service_port"], self.limits
         )
-        self._read_threads = concurrent.futures.ThreadPoolExecutor(
-            self.limits.read_threads, thread_name_prefix="tn-read"
-        )
-        self._reads_waiting = threading.BoundedSemaphore(self.limits.max_connections)
+        self.snapshot_reads = SnapshotReads(self.limits, self._snapshot, Role.TN)
 
     def start(self) -> None:
         """Listen for CNs, open and replay the log (republishing it), then serve FEs."""
@@ -131,7 +126,7 @@ class TransactionNode:
         self.push.close()
         if self.log is not None:
             self.log.close()
-        self._read_threads.shutdown(wait=False, cancel_futures=True)
+        self.snapshot_reads.close()
 
     def _request_checkpoint(self) -> None:
         """The logtail table keeps too much, or a subscription asked for more than a pull
@@ -158,24 +153,8 @@ class TransactionNode:
                 return Committed(ts)
             case ReadTsRequest():
                 return ReadTs(self.pipeline.published_ts)
-            case SnapshotRequest(schema, ts, row_ids, timeout_ms, bounds, columns):
-                if not self._reads_waiting.acquire(blocking=False):
-                    raise NodeBusy("the TN has as many reads waiting as it takes")
-                try:
-                    timeout = min(timeout_ms / 1000, self.limits.max_read_wait)
-                    table = await asyncio.get_running_loop().run_in_executor(
-                        self._read_threads,
-                        self._snapshot,
-                        schema,
-                        ts,
-                        row_ids,
-                        timeout,
-                        bounds,
-                        None if columns is None else frozenset(columns),
-                    )
-                finally:
-                    self._reads_waiting.release()
-                return Rows(table)
+            case SnapshotRequest():
+                return await self.snapshot_reads.answer(request)
             case TakeAutoIncrement(table_id, count):
                 return AutoIncrement(self.pipeline.take_auto_increment(table_id, count))
             case ObserveAutoIncrement(table_id, given):

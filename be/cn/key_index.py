@@ -45,7 +45,8 @@ class KeyIndex:
         self._base: pa.Table | None = None
         self._base_keys = array("q")
         self._pieces: list[pa.Table] = []  # committed since the base, in commit order
-        self._tail: dict[int, list[tuple[pa.Table, int]]] = {}
+        self._tail_table: pa.Table | None = None  # the pieces indexed in _tail, as one table
+        self._tail: dict[int, list[int]] = {}  # key -> its rows' offsets in _tail_table
         self._tail_keys: list[int] = []  # the tail's keys, sorted
         self._tail_pieces = 0  # of _pieces, those in _tail
         self._tail_rows = 0
@@ -96,6 +97,7 @@ class KeyIndex:
         self.broken = True
         self._base, self._base_keys, self._pieces, self._tail = None, array("q"), [], {}
         self._tail_keys, self._deleted_tail, self._later = [], {}, None
+        self._tail_table = None
 
     # -- read --------------------------------------------------------------------------------
 
@@ -125,8 +127,9 @@ class KeyIndex:
                 )
                 if end > start:
                     found.append(self._base.slice(start, end - start))
-            for piece, offset in self._tail_hits(low, high):
-                found.append(piece.slice(offset, 1))
+            hits = self._tail_hits(low, high)
+            if hits:
+                found.append(self._tail_table.take(hits))
             if not found:
                 return None if self._base is None else self._base.slice(0, 0)
             rows = _concat(found)
@@ -179,7 +182,7 @@ class KeyIndex:
             )
         return self._later
 
-    def _tail_hits(self, low: int | None, high: int | None) -> list[tuple[pa.Table, int]]:
+    def _tail_hits(self, low: int | None, high: int | None) -> list[int]:
         tail = self._tail
         if not tail:
             return []
@@ -191,16 +194,24 @@ class KeyIndex:
         return [place for key in keys[start:end] for place in tail[key]]
 
     def _index_tail(self) -> None:
-        for piece in self._pieces[self._tail_pieces :]:
-            for offset, key in enumerate(_keys(piece, self.column)):
-                if key is None:
-                    continue
-                places = self._tail.get(key)
-                if places is None:
-                    places = self._tail[key] = []
-                    bisect.insort(self._tail_keys, key)
-                places.append((piece, offset))
-            self._tail_rows += piece.num_rows
+        """The pieces committed since the last call into the tail: one table (a read takes its
+        rows with one take, not a slice per row) and the offsets of each key's rows in it."""
+        new = self._pieces[self._tail_pieces :]
+        if not new:
+            return
+        offset = self._tail_rows
+        for piece in new:
+            for key in _keys(piece, self.column):
+                if key is not None:
+                    places = self._tail.get(key)
+                    if places is None:
+                        places = self._tail[key] = []
+                        bisect.insort(self._tail_keys, key)
+                    places.append(offset)
+                offset += 1
+        table = _concat(([self._tail_table] if self._tail_table is not None else []) + new)
+        self._tail_table = table.combine_chunks()  # small; a take from chunks would join them
+        self._tail_rows = offset
         self._tail_pieces = len(self._pieces)
 
     # -- fold --------------------------------------------------------------------------------
@@ -237,6 +248,7 @@ class KeyIndex:
                 self._base, self._base_keys = sorted_base, keys
                 self._pieces = self._pieces[len(pieces) :]
                 self._tail, self._tail_keys, self._tail_pieces, self._tail_rows = {}, [], 0, 0
+                self._tail_table = None
                 for row_id, stamp in deleted.items():
                     if self._deleted_tail.get(row_id) == stamp:
                         del self._deleted_tail[row_id]

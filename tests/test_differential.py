@@ -10,7 +10,8 @@ import sqlite3
 import pymysql
 import pytest
 
-from tests.harness import QuireProcess, run, wait_until
+from tests.harness import QuireProcess, cluster_token, execute, free_port, run, wait_until
+from tests.test_data_processes import FE_OVERRIDES, DataNode
 
 SEED = 20261123
 STEPS = 300
@@ -108,41 +109,95 @@ def same(quire_connection, lite: sqlite3.Connection, step: int) -> None:
 
 
 def test_random_statements_and_transactions_match_sqlite(quire, quire_db):
-    chance = random.Random(SEED)
-    lite = oracle()
     connection = pymysql.connect(
         host="127.0.0.1", port=quire.query_port, user="root", database="diff", autocommit=True
     )
     try:
-        in_transaction = False
-        for step in range(STEPS):
-            roll = chance.random()
-            if not in_transaction and roll < 0.08:
-                run(connection, "BEGIN")
-                lite.execute("BEGIN")
-                in_transaction = True
-            elif in_transaction and roll < 0.16:
-                ending = chance.choice(["COMMIT", "ROLLBACK"])
-                run(connection, ending)
-                lite.execute(ending)
-                in_transaction = False
-            else:
-                quire_sql, lite_sql = random_statement(chance)
-                with connection.cursor() as cursor:
-                    quire_rows = cursor.execute(quire_sql)
-                lite_rows = lite.execute(lite_sql).rowcount
-                if not quire_sql.startswith("INSERT INTO uni"):
-                    assert quire_rows == lite_rows or quire_sql.startswith("UPDATE"), (
-                        step,
-                        quire_sql,
-                    )
-            same(connection, lite, step)
-        if in_transaction:
-            run(connection, "COMMIT")
-            lite.execute("COMMIT")
-        same(connection, lite, STEPS)
+        random_steps(connection, random.Random(SEED), oracle(), STEPS)
     finally:
         connection.close()
+
+
+def random_steps(connection, chance: random.Random, lite, steps: int, between=None) -> None:
+    """steps random statements and transactions on connection and on lite, the two compared after
+    each; between(step), if given, runs before each step outside a transaction."""
+    in_transaction = False
+    for step in range(steps):
+        if between is not None and not in_transaction:
+            between(step)
+        roll = chance.random()
+        if not in_transaction and roll < 0.08:
+            run(connection, "BEGIN")
+            lite.execute("BEGIN")
+            in_transaction = True
+        elif in_transaction and roll < 0.16:
+            ending = chance.choice(["COMMIT", "ROLLBACK"])
+            run(connection, ending)
+            lite.execute(ending)
+            in_transaction = False
+        else:
+            quire_sql, lite_sql = random_statement(chance)
+            with connection.cursor() as cursor:
+                quire_rows = cursor.execute(quire_sql)
+            lite_rows = lite.execute(lite_sql).rowcount
+            if not quire_sql.startswith("INSERT INTO uni"):
+                assert quire_rows == lite_rows or quire_sql.startswith("UPDATE"), (step, quire_sql)
+        same(connection, lite, step)
+    if in_transaction:
+        run(connection, "COMMIT")
+        lite.execute("COMMIT")
+    same(connection, lite, steps)
+
+
+@pytest.fixture(scope="module")
+def nodes(tmp_path_factory):
+    """`quire fe`, `quire tn` (flushing, merging and checkpointing every few statements) and one
+    `quire cn`, each a process of its own."""
+    root = tmp_path_factory.mktemp("nodes")
+    fe = QuireProcess(root / "fe", FE_OVERRIDES, command="fe").start()
+    token = cluster_token(fe)
+    logtail_port = free_port()
+    tn = DataNode(root / "tn", "tn", token, logtail_port, **TINY_FLUSH)
+    cn = DataNode(root / "cn", "cn", token, logtail_port, storage_root=root / "tn" / "storage")
+    try:
+        tn.start()
+        cn.start()
+        for node in (tn, cn):
+            execute(fe, f'ALTER SYSTEM ADD BACKEND "127.0.0.1:{node.port}"')
+        execute(
+            fe,
+            "CREATE DATABASE diff",
+            "CREATE TABLE diff.dup (k INT, v INT, s VARCHAR(8)) DUPLICATE KEY(k) "
+            "DISTRIBUTED BY HASH(k) BUCKETS 4",
+            "CREATE TABLE diff.uni (k INT, v INT, s VARCHAR(8)) UNIQUE KEY(k) "
+            "DISTRIBUTED BY HASH(k) BUCKETS 4",
+        )
+        yield fe, tn, cn
+    finally:
+        for node in (cn, tn, fe):
+            node.stop()
+
+
+def test_random_statements_match_sqlite_across_cn_and_tn_kills(nodes):
+    """The same random sequence through TN and CN processes: the CN is killed with kill -9 and
+    started again twice (it resubscribes from the TN's checkpoint), the TN once (it replays its
+    log); every answer still equals SQLite's."""
+    fe, tn, cn = nodes
+    restarts = {STEPS // 4: cn, STEPS // 2: tn, 3 * STEPS // 4: cn}
+
+    def between(step: int) -> None:
+        node = restarts.get(step)
+        if node is not None:
+            node.kill()
+            node.start()
+
+    connection = fe.connect(database="diff")
+    try:
+        random_steps(connection, random.Random(SEED + 2), oracle(), STEPS, between)
+    finally:
+        connection.close()
+    assert len(cn.status().tables) >= 2  # the CN, back, answered the reads
+    assert list((tn.workdir / "storage" / "objects").rglob("*.parquet"))  # flushed and merged
 
 
 def schema_change(chance: random.Random, columns: list[str], serial: int) -> tuple[str, str, list]:

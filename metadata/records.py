@@ -133,12 +133,18 @@ def _with_column_ids(columns: tuple[Column, ...], schema_version: int) -> tuple[
     columns (a new table's, or every column of a table an older catalog wrote), else the schema
     version the table had before the change added them, plus 1. Every change of columns raises
     the version, so ids are never reused: a column dropped and added again is another. Their
-    backfill is their default now."""
+    backfill is their default now, unless the change fixed one (a time for CURRENT_TIMESTAMP)."""
     assert len(columns) < COLUMN_POSITIONS
     generation = schema_version + 1 if any(column.id for column in columns) else 1
     first = generation * COLUMN_POSITIONS
     columns = tuple(
-        column if column.id else replace(column, id=first + position, backfill=column.default)
+        column
+        if column.id
+        else replace(
+            column,
+            id=first + position,
+            backfill=column.default if column.backfill is None else column.backfill,
+        )
         for position, column in enumerate(columns)
     )
     ids = [column.id for column in columns]

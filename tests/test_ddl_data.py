@@ -4,6 +4,7 @@ PARTITION, REPLACE WITH TABLE and DROP / RECOVER TABLE on tables that hold rows,
 into objects (before the DDL, and rows of the old schema flushed after it), and after a restart
 (kill -9 with every row in memory)."""
 
+import datetime
 import signal
 from pathlib import Path
 
@@ -349,6 +350,25 @@ def test_the_cli_reads_a_renamed_and_added_column(db):
     done = mariadb(db.node, "d", "--batch", "-e", "SELECT k, label, score FROM cli ORDER BY k")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["k\tlabel\tscore", "1\tv1\t3", "2\tv2\t3"]
+
+
+def test_a_column_added_with_current_timestamp_reads_the_alter_time_in_older_rows(db):
+    """As in MySQL: the rows already there read the time of the ALTER, not NULL, and keep it
+    (after a restart too); a row inserted later gets its own time."""
+    create(db, "stamped")
+    insert(db, "stamped", range(0, 120, 40))
+    settle(db, "stamped")
+    before = datetime.datetime.now().replace(microsecond=0)
+    alter(db, "ALTER TABLE stamped ADD COLUMN at DATETIME DEFAULT CURRENT_TIMESTAMP")
+    after = datetime.datetime.now()
+    stamps = run(db, "SELECT DISTINCT at FROM stamped")
+    assert len(stamps) == 1 and before <= stamps[0][0] <= after, (before, stamps, after)
+    assert stamps[0][0].microsecond == 0  # DATETIME: whole seconds
+    run(db, "INSERT INTO stamped (k, v, n) VALUES (500, 'late', 1)")
+    late = run(db, "SELECT at FROM stamped WHERE k = 500")[0][0]
+    assert late >= stamps[0][0].replace(microsecond=0)
+    expected = tuple((k, stamps[0][0]) for k in range(0, 120, 40)) + ((500, late),)
+    check(db, "SELECT k, at FROM stamped ORDER BY k", expected)
 
 
 def test_everything_reads_the_same_after_a_restart(node):

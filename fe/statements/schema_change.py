@@ -8,6 +8,7 @@ Each function takes the table as the clauses before it left it and returns the t
 from __future__ import annotations
 
 import dataclasses
+import datetime
 
 from fe.mysql.errors import QueryError
 from fe.sql import statements as st
@@ -89,6 +90,19 @@ def _place(columns: list[Column], column: Column, after: str | None, first: bool
     raise QueryError(1054, f"Unknown column '{after}' in 'table'")
 
 
+def _with_backfill_now(column: Column) -> Column:
+    """A column added with DEFAULT CURRENT_TIMESTAMP: the rows already there read the time of the
+    ALTER, as in MySQL (the catalog's apply reads no clock, so the time is fixed here)."""
+    default = (column.default or "").upper()
+    if not (default.startswith("CURRENT_TIMESTAMP") or default.startswith("NOW")):
+        return column
+    digits = column.type.arguments[0] if column.type.arguments else 0  # DATETIME(digits)
+    now = datetime.datetime.now()
+    cut = 10 ** (6 - digits)
+    now = now.replace(microsecond=now.microsecond // cut * cut)
+    return dataclasses.replace(column, backfill=f"'{now.isoformat(sep=' ')}'")
+
+
 def add_column(session, database, table: Table, action: st.AddColumn) -> Table:
     if table.column(action.column.name) is not None:
         raise QueryError(1060, f"Duplicate column name '{action.column.name}'")
@@ -110,6 +124,7 @@ def add_column(session, database, table: Table, action: st.AddColumn) -> Table:
         )
     if column.is_key:
         column = dataclasses.replace(column, nullable=False)
+    column = _with_backfill_now(column)
     after, first = action.after, action.first
     if column.is_key and after is None and not first:
         after = table.key_columns[-1] if table.key_columns else None

@@ -133,6 +133,15 @@ class EmbeddedDataPlane:
             return None
         return self.cn.indexed_snapshot(schema, ts, row_ids, bounds)
 
+    def point_rows(
+        self, schema: TableSchema, ts: int, key: int, names: tuple[str, ...]
+    ) -> list[tuple] | None:
+        """The values of names in the rows whose first key column is key, at ts, if the CN has
+        them at once as Python values (a point read); else None."""
+        if ts > self.cn.watermark:
+            return None
+        return self.cn.point_rows(schema, ts, key, names)
+
     def tablet_stats(self, schema: TableSchema) -> dict[int, tuple[int, int]]:
         """Rows and bytes per tablet id (objects, and the unflushed rows placed where a flush
         would put them); tablets without data are left out."""

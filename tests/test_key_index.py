@@ -89,11 +89,23 @@ def random_bounds(generator: random.Random) -> tuple[ColumnBound, ...]:
     return (ColumnBound("k", high=low),)
 
 
-def check(plane, schema, stamps, generator, reads=60) -> None:
+def check(plane, schema, stamps, generator, reads=60) -> int:
+    """Random reads through the index equal the snapshot's own; so do point reads as Python
+    values (point_rows), whenever the index answers them at once."""
+    points = 0
     for _ in range(reads):
         ts = generator.choice(stamps)
         bounds = random_bounds(generator)
-        assert indexed(plane, schema, ts, bounds) == whole(plane, schema, ts, bounds), (ts, bounds)
+        expected = whole(plane, schema, ts, bounds)
+        assert indexed(plane, schema, ts, bounds) == expected, (ts, bounds)
+        low, high = bounds[0].low, bounds[0].high
+        if low is not None and low == high:
+            found = plane.point_rows(schema, ts, low, ("k", "v"))
+            if found is not None:
+                points += 1
+                assert sorted(found) == expected, (ts, bounds)
+            assert plane.point_rows(schema, ts, low, ("k", "nothing")) in (None, []) or not expected
+    return points
 
 
 @pytest.mark.parametrize("model", [KeyModel.UNIQUE, KeyModel.DUPLICATE])
@@ -109,9 +121,11 @@ def test_index_reads_equal_whole_snapshots_across_flushes_merges_and_folds(
         check(plane, schema, stamps, generator)  # the index is made by the first read
         state = plane.cn.table(1)
         assert state._index is not None and state._index.ready
+        points = 0
         for _ in range(6):
             stamps += random_commits(plane, schema, generator, 15)
-            check(plane, schema, stamps[-20:], generator)
+            points += check(plane, schema, stamps[-20:], generator)
+        assert points > 10, "point reads were answered as Python values"
         assert state.objects(), "flushes happened"
         assert state._index.ready and not state._index.broken
         at = plane.read_ts()
@@ -275,5 +289,61 @@ def test_prepared_read_shapes_answer_as_the_engine(front, shape):
                 rows, expected_rows = got[1], expected[1]
             assert got[0] == [name for name, *_ in expected[0]], sql
             assert rows == [tuple(row) for row in expected_rows], sql
+    finally:
+        connection.close()
+
+
+def test_prepared_point_reads_keep_privileges_transactions_and_time_travel(front):
+    """A prepared point read answered from the index's Python values is still checked against
+    the user's grants, sees the session's own writes (committed, and inside a transaction), and
+    a session reading as of an older time reads that time."""
+    run(front, "CREATE USER IF NOT EXISTS 'nobody'@'%' IDENTIFIED BY 'pw'")
+    run(front, "INSERT INTO s.t VALUES (2000, 1, 'first', 1)")
+    before = run(front, "SELECT NOW(6)")[0][0]
+    wait_until(lambda: run(front, "SELECT NOW(6)")[0][0] > before, 5, "the clock to move")
+    run(front, "UPDATE s.t SET c = 'second' WHERE id = 2000")
+    point = "SELECT c FROM s.t WHERE id = ?"
+
+    def prepared(user="root", password="", autocommit=True):
+        connection = mysql.connector.connect(
+            host="127.0.0.1", port=front.port, user=user, password=password, use_pure=True
+        )
+        connection.autocommit = autocommit
+        return connection, connection.cursor(prepared=True)
+
+    connection, cursor = prepared("nobody", "pw")
+    try:
+        with pytest.raises(mysql.connector.Error) as denied:
+            cursor.execute(point, (2000,))
+        assert denied.value.errno == 1142
+    finally:
+        connection.close()
+    connection, cursor = prepared()
+    try:
+        cursor.execute(point, (2000,))
+        assert cursor.fetchall() == [("second",)]
+        cursor.execute("UPDATE s.t SET c = 'third' WHERE id = ?", (2000,))
+        cursor.execute(point, (2000,))  # its own commit, at once
+        assert cursor.fetchall() == [("third",)]
+        connection.start_transaction()
+        cursor.execute("UPDATE s.t SET c = 'in a transaction' WHERE id = ?", (2000,))
+        cursor.execute(point, (2000,))
+        assert cursor.fetchall() == [("in a transaction",)]
+        connection.rollback()
+        cursor.execute(point, (2000,))
+        assert cursor.fetchall() == [("third",)]
+        cursor.execute(f"SET read_ts = '{before}'")
+        cursor.execute(point, (2000,))
+        assert cursor.fetchall() == [("first",)]
+        cursor.execute("SET read_ts = ''")
+        cursor.execute(point, (2000,))
+        assert cursor.fetchall() == [("third",)]
+    finally:
+        connection.close()
+    connection, cursor = prepared(autocommit=False)  # the connector's default: always in one
+    try:
+        cursor.execute(f"SET read_ts = '{before}'")
+        cursor.execute(point, (2000,))
+        assert cursor.fetchall() == [("first",)]
     finally:
         connection.close()

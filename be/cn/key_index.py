@@ -26,6 +26,7 @@ from be.logtail.entries import COMMIT_TS, ROW_ID
 MIN_TAIL_ROWS = 256  # the tail is folded past this many rows (or deletes) ...
 TAIL_SHARE = 64  # ... or past 1/TAIL_SHARE of the base, whichever is more
 MAX_TAIL_ROWS = 65_536  # ... and always past this many
+MAX_KEPT_VALUES = 65_536  # rows kept as Python values for point reads; past it all are let go
 FEW_ROWS = 16  # more rows found are checked by Arrow, fewer in Python
 DELETED_AT = "__QUIRE_DELETED_AT"  # a base row's delete timestamp (NULL: not deleted)
 
@@ -54,6 +55,10 @@ class KeyIndex:
         self._later: tuple[pa.Array, pa.Array] | None = None  # _deleted_tail as Arrow
         self._folding = False
         self.rows = 0
+        # a point read's rows as Python values, by ("base" | "tail", position): facts that hold
+        # until the next fold, as the base and the tail table do
+        self._values: dict[tuple[str, int], tuple] = {}
+        self._positions: dict[str, dict[str, int]] = {}  # column name -> position, per table
 
     # -- fed by the table --------------------------------------------------------------------
 
@@ -91,6 +96,7 @@ class KeyIndex:
             return
         with self._lock:
             self._base, self._base_keys = base, keys
+            self._forget_values()
             self.ready = not self.broken
 
     def _give_up(self) -> None:
@@ -98,6 +104,10 @@ class KeyIndex:
         self._base, self._base_keys, self._pieces, self._tail = None, array("q"), [], {}
         self._tail_keys, self._deleted_tail, self._later = [], {}, None
         self._tail_table = None
+        self._forget_values()
+
+    def _forget_values(self) -> None:
+        self._values, self._positions = {}, {}
 
     # -- read --------------------------------------------------------------------------------
 
@@ -172,6 +182,57 @@ class KeyIndex:
             return rows
         return rows.filter(pa.array(visible, pa.bool_()))
 
+    def point_rows(self, key: int, ts: int, names: tuple[str, ...]) -> list[tuple] | None:
+        """The values of names in the rows with this key visible at ts, as within() finds them
+        but as Python values (a point read's answer, without Arrow's cost per call); None if the
+        index cannot answer at once or a name is not a column of its rows."""
+        with self._lock:
+            if not self.ready or self.broken or self.needs_fold():
+                return None
+            try:
+                self._index_tail()
+            except _Unindexable:
+                self._give_up()
+                return None
+            places = []
+            keys = self._base_keys
+            at = bisect.bisect_left(keys, key)
+            while at < len(keys) and keys[at] == key:
+                places.append(("base", at))
+                at += 1
+            places += [("tail", offset) for offset in self._tail.get(key, ())]
+            later = self._deleted_tail
+            found = []
+            for place in places:
+                values, where = self._row_values(place)
+                if values[where[COMMIT_TS]] > ts:
+                    continue
+                deleted = later.get(values[where[ROW_ID]])
+                if deleted is None and DELETED_AT in where:
+                    deleted = values[where[DELETED_AT]]
+                if deleted is not None and deleted <= ts:
+                    continue
+                try:
+                    found.append(tuple(values[where[name]] for name in names))
+                except KeyError:
+                    return None
+            return found
+
+    def _row_values(self, place: tuple[str, int]) -> tuple[tuple, dict[str, int]]:
+        part, position = place
+        where = self._positions.get(part)
+        table = self._base if part == "base" else self._tail_table
+        if where is None:
+            where = self._positions[part] = {name: i for i, name in enumerate(table.column_names)}
+        values = self._values.get(place)
+        if values is None:
+            if len(self._values) >= MAX_KEPT_VALUES:
+                self._values.clear()
+            values = self._values[place] = tuple(
+                column[position].as_py() for column in table.itercolumns()
+            )
+        return values, where
+
     def _later_arrays(self) -> tuple[pa.Array, pa.Array]:
         """The deletes since the base as Arrow (row ids, timestamps), kept until the next."""
         if self._later is None:
@@ -209,8 +270,11 @@ class KeyIndex:
                         bisect.insort(self._tail_keys, key)
                     places.append(offset)
                 offset += 1
-        table = _concat(([self._tail_table] if self._tail_table is not None else []) + new)
+        before = self._tail_table
+        table = _concat(([before] if before is not None else []) + new)
         self._tail_table = table.combine_chunks()  # small; a take from chunks would join them
+        if before is not None and not before.schema.equals(table.schema):
+            self._forget_values()  # its columns moved: values kept by offset no longer line up
         self._tail_rows = offset
         self._tail_pieces = len(self._pieces)
 
@@ -246,6 +310,7 @@ class KeyIndex:
                 if self.broken:
                     return
                 self._base, self._base_keys = sorted_base, keys
+                self._forget_values()
                 self._pieces = self._pieces[len(pieces) :]
                 self._tail, self._tail_keys, self._tail_pieces, self._tail_rows = {}, [], 0, 0
                 self._tail_table = None

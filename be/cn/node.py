@@ -105,6 +105,14 @@ class ComputeNode:
         table = self._tables.get(schema.table_id)
         return None if table is None else table.indexed_snapshot(schema, ts, row_ids, bounds)
 
+    def point_rows(
+        self, schema: TableSchema, ts: int, key: int, names: tuple[str, ...]
+    ) -> list[tuple] | None:
+        """TableState.point_rows of the table, if the CN follows it."""
+        assert ts <= self._watermark, "never read above the watermark"
+        table = self._tables.get(schema.table_id)
+        return None if table is None else table.point_rows(schema, ts, key, names)
+
     def table(self, table_id: int) -> TableState | None:
         return self._tables.get(table_id)
 

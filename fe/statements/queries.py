@@ -27,6 +27,7 @@ from fe.statements import (
     coercions,
     mysql_functions,
     plain_reads,
+    point_reads,
     row_bounds,
     schema_lookup,
     table_data,
@@ -486,6 +487,9 @@ def _plain_at_hand(
 async def run_prepared_read(session, read: plain_reads.PreparedRead, values: list):
     """A prepared point or range read answered from the data plane's key index, on the loop
     (no engine, no tree); None when it cannot be (the statement then runs as any other)."""
+    point = point_reads.answer(session, read, values)
+    if point is not None:
+        return _answer_result(list(read.names), point)
     bounds = read.bounds(values)
     if bounds is None:
         return None

@@ -43,8 +43,11 @@ class TableReader:
 
         self.session = session
         self.transaction = transactions.current(session)
-        self._ts = self.transaction.snapshot_ts if self.transaction is not None else None
         self.read_ts = str(session.variable("read_ts") or "")
+        # read_ts wins over a transaction's snapshot: a client with autocommit off (JDBC,
+        # mysql-connector) is always in one
+        in_snapshot = self.transaction is not None and not self.read_ts
+        self._ts = self.transaction.snapshot_ts if in_snapshot else None
 
     @property
     def ts(self) -> int:

@@ -133,14 +133,19 @@ class EmbeddedDataPlane:
             return None
         return self.cn.indexed_snapshot(schema, ts, row_ids, bounds)
 
-    def point_rows(
-        self, schema: TableSchema, ts: int, key: int, names: tuple[str, ...]
+    def values_within(
+        self,
+        schema: TableSchema,
+        ts: int,
+        bound: ColumnBound,
+        names: tuple[str, ...],
+        limit: int,
     ) -> list[tuple] | None:
-        """The values of names in the rows whose first key column is key, at ts, if the CN has
-        them at once as Python values (a point read); else None."""
+        """The values of names in the rows within bound (on the first key column), at ts, if
+        the CN has them at once as Python values (a point or short range read); else None."""
         if ts > self.cn.watermark:
             return None
-        return self.cn.point_rows(schema, ts, key, names)
+        return self.cn.values_within(schema, ts, bound, names, limit)
 
     def tablet_stats(self, schema: TableSchema) -> dict[int, tuple[int, int]]:
         """Rows and bytes per tablet id (objects, and the unflushed rows placed where a flush

@@ -93,6 +93,7 @@ class QuireSession(BaseSession):
         self.connection = None
         self.request_id: str | None = None  # a statement another FE forwarded: its id
         self.last_commit_ts = 0  # of this session's newest data commit: its reads see it
+        self._reads_now: tuple[tuple[int, int], bool] | None = None
         self.last_insert_id = 0  # the first AUTO_INCREMENT value its last such INSERT generated
         self.transaction: OpenTransaction | None = None  # BEGIN, or autocommit off
         self.warnings: list[tuple] = []
@@ -255,6 +256,17 @@ class QuireSession(BaseSession):
         user = self.user
         if not (privileges.is_admin(user) or privileges.is_node_operator(user)):
             raise accounts.access_denied(privileges.ADMIN, privileges.NODE)
+
+    def reads_now(self, zone_known: Callable[[str], bool]) -> bool:
+        """Whether this session reads the newest data (no read_ts) in a time zone zone_known
+        accepts: worked out again only once a variable was set, here or globally."""
+        asked = (self.variables.version, self.catalog.journal_id)
+        kept = self._reads_now
+        if kept is not None and kept[0] == asked:
+            return kept[1]
+        answer = not self.variable("read_ts") and zone_known(str(self.variable("time_zone")))
+        self._reads_now = (asked, answer)
+        return answer
 
     def variable(self, name: str, scope: str = ""):
         if name.lower() == "ssl_cipher" and scope != "GLOBAL":

@@ -152,6 +152,12 @@ class ClusterGlobalVariables(GlobalVariables):
 
 
 class QuireSessionVariables(SessionVariables):
+    version = 0  # moves with every SET of a session value
+
+    def set(self, name: str, value: Any, force: bool = False) -> None:
+        super().set(name, value, force)
+        self.version += 1
+
     def get_variable(self, name: str) -> Any | None:
         name = name.lower()
         if name in self._values:

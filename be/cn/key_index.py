@@ -182,10 +182,13 @@ class KeyIndex:
             return rows
         return rows.filter(pa.array(visible, pa.bool_()))
 
-    def point_rows(self, key: int, ts: int, names: tuple[str, ...]) -> list[tuple] | None:
-        """The values of names in the rows with this key visible at ts, as within() finds them
-        but as Python values (a point read's answer, without Arrow's cost per call); None if the
-        index cannot answer at once or a name is not a column of its rows."""
+    def values_within(
+        self, low: int, high: int, ts: int, names: tuple[str, ...], limit: int
+    ) -> list[tuple] | None:
+        """The values of names in the rows with low <= key <= high visible at ts, as within()
+        finds them (in its order) but as Python values: a point or short range read's answer
+        without Arrow's cost per call. None if the index cannot answer at once, a name is not
+        a column of its rows, or more than limit rows are in the range."""
         with self._lock:
             if not self.ready or self.broken or self.needs_fold():
                 return None
@@ -194,13 +197,14 @@ class KeyIndex:
             except _Unindexable:
                 self._give_up()
                 return None
-            places = []
             keys = self._base_keys
-            at = bisect.bisect_left(keys, key)
-            while at < len(keys) and keys[at] == key:
-                places.append(("base", at))
-                at += 1
-            places += [("tail", offset) for offset in self._tail.get(key, ())]
+            start = bisect.bisect_left(keys, low)
+            end = bisect.bisect_right(keys, high, start)
+            hits = self._tail_hits(low, high)
+            if end - start + len(hits) > limit:
+                return None
+            places = [("base", at) for at in range(start, end)]
+            places += [("tail", offset) for offset in hits]
             later = self._deleted_tail
             found = []
             for place in places:

@@ -105,13 +105,13 @@ class ComputeNode:
         table = self._tables.get(schema.table_id)
         return None if table is None else table.indexed_snapshot(schema, ts, row_ids, bounds)
 
-    def point_rows(
-        self, schema: TableSchema, ts: int, key: int, names: tuple[str, ...]
+    def values_within(
+        self, schema: TableSchema, ts: int, bound, names: tuple[str, ...], limit: int
     ) -> list[tuple] | None:
-        """TableState.point_rows of the table, if the CN follows it."""
+        """TableState.values_within of the table, if the CN follows it."""
         assert ts <= self._watermark, "never read above the watermark"
         table = self._tables.get(schema.table_id)
-        return None if table is None else table.point_rows(schema, ts, key, names)
+        return None if table is None else table.values_within(schema, ts, bound, names, limit)
 
     def table(self, table_id: int) -> TableState | None:
         return self._tables.get(table_id)

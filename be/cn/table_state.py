@@ -257,21 +257,21 @@ class TableState:
             return None
         return self._indexed(schema, ts, row_ids, bounds, may_wait=False)
 
-    def point_rows(
-        self, schema: TableSchema, ts: int, key: int, names: tuple[str, ...]
+    def values_within(
+        self, schema: TableSchema, ts: int, bound: ColumnBound, names: tuple[str, ...], limit: int
     ) -> list[tuple] | None:
-        """The values of names in the rows whose first key column is key, visible at ts, from
-        the key index as Python values (a point read); None if the index cannot answer at once
-        (not made for this schema version, or behind)."""
+        """The values of names in the rows within bound (on the first key column, both ends
+        given), visible at ts, from the key index as Python values; None if the index cannot
+        answer at once (not made for this schema version, behind, or over limit rows)."""
         with self._lock:
             index, made_for = self._index, self._index_schema
         if index is None or made_for.schema_version != schema.schema_version:
             return None
         if schema.key_model is KeyModel.AGGREGATE or ts < index.valid_from:
             return None
-        if not schema.key_columns or index.column != schema.key_columns[0]:
+        if not schema.key_columns or index.column != schema.key_columns[0] != bound.column:
             return None
-        return index.point_rows(key, ts, names)
+        return index.values_within(bound.low, bound.high, ts, names, limit)
 
     def _indexed(
         self,

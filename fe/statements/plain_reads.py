@@ -129,11 +129,25 @@ def _is_column(node: exp.Expression, names: set[str]) -> bool:
 def shaped_answer(rows: pa.Table, shape: Shape) -> Answer | None:
     """The answer of a Shape over rows (exactly the rows within its bounds); None if a column is
     not plainly one of rows' or of a type this does not order, dedupe or total as the engine."""
+    types = {
+        name: rows.schema.field(name).type for name in shape.columns if name in rows.schema.names
+    }
+    described = shape_description(types, shape)
+    if described is None or rows.num_rows > MAX_ROWS:
+        return None
+    values = [rows.column(name).to_pylist() for name in shape.columns]
+    found = shaped_rows(values, shape, types)
+    return None if found is None else Answer(described, found)
+
+
+def shape_description(types: dict[str, pa.DataType], shape: Shape) -> list[tuple] | None:
+    """The engine's (name, type) of each column of a Shape over columns of these Arrow types;
+    None if one is missing or of a type this does not order, dedupe or total as the engine."""
     described = []
     for position, name in enumerate(shape.columns):
-        if name not in rows.column_names:
+        arrow = types.get(name)
+        if arrow is None:
             return None
-        arrow = rows.schema.field(name).type
         if shape.totals:
             if not pa.types.is_integer(arrow):
                 return None
@@ -149,22 +163,25 @@ def shaped_answer(rows: pa.Table, shape: Shape) -> Answer | None:
         if engine_type is None:
             return None
         described.append((name, engine_type))
-    if rows.num_rows > MAX_ROWS:
-        return None
-    values = [rows.column(name).to_pylist() for name in shape.columns]
+    return described
+
+
+def shaped_rows(
+    values: list[list], shape: Shape, types: dict[str, pa.DataType]
+) -> list[tuple] | None:
+    """A Shape's rows from the values of its columns (one list per column, the rows within its
+    bounds); None if a shifted value overflows its type (the engine's error then)."""
     if shape.totals:
         sums = [sum(v for v in column if v is not None) for column in values]
         empty = [all(v is None for v in column) for column in values]
-        return Answer(
-            described, [tuple(None if e else s for s, e in zip(sums, empty, strict=True))]
-        )
+        return [tuple(None if e else s for s, e in zip(sums, empty, strict=True))]
     for position, offset in enumerate(shape.offsets):
         if offset is not None:
             values[position] = shifted = [
                 None if v is None else v + offset for v in values[position]
             ]
-            if not _fits(rows.schema.field(shape.columns[position]).type, shifted):
-                return None  # the engine's overflow error
+            if not _fits(types[shape.columns[position]], shifted):
+                return None
     found = list(zip(*values, strict=True))
     if shape.distinct:
         found = list(dict.fromkeys(found))
@@ -173,7 +190,7 @@ def shaped_answer(rows: pa.Table, shape: Shape) -> Answer | None:
         absent = [row for row in found if row[position] is None]
         present.sort(key=lambda row, at=position: row[at], reverse=descending)
         found = absent + present if nulls_first else present + absent
-    return Answer(described, found)
+    return found
 
 
 SIGNED_BITS = {pa.int8(): 8, pa.int16(): 16, pa.int32(): 32, pa.int64(): 64}

@@ -1,14 +1,24 @@
-"""A prepared point read by a table's first key column (`SELECT c FROM t WHERE id = ?`, sysbench's
-point select) answered from the CN's key index as Python values: no tree, no Arrow call, no
-engine. Anything else, or a session in a transaction or reading as of a time, takes the general
-path (queries.run_prepared_read)."""
+"""A prepared read bounded on a table's first key column (`SELECT c FROM t WHERE id = ?`,
+`... WHERE id BETWEEN ? AND ?`, with SUM, DISTINCT or ORDER BY: sysbench's reads) answered from
+the CN's key index as Python values: no tree, no Arrow call, no engine. Anything else, or a
+session in a transaction or reading as of a time, takes the general path
+(queries.run_prepared_read)."""
 
 from __future__ import annotations
 
+from be.cn.bounds import ColumnBound
 from be.engine import Answer
 from be.table_schema import TableSchema
 from fe.statements import mysql_functions, transactions
-from fe.statements.plain_reads import INT64, PreparedRead, _engine_type
+from fe.statements.plain_reads import (
+    INT64,
+    MAX_ROWS,
+    TOTAL_TYPE,
+    PreparedRead,
+    Shape,
+    shape_description,
+    shaped_rows,
+)
 from fe.statements.table_data import readable_table
 
 UNSIGNED_OR_LARGE = ("LARGEINT",)
@@ -18,22 +28,19 @@ VALUE_TYPES = frozenset(  # the engine's types whose values need no look at the 
 
 
 def answer(session, read: PreparedRead, values: list) -> Answer | None:
-    """read's answer from the key index, if it is a plain point read on the table's first key
-    column and the CN has the rows at hand; else None."""
-    shape = read.shape
-    if shape.distinct or shape.order or shape.totals or any(o is not None for o in shape.offsets):
-        return None
+    """read's answer from the key index, if it is bounded on the table's first key column only
+    and the CN has the rows at hand; else None."""
     if len(read.terms) != 1:
         return None
     column, low, high = read.terms[0]
-    key = values[low]
-    if low != high or type(key) is not int or key not in INT64:
+    low, high = values[low], values[high]
+    if type(low) is not int or type(high) is not int or low not in INT64 or high not in INT64:
         return None
     plane = session.services.data_plane
-    point_rows = getattr(plane, "point_rows", None)
-    if point_rows is None or transactions.current(session) is not None:
+    values_within = getattr(plane, "values_within", None)
+    if values_within is None or transactions.current(session) is not None:
         return None
-    if session.variable("read_ts") or not _known_zone(str(session.variable("time_zone"))):
+    if not session.reads_now(_known_zone):
         return None
     db = read.db or session.database or ""
     if db.lower() == "information_schema":
@@ -44,12 +51,19 @@ def answer(session, read: PreparedRead, values: list) -> Answer | None:
     if table.column(column).type.base in UNSIGNED_OR_LARGE:
         return None
     schema = TableSchema.of(table)
-    described = _described(schema, shape.columns)
+    types, described = _described(schema, read.shape)
     if described is None:
         return None
+    if low > high:
+        return Answer(described, shaped_rows([[] for _ in described], read.shape, types))
     ts = max(plane.read_ts(), session.last_commit_ts)
-    rows = point_rows(schema, ts, key, shape.columns)
-    return None if rows is None else Answer(described, rows)
+    bound = ColumnBound(column, low, high)
+    rows = values_within(schema, ts, bound, read.shape.columns, MAX_ROWS)
+    if rows is None:
+        return None
+    found = shaped_rows([list(c) for c in zip(*rows, strict=True)] or [[] for _ in described],
+                        read.shape, types)  # fmt: skip
+    return None if found is None else Answer(described, found)
 
 
 MAX_KNOWN_ZONES = 256
@@ -71,13 +85,25 @@ def _known_zone(zone: str) -> bool:
     return True
 
 
-def _described(schema: TableSchema, names: tuple[str, ...]) -> list[tuple[str, str]] | None:
+MAX_KEPT_DESCRIPTIONS = 4096
+_DESCRIBED: dict[tuple[int, Shape], tuple[TableSchema, dict, list | None]] = {}
+
+
+def _described(schema: TableSchema, shape: Shape) -> tuple[dict, list | None]:
+    """The Arrow types of shape's columns and the engine's (name, type) of its answer's, kept per
+    schema object (never changed)."""
+    kept = _DESCRIBED.get((id(schema), shape))
+    if kept is not None and kept[0] is schema:
+        return kept[1], kept[2]
     types = {column.name: column.type for column in schema.columns}
-    described = []
-    for name in names:
-        arrow = types.get(name)
-        engine_type = None if arrow is None else _engine_type(arrow)
-        if engine_type not in VALUE_TYPES and not (engine_type or "").startswith("DECIMAL"):
-            return None
-        described.append((name, engine_type))
-    return described
+    types = {name: types[name] for name in shape.columns if name in types}
+    described = shape_description(types, shape)
+    if described is not None and any(
+        engine_type not in VALUE_TYPES and not engine_type.startswith(("DECIMAL", TOTAL_TYPE))
+        for _, engine_type in described
+    ):
+        described = None
+    if len(_DESCRIBED) >= MAX_KEPT_DESCRIPTIONS:
+        _DESCRIBED.clear()
+    _DESCRIBED[id(schema), shape] = (schema, types, described)
+    return types, described

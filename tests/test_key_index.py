@@ -342,6 +342,21 @@ def test_prepared_point_reads_keep_privileges_transactions_and_time_travel(front
         assert cursor.fetchall() == [("third",)]
     finally:
         connection.close()
+    connection, cursor = prepared()
+    try:  # a transaction reads its snapshot: another session's later commit is not seen in it
+        connection.start_transaction()
+        cursor.execute(point, (2000,))
+        assert cursor.fetchall() == [("third",)]
+        run(front, "UPDATE s.t SET c = 'fourth' WHERE id = 2000")
+        cursor.execute(point, (2000,))
+        assert cursor.fetchall() == [("third",)]
+        cursor.execute("SELECT c FROM s.t WHERE id BETWEEN ? AND ?", (1999, 2000))
+        assert cursor.fetchall() == [("third",)]
+        connection.commit()
+        cursor.execute(point, (2000,))
+        assert cursor.fetchall() == [("fourth",)]
+    finally:
+        connection.close()
     connection, cursor = prepared(autocommit=False)  # the connector's default: always in one
     try:
         cursor.execute(f"SET read_ts = '{before}'")

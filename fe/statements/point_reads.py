@@ -1,8 +1,8 @@
 """A prepared read bounded on a table's first key column (`SELECT c FROM t WHERE id = ?`,
 `... WHERE id BETWEEN ? AND ?`, with SUM, DISTINCT or ORDER BY: sysbench's reads) answered from
-the CN's key index as Python values: no tree, no Arrow call, no engine. Anything else, or a
-session in a transaction or reading as of a time, takes the general path
-(queries.run_prepared_read)."""
+the CN's key index as Python values: no tree, no Arrow call, no engine. Anything else, a
+transaction's read of a table it wrote, or a session reading as of a time, takes the general
+path (queries.run_prepared_read)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def answer(session, read: PreparedRead, values: list) -> Answer | None:
         return None
     plane = session.services.data_plane
     values_within = getattr(plane, "values_within", None)
-    if values_within is None or transactions.current(session) is not None:
+    if values_within is None:
         return None
     if not session.reads_now(_known_zone):
         return None
@@ -56,7 +56,13 @@ def answer(session, read: PreparedRead, values: list) -> Answer | None:
         return None
     if low > high:
         return Answer(described, shaped_rows([[] for _ in described], read.shape, types))
-    ts = max(plane.read_ts(), session.last_commit_ts)
+    transaction = transactions.current(session)
+    if transaction is None:
+        ts = max(plane.read_ts(), session.last_commit_ts)
+    elif table.id in transaction.writes:
+        return None  # its own writes are seen through the general path
+    else:
+        ts = transaction.snapshot_ts
     bound = ColumnBound(column, low, high)
     rows = values_within(schema, ts, bound, read.shape.columns, MAX_ROWS)
     if rows is None:

@@ -15,11 +15,11 @@ from fe.statements.plain_reads import (
     MAX_ROWS,
     TOTAL_TYPE,
     PreparedRead,
-    Shape,
     shape_description,
     shaped_rows,
 )
 from fe.statements.table_data import readable_table
+from metadata.records import Table
 
 UNSIGNED_OR_LARGE = ("LARGEINT",)
 VALUE_TYPES = frozenset(  # the engine's types whose values need no look at the rows to describe
@@ -46,14 +46,10 @@ def answer(session, read: PreparedRead, values: list) -> Answer | None:
     if db.lower() == "information_schema":
         return None
     table = readable_table(session, db, read.table)
-    if not table.key_columns or table.key_columns[0] != column:
+    plan = _plan(read, table)
+    if plan is None:
         return None
-    if table.column(column).type.base in UNSIGNED_OR_LARGE:
-        return None
-    schema = TableSchema.of(table)
-    types, described = _described(schema, read.shape)
-    if described is None:
-        return None
+    schema, types, described = plan
     if low > high:
         return Answer(described, shaped_rows([[] for _ in described], read.shape, types))
     transaction = transactions.current(session)
@@ -91,25 +87,36 @@ def _known_zone(zone: str) -> bool:
     return True
 
 
-MAX_KEPT_DESCRIPTIONS = 4096
-_DESCRIBED: dict[tuple[int, Shape], tuple[TableSchema, dict, list | None]] = {}
+MAX_KEPT_PLANS = 4096
+_PLANS: dict[tuple[int, int], tuple[PreparedRead, Table, tuple | None]] = {}
 
 
-def _described(schema: TableSchema, shape: Shape) -> tuple[dict, list | None]:
-    """The Arrow types of shape's columns and the engine's (name, type) of its answer's, kept per
-    schema object (never changed)."""
-    kept = _DESCRIBED.get((id(schema), shape))
-    if kept is not None and kept[0] is schema:
-        return kept[1], kept[2]
-    types = {column.name: column.type for column in schema.columns}
-    types = {name: types[name] for name in shape.columns if name in types}
-    described = shape_description(types, shape)
-    if described is not None and any(
+def _plan(read: PreparedRead, table: Table) -> tuple[TableSchema, dict, list] | None:
+    """(schema, Arrow types of read's columns, the engine's description of its answer) if the
+    index answers read on table; kept per read and table record (neither ever changes)."""
+    kept = _PLANS.get((id(read), id(table)))
+    if kept is not None and kept[0] is read and kept[1] is table:
+        return kept[2]
+    plan = _planned(read, table)
+    if len(_PLANS) >= MAX_KEPT_PLANS:
+        _PLANS.clear()
+    _PLANS[id(read), id(table)] = (read, table, plan)
+    return plan
+
+
+def _planned(read: PreparedRead, table: Table) -> tuple[TableSchema, dict, list] | None:
+    column = read.terms[0][0]
+    if not table.key_columns or table.key_columns[0] != column:
+        return None
+    if table.column(column).type.base in UNSIGNED_OR_LARGE:
+        return None
+    schema = TableSchema.of(table)
+    types = {item.name: item.type for item in schema.columns}
+    types = {name: types[name] for name in read.shape.columns if name in types}
+    described = shape_description(types, read.shape)
+    if described is None or any(
         engine_type not in VALUE_TYPES and not engine_type.startswith(("DECIMAL", TOTAL_TYPE))
         for _, engine_type in described
     ):
-        described = None
-    if len(_DESCRIBED) >= MAX_KEPT_DESCRIPTIONS:
-        _DESCRIBED.clear()
-    _DESCRIBED[id(schema), shape] = (schema, types, described)
-    return types, described
+        return None
+    return schema, types, described

@@ -26,6 +26,7 @@ from be.logtail.entries import COMMIT_TS, ROW_ID
 MIN_TAIL_ROWS = 256  # the tail is folded past this many rows (or deletes) ...
 TAIL_SHARE = 64  # ... or past 1/TAIL_SHARE of the base, whichever is more
 MAX_TAIL_ROWS = 65_536  # ... and always past this many
+MAX_KEPT_CHOICES = 64  # column lists kept with their positions, per table
 MAX_KEPT_VALUES = 65_536  # rows kept as Python values for point reads; past it all are let go
 FEW_ROWS = 16  # more rows found are checked by Arrow, fewer in Python
 DELETED_AT = "__QUIRE_DELETED_AT"  # a base row's delete timestamp (NULL: not deleted)
@@ -58,7 +59,7 @@ class KeyIndex:
         # a point read's rows as Python values, by ("base" | "tail", position): facts that hold
         # until the next fold, as the base and the tail table do
         self._values: dict[tuple[str, int], tuple] = {}
-        self._positions: dict[str, dict[str, int]] = {}  # column name -> position, per table
+        self._positions: dict[str, tuple] = {}  # per table: where the columns are (_row_values)
 
     # -- fed by the table --------------------------------------------------------------------
 
@@ -209,25 +210,45 @@ class KeyIndex:
             found = []
             for place in places:
                 values, where = self._row_values(place)
-                if values[where[COMMIT_TS]] > ts:
+                commit_at, row_id, deleted_at, chosen = where
+                if values[commit_at] > ts:
                     continue
-                deleted = later.get(values[where[ROW_ID]])
-                if deleted is None and DELETED_AT in where:
-                    deleted = values[where[DELETED_AT]]
+                deleted = later.get(values[row_id])
+                if deleted is None and deleted_at is not None:
+                    deleted = values[deleted_at]
                 if deleted is not None and deleted <= ts:
                     continue
-                try:
-                    found.append(tuple(values[where[name]] for name in names))
-                except KeyError:
-                    return None
+                chosen = chosen.get(names)
+                if chosen is None:
+                    chosen = self._choose(place[0], names)
+                    if chosen is None:
+                        return None
+                found.append(tuple([values[at] for at in chosen]))
             return found
 
-    def _row_values(self, place: tuple[str, int]) -> tuple[tuple, dict[str, int]]:
+    def _choose(self, part: str, names: tuple[str, ...]) -> tuple[int, ...] | None:
+        """The positions of names in part's rows (kept), None if one is not a column there."""
+        table = self._base if part == "base" else self._tail_table
+        positions = {name: at for at, name in enumerate(table.column_names)}
+        if any(name not in positions for name in names):
+            return None
+        chosen = self._positions[part][3]
+        if len(chosen) >= MAX_KEPT_CHOICES:
+            chosen.clear()
+        chosen[names] = picked = tuple(positions[name] for name in names)
+        return picked
+
+    def _row_values(self, place: tuple[str, int]) -> tuple[tuple, tuple]:
+        """A row's values, and where its commit timestamp, row id and delete timestamp are
+        (None: no such column) with the positions of the names reads asked for."""
         part, position = place
         where = self._positions.get(part)
         table = self._base if part == "base" else self._tail_table
         if where is None:
-            where = self._positions[part] = {name: i for i, name in enumerate(table.column_names)}
+            names = table.column_names
+            deleted_at = names.index(DELETED_AT) if DELETED_AT in names else None
+            where = (names.index(COMMIT_TS), names.index(ROW_ID), deleted_at, {})
+            self._positions[part] = where
         values = self._values.get(place)
         if values is None:
             if len(self._values) >= MAX_KEPT_VALUES:

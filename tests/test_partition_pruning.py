@@ -495,3 +495,27 @@ def test_pruned_reads_through_a_tn_and_a_cn_process(tmp_path):
     finally:
         for node in (cn, tn, fe):
             node.stop()
+
+
+def test_key_models(db):
+    run(
+        db,
+        "CREATE TABLE summed (dt DATE NOT NULL, k INT NOT NULL, v INT SUM) AGGREGATE KEY(dt, k) "
+        "PARTITION BY RANGE(dt) (PARTITION p1 VALUES LESS THAN ('2024-02-01'), "
+        "PARTITION p2 VALUES LESS THAN ('2024-03-01')) DISTRIBUTED BY HASH(k) BUCKETS 1",
+    )
+    run(
+        db,
+        "CREATE TABLE latest (id INT NOT NULL, dt DATE NOT NULL, v INT) UNIQUE KEY(id, dt) "
+        "PARTITION BY RANGE(dt) (PARTITION p1 VALUES LESS THAN ('2024-02-01'), "
+        "PARTITION p2 VALUES LESS THAN ('2024-03-01')) DISTRIBUTED BY HASH(id) BUCKETS 1",
+    )
+    for _ in range(2):
+        run(db, "INSERT INTO summed VALUES ('2024-01-03', 1, 5), ('2024-02-03', 1, 7)")
+        run(db, "INSERT INTO latest VALUES (1, '2024-01-03', 5), (1, '2024-02-03', 7)")
+    run(db, "INSERT INTO latest VALUES (1, '2024-02-03', 8)")
+    where = "WHERE dt >= '2024-02-01'"
+    assert run(db, f"SELECT dt, k, v FROM summed {where}") == ((datetime.date(2024, 2, 3), 1, 14),)
+    assert run(db, f"SELECT id, v FROM latest {where}") == ((1, 8),)
+    for table in ("summed", "latest"):
+        assert partitions_line(db, f"SELECT * FROM {table} {where}") == "partitions=1/2 (p2)"

@@ -124,7 +124,7 @@ def pruned(table_node: exp.Table, table: Table, names_elsewhere=None) -> Pruning
     unqualified = not _others_have(select, table_node, name, names_elsewhere)
     reading = _Column(name, table_node.alias_or_name, unqualified, kind)
     intervals = EVERYTHING
-    for term in _conjuncts(select.args["where"].this)[:MAX_TERMS]:
+    for term in _conjuncts(select.args["where"].this):
         allowed = _term_intervals(term, reading)
         if allowed is None:
             continue
@@ -186,11 +186,18 @@ def _others_have(select: exp.Select, table_node: exp.Table, name: str, names_els
 
 
 def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
-    if isinstance(node, exp.Paren):
-        return _conjuncts(node.this)
-    if isinstance(node, exp.And):
-        return _conjuncts(node.this) + _conjuncts(node.expression)
-    return [node]
+    """The terms of an AND (of ANDs, in parentheses or not), the first MAX_TERMS of them."""
+    terms: list[exp.Expression] = []
+    pending = [node]
+    while pending and len(terms) < MAX_TERMS:
+        node = pending.pop()
+        if isinstance(node, exp.Paren):
+            pending.append(node.this)
+        elif isinstance(node, exp.And):
+            pending += [node.expression, node.this]
+        else:
+            terms.append(node)
+    return terms
 
 
 def _term_intervals(term: exp.Expression, column: _Column) -> tuple[Interval, ...] | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -378,13 +379,14 @@ async def run_in_engine(
             else:
                 with_row_ids = row_ids_of is not None and row_ids_of == table.alias_or_name
                 as_of = _as_of(read, table.args.get("version"))
+                pruning = prunings[id(table)]
+                partitions = pruning.ids
                 registered = (
                     f"{_TABLE_PREFIX}{record.id}{'_r' if with_row_ids else ''}"
                     f"{f'_at{as_of}' if as_of is not None else ''}"
+                    f"{_partitions_suffix(partitions)}"
                 )
                 bounds = row_bounds.bounds_of(expression, table, record)
-                pruning = prunings[id(table)]
-                partitions = pruning.ids
                 if registered in data:  # one table read twice: what either read needs
                     _, _, before, _, read_before = data[registered]
                     if before != bounds:
@@ -442,6 +444,14 @@ async def run_in_engine(
     ):
         names = list(plan.names)
     return _answer_result(names, answer)
+
+
+def _partitions_suffix(partitions: frozenset[int] | None) -> str:
+    """What a table's name in the engine adds for a read of some of its partitions (reads of a
+    table pruned two ways are two tables; the same suffix for two ways reads what both need)."""
+    if partitions is None:
+        return ""
+    return f"_p{zlib.crc32(','.join(map(str, sorted(partitions))).encode()):08x}"
 
 
 def _prunings(resolved: list[tuple]) -> dict[int, partition_pruning.Pruning]:

@@ -239,6 +239,15 @@ def test_explain_shows_the_partitions_read(db, quire):
     assert partitions_line(
         db, "SELECT * FROM by_time WHERE at >= TIMESTAMP '2024-02-29 23:59:59'"
     ) == ("partitions=2/3 (t2,t4)")
+    assert partitions_line(db, "SELECT * FROM by_date WHERE dt = DATE('2024-03-05')") == (
+        "partitions=1/9 (p3)"
+    )
+    assert partitions_line(db, "SELECT * FROM by_date WHERE dt < '2024-1-9'") == (
+        "partitions=1/9 (p1)"
+    )
+    numbers = f"k IN ({', '.join(['3', '4'] * 40)})"  # a long list: the engine reads a table
+    assert partitions_line(db, f"SELECT * FROM by_list WHERE {numbers}") == "partitions=1/4 (l3)"
+    assert same(db, "by_list", numbers)
     for unclear in (  # OR, NOT, a function of the column, another column, <>: every partition
         "dt = '2024-03-05' OR dt = '2024-04-05'",
         "NOT dt < '2024-03-01'",

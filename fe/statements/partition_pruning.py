@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -24,8 +25,11 @@ MAX_TERMS = 64  # top-level AND terms looked at; the rest are left out
 
 DATE_TYPES = frozenset({"DATE", "DATEV1", "DATEV2"})
 DATETIME_TYPES = frozenset({"DATETIME", "DATETIMEV1", "DATETIMEV2"})
-DATE_TEXT = re.compile(r"\d{4}-\d{2}-\d{2}")
-DATETIME_TEXT = re.compile(r"\d{4}-\d{2}-\d{2}( \d{2}:\d{2}:\d{2}(\.\d{1,6})?)?")
+# The texts DuckDB and MySQL read alike as a DATE, a DATETIME
+DATE_TEXT = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})")
+DATETIME_TEXT = re.compile(
+    r"(\d{4})-(\d{1,2})-(\d{1,2})(?: (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?)?"
+)
 INTEGER_TEXT = re.compile(r"[+-]?\d+")
 INT64 = range(-(1 << 63), 1 << 63)
 FLIPPED = {exp.GT: exp.LT, exp.GTE: exp.LTE, exp.LT: exp.GT, exp.LTE: exp.GTE, exp.EQ: exp.EQ}
@@ -103,10 +107,19 @@ class Pruning:
         return f"tablets={kept}/{sum(partition.buckets for partition in self.table.partitions)}"
 
 
-def pruned(table_node: exp.Table, table: Table, names_elsewhere=None) -> Pruning:
+@dataclass(frozen=True, slots=True)
+class Surroundings:
+    """What the query around a table tells beyond its tree: a source's columns (lower-case
+    names; None if not known: then an unqualified name may be that source's), and the values of
+    a long IN list the query reads as a table (None if the query is not one)."""
+
+    columns_of: Callable[[exp.Expression], frozenset[str] | None] = lambda source: None
+    values_of: Callable[[exp.Expression], list | None] = lambda query: None
+
+
+def pruned(table_node: exp.Table, table: Table, around: Surroundings = Surroundings()) -> Pruning:
     """The partitions of table (read as table_node) the WHERE of the SELECT reading it can keep
-    rows of. names_elsewhere(select, table_node): the lower-case column names the select's other
-    sources may have, or None if not known (then an unqualified column is not taken as ours)."""
+    rows of."""
     everything = Pruning(table, table.partitions)
     if not table.partition_columns or len(table.partitions) <= 1:
         return everything
@@ -121,11 +134,11 @@ def pruned(table_node: exp.Table, table: Table, names_elsewhere=None) -> Pruning
     if kind is None or select is None or select.args.get("where") is None:
         return everything
     name = column.name.lower()
-    unqualified = not _others_have(select, table_node, name, names_elsewhere)
+    unqualified = not _others_have(select, table_node, name, around)
     reading = _Column(name, table_node.alias_or_name, unqualified, kind)
     intervals = EVERYTHING
     for term in _conjuncts(select.args["where"].this):
-        allowed = _term_intervals(term, reading)
+        allowed = _term_intervals(term, reading, around)
         if allowed is None:
             continue
         intervals = _meet(intervals, allowed)
@@ -170,7 +183,9 @@ def _select_reading(table_node: exp.Table) -> exp.Select | None:
     return None
 
 
-def _others_have(select: exp.Select, table_node: exp.Table, name: str, names_elsewhere) -> bool:
+def _others_have(
+    select: exp.Select, table_node: exp.Table, name: str, around: Surroundings
+) -> bool:
     """Whether another source of select may have a column of this name."""
     sources = [join.this for join in select.args.get("joins") or ()]
     source = select.args.get("from_")
@@ -179,7 +194,7 @@ def _others_have(select: exp.Select, table_node: exp.Table, name: str, names_els
     for other in sources:
         if other is table_node:
             continue
-        names = names_elsewhere(select, other) if names_elsewhere is not None else None
+        names = around.columns_of(other)
         if names is None or name in names:
             return True
     return False
@@ -200,7 +215,9 @@ def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
     return terms
 
 
-def _term_intervals(term: exp.Expression, column: _Column) -> tuple[Interval, ...] | None:
+def _term_intervals(
+    term: exp.Expression, column: _Column, around: Surroundings
+) -> tuple[Interval, ...] | None:
     """The values of the column the term can be true for; None if it does not say."""
     if isinstance(term, exp.Between):
         if not column.named_by(term.this):
@@ -210,8 +227,11 @@ def _term_intervals(term: exp.Expression, column: _Column) -> tuple[Interval, ..
             return None
         return _nonempty((Interval(low, high),))
     if isinstance(term, exp.In):
-        if not column.named_by(term.this) or term.args.get("query") or term.args.get("unnest"):
+        if not column.named_by(term.this) or term.args.get("unnest"):
             return None
+        query = term.args.get("query")
+        if query is not None:
+            return _list_intervals(around.values_of(query), column)
         items = term.expressions
         if not items or len(items) > MAX_LIST_VALUES:
             return None
@@ -248,6 +268,24 @@ def _term_intervals(term: exp.Expression, column: _Column) -> tuple[Interval, ..
     return (Interval(high=value),)
 
 
+def _list_intervals(values: list | None, column: _Column) -> tuple[Interval, ...] | None:
+    """The points of a long IN list's values (ints or strings), if every one is certain."""
+    if values is None or len(values) > MAX_LIST_VALUES:
+        return None
+    points = set()
+    for value in values:
+        if isinstance(value, int) and column.kind == "integer":
+            point = value
+        elif isinstance(value, str):
+            point = text_value(value, column.kind)
+        else:
+            return None
+        if point is None:
+            return None
+        points.add(point)
+    return tuple(Interval(point, point) for point in sorted(points))
+
+
 def _nonempty(intervals) -> tuple[Interval, ...]:
     return tuple(interval for interval in intervals if not interval.is_empty())
 
@@ -270,30 +308,52 @@ def _value(node: exp.Expression | None, column: _Column) -> Value | None:
         negative = isinstance(node, exp.Neg)
         if negative:
             node = node.this
-        if not isinstance(node, exp.Literal):
+        if not isinstance(node, exp.Literal) or (negative and node.is_string):
             return None
-        text = node.this.strip() if node.is_string else node.this
-        if not INTEGER_TEXT.fullmatch(text) or (negative and node.is_string):
+        if node.is_string:
+            return text_value(node.this, "integer")
+        if not node.this.isdigit():
             return None
-        value = -int(text) if negative else int(text)
+        value = -int(node.this) if negative else int(node.this)
         return value if value in INT64 else None
     to = None
     if isinstance(node, exp.Cast):
         to, node = node.to.this, node.this
+    elif isinstance(node, exp.TsOrDsToDate) and not node.args.get("format"):
+        to, node = exp.DataType.Type.DATE, node.this  # DATE('2024-01-05')
     if not isinstance(node, exp.Literal) or not node.is_string:
         return None
-    text = node.this
-    if to in DATE_CASTS or (to is None and column.kind == "date"):
+    return text_value(node.this, column.kind, to)
+
+
+def text_value(text: str, kind: str, to=None) -> Value | None:
+    """A string compared with a column of kind (cast to `to` first, if given) as its value."""
+    if kind == "integer":
+        text = text.strip()
+        if to is not None or not INTEGER_TEXT.fullmatch(text):
+            return None
+        value = int(text)
+        return value if value in INT64 else None
+    if to in DATE_CASTS or (to is None and kind == "date"):
         # DuckDB reads a longer text as a DATE by its date alone, MySQL does not: left out
-        return _moment(text) if DATE_TEXT.fullmatch(text) else None
-    if to in DATETIME_CASTS or (to is None and column.kind == "datetime"):
-        return _moment(text) if DATETIME_TEXT.fullmatch(text) else None
-    return None
-
-
-def _moment(text: str) -> datetime.datetime | None:
+        found = DATE_TEXT.fullmatch(text)
+    elif to in DATETIME_CASTS or (to is None and kind == "datetime"):
+        found = DATETIME_TEXT.fullmatch(text)
+    else:
+        return None
+    if found is None:
+        return None
+    year, month, day, hour, minute, second, fraction = (found.groups() + (None,) * 4)[:7]
     try:
-        return datetime.datetime.fromisoformat(text)
+        return datetime.datetime(
+            int(year),
+            int(month),
+            int(day),
+            int(hour or 0),
+            int(minute or 0),
+            int(second or 0),
+            int((fraction or "0").ljust(6, "0")),
+        )
     except ValueError:
         return None
 

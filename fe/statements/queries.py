@@ -370,7 +370,7 @@ async def run_in_engine(
             db = table.db or session.database or ""
             record = None if db.lower() == INFORMATION_SCHEMA else read.table(db, table.name)
             resolved.append((table, db, record))
-        prunings = _prunings(resolved)
+        prunings = _prunings(resolved, plan.lists)
         for table, db, record in resolved:
             if record is None:
                 name = table.name.lower()
@@ -454,21 +454,36 @@ def _partitions_suffix(partitions: frozenset[int] | None) -> str:
     return f"_p{zlib.crc32(','.join(map(str, sorted(partitions))).encode()):08x}"
 
 
-def _prunings(resolved: list[tuple]) -> dict[int, partition_pruning.Pruning]:
+def _prunings(
+    resolved: list[tuple], lists: tuple[tuple[str, pa.Table], ...]
+) -> dict[int, partition_pruning.Pruning]:
     """Per table read (by the id of its node), the partitions its query can keep rows of."""
     records = {id(table): record for table, _, record in resolved if record is not None}
+    long_lists = dict(lists)
 
-    def names_elsewhere(select: exp.Select, node: exp.Expression) -> frozenset[str] | None:
-        if isinstance(node, exp.Table):
-            if node.meta.get(LIST_TABLE):
+    def columns_of(source: exp.Expression) -> frozenset[str] | None:
+        if isinstance(source, exp.Table):
+            if source.meta.get(LIST_TABLE):
                 return frozenset(("value",))
-            record = records.get(id(node))
+            record = records.get(id(source))
             if record is not None:
                 return frozenset(column.name.lower() for column in record.columns)
         return None  # a subquery, a common table, information_schema: not known
 
+    def values_of(query: exp.Expression) -> list | None:
+        select = query.this if isinstance(query, exp.Subquery) else query
+        source = select.args.get("from_") if isinstance(select, exp.Select) else None
+        table = source.this if source is not None else None
+        if not isinstance(table, exp.Table) or not table.meta.get(LIST_TABLE):
+            return None
+        if select.args.get("where") or len(select.expressions) != 1:
+            return None
+        values = long_lists.get(table.name)
+        return None if values is None else values.column("value").to_pylist()
+
+    around = partition_pruning.Surroundings(columns_of, values_of)
     return {
-        id(table): partition_pruning.pruned(table, record, names_elsewhere)
+        id(table): partition_pruning.pruned(table, record, around)
         for table, _, record in resolved
         if record is not None
     }

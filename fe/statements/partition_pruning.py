@@ -326,7 +326,7 @@ def _value(node: exp.Expression | None, column: _Column) -> Value | None:
     return text_value(node.this, column.kind, to)
 
 
-def text_value(text: str, kind: str, to=None) -> Value | None:
+def text_value(text: str, kind: str, to: exp.DataType.Type | None = None) -> Value | None:
     """A string compared with a column of kind (cast to `to` first, if given) as its value."""
     if kind == "integer":
         text = text.strip()

@@ -472,7 +472,7 @@ def test_the_snapshot_request_carries_the_partitions_strictly():
     for partitions in (None, (), (20,), (10, 30)):
         request = SnapshotRequest(SCHEMA, 5, False, 1000, (), None, partitions)
         assert decode(encode(request, limits), limits) == request
-    for wrong in ((40,), (10, 10), (10, 20, 30, 30)):
+    for wrong in ((40,), (10, 10), (10, 20, 30, 30), ("10",), (0,), (-10,), (True,)):
         data = encode(SnapshotRequest(SCHEMA, 5, False, 1000, (), None, wrong), limits)
         with pytest.raises(ServiceFormatError):
             decode(data, limits)

@@ -119,11 +119,13 @@ class EmbeddedDataPlane:
         row_ids: bool = False,
         bounds: tuple[ColumnBound, ...] = (),
         columns: frozenset[str] | None = None,
+        partitions: frozenset[int] | None = None,
     ) -> pa.Table:
-        """The table at ts; bounds may leave out the rows outside them (a narrowing only), and
-        columns (lower-case names, when given) the columns not among them."""
+        """The table at ts; bounds may leave out the rows outside them (a narrowing only),
+        columns (lower-case names, when given) the columns not among them, and partitions (ids,
+        when given) the rows of the schema's other partitions (a partition pruning)."""
         self.cn.wait_for(ts, timeout)
-        return self.cn.snapshot(schema, ts, row_ids, bounds, columns)
+        return self.cn.snapshot(schema, ts, row_ids, bounds, columns, partitions)
 
     def indexed_snapshot(
         self, schema: TableSchema, ts: int, row_ids: bool, bounds: tuple[ColumnBound, ...]
@@ -342,6 +344,7 @@ class RemoteDataPlane:
         row_ids: bool = False,
         bounds: tuple[ColumnBound, ...] = (),
         columns: frozenset[str] | None = None,
+        partitions: frozenset[int] | None = None,
     ) -> pa.Table:
         """The table at ts from the CN that follows it, else the next, else the TN."""
         nodes = self._nodes()
@@ -350,7 +353,8 @@ class RemoteDataPlane:
         if not candidates:
             raise NoNode("no CN or TN has been added (ALTER SYSTEM ADD BACKEND)")
         named = None if columns is None else tuple(sorted(columns))
-        request = SnapshotRequest(schema, ts, row_ids, int(timeout * 1000), bounds, named)
+        chosen = None if partitions is None else tuple(sorted(partitions))
+        request = SnapshotRequest(schema, ts, row_ids, int(timeout * 1000), bounds, named, chosen)
         last_error: Exception | None = None
         for node in candidates:
             try:

@@ -90,12 +90,13 @@ class ComputeNode:
         row_ids: bool = False,
         bounds: tuple = (),
         columns: frozenset[str] | None = None,
+        partitions: frozenset[int] | None = None,
     ) -> pa.Table:
         assert ts <= self._watermark, "never read above the watermark"
         table = self._tables.get(schema.table_id)
         if table is None:
             return (schema.with_row_ids() if row_ids else schema.arrow()).empty_table()
-        return table.snapshot(schema, ts, row_ids, bounds, columns)
+        return table.snapshot(schema, ts, row_ids, bounds, columns, partitions)
 
     def indexed_snapshot(
         self, schema: TableSchema, ts: int, row_ids: bool, bounds: tuple

@@ -148,6 +148,7 @@ class ComputeNodeService:
         timeout: float,
         bounds: tuple = (),
         columns: frozenset[str] | None = None,
+        partitions: frozenset[int] | None = None,
     ):
         """The table at ts, once this CN has everything of it up to ts."""
         deadline = time.monotonic() + timeout
@@ -164,4 +165,4 @@ class ComputeNodeService:
                 f"this CN has data up to {self.subscriber.watermark}, not yet up to {ts}"
             )
         self.node.advance(ts)
-        return self.node.snapshot(schema, ts, row_ids, bounds, columns)
+        return self.node.snapshot(schema, ts, row_ids, bounds, columns, partitions)

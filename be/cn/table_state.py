@@ -206,6 +206,7 @@ class TableState:
         row_ids: bool = False,
         bounds: tuple[ColumnBound, ...] = (),
         columns: frozenset[str] | None = None,
+        partitions: frozenset[int] | None = None,
     ) -> pa.Table:
         """The table as of ts, in schema's columns (older rows adapted by column id, a column added
         later read as its default: be/row_adapter.py), of the tablets schema lists; with
@@ -214,7 +215,8 @@ class TableState:
         outside them, and blocks whose min/max hold none (never on AGGREGATE KEY tables, whose
         rows merge first): the caller still applies its whole WHERE. columns (lower-case
         names): the columns the caller reads, if it knows; others may be left out (objects are
-        read only in the columns given, the keys and the placement columns)."""
+        read only in the columns given, the keys and the placement columns). partitions: the
+        ids of the schema's partitions the caller reads (a partition pruning), None for all."""
         bounded = bool(bounds) and schema.key_model is not KeyModel.AGGREGATE
         if bounded:  # the index holds whole rows: made for the whole schema
             found = self._indexed(schema, ts, row_ids, bounds, may_wait=True)
@@ -222,6 +224,10 @@ class TableState:
                 return found
         if columns is not None and schema.key_model is not KeyModel.AGGREGATE:
             schema = _narrowed(schema, columns)
+        if partitions is not None:  # after the index, which holds every partition's rows
+            schema = _of_partitions_only(schema, partitions)
+            if not schema.partitions:
+                return (schema.with_row_ids() if row_ids else schema.arrow()).empty_table()
         with self._lock:
             newest = ts >= self._changed_ts
             kept = self._newest.get((schema, row_ids)) if newest else None
@@ -533,6 +539,12 @@ def _narrowed(schema: TableSchema, columns: frozenset[str]) -> TableSchema:
     names = {column.name for column in kept}
     auto_increment = schema.auto_increment if schema.auto_increment in names else None
     return replace(schema, columns=kept, auto_increment=auto_increment)
+
+
+def _of_partitions_only(schema: TableSchema, partitions: frozenset[int]) -> TableSchema:
+    """schema listing only the partitions named (maybe none)."""
+    kept = tuple(partition for partition in schema.partitions if partition.id in partitions)
+    return schema if len(kept) == len(schema.partitions) else replace(schema, partitions=kept)
 
 
 def _small_chunks(rows: pa.Table) -> bool:

@@ -14,6 +14,7 @@ the old ones. Versions:
     2   a table schema carries its placement (partitions, tablets, distribution)
     3   a snapshot request carries the read's bounds and columns; AUTO_INCREMENT values and tablet statistics
         are asked of the TN; the FE tells the TN which tables and partitions may still be read
+    4   a snapshot request carries the partitions the read needs (partition pruning)
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from be.table_schema import TableSchema
 from be.tn.write_set import TableWrite, WriteSet
 from be.wire import Envelope, FieldReader
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 SUPPORTED_VERSIONS = (FORMAT_VERSION,)  # nodes and FEs of one build talk: no older version is read
 
 NONCE_BYTES = 32
@@ -131,6 +132,8 @@ class SnapshotRequest:
     timeout_ms: int
     bounds: tuple[ColumnBound, ...] = ()
     columns: tuple[str, ...] | None = None  # lower-case names a read needs; None: every column
+    # The ids of the schema's partitions a read needs (a partition pruning); None: every one
+    partitions: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,7 +306,7 @@ def _fields(message: Message, limits: ServiceLimits) -> list:
             return [Kind.READ_TS_REQUEST]
         case ReadTs(ts):
             return [Kind.READ_TS, ts]
-        case SnapshotRequest(schema, ts, row_ids, timeout_ms, bounds, columns):
+        case SnapshotRequest(schema, ts, row_ids, timeout_ms, bounds, columns, partitions):
             encoded = [[bound.column, bound.low, bound.high] for bound in bounds[:MAX_BOUNDS]]
             named = None if columns is None else list(columns)
             return [
@@ -314,6 +317,7 @@ def _fields(message: Message, limits: ServiceLimits) -> list:
                 timeout_ms,
                 encoded,
                 named,
+                None if partitions is None else list(partitions),
             ]
         case Rows(table):
             return [Kind.ROWS, _ipc(table, limits)]
@@ -373,6 +377,17 @@ def _bound(value: Any) -> ColumnBound:
     if low is None and high is None:
         raise ServiceFormatError("a bound without limits")
     return ColumnBound(_str(column, "column", MAX_NAME_CHARS), low, high)
+
+
+def _partition_ids(value: Any, schema: TableSchema) -> tuple[int, ...]:
+    """Distinct ids of partitions the schema lists."""
+    listed = {partition.id for partition in schema.partitions}
+    if type(value) is not tuple or len(value) > len(listed):
+        raise ServiceFormatError("malformed partition list")
+    ids = tuple(_int(item, "partition id", 1) for item in value)
+    if len(set(ids)) != len(ids) or not set(ids) <= listed:
+        raise ServiceFormatError("a partition list naming partitions the schema does not list")
+    return ids
 
 
 def _tablet_stat(value: Any) -> tuple[int, int, int]:
@@ -442,7 +457,9 @@ def _message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
             (ts,) = _shape(fields, 1, "read timestamp")
             return ReadTs(_int(ts, "read timestamp"))
         case Kind.SNAPSHOT_REQUEST:
-            schema, ts, row_ids, timeout_ms, bounds, columns = _shape(fields, 6, "snapshot request")
+            schema, ts, row_ids, timeout_ms, bounds, columns, partitions = _shape(
+                fields, 7, "snapshot request"
+            )
             if type(row_ids) is not bool:
                 raise ServiceFormatError("malformed row_ids flag")
             if type(bounds) is not tuple or len(bounds) > MAX_BOUNDS:
@@ -451,8 +468,9 @@ def _message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
                 type(columns) is not tuple or len(columns) > limits.max_columns
             ):
                 raise ServiceFormatError("malformed column list")
+            table = decode_schema(schema, limits)
             return SnapshotRequest(
-                decode_schema(schema, limits),
+                table,
                 _int(ts, "timestamp"),
                 row_ids,
                 _int(timeout_ms, "timeout"),
@@ -460,6 +478,7 @@ def _message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
                 None
                 if columns is None
                 else tuple(_str(c, "column", MAX_NAME_CHARS) for c in columns),
+                None if partitions is None else _partition_ids(partitions, table),
             )
         case Kind.ROWS:
             (table,) = _shape(fields, 1, "rows")

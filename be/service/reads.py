@@ -15,7 +15,8 @@ from be.service.errors import NodeBusy
 from be.service.format import Rows, SnapshotRequest
 from be.service.limits import ServiceLimits
 
-# (schema, ts, row_ids, timeout seconds, bounds, columns or None) -> the table
+# (schema, ts, row_ids, timeout seconds, bounds, columns or None, partition ids or None)
+# -> the table
 Read = Callable[..., pa.Table]
 
 
@@ -35,6 +36,7 @@ class SnapshotReads:
         try:
             timeout = min(request.timeout_ms / 1000, self.limits.max_read_wait)
             columns = None if request.columns is None else frozenset(request.columns)
+            partitions = None if request.partitions is None else frozenset(request.partitions)
             table = await asyncio.get_running_loop().run_in_executor(
                 self._threads,
                 self._read,
@@ -44,6 +46,7 @@ class SnapshotReads:
                 timeout,
                 request.bounds,
                 columns,
+                partitions,
             )
         finally:
             self._waiting.release()

@@ -172,6 +172,6 @@ class TransactionNode:
                 return Status(Role.TN, self.name, self.pipeline.published_ts, (), self.started_ms)
         raise ServiceFormatError(f"a TN does not answer {type(request).__name__}")
 
-    def _snapshot(self, schema, ts, row_ids, timeout, bounds, columns):
+    def _snapshot(self, schema, ts, row_ids, timeout, bounds, columns, partitions):
         self.reads.wait_for(ts, timeout)
-        return self.reads.snapshot(schema, ts, row_ids, bounds, columns)
+        return self.reads.snapshot(schema, ts, row_ids, bounds, columns, partitions)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -26,6 +27,7 @@ from fe.sql.parser import INTERNAL_CATALOG
 from fe.statements import (
     coercions,
     mysql_functions,
+    partition_pruning,
     plain_reads,
     point_reads,
     row_bounds,
@@ -316,11 +318,15 @@ async def explain(session, statement) -> Result:
     """EXPLAIN: the plan the engine would run the query with, one line per row, under the names
     the user wrote (information_schema.tables, not the engine's own)."""
     plan = plan_select(statement.query)
-    answer = await run_in_engine(session, plan, explain=True)
+    scans: list[list[str]] = []
+    answer = await run_in_engine(session, plan, explain=True, scans=scans)
     lines = ["PLAN FRAGMENT 0", f"  OUTPUT EXPRS: {', '.join(plan.names) or '*'}"]
     for row in answer.rows:
         text = str(row[-1]).replace(_REGISTERED_PREFIX, f"{INFORMATION_SCHEMA}.")
         lines.extend("  " + line.rstrip() for line in text.splitlines() if line.strip())
+    for number, scan in enumerate(scans):  # Doris's scan nodes: the partitions each reads
+        lines.append(f"  {number}:VOlapScanNode")
+        lines.extend(f"     {line}" for line in scan)
     return Result(columns=[column(EXPLAIN_COLUMN, "VARCHAR")], rows=[(line,) for line in lines])
 
 
@@ -330,9 +336,11 @@ async def run_in_engine(
     read: table_data.TableReader | None = None,
     row_ids_of: str | None = None,
     explain: bool = False,
+    scans: list[list[str]] | None = None,
 ) -> Result:
     """read: the statement's reads (one snapshot); row_ids_of: the table (by alias) whose rows come
-    with their row id (what DELETE and UPDATE name rows by)."""
+    with their row id (what DELETE and UPDATE name rows by); scans: given, gets the lines EXPLAIN
+    shows of each table read (its partitions, the bounds its blocks are pruned by)."""
     try:
         time = mysql_functions.StatementTime.of(session)
     except mysql_functions.UnknownTimeZone as error:
@@ -354,36 +362,52 @@ async def run_in_engine(
         data: dict[str, tuple] = {}
         plain = None
         common_tables = _common_table_references(expression)
+        resolved = []
         for table in list(expression.find_all(exp.Table)):
             if id(table) in common_tables or table.meta.get(LIST_TABLE):
                 continue
             if table.catalog and table.catalog.lower() != INTERNAL_CATALOG:
                 raise QueryError(ErrorCode.UNKNOWN_CATALOG, f"Unknown catalog '{table.catalog}'")
             db = table.db or session.database or ""
-            if db.lower() == INFORMATION_SCHEMA:
+            record = None if db.lower() == INFORMATION_SCHEMA else read.table(db, table.name)
+            resolved.append((table, db, record))
+        prunings = _prunings(resolved, plan.lists)
+        for table, db, record in resolved:
+            if record is None:
                 name = table.name.lower()
                 registered = f"{_REGISTERED_PREFIX}{name}"
                 tables[registered] = name
             else:
-                record = read.table(db, table.name)
                 with_row_ids = row_ids_of is not None and row_ids_of == table.alias_or_name
                 as_of = _as_of(read, table.args.get("version"))
+                pruning = prunings[id(table)]
+                partitions = pruning.ids
                 registered = (
                     f"{_TABLE_PREFIX}{record.id}{'_r' if with_row_ids else ''}"
                     f"{f'_at{as_of}' if as_of is not None else ''}"
+                    f"{_partitions_suffix(partitions)}"
                 )
                 bounds = row_bounds.bounds_of(expression, table, record)
-                if registered in data and data[registered][2] != bounds:
-                    bounds = ()  # one table read twice, bounded two ways: all of its rows
-                data[registered] = (record, with_row_ids, bounds, as_of)
+                if registered in data:  # one table read twice: what either read needs
+                    _, _, before, _, read_before = data[registered]
+                    if before != bounds:
+                        bounds = ()
+                    if partitions is None or read_before is None:
+                        partitions = None
+                    else:
+                        partitions |= read_before
+                data[registered] = (record, with_row_ids, bounds, as_of, partitions)
+                if scans is not None:
+                    scans.append(_scan_lines(db, table, pruning, bounds))
                 plain = plain_read(expression, table, record)
             alias = table.alias or table.name
             table.replace(
                 exp.to_table(registered).as_(alias) if alias else exp.to_table(registered)
             )
         if plain is not None and len(data) == 1 and not tables and not plan.lists and not explain:
-            (record, with_row_ids, _, as_of), (columns, exact) = next(iter(data.values())), plain
-            rows = read.snapshot(record, with_row_ids, exact, as_of)
+            record, with_row_ids, _, as_of, partitions = next(iter(data.values()))
+            columns, exact = plain
+            rows = read.snapshot(record, with_row_ids, exact, as_of, partitions=partitions)
             answered = plain_reads.answer(rows, columns, exact)
             if answered is not None:
                 return answered
@@ -395,8 +419,10 @@ async def run_in_engine(
                 raise QueryError(1109, f"Unknown table '{name}' in information_schema")
             arrow[registered] = built.arrow()
         data_columns = _columns_read(expression, data, of_table_data=True)
-        for registered, (record, with_row_ids, bounds, as_of) in data.items():
-            arrow[registered] = read.snapshot(record, with_row_ids, bounds, as_of, data_columns)
+        for registered, (record, with_row_ids, bounds, as_of, partitions) in data.items():
+            arrow[registered] = read.snapshot(
+                record, with_row_ids, bounds, as_of, data_columns, partitions
+            )
         sql = expression.sql(dialect="duckdb")
         return ("EXPLAIN " + sql if explain else sql), arrow
 
@@ -419,6 +445,73 @@ async def run_in_engine(
     ):
         names = list(plan.names)
     return _answer_result(names, answer)
+
+
+def _partitions_suffix(partitions: frozenset[int] | None) -> str:
+    """What a table's name in the engine adds for a read of some of its partitions (reads of a
+    table pruned two ways are two tables; the same suffix for two ways reads what both need)."""
+    if partitions is None:
+        return ""
+    return f"_p{zlib.crc32(','.join(map(str, sorted(partitions))).encode()):08x}"
+
+
+def _prunings(
+    resolved: list[tuple], lists: tuple[tuple[str, pa.Table], ...]
+) -> dict[int, partition_pruning.Pruning]:
+    """Per table read (by the id of its node), the partitions its query can keep rows of."""
+    records = {id(table): record for table, _, record in resolved if record is not None}
+    long_lists = dict(lists)
+
+    def columns_of(source: exp.Expression) -> frozenset[str] | None:
+        if isinstance(source, exp.Table):
+            if source.meta.get(LIST_TABLE):
+                return frozenset(("value",))
+            record = records.get(id(source))
+            if record is not None:
+                return frozenset(column.name.lower() for column in record.columns)
+        return None  # a subquery, a common table, information_schema: not known
+
+    def values_of(query: exp.Expression) -> list | None:
+        select = query.this if isinstance(query, exp.Subquery) else query
+        source = select.args.get("from_") if isinstance(select, exp.Select) else None
+        table = source.this if source is not None else None
+        if not isinstance(table, exp.Table) or not table.meta.get(LIST_TABLE):
+            return None
+        if select.args.get("where") or len(select.expressions) != 1:
+            return None
+        values = long_lists.get(table.name)
+        return None if values is None else values.column("value").to_pylist()
+
+    around = partition_pruning.Surroundings(columns_of, values_of)
+    return {
+        id(table): partition_pruning.pruned(table, record, around)
+        for table, _, record in resolved
+        if record is not None
+    }
+
+
+def _scan_lines(
+    db: str, table: exp.Table, pruning: partition_pruning.Pruning, bounds: tuple[ColumnBound, ...]
+) -> list[str]:
+    """What EXPLAIN shows of a table read: Doris's TABLE, partitions= and tablets= lines, and the
+    bounds its blocks are pruned by (their min/max)."""
+    lines = [
+        f"TABLE: {db}.{pruning.table.name}({table.alias_or_name})",
+        pruning.explained(),
+        pruning.tablets_explained(),
+    ]
+    terms = []
+    for bound in bounds:
+        if bound.low is not None and bound.low == bound.high:
+            terms.append(f"{bound.column} = {bound.low}")
+            continue
+        if bound.low is not None:
+            terms.append(f"{bound.column} >= {bound.low}")
+        if bound.high is not None:
+            terms.append(f"{bound.column} <= {bound.high}")
+    if terms:
+        lines.append(f"MIN/MAX PREDICATES: {' AND '.join(terms)}")
+    return lines
 
 
 def _answer_result(names: list[str], answer: engine.Answer) -> Result:

@@ -106,17 +106,19 @@ class TableReader:
         bounds: tuple[ColumnBound, ...] = (),
         ts: int | None = None,
         columns: frozenset[str] | None = None,
+        partitions: frozenset[int] | None = None,
     ) -> pa.Table:
         """bounds: rows outside them may be left out (the statement filters them anyway); ts: a
         time-travel read of this table (no own writes in it); columns: the lower-case names the
-        statement may read columns by, if known (others may be left out)."""
+        statement may read columns by, if known (others may be left out); partitions: the ids
+        of the partitions whose rows the statement may keep (partition_pruning), None for all."""
         schema = TableSchema.of(table)
         if ts is not None:
-            return self._read(schema, row_ids, bounds, ts)
+            return self._read(schema, row_ids, bounds, ts, partitions=partitions)
         own = self.transaction is not None and table.id in self.transaction.writes
         if own:
             columns = None
-        rows = self._read(schema, row_ids or own, bounds, columns=columns)
+        rows = self._read(schema, row_ids or own, bounds, columns=columns, partitions=partitions)
         return self.transaction.seen(schema, rows, row_ids) if own else rows
 
     def indexed(
@@ -145,11 +147,14 @@ class TableReader:
         bounds: tuple[ColumnBound, ...] = (),
         ts: int | None = None,
         columns: frozenset[str] | None = None,
+        partitions: frozenset[int] | None = None,
     ) -> pa.Table:
         at = self.ts if ts is None else ts
         plane = data_plane(self.session)
         try:
-            return plane.snapshot(schema, at, READ_WAIT_SECONDS, row_ids, bounds, columns)
+            return plane.snapshot(
+                schema, at, READ_WAIT_SECONDS, row_ids, bounds, columns, partitions
+            )
         except WatermarkTimeout as error:
             raise QueryError(
                 ErrorCode.UNKNOWN_ERROR, f"Reading table data timed out: {error}"

@@ -274,6 +274,18 @@ BE_KEYS = (
         2000000,
         comment="A CN indexes a table by its first key column for point and range reads while it has at most this many rows (the index holds a copy of them); 0: never.",
     ),
+    # Queries a CN runs for FEs.
+    Key(
+        "cn_query_workers",
+        4,
+        comment="Queries a CN runs at once (each builds its tables' snapshots, then DuckDB runs it).",
+    ),
+    Key(
+        "cn_query_queue_size",
+        64,
+        comment="Queries waiting for one of those workers beyond which a CN refuses more (the FE tries another CN).",
+    ),
+    Key("cn_query_engine_threads", 1, comment="DuckDB threads one query may use on a CN."),
 )
 
 

@@ -383,10 +383,11 @@ async def run_in_engine(
             )
         if plain is not None and len(data) == 1 and not tables and not plan.lists and not explain:
             (record, with_row_ids, _, as_of), (columns, exact) = next(iter(data.values())), plain
-            rows = read.snapshot(record, with_row_ids, exact, as_of)
-            answered = plain_reads.answer(rows, columns, exact)
-            if answered is not None:
-                return answered
+            if exact or not read.runs_remotely((record,)):  # a whole table: the CN reads it
+                rows = read.snapshot(record, with_row_ids, exact, as_of)
+                answered = plain_reads.answer(rows, columns, exact)
+                if answered is not None:
+                    return answered
         arrow = dict(plan.lists)
         columns = _columns_read(expression, tables.values())
         for registered, name in tables.items():

@@ -29,6 +29,7 @@ from be.logservice.limits import LogLimits
 from be.logservice.service import LogService
 from be.service.client import NodeClient
 from be.service.errors import (
+    CallAbandoned,
     NodeBusy,
     NodeUnavailable,
     NodeUnreachable,
@@ -381,10 +382,11 @@ class RemoteDataPlane:
         read_wait: float,
         timeout: float,
         memory_limit_bytes: int,
+        abandoned: Callable[[], bool] = lambda: False,
     ) -> engine.Answer:
         """The answer of engine SQL over the tables' snapshots (and the given tables), run on the
         CN that follows the first table, else the next live CN; the engine's error kinds raised
-        as the CN raised them."""
+        as the CN raised them; QueryAbandoned once abandoned() (the CN's query is stopped)."""
         assert tables, "a query without table data runs on the FE"
         cns = [node for node in self._nodes() if node.role is Role.CN and node.alive]
         if not cns:
@@ -404,16 +406,23 @@ class RemoteDataPlane:
             if remaining <= 0:
                 break
             try:
-                return self._answer(node, request, remaining, memory_limit_bytes)
+                return self._answer(node, request, remaining, memory_limit_bytes, abandoned)
+            except CallAbandoned:
+                raise engine.QueryAbandoned() from None
             except (NodeUnavailable, NodeBusy, WatermarkTimeout, engine.EngineBusy) as error:
                 last_error = error
         raise last_error or NodeUnavailable("no CN answered the query in time")
 
     def _answer(
-        self, node: DataNode, request: QueryRequest, timeout: float, memory_limit_bytes: int
+        self,
+        node: DataNode,
+        request: QueryRequest,
+        timeout: float,
+        memory_limit_bytes: int,
+        abandoned: Callable[[], bool],
     ) -> engine.Answer:
         parts: list[pa.Table] = []
-        for reply in self.client(node.host, node.port).stream(request, timeout):
+        for reply in self.client(node.host, node.port).stream(request, timeout, abandoned):
             match reply:
                 case ResultPart(rows):
                     parts.append(rows)

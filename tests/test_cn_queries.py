@@ -255,6 +255,31 @@ def test_an_engine_error_keeps_its_mysql_code(planes, sql):
     assert error_code(fe, sql) == error_code(up, sql)
 
 
+def test_a_transaction_reads_its_own_writes_and_explain_runs(planes):
+    """A table this transaction wrote is read on the FE (only it has those rows); the others
+    and EXPLAIN go to a CN."""
+    fe, up, tn, cns = planes
+    sql = "SELECT count(*), max(n.name) FROM big b JOIN groups n ON b.g = n.g WHERE b.k < 26"
+    seen = []
+    for node in (fe, up):
+        connection = node.connect(database="d")
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("BEGIN")
+                cursor.execute("UPDATE groups SET name = 'zzz' WHERE g = 9")
+                cursor.execute(sql)
+                inside = cursor.fetchall()
+                cursor.execute("ROLLBACK")
+                cursor.execute(sql)
+                seen.append((inside, cursor.fetchall()))
+                cursor.execute("EXPLAIN SELECT g, count(*) FROM big GROUP BY g")
+                assert len(cursor.fetchall()) > 3
+        finally:
+            connection.close()
+    assert seen[0] == seen[1]
+    assert seen[0][0][0][1] == "zzz" and seen[0][1][0][1] == "renamed", seen
+
+
 def _cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / 100  # utime, stime in clock ticks
@@ -296,6 +321,32 @@ def test_a_cn_killed_mid_query(planes):
     assert rows(fe, "SELECT count(*) FROM groups") == [(10,)]  # the other CN answers
     busy.start()
     wait_until(lambda: rows(fe, "SELECT max(k) FROM big") == [(BIG_ROWS - 1,)], 60, "the CN back")
+
+
+def test_a_query_past_its_timeout_stops_on_the_cn(planes):
+    fe, up, tn, cns = planes
+    codes = []
+    for node in (fe, up):
+        connection = node.connect(database="d")
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SET query_timeout = 1")
+                with pytest.raises(pymysql.MySQLError) as raised:
+                    cursor.execute(SLOW_QUERY.replace("12000", "20000"))
+                codes.append(raised.value.args[0])
+        finally:
+            connection.close()
+    assert codes[0] == codes[1], codes
+
+    samples: list[list[float]] = []
+
+    def idle() -> bool:  # asked every half second: the CNs' CPU time grew little since
+        samples.append([_cpu_seconds(cn.process.pid) for cn in cns])
+        return len(samples) > 1 and all(
+            now - then < 0.3 for now, then in zip(samples[-1], samples[-2], strict=True)
+        )
+
+    wait_until(idle, 20, "the CNs to stop the query", interval=0.5)
 
 
 def test_cn_answers_without_the_tn(planes):

@@ -14,13 +14,14 @@ import select
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import NoReturn
 
 from be import engine
 from be.cn.node import WatermarkTimeout
 from be.logtail.stream import FRAME_HEADER, client_proof, new_nonce, proofs_match, server_proof
 from be.service.errors import (
+    CallAbandoned,
     NodeBusy,
     NodeUnavailable,
     NodeUnreachable,
@@ -42,6 +43,8 @@ from be.service.format import (
 )
 from be.service.limits import ServiceLimits
 from be.tn import errors as commit_errors
+
+ABANDON_CHECK_SECONDS = 0.5  # how soon a stream whose caller went away is left
 
 ERROR_KINDS: dict[str, type[Exception]] = {
     kind.__name__: kind
@@ -121,6 +124,12 @@ class _Connection:
             got += received
         return bytes(buffer)
 
+    def readable(self, timeout: float) -> bool:
+        """Whether bytes (or the end of the stream) arrive within timeout seconds."""
+        poller = select.poll()
+        poller.register(self.sock, select.POLLIN)
+        return bool(poller.poll(max(int(timeout * 1000), 0)))
+
     def still_open(self) -> bool:
         """No end of stream, reset or stray bytes waiting: an idle connection reads nothing."""
         poller = select.poll()
@@ -186,10 +195,16 @@ class NodeClient:
             raise raised_again(reply)
         return reply
 
-    def stream(self, request: Message, timeout: float | None = None) -> Iterator[Message]:
+    def stream(
+        self,
+        request: Message,
+        timeout: float | None = None,
+        abandoned: Callable[[], bool] = lambda: False,
+    ) -> Iterator[Message]:
         """The node's replies up to its last (format.STREAMED ones before it), all within the
-        timeout; its error kinds raised; NodeUnavailable when it could not answer. A connection
-        left before the last reply is closed, never reused."""
+        timeout; its error kinds raised; NodeUnavailable when it could not answer; CallAbandoned
+        once abandoned() says the caller no longer waits (asked every ABANDON_CHECK_SECONDS). A
+        connection left before the last reply is closed (the node then stops), never reused."""
         timeout = self.limits.request_timeout if timeout is None else timeout
         deadline = time.monotonic() + timeout
         if not self._in_flight.acquire(timeout=timeout):
@@ -200,7 +215,7 @@ class NodeClient:
             try:
                 self._send(connection, request, timeout)
                 while not ended:
-                    reply = self._receive(connection, deadline)
+                    reply = self._receive(connection, deadline, abandoned)
                     ended = type(reply) not in STREAMED
                     if type(reply) is Failure:
                         raise raised_again(reply)
@@ -220,8 +235,15 @@ class NodeClient:
         except (OSError, ServiceError) as error:
             self._lost(error)
 
-    def _receive(self, connection: _Connection, deadline: float) -> Message:
+    def _receive(
+        self, connection: _Connection, deadline: float, abandoned: Callable[[], bool]
+    ) -> Message:
         try:
+            while not connection.readable(min(deadline - time.monotonic(), ABANDON_CHECK_SECONDS)):
+                if abandoned():
+                    raise CallAbandoned(f"{self.address}: the caller no longer waits")
+                if time.monotonic() >= deadline:
+                    raise TimeoutError("no reply in time")
             connection.sock.settimeout(max(deadline - time.monotonic(), 0.001))
             return connection.receive(self.limits.max_message_bytes)
         except (OSError, ServiceError) as error:
@@ -229,7 +251,7 @@ class NodeClient:
 
     def _lost(self, error: Exception) -> NoReturn:
         if isinstance(error, ServiceError) and not isinstance(error, NodeUnavailable):
-            raise error
+            raise error  # CallAbandoned, a format error: the connection is closed all the same
         raise NodeUnavailable(f"{self.address}: {error or type(error).__name__}") from None
 
     def close(self) -> None:

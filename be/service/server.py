@@ -140,7 +140,7 @@ class NodeServer:
                 request = decode(payload, self.limits)
                 reply = await self._answer(request)
                 if isinstance(reply, AsyncIterator):
-                    await self._stream(writer, reply)
+                    await self._stream(reader, writer, reply)
                     continue
                 write_frame(writer, self._encoded(reply))
                 await writer.drain()
@@ -163,27 +163,41 @@ class NodeServer:
                 logger.exception("answering %s failed", type(request).__name__)
             return failure(error)
 
-    async def _stream(self, writer: asyncio.StreamWriter, replies: AsyncIterator[Message]) -> None:
-        """The replies until the last (not a part), or a Failure in place of the rest."""
+    async def _stream(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        replies: AsyncIterator[Message],
+    ) -> None:
+        """The replies until the last (not a part), or a Failure in place of the rest. The caller
+        sends nothing before the last: its closing the connection meanwhile stops the replies
+        (a query whose FE went away is interrupted)."""
+        gone = asyncio.ensure_future(reader.read(1))
         try:
-            async for reply in replies:
+            while True:
+                try:
+                    reply = await _next_reply(replies, gone)
+                except (ConnectionResetError, asyncio.CancelledError):
+                    raise
+                except Exception as error:
+                    if not _is_own_kind(error):
+                        logger.exception("streaming replies failed")
+                    reply = failure(error)
                 try:
                     payload = encode(reply, self.limits)
                 except ServiceFormatError as error:
-                    reply, payload = error, self._encoded(failure(error))
+                    reply = failure(error)
+                    payload = self._encoded(reply)
+                last = type(reply) not in STREAMED
+                if last:
+                    gone.cancel()  # before the last reply: the caller's next request is not its
                 write_frame(writer, payload)
                 await writer.drain()
-                if type(reply) not in STREAMED:
+                if last:
                     return
-            raise AssertionError("a stream of replies ended without its last")
-        except (OSError, asyncio.CancelledError):
-            raise
-        except Exception as error:
-            if not _is_own_kind(error):
-                logger.exception("streaming replies failed")
-            write_frame(writer, self._encoded(failure(error)))
-            await writer.drain()
         finally:
+            gone.cancel()
+            await asyncio.gather(gone, return_exceptions=True)
             await replies.aclose()
 
     def _encoded(self, reply: Message) -> bytes:
@@ -206,6 +220,19 @@ class NodeServer:
         proof = server_proof(self._token, nonce, message.nonce)
         write_frame(writer, encode(Welcome(proof, self.role, self.name), self.limits))
         return message.name
+
+
+async def _next_reply(replies: AsyncIterator[Message], gone: asyncio.Future) -> Message:
+    following = asyncio.ensure_future(anext(replies))
+    await asyncio.wait((following, gone), return_when=asyncio.FIRST_COMPLETED)
+    if not following.done():
+        following.cancel()
+        await asyncio.gather(following, return_exceptions=True)
+        raise ConnectionResetError("the caller went away before the last reply")
+    try:
+        return following.result()
+    except StopAsyncIteration:
+        raise AssertionError("a stream of replies ended without its last") from None
 
 
 def failure(error: Exception) -> Failure:

@@ -148,7 +148,13 @@ class TableReader:
         )
         try:
             return data_plane(self.session).run_query(
-                sql, tables, tuple(given.items()), READ_WAIT_SECONDS, timeout, memory_limit_bytes
+                sql,
+                tables,
+                tuple(given.items()),
+                READ_WAIT_SECONDS,
+                timeout,
+                memory_limit_bytes,
+                self._abandoned(timeout),
             )
         except WatermarkTimeout as error:
             raise QueryError(
@@ -156,6 +162,13 @@ class TableReader:
             ) from None
         except ServiceError as error:
             raise unavailable(error) from None
+
+    def _abandoned(self, timeout: float):
+        """Whether the statement's engine has stopped waiting: its client went away, or its
+        time is up (the engine has answered the client with the error)."""
+        deadline = time.monotonic() + timeout
+        client_gone = self.session.client_gone
+        return lambda: client_gone() or time.monotonic() > deadline
 
     def indexed(
         self, table: Table, bounds: tuple[ColumnBound, ...], row_ids: bool = False

@@ -5,6 +5,7 @@ keeps its MySQL code, and a CN killed mid-query costs the client one query at mo
 
 from __future__ import annotations
 
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -285,6 +286,23 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / 100  # utime, stime in clock ticks
 
 
+def _cpu_idle(cns, window: int = 4):
+    """A condition asked every half second: no CN used more than a quarter of a core over the
+    last window samples (a CN running a query uses a whole one)."""
+    samples: list[list[float]] = []
+
+    def idle() -> bool:
+        samples.append([_cpu_seconds(cn.process.pid) for cn in cns])
+        if len(samples) <= window:
+            return False
+        return all(
+            now - then < window * 0.5 / 4
+            for now, then in zip(samples[-1], samples[-1 - window], strict=True)
+        )
+
+    return idle
+
+
 SLOW_QUERY = (  # seconds of a CN's time: 240 million pairs, no join to plan
     "SELECT count(*) FROM big a, big b WHERE a.k < 12000 AND (a.k * 31 + b.k) % 1000003 = 5"
 )
@@ -338,15 +356,33 @@ def test_a_query_past_its_timeout_stops_on_the_cn(planes):
             connection.close()
     assert codes[0] == codes[1], codes
 
-    samples: list[list[float]] = []
+    wait_until(_cpu_idle(cns), 20, "the CNs to stop the query", interval=0.5)
 
-    def idle() -> bool:  # asked every half second: the CNs' CPU time grew little since
-        samples.append([_cpu_seconds(cn.process.pid) for cn in cns])
-        return len(samples) > 1 and all(
-            now - then < 0.3 for now, then in zip(samples[-1], samples[-2], strict=True)
+
+def test_a_client_gone_mid_query_stops_it_on_the_cn(planes):
+    """The client goes (kill -9 of the mariadb CLI): the FE leaves the CN's stream, and the CN
+    interrupts a query that would have run for many seconds more."""
+    fe, up, tn, cns = planes
+    before = {cn.port: _cpu_seconds(cn.process.pid) for cn in cns}
+    endless = (
+        "SELECT count(*) FROM big a, big b, groups c WHERE (a.k * 31 + b.k + c.g) % 1000003 = 5"
+    )
+    command = ["mariadb", "-h", "127.0.0.1", "-P", str(fe.query_port), "-u", "root", "d"]
+    client = subprocess.Popen([*command, "-e", endless], stdout=subprocess.DEVNULL)
+    try:
+        wait_until(
+            lambda: any(_cpu_seconds(cn.process.pid) - before[cn.port] > 1.0 for cn in cns),
+            60,
+            "a CN to work on the query",
+            interval=0.02,
         )
-
-    wait_until(idle, 20, "the CNs to stop the query", interval=0.5)
+    finally:
+        client.kill()
+        client.wait(timeout=30)
+    left = time.monotonic()
+    wait_until(_cpu_idle(cns), 30, "the CNs to stop the query", interval=0.5)
+    assert time.monotonic() - left < 10  # the whole query takes a minute or more
+    assert rows(fe, "SELECT count(*) FROM groups") == [(10,)]
 
 
 def test_cn_answers_without_the_tn(planes):

@@ -221,7 +221,7 @@ BE_KEYS = (
     Key(
         "node_max_message_bytes",
         268435456,
-        comment="The largest request or reply on the TN's and CN's ports (a write set, a snapshot).",
+        comment="The largest request or reply on the TN's and CN's ports (a write set, a snapshot, one part of a query's result).",
     ),
     Key(
         "node_max_connections",

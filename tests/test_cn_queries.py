@@ -198,6 +198,9 @@ QUERIES = [
     "SELECT avg(k), sum(k * 1.5), count(DISTINCT g) FROM big WHERE v LIKE '%00 of%'",
     "SELECT table_name, (SELECT count(*) FROM big) FROM information_schema.tables "
     "WHERE table_schema = 'd' ORDER BY table_name",
+    "SELECT g, count(*) FROM big WHERE k IN (" + ", ".join(map(str, range(0, 900, 7))) + ") "
+    "GROUP BY g ORDER BY g",  # a long IN list: a table the FE gives
+    "SELECT max(k), CAST(sum(k) AS DECIMAL(38, 0)), INTERVAL 3 DAY FROM big WHERE g = 2",
 ]
 
 

@@ -372,6 +372,8 @@ def _fields(message: Message, limits: ServiceLimits) -> list:
         case Accepted():
             return [Kind.ACCEPTED]
         case QueryRequest(sql, tables, given, read_wait_ms, timeout_ms, memory_limit_bytes):
+            if len(sql) > limits.max_query_chars or len(tables) > limits.max_query_tables:
+                raise ServiceFormatError("a query over max_query_chars or max_query_tables")
             return [
                 Kind.QUERY_REQUEST,
                 sql,

@@ -286,6 +286,11 @@ BE_KEYS = (
         comment="Queries waiting for one of those workers beyond which a CN refuses more (the FE tries another CN).",
     ),
     Key("cn_query_engine_threads", 1, comment="DuckDB threads one query may use on a CN."),
+    Key(
+        "cn_query_max_memory_bytes",
+        2147483648,
+        comment="Memory one query may use on a CN, its result included: the lower of this and the session's exec_mem_limit.",
+    ),
 )
 
 

@@ -5,6 +5,7 @@ keeps its MySQL code, and a CN killed mid-query costs the client one query at mo
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import threading
 import time
@@ -29,7 +30,7 @@ from be.service.format import (
     encode,
 )
 from be.service.limits import ServiceLimits
-from be.service.queries import result_parts
+from be.service.queries import NodeQueries, result_parts
 from be.service.server import failure
 from be.table_schema import ColumnSchema, TableSchema
 from metadata.records import KeyModel
@@ -108,6 +109,40 @@ def test_result_parts_keep_order_and_stay_under_the_budget():
     joined = pa.concat_tables(parts)
     assert joined.num_rows == 20_000 and joined.column("k").to_pylist()[9_999:10_001] == [9999, 0]
     assert list(result_parts([], 1 << 10, 10)) == []
+
+
+def _run(queries: NodeQueries, request: QueryRequest) -> list:
+    async def replies() -> list:
+        return [reply async for reply in queries.answer(request)]
+
+    return asyncio.run(replies())
+
+
+def test_a_cn_sends_parts_that_fit_a_message_and_caps_a_querys_memory():
+    table = pa.table({"k": list(range(50_000)), "v": [f"value {i}" for i in range(50_000)]})
+    request = QueryRequest(
+        "SELECT k, v FROM t ORDER BY k",
+        (QueryTable("t", _schema(), 1, False),),
+        (),
+        1000,
+        30_000,
+        1 << 30,
+    )
+    small = ServiceLimits(max_message_bytes=64 << 10, max_query_memory_bytes=16 << 20)
+    queries = NodeQueries(small, lambda *read: table)
+    try:
+        *parts, end = _run(queries, request)
+        assert end == ResultEnd((("k", "BIGINT"), ("v", "VARCHAR")), 50_000)
+        assert len(parts) > 10 and all(len(encode(part, small)) <= 64 << 10 for part in parts)
+        assert pa.concat_tables(part.rows for part in parts).equals(table)
+    finally:
+        queries.close()
+    capped = NodeQueries(ServiceLimits(max_query_memory_bytes=256 << 10), lambda *read: table)
+    try:
+        with pytest.raises(engine.MemoryLimitExceeded):
+            _run(capped, request)
+    finally:
+        capped.close()
 
 
 # Through processes.

@@ -22,6 +22,7 @@ class ServiceLimits:
     query_workers: int = 4  # queries a CN runs at once
     query_queue_size: int = 64  # queries waiting for one of those beyond which a CN refuses more
     query_engine_threads: int = 1  # DuckDB threads one query may use
+    max_query_memory_bytes: int = 2 << 30  # one query's, its result's included (below the FE's)
     max_query_chars: int = 16 << 20  # a query's SQL text
     max_query_tables: int = 256  # tables one query reads (and as many the FE gives)
 
@@ -43,6 +44,7 @@ class ServiceLimits:
             "query_workers > 0": self.query_workers > 0,
             "query_queue_size >= 0": self.query_queue_size >= 0,
             "query_engine_threads > 0": self.query_engine_threads > 0,
+            "max_query_memory_bytes > 0": self.max_query_memory_bytes > 0,
             "max_query_chars > 0": self.max_query_chars > 0,
             "max_query_tables > 0": self.max_query_tables > 0,
         }
@@ -59,5 +61,6 @@ class ServiceLimits:
             query_workers=config["cn_query_workers"],
             query_queue_size=config["cn_query_queue_size"],
             query_engine_threads=config["cn_query_engine_threads"],
+            max_query_memory_bytes=config["cn_query_max_memory_bytes"],
             max_query_chars=min(16 << 20, config["node_max_message_bytes"] // 2),
         )

@@ -43,7 +43,7 @@ class NodeQueries:
         answer = await self.engine.run(
             prepare,
             timeout_seconds=request.timeout_ms / 1000,
-            memory_limit_bytes=request.memory_limit_bytes,
+            memory_limit_bytes=min(request.memory_limit_bytes, self.limits.max_query_memory_bytes),
             arrow=True,
         )
         count = 0

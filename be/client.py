@@ -4,7 +4,9 @@
 publishes each commit straight to the CN. `RemoteDataPlane` is the same API over the network, to
 the nodes added with ALTER SYSTEM ADD BACKEND: commits go to the TN, reads to a CN chosen per table
 (rendezvous hashing over the live CNs, so each table is followed by one CN and the tables spread
-across them), the next CN and then the TN itself when one cannot answer.
+across them), the next CN and then the TN itself when one cannot answer. A query goes whole to the
+CN that follows its first table (the next when one cannot answer), which runs it and sends its
+result back in parts.
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ from __future__ import annotations
 import concurrent.futures
 import hashlib
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
 
+from be import engine
 from be.cn.bounds import ColumnBound
 from be.cn.limits import ComputeLimits
 from be.cn.node import ComputeNode, WatermarkTimeout
@@ -24,12 +28,24 @@ from be.config import Config
 from be.logservice.limits import LogLimits
 from be.logservice.service import LogService
 from be.service.client import NodeClient
-from be.service.errors import NodeBusy, NodeUnavailable, NodeUnreachable, NoNode, ServiceError
+from be.service.errors import (
+    CallAbandoned,
+    NodeBusy,
+    NodeUnavailable,
+    NodeUnreachable,
+    NoNode,
+    ServiceError,
+    ServiceFormatError,
+)
 from be.service.format import (
     CommitRequest,
     ObserveAutoIncrement,
+    QueryRequest,
+    QueryTable,
     Reachable,
     ReadTsRequest,
+    ResultEnd,
+    ResultPart,
     Role,
     SnapshotRequest,
     Status,
@@ -126,6 +142,10 @@ class EmbeddedDataPlane:
         when given) the rows of the schema's other partitions (a partition pruning)."""
         self.cn.wait_for(ts, timeout)
         return self.cn.snapshot(schema, ts, row_ids, bounds, columns, partitions)
+
+    def runs_queries(self) -> bool:
+        """Whether run_query() sends queries elsewhere: no, the FE's engine reads snapshot()."""
+        return False
 
     def indexed_snapshot(
         self, schema: TableSchema, ts: int, row_ids: bool, bounds: tuple[ColumnBound, ...]
@@ -367,6 +387,72 @@ class RemoteDataPlane:
             return reply.table
         assert last_error is not None
         raise last_error
+
+    def runs_queries(self) -> bool:
+        """Whether a live CN may run a query (else the FE's engine reads snapshot())."""
+        return any(node.role is Role.CN and node.alive for node in self._nodes())
+
+    def run_query(
+        self,
+        sql: str,
+        tables: tuple[QueryTable, ...],
+        given: tuple[tuple[str, pa.Table], ...],
+        read_wait: float,
+        timeout: float,
+        memory_limit_bytes: int,
+        abandoned: Callable[[], bool] = lambda: False,
+    ) -> engine.Answer:
+        """The answer of engine SQL over the tables' snapshots (and the given tables), run on the
+        CN that follows the first table, else the next live CN; the engine's error kinds raised
+        as the CN raised them; QueryAbandoned once abandoned() (the CN's query is stopped)."""
+        assert tables, "a query without table data runs on the FE"
+        cns = [node for node in self._nodes() if node.role is Role.CN and node.alive]
+        if not cns:
+            raise NoNode("no live CN to run the query")
+        request = QueryRequest(
+            sql,
+            tables,
+            given,
+            int(read_wait * 1000),
+            max(int(timeout * 1000), 1),
+            memory_limit_bytes,
+        )
+        deadline = time.monotonic() + timeout + ANSWER_MARGIN_SECONDS
+        last_error: Exception | None = None
+        for node in rendezvous_order(tables[0].schema.table_id, cns):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            try:
+                return self._answer(node, request, remaining, memory_limit_bytes, abandoned)
+            except CallAbandoned:
+                raise engine.QueryAbandoned() from None
+            except (NodeUnavailable, NodeBusy, WatermarkTimeout, engine.EngineBusy) as error:
+                last_error = error
+        raise last_error or NodeUnavailable("no CN answered the query in time")
+
+    def _answer(
+        self,
+        node: DataNode,
+        request: QueryRequest,
+        timeout: float,
+        memory_limit_bytes: int,
+        abandoned: Callable[[], bool],
+    ) -> engine.Answer:
+        parts: list[pa.Table] = []
+        for reply in self.client(node.host, node.port).stream(request, timeout, abandoned):
+            match reply:
+                case ResultPart(rows):
+                    parts.append(rows)
+                case ResultEnd(columns, row_count):
+                    if row_count != sum(part.num_rows for part in parts) or any(
+                        part.num_columns != len(columns) for part in parts
+                    ):
+                        raise ServiceFormatError(f"{node.host}:{node.port} sent a broken result")
+                    return engine.answer_of(list(columns), parts, memory_limit_bytes)
+                case _:
+                    raise ServiceFormatError(f"{type(reply).__name__} in a query's result")
+        raise NodeUnavailable(f"{node.host}:{node.port} ended a query's result without its end")
 
     def _tn(self) -> DataNode:
         tns = [node for node in self._nodes() if node.role is Role.TN]

@@ -221,7 +221,7 @@ BE_KEYS = (
     Key(
         "node_max_message_bytes",
         268435456,
-        comment="The largest request or reply on the TN's and CN's ports (a write set, a snapshot).",
+        comment="The largest request or reply on the TN's and CN's ports (a write set, a snapshot, one part of a query's result).",
     ),
     Key(
         "node_max_connections",
@@ -273,6 +273,23 @@ BE_KEYS = (
         "cn_key_index_max_rows",
         2000000,
         comment="A CN indexes a table by its first key column for point and range reads while it has at most this many rows (the index holds a copy of them); 0: never.",
+    ),
+    # Queries a CN runs for FEs.
+    Key(
+        "cn_query_workers",
+        4,
+        comment="Queries a CN runs at once (each builds its tables' snapshots, then DuckDB runs it).",
+    ),
+    Key(
+        "cn_query_queue_size",
+        64,
+        comment="Queries waiting for one of those workers beyond which a CN refuses more (the FE tries another CN).",
+    ),
+    Key("cn_query_engine_threads", 1, comment="DuckDB threads one query may use on a CN."),
+    Key(
+        "cn_query_max_memory_bytes",
+        2147483648,
+        comment="Memory one query may use on a CN, its result included: the lower of this and the session's exec_mem_limit.",
     ),
 )
 

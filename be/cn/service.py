@@ -1,5 +1,5 @@
 """The CN as a process of its own: a logtail subscriber to the TN feeding the CN's tables, and the
-service FEs read snapshots from.
+service FEs read snapshots from and run queries on.
 
 A table is subscribed the first time an FE reads it. A read at T waits (bounded) until the table's
 subscription is answered and the subscriber's watermark reaches T: a CN never answers above its
@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import AsyncIterator
 
 from be.cn.limits import ComputeLimits
 from be.cn.node import ComputeNode, WatermarkTimeout
@@ -22,6 +23,7 @@ from be.logtail.subscriber import LogtailSubscriber
 from be.service.errors import ServiceFormatError
 from be.service.format import (
     Message,
+    QueryRequest,
     ReadTs,
     ReadTsRequest,
     Role,
@@ -30,6 +32,7 @@ from be.service.format import (
     StatusRequest,
 )
 from be.service.limits import ServiceLimits
+from be.service.queries import NodeQueries
 from be.service.reads import SnapshotReads
 from be.service.server import NodeServer
 from be.storage.errors import StorageError
@@ -75,6 +78,7 @@ class ComputeNodeService:
             self.limits,
         )
         self.snapshot_reads = SnapshotReads(self.limits, self.snapshot, Role.CN)
+        self.queries = NodeQueries(self.limits, self.snapshot)
         self._lock = threading.Lock()
         self._subscribed: set[int] = set()  # the tables FEs read here (the subscriber bounds it)
 
@@ -97,11 +101,14 @@ class ComputeNodeService:
         self.server.close()
         self.subscriber.close()
         self.snapshot_reads.close()
+        self.queries.close()
 
-    async def _handle(self, request: Message) -> Message:
+    async def _handle(self, request: Message) -> Message | AsyncIterator[Message]:
         match request:
             case SnapshotRequest():
                 return await self.snapshot_reads.answer(request)
+            case QueryRequest():
+                return self.queries.answer(request)
             case ReadTsRequest():
                 return ReadTs(self.subscriber.watermark)
             case StatusRequest():

@@ -2,6 +2,7 @@
 Arrow tables it is handed, the functions of an allow-list, bounded time, memory and threads."""
 
 from be.engine.allow_list import check
+from be.engine.arrow_rows import answer_of
 from be.engine.errors import (
     EngineBusy,
     EngineError,
@@ -20,10 +21,11 @@ from be.engine.errors import (
     UnknownFunction,
     WrongColumnCount,
 )
-from be.engine.executor import Answer, Engine
+from be.engine.executor import Answer, ArrowAnswer, Engine
 
 __all__ = [
     "Answer",
+    "ArrowAnswer",
     "Engine",
     "EngineBusy",
     "EngineError",
@@ -41,5 +43,6 @@ __all__ = [
     "UnknownColumn",
     "UnknownFunction",
     "WrongColumnCount",
+    "answer_of",
     "check",
 ]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 
 class EngineError(Exception):
+    FIELDS: tuple[str, ...] = ("message",)  # the attributes a kind is made again from, in order
+
     def __init__(self, message: str):
         super().__init__(message)
         self.message = message
@@ -12,6 +14,8 @@ class EngineError(Exception):
 
 class UnknownFunction(EngineError):
     """A function the engine does not offer (not on the allow-list, or unknown to DuckDB)."""
+
+    FIELDS = ("name",)
 
     def __init__(self, name: str):
         super().__init__(f"FUNCTION {name} does not exist")
@@ -23,6 +27,8 @@ class SourceNotAllowed(EngineError):
 
 
 class UnknownColumn(EngineError):
+    FIELDS = ("name",)
+
     def __init__(self, name: str):
         super().__init__(f"Unknown column '{name}'")
         self.name = name
@@ -31,12 +37,16 @@ class UnknownColumn(EngineError):
 class WrongColumnCount(EngineError):
     """A subquery or row gives more columns than its place takes."""
 
+    FIELDS = ()
+
     def __init__(self):
         super().__init__("Operand should contain 1 column(s)")
 
 
 class OrderTermOutOfRange(EngineError):
     """ORDER BY <n> with n beyond the select list."""
+
+    FIELDS = ()
 
     def __init__(self):
         super().__init__("Unknown column in 'order clause': the ORDER BY position is out of range")
@@ -45,6 +55,8 @@ class OrderTermOutOfRange(EngineError):
 class NotGrouped(EngineError):
     """A column neither grouped by nor aggregated, in a query that aggregates."""
 
+    FIELDS = ("column",)
+
     def __init__(self, column: str):
         super().__init__(f"nonaggregated column '{column}'")
         self.column = column
@@ -52,6 +64,8 @@ class NotGrouped(EngineError):
 
 class NoTables(EngineError):
     """`*` in a query without FROM."""
+
+    FIELDS = ()
 
     def __init__(self):
         super().__init__("No tables used")
@@ -70,6 +84,8 @@ class QueryFailed(EngineError):
 
 
 class QueryInterrupted(EngineError):
+    FIELDS = ()
+
     def __init__(self):
         super().__init__("Query execution was interrupted")
 
@@ -79,18 +95,24 @@ class QueryAbandoned(QueryInterrupted):
 
 
 class QueryTimedOut(EngineError):
+    FIELDS = ("seconds",)
+
     def __init__(self, seconds: float):
         super().__init__(f"Query ran longer than {seconds:g} s")
         self.seconds = seconds
 
 
 class MemoryLimitExceeded(EngineError):
+    FIELDS = ("limit_bytes",)
+
     def __init__(self, limit_bytes: int):
         super().__init__(f"Query needed more than {limit_bytes} bytes of memory")
         self.limit_bytes = limit_bytes
 
 
 class EngineBusy(EngineError):
+    FIELDS = ("running", "waiting")
+
     def __init__(self, running: int, waiting: int):
         super().__init__(f"{running} queries running and {waiting} waiting")
         self.running = running

@@ -116,6 +116,15 @@ class Answer:
     rows: list[tuple]
 
 
+@dataclass(frozen=True)
+class ArrowAnswer:
+    """A query's result as Arrow: (name, DuckDB type name) per column, and the record batches
+    (DuckDB's own Arrow types: a HUGEINT is a decimal128(38, 0))."""
+
+    columns: list[tuple[str, str]]
+    batches: list[pa.RecordBatch]
+
+
 class Engine:
     """Runs SQL (DuckDB's dialect) over registered Arrow tables, `workers` queries at a time and
     at most `queue_size` more waiting; beyond that a query is refused with EngineBusy."""
@@ -138,12 +147,14 @@ class Engine:
         timeout_seconds: float | None,
         memory_limit_bytes: int,
         abandoned: Callable[[], bool] = lambda: False,
-    ) -> Answer:
+        arrow: bool = False,
+    ) -> Answer | ArrowAnswer:
         """Run the SQL that prepare() gives over the tables it gives, both made on the worker (a
         big statement's preparation holds no event loop; its exceptions reach the caller as they
-        are); `abandoned` says whether the one waiting has gone (the query is then stopped)."""
+        are); `abandoned` says whether the one waiting has gone (the query is then stopped); arrow:
+        the answer as Arrow record batches, not as Python rows."""
         assert memory_limit_bytes > 0
-        query = _Query(prepare, memory_limit_bytes)
+        query = _Query(prepare, memory_limit_bytes, arrow)
         with self._lock:
             if self._closed or self._admitted >= self.workers + self.queue_size:
                 running = min(self._admitted, self.workers)
@@ -225,7 +236,7 @@ class Engine:
         database.close()
 
 
-def _estimated_bytes(rows: list[tuple]) -> int:
+def estimated_bytes(rows: list[tuple]) -> int:
     """About what rows take as Python objects: the answer counts against the query's memory
     limit too (DuckDB streams it, so its own limit does not see it)."""
     total = 0
@@ -240,9 +251,10 @@ def _estimated_bytes(rows: list[tuple]) -> int:
 class _Query:
     """One query's state shared by the worker running it and the loop that may stop it."""
 
-    def __init__(self, prepare: Prepare, memory_limit_bytes: int):
+    def __init__(self, prepare: Prepare, memory_limit_bytes: int, arrow: bool = False):
         self.prepare = prepare
         self.memory_limit_bytes = memory_limit_bytes
+        self.arrow = arrow
         self._lock = threading.Lock()
         self._connection: duckdb.DuckDBPyConnection | None = None
         self._stopped = False
@@ -254,9 +266,9 @@ class _Query:
         if connection is not None:
             connection.interrupt()
 
-    def run(self, database: duckdb.DuckDBPyConnection) -> Answer:
+    def run(self, database: duckdb.DuckDBPyConnection) -> Answer | ArrowAnswer:
         prepared = self.prepare()
-        if isinstance(prepared, Answer):
+        if isinstance(prepared, Answer | ArrowAnswer):
             return prepared
         sql, tables = prepared
         connection = database.cursor()
@@ -267,12 +279,14 @@ class _Query:
                 self._connection = connection
             for name, table in tables.items():
                 connection.register(name, table)
+            if self.arrow:
+                return self._arrow(connection.sql(sql))
             result = connection.execute(sql)
             columns = [(entry[0], str(entry[1])) for entry in result.description]
             rows: list[tuple] = []
             held = 0
             while batch := result.fetchmany(FETCH_ROWS):
-                held += _estimated_bytes(batch)
+                held += estimated_bytes(batch)
                 if held > self.memory_limit_bytes:
                     raise MemoryLimitExceeded(self.memory_limit_bytes)
                 if self._stopped:
@@ -285,6 +299,21 @@ class _Query:
             with self._lock:
                 self._connection = None
             connection.close()
+
+    def _arrow(self, relation: duckdb.DuckDBPyRelation) -> ArrowAnswer:
+        columns = [
+            (name, str(kind)) for name, kind in zip(relation.columns, relation.types, strict=True)
+        ]
+        batches: list[pa.RecordBatch] = []
+        held = 0
+        for batch in relation.to_arrow_reader(FETCH_ROWS):
+            held += batch.nbytes
+            if held > self.memory_limit_bytes:
+                raise MemoryLimitExceeded(self.memory_limit_bytes)
+            if self._stopped:
+                raise QueryInterrupted()
+            batches.append(batch)
+        return ArrowAnswer(columns, batches)
 
     def _engine_error(self, error: duckdb.Error) -> EngineError:
         if isinstance(error, duckdb.InterruptException) or self._stopped:

@@ -2,7 +2,8 @@
 connections, the node's error kinds raised again as this build's own.
 
 A call takes an idle connection (or opens one and proves the cluster token on it), sends one
-request and reads one reply within its timeout. A connection that broke or timed out is dropped,
+request and reads one reply within its timeout; a stream reads replies until the last (a query's
+result parts, then its end), all within its timeout. A connection that broke or timed out is dropped,
 never reused: a late reply cannot answer the next request.
 """
 
@@ -12,10 +13,15 @@ import collections
 import select
 import socket
 import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import NoReturn
 
+from be import engine
 from be.cn.node import WatermarkTimeout
 from be.logtail.stream import FRAME_HEADER, client_proof, new_nonce, proofs_match, server_proof
 from be.service.errors import (
+    CallAbandoned,
     NodeBusy,
     NodeUnavailable,
     NodeUnreachable,
@@ -24,9 +30,21 @@ from be.service.errors import (
     ServiceError,
     ServiceFormatError,
 )
-from be.service.format import Auth, Challenge, Failure, Message, Role, Welcome, decode, encode
+from be.service.format import (
+    STREAMED,
+    Auth,
+    Challenge,
+    Failure,
+    Message,
+    Role,
+    Welcome,
+    decode,
+    encode,
+)
 from be.service.limits import ServiceLimits
 from be.tn import errors as commit_errors
+
+ABANDON_CHECK_SECONDS = 0.5  # how soon a stream whose caller went away is left
 
 ERROR_KINDS: dict[str, type[Exception]] = {
     kind.__name__: kind
@@ -42,6 +60,22 @@ ERROR_KINDS: dict[str, type[Exception]] = {
         WatermarkTimeout,
         NodeBusy,
         ServiceFormatError,
+        engine.EngineError,
+        engine.UnknownFunction,
+        engine.SourceNotAllowed,
+        engine.UnknownColumn,
+        engine.WrongColumnCount,
+        engine.OrderTermOutOfRange,
+        engine.NotGrouped,
+        engine.NoTables,
+        engine.InvalidQuery,
+        engine.InvalidValue,
+        engine.QueryFailed,
+        engine.QueryInterrupted,
+        engine.QueryAbandoned,
+        engine.QueryTimedOut,
+        engine.MemoryLimitExceeded,
+        engine.EngineBusy,
     )
 }
 
@@ -50,6 +84,12 @@ def raised_again(failure: Failure) -> Exception:
     kind = ERROR_KINDS.get(failure.kind)
     if kind is None:
         return RemoteFailure(failure.kind, failure.message)
+    fields = getattr(kind, "FIELDS", None)
+    if fields is not None and len(fields) == len(failure.arguments):
+        try:
+            return kind(*failure.arguments)
+        except (TypeError, ValueError):
+            pass
     from_message = getattr(kind, "from_message", None)
     if from_message is not None and (error := from_message(failure.message)) is not None:
         return error
@@ -83,6 +123,12 @@ class _Connection:
                 raise NodeUnavailable("the node closed the connection")
             got += received
         return bytes(buffer)
+
+    def readable(self, timeout: float) -> bool:
+        """Whether bytes (or the end of the stream) arrive within timeout seconds."""
+        poller = select.poll()
+        poller.register(self.sock, select.POLLIN)
+        return bool(poller.poll(max(int(timeout * 1000), 0)))
 
     def still_open(self) -> bool:
         """No end of stream, reset or stray bytes waiting: an idle connection reads nothing."""
@@ -148,6 +194,65 @@ class NodeClient:
         if type(reply) is Failure:
             raise raised_again(reply)
         return reply
+
+    def stream(
+        self,
+        request: Message,
+        timeout: float | None = None,
+        abandoned: Callable[[], bool] = lambda: False,
+    ) -> Iterator[Message]:
+        """The node's replies up to its last (format.STREAMED ones before it), all within the
+        timeout; its error kinds raised; NodeUnavailable when it could not answer; CallAbandoned
+        once abandoned() says the caller no longer waits (asked every ABANDON_CHECK_SECONDS). A
+        connection left before the last reply is closed (the node then stops), never reused."""
+        timeout = self.limits.request_timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        if not self._in_flight.acquire(timeout=timeout):
+            raise NodeBusy(f"{self.limits.max_in_flight} requests in flight to the data plane")
+        try:
+            connection = self._take()  # NodeUnreachable: nothing was sent
+            ended = False
+            try:
+                self._send(connection, request, timeout)
+                while not ended:
+                    reply = self._receive(connection, deadline, abandoned)
+                    ended = type(reply) not in STREAMED
+                    if type(reply) is Failure:
+                        raise raised_again(reply)
+                    yield reply
+            finally:
+                if ended:
+                    self._give_back(connection)
+                else:
+                    connection.close()
+        finally:
+            self._in_flight.release()
+
+    def _send(self, connection: _Connection, request: Message, timeout: float) -> None:
+        try:
+            connection.sock.settimeout(timeout)
+            connection.send(request)
+        except (OSError, ServiceError) as error:
+            self._lost(error)
+
+    def _receive(
+        self, connection: _Connection, deadline: float, abandoned: Callable[[], bool]
+    ) -> Message:
+        try:
+            while not connection.readable(min(deadline - time.monotonic(), ABANDON_CHECK_SECONDS)):
+                if abandoned():
+                    raise CallAbandoned(f"{self.address}: the caller no longer waits")
+                if time.monotonic() >= deadline:
+                    raise TimeoutError("no reply in time")
+            connection.sock.settimeout(max(deadline - time.monotonic(), 0.001))
+            return connection.receive(self.limits.max_message_bytes)
+        except (OSError, ServiceError) as error:
+            self._lost(error)
+
+    def _lost(self, error: Exception) -> NoReturn:
+        if isinstance(error, ServiceError) and not isinstance(error, NodeUnavailable):
+            raise error  # CallAbandoned, a format error: the connection is closed all the same
+        raise NodeUnavailable(f"{self.address}: {error or type(error).__name__}") from None
 
     def close(self) -> None:
         with self._lock:

@@ -31,6 +31,11 @@ class NodeBusy(ServiceError):
     """The node or this client has as many requests in flight as it may."""
 
 
+class CallAbandoned(ServiceError):
+    """The caller stopped waiting for a node's replies (its query was stopped): the connection
+    was closed, which stops the node's work too."""
+
+
 class RemoteFailure(ServiceError):
     """The node answered with an error of a kind this client does not map to one of its own."""
 

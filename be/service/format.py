@@ -14,7 +14,9 @@ the old ones. Versions:
     2   a table schema carries its placement (partitions, tablets, distribution)
     3   a snapshot request carries the read's bounds and columns; AUTO_INCREMENT values and tablet statistics
         are asked of the TN; the FE tells the TN which tables and partitions may still be read
-    4   a snapshot request carries the partitions the read needs (partition pruning)
+    4   a snapshot request (and a query's table) carries the partitions the read needs (partition
+        pruning); a CN runs a query (QueryRequest) and streams its result back (ResultPart...,
+        ResultEnd); a Failure carries its kind's arguments, so the kind is made again as raised
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ PROOF_BYTES = 32
 MAX_NAME_CHARS = 255
 MAX_TEXT_CHARS = 2000
 MAX_REQUEST_ID_CHARS = 64
+MAX_COLUMN_NAME_CHARS = 1 << 16  # a result column's name: the projection's text, as written
+MAX_FAILURE_ARGUMENTS = 8
 
 
 class Role(StrEnum):
@@ -69,6 +73,9 @@ class Kind(IntEnum):
     TABLET_STATS = 17
     REACHABLE = 18
     ACCEPTED = 19
+    QUERY_REQUEST = 20
+    RESULT_PART = 21
+    RESULT_END = 22
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,9 +189,47 @@ class Accepted:
 
 
 @dataclass(frozen=True, slots=True)
+class QueryTable:
+    """A table a query reads, by the name its SQL gives it: the snapshot request's fields."""
+
+    name: str
+    schema: TableSchema
+    ts: int
+    row_ids: bool
+    bounds: tuple[ColumnBound, ...] = ()
+    columns: tuple[str, ...] | None = None
+    partitions: tuple[int, ...] | None = None  # as a snapshot request's
+
+
+@dataclass(frozen=True, slots=True)
+class QueryRequest:
+    """Engine SQL (DuckDB's dialect, checked by the FE) over table snapshots the CN builds and
+    tables the FE gives (long IN lists, information_schema)."""
+
+    sql: str
+    tables: tuple[QueryTable, ...]
+    given: tuple[tuple[str, pa.Table], ...]
+    read_wait_ms: int  # how long the snapshots may wait for the CN's watermark
+    timeout_ms: int  # the query's time, snapshots included
+    memory_limit_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResultPart:
+    rows: pa.Table  # some of the result's rows, in order
+
+
+@dataclass(frozen=True, slots=True)
+class ResultEnd:
+    columns: tuple[tuple[str, str], ...]  # (name, the engine's type name) per column
+    row_count: int  # of all the parts before it
+
+
+@dataclass(frozen=True, slots=True)
 class Failure:
     kind: str  # the error class's name: the client maps it back to its own kinds
     message: str
+    arguments: tuple[str | int | float | bool | None, ...] = ()  # what the kind is made from
 
 
 Message = (
@@ -206,8 +251,13 @@ Message = (
     | TabletStats
     | Reachable
     | Accepted
+    | QueryRequest
+    | ResultPart
+    | ResultEnd
     | Failure
 )
+
+STREAMED = (ResultPart,)  # replies that more replies to the same request follow
 
 
 # Schemas and tables.
@@ -307,18 +357,8 @@ def _fields(message: Message, limits: ServiceLimits) -> list:
         case ReadTs(ts):
             return [Kind.READ_TS, ts]
         case SnapshotRequest(schema, ts, row_ids, timeout_ms, bounds, columns, partitions):
-            encoded = [[bound.column, bound.low, bound.high] for bound in bounds[:MAX_BOUNDS]]
-            named = None if columns is None else list(columns)
-            return [
-                Kind.SNAPSHOT_REQUEST,
-                encode_schema(schema),
-                ts,
-                row_ids,
-                timeout_ms,
-                encoded,
-                named,
-                None if partitions is None else list(partitions),
-            ]
+            read = _read_fields(schema, ts, row_ids, bounds, columns, partitions)
+            return [Kind.SNAPSHOT_REQUEST, *read[:3], timeout_ms, *read[3:]]
         case Rows(table):
             return [Kind.ROWS, _ipc(table, limits)]
         case TakeAutoIncrement(table_id, count):
@@ -335,9 +375,50 @@ def _fields(message: Message, limits: ServiceLimits) -> list:
             return [Kind.REACHABLE, as_of_ts, [[table, list(ids)] for table, ids in tables]]
         case Accepted():
             return [Kind.ACCEPTED]
-        case Failure(kind, text):
-            return [Kind.FAILURE, kind[:MAX_NAME_CHARS], text[:MAX_TEXT_CHARS]]
+        case QueryRequest(sql, tables, given, read_wait_ms, timeout_ms, memory_limit_bytes):
+            if len(sql) > limits.max_query_chars or len(tables) > limits.max_query_tables:
+                raise ServiceFormatError("a query over max_query_chars or max_query_tables")
+            return [
+                Kind.QUERY_REQUEST,
+                sql,
+                [_query_table_fields(table) for table in tables],
+                [[name, _ipc(table, limits)] for name, table in given],
+                read_wait_ms,
+                timeout_ms,
+                memory_limit_bytes,
+            ]
+        case ResultPart(rows):
+            return [Kind.RESULT_PART, _ipc(rows, limits)]
+        case ResultEnd(columns, row_count):
+            return [Kind.RESULT_END, [list(column) for column in columns], row_count]
+        case Failure(kind, text, arguments):
+            return [
+                Kind.FAILURE,
+                kind[:MAX_NAME_CHARS],
+                text[:MAX_TEXT_CHARS],
+                [_argument(value) for value in arguments[:MAX_FAILURE_ARGUMENTS]],
+            ]
     raise AssertionError(f"not a service message: {message!r:.200}")
+
+
+def _read_fields(schema: TableSchema, ts: int, row_ids: bool, bounds, columns, partitions) -> list:
+    encoded = [[bound.column, bound.low, bound.high] for bound in bounds[:MAX_BOUNDS]]
+    named = None if columns is None else list(columns)
+    chosen = None if partitions is None else list(partitions)
+    return [encode_schema(schema), ts, row_ids, encoded, named, chosen]
+
+
+def _query_table_fields(table: QueryTable) -> list:
+    read = _read_fields(
+        table.schema, table.ts, table.row_ids, table.bounds, table.columns, table.partitions
+    )
+    return [table.name, *read]
+
+
+def _argument(value: Any) -> str | int | float | bool | None:
+    if value is None or type(value) in (int, float, bool):
+        return value
+    return str(value)[:MAX_TEXT_CHARS]
 
 
 def encode(message: Message, limits: ServiceLimits) -> bytes:
@@ -402,6 +483,67 @@ def _reachable(value: Any, limits: ServiceLimits) -> tuple[int, tuple[int, ...]]
     return _int(table_id, "table id", 1), tuple(_int(p, "partition id", 1) for p in partitions)
 
 
+def _read(fields: tuple, limits: ServiceLimits, what: str) -> tuple:
+    """(schema, ts, row_ids, bounds, columns, partitions) of a snapshot request or a query's
+    table."""
+    schema, ts, row_ids, bounds, columns, partitions = _shape(fields, 6, what)
+    if type(row_ids) is not bool:
+        raise ServiceFormatError("malformed row_ids flag")
+    if type(bounds) is not tuple or len(bounds) > MAX_BOUNDS:
+        raise ServiceFormatError("malformed bounds")
+    if columns is not None and (type(columns) is not tuple or len(columns) > limits.max_columns):
+        raise ServiceFormatError("malformed column list")
+    table = decode_schema(schema, limits)
+    return (
+        table,
+        _int(ts, "timestamp"),
+        row_ids,
+        tuple(_bound(bound) for bound in bounds),
+        None if columns is None else tuple(_str(c, "column", MAX_NAME_CHARS) for c in columns),
+        None if partitions is None else _partition_ids(partitions, table),
+    )
+
+
+def _snapshot_request(fields: tuple, limits: ServiceLimits) -> SnapshotRequest:
+    if type(fields) is not tuple or len(fields) != 7:
+        raise ServiceFormatError(f"malformed snapshot request: {fields!r:.100}")
+    schema, ts, row_ids, bounds, columns, partitions = _read(
+        fields[:3] + fields[4:], limits, "snapshot"
+    )
+    return SnapshotRequest(
+        schema, ts, row_ids, _int(fields[3], "timeout"), bounds, columns, partitions
+    )
+
+
+def _query_table(value: Any, limits: ServiceLimits) -> QueryTable:
+    if type(value) is not tuple or len(value) != 7:
+        raise ServiceFormatError(f"malformed query table: {value!r:.100}")
+    return QueryTable(
+        _str(value[0], "table name", MAX_NAME_CHARS), *_read(value[1:], limits, "query table")
+    )
+
+
+def _given_table(value: Any, limits: ServiceLimits) -> tuple[str, pa.Table]:
+    name, data = _shape(value, 2, "given table")
+    table = _table(data, limits)
+    if table is None:
+        raise ServiceFormatError("a given table without rows")
+    return _str(name, "table name", MAX_NAME_CHARS), table
+
+
+def _result_column(value: Any) -> tuple[str, str]:
+    name, type_name = _shape(value, 2, "result column")
+    return _str(name, "column name", MAX_COLUMN_NAME_CHARS), _str(type_name, "type", MAX_TEXT_CHARS)
+
+
+def _failure_argument(value: Any) -> str | int | float | bool | None:
+    if type(value) is str:
+        return _str(value, "error argument", MAX_TEXT_CHARS)
+    if value is None or type(value) in (int, float, bool):
+        return value
+    raise ServiceFormatError(f"malformed error argument: {value!r:.100}")
+
+
 def _message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
     match kind:
         case Kind.CHALLENGE:
@@ -457,29 +599,7 @@ def _message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
             (ts,) = _shape(fields, 1, "read timestamp")
             return ReadTs(_int(ts, "read timestamp"))
         case Kind.SNAPSHOT_REQUEST:
-            schema, ts, row_ids, timeout_ms, bounds, columns, partitions = _shape(
-                fields, 7, "snapshot request"
-            )
-            if type(row_ids) is not bool:
-                raise ServiceFormatError("malformed row_ids flag")
-            if type(bounds) is not tuple or len(bounds) > MAX_BOUNDS:
-                raise ServiceFormatError("malformed bounds")
-            if columns is not None and (
-                type(columns) is not tuple or len(columns) > limits.max_columns
-            ):
-                raise ServiceFormatError("malformed column list")
-            table = decode_schema(schema, limits)
-            return SnapshotRequest(
-                table,
-                _int(ts, "timestamp"),
-                row_ids,
-                _int(timeout_ms, "timeout"),
-                tuple(_bound(bound) for bound in bounds),
-                None
-                if columns is None
-                else tuple(_str(c, "column", MAX_NAME_CHARS) for c in columns),
-                None if partitions is None else _partition_ids(partitions, table),
-            )
+            return _snapshot_request(fields, limits)
         case Kind.ROWS:
             (table,) = _shape(fields, 1, "rows")
             rows = _table(table, limits)
@@ -513,10 +633,48 @@ def _message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
         case Kind.ACCEPTED:
             _shape(fields, 0, "accepted")
             return Accepted()
+        case Kind.QUERY_REQUEST:
+            sql, tables, given, read_wait_ms, timeout_ms, memory = _shape(fields, 6, "query")
+            for items, most, what in (
+                (tables, limits.max_query_tables, "query tables"),
+                (given, limits.max_query_tables, "given tables"),
+            ):
+                if type(items) is not tuple or len(items) > most:
+                    raise ServiceFormatError(f"malformed {what}")
+            decoded = tuple(_query_table(table, limits) for table in tables)
+            supplied = tuple(_given_table(table, limits) for table in given)
+            names = [table.name for table in decoded] + [name for name, _ in supplied]
+            if len(set(names)) != len(names):
+                raise ServiceFormatError("a table name twice in one query")
+            return QueryRequest(
+                _str(sql, "query", limits.max_query_chars),
+                decoded,
+                supplied,
+                _int(read_wait_ms, "read wait"),
+                _int(timeout_ms, "query timeout", 1),
+                _int(memory, "memory limit", 1),
+            )
+        case Kind.RESULT_PART:
+            (rows,) = _shape(fields, 1, "result part")
+            table = _table(rows, limits)
+            if table is None:
+                raise ServiceFormatError("a result part without rows")
+            return ResultPart(table)
+        case Kind.RESULT_END:
+            columns, row_count = _shape(fields, 2, "result end")
+            if type(columns) is not tuple or len(columns) > limits.max_columns:
+                raise ServiceFormatError("malformed result columns")
+            return ResultEnd(
+                tuple(_result_column(column) for column in columns), _int(row_count, "row count")
+            )
         case Kind.FAILURE:
-            kind_name, text = _shape(fields, 2, "failure")
+            kind_name, text, arguments = _shape(fields, 3, "failure")
+            if type(arguments) is not tuple or len(arguments) > MAX_FAILURE_ARGUMENTS:
+                raise ServiceFormatError("malformed error arguments")
             return Failure(
-                _str(kind_name, "error kind", MAX_NAME_CHARS), _str(text, "text", MAX_TEXT_CHARS)
+                _str(kind_name, "error kind", MAX_NAME_CHARS),
+                _str(text, "text", MAX_TEXT_CHARS),
+                tuple(_failure_argument(value) for value in arguments),
             )
     raise AssertionError(kind)
 

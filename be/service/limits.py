@@ -19,6 +19,12 @@ class ServiceLimits:
     request_timeout: float = 60.0  # a reply not come by then: the connection is dropped
     max_read_wait: float = 30.0  # a snapshot waits at most this long for the CN's watermark
     read_threads: int = 8  # snapshots a node builds at once
+    query_workers: int = 4  # queries a CN runs at once
+    query_queue_size: int = 64  # queries waiting for one of those beyond which a CN refuses more
+    query_engine_threads: int = 1  # DuckDB threads one query may use
+    max_query_memory_bytes: int = 2 << 30  # one query's, its result's included (below the FE's)
+    max_query_chars: int = 16 << 20  # a query's SQL text
+    max_query_tables: int = 256  # tables one query reads (and as many the FE gives)
 
     def __post_init__(self) -> None:
         rules = {
@@ -35,6 +41,12 @@ class ServiceLimits:
             "0 < connect_timeout": self.connect_timeout > 0,
             "0 < max_read_wait < request_timeout": 0 < self.max_read_wait < self.request_timeout,
             "read_threads > 0": self.read_threads > 0,
+            "query_workers > 0": self.query_workers > 0,
+            "query_queue_size >= 0": self.query_queue_size >= 0,
+            "query_engine_threads > 0": self.query_engine_threads > 0,
+            "max_query_memory_bytes > 0": self.max_query_memory_bytes > 0,
+            "max_query_chars > 0": self.max_query_chars > 0,
+            "max_query_tables > 0": self.max_query_tables > 0,
         }
         broken = [rule for rule, holds in rules.items() if not holds]
         if broken:
@@ -46,4 +58,9 @@ class ServiceLimits:
             max_message_bytes=config["node_max_message_bytes"],
             max_connections=config["node_max_connections"],
             max_read_wait=config["cn_max_read_wait_ms"] / 1000,
+            query_workers=config["cn_query_workers"],
+            query_queue_size=config["cn_query_queue_size"],
+            query_engine_threads=config["cn_query_engine_threads"],
+            max_query_memory_bytes=config["cn_query_max_memory_bytes"],
+            max_query_chars=min(16 << 20, config["node_max_message_bytes"] // 2),
         )

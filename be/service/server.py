@@ -5,7 +5,11 @@ The handshake is the logtail stream's: the node sends a Challenge, the caller an
 HMAC of both nonces under the token, the node answers Welcome with its own proof, its role and its
 name. Before that no frame over `max_unauthenticated_message_bytes` is read, and a connection that
 has not proven itself within `handshake_timeout` is dropped. A handler's error kind travels back as
-a Failure with the kind's name; the connection stays open.
+a Failure with the kind's name and the arguments it is made from; the connection stays open.
+
+A handler may answer with an asynchronous iterator of replies instead of one (a query's result in
+parts): they are sent as they come, each waiting for the caller to take the one before (the
+connection's buffer is the limit), until one that is not a part (format.STREAMED) or a Failure.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import asyncio
 import collections
 import logging
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import uvloop
 
@@ -26,12 +30,22 @@ from be.logtail.stream import (
     server_proof,
 )
 from be.service.errors import ServiceFormatError
-from be.service.format import Auth, Challenge, Failure, Message, Role, Welcome, decode, encode
+from be.service.format import (
+    STREAMED,
+    Auth,
+    Challenge,
+    Failure,
+    Message,
+    Role,
+    Welcome,
+    decode,
+    encode,
+)
 from be.service.limits import ServiceLimits
 
 logger = logging.getLogger(__name__)
 
-Handler = Callable[[Message], Awaitable[Message]]
+Handler = Callable[[Message], Awaitable[Message | AsyncIterator[Message]]]
 
 
 async def read_frame(reader: asyncio.StreamReader, max_bytes: int) -> bytes:
@@ -125,6 +139,9 @@ class NodeServer:
                 payload = await read_frame(reader, self.limits.max_message_bytes)
                 request = decode(payload, self.limits)
                 reply = await self._answer(request)
+                if isinstance(reply, AsyncIterator):
+                    await self._stream(reader, writer, reply)
+                    continue
                 write_frame(writer, self._encoded(reply))
                 await writer.drain()
         except TimeoutError:
@@ -138,19 +155,56 @@ class NodeServer:
             self._connections.discard(asyncio.current_task())
             writer.transport.abort()
 
-    async def _answer(self, request: Message) -> Message:
+    async def _answer(self, request: Message) -> Message | AsyncIterator[Message]:
         try:
             return await self._handle(request)
         except Exception as error:
             if not _is_own_kind(error):
                 logger.exception("answering %s failed", type(request).__name__)
-            return Failure(type(error).__name__, str(error))
+            return failure(error)
+
+    async def _stream(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        replies: AsyncIterator[Message],
+    ) -> None:
+        """The replies until the last (not a part), or a Failure in place of the rest. The caller
+        sends nothing before the last: its closing the connection meanwhile stops the replies
+        (a query whose FE went away is interrupted)."""
+        gone = asyncio.ensure_future(reader.read(1))
+        try:
+            while True:
+                try:
+                    reply = await _next_reply(replies, gone)
+                except (ConnectionResetError, asyncio.CancelledError):
+                    raise
+                except Exception as error:
+                    if not _is_own_kind(error):
+                        logger.exception("streaming replies failed")
+                    reply = failure(error)
+                try:
+                    payload = encode(reply, self.limits)
+                except ServiceFormatError as error:
+                    reply = failure(error)
+                    payload = self._encoded(reply)
+                last = type(reply) not in STREAMED
+                if last:
+                    gone.cancel()  # before the last reply: the caller's next request is not its
+                write_frame(writer, payload)
+                await writer.drain()
+                if last:
+                    return
+        finally:
+            gone.cancel()
+            await asyncio.gather(gone, return_exceptions=True)
+            await replies.aclose()
 
     def _encoded(self, reply: Message) -> bytes:
         try:
             return encode(reply, self.limits)
         except ServiceFormatError as error:
-            return encode(Failure(type(error).__name__, str(error)), self.limits)
+            return encode(failure(error), self.limits)
 
     async def _authenticate(self, reader, writer, address: str) -> str | None:
         nonce = new_nonce()
@@ -166,6 +220,25 @@ class NodeServer:
         proof = server_proof(self._token, nonce, message.nonce)
         write_frame(writer, encode(Welcome(proof, self.role, self.name), self.limits))
         return message.name
+
+
+async def _next_reply(replies: AsyncIterator[Message], gone: asyncio.Future) -> Message:
+    following = asyncio.ensure_future(anext(replies))
+    await asyncio.wait((following, gone), return_when=asyncio.FIRST_COMPLETED)
+    if not following.done():
+        following.cancel()
+        await asyncio.gather(following, return_exceptions=True)
+        raise ConnectionResetError("the caller went away before the last reply")
+    try:
+        return following.result()
+    except StopAsyncIteration:
+        raise AssertionError("a stream of replies ended without its last") from None
+
+
+def failure(error: Exception) -> Failure:
+    """The error as a reply: its kind's name, its text, and the arguments it is made from."""
+    fields = getattr(type(error), "FIELDS", ())
+    return Failure(type(error).__name__, str(error), tuple(getattr(error, f) for f in fields))
 
 
 def _is_own_kind(error: Exception) -> bool:

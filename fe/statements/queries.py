@@ -351,8 +351,9 @@ async def run_in_engine(
         if answered is not None:
             return answered
 
-    def prepare() -> tuple[str, dict[str, pa.Table]]:
-        """On the engine's worker: a long query's copy, checks and SQL take no time of the loop."""
+    def prepare() -> tuple[str, dict[str, pa.Table]] | engine.Answer:
+        """On the engine's worker: a long query's copy, checks and SQL take no time of the loop.
+        With CNs to run queries, a query of table data is sent whole to one, which answers."""
         expression = substituted(plan.expression.copy(), lambda node: _bind(node, session, time))
         engine.check(expression)
         _check_group_positions(expression)
@@ -405,12 +406,15 @@ async def run_in_engine(
                 exp.to_table(registered).as_(alias) if alias else exp.to_table(registered)
             )
         if plain is not None and len(data) == 1 and not tables and not plan.lists and not explain:
-            record, with_row_ids, _, as_of, partitions = next(iter(data.values()))
-            columns, exact = plain
-            rows = read.snapshot(record, with_row_ids, exact, as_of, partitions=partitions)
-            answered = plain_reads.answer(rows, columns, exact)
-            if answered is not None:
-                return answered
+            (record, with_row_ids, _, as_of, partitions), (columns, exact) = (
+                next(iter(data.values())),
+                plain,
+            )
+            if exact or not read.runs_remotely((record,)):  # a whole table: the CN reads it
+                rows = read.snapshot(record, with_row_ids, exact, as_of, partitions=partitions)
+                answered = plain_reads.answer(rows, columns, exact)
+                if answered is not None:
+                    return answered
         arrow = dict(plan.lists)
         columns = _columns_read(expression, tables.values())
         for registered, name in tables.items():
@@ -419,18 +423,24 @@ async def run_in_engine(
                 raise QueryError(1109, f"Unknown table '{name}' in information_schema")
             arrow[registered] = built.arrow()
         data_columns = _columns_read(expression, data, of_table_data=True)
+        sql = expression.sql(dialect="duckdb")
+        sql = "EXPLAIN " + sql if explain else sql
+        if data and read.runs_remotely(record for record, *_ in data.values()):
+            reads = [(name, *table_read) for name, table_read in data.items()]
+            return read.query(sql, reads, data_columns, arrow, timeout, memory_limit)
         for registered, (record, with_row_ids, bounds, as_of, partitions) in data.items():
             arrow[registered] = read.snapshot(
                 record, with_row_ids, bounds, as_of, data_columns, partitions
             )
-        sql = expression.sql(dialect="duckdb")
-        return ("EXPLAIN " + sql if explain else sql), arrow
+        return sql, arrow
 
+    timeout = _positive_variable(session, "query_timeout")
+    memory_limit = _positive_variable(session, "exec_mem_limit")
     try:
         answer = await session.services.engine.run(
             prepare,
-            timeout_seconds=_positive_variable(session, "query_timeout"),
-            memory_limit_bytes=_positive_variable(session, "exec_mem_limit"),
+            timeout_seconds=timeout,
+            memory_limit_bytes=memory_limit,
             abandoned=session.client_gone,
         )
     except engine.EngineError as error:

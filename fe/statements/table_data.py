@@ -6,11 +6,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
+from collections.abc import Iterable
 
 import pyarrow as pa
 
+from be.client import QueryTable
 from be.cn.bounds import ColumnBound, within
 from be.cn.node import WatermarkTimeout
+from be.engine import Answer
 from be.service.errors import ServiceError
 from be.table_schema import TableSchema
 from fe.mysql.errors import ErrorCode, QueryError
@@ -120,6 +123,66 @@ class TableReader:
             columns = None
         rows = self._read(schema, row_ids or own, bounds, columns=columns, partitions=partitions)
         return self.transaction.seen(schema, rows, row_ids) if own else rows
+
+    def runs_remotely(self, tables: Iterable[Table]) -> bool:
+        """Whether a query of these tables goes whole to the data plane (query()): there are
+        CNs to run it, and no table has this transaction's own writes (only the FE has those)."""
+        if not data_plane(self.session).runs_queries():
+            return False
+        writes = self.transaction.writes if self.transaction is not None else {}
+        return not any(table.id in writes for table in tables)
+
+    def query(
+        self,
+        sql: str,
+        reads: list[
+            tuple[str, Table, bool, tuple[ColumnBound, ...], int | None, frozenset[int] | None]
+        ],
+        columns: frozenset[str] | None,
+        given: dict[str, pa.Table],
+        timeout: float,
+        memory_limit_bytes: int,
+    ) -> Answer:
+        """The answer of engine SQL run by the data plane over each read (the name the SQL gives
+        it, the table, with row ids, bounds, a time-travel timestamp or None, the partitions it
+        needs or None) at this statement's snapshot, and the given tables; columns: as
+        snapshot()'s."""
+        named = None if columns is None else tuple(sorted(columns))
+        tables = tuple(
+            QueryTable(
+                name,
+                TableSchema.of(table),
+                self.ts if ts is None else ts,
+                row_ids,
+                bounds,
+                named,
+                None if partitions is None else tuple(sorted(partitions)),
+            )
+            for name, table, row_ids, bounds, ts, partitions in reads
+        )
+        try:
+            return data_plane(self.session).run_query(
+                sql,
+                tables,
+                tuple(given.items()),
+                READ_WAIT_SECONDS,
+                timeout,
+                memory_limit_bytes,
+                self._abandoned(timeout),
+            )
+        except WatermarkTimeout as error:
+            raise QueryError(
+                ErrorCode.UNKNOWN_ERROR, f"Reading table data timed out: {error}"
+            ) from None
+        except ServiceError as error:
+            raise unavailable(error) from None
+
+    def _abandoned(self, timeout: float):
+        """Whether the statement's engine has stopped waiting: its client went away, or its
+        time is up (the engine has answered the client with the error)."""
+        deadline = time.monotonic() + timeout
+        client_gone = self.session.client_gone
+        return lambda: client_gone() or time.monotonic() > deadline
 
     def indexed(
         self, table: Table, bounds: tuple[ColumnBound, ...], row_ids: bool = False

@@ -84,6 +84,9 @@ class TableState:
         self.max_indexed_rows = max_indexed_rows
         self._objects: dict[str, _Stored] = {}
         self._tombstones: list[TombstoneMeta] = []
+        # Tombstones a compaction removed (with its rows): name -> the compaction's timestamp;
+        # they serve the snapshots before it, as the objects it replaced do.
+        self._tombstones_until: dict[str, int] = {}
         self._lock = threading.Lock()
         # ROW_ID, COMMIT_TS, PARTITION_ID (if placed), then the columns at its version (with ids)
         self._rows: list[pa.Table] = []
@@ -112,6 +115,7 @@ class TableState:
             assert ts >= self._changed_ts, "a checkpoint older than what was applied"
             self._objects = {meta.name: _Stored(meta, 0) for meta in objects}
             self._tombstones = list(tombstones)
+            self._tombstones_until = {}
             self._drop_until(ts)
             self.restored_ts = self._changed_ts = ts
             self._newest = {}
@@ -157,10 +161,13 @@ class TableState:
     def _apply_storage(self, change: TableChanges, commit_ts: int) -> None:
         assert self.store is not None, "a CN reading flushed tables needs the object store"
         with self._lock:
+            tombstones = {meta.name for meta in self._tombstones} if change.objects_removed else ()
             for name in change.objects_removed:
                 stored = self._objects.get(name)
                 if stored is not None:
                     self._objects[name] = _Stored(stored.meta, stored.serves_from, commit_ts)
+                elif name in tombstones:
+                    self._tombstones_until[name] = commit_ts
             serves_from = commit_ts if change.objects_removed else 0
             if change.objects_removed:
                 self._removed_ts = commit_ts
@@ -319,7 +326,7 @@ class TableState:
                 if item.serves_until == FOREVER
                 and (partitions is None or item.meta.partition_id in partitions)
             ]
-            tombstones = list(self._tombstones)
+            tombstones = [m for m in self._tombstones if m.name not in self._tombstones_until]
         read = False
         try:
             pieces = [self._read_object(meta, None) for meta in stored]
@@ -355,7 +362,11 @@ class TableState:
                 and min(block.min_commit_ts for block in item.meta.blocks) <= ts
                 and (partitions is None or item.meta.partition_id in partitions)
             ]
-            tombstones = [meta for meta in self._tombstones if meta.min_delete_ts <= ts]
+            tombstones = [
+                meta
+                for meta in self._tombstones
+                if meta.min_delete_ts <= ts < self._tombstones_until.get(meta.name, FOREVER)
+            ]
         self._read_deletes(tombstones, delete_ids, delete_ts)
         gone = None
         if delete_ids:

@@ -22,6 +22,7 @@ from be.storage.blocks import read_blocks, write_blocks
 from be.storage.compaction import compact_tablet, tombstones_to_compact
 from be.storage.errors import MergeRefused, ObjectExists
 from be.storage.limits import StorageLimits
+from be.storage.merge import merge_objects
 from be.storage.names import Tablet
 from be.storage.objects import ObjectStore
 from be.storage.tombstones import write_tombstones
@@ -310,3 +311,19 @@ def test_kill_9_of_the_tn_while_it_compacts_and_a_cn_restarted_after_it(nodes):
     assert "from checkpoint" in (cn.workdir / "log" / "cn.log").read_text()
     delete_in_rounds(loader, cn, storage, range(8, 9))
     assert ids_read(cn, loader.latest_ts()) == loader.expected()
+
+
+def test_a_merge_keeps_the_rows_deleted_after_the_oldest_readable_snapshot(tmp_path):
+    """So that a CN restarted from a later checkpoint, which reads the merged object alone with
+    the tombstones left, answers a snapshot between the two as a CN that saw the merge does."""
+    store = ObjectStore.open_root(str(tmp_path / "storage"))
+    objects = [
+        write_blocks(store, TABLET, numbered(10, 1 + i * 10, 1), schema_version=1, flush_ts=i + 1)
+        for i in range(2)
+    ]
+    old = write_tombstones(store, TABLET, [1, 2], 5)
+    recent = write_tombstones(store, TABLET, [3, 11], 8, seq=1)
+    merged = merge_objects(store, objects, [old, recent], at_ts=9, deleted_by=6)
+    kept = read_blocks(store, merged).column(ROW_ID).to_pylist()
+    assert kept == list(range(3, 21))
+    assert merge_objects(store, objects, [old, recent], at_ts=10, seq=1).rows == 16

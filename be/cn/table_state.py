@@ -6,7 +6,8 @@ T and not deleted at or before T, from objects and memory alike.
 Rows in memory are kept as Arrow tables in commit order; many small ones are combined into one
 now and then, so that a snapshot concatenates few pieces. A flush (TableChanges.flushed_ts) drops
 from memory what was committed at or before it: rows committed later stay (MatrixOne's rule).
-An object a merge wrote serves snapshots from the merge on; the ones it replaced, those before.
+An object a merge wrote serves snapshots from the merge on; the ones it replaced, those before;
+so do a tombstone compaction's, and the tombstones it removed (be/tn/compaction.py).
 
 A CN that subscribes below the TN's checkpoint restores the table from it: its objects and
 tombstones (metadata only: the rows stay in the objects until a snapshot reads them), then the

@@ -355,7 +355,9 @@ class CommitPipeline:
                 continue
             merge_ts = self._heartbeat()
             schema = self.schemas[table_id]
-            job = self.merger.prepare(table_id, schema.schema_version, known, merge_ts)
+            job = self.merger.prepare(
+                table_id, schema.schema_version, known, merge_ts, self.state.horizon_ts
+            )
             if job is not None:
                 self._job = _StorageJob(table_id, merge_ts, self._worker.submit(job))
                 return

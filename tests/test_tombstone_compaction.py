@@ -17,7 +17,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from be.logtail.entries import COMMIT_TS, ROW_ID
+from be.cn.limits import ComputeLimits
+from be.cn.object_cache import ObjectCache
+from be.cn.table_state import TableState
+from be.logtail.entries import COMMIT_TS, ROW_ID, TableChanges
 from be.storage.blocks import read_blocks, write_blocks
 from be.storage.compaction import compact_tablet, tombstones_to_compact
 from be.storage.errors import MergeRefused, ObjectExists
@@ -26,6 +29,8 @@ from be.storage.merge import merge_objects
 from be.storage.names import Tablet
 from be.storage.objects import ObjectStore
 from be.storage.tombstones import write_tombstones
+from be.table_schema import ColumnSchema, TableSchema
+from metadata.records import KeyModel
 from tests.harness import QuireProcess, free_port, run, wait_until
 from tests.test_cn_restart import TABLE, TINY, Loader, checkpoints, ids_read, snapshot
 from tests.test_data_processes import DataNode
@@ -327,3 +332,40 @@ def test_a_merge_keeps_the_rows_deleted_after_the_oldest_readable_snapshot(tmp_p
     kept = read_blocks(store, merged).column(ROW_ID).to_pylist()
     assert kept == list(range(3, 21))
     assert merge_objects(store, objects, [old, recent], at_ts=10, seq=1).rows == 16
+
+
+def test_a_cn_answers_every_readable_snapshot_alike_across_a_compaction_and_a_restore(tmp_path):
+    """Rows 1..10 flushed at 2; row 2 deleted at 3, row 5 at 7 (tombstones flushed at 4 and 8);
+    a compaction at 10 with the oldest readable snapshot at 5 applies the first tombstone."""
+    store = ObjectStore.open_root(str(tmp_path / "storage"))
+    schema = TableSchema(10, 1, (ColumnSchema("k", pa.int64(), False),), KeyModel.DUPLICATE, ("k",))
+    cache = ObjectCache(ComputeLimits())
+    (flushed,) = [write_blocks(store, TABLET, numbered(10, 1, 1), schema_version=1, flush_ts=2)]
+    early = write_tombstones(store, TABLET, [2], 3)
+    late = write_tombstones(store, TABLET, [5], 7)
+    live = TableState(10, store, cache)
+    live.apply(TableChanges(10, 1, objects_added=(flushed,), flushed_ts=2), 2)
+    live.apply(TableChanges(10, 1, tombstones_added=(early,), flushed_ts=4), 4)
+    live.apply(TableChanges(10, 1, tombstones_added=(late,), flushed_ts=8), 8)
+    (chosen,) = tombstones_to_compact(
+        [flushed], [early, late], 5, StorageLimits(tombstone_compaction_deleted_ratio=0.1)
+    )
+    done = compact_tablet(store, [flushed], [chosen], at_ts=10)
+    every = set(range(1, 11))
+    expected = {2: every, 3: every - {2}, 6: every - {2}, 7: every - {2, 5}, 11: every - {2, 5}}
+
+    def read(state: TableState, ts: int) -> set[int]:
+        return set(state.snapshot(schema, ts).column("k").to_pylist())
+
+    assert {ts: read(live, ts) for ts in expected} == expected
+    live.apply(
+        TableChanges(10, 1, objects_added=done.written, objects_removed=done.removed_names), 10
+    )
+    assert {ts: read(live, ts) for ts in expected} == expected, "the same answers after it"
+    # A CN restored from a checkpoint after the compaction: the new objects and the tombstones
+    # left, and every snapshot from the oldest readable one (5) on answered alike.
+    restored = TableState(10, store, ObjectCache(ComputeLimits()))
+    restored.restore(done.written, (late,), 11)
+    assert {ts: read(restored, ts) for ts in expected if ts >= 5} == {
+        ts: rows for ts, rows in expected.items() if ts >= 5
+    }

@@ -27,6 +27,7 @@ version, or a read at a newer one, makes it again."""
 
 from __future__ import annotations
 
+import bisect
 import threading
 from dataclasses import dataclass, replace
 
@@ -85,9 +86,9 @@ class TableState:
         self.max_indexed_rows = max_indexed_rows
         self._objects: dict[str, _Stored] = {}
         self._tombstones: list[TombstoneMeta] = []
-        # Tombstones a compaction removed (with its rows): name -> the compaction's timestamp;
-        # they serve the snapshots before it, as the objects it replaced do.
-        self._tombstones_until: dict[str, int] = {}
+        # Tombstones a compaction removed (with their rows) as (its timestamp, tombstone), in
+        # the order removed: they serve the snapshots before it, as the objects it replaced do.
+        self._removed_tombstones: list[tuple[int, TombstoneMeta]] = []
         self._lock = threading.Lock()
         # ROW_ID, COMMIT_TS, PARTITION_ID (if placed), then the columns at its version (with ids)
         self._rows: list[pa.Table] = []
@@ -116,7 +117,7 @@ class TableState:
             assert ts >= self._changed_ts, "a checkpoint older than what was applied"
             self._objects = {meta.name: _Stored(meta, 0) for meta in objects}
             self._tombstones = list(tombstones)
-            self._tombstones_until = {}
+            self._removed_tombstones = []
             self._drop_until(ts)
             self.restored_ts = self._changed_ts = ts
             self._newest = {}
@@ -162,13 +163,16 @@ class TableState:
     def _apply_storage(self, change: TableChanges, commit_ts: int) -> None:
         assert self.store is not None, "a CN reading flushed tables needs the object store"
         with self._lock:
-            tombstones = {meta.name for meta in self._tombstones} if change.objects_removed else ()
             for name in change.objects_removed:
                 stored = self._objects.get(name)
                 if stored is not None:
                     self._objects[name] = _Stored(stored.meta, stored.serves_from, commit_ts)
-                elif name in tombstones:
-                    self._tombstones_until[name] = commit_ts
+            if change.objects_removed and self._tombstones:
+                removed = set(change.objects_removed)
+                gone = [meta for meta in self._tombstones if meta.name in removed]
+                if gone:
+                    self._tombstones = [m for m in self._tombstones if m.name not in removed]
+                    self._removed_tombstones += [(commit_ts, meta) for meta in gone]
             serves_from = commit_ts if change.objects_removed else 0
             if change.objects_removed:
                 self._removed_ts = commit_ts
@@ -327,7 +331,7 @@ class TableState:
                 if item.serves_until == FOREVER
                 and (partitions is None or item.meta.partition_id in partitions)
             ]
-            tombstones = [m for m in self._tombstones if m.name not in self._tombstones_until]
+            tombstones = list(self._tombstones)
         read = False
         try:
             pieces = [self._read_object(meta, None) for meta in stored]
@@ -363,10 +367,10 @@ class TableState:
                 and min(block.min_commit_ts for block in item.meta.blocks) <= ts
                 and (partitions is None or item.meta.partition_id in partitions)
             ]
-            tombstones = [
-                meta
-                for meta in self._tombstones
-                if meta.min_delete_ts <= ts < self._tombstones_until.get(meta.name, FOREVER)
+            tombstones = [meta for meta in self._tombstones if meta.min_delete_ts <= ts]
+            later = bisect.bisect_right(self._removed_tombstones, ts, key=lambda item: item[0])
+            tombstones += [
+                meta for _, meta in self._removed_tombstones[later:] if meta.min_delete_ts <= ts
             ]
         self._read_deletes(tombstones, delete_ids, delete_ts)
         gone = None

@@ -38,11 +38,14 @@ def prepare(
     needs one. Chosen from metadata alone: the committer's thread calls it."""
     if cutoff <= 0 or not known.tombstones:
         return None
-    tombstones_by_tablet: dict[int, list] = {}
+    tombstones_by_tablet: dict[int, list[TombstoneMeta]] = {}
     for meta in known.tombstones.values():
         tombstones_by_tablet.setdefault(meta.tablet_id, []).append(meta)
+    objects_by_tablet: dict[int, list[ObjectMeta]] = {}
+    for meta in known.objects.values():
+        objects_by_tablet.setdefault(meta.tablet_id, []).append(meta)
     for tablet_id in sorted(tombstones_by_tablet):
-        objects = [meta for meta in known.objects.values() if meta.tablet_id == tablet_id]
+        objects = objects_by_tablet.get(tablet_id, [])
         chosen = tombstones_to_compact(
             objects, tombstones_by_tablet[tablet_id], cutoff, store.limits
         )

@@ -291,6 +291,32 @@ BE_KEYS = (
         2147483648,
         comment="Memory one query may use on a CN, its result included: the lower of this and the session's exec_mem_limit.",
     ),
+    # Tombstone compaction and time travel (be/tn/compaction.py, be/storage/compaction.py)
+    Key(
+        "tombstone_compaction_min_objects",
+        16,
+        comment="The TN rewrites a tablet's objects without the rows its tombstones deleted before the oldest readable snapshot once it has this many such tombstone objects (they are then removed).",
+    ),
+    Key(
+        "tombstone_compaction_deleted_percent",
+        20,
+        comment="Or once those tombstones delete this percentage (1 to 100) of the tablet's rows.",
+    ),
+    Key(
+        "tombstone_compaction_max_objects",
+        256,
+        comment="Most objects (data and tombstones together) one tombstone compaction rewrites and removes; at most 4096.",
+    ),
+    Key(
+        "time_travel_retention_second",
+        3600,
+        comment="Snapshots this old stay readable (AS OF, read_ts) and keep their conflict information; older ones are refused, and tombstones older than this may be compacted away.",
+    ),
+    Key(
+        "tn_commit_timeout_second",
+        30,
+        comment="A commit not in the TN's log by then is answered with an unknown outcome; less than time_travel_retention_second.",
+    ),
 )
 
 

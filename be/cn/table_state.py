@@ -6,7 +6,8 @@ T and not deleted at or before T, from objects and memory alike.
 Rows in memory are kept as Arrow tables in commit order; many small ones are combined into one
 now and then, so that a snapshot concatenates few pieces. A flush (TableChanges.flushed_ts) drops
 from memory what was committed at or before it: rows committed later stay (MatrixOne's rule).
-An object a merge wrote serves snapshots from the merge on; the ones it replaced, those before.
+An object a merge wrote serves snapshots from the merge on; the ones it replaced, those before;
+so do a tombstone compaction's, and the tombstones it removed (be/tn/compaction.py).
 
 A CN that subscribes below the TN's checkpoint restores the table from it: its objects and
 tombstones (metadata only: the rows stay in the objects until a snapshot reads them), then the
@@ -26,6 +27,7 @@ version, or a read at a newer one, makes it again."""
 
 from __future__ import annotations
 
+import bisect
 import threading
 from dataclasses import dataclass, replace
 
@@ -84,6 +86,9 @@ class TableState:
         self.max_indexed_rows = max_indexed_rows
         self._objects: dict[str, _Stored] = {}
         self._tombstones: list[TombstoneMeta] = []
+        # Tombstones a compaction removed (with their rows) as (its timestamp, tombstone), in
+        # the order removed: they serve the snapshots before it, as the objects it replaced do.
+        self._removed_tombstones: list[tuple[int, TombstoneMeta]] = []
         self._lock = threading.Lock()
         # ROW_ID, COMMIT_TS, PARTITION_ID (if placed), then the columns at its version (with ids)
         self._rows: list[pa.Table] = []
@@ -112,6 +117,7 @@ class TableState:
             assert ts >= self._changed_ts, "a checkpoint older than what was applied"
             self._objects = {meta.name: _Stored(meta, 0) for meta in objects}
             self._tombstones = list(tombstones)
+            self._removed_tombstones = []
             self._drop_until(ts)
             self.restored_ts = self._changed_ts = ts
             self._newest = {}
@@ -161,6 +167,12 @@ class TableState:
                 stored = self._objects.get(name)
                 if stored is not None:
                     self._objects[name] = _Stored(stored.meta, stored.serves_from, commit_ts)
+            if change.objects_removed and self._tombstones:
+                removed = set(change.objects_removed)
+                gone = [meta for meta in self._tombstones if meta.name in removed]
+                if gone:
+                    self._tombstones = [m for m in self._tombstones if m.name not in removed]
+                    self._removed_tombstones += [(commit_ts, meta) for meta in gone]
             serves_from = commit_ts if change.objects_removed else 0
             if change.objects_removed:
                 self._removed_ts = commit_ts
@@ -378,6 +390,10 @@ class TableState:
                 and (partitions is None or item.meta.partition_id in partitions)
             ]
             tombstones = [meta for meta in self._tombstones if meta.min_delete_ts <= ts]
+            later = bisect.bisect_right(self._removed_tombstones, ts, key=lambda item: item[0])
+            tombstones += [
+                meta for _, meta in self._removed_tombstones[later:] if meta.min_delete_ts <= ts
+            ]
         self._read_deletes(tombstones, delete_ids, delete_ts)
         gone = None
         if delete_ids:

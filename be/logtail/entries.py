@@ -7,7 +7,8 @@ it only consumes a timestamp, and tells every CN that nothing else committed up 
 
 A flush (or a merge) is a commit too: its changes name the objects it added (whose rows a CN then
 drops from memory: those committed at or before the object's flush timestamp), the tombstones it
-added (whose deletes a CN drops from memory likewise) and the objects it replaced.
+added (whose deletes a CN drops from memory likewise) and the objects it replaced; a tombstone
+compaction is one too, its removed names covering the tombstones whose deletes it applied.
 """
 
 from __future__ import annotations
@@ -40,7 +41,9 @@ class TableChanges:
     deletes: pa.Table | None = None  # ROW_ID, then the table's key columns
     objects_added: tuple[ObjectMeta, ...] = ()
     tombstones_added: tuple[TombstoneMeta, ...] = ()
-    objects_removed: tuple[str, ...] = ()  # names of objects a merge replaced
+    # names of the objects a merge or a tombstone compaction replaced, and of the tombstones a
+    # compaction applied for good (be/tn/compaction.py)
+    objects_removed: tuple[str, ...] = ()
     # A flush: every row and delete of the table committed at or before it is now in objects.
     flushed_ts: int = 0
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 COMPRESSIONS = ("ZSTD", "LZ4", "SNAPPY", "NONE")
+MAX_COMPACTION_OBJECTS = 4096  # objects one compaction commit names, whatever the conf says
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,14 @@ class StorageLimits:
     merge_min_objects: int = 8
     merge_max_objects: int = 64
     merge_max_bytes: int = 256 << 20
+    # Tombstone compaction: a tablet's objects are rewritten without the rows its tombstones
+    # deleted before the oldest readable snapshot once it has tombstone_compaction_min_objects
+    # such tombstone objects, or once they delete tombstone_compaction_deleted_ratio of its rows;
+    # one compaction rewrites and removes at most tombstone_compaction_max_objects objects (data
+    # and tombstones together) and reads at most merge_max_bytes of data objects.
+    tombstone_compaction_min_objects: int = 16
+    tombstone_compaction_deleted_ratio: float = 0.2
+    tombstone_compaction_max_objects: int = 256
 
     def __post_init__(self) -> None:
         rules = {
@@ -41,6 +50,15 @@ class StorageLimits:
                 self.merge_min_objects * self.merge_small_object_bytes <= self.merge_max_bytes
             ),
             "merge_max_bytes <= max_object_bytes": self.merge_max_bytes <= self.max_object_bytes,
+            "1 <= tombstone_compaction_min_objects < tombstone_compaction_max_objects": (
+                1 <= self.tombstone_compaction_min_objects < self.tombstone_compaction_max_objects
+            ),
+            "0 < tombstone_compaction_deleted_ratio <= 1": (
+                0 < self.tombstone_compaction_deleted_ratio <= 1
+            ),
+            f"tombstone_compaction_max_objects <= {MAX_COMPACTION_OBJECTS}": (
+                self.tombstone_compaction_max_objects <= MAX_COMPACTION_OBJECTS
+            ),
         }
         broken = [rule for rule, holds in rules.items() if not holds]
         if broken:
@@ -62,4 +80,7 @@ class StorageLimits:
             merge_min_objects=config["merge_min_objects"],
             merge_max_objects=config["merge_max_objects"],
             merge_max_bytes=config["merge_max_bytes"],
+            tombstone_compaction_min_objects=config["tombstone_compaction_min_objects"],
+            tombstone_compaction_deleted_ratio=config["tombstone_compaction_deleted_percent"] / 100,
+            tombstone_compaction_max_objects=config["tombstone_compaction_max_objects"],
         )

@@ -2,7 +2,9 @@
 
 `objects_to_merge` is the policy: which of a tablet's objects to merge now, if any. `merge_objects`
 writes the merged object: the rows of its inputs, sorted by row id, less those deleted at or
-before the merge timestamp; row ids and commit timestamps are kept, so tombstones written later
+before the merge timestamp (or an earlier one: the TN gives the oldest readable snapshot, so
+that a CN restarted from a later checkpoint, which reads the merged object alone, answers every
+readable snapshot alike); row ids and commit timestamps are kept, so tombstones written later
 still find their rows. The caller (the TN) then swaps the metadata in one commit and deletes the
 inputs once no snapshot reads them.
 """
@@ -57,9 +59,11 @@ def merge_objects(
     at_ts: int,
     *,
     seq: int = 0,
+    deleted_by: int | None = None,
 ) -> ObjectMeta | None:
-    """One new object holding the rows of `metas` not deleted at or before at_ts (None if every
-    row was deleted), named at at_ts and seq, with the newest flush timestamp of its inputs."""
+    """One new object holding the rows of `metas` not deleted at or before deleted_by (at_ts by
+    default; None if every row was deleted), named at at_ts and seq, with the newest flush
+    timestamp of its inputs."""
     if len(metas) < 2:
         raise MergeRefused(f"a merge takes at least two objects, not {len(metas)}")
     first = metas[0]
@@ -80,7 +84,8 @@ def merge_objects(
     tombstones = [meta for meta in tombstones if meta.tablet == first.tablet]
     low = min(meta.min_row_id for meta in metas)
     high = max(meta.max_row_id for meta in metas)
-    deleted = deleted_row_ids(store, tombstones, at_ts, row_id_range=(low, high))
+    deleted_by = at_ts if deleted_by is None else min(deleted_by, at_ts)
+    deleted = deleted_row_ids(store, tombstones, deleted_by, row_id_range=(low, high))
     tables = [read_blocks(store, meta) for meta in metas]
     rows = pa.concat_tables(tables)
     if len(deleted):

@@ -31,6 +31,8 @@ class CommitLimits:
     # read them until then); at least as long as a transaction may last.
     merged_object_retention_seconds: float = 3600.0
     max_pending_deletions: int = 100_000  # replaced objects waiting to be deleted
+    # How often the TN looks for a tablet whose tombstones to compact (be/tn/compaction.py).
+    compaction_check_interval_seconds: float = 1.0
     # Row ids of a table's objects kept to file deletes under their tablets (8 bytes each).
     max_cached_row_ids: int = 16 << 20
 
@@ -61,6 +63,9 @@ class CommitLimits:
             "checkpoint_interval_seconds > 0": self.checkpoint_interval_seconds > 0,
             "merged_object_retention_seconds > 0": self.merged_object_retention_seconds > 0,
             "max_pending_deletions > 0": self.max_pending_deletions > 0,
+            "0 < compaction_check_interval_seconds <= max_transaction_seconds": (
+                0 < self.compaction_check_interval_seconds <= self.max_transaction_seconds
+            ),
             "max_cached_row_ids > 0": self.max_cached_row_ids > 0,
             "0 < flush_retry_seconds <= flush_interval_seconds": (
                 0 < self.flush_retry_seconds <= self.flush_interval_seconds

@@ -30,14 +30,25 @@ class Merger:
         self.pending: collections.deque[tuple[int, str]] = collections.deque()
 
     def merge(
-        self, table_id: int, schema_version: int, known: TableObjects, at_ts: int
+        self,
+        table_id: int,
+        schema_version: int,
+        known: TableObjects,
+        at_ts: int,
+        deleted_by: int | None = None,
     ) -> TableChanges | None:
-        """The change that merges one tablet's small objects, written; None if none needs it."""
-        job = self.prepare(table_id, schema_version, known, at_ts)
+        """The change that merges one tablet's small objects, written, less the rows deleted at
+        or before deleted_by (at_ts by default); None if none needs it."""
+        job = self.prepare(table_id, schema_version, known, at_ts, deleted_by)
         return job() if job is not None else None
 
     def prepare(
-        self, table_id: int, schema_version: int, known: TableObjects, at_ts: int
+        self,
+        table_id: int,
+        schema_version: int,
+        known: TableObjects,
+        at_ts: int,
+        deleted_by: int | None = None,
     ) -> Callable[[], TableChanges | None] | None:
         """What `merge` does, as a job another thread may run (it takes what it merges now);
         None if no tablet needs a merge."""
@@ -50,12 +61,14 @@ class Merger:
                 continue
             tombstones = [meta for meta in known.tombstones.values() if meta.tablet_id == tablet_id]
             version = max(schema_version, chosen[0].schema_version)
-            return lambda: self._merged(table_id, version, chosen, tombstones, at_ts)
+            return lambda: self._merged(table_id, version, chosen, tombstones, at_ts, deleted_by)
         return None
 
-    def _merged(self, table_id, schema_version, chosen, tombstones, at_ts) -> TableChanges | None:
+    def _merged(
+        self, table_id, schema_version, chosen, tombstones, at_ts, deleted_by
+    ) -> TableChanges | None:
         try:
-            merged = merge_objects(self.store, chosen, tombstones, at_ts)
+            merged = merge_objects(self.store, chosen, tombstones, at_ts, deleted_by=deleted_by)
         except StorageError as error:
             logger.warning("merging objects of tablet %d failed: %s", chosen[0].tablet_id, error)
             return None

@@ -33,8 +33,9 @@ class TableObjects:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def apply(self, change: TableChanges) -> None:
-        for name in change.objects_removed:
+        for name in change.objects_removed:  # a merge's or a compaction's (tombstones too)
             self.objects.pop(name, None)
+            self.tombstones.pop(name, None)
             self._forget(name)
         for meta in change.objects_added:
             self.objects[meta.name] = meta
@@ -83,6 +84,10 @@ class TableObjects:
             rows, size = totals.get(meta.tablet, (0, 0))
             totals[meta.tablet] = (rows + meta.rows, size + meta.bytes)
         return totals
+
+    def row_ids_of(self, store: ObjectStore, meta: ObjectMeta) -> pa.Array:
+        """The row ids one of the table's objects holds (read from it once, then kept)."""
+        return self._held(store, meta)
 
     def _held(self, store: ObjectStore, meta: ObjectMeta) -> pa.Array:
         with self._lock:

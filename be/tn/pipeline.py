@@ -28,7 +28,7 @@ from be.storage.errors import StorageError
 from be.storage.names import ObjectName
 from be.storage.objects import ObjectStore
 from be.table_schema import TableSchema
-from be.tn import checkpoint, wal_records
+from be.tn import checkpoint, compaction, wal_records
 from be.tn.auto_increment import AutoIncrements
 from be.tn.errors import (
     CheckpointCorrupt,
@@ -96,6 +96,7 @@ class CommitPipeline:
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tn-storage")
         self._job: _StorageJob | None = None
         self._merge_candidates: set[int] = set()  # tables flushed since their last merge check
+        self._compaction_check_at = 0.0  # monotonic time of the next look for tombstones to compact
         self.schemas: dict[int, TableSchema] = {}  # the newest version seen of each table
         self.auto_increments = AutoIncrements(limits.max_commit_rows)  # survives a resync
         self._queue: queue.Queue[_Request | None] = queue.Queue(limits.max_queued_commits)
@@ -354,9 +355,28 @@ class CommitPipeline:
                 continue
             merge_ts = self._heartbeat()
             schema = self.schemas[table_id]
-            job = self.merger.prepare(table_id, schema.schema_version, known, merge_ts)
+            job = self.merger.prepare(
+                table_id, schema.schema_version, known, merge_ts, self.state.horizon_ts
+            )
             if job is not None:
                 self._job = _StorageJob(table_id, merge_ts, self._worker.submit(job))
+                return
+        if self.store is not None and time.monotonic() >= self._compaction_check_at:
+            self._start_compaction()
+
+    def _start_compaction(self) -> None:
+        """Start compacting the tombstones of one table's tablet, if one needs it (checked
+        every compaction_check_interval_seconds)."""
+        self._compaction_check_at = time.monotonic() + self.limits.compaction_check_interval_seconds
+        for table_id, known in sorted(self.flusher.objects.items()):
+            if table_id not in self.schemas:
+                continue
+            version = self.schemas[table_id].schema_version
+            job = compaction.prepare(self.store, table_id, version, known, self.state.horizon_ts)
+            if job is not None:
+                compaction_ts = self._heartbeat()
+                future = self._worker.submit(job, compaction_ts)
+                self._job = _StorageJob(table_id, compaction_ts, future)
                 return
 
     def _finish(self, job: _StorageJob) -> bool:
@@ -445,6 +465,9 @@ class CommitPipeline:
         for table in self.flusher.objects.values():
             known.update(table.objects)
             known.update(table.tombstones)
+        # Every object this TN wrote is named at a timestamp it consumed, heartbeats included
+        # (which the log does not hold): before now.
+        newest = max(self.state.last_ts, time.time_ns())
         orphans = []
         for name in names:
             if name.startswith(f"{checkpoint.FOLDER}/"):
@@ -455,7 +478,7 @@ class CommitPipeline:
                 written_at = ObjectName.parse(name).ts
             except ValueError:
                 continue  # not an object this TN writes
-            if name not in known and written_at <= self.state.last_ts:
+            if name not in known and written_at <= newest:
                 orphans.append(name)
         for name in orphans:
             try:

@@ -62,6 +62,8 @@ def commit_limits(config: Config, log_limits: LogLimits) -> CommitLimits:
         flush_interval_seconds=config["flush_interval_second"],
         checkpoint_interval_seconds=config["tn_checkpoint_interval_second"],
         merged_object_retention_seconds=config["merged_object_retention_second"],
+        max_transaction_seconds=config["time_travel_retention_second"],
+        commit_timeout_seconds=config["tn_commit_timeout_second"],
     )
 
 

@@ -90,9 +90,6 @@ def raised_again(failure: Failure) -> Exception:
             return kind(*failure.arguments)
         except (TypeError, ValueError):
             pass
-    from_message = getattr(kind, "from_message", None)
-    if from_message is not None and (error := from_message(failure.message)) is not None:
-        return error
     error = kind.__new__(kind)
     Exception.__init__(error, failure.message)
     return error

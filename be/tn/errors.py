@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 
 class CommitError(Exception):
     """A commit that did not happen: nothing of it is visible."""
@@ -16,22 +14,13 @@ class WriteConflict(CommitError):
 class StaleSchema(CommitError):
     """The write names a table at a schema version older than one the TN has seen."""
 
+    FIELDS = ("table_id", "given", "known")  # what a remote node's refusal is made again from
+
     def __init__(self, table_id: int, given: int, known: int):
         super().__init__(
             f"table {table_id} changed (schema version {known}, the write has {given})"
         )
         self.table_id, self.given, self.known = table_id, given, known
-
-    @classmethod
-    def from_message(cls, text: str) -> StaleSchema | None:
-        """The error again from its message (how a remote node's refusal arrives)."""
-        found = re.fullmatch(
-            r"table (\d+) changed \(schema version (\d+), the write has (\d+)\)", text
-        )
-        if found is None:
-            return None
-        table_id, known, given = (int(group) for group in found.groups())
-        return cls(table_id, given, known)
 
 
 class SnapshotTooOld(CommitError):

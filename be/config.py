@@ -274,6 +274,17 @@ BE_KEYS = (
         2000000,
         comment="A CN indexes a table by its first key column for point and range reads while it has at most this many rows (the index holds a copy of them); 0: never.",
     ),
+    # The CN's memory: what it keeps besides the rows of the tables it follows.
+    Key(
+        "cn_snapshot_cache_bytes",
+        268435456,
+        comment="Bytes of table snapshots and key indexes a CN keeps for the next reads, across all its tables (the least recently read go first; a larger one is used once, not kept).",
+    ),
+    Key(
+        "cn_unsubscribe_idle_second",
+        600,
+        comment="A CN unsubscribes a table no read asked for this long and drops its rows; the next read subscribes again and waits for it.",
+    ),
 )
 
 

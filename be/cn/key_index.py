@@ -27,6 +27,7 @@ MIN_TAIL_ROWS = 256  # the tail is folded past this many rows (or deletes) ...
 TAIL_SHARE = 64  # ... or past 1/TAIL_SHARE of the base, whichever is more
 MAX_TAIL_ROWS = 65_536  # ... and always past this many
 FEW_ROWS = 16  # more rows found are checked by Arrow, fewer in Python
+TAIL_ENTRY_BYTES = 128  # what a row or delete since the base costs, about (its place, its key)
 DELETED_AT = "__QUIRE_DELETED_AT"  # a base row's delete timestamp (NULL: not deleted)
 
 
@@ -91,6 +92,16 @@ class KeyIndex:
         with self._lock:
             self._base, self._base_keys = base, keys
             self.ready = not self.broken
+
+    @property
+    def nbytes(self) -> int:
+        """About what the index holds: its base (rows and keys), and a share per row or delete
+        since (the tail is folded into the base before it grows large)."""
+        if self.broken:
+            return 0
+        base = 0 if self._base is None else self._base.nbytes + 8 * len(self._base_keys)
+        pending = self.rows - (0 if self._base is None else self._base.num_rows)
+        return base + TAIL_ENTRY_BYTES * (max(pending, 0) + len(self._deleted_tail))
 
     def _give_up(self) -> None:
         self.broken = True

@@ -1,0 +1,292 @@
+"""A CN's memory is bounded: the snapshots and key indexes it keeps fit one byte budget across its
+tables (the least recently read go first, one too large is used once), and a table nobody reads
+is let go (unsubscribed, its rows dropped) and read again correctly later, writes made meanwhile
+included; a table dropped with FORCE is let go at once. In `quire up`'s process (the TN hands
+its CN every commit) and in a CN process (logtail subscriptions)."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from be.client import open_embedded
+from be.cn.bounds import ColumnBound
+from be.cn.kept_bytes import KeptBytes
+from be.cn.limits import ComputeLimits
+from be.config import BE_KEYS, DEFAULT_BE_CONF, Config
+from be.logtail.entries import ROW_ID
+from be.service.format import (
+    CommitRequest,
+    Reachable,
+    ReadTsRequest,
+    SnapshotRequest,
+    StatusRequest,
+)
+from be.table_schema import ColumnSchema, PartitionSchema, TableSchema
+from be.tn.write_set import TableWrite, WriteSet
+from metadata.records import KeyModel
+from tests.harness import QuireProcess, free_port, run, wait_until
+from tests.test_data_processes import DataNode
+
+BUDGET = 48 << 10
+
+
+def schema_of(table_id: int) -> TableSchema:
+    return TableSchema(
+        table_id,
+        1,
+        (ColumnSchema("k", pa.int64(), False), ColumnSchema("v", pa.string())),
+        KeyModel.UNIQUE,
+        ("k",),
+        partitions=(PartitionSchema(table_id * 10, tablet_ids=(table_id * 10 + 1,)),),
+        distribution_columns=("k",),
+    )
+
+
+def rows_of(schema: TableSchema, keys, tag: str = "") -> pa.Table:
+    keys = list(keys)
+    return pa.table(
+        {"k": pa.array(keys, pa.int64()), "v": [f"{tag}{key}" for key in keys]},
+        schema=schema.arrow(),
+    )
+
+
+def pairs(table: pa.Table) -> list[tuple]:
+    return sorted(zip(table.column("k").to_pylist(), table.column("v").to_pylist(), strict=True))
+
+
+def log_of(path) -> str:
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
+# -- the budget on its own -------------------------------------------------------------------
+
+
+def test_the_least_recently_used_go_first_and_a_too_large_entry_is_not_kept():
+    budget = KeptBytes(ComputeLimits(kept_bytes=100, max_kept_entry_bytes=60, max_kept_entries=3))
+    evicted = []
+    tokens = {}
+    for name, size in (("a", 30), ("b", 30), ("c", 30)):
+        tokens[name] = budget.token()
+        assert budget.admit(tokens[name], size, lambda name=name: evicted.append(name))
+    budget.touch(tokens["a"])
+    tokens["d"] = budget.token()
+    assert budget.admit(tokens["d"], 30, lambda: evicted.append("d"))
+    assert evicted == ["b"] and budget.used_bytes == 90  # a was read since: b was older
+    assert not budget.admit(budget.token(), 61, lambda: evicted.append("large"))
+    assert budget.refused == 1 and budget.used_bytes == 90
+    assert budget.resize(tokens["a"], 50)  # grew: the oldest (c) makes room
+    assert evicted == ["b", "c"] and budget.used_bytes == 80
+    assert not budget.resize(tokens["a"], 70)  # too large now: let go, no callback
+    assert evicted == ["b", "c"] and budget.used_bytes == 30
+    budget.release(tokens["d"])
+    assert budget.used_bytes == 0 and budget.entries == 0
+
+
+def test_the_limits_check_their_relations():
+    with pytest.raises(AssertionError, match="max_kept_entry_bytes <= kept_bytes"):
+        ComputeLimits(kept_bytes=10, max_kept_entry_bytes=11)
+    with pytest.raises(AssertionError, match="idle_check_seconds <= unsubscribe_idle_seconds"):
+        ComputeLimits(unsubscribe_idle_seconds=1, idle_check_seconds=2)
+
+
+# -- quire up's CN ---------------------------------------------------------------------------
+
+
+def plane_of(tmp_path, *settings: str):
+    config = Config.load(
+        BE_KEYS,
+        [DEFAULT_BE_CONF],
+        [
+            f"storage_root={tmp_path}",
+            "flush_interval_second=3600",
+            f"cn_snapshot_cache_bytes={BUDGET}",
+            *settings,
+        ],
+    )
+    plane = open_embedded(config)
+    plane.start()
+    return plane
+
+
+def commit(plane, schema, inserts=None, deletes=None) -> int:
+    write = TableWrite(schema, inserts=inserts, deletes=deletes)
+    ts = plane.commit(WriteSet(plane.read_ts(), (write,)))
+    wait_until(lambda: plane.read_ts() >= ts, 10, "the CN has the commit")
+    return ts
+
+
+def test_many_tables_read_in_turn_stay_within_the_budget(tmp_path):
+    plane = plane_of(tmp_path)
+    try:
+        schemas = [schema_of(table_id) for table_id in range(1, 25)]
+        expected = {}
+        for number, schema in enumerate(schemas):
+            count = 40 if number % 6 else 4000  # every sixth: a snapshot larger than the budget
+            expected[schema.table_id] = [(k, f"{number}.{k}") for k in range(count)]
+            commit(plane, schema, rows_of(schema, range(count), f"{number}."))
+        for _ in range(3):
+            for schema in schemas:
+                ts = plane.read_ts()
+                rows = expected[schema.table_id]
+                assert pairs(plane.snapshot(schema, ts, 10)) == rows
+                point = (ColumnBound("k", 3, 3),)
+                assert pairs(plane.snapshot(schema, ts, 10, bounds=point)) == [rows[3]]
+                stats = plane.cn_stats()
+                assert stats["kept_bytes"] <= BUDGET, stats
+        stats = plane.cn_stats()
+        assert stats["kept_evicted"] > 0 and stats["kept_refused"] > 0, stats
+        assert 0 < stats["kept_bytes"] <= BUDGET
+        # A change lets the table's kept snapshots go: the budget shrinks with them.
+        before = plane.cn_stats()["kept_bytes"]
+        last = schemas[-1]
+        commit(plane, last, rows_of(last, [10_000], "new"))
+        assert plane.cn_stats()["kept_bytes"] < before
+        assert (10_000, "new10000") in pairs(plane.snapshot(last, plane.read_ts(), 10))
+    finally:
+        plane.close()
+
+
+def test_an_idle_table_is_let_go_and_read_again_with_the_writes_made_meanwhile(tmp_path):
+    plane = plane_of(tmp_path, "cn_unsubscribe_idle_second=1", "flush_rows=50")
+    try:
+        idle, busy = schema_of(1), schema_of(2)
+        commit(plane, idle, rows_of(idle, range(100), "a"))  # flushed: objects and memory
+        commit(plane, busy, rows_of(busy, range(5)))
+        snapshot = plane.snapshot(idle, plane.read_ts(), 10, row_ids=True)
+        assert len(snapshot) == 100
+        keep_reading = threading.Event()
+
+        def read_busy() -> None:  # read all along: never let go
+            while not keep_reading.wait(0.1):
+                plane.snapshot(busy, plane.read_ts(), 10)
+
+        reader = threading.Thread(target=read_busy)
+        reader.start()
+        try:
+            wait_until(lambda: plane.cn.table(1) is None, 20, "the idle table let go")
+            assert plane.cn.table(2) is not None
+        finally:
+            keep_reading.set()
+            reader.join()
+        # Written while let go: the CN ignores it, the TN keeps it (flushed in part).
+        gone = snapshot.filter(pc.less(snapshot.column("k"), 10))
+        commit(plane, idle, deletes=gone.select([ROW_ID, "k"]))
+        commit(plane, idle, rows_of(idle, range(100, 160), "b"))
+        commit(plane, idle, rows_of(idle, [50], "c"))  # a UNIQUE KEY replace
+        assert plane.cn.table(1) is None
+        expected = sorted(
+            [(k, f"a{k}") for k in range(10, 100) if k != 50]
+            + [(50, "c50")]
+            + [(k, f"b{k}") for k in range(100, 160)]
+        )
+        assert pairs(plane.snapshot(idle, plane.read_ts(), 10)) == expected
+        point = (ColumnBound("k", 50, 50),)
+        assert pairs(plane.snapshot(idle, plane.read_ts(), 10, bounds=point)) == [(50, "c50")]
+        assert plane.cn.table(1) is not None
+        assert plane.cn_stats()["tables_let_go"] == 1
+    finally:
+        plane.close()
+
+
+# -- a CN process ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def processes(tmp_path):
+    token = secrets.token_hex(16)
+    logtail_port = free_port()
+    storage = tmp_path / "tn" / "storage"
+    tn = DataNode(tmp_path / "tn", "tn", token, logtail_port, flush_rows=50)
+    cn = DataNode(
+        tmp_path / "cn",
+        "cn",
+        token,
+        logtail_port,
+        storage_root=storage,
+        cn_snapshot_cache_bytes=BUDGET,
+        cn_unsubscribe_idle_second=1,
+    )
+    try:
+        tn.start()
+        cn.start()
+        yield tn, cn
+    finally:
+        for node in (cn, tn):
+            node.stop()
+
+
+def test_a_cn_process_unsubscribes_idle_and_gone_tables(processes):
+    tn, cn = processes
+    tn_client, cn_client = tn.client(), cn.client()
+    try:
+
+        def write(schema, inserts) -> int:
+            ts = tn_client.call(ReadTsRequest(), timeout=10).ts
+            request = CommitRequest(WriteSet(ts, (TableWrite(schema, inserts=inserts),)))
+            return tn_client.call(request, timeout=30).commit_ts
+
+        def read(schema) -> list[tuple]:
+            ts = tn_client.call(ReadTsRequest(), timeout=10).ts
+            return pairs(cn_client.call(SnapshotRequest(schema, ts, False, 20_000), 30).table)
+
+        def status():
+            return cn_client.call(StatusRequest(), timeout=10)
+
+        schemas = [schema_of(table_id) for table_id in range(1, 9)]
+        for schema in schemas:
+            write(schema, rows_of(schema, range(30 * schema.table_id), "a"))
+        for schema in schemas:
+            assert read(schema) == [(k, f"a{k}") for k in range(30 * schema.table_id)]
+            stats = dict(status().stats)
+            assert stats["kept_bytes"] <= BUDGET, stats
+        assert set(status().tables) == {schema.table_id for schema in schemas}
+        wait_until(lambda: not status().tables, 20, "every idle table unsubscribed")
+        stats = dict(status().stats)
+        assert stats["tables"] == 0 and stats["kept_bytes"] == 0 and stats["memory_bytes"] == 0
+        assert stats["tables_let_go"] == len(schemas)
+        assert "unsubscribed tables" in log_of(cn.workdir / "log" / "cn.log")
+        # Written while unsubscribed (flushed too), then read again: subscribed from the TN.
+        first = schemas[0]
+        write(first, rows_of(first, range(30, 130), "b"))
+        assert read(first) == [(k, f"a{k}") for k in range(30)] + [
+            (k, f"b{k}") for k in range(30, 130)
+        ]
+        assert status().tables == (first.table_id,)
+        # The FE says the table is gone for good: unsubscribed at once.
+        reachable = Reachable(0, tuple((s.table_id, ()) for s in schemas[1:]))
+        cn_client.call(reachable, timeout=10)
+        assert status().tables == ()
+    finally:
+        tn_client.close()
+        cn_client.close()
+
+
+# -- DROP TABLE ... FORCE through the front --------------------------------------------------
+
+
+def test_a_table_dropped_with_force_is_let_go(tmp_path):
+    quire = QuireProcess(
+        tmp_path,
+        overrides={"catalog_trash_check_interval_second": 1, "cn_unsubscribe_idle_second": 600},
+    ).start()
+    try:
+        connection = quire.connect()
+        run(connection, "CREATE DATABASE d")
+        run(connection, "USE d")
+        for name in ("kept", "dropped"):
+            run(connection, f"CREATE TABLE {name} (k INT, v INT) DISTRIBUTED BY HASH(k) BUCKETS 1")
+            run(connection, f"INSERT INTO {name} VALUES (1, 1), (2, 2)")
+            assert run(connection, f"SELECT count(*) FROM {name}") == ((2,),)
+        run(connection, "DROP TABLE dropped FORCE")
+        wait_until(
+            lambda: "are gone for good: let go" in log_of(quire.log_file), 30, "the table let go"
+        )
+        assert run(connection, "SELECT count(*) FROM kept") == ((2,),)
+        connection.close()
+    finally:
+        quire.stop()

@@ -147,12 +147,6 @@ class TableState:
             let_go = self._let_all_go()
         self._release(let_go)
 
-    def kept_bytes(self) -> int:
-        with self._lock:
-            snapshots = sum(table.nbytes for table in self._newest.values())
-            index = self._index
-        return snapshots + (index.nbytes if index is not None else 0)
-
     def _let_all_go(self) -> list[int]:
         """Under the lock: the kept snapshots and the index dropped; their tokens to release."""
         tokens = list(self._newest_tokens.values())
@@ -441,8 +435,9 @@ class TableState:
         admitted = self.kept.admit(token, index.nbytes, lambda: self._index_evicted(index))
         with self._lock:
             held = self._index is index and self._index_token == token
-            if held and not admitted:
+            if held and not admitted:  # larger than the budget keeps: no index from now on
                 self._index, self._index_token = None, None
+                self.max_indexed_rows = min(self.max_indexed_rows, max(self.row_count, 1))
         if admitted and not held:
             self.kept.release(token)
 

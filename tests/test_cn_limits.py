@@ -19,7 +19,7 @@ from be.cn.bounds import ColumnBound
 from be.cn.kept_bytes import KeptBytes
 from be.cn.limits import ComputeLimits
 from be.config import BE_KEYS, DEFAULT_BE_CONF, Config
-from be.logtail.entries import ROW_ID
+from be.logtail.entries import ROW_ID, Commit
 from be.service.format import (
     CommitRequest,
     Reachable,
@@ -32,6 +32,8 @@ from be.tn.write_set import TableWrite, WriteSet
 from metadata.records import KeyModel
 from tests.harness import QuireProcess, cluster_token, execute, free_port, run, wait_until
 from tests.test_data_processes import FE_OVERRIDES, DataNode, backends
+from tests.test_logtail import Consumer, servers  # noqa: F401 - the fixture
+from tests.test_logtail import rows as logtail_rows
 
 BUDGET = 48 << 10
 
@@ -93,6 +95,30 @@ def test_the_limits_check_their_relations():
         ComputeLimits(kept_bytes=10, max_kept_entry_bytes=11)
     with pytest.raises(AssertionError, match="idle_check_seconds <= unsubscribe_idle_seconds"):
         ComputeLimits(unsubscribe_idle_seconds=1, idle_check_seconds=2)
+
+
+def test_a_subscription_given_up_before_its_answer_is_not_taken_for_the_next(servers):  # noqa: F811
+    """subscribe, unsubscribe while the answer is on its way, subscribe again: the first answer
+    is not the second's (the TN skipped the table's pushes in between: taking it would lose
+    them)."""
+    start, consumers = servers
+    server = start()
+    consumer = Consumer(server)
+    consumers.append(consumer)
+    ts = 0
+    for table_id in range(1, 21):
+        ts += 1
+        server.publish(Commit(ts, (logtail_rows(table_id, 1, 1),)))
+        consumer.subscriber.subscribe(table_id)
+        consumer.subscriber.unsubscribe(table_id, timeout=10)
+        ts += 1
+        server.publish(Commit(ts, (logtail_rows(table_id, 2, 1),)))
+        consumer.subscriber.subscribe(table_id)
+        assert consumer.subscriber.wait_active(table_id, 10)
+        ts += 1
+        server.publish(Commit(ts))
+        consumer.wait_watermark(ts)
+        assert ts - 1 in consumer.timestamps(table_id), table_id
 
 
 # -- quire up's CN ---------------------------------------------------------------------------

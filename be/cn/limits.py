@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -31,7 +32,7 @@ class ComputeLimits:
                 0 <= self.max_kept_entry_bytes <= self.kept_bytes
             ),
             "max_kept_entries > 0": self.max_kept_entries > 0,
-            "0 < idle_check_seconds <= unsubscribe_idle_seconds": (
+            "0 < idle_check_seconds <= unsubscribe_idle_seconds (inf: never)": (
                 0 < self.idle_check_seconds <= self.unsubscribe_idle_seconds
             ),
             "max_unfollowed_tables > 0": self.max_unfollowed_tables > 0,
@@ -43,7 +44,7 @@ class ComputeLimits:
     def from_config(cls, config) -> ComputeLimits:
         cache = config["cn_cache_bytes"]
         kept = config["cn_snapshot_cache_bytes"]
-        idle = float(config["cn_unsubscribe_idle_second"])
+        idle = float(config["cn_unsubscribe_idle_second"]) or math.inf  # 0: never
         return cls(
             cache_bytes=cache,
             max_cached_object_bytes=max(1, min(cache, 64 << 20)),

@@ -13,11 +13,10 @@ again, from its image, at the next commit after a read asked for it."""
 from __future__ import annotations
 
 import collections
-import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -162,10 +161,13 @@ class ComputeNode:
 
     # -- reads and the tables followed --------------------------------------------------------
 
-    @contextlib.contextmanager
-    def reading(self, table_id: int, timeout: float) -> Iterator[None]:
-        """A read of table_id under way: the table is not let go meanwhile. A node with an image
-        follows a table it let go again first (waiting, at most timeout, for the next commit)."""
+    def reading(self, table_id: int, timeout: float) -> _Reading:
+        """A read of table_id under way (a context manager): the table is not let go meanwhile.
+        A node with an image follows a table it let go again first (waiting, at most timeout,
+        for the next commit)."""
+        return _Reading(self, table_id, timeout)
+
+    def _begin_read(self, table_id: int, timeout: float) -> None:
         with self._reads:
             self._readers[table_id] = self._readers.get(table_id, 0) + 1
             self._read_at[table_id] = time.monotonic()
@@ -174,13 +176,9 @@ class ComputeNode:
                 if not self._reads.wait_for(lambda: table_id not in self._unfollowed, timeout):
                     self._end_read(table_id)
                     raise WatermarkTimeout(f"this CN has not followed table {table_id} again yet")
-        try:
-            yield
-        finally:
-            with self._reads:
-                self._end_read(table_id)
 
     def _end_read(self, table_id: int) -> None:
+        """Under _reads."""
         left = self._readers[table_id] - 1
         if left:
             self._readers[table_id] = left
@@ -317,3 +315,17 @@ class ComputeNode:
             "cache_bytes": self.cache.used_bytes,
             "tables_let_go": self.let_go_count,
         }
+
+
+class _Reading:
+    __slots__ = ("node", "table_id", "timeout")
+
+    def __init__(self, node: ComputeNode, table_id: int, timeout: float):
+        self.node, self.table_id, self.timeout = node, table_id, timeout
+
+    def __enter__(self) -> None:
+        self.node._begin_read(self.table_id, self.timeout)
+
+    def __exit__(self, *_) -> None:
+        with self.node._reads:
+            self.node._end_read(self.table_id)

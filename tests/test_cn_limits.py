@@ -21,10 +21,6 @@ from be.cn.limits import ComputeLimits
 from be.config import BE_KEYS, DEFAULT_BE_CONF, Config
 from be.logtail.entries import ROW_ID, Commit
 from be.service.format import (
-    CommitRequest,
-    Reachable,
-    ReadTsRequest,
-    SnapshotRequest,
     StatusRequest,
 )
 from be.table_schema import ColumnSchema, PartitionSchema, TableSchema
@@ -212,9 +208,13 @@ def test_an_idle_table_is_let_go_and_read_again_with_the_writes_made_meanwhile(t
 # -- a CN process ----------------------------------------------------------------------------
 
 
+IDLE_SECONDS = 8  # longer than the FE takes to tell a DROP ... FORCE (two checks a second apart)
+
+
 @pytest.fixture
 def processes(tmp_path):
-    fe = QuireProcess(tmp_path / "fe", FE_OVERRIDES, command="fe").start()
+    overrides = {**FE_OVERRIDES, "catalog_trash_check_interval_second": 1}
+    fe = QuireProcess(tmp_path / "fe", overrides, command="fe").start()
     token = cluster_token(fe)
     logtail_port = free_port()
     storage = tmp_path / "tn" / "storage"
@@ -226,7 +226,7 @@ def processes(tmp_path):
         logtail_port,
         storage_root=storage,
         cn_snapshot_cache_bytes=BUDGET,
-        cn_unsubscribe_idle_second=2,
+        cn_unsubscribe_idle_second=IDLE_SECONDS,
     )
     try:
         tn.start()
@@ -241,53 +241,48 @@ def processes(tmp_path):
 
 def test_a_cn_process_unsubscribes_idle_and_gone_tables(processes):
     fe, tn, cn = processes
-    tn_client, cn_client = tn.client(), cn.client()
+    cn_client = cn.client()
+    connection = fe.connect()
     try:
-
-        def write(schema, inserts) -> int:
-            ts = tn_client.call(ReadTsRequest(), timeout=10).ts
-            request = CommitRequest(WriteSet(ts, (TableWrite(schema, inserts=inserts),)))
-            return tn_client.call(request, timeout=30).commit_ts
-
-        def read(schema) -> list[tuple]:
-            ts = tn_client.call(ReadTsRequest(), timeout=10).ts
-            return pairs(cn_client.call(SnapshotRequest(schema, ts, False, 20_000), 30).table)
 
         def status():
             return cn_client.call(StatusRequest(), timeout=10)
 
-        schemas = [schema_of(table_id) for table_id in range(1, 9)]
-        for schema in schemas:
-            write(schema, rows_of(schema, range(30 * schema.table_id), "a"))
-        for schema in schemas:
-            assert read(schema) == [(k, f"a{k}") for k in range(30 * schema.table_id)]
-            stats = dict(status().stats)
-            assert stats["kept_bytes"] <= BUDGET, stats
-        assert schemas[-1].table_id in status().tables  # read just now
-        wait_until(lambda: not status().tables, 20, "every idle table unsubscribed")
-        stats = dict(status().stats)
-        assert stats["tables"] == 0 and stats["kept_bytes"] == 0 and stats["memory_bytes"] == 0
-        assert stats["tables_let_go"] == len(schemas)
-
         def shown() -> dict:  # SHOW BACKENDS' Status column: the CN's figures, as of a heartbeat
             return json.loads(backends(fe)[cn.port]["Status"])
 
-        wait_until(lambda: shown().get("tables_let_go") == len(schemas), 20, "SHOW BACKENDS")
+        def unsubscribed(why: str) -> int:
+            return log_of(cn.workdir / "log" / "cn.log").count(f"({why})")
+
+        names = [f"d.t{number}" for number in range(6)]
+        run(connection, "CREATE DATABASE d")
+        for number, name in enumerate(names):
+            run(connection, f"CREATE TABLE {name} (k INT, v INT) DISTRIBUTED BY HASH(k) BUCKETS 1")
+            values = ", ".join(f"({k}, {number})" for k in range(40 * (number + 1)))
+            run(connection, f"INSERT INTO {name} VALUES {values}")
+        for number, name in enumerate(names):
+            assert run(connection, f"SELECT count(*), sum(v) FROM {name}") == (
+                (40 * (number + 1), 40 * (number + 1) * number),
+            )
+            assert dict(status().stats)["kept_bytes"] <= BUDGET
+        assert len(status().tables) >= 1
+        wait_until(lambda: not status().tables, 60, "every idle table unsubscribed")
+        stats = dict(status().stats)
+        assert stats["tables"] == 0 and stats["kept_bytes"] == 0 and stats["memory_bytes"] == 0
+        assert stats["tables_let_go"] == len(names) and unsubscribed("idle") >= 1
+        wait_until(lambda: shown().get("tables_let_go") == len(names), 20, "SHOW BACKENDS")
         assert shown()["kept_bytes"] == 0 and shown()["watermark"] > 0
-        assert "unsubscribed tables" in log_of(cn.workdir / "log" / "cn.log")
         # Written while unsubscribed (flushed too), then read again: subscribed from the TN.
-        first = schemas[0]
-        write(first, rows_of(first, range(30, 130), "b"))
-        assert read(first) == [(k, f"a{k}") for k in range(30)] + [
-            (k, f"b{k}") for k in range(30, 130)
-        ]
-        assert status().tables == (first.table_id,)
-        # The FE says the table is gone for good: unsubscribed at once.
-        reachable = Reachable(0, tuple((s.table_id, ()) for s in schemas[1:]))
-        cn_client.call(reachable, timeout=10)
-        assert status().tables == ()
+        run(connection, "INSERT INTO d.t0 VALUES " + ", ".join(f"({k}, 7)" for k in range(100)))
+        run(connection, "DELETE FROM d.t0 WHERE k < 10")
+        assert run(connection, "SELECT count(*), sum(v) FROM d.t0") == ((120, 630),)
+        assert len(status().tables) == 1
+        # DROP ... FORCE: the FE tells the CN, as it tells the TN, and the CN unsubscribes.
+        run(connection, "DROP TABLE d.t0 FORCE")
+        wait_until(lambda: status().tables == (), 30, "the dropped table unsubscribed")
+        assert unsubscribed("gone for good") == 1
     finally:
-        tn_client.close()
+        connection.close()
         cn_client.close()
 
 

@@ -171,9 +171,11 @@ class ComputeNode:
         with self._reads:
             self._readers[table_id] = self._readers.get(table_id, 0) + 1
             self._read_at[table_id] = time.monotonic()
-            if self._image is not None and table_id in self._unfollowed:
-                self._wanted.add(table_id)
-                if not self._reads.wait_for(lambda: table_id not in self._unfollowed, timeout):
+            if self._image is not None and (
+                table_id in self._unfollowed or table_id in self._wanted
+            ):
+                self._wanted.add(table_id)  # until the committer follows it (_follow_wanted)
+                if not self._reads.wait_for(lambda: table_id not in self._wanted, timeout):
                     self._end_read(table_id)
                     raise WatermarkTimeout(f"this CN has not followed table {table_id} again yet")
 

@@ -130,8 +130,8 @@ class EmbeddedDataPlane:
         columns (lower-case names, when given) the columns not among them."""
         deadline = time.monotonic() + timeout
         self.cn.wait_for(ts, timeout)
-        with self.cn.reading(schema.table_id, max(deadline - time.monotonic(), 0)):
-            return self.cn.snapshot(schema, ts, row_ids, bounds, columns)
+        remaining = max(deadline - time.monotonic(), 0)
+        return self.cn.following_snapshot(schema, ts, remaining, row_ids, bounds, columns)
 
     def indexed_snapshot(
         self, schema: TableSchema, ts: int, row_ids: bool, bounds: tuple[ColumnBound, ...]

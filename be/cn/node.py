@@ -284,6 +284,29 @@ class ComputeNode:
             return (schema.with_row_ids() if row_ids else schema.arrow()).empty_table()
         return table.snapshot(schema, ts, row_ids, bounds, columns)
 
+    def following_snapshot(
+        self,
+        schema: TableSchema,
+        ts: int,
+        timeout: float,
+        row_ids: bool = False,
+        bounds: tuple = (),
+        columns: frozenset[str] | None = None,
+    ) -> pa.Table:
+        """snapshot() on a node with an image, the table followed again first if it was let go
+        (waiting at most timeout). A table let go during the read is read all the same: it holds
+        every commit up to the watermark it was let go at, and ts is below that."""
+        assert self._image is not None and ts <= self._watermark
+        table_id = schema.table_id
+        self._read_at[table_id] = time.monotonic()
+        table = self._tables.get(table_id)
+        if table is None:
+            with self.reading(table_id, timeout):
+                table = self._tables.get(table_id)
+        if table is None:  # no commit of it yet
+            return (schema.with_row_ids() if row_ids else schema.arrow()).empty_table()
+        return table.snapshot(schema, ts, row_ids, bounds, columns)
+
     def indexed_snapshot(
         self, schema: TableSchema, ts: int, row_ids: bool, bounds: tuple
     ) -> pa.Table | None:

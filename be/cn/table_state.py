@@ -65,6 +65,7 @@ AGGREGATIONS = {  # Doris's aggregation of a value column: pyarrow's hash aggreg
 
 
 FOREVER = 1 << 63
+_NOT_KEPT = (None, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,8 +102,8 @@ class TableState:
         # Every snapshot at or after the newest change is the same: those asked for are kept
         # until the next change.
         self._changed_ts = 0
-        self._newest: dict[tuple[TableSchema, bool], pa.Table] = {}
-        self._newest_tokens: dict[tuple[TableSchema, bool], int] = {}  # their kept_bytes entries
+        # (schema, row_ids) -> the snapshot and its entry in the kept_bytes budget
+        self._newest: dict[tuple[TableSchema, bool], tuple[pa.Table, int]] = {}
         self.restored_ts = 0  # the checkpoint this state was restored from, if any
         # Point and range reads by the first key column: made by the first such read, for the
         # schema it read with.
@@ -149,10 +150,10 @@ class TableState:
 
     def _let_all_go(self) -> list[int]:
         """Under the lock: the kept snapshots and the index dropped; their tokens to release."""
-        tokens = list(self._newest_tokens.values())
+        tokens = [token for _, token in self._newest.values()]
         if self._index_token is not None:
             tokens.append(self._index_token)
-        self._newest, self._newest_tokens = {}, {}
+        self._newest = {}
         self._index, self._index_token = None, None
         return tokens
 
@@ -171,8 +172,8 @@ class TableState:
             assert commit_ts > self._changed_ts
             self._changed_ts = commit_ts
             if self._newest:
-                let_go.extend(self._newest_tokens.values())
-                self._newest, self._newest_tokens = {}, {}
+                let_go.extend(token for _, token in self._newest.values())
+                self._newest = {}
             if self._index is not None and (
                 change.schema_version != self._index_schema.schema_version
             ):
@@ -279,17 +280,17 @@ class TableState:
             schema = _narrowed(schema, columns)
         with self._lock:
             newest = ts >= self._changed_ts
-            kept = self._newest.get((schema, row_ids)) if newest else None
+            kept, token = self._newest.get((schema, row_ids), _NOT_KEPT) if newest else _NOT_KEPT
             changed_ts = self._changed_ts
         if kept is not None:
-            self.kept.touch(self._newest_tokens.get((schema, row_ids)))
+            self.kept.touch(token)
             if _small_chunks(kept):
                 # Read again, and maybe again: one chunk reads faster. Not on the first read,
                 # which a restarted CN (or a new subscription) waits for.
                 kept = kept.combine_chunks()
                 with self._lock:
-                    if self._changed_ts == changed_ts and (schema, row_ids) in self._newest:
-                        self._newest[schema, row_ids] = kept
+                    if self._newest.get((schema, row_ids), _NOT_KEPT)[1] == token:
+                        self._newest[schema, row_ids] = (kept, token)
             return within(kept, bounds) if bounded else kept
         if bounded:  # only the rows within: not kept, and cheaper than the whole table
             return self._snapshot(schema, ts, row_ids, bounds)
@@ -308,26 +309,23 @@ class TableState:
             if self._changed_ts != changed_ts:
                 return
             if len(self._newest) >= MAX_CACHED_SNAPSHOTS:  # the oldest kept goes
-                oldest = next(iter(self._newest))
-                self._newest.pop(oldest)
-                let_go.append(self._newest_tokens.pop(oldest))
-            if key in self._newest_tokens:
-                let_go.append(self._newest_tokens[key])
-            self._newest[key] = snapshot
-            self._newest_tokens[key] = token
+                let_go.append(self._newest.pop(next(iter(self._newest)))[1])
+            if key in self._newest:
+                let_go.append(self._newest[key][1])
+            self._newest[key] = (snapshot, token)
         self._release(let_go)
         admitted = self.kept.admit(token, snapshot.nbytes, lambda: self._evicted(key, token))
         with self._lock:
-            held = self._newest_tokens.get(key) == token
+            held = self._newest.get(key, _NOT_KEPT)[1] == token
             if held and not admitted:  # too large to keep: used once
-                del self._newest[key], self._newest_tokens[key]
+                del self._newest[key]
         if admitted and not held:  # the table changed meanwhile
             self.kept.release(token)
 
     def _evicted(self, key: tuple[TableSchema, bool], token: int) -> None:
         with self._lock:
-            if self._newest_tokens.get(key) == token:
-                del self._newest[key], self._newest_tokens[key]
+            if self._newest.get(key, _NOT_KEPT)[1] == token:
+                del self._newest[key]
 
     def indexed_snapshot(
         self, schema: TableSchema, ts: int, row_ids: bool, bounds: tuple[ColumnBound, ...]

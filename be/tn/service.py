@@ -180,5 +180,5 @@ class TransactionNode:
     def _snapshot(self, schema, ts, row_ids, timeout, bounds, columns):
         deadline = time.monotonic() + timeout
         self.reads.wait_for(ts, timeout)
-        with self.reads.reading(schema.table_id, max(deadline - time.monotonic(), 0)):
-            return self.reads.snapshot(schema, ts, row_ids, bounds, columns)
+        remaining = max(deadline - time.monotonic(), 0)
+        return self.reads.following_snapshot(schema, ts, remaining, row_ids, bounds, columns)

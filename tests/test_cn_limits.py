@@ -20,6 +20,7 @@ from be.cn.kept_bytes import KeptBytes
 from be.cn.limits import ComputeLimits
 from be.config import BE_KEYS, DEFAULT_BE_CONF, Config
 from be.logtail.entries import ROW_ID, Commit
+from be.logtail.limits import LogtailLimits
 from be.service.format import (
     StatusRequest,
 )
@@ -28,7 +29,7 @@ from be.tn.write_set import TableWrite, WriteSet
 from metadata.records import KeyModel
 from tests.harness import QuireProcess, cluster_token, execute, free_port, run, wait_until
 from tests.test_data_processes import FE_OVERRIDES, DataNode, backends
-from tests.test_logtail import Consumer, servers  # noqa: F401 - the fixture
+from tests.test_logtail import Consumer, CuttingProxy, servers  # noqa: F401 - the fixture
 from tests.test_logtail import rows as logtail_rows
 
 BUDGET = 48 << 10
@@ -115,6 +116,31 @@ def test_a_subscription_given_up_before_its_answer_is_not_taken_for_the_next(ser
         server.publish(Commit(ts))
         consumer.wait_watermark(ts)
         assert ts - 1 in consumer.timestamps(table_id), table_id
+
+
+def test_an_unsubscribed_table_gets_nothing_and_a_cut_stream_does_not_bring_it_back(servers):  # noqa: F811
+    start, consumers = servers
+    limits = LogtailLimits(reconnect_min_delay=0.005, reconnect_max_delay=0.05)
+    server = start(limits)
+    proxy = CuttingProxy(server.port)
+    consumer = Consumer(proxy, tables=[1, 2], limits=limits)
+    consumers.append(consumer)
+    assert consumer.subscriber.wait_active(1, 10) and consumer.subscriber.wait_active(2, 10)
+    server.publish(Commit(1, (logtail_rows(1, 1, 1), logtail_rows(2, 1, 1))))
+    consumer.wait_watermark(1)
+    consumer.subscriber.unsubscribe(1, timeout=10)
+    server.publish(Commit(2, (logtail_rows(1, 2, 1), logtail_rows(2, 2, 1))))
+    consumer.wait_watermark(2)
+    connects = consumer.subscriber.connects
+    proxy.cut()  # the reconnect resubscribes table 2 only
+    wait_until(lambda: consumer.subscriber.connects > connects, 10, "a new stream")
+    server.publish(Commit(3, (logtail_rows(1, 3, 1), logtail_rows(2, 3, 1))))
+    consumer.wait_watermark(3)
+    assert consumer.timestamps(1) == [1] and consumer.timestamps(2) == [1, 2, 3]
+    consumer.subscriber.subscribe(1)  # again, from the start: every commit of it
+    assert consumer.subscriber.wait_active(1, 10)
+    assert consumer.timestamps(1) == [1, 1, 2, 3]
+    proxy.close()
 
 
 # -- quire up's CN ---------------------------------------------------------------------------

@@ -174,7 +174,14 @@ class TransactionNode:
                 stats = self.pipeline.tablet_stats(schema)
                 return TabletStats(tuple((tablet, *stats[tablet]) for tablet in sorted(stats)))
             case StatusRequest():
-                return Status(Role.TN, self.name, self.pipeline.published_ts, (), self.started_ms)
+                return Status(
+                    Role.TN,
+                    self.name,
+                    self.pipeline.published_ts,
+                    (),
+                    self.started_ms,
+                    tuple(self.reads.stats().items()),  # its own reads' CN
+                )
         raise ServiceFormatError(f"a TN does not answer {type(request).__name__}")
 
     def _snapshot(self, schema, ts, row_ids, timeout, bounds, columns):

@@ -292,7 +292,11 @@ def test_a_cn_process_unsubscribes_idle_and_gone_tables(processes):
             )
             assert dict(status().stats)["kept_bytes"] <= BUDGET
         assert len(status().tables) >= 1
-        wait_until(lambda: not status().tables, 60, "every idle table unsubscribed")
+        wait_until(
+            lambda: not status().tables and dict(status().stats)["tables"] == 0,
+            60,
+            "every idle table unsubscribed and dropped",
+        )
         stats = dict(status().stats)
         assert stats["tables"] == 0 and stats["kept_bytes"] == 0 and stats["memory_bytes"] == 0
         assert stats["tables_let_go"] == len(names) and unsubscribed("idle") >= 1

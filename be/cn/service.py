@@ -13,7 +13,6 @@ the TN's checkpoint as a restarted CN does, and waits for it.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import threading
@@ -87,6 +86,9 @@ class ComputeNodeService:
         # keeps its table subscribed until it ends.
         self._lock = threading.Lock()
         self._subscribed: set[int] = set()  # the tables FEs read here (the subscriber bounds it)
+        # Tables being unsubscribed: set once the subscriber delivers nothing more of them and
+        # their state is dropped; a read of one waits for it before it subscribes again.
+        self._leaving: dict[int, threading.Event] = {}
         self._stopping = threading.Event()
         self._idle_checker = threading.Thread(
             target=self._let_go_idle_forever, name=f"{name}-idle", daemon=True
@@ -126,10 +128,7 @@ class ComputeNodeService:
                 reachable = {table for table, _ in tables}
                 with self._lock:
                     gone = [table for table in self._subscribed if table not in reachable]
-                if gone:  # waits for the subscriber's loop: not on this one
-                    await asyncio.get_running_loop().run_in_executor(
-                        None, self.let_go, gone, "gone for good", 0
-                    )
+                self.let_go(gone, "gone for good", idle_seconds=0)
                 return Accepted()
             case StatusRequest():
                 return Status(
@@ -181,10 +180,16 @@ class ComputeNodeService:
         deadline = time.monotonic() + timeout
         table_id = schema.table_id
         with contextlib.ExitStack() as reading:
-            with self._lock:
-                reading.enter_context(self.node.reading(table_id, 0))
-                first = table_id not in self._subscribed
-                self._subscribed.add(table_id)
+            while True:
+                with self._lock:
+                    leaving = self._leaving.get(table_id)
+                    if leaving is None:
+                        reading.enter_context(self.node.reading(table_id, 0))
+                        first = table_id not in self._subscribed
+                        self._subscribed.add(table_id)
+                        break
+                if not leaving.wait(max(deadline - time.monotonic(), 0)):
+                    raise WatermarkTimeout(f"this CN is still unsubscribing table {table_id}")
             if first:
                 self.subscriber.subscribe(table_id)
             if not self.subscriber.wait_active(table_id, max(deadline - time.monotonic(), 0)):
@@ -212,16 +217,28 @@ class ComputeNodeService:
             return []
         with self._lock:
             chosen = self.node.idle_tables(
-                [table for table in candidates if table in self._subscribed],
+                [t for t in candidates if t in self._subscribed and t not in self._leaving],
                 idle_seconds,
             )
+            if not chosen:
+                return []
+            self._subscribed.difference_update(chosen)
+            left = threading.Event()
             for table_id in chosen:
-                self._subscribed.discard(table_id)
-                try:
-                    self.subscriber.unsubscribe(table_id, self.logtail_limits.handshake_timeout)
-                except LogtailClosed:
-                    pass  # nothing is delivered any more
+                self._leaving[table_id] = left
+
+        def gone() -> None:  # in the subscriber's thread: nothing of them is delivered any more
+            for table_id in chosen:
                 self.node.drop(table_id)
-        if chosen:
-            logger.info("CN %s unsubscribed tables %s (%s)", self.name, chosen, why)
+            with self._lock:
+                for table_id in chosen:
+                    if self._leaving.get(table_id) is left:
+                        del self._leaving[table_id]
+            left.set()
+
+        try:
+            self.subscriber.unsubscribe_all(chosen, then=gone)
+        except LogtailClosed:  # stopped: nothing is delivered any more
+            gone()
+        logger.info("CN %s unsubscribed tables %s (%s)", self.name, chosen, why)
         return chosen

@@ -123,20 +123,29 @@ class LogtailSubscriber:
         self._call(self._subscribe, table_id, from_ts)
 
     def unsubscribe(self, table_id: int, timeout: float | None = None) -> None:
-        """Stop table_id's changes; with a timeout, wait until none is delivered any more
-        (LogtailClosed if the subscriber stops first or does not get to it in time)."""
-        if timeout is None:
-            self._call(self._unsubscribe, table_id)
-            return
+        self.unsubscribe_all((table_id,), timeout)
+
+    def unsubscribe_all(
+        self,
+        table_ids,
+        timeout: float | None = None,
+        then: Callable[[], None] | None = None,
+    ) -> None:
+        """Stop these tables' changes. then() is called in the subscriber's thread once none is
+        delivered any more; with a timeout, this waits until then (LogtailClosed if the
+        subscriber stops first or does not get to it in time)."""
+        table_ids = tuple(table_ids)
         done = threading.Event()
 
         def unsubscribe() -> None:
-            self._unsubscribe(table_id)
+            self._unsubscribe(table_ids)
+            if then is not None:
+                then()
             done.set()
 
         self._call(unsubscribe)
-        if not done.wait(timeout):
-            raise LogtailClosed(f"the subscriber did not unsubscribe table {table_id} in time")
+        if timeout is not None and not done.wait(timeout):
+            raise LogtailClosed(f"the subscriber did not unsubscribe {list(table_ids)} in time")
 
     @property
     def watermark(self) -> int:
@@ -189,14 +198,17 @@ class LogtailSubscriber:
         self._ask((table_id,), from_ts)
         self._progressed()
 
-    def _unsubscribe(self, table_id: int) -> None:
-        self._active.discard(table_id)
-        self._pending.pop(table_id, None)
-        if self._asked[table_id]:
-            self._stale_answers[table_id] = self._asked[table_id]
-        else:
-            self._asked.pop(table_id, None)
-        self._send(Unsubscribe((table_id,)))
+    def _unsubscribe(self, table_ids: tuple[int, ...]) -> None:
+        for table_id in table_ids:
+            self._active.discard(table_id)
+            self._pending.pop(table_id, None)
+            if self._asked[table_id]:
+                self._stale_answers[table_id] = self._asked[table_id]
+            else:
+                self._asked.pop(table_id, None)
+        step = self.limits.max_tables_per_request
+        for start in range(0, len(table_ids), step):
+            self._send(Unsubscribe(table_ids[start : start + step]))
         self._progressed()
 
     def _ask(self, table_ids: tuple[int, ...], from_ts: int) -> None:

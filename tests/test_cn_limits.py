@@ -7,6 +7,10 @@ its CN every commit) and in a CN process (logtail subscriptions)."""
 from __future__ import annotations
 
 import json
+import random
+import secrets
+import threading
+from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -14,17 +18,22 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from be.client import open_embedded
+from be.client import EmbeddedDataPlane, open_embedded
 from be.cn.bounds import ColumnBound
 from be.cn.kept_bytes import KeptBytes
 from be.cn.limits import ComputeLimits
+from be.cn.service import ComputeNodeService
 from be.config import BE_KEYS, DEFAULT_BE_CONF, Config
+from be.logservice.limits import LogLimits
+from be.logservice.service import LogService
 from be.logtail.entries import ROW_ID, Commit
 from be.logtail.limits import LogtailLimits
 from be.service.format import (
     StatusRequest,
 )
+from be.storage.objects import ObjectStore
 from be.table_schema import ColumnSchema, PartitionSchema, TableSchema
+from be.tn.service import TransactionNode, commit_limits
 from be.tn.write_set import TableWrite, WriteSet
 from metadata.records import KeyModel
 from tests.harness import QuireProcess, cluster_token, execute, free_port, run, wait_until
@@ -229,6 +238,134 @@ def test_an_idle_table_is_let_go_and_read_again_with_the_writes_made_meanwhile(t
         assert plane.cn_stats()["tables_let_go"] >= 1
     finally:
         plane.close()
+
+
+class RacingLoad:
+    """Inserts into one table in a thread of its own, and reads of it (whole, and one key) at
+    random moments from others, while the CN lets the table go and follows it again between
+    reads: every read sees exactly the rows committed at or before its timestamp."""
+
+    def __init__(self, schema: TableSchema, commit, read, read_ts):
+        self.schema, self.commit, self.read, self.read_ts = schema, commit, read, read_ts
+        self.committed: list[tuple[int, int]] = [(0, 0)]  # (commit ts, rows by then)
+        self.reads = 0
+        self.failures: list[str] = []
+        self.stop = threading.Event()
+
+    def write(self) -> None:
+        rows = 0
+        while not self.stop.wait(0.02):
+            ts = self.commit(rows_of(self.schema, range(rows, rows + 5)))
+            rows += 5
+            self.committed.append((ts, rows))
+
+    def check(self, seed: int) -> None:
+        chooser = random.Random(seed)
+        while not self.stop.wait(chooser.uniform(0, 0.12)):
+            ts = self.read_ts()
+            expected = max(rows for stamp, rows in self.committed if stamp <= ts)
+            bounds = (ColumnBound("k", 2, 2),) if chooser.random() < 0.5 else ()
+            try:
+                found = self.read(ts, bounds)
+            except Exception as error:
+                self.failures.append(f"read at {ts}: {error!r}")
+                continue
+            # A commit may be in before the writer noted it: at least what it noted, in order.
+            keys = sorted(found.column("k").to_pylist())
+            if bounds:
+                right = keys == [2] if expected > 2 else keys in ([], [2])
+            else:
+                right = keys == list(range(len(keys))) and len(keys) >= expected
+            if not right:
+                self.failures.append(f"read at {ts} {bounds}: {keys[:5]}..., {expected} expected")
+            self.reads += 1
+
+    def run(self, seconds: float) -> None:
+        threads = [threading.Thread(target=self.write)]
+        threads += [threading.Thread(target=self.check, args=(seed,)) for seed in range(3)]
+        for thread in threads:
+            thread.start()
+        self.stop.wait(seconds)
+        self.stop.set()
+        for thread in threads:
+            thread.join()
+        assert not self.failures, self.failures[:5]
+
+
+def test_reads_racing_quire_ups_let_go_see_every_row(tmp_path):
+    config = Config.load(BE_KEYS, [DEFAULT_BE_CONF], [f"storage_root={tmp_path}", "flush_rows=40"])
+    limits = replace(
+        ComputeLimits.from_config(config), unsubscribe_idle_seconds=0.05, idle_check_seconds=0.01
+    )
+    log_limits = LogLimits.from_config(config)
+    plane = EmbeddedDataPlane(
+        lambda: LogService.open(tmp_path, log_limits),
+        commit_limits(config, log_limits),
+        ObjectStore.from_config(config),
+        limits,
+    )
+    plane.start()
+    try:
+        schema = schema_of(1)
+
+        def read(ts, bounds):
+            if bounds:
+                found = plane.indexed_snapshot(schema, ts, False, bounds)
+                if found is not None:
+                    return found
+            return plane.snapshot(schema, ts, 10, bounds=bounds)
+
+        load = RacingLoad(
+            schema,
+            lambda rows: plane.commit(WriteSet(plane.read_ts(), (TableWrite(schema, rows),))),
+            read,
+            plane.read_ts,
+        )
+        load.run(3)
+        assert load.reads > 20 and plane.cn_stats()["tables_let_go"] > 3, plane.cn_stats()
+    finally:
+        plane.close()
+
+
+def test_reads_racing_a_cns_unsubscribes_see_every_row(tmp_path):
+    logtail_port = free_port()
+    config = Config.load(
+        BE_KEYS,
+        [DEFAULT_BE_CONF],
+        [
+            f"storage_root={tmp_path}",
+            "flush_rows=40",
+            "tn_checkpoint_interval_second=1",
+            f"logtail_port={logtail_port}",
+            f"tn_logtail_address=127.0.0.1:{logtail_port}",
+            f"tn_service_port={free_port()}",
+            f"cn_service_port={free_port()}",
+        ],
+    )
+    token = secrets.token_hex(16)
+    tn = TransactionNode(config, token)
+    cn = ComputeNodeService(config, token)
+    cn.node.limits = replace(cn.node.limits, unsubscribe_idle_seconds=0.05, idle_check_seconds=0.01)
+    tn.start()
+    try:
+        cn.start()
+        schema = schema_of(1)
+
+        def commit(rows) -> int:
+            write = WriteSet(tn.pipeline.last_ts, (TableWrite(schema, rows),))
+            return tn.pipeline.commit(write)
+
+        load = RacingLoad(
+            schema,
+            commit,
+            lambda ts, bounds: cn.snapshot(schema, ts, False, 10, bounds),
+            lambda: tn.pipeline.published_ts,
+        )
+        load.run(4)
+        assert load.reads > 20 and cn.node.stats()["tables_let_go"] > 3, cn.node.stats()
+    finally:
+        cn.close()
+        tn.close()
 
 
 # -- a CN process ----------------------------------------------------------------------------

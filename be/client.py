@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import hashlib
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -67,6 +68,8 @@ from be.tn.pipeline import CommitPipeline
 from be.tn.service import commit_limits
 from be.tn.write_set import WriteSet
 
+logger = logging.getLogger(__name__)
+
 
 class EmbeddedDataPlane:
     def __init__(
@@ -82,7 +85,9 @@ class EmbeddedDataPlane:
         self.limits = limits or CommitLimits()
         self.store = store
         self.log = None
-        self.cn = ComputeNode(store, cn_limits)
+        self.cn = ComputeNode(
+            store, cn_limits, image=lambda table_id: self.tn.flusher.image(table_id)
+        )
         self.tn: CommitPipeline | None = None
 
     def start(self) -> None:
@@ -140,8 +145,12 @@ class EmbeddedDataPlane:
         """The table at ts; bounds may leave out the rows outside them (a narrowing only),
         columns (lower-case names, when given) the columns not among them, and partitions (ids,
         when given) the rows of the schema's other partitions (a partition pruning)."""
+        deadline = time.monotonic() + timeout
         self.cn.wait_for(ts, timeout)
-        return self.cn.snapshot(schema, ts, row_ids, bounds, columns, partitions)
+        remaining = max(deadline - time.monotonic(), 0)
+        return self.cn.following_snapshot(
+            schema, ts, remaining, row_ids, bounds, columns, partitions
+        )
 
     def runs_queries(self) -> bool:
         """Whether run_query() sends queries elsewhere: no, the FE's engine reads snapshot()."""
@@ -176,8 +185,13 @@ class EmbeddedDataPlane:
 
     def forget_unreachable(self, as_of_ts: int, reachable: dict[int, frozenset[int]]) -> None:
         """Of what was committed at or before as_of_ts, only these tables' partitions may be
-        read again: the TN frees the objects of the rest."""
+        read again: the TN frees the objects of the rest, and the CN lets the rest go."""
         self.tn.forget_unreachable(as_of_ts, reachable)
+        self.cn.forget_unreachable(reachable)
+
+    def cn_stats(self) -> dict[str, int]:
+        """What the CN holds (be/cn/node.py's stats)."""
+        return self.cn.stats()
 
 
 def open_embedded(config: Config) -> EmbeddedDataPlane:
@@ -349,6 +363,14 @@ class RemoteDataPlane:
     def forget_unreachable(self, as_of_ts: int, reachable: dict[int, frozenset[int]]) -> None:
         tables = tuple((table, tuple(sorted(ids))) for table, ids in sorted(reachable.items()))
         self._ask_tn(Reachable(as_of_ts, tables))
+        for node in self._nodes():  # and the CNs let the rest go
+            if node.role is Role.CN and node.alive:
+                try:
+                    self.client(node.host, node.port).call(Reachable(as_of_ts, tables))
+                except ServiceError as error:
+                    logger.info(
+                        "CN %s:%d was not told what may be read: %s", node.host, node.port, error
+                    )
 
     def indexed_snapshot(
         self, schema: TableSchema, ts: int, row_ids: bool, bounds: tuple[ColumnBound, ...]

@@ -317,6 +317,17 @@ BE_KEYS = (
         30,
         comment="A commit not in the TN's log by then is answered with an unknown outcome; less than time_travel_retention_second.",
     ),
+    # The CN's memory: what it keeps besides the rows of the tables it follows.
+    Key(
+        "cn_snapshot_cache_bytes",
+        268435456,
+        comment="Bytes of table snapshots and key indexes a CN keeps for the next reads, across all its tables (the least recently read go first; a larger one is used once, not kept); 0: none kept.",
+    ),
+    Key(
+        "cn_unsubscribe_idle_second",
+        600,
+        comment="A CN unsubscribes a table no read asked for this long and drops its rows; the next read subscribes again and waits for it; 0: never.",
+    ),
 )
 
 

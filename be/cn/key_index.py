@@ -29,6 +29,7 @@ MAX_TAIL_ROWS = 65_536  # ... and always past this many
 MAX_KEPT_CHOICES = 64  # column lists kept with their positions, per table
 MAX_KEPT_VALUES = 65_536  # rows kept as Python values for point reads; past it all are let go
 FEW_ROWS = 16  # more rows found are checked by Arrow, fewer in Python
+TAIL_ENTRY_BYTES = 128  # what a row or delete since the base costs, about (its place, its key)
 DELETED_AT = "__QUIRE_DELETED_AT"  # a base row's delete timestamp (NULL: not deleted)
 
 
@@ -99,6 +100,16 @@ class KeyIndex:
             self._base, self._base_keys = base, keys
             self._forget_values()
             self.ready = not self.broken
+
+    @property
+    def nbytes(self) -> int:
+        """About what the index holds: its base (rows and keys), and a share per row or delete
+        since (the tail is folded into the base before it grows large)."""
+        if self.broken:
+            return 0
+        base = 0 if self._base is None else self._base.nbytes + 8 * len(self._base_keys)
+        pending = self.rows - (0 if self._base is None else self._base.num_rows)
+        return base + TAIL_ENTRY_BYTES * (max(pending, 0) + len(self._deleted_tail))
 
     def _give_up(self) -> None:
         self.broken = True

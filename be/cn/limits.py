@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -10,6 +11,16 @@ class ComputeLimits:
     cache_bytes: int = 256 << 20  # decoded objects and tombstones kept for the next snapshot
     max_cached_object_bytes: int = 64 << 20  # a larger decoded object is read, never cached
     key_index_max_rows: int = 2_000_000  # a table with more rows is read without a key index
+    # Snapshots and key indexes kept for the next reads, across every table (least recently
+    # read first out); a larger one is used by the read that made it and not kept.
+    kept_bytes: int = 256 << 20
+    max_kept_entry_bytes: int = 256 << 20
+    max_kept_entries: int = 8192
+    # A table nobody read for this long is unsubscribed and its state dropped (the next read
+    # subscribes again); checked every idle_check_seconds.
+    unsubscribe_idle_seconds: float = 600.0
+    idle_check_seconds: float = 10.0
+    max_unfollowed_tables: int = 65_536  # tables remembered as unfollowed (a TN's own reads)
 
     def __post_init__(self) -> None:
         rules = {
@@ -17,6 +28,14 @@ class ComputeLimits:
                 0 < self.max_cached_object_bytes <= self.cache_bytes
             ),
             "key_index_max_rows >= 0": self.key_index_max_rows >= 0,
+            "0 <= max_kept_entry_bytes <= kept_bytes": (
+                0 <= self.max_kept_entry_bytes <= self.kept_bytes
+            ),
+            "max_kept_entries > 0": self.max_kept_entries > 0,
+            "0 < idle_check_seconds <= unsubscribe_idle_seconds (inf: never)": (
+                0 < self.idle_check_seconds <= self.unsubscribe_idle_seconds
+            ),
+            "max_unfollowed_tables > 0": self.max_unfollowed_tables > 0,
         }
         broken = [rule for rule, holds in rules.items() if not holds]
         assert not broken, f"ComputeLimits break: {', '.join(broken)}"
@@ -24,8 +43,14 @@ class ComputeLimits:
     @classmethod
     def from_config(cls, config) -> ComputeLimits:
         cache = config["cn_cache_bytes"]
+        kept = config["cn_snapshot_cache_bytes"]
+        idle = float(config["cn_unsubscribe_idle_second"]) or math.inf  # 0: never
         return cls(
             cache_bytes=cache,
             max_cached_object_bytes=max(1, min(cache, 64 << 20)),
             key_index_max_rows=config["cn_key_index_max_rows"],
+            kept_bytes=kept,
+            max_kept_entry_bytes=kept,
+            unsubscribe_idle_seconds=idle,
+            idle_check_seconds=min(max(idle / 4, 0.05), 10.0, idle),
         )

@@ -64,6 +64,10 @@ class ObjectCache:
                 self._bytes -= evicted.nbytes
         assert self._bytes >= 0
 
+    @property
+    def used_bytes(self) -> int:
+        return self._bytes
+
     def forget(self, name: str) -> None:
         with self._lock:
             for key in [key for key in self._tables if key == name or key.startswith(f"{name}#")]:

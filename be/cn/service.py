@@ -5,10 +5,15 @@ A table is subscribed the first time an FE reads it. A read at T waits (bounded)
 subscription is answered and the subscriber's watermark reaches T: a CN never answers above its
 watermark. When the stream breaks, the subscriber reconnects and resubscribes from its watermark,
 so a restarted TN or a dropped connection costs a wait, not a row.
+
+A table no FE read for cn_unsubscribe_idle_second is unsubscribed and its state dropped, and so is
+one the FE says no read may reach again (dropped for good); the next read subscribes again, from
+the TN's checkpoint as a restarted CN does, and waits for it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -17,13 +22,15 @@ from collections.abc import AsyncIterator
 from be.cn.limits import ComputeLimits
 from be.cn.node import ComputeNode, WatermarkTimeout
 from be.config import Config
-from be.logtail.errors import CheckpointUnreadable
+from be.logtail.errors import CheckpointUnreadable, LogtailClosed
 from be.logtail.limits import LogtailLimits
 from be.logtail.subscriber import LogtailSubscriber
 from be.service.errors import ServiceFormatError
 from be.service.format import (
+    Accepted,
     Message,
     QueryRequest,
+    Reachable,
     ReadTs,
     ReadTsRequest,
     Role,
@@ -79,8 +86,17 @@ class ComputeNodeService:
         )
         self.snapshot_reads = SnapshotReads(self.limits, self.snapshot, Role.CN)
         self.queries = NodeQueries(self.limits, self.snapshot)
+        # Subscribing, and letting go, happen under it: a read counted under it (node.reading)
+        # keeps its table subscribed until it ends.
         self._lock = threading.Lock()
         self._subscribed: set[int] = set()  # the tables FEs read here (the subscriber bounds it)
+        # Tables being unsubscribed: set once the subscriber delivers nothing more of them and
+        # their state is dropped; a read of one waits for it before it subscribes again.
+        self._leaving: dict[int, threading.Event] = {}
+        self._stopping = threading.Event()
+        self._idle_checker = threading.Thread(
+            target=self._let_go_idle_forever, name=f"{name}-idle", daemon=True
+        )
 
     def start(self) -> None:
         self.subscriber.start()
@@ -89,6 +105,7 @@ class ComputeNodeService:
         except BaseException:
             self.subscriber.close()
             raise
+        self._idle_checker.start()
         logger.info(
             "CN %s serving FEs on port %d, following the TN at %s:%d",
             self.name,
@@ -98,10 +115,13 @@ class ComputeNodeService:
         )
 
     def close(self) -> None:
+        self._stopping.set()
         self.server.close()
         self.subscriber.close()
         self.snapshot_reads.close()
         self.queries.close()
+        if self._idle_checker.is_alive():
+            self._idle_checker.join(timeout=10)
 
     async def _handle(self, request: Message) -> Message | AsyncIterator[Message]:
         match request:
@@ -111,6 +131,12 @@ class ComputeNodeService:
                 return self.queries.answer(request)
             case ReadTsRequest():
                 return ReadTs(self.subscriber.watermark)
+            case Reachable(_, tables):
+                reachable = {table for table, _ in tables}
+                with self._lock:
+                    gone = [table for table in self._subscribed if table not in reachable]
+                self.let_go(gone, "gone for good", idle_seconds=0)
+                return Accepted()
             case StatusRequest():
                 return Status(
                     Role.CN,
@@ -118,6 +144,7 @@ class ComputeNodeService:
                     self.subscriber.watermark,
                     self.subscribed_tables(),
                     self.started_ms,
+                    tuple(self.node.stats().items()),
                 )
         raise ServiceFormatError(f"a CN does not answer {type(request).__name__}")
 
@@ -160,16 +187,66 @@ class ComputeNodeService:
         """The table at ts, once this CN has everything of it up to ts."""
         deadline = time.monotonic() + timeout
         table_id = schema.table_id
+        with contextlib.ExitStack() as reading:
+            while True:
+                with self._lock:
+                    leaving = self._leaving.get(table_id)
+                    if leaving is None:
+                        reading.enter_context(self.node.reading(table_id, 0))
+                        first = table_id not in self._subscribed
+                        self._subscribed.add(table_id)
+                        break
+                if not leaving.wait(max(deadline - time.monotonic(), 0)):
+                    raise WatermarkTimeout(f"this CN is still unsubscribing table {table_id}")
+            if first:
+                self.subscriber.subscribe(table_id)
+            if not self.subscriber.wait_active(table_id, max(deadline - time.monotonic(), 0)):
+                raise WatermarkTimeout(f"this CN has not caught up with table {table_id} yet")
+            if not self.subscriber.wait_for_watermark(ts, max(deadline - time.monotonic(), 0)):
+                raise WatermarkTimeout(
+                    f"this CN has data up to {self.subscriber.watermark}, not yet up to {ts}"
+                )
+            self.node.advance(ts)
+            return self.node.snapshot(schema, ts, row_ids, bounds, columns, partitions)
+
+    def _let_go_idle_forever(self) -> None:
+        while not self._stopping.wait(self.node.limits.idle_check_seconds):
+            with self._lock:
+                subscribed = list(self._subscribed)
+            self.let_go(self.node.idle_tables(subscribed), "idle")
+
+    def let_go(
+        self, candidates: list[int], why: str, idle_seconds: float | None = None
+    ) -> list[int]:
+        """Unsubscribe the candidates no read is under way on and none was for idle_seconds
+        (node.idle_tables, checked under the lock), then drop their state: the next read
+        subscribes again."""
+        if not candidates:
+            return []
         with self._lock:
-            first = table_id not in self._subscribed
-            self._subscribed.add(table_id)
-        if first:
-            self.subscriber.subscribe(table_id)
-        if not self.subscriber.wait_active(table_id, max(deadline - time.monotonic(), 0)):
-            raise WatermarkTimeout(f"this CN has not caught up with table {table_id} yet")
-        if not self.subscriber.wait_for_watermark(ts, max(deadline - time.monotonic(), 0)):
-            raise WatermarkTimeout(
-                f"this CN has data up to {self.subscriber.watermark}, not yet up to {ts}"
+            chosen = self.node.idle_tables(
+                [t for t in candidates if t in self._subscribed and t not in self._leaving],
+                idle_seconds,
             )
-        self.node.advance(ts)
-        return self.node.snapshot(schema, ts, row_ids, bounds, columns, partitions)
+            if not chosen:
+                return []
+            self._subscribed.difference_update(chosen)
+            left = threading.Event()
+            for table_id in chosen:
+                self._leaving[table_id] = left
+
+        def gone() -> None:  # in the subscriber's thread: nothing of them is delivered any more
+            for table_id in chosen:
+                self.node.drop(table_id)
+            with self._lock:
+                for table_id in chosen:
+                    if self._leaving.get(table_id) is left:
+                        del self._leaving[table_id]
+            left.set()
+
+        try:
+            self.subscriber.unsubscribe_all(chosen, then=gone)
+        except LogtailClosed:  # stopped: nothing is delivered any more
+            gone()
+        logger.info("CN %s unsubscribed tables %s (%s)", self.name, chosen, why)
+        return chosen

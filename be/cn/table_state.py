@@ -23,7 +23,10 @@ A read bounded on the first key column (a point or range read) is answered from 
 (be/cn/key_index.py) made by the first such read and fed by every commit after it, instead of
 filtering the whole snapshot; a read it cannot answer takes the snapshot's path. The index
 holds the rows as one schema version reads them (its partitions, its columns): a commit at another
-version, or a read at a newer one, makes it again."""
+version, or a read at a newer one, makes it again.
+
+Kept snapshots and the key index are entries of the CN's byte budget (be/cn/kept_bytes.py), which
+may evict them between reads; one larger than the budget takes is used once and not kept."""
 
 from __future__ import annotations
 
@@ -35,6 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from be.cn.bounds import ColumnBound, within
+from be.cn.kept_bytes import KeptBytes
 from be.cn.key_index import KeyIndex
 from be.cn.limits import ComputeLimits
 from be.cn.object_cache import ObjectCache
@@ -63,6 +67,7 @@ AGGREGATIONS = {  # Doris's aggregation of a value column: pyarrow's hash aggreg
 
 
 FOREVER = 1 << 63
+_NOT_KEPT = (None, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,11 +84,13 @@ class TableState:
         store: ObjectStore | None = None,
         cache: ObjectCache | None = None,
         max_indexed_rows: int = ComputeLimits.key_index_max_rows,
+        kept: KeptBytes | None = None,
     ):
         self.table_id = table_id
         self.store = store
         self.cache = cache
         self.max_indexed_rows = max_indexed_rows
+        self.kept = kept or KeptBytes(ComputeLimits())
         self._objects: dict[str, _Stored] = {}
         self._tombstones: list[TombstoneMeta] = []
         # Tombstones a compaction removed (with their rows) as (its timestamp, tombstone), in
@@ -100,12 +107,14 @@ class TableState:
         # Every snapshot at or after the newest change is the same: those asked for are kept
         # until the next change.
         self._changed_ts = 0
-        self._newest: dict[tuple[TableSchema, bool], pa.Table] = {}
+        # (schema, row_ids) -> the snapshot and its entry in the kept_bytes budget
+        self._newest: dict[tuple[TableSchema, bool], tuple[pa.Table, int]] = {}
         self.restored_ts = 0  # the checkpoint this state was restored from, if any
         # Point and range reads by the first key column: made by the first such read, for the
         # schema it read with.
         self._index: KeyIndex | None = None
         self._index_schema: TableSchema | None = None
+        self._index_token: int | None = None
         self._removed_ts = 0  # the last merge: objects it replaced served snapshots before it
 
     def restore(
@@ -120,8 +129,43 @@ class TableState:
             self._removed_tombstones = []
             self._drop_until(ts)
             self.restored_ts = self._changed_ts = ts
-            self._newest = {}
-            self._index = None
+            let_go = self._let_all_go()
+
+        self._release(let_go)
+
+    def restore_memory(self, rows: list[pa.Table], delete_ids: list, delete_ts: list) -> None:
+        """After restore(): the rows and deletes committed after its timestamp (ROW_ID,
+        COMMIT_TS, then the columns; row ids and their delete timestamps), in commit order."""
+        with self._lock:
+            assert not self._rows and not self._delete_ids, "restored into an empty table"
+            self._rows = [piece for piece in rows if piece.num_rows]
+            self._row_partitions = [_partitions_in(piece) for piece in self._rows]
+            if len(self._rows) > COMBINE_PIECES:
+                self._rows, self._row_partitions = _combined(self._rows, self._row_partitions)
+            self._delete_ids, self._delete_ts = list(delete_ids), list(delete_ts)
+            self.row_count = sum(piece.num_rows for piece in self._rows)
+            self.nbytes = sum(piece.nbytes for piece in self._rows) + sum(
+                ids.nbytes * 2 for ids in self._delete_ids
+            )
+
+    def let_go(self) -> None:
+        """The CN drops this table: its kept snapshots and index leave the budget."""
+        with self._lock:
+            let_go = self._let_all_go()
+        self._release(let_go)
+
+    def _let_all_go(self) -> list[int]:
+        """Under the lock: the kept snapshots and the index dropped; their tokens to release."""
+        tokens = [token for _, token in self._newest.values()]
+        if self._index_token is not None:
+            tokens.append(self._index_token)
+        self._newest = {}
+        self._index, self._index_token = None, None
+        return tokens
+
+    def _release(self, tokens: list[int]) -> None:
+        for token in tokens:
+            self.kept.release(token)
 
     def apply(self, change: TableChanges, commit_ts: int) -> None:
         assert change.table_id == self.table_id
@@ -129,14 +173,17 @@ class TableState:
             return  # the checkpoint holds it already
         if change.changes_storage:
             self._apply_storage(change, commit_ts)
+        let_go: list[int] = []
         with self._lock:
             assert commit_ts > self._changed_ts
             self._changed_ts = commit_ts
-            self._newest = {}
+            if self._newest:
+                let_go.extend(token for _, token in self._newest.values())
+                self._newest = {}
             if self._index is not None and (
                 change.schema_version != self._index_schema.schema_version
             ):
-                self._index = None  # rows of another version: made again for the next read
+                let_go.extend(self._drop_index())  # rows of another version: made again
             if change.inserts is not None and change.inserts.num_rows:
                 rows = change.inserts
                 stamps = pa.repeat(pa.scalar(commit_ts, pa.int64()), rows.num_rows)
@@ -159,9 +206,17 @@ class TableState:
                 if len(self._delete_ids) > COMBINE_PIECES:
                     self._delete_ids = [pa.concat_arrays(self._delete_ids)]
                     self._delete_ts = [pa.concat_arrays(self._delete_ts)]
+        self._release(let_go)
+
+    def _drop_index(self) -> list[int]:
+        """Under the lock: the index dropped (made again by the next read); its token."""
+        token = self._index_token
+        self._index, self._index_token = None, None
+        return [] if token is None else [token]
 
     def _apply_storage(self, change: TableChanges, commit_ts: int) -> None:
         assert self.store is not None, "a CN reading flushed tables needs the object store"
+        let_go: list[int] = []
         with self._lock:
             for name in change.objects_removed:
                 stored = self._objects.get(name)
@@ -177,12 +232,13 @@ class TableState:
             if change.objects_removed:
                 self._removed_ts = commit_ts
             elif change.objects_added and not change.flushed_ts:
-                self._index = None  # rows that never were in memory: the index is made again
+                let_go = self._drop_index()  # rows never in memory: the index is made again
             for meta in change.objects_added:
                 self._objects[meta.name] = _Stored(meta, serves_from)
             self._tombstones.extend(change.tombstones_added)
             if change.flushed_ts:
                 self._drop_until(change.flushed_ts)
+        self._release(let_go)
 
     def _drop_until(self, ts: int) -> None:
         if self._rows:
@@ -242,16 +298,17 @@ class TableState:
                 return (schema.with_row_ids() if row_ids else schema.arrow()).empty_table()
         with self._lock:
             newest = ts >= self._changed_ts
-            kept = self._newest.get((schema, row_ids)) if newest else None
+            kept, token = self._newest.get((schema, row_ids), _NOT_KEPT) if newest else _NOT_KEPT
             changed_ts = self._changed_ts
         if kept is not None:
+            self.kept.touch(token)
             if _small_chunks(kept):
                 # Read again, and maybe again: one chunk reads faster. Not on the first read,
                 # which a restarted CN (or a new subscription) waits for.
                 kept = kept.combine_chunks()
                 with self._lock:
-                    if self._changed_ts == changed_ts and (schema, row_ids) in self._newest:
-                        self._newest[schema, row_ids] = kept
+                    if self._newest.get((schema, row_ids), _NOT_KEPT)[1] == token:
+                        self._newest[schema, row_ids] = (kept, token)
             return within(kept, bounds) if bounded else kept
         if bounded:  # only the rows within: not kept, and cheaper than the whole table
             return self._snapshot(schema, ts, row_ids, bounds)
@@ -259,12 +316,34 @@ class TableState:
         if newest:
             if _small_chunks(snapshot):  # read again and again: few chunks read faster
                 snapshot = snapshot.combine_chunks()
-            with self._lock:
-                if self._changed_ts == changed_ts:
-                    if len(self._newest) >= MAX_CACHED_SNAPSHOTS:  # the oldest kept goes
-                        self._newest.pop(next(iter(self._newest)))
-                    self._newest[schema, row_ids] = snapshot
+            self._keep((schema, row_ids), snapshot, changed_ts)
         return snapshot
+
+    def _keep(self, key: tuple[TableSchema, bool], snapshot: pa.Table, changed_ts: int) -> None:
+        """Keep the newest state's snapshot for the next reads, if the budget takes it."""
+        token = self.kept.token()
+        let_go = []
+        with self._lock:
+            if self._changed_ts != changed_ts:
+                return
+            if len(self._newest) >= MAX_CACHED_SNAPSHOTS:  # the oldest kept goes
+                let_go.append(self._newest.pop(next(iter(self._newest)))[1])
+            if key in self._newest:
+                let_go.append(self._newest[key][1])
+            self._newest[key] = (snapshot, token)
+        self._release(let_go)
+        admitted = self.kept.admit(token, snapshot.nbytes, lambda: self._evicted(key, token))
+        with self._lock:
+            held = self._newest.get(key, _NOT_KEPT)[1] == token
+            if held and not admitted:  # too large to keep: used once
+                del self._newest[key]
+        if admitted and not held:  # the table changed meanwhile
+            self.kept.release(token)
+
+    def _evicted(self, key: tuple[TableSchema, bool], token: int) -> None:
+        with self._lock:
+            if self._newest.get(key, _NOT_KEPT)[1] == token:
+                del self._newest[key]
 
     def indexed_snapshot(
         self, schema: TableSchema, ts: int, row_ids: bool, bounds: tuple[ColumnBound, ...]
@@ -309,7 +388,7 @@ class TableState:
         if bound is None or not pa.types.is_integer(key_type):
             return None
         with self._lock:
-            index, made_for = self._index, self._index_schema
+            index, made_for, token = self._index, self._index_schema, self._index_token
         if index is not None and made_for.schema_version != schema.schema_version:
             if made_for.schema_version > schema.schema_version:
                 return None  # an older reader: the snapshot's path
@@ -321,6 +400,12 @@ class TableState:
         if index is None or index.column != column or ts < index.valid_from:
             return None
         rows = index.within(bound.low, bound.high, ts, may_fold=may_wait)
+        if token is not None:
+            if may_wait:  # a fold (only here) may have changed its size
+                if not self.kept.resize(token, index.nbytes):
+                    self._index_evicted(index)
+            else:
+                self.kept.touch(token)
         if rows is None:
             return None
         others = tuple(other for other in bounds if other is not bound)
@@ -342,6 +427,7 @@ class TableState:
                 return self._index
             if self.row_count >= self.max_indexed_rows:
                 return None
+            let_go = self._drop_index()
             index = self._index = KeyIndex(column, self._removed_ts, self.max_indexed_rows)
             self._index_schema = schema
             memory = list(zip(self._rows, self._row_partitions, strict=True))
@@ -354,6 +440,7 @@ class TableState:
                 and (partitions is None or item.meta.partition_id in partitions)
             ]
             tombstones = list(self._tombstones)
+        self._release(let_go)
         read = False
         try:
             pieces = [self._read_object(meta, None) for meta in stored]
@@ -367,7 +454,29 @@ class TableState:
                     if self._index is index:
                         self._index = None
         index.build(pieces, delete_ids, delete_ts)
+        self._keep_index(index)
         return index
+
+    def _keep_index(self, index: KeyIndex) -> None:
+        """Keep the index for the next reads, if the budget takes it (else this read uses it)."""
+        token = self.kept.token()
+        with self._lock:
+            if self._index is not index:
+                return
+            self._index_token = token
+        admitted = self.kept.admit(token, index.nbytes, lambda: self._index_evicted(index))
+        with self._lock:
+            held = self._index is index and self._index_token == token
+            if held and not admitted:  # larger than the budget keeps: no index from now on
+                self._index, self._index_token = None, None
+                self.max_indexed_rows = min(self.max_indexed_rows, max(self.row_count, 1))
+        if admitted and not held:
+            self.kept.release(token)
+
+    def _index_evicted(self, index: KeyIndex) -> None:
+        with self._lock:
+            if self._index is index:
+                self._index, self._index_token = None, None
 
     def _snapshot(
         self,

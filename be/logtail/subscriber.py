@@ -69,6 +69,11 @@ class LogtailSubscriber:
         self._on_commit = on_commit
         self._on_checkpoint = on_checkpoint
         self._pending: dict[int, int] = {}  # table id -> the from_ts its subscription asked
+        # On this connection, per table id: subscriptions asked and not answered yet (the TN
+        # answers each, in order), and how many of those were given up (unsubscribed while
+        # pending): their answers are not the answer to a later subscription.
+        self._asked: collections.Counter[int] = collections.Counter()
+        self._stale_answers: collections.Counter[int] = collections.Counter()
         self._active: set[int] = set()
         self._stream_ts = 0  # every active table is delivered up to it
         self._connection_ts = 0  # the newest timestamp heard on the current connection
@@ -117,8 +122,30 @@ class LogtailSubscriber:
             raise LogtailError(f"more than {self.limits.max_subscribed_tables} subscribed tables")
         self._call(self._subscribe, table_id, from_ts)
 
-    def unsubscribe(self, table_id: int) -> None:
-        self._call(self._unsubscribe, table_id)
+    def unsubscribe(self, table_id: int, timeout: float | None = None) -> None:
+        self.unsubscribe_all((table_id,), timeout)
+
+    def unsubscribe_all(
+        self,
+        table_ids,
+        timeout: float | None = None,
+        then: Callable[[], None] | None = None,
+    ) -> None:
+        """Stop these tables' changes. then() is called in the subscriber's thread once none is
+        delivered any more; with a timeout, this waits until then (LogtailClosed if the
+        subscriber stops first or does not get to it in time)."""
+        table_ids = tuple(table_ids)
+        done = threading.Event()
+
+        def unsubscribe() -> None:
+            self._unsubscribe(table_ids)
+            if then is not None:
+                then()
+            done.set()
+
+        self._call(unsubscribe)
+        if timeout is not None and not done.wait(timeout):
+            raise LogtailClosed(f"the subscriber did not unsubscribe {list(table_ids)} in time")
 
     @property
     def watermark(self) -> int:
@@ -168,27 +195,41 @@ class LogtailSubscriber:
         if table_id in self._active or table_id in self._pending:
             return
         self._pending[table_id] = from_ts
-        self._send(Subscribe((table_id,), from_ts))
+        self._ask((table_id,), from_ts)
         self._progressed()
 
-    def _unsubscribe(self, table_id: int) -> None:
-        self._active.discard(table_id)
-        self._pending.pop(table_id, None)
-        self._send(Unsubscribe((table_id,)))
+    def _unsubscribe(self, table_ids: tuple[int, ...]) -> None:
+        for table_id in table_ids:
+            self._active.discard(table_id)
+            self._pending.pop(table_id, None)
+            if self._asked[table_id]:
+                self._stale_answers[table_id] = self._asked[table_id]
+            else:
+                self._asked.pop(table_id, None)
+        step = self.limits.max_tables_per_request
+        for start in range(0, len(table_ids), step):
+            self._send(Unsubscribe(table_ids[start : start + step]))
         self._progressed()
+
+    def _ask(self, table_ids: tuple[int, ...], from_ts: int) -> None:
+        if self._writer is not None:
+            self._send(Subscribe(table_ids, from_ts))
+            self._asked.update(table_ids)
 
     def _resubscribe_all(self) -> None:
         """After a reconnect: every table is pending again, the active ones from the watermark."""
         for table_id in self._active:
             self._pending[table_id] = self._stream_ts
         self._active.clear()
+        self._asked.clear()
+        self._stale_answers.clear()
         by_from: dict[int, list[int]] = collections.defaultdict(list)
         for table_id, from_ts in self._pending.items():
             by_from[from_ts].append(table_id)
         for from_ts, table_ids in sorted(by_from.items()):
             step = self.limits.max_tables_per_request
             for start in range(0, len(table_ids), step):
-                self._send(Subscribe(tuple(table_ids[start : start + step]), from_ts))
+                self._ask(tuple(table_ids[start : start + step]), from_ts)
         self._progressed()
 
     async def _keep_connected(self) -> None:
@@ -295,7 +336,8 @@ class LogtailSubscriber:
                 self._receive_answer(message)
             case Refused(code, table_ids, text):
                 logger.info("the TN refused subscribing %s for now: %s", list(table_ids), text)
-                if code is RefusalCode.RESPONSE_TOO_LARGE:
+                table_ids = tuple(t for t in table_ids if not self._stale(t))
+                if code is RefusalCode.RESPONSE_TOO_LARGE and table_ids:
                     writer = self._writer
                     self._loop.call_later(
                         self.limits.reconnect_max_delay, self._ask_again, writer, table_ids
@@ -317,7 +359,8 @@ class LogtailSubscriber:
         self._progressed()
 
     def _receive_answer(self, answer: Subscribed) -> None:
-        tables = frozenset(t for t in answer.table_ids if t in self._pending)
+        fresh = [t for t in answer.table_ids if not self._stale(t)]
+        tables = frozenset(t for t in fresh if t in self._pending)
         if answer.to_ts < self._connection_ts:
             # Every push before an answer on one connection was sent before its pull was taken.
             # (A restarted TN may answer below the watermark: it lost no commit, only heartbeats.)
@@ -340,6 +383,12 @@ class LogtailSubscriber:
         self._connection_ts = max(self._connection_ts, answer.to_ts)
         self._progressed()
 
+    def _stale(self, table_id: int) -> bool:
+        """Whether the TN's answer (or refusal) for table_id that arrived is one to a
+        subscription given up since; either way it is counted off."""
+        _count_off(self._asked, table_id)
+        return _count_off(self._stale_answers, table_id)
+
     def _ask_again(self, writer, table_ids: tuple[int, ...]) -> None:
         still = tuple(t for t in table_ids if t in self._pending)
         if writer is self._writer and writer is not None and still:
@@ -347,7 +396,7 @@ class LogtailSubscriber:
             for table_id in still:
                 by_from[self._pending[table_id]].append(table_id)
             for from_ts, ids in by_from.items():
-                self._send(Subscribe(tuple(ids), from_ts))
+                self._ask(tuple(ids), from_ts)
 
     def _deliver(self, commit: Commit) -> None:
         try:
@@ -358,3 +407,13 @@ class LogtailSubscriber:
             self._closing = True
             self._progressed()
             raise
+
+
+def _count_off(counter: collections.Counter, key: int) -> bool:
+    """One off counter[key]; False if there was none."""
+    left = counter.get(key, 0)
+    if left <= 1:
+        counter.pop(key, None)
+    else:
+        counter[key] = left - 1
+    return left > 0

@@ -16,7 +16,8 @@ the old ones. Versions:
         are asked of the TN; the FE tells the TN which tables and partitions may still be read
     4   a snapshot request (and a query's table) carries the partitions the read needs (partition
         pruning); a CN runs a query (QueryRequest) and streams its result back (ResultPart...,
-        ResultEnd); a Failure carries its kind's arguments, so the kind is made again as raised
+        ResultEnd); a Failure carries its kind's arguments, so the kind is made again as raised;
+        a node's status carries its statistics (name, count pairs: a CN's kept and cached bytes)
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from be.tn.write_set import TableWrite, WriteSet
 from be.wire import Envelope, FieldReader
 
 FORMAT_VERSION = 4
+MAX_STATS = 64  # statistics in a node's status
 SUPPORTED_VERSIONS = (FORMAT_VERSION,)  # nodes and FEs of one build talk: no older version is read
 
 NONCE_BYTES = 32
@@ -109,6 +111,7 @@ class Status:
     watermark: int  # TN: the newest timestamp published; CN: its subscriber's watermark
     tables: tuple[int, ...]  # CN: the tables it is subscribed to
     started_ms: int
+    stats: tuple[tuple[str, int], ...] = ()  # CN: be/cn/node.py's stats
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,8 +345,9 @@ def _fields(message: Message, limits: ServiceLimits) -> list:
             return [Kind.WELCOME, proof, role.value, name]
         case StatusRequest():
             return [Kind.STATUS_REQUEST]
-        case Status(role, name, watermark, tables, started_ms):
-            return [Kind.STATUS, role.value, name, watermark, list(tables), started_ms]
+        case Status(role, name, watermark, tables, started_ms, stats):
+            named = [[stat, count] for stat, count in stats]
+            return [Kind.STATUS, role.value, name, watermark, list(tables), started_ms, named]
         case CommitRequest(write_set):
             writes = [
                 [encode_schema(w.schema), _ipc(w.inserts, limits), _ipc(w.deletes, limits)]
@@ -471,6 +475,11 @@ def _partition_ids(value: Any, schema: TableSchema) -> tuple[int, ...]:
     return ids
 
 
+def _stat(value: Any) -> tuple[str, int]:
+    name, count = _shape(value, 2, "statistic")
+    return _str(name, "statistic name", MAX_NAME_CHARS), _int(count, "statistic")
+
+
 def _tablet_stat(value: Any) -> tuple[int, int, int]:
     tablet_id, rows, size = _shape(value, 3, "tablet statistic")
     return _int(tablet_id, "tablet id", 1), _int(rows, "rows"), _int(size, "bytes")
@@ -565,15 +574,18 @@ def _message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
             _shape(fields, 0, "status request")
             return StatusRequest()
         case Kind.STATUS:
-            role, name, watermark, tables, started_ms = _shape(fields, 5, "status")
+            role, name, watermark, tables, started_ms, stats = _shape(fields, 6, "status")
             if type(tables) is not tuple or len(tables) > limits.max_rows:
                 raise ServiceFormatError("malformed table list")
+            if type(stats) is not tuple or len(stats) > MAX_STATS:
+                raise ServiceFormatError("malformed statistics")
             return Status(
                 _role(role),
                 _str(name, "name", MAX_NAME_CHARS),
                 _int(watermark, "watermark"),
                 tuple(_int(table, "table id", 1) for table in tables),
                 _int(started_ms, "start time"),
+                tuple(_stat(stat) for stat in stats),
             )
         case Kind.COMMIT_REQUEST:
             snapshot_ts, request_id, writes = _shape(fields, 3, "commit request")

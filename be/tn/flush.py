@@ -22,6 +22,7 @@ from collections.abc import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from be.cn.node import TableImage
 from be.logtail.entries import COMMIT_TS, PARTITION_ID, ROW_ID, Commit, TableChanges
 from be.row_adapter import adapted
 from be.storage.blocks import write_blocks
@@ -148,6 +149,20 @@ class Flusher:
                 count, size = totals.get(tablet.tablet_id, (0, 0))
                 totals[tablet.tablet_id] = (count + part.num_rows, size + part.nbytes)
         return totals
+
+    def image(self, table_id: int) -> TableImage:
+        """The table as the TN holds it now (a CN in this process follows it from here): its
+        objects, its tombstones, what no flush holds yet."""
+        with self._lock:
+            known = self.objects.get(table_id)
+            memory = self.memory.get(table_id)
+            return TableImage(
+                tuple(known.objects.values()) if known is not None else (),
+                tuple(known.tombstones.values()) if known is not None else (),
+                tuple(memory.rows) if memory is not None else (),
+                tuple(memory.delete_ids) if memory is not None else (),
+                tuple(memory.delete_ts) if memory is not None else (),
+            )
 
     def _full(self, memory: TableMemory) -> bool:
         return (

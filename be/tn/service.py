@@ -89,7 +89,11 @@ class TransactionNode:
             on_response_too_large=lambda _: self._request_checkpoint(),
         )
         self.store = ObjectStore.from_config(config)
-        self.reads = ComputeNode(self.store, ComputeLimits.from_config(config))
+        self.reads = ComputeNode(
+            self.store,
+            ComputeLimits.from_config(config),
+            image=lambda table_id: self.pipeline.flusher.image(table_id),
+        )
         self.log: LogService | None = None
         self.pipeline: CommitPipeline | None = None
         self.server = NodeServer(
@@ -166,14 +170,26 @@ class TransactionNode:
                 self.pipeline.forget_unreachable(
                     as_of_ts, {table: frozenset(ids) for table, ids in tables}
                 )
+                self.reads.forget_unreachable({table for table, _ in tables})
                 return Accepted()
             case TabletStatsRequest(schema):
                 stats = self.pipeline.tablet_stats(schema)
                 return TabletStats(tuple((tablet, *stats[tablet]) for tablet in sorted(stats)))
             case StatusRequest():
-                return Status(Role.TN, self.name, self.pipeline.published_ts, (), self.started_ms)
+                return Status(
+                    Role.TN,
+                    self.name,
+                    self.pipeline.published_ts,
+                    (),
+                    self.started_ms,
+                    tuple(self.reads.stats().items()),  # its own reads' CN
+                )
         raise ServiceFormatError(f"a TN does not answer {type(request).__name__}")
 
     def _snapshot(self, schema, ts, row_ids, timeout, bounds, columns, partitions):
+        deadline = time.monotonic() + timeout
         self.reads.wait_for(ts, timeout)
-        return self.reads.snapshot(schema, ts, row_ids, bounds, columns, partitions)
+        remaining = max(deadline - time.monotonic(), 0)
+        return self.reads.following_snapshot(
+            schema, ts, remaining, row_ids, bounds, columns, partitions
+        )

@@ -5,6 +5,7 @@ cluster token: a node without the token never counts as alive."""
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -43,6 +44,7 @@ class Heard:
     watermark: int
     failures: int  # heartbeats failed in a row
     error: str
+    stats: tuple[tuple[str, int], ...] = ()  # the node's own figures (a CN's kept bytes, ...)
 
 
 NOT_YET = Heard(False, 0.0, 0, 0, 0, "not heartbeaten yet")
@@ -117,11 +119,14 @@ class BackendMonitor:
                 before.watermark,
                 before.failures + 1,
                 str(error)[:500],
+                before.stats,
             )
         error = ""
         if status.role is not backend_role(backend):
             error = f"the node says it is a {status.role}, added as a {backend_role(backend)}"
-        return Heard(not error, time.time(), status.started_ms, status.watermark, 0, error)
+        return Heard(
+            not error, time.time(), status.started_ms, status.watermark, 0, error, status.stats
+        )
 
     def rows(self) -> list[tuple]:
         rows = []
@@ -133,7 +138,8 @@ class BackendMonitor:
                 _when(heard.started_ms / 1000), _when(heard.last_heartbeat),
                 str(heard.alive).lower(), "false", 0, "0.000", "0.000", "0.000", "0.000",
                 "0.00 %", "0.00 %", "0.000", '{"location" : "default"}', heard.error, VERSION,
-                f'{{"watermark":{heard.watermark}}}', heard.failures, DORIS_NODE_ROLES[role],
+                json.dumps({"watermark": heard.watermark, **dict(heard.stats)}, separators=(",", ":")),
+                heard.failures, DORIS_NODE_ROLES[role],
                 role.value,
             ))  # fmt: skip
         return rows

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
-from prometheus_client.core import CounterMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from metadata.catalog import Catalog
 
@@ -18,11 +18,15 @@ class Metrics:
         connection_count: Callable[[], int],
         seconds_since_checkpoint: Callable[[], float],
         is_leader: Callable[[], bool],
+        cn_stats: Callable[[], dict[str, int]] | None = None,
     ):
+        """cn_stats: the figures of a CN in this process (`quire up`), as quire_cn_* gauges."""
         self.registry = CollectorRegistry()
         self.queries = 0  # plain counts (each statement counts: a Counter's lock costs too much)
         self.query_errors = 0
         self.registry.register(StatementCounts(self))
+        if cn_stats is not None:
+            self.registry.register(ComputeNodeFigures(cn_stats))
         Gauge(
             "quire_journal_id", "Id of the last applied journal operation", registry=self.registry
         ).set_function(lambda: catalog.journal_id)
@@ -73,3 +77,14 @@ class StatementCounts:
             value=metrics.query_errors,
             created=created,
         )
+
+
+class ComputeNodeFigures:
+    """A CN's own figures (be/cn/node.py's stats: tables followed, bytes kept and cached, ...)."""
+
+    def __init__(self, stats: Callable[[], dict[str, int]]):
+        self.stats = stats
+
+    def collect(self):
+        for name, value in sorted(self.stats().items()):
+            yield GaugeMetricFamily(f"quire_cn_{name}", f"The CN's {name}", value=value)

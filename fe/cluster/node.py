@@ -214,6 +214,7 @@ class FrontendNode:
             connection_count=lambda: self.front.connection_count,
             seconds_since_checkpoint=self.checkpointer.seconds_since_checkpoint,
             is_leader=journal.is_leader,
+            cn_stats=getattr(self.data_plane, "cn_stats", None),
         )
         self.services = FrontendServices(
             this=this,

@@ -27,7 +27,8 @@ MIN_TAIL_ROWS = 256  # the tail is folded past this many rows (or deletes) ...
 TAIL_SHARE = 64  # ... or past 1/TAIL_SHARE of the base, whichever is more
 MAX_TAIL_ROWS = 65_536  # ... and always past this many
 MAX_KEPT_CHOICES = 64  # column lists kept with their positions, per table
-MAX_KEPT_VALUES = 65_536  # rows kept as Python values for point reads; past it all are let go
+MAX_KEPT_VALUES = 16_384  # rows kept as Python values for point reads; past it all are let go
+VALUES_ROW_BYTES = 120  # about what a row kept as a Python tuple costs besides its values
 FEW_ROWS = 16  # more rows found are checked by Arrow, fewer in Python
 TAIL_ENTRY_BYTES = 128  # what a row or delete since the base costs, about (its place, its key)
 DELETED_AT = "__QUIRE_DELETED_AT"  # a base row's delete timestamp (NULL: not deleted)
@@ -109,7 +110,9 @@ class KeyIndex:
             return 0
         base = 0 if self._base is None else self._base.nbytes + 8 * len(self._base_keys)
         pending = self.rows - (0 if self._base is None else self._base.num_rows)
-        return base + TAIL_ENTRY_BYTES * (max(pending, 0) + len(self._deleted_tail))
+        row_bytes = base // max(len(self._base_keys), 1)
+        values = len(self._values) * (VALUES_ROW_BYTES + 2 * row_bytes)  # as Python objects
+        return base + values + TAIL_ENTRY_BYTES * (max(pending, 0) + len(self._deleted_tail))
 
     def _give_up(self) -> None:
         self.broken = True

@@ -326,7 +326,10 @@ class ComputeNode:
         """TableState.values_within of the table, if the CN follows it."""
         assert ts <= self._watermark, "never read above the watermark"
         table = self._tables.get(schema.table_id)
-        return None if table is None else table.values_within(schema, ts, bound, names, limit)
+        if table is None:
+            return None
+        self._read_at[schema.table_id] = time.monotonic()
+        return table.values_within(schema, ts, bound, names, limit)
 
     def table(self, table_id: int) -> TableState | None:
         return self._tables.get(table_id)

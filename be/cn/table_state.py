@@ -361,13 +361,15 @@ class TableState:
         given), visible at ts, from the key index as Python values; None if the index cannot
         answer at once (not made for this schema version, behind, or over limit rows)."""
         with self._lock:
-            index, made_for = self._index, self._index_schema
+            index, made_for, token = self._index, self._index_schema, self._index_token
         if index is None or made_for.schema_version != schema.schema_version:
             return None
         if schema.key_model is KeyModel.AGGREGATE or ts < index.valid_from:
             return None
         if not schema.key_columns or index.column != schema.key_columns[0] != bound.column:
             return None
+        if token is not None:
+            self.kept.touch(token)
         return index.values_within(bound.low, bound.high, ts, names, limit)
 
     def _indexed(

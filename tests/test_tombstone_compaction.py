@@ -114,7 +114,7 @@ def test_a_failed_write_leaves_no_half_written_compaction(tmp_path):
 
 # -- through quire up: files, answers beside SQLite, time travel across a compaction ------------
 
-RETENTION_SECONDS = 10
+RETENTION_SECONDS = 16
 UP_OVERRIDES = {
     "flush_rows": 1000,
     "flush_interval_second": 1,
@@ -191,7 +191,10 @@ def test_updates_and_deletes_on_flushed_rows_are_compacted_away(tmp_path):
         a_round(0)
         started = time.monotonic()
         # The snapshot read as of later: after every delete of the first round is flushed.
-        wait_until(lambda: time.monotonic() - started > 5, 10, "the first round's flushes")
+        # The first round's deletes are compacted RETENTION_SECONDS after they were made, and the
+        # read as of moment is refused RETENTION_SECONDS after moment: the time between them is
+        # what a loaded machine has to read as of moment after the compaction.
+        wait_until(lambda: time.monotonic() - started > 9, 15, "the first round's flushes")
         moment = wall_clock(db)
         then = oracle.execute("SELECT k, v, s FROM t ORDER BY k").fetchall()
         as_of = f"SELECT k, v, s FROM t FOR SYSTEM_TIME AS OF TIMESTAMP '{moment}' ORDER BY k"

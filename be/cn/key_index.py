@@ -135,12 +135,7 @@ class KeyIndex:
                 return None
             self._fold()
         with self._lock:
-            if not self.ready or self.broken:
-                return None
-            try:
-                self._index_tail()
-            except _Unindexable:
-                self._give_up()
+            if not self._tail_indexed():
                 return None
             found = []
             if self._base is not None:
@@ -205,12 +200,7 @@ class KeyIndex:
         without Arrow's cost per call. None if the index cannot answer at once, a name is not
         a column of its rows, or more than limit rows are in the range."""
         with self._lock:
-            if not self.ready or self.broken or self.needs_fold():
-                return None
-            try:
-                self._index_tail()
-            except _Unindexable:
-                self._give_up()
+            if self.needs_fold() or not self._tail_indexed():
                 return None
             keys = self._base_keys
             start = bisect.bisect_left(keys, low)
@@ -281,6 +271,17 @@ class KeyIndex:
                 pa.array(list(later.values()), pa.int64()),
             )
         return self._later
+
+    def _tail_indexed(self) -> bool:
+        """Whether the index answers, its tail indexed (under the lock); False if it gave up."""
+        if not self.ready or self.broken:
+            return False
+        try:
+            self._index_tail()
+        except _Unindexable:
+            self._give_up()
+            return False
+        return True
 
     def _tail_hits(self, low: int | None, high: int | None) -> list[int]:
         tail = self._tail

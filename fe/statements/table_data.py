@@ -4,6 +4,7 @@ snapshot timestamp it reads at (never older than the session's own last commit).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import time
 from collections.abc import Iterable
@@ -160,7 +161,7 @@ class TableReader:
             )
             for name, table, row_ids, bounds, ts, partitions in reads
         )
-        try:
+        with plane_errors():
             return data_plane(self.session).run_query(
                 sql,
                 tables,
@@ -170,12 +171,6 @@ class TableReader:
                 memory_limit_bytes,
                 self._abandoned(timeout),
             )
-        except WatermarkTimeout as error:
-            raise QueryError(
-                ErrorCode.UNKNOWN_ERROR, f"Reading table data timed out: {error}"
-            ) from None
-        except ServiceError as error:
-            raise unavailable(error) from None
 
     def _abandoned(self, timeout: float):
         """Whether the statement's engine has stopped waiting: its client went away, or its
@@ -214,16 +209,23 @@ class TableReader:
     ) -> pa.Table:
         at = self.ts if ts is None else ts
         plane = data_plane(self.session)
-        try:
+        with plane_errors():
             return plane.snapshot(
                 schema, at, READ_WAIT_SECONDS, row_ids, bounds, columns, partitions
             )
-        except WatermarkTimeout as error:
-            raise QueryError(
-                ErrorCode.UNKNOWN_ERROR, f"Reading table data timed out: {error}"
-            ) from None
-        except ServiceError as error:
-            raise unavailable(error) from None
+
+
+@contextlib.contextmanager
+def plane_errors():
+    """The data plane's refusals of a read as the client's errors."""
+    try:
+        yield
+    except WatermarkTimeout as error:
+        raise QueryError(
+            ErrorCode.UNKNOWN_ERROR, f"Reading table data timed out: {error}"
+        ) from None
+    except ServiceError as error:
+        raise unavailable(error) from None
 
 
 def read_ts(session) -> int:

@@ -94,6 +94,9 @@ class QuireSession(BaseSession):
         self.request_id: str | None = None  # a statement another FE forwarded: its id
         self.last_commit_ts = 0  # of this session's newest data commit: its reads see it
         self._reads_now: tuple[tuple[int, int], bool] | None = None
+        self._autocommits: tuple[tuple[int, int], bool] | None = None
+        # a prepared point read's table and plan, while the catalog stays (point_reads)
+        self.point_read_table: tuple | None = None
         self.last_insert_id = 0  # the first AUTO_INCREMENT value its last such INSERT generated
         self.transaction: OpenTransaction | None = None  # BEGIN, or autocommit off
         self.warnings: list[tuple] = []
@@ -267,6 +270,14 @@ class QuireSession(BaseSession):
         answer = not self.variable("read_ts") and zone_known(str(self.variable("time_zone")))
         self._reads_now = (asked, answer)
         return answer
+
+    def autocommits(self) -> bool:
+        """The autocommit variable, read again only once a variable was set."""
+        asked = (self.variables.version, self.catalog.journal_id)
+        kept = self._autocommits
+        if kept is None or kept[0] != asked:
+            kept = self._autocommits = (asked, bool(self.variable("autocommit")))
+        return kept[1]
 
     def variable(self, name: str, scope: str = ""):
         if name.lower() == "ssl_cipher" and scope != "GLOBAL":

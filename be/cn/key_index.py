@@ -322,7 +322,9 @@ class KeyIndex:
 
     def needs_fold(self) -> bool:
         limit = min(MAX_TAIL_ROWS, max(MIN_TAIL_ROWS, len(self._base_keys) // TAIL_SHARE))
-        pending = sum(piece.num_rows for piece in self._pieces[self._tail_pieces :])
+        pending = 0
+        if self._tail_pieces < len(self._pieces):
+            pending = sum(piece.num_rows for piece in self._pieces[self._tail_pieces :])
         return self.ready and (self._tail_rows + pending > limit or len(self._deleted_tail) > limit)
 
     def _fold(self) -> None:

@@ -1102,8 +1102,10 @@ class Connection:
         if stmt.column_names and len(stmt.column_names) == len(result.columns):
             # MySQL names a prepared statement's columns after its text, not the bound values.
             result.columns = [
-                as_column(c).renamed(name)
-                for c, name in zip(result.columns, stmt.column_names, strict=True)
+                column if column.name == name else column.renamed(name)
+                for column, name in zip(
+                    map(as_column, result.columns), stmt.column_names, strict=True
+                )
             ]
         if not (execution.use_cursor and result.columns):
             await self._send_result(result, binary=True)

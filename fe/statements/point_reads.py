@@ -45,14 +45,22 @@ def answer(session, read: PreparedRead, values: list) -> Answer | None:
     db = read.db or session.database or ""
     if db.lower() == "information_schema":
         return None
-    table = readable_table(session, db, read.table)
-    plan = _plan(read, table)
+    asked = (read, session.catalog.journal_id, db, session.username, session.user_host)
+    kept = session.point_read_table
+    if kept is not None and kept[0] == asked:
+        table, plan = kept[1], kept[2]
+    else:  # the grants and the table are as they were until the catalog moves
+        table = readable_table(session, db, read.table)
+        plan = _plan(read, table)
+        session.point_read_table = (asked, table, plan)
     if plan is None:
         return None
     schema, types, described = plan
     if low > high:
         return Answer(described, shaped_rows([[] for _ in described], read.shape, types))
-    transaction = transactions.current(session)
+    transaction = session.transaction
+    if transaction is None and not session.autocommits():
+        transaction = transactions.current(session)  # autocommit off: one is opened
     if transaction is None:
         ts = max(plane.read_ts(), session.last_commit_ts)
     elif table.id in transaction.writes:

@@ -42,7 +42,7 @@ from tests.harness import (
     mariadb,
     wait_until,
 )
-from tests.test_data_processes import FE_OVERRIDES, DataNode
+from tests.test_data_processes import FE_OVERRIDES, DataNode, rows
 
 SMALL_MESSAGE_BYTES = 256 << 10  # the nodes' node_max_message_bytes: the big table is larger
 BIG_ROWS = 20_000
@@ -194,16 +194,6 @@ def _load(node) -> None:
                 cursor.execute(f"INSERT INTO big VALUES {values}")
             cursor.execute("DELETE FROM big WHERE k % 1000 = 7")
             cursor.execute("UPDATE groups SET name = 'renamed' WHERE g = 3")
-    finally:
-        connection.close()
-
-
-def rows(node, sql: str) -> list[tuple]:
-    connection = node.connect(database="d")
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute(sql)
-            return list(cursor.fetchall())
     finally:
         connection.close()
 

@@ -19,7 +19,7 @@ from be.tn.errors import CheckpointCorrupt
 from be.tn.write_set import TableWrite, WriteSet
 from metadata.records import KeyModel
 from tests.harness import free_port, wait_until
-from tests.test_data_processes import DataNode
+from tests.test_data_processes import DataNode, tn_and_cn
 
 TABLE = TableSchema(
     41,
@@ -106,18 +106,8 @@ def checkpoints(storage) -> list[int]:
 
 @pytest.fixture
 def nodes(tmp_path):
-    token = secrets.token_hex(16)
-    logtail_port = free_port()
-    storage = tmp_path / "tn" / "storage"
-    tn = DataNode(tmp_path / "tn", "tn", token, logtail_port, **TINY)
-    cn = DataNode(tmp_path / "cn", "cn", token, logtail_port, storage_root=storage)
-    try:
-        tn.start()
-        cn.start()
-        yield tn, cn, storage
-    finally:
-        for node in (cn, tn):
-            node.stop()
+    with tn_and_cn(tmp_path, **TINY) as started:
+        yield started
 
 
 def test_a_killed_cn_restarts_from_the_checkpoint_and_catches_up(nodes):

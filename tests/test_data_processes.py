@@ -5,7 +5,9 @@ of the TN, strangers without the cluster token, SHOW BACKENDS kept by heartbeats
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import secrets
 import signal
 import socket
 import struct
@@ -130,6 +132,23 @@ class DataNode:
     def tail(self) -> str:
         path = self.workdir / "quire.out"
         return path.read_text(errors="replace")[-3000:] if path.exists() else ""
+
+
+@contextlib.contextmanager
+def tn_and_cn(folder: Path, **tn_overrides):
+    """A `quire tn` and a `quire cn` reading its storage_root, started: (tn, cn, storage_root)."""
+    token = secrets.token_hex(16)
+    logtail_port = free_port()
+    storage = folder / "tn" / "storage"
+    tn = DataNode(folder / "tn", "tn", token, logtail_port, **tn_overrides)
+    cn = DataNode(folder / "cn", "cn", token, logtail_port, storage_root=storage)
+    try:
+        tn.start()
+        cn.start()
+        yield tn, cn, storage
+    finally:
+        for node in (cn, tn):
+            node.stop()
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ from a checkpoint taken after a compaction)."""
 from __future__ import annotations
 
 import random
-import secrets
 import sqlite3
 import time
 from pathlib import Path
@@ -31,9 +30,9 @@ from be.storage.objects import ObjectStore
 from be.storage.tombstones import write_tombstones
 from be.table_schema import ColumnSchema, TableSchema
 from metadata.records import KeyModel
-from tests.harness import QuireProcess, free_port, run, wait_until
+from tests.harness import QuireProcess, run, wait_until
 from tests.test_cn_restart import TABLE, TINY, Loader, checkpoints, ids_read, snapshot
-from tests.test_data_processes import DataNode
+from tests.test_data_processes import DataNode, tn_and_cn
 
 TABLET = Tablet(10, 11, 12)
 
@@ -233,18 +232,8 @@ PROCESS_OVERRIDES = {
 
 @pytest.fixture
 def nodes(tmp_path):
-    token = secrets.token_hex(16)
-    logtail_port = free_port()
-    storage = tmp_path / "tn" / "storage"
-    tn = DataNode(tmp_path / "tn", "tn", token, logtail_port, **PROCESS_OVERRIDES)
-    cn = DataNode(tmp_path / "cn", "cn", token, logtail_port, storage_root=storage)
-    try:
-        tn.start()
-        cn.start()
-        yield tn, cn, storage
-    finally:
-        for node in (cn, tn):
-            node.stop()
+    with tn_and_cn(tmp_path, **PROCESS_OVERRIDES) as started:
+        yield started
 
 
 def ids_on_disk(storage: Path) -> list[int] | None:

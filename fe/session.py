@@ -93,8 +93,7 @@ class QuireSession(BaseSession):
         self.connection = None
         self.request_id: str | None = None  # a statement another FE forwarded: its id
         self.last_commit_ts = 0  # of this session's newest data commit: its reads see it
-        self._reads_now: tuple[tuple[int, int], bool] | None = None
-        self._autocommits: tuple[tuple[int, int], bool] | None = None
+        self._variable_answers: dict[str, tuple[tuple[int, int], bool]] = {}
         # a prepared point read's table and plan, while the catalog stays (point_reads)
         self.point_read_table: tuple | None = None
         self.last_insert_id = 0  # the first AUTO_INCREMENT value its last such INSERT generated
@@ -262,21 +261,22 @@ class QuireSession(BaseSession):
 
     def reads_now(self, zone_known: Callable[[str], bool]) -> bool:
         """Whether this session reads the newest data (no read_ts) in a time zone zone_known
-        accepts: worked out again only once a variable was set, here or globally."""
-        asked = (self.variables.version, self.catalog.journal_id)
-        kept = self._reads_now
-        if kept is not None and kept[0] == asked:
-            return kept[1]
-        answer = not self.variable("read_ts") and zone_known(str(self.variable("time_zone")))
-        self._reads_now = (asked, answer)
-        return answer
+        accepts."""
+        return self._while_variables_stay(
+            "reads_now",
+            lambda: not self.variable("read_ts") and zone_known(str(self.variable("time_zone"))),
+        )
 
     def autocommits(self) -> bool:
-        """The autocommit variable, read again only once a variable was set."""
+        return self._while_variables_stay("autocommit", lambda: bool(self.variable("autocommit")))
+
+    def _while_variables_stay(self, what: str, work_out: Callable[[], bool]) -> bool:
+        """work_out()'s answer, worked out again only once a variable was set, here or globally
+        (the catalog moved)."""
         asked = (self.variables.version, self.catalog.journal_id)
-        kept = self._autocommits
+        kept = self._variable_answers.get(what)
         if kept is None or kept[0] != asked:
-            kept = self._autocommits = (asked, bool(self.variable("autocommit")))
+            kept = self._variable_answers[what] = (asked, work_out())
         return kept[1]
 
     def variable(self, name: str, scope: str = ""):

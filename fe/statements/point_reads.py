@@ -58,9 +58,7 @@ def answer(session, read: PreparedRead, values: list) -> Answer | None:
     schema, types, described = plan
     if low > high:
         return Answer(described, shaped_rows([[] for _ in described], read.shape, types))
-    transaction = session.transaction
-    if transaction is None and not session.autocommits():
-        transaction = transactions.current(session)  # autocommit off: one is opened
+    transaction = transactions.current(session)
     if transaction is None:
         ts = max(plane.read_ts(), session.last_commit_ts)
     elif table.id in transaction.writes:

@@ -229,7 +229,7 @@ def begin(session) -> OpenTransaction:
 
 def current(session) -> OpenTransaction | None:
     """The open transaction; one is opened when autocommit is off."""
-    if session.transaction is None and not session.variable("autocommit"):
+    if session.transaction is None and not session.autocommits():
         plane = session.services.data_plane
         if plane is not None and plane.available:
             begin(session)

@@ -24,7 +24,7 @@ from fe.mysql.results import Result
 from fe.security import privileges
 from fe.sql.parser import ParseError, UnknownCatalog, without_catalog
 from fe.statement_cache import LongStatementsBusy
-from fe.statements import accounts, queries, table_data, transactions
+from fe.statements import accounts, point_writes, queries, table_data, transactions
 from fe.statements.statement_kinds import kind_of
 from fe.variables import QuireSessionVariables
 from metadata.records import User
@@ -149,6 +149,10 @@ class QuireSession(BaseSession):
                 result = await self._prepared_read(prepared.read, values)
                 if result is not None:
                     return result
+            if prepared.write is not None:
+                result = await self._point_write(prepared.write, values)
+                if result is not None:
+                    return result
             with PARSE_ERRORS:
                 statement = statement_cache.bind(prepared, values)
             return await self._run(statement, lambda: statement_cache.written(prepared, values))
@@ -162,6 +166,15 @@ class QuireSession(BaseSession):
         if result is not None:
             self.warnings = []
         return result
+
+    async def _point_write(self, write, values: list) -> Result | None:
+        """An UPDATE or DELETE of one key's rows done without binding it, if it can be."""
+        if not self.services.writer.is_leader():
+            self.services.freshness.check_fresh()
+        self.warnings = []
+        return await self._run_again_on_schema_change(
+            lambda session, _: point_writes.run(session, write, values), None
+        )
 
     async def _run(self, statement, text: Callable[[], str]) -> Result:
         if not self.services.writer.is_leader():

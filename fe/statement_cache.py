@@ -39,7 +39,7 @@ from fe.mysql.prepared import sql_literal, time_text
 from fe.sql import statements as st
 from fe.sql.literal_insert import NUMBER, literal_columns, literal_insert
 from fe.sql.parser import QUERY_STARTS, ParseError, parse_tokens, parse_with_sqlglot, tokenize
-from fe.statements import plain_reads, queries
+from fe.statements import plain_reads, point_writes, queries
 
 LITERAL_TOKENS = (TokenType.NUMBER, TokenType.STRING)
 SENTINEL = "\x00quire-literal-"
@@ -101,6 +101,7 @@ class Prepared:
     template: exp.Expression | None = None
     tokens: tuple[Token, ...] = ()
     read: plain_reads.PreparedRead | None = None  # a point or range read by its parameters
+    write: point_writes.PreparedWrite | None = None  # an UPDATE or DELETE of one key's rows
 
     @property
     def parameters(self) -> int:
@@ -219,7 +220,10 @@ class StatementCache:
             if _markers_in(expression, PARAMETER) == len(markers) and not _marks_a_format(
                 expression, PARAMETER
             ):  # each execution binds its values into a copy of the tree, parsed once
-                return Prepared(sql, markers, is_query, template=expression)
+                write = point_writes.prepared_write(
+                    expression, lambda node: _marker_index(node, PARAMETER)
+                )
+                return Prepared(sql, markers, is_query, template=expression, write=write)
         return prepared
 
     def _tokens(self, sql: str) -> list[Token]:

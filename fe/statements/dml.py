@@ -51,7 +51,7 @@ async def insert(session, statement: st.Insert) -> Result:
         if len(literals.columns) != len(named):
             raise _count_mismatch(1)
         schema = TableSchema.of(table)
-        inserts = _rows_table(session, table, named, literals.row_count, literals.columns, schema)
+        inserts = rows_table(session, table, named, literals.row_count, literals.columns, schema)
         await commit(session, reader, table, TableWrite(schema, inserts=inserts))
         info = f"Records: {literals.row_count}  Duplicates: 0  Warnings: 0"
         return Result(affected_rows=literals.row_count, info=info if literals.row_count > 1 else "")
@@ -72,7 +72,7 @@ async def insert(session, statement: st.Insert) -> Result:
     if not rows:
         return Result(affected_rows=0)
     named, rows, first_generated, last_given = _with_generated_ids(session, table, named, rows)
-    inserts = _rows_table(session, table, named, len(rows), _by_position(rows, len(named)))
+    inserts = rows_table(session, table, named, len(rows), _by_position(rows, len(named)))
     await commit(session, reader, table, TableWrite(TableSchema.of(table), inserts=inserts))
     info = f"Records: {len(rows)}  Duplicates: 0  Warnings: 0" if len(rows) > 1 else ""
     if first_generated:
@@ -242,7 +242,7 @@ def _by_position(rows: list[tuple], width: int) -> list[list]:
     return [[row[index] for row in rows] for index in range(width)]
 
 
-def _rows_table(
+def rows_table(
     session,
     table: Table,
     named: list[Column],
@@ -306,7 +306,7 @@ async def delete(session, statement: st.Delete) -> Result:
     rows = list(answer.rows)
     if not rows:
         return Result(affected_rows=0)
-    deletes = _deletes_table(table, rows)
+    deletes = deletes_table(table, rows)
     await commit(session, reader, table, TableWrite(TableSchema.of(table), deletes=deletes))
     return Result(affected_rows=len(rows))
 
@@ -357,7 +357,7 @@ async def update(session, statement: st.Update) -> Result:
         matched = list(answer.rows)
     changed = [row for row in matched if tuple(row[1 : 1 + width]) != tuple(row[1 + width :])]
     if changed:
-        deletes = _deletes_table(
+        deletes = deletes_table(
             table,
             [
                 (row[0], *[row[1 + _position(table, k)] for k in table.key_columns])
@@ -365,15 +365,11 @@ async def update(session, statement: st.Update) -> Result:
             ],
         )
         new_rows = [row[1 + width :] for row in changed]
-        inserts = _rows_table(
+        inserts = rows_table(
             session, table, list(table.columns), len(new_rows), _by_position(new_rows, width)
         )
-        await commit(
-            session,
-            reader,
-            table,
-            TableWrite(TableSchema.of(table), inserts=inserts, deletes=deletes),
-        )
+        write = TableWrite(TableSchema.of(table), inserts=inserts, deletes=deletes)
+        await commit(session, reader, table, write, replaces_only_deleted=True)
     return Result(
         affected_rows=len(changed),
         info=f"Rows matched: {len(matched)}  Changed: {len(changed)}  Warnings: 0",
@@ -416,7 +412,7 @@ def _with_clauses(select: exp.Select, statement: exp.Expression) -> exp.Select:
     return select
 
 
-def _deletes_table(table: Table, rows: list) -> pa.Table:
+def deletes_table(table: Table, rows: list) -> pa.Table:
     fields = [pa.field(ROW_ID, pa.int64(), False)]
     arrays = [pa.array([row[0] for row in rows], pa.int64())]
     for position, name in enumerate(table.key_columns, 1):
@@ -429,12 +425,21 @@ def _deletes_table(table: Table, rows: list) -> pa.Table:
 # -- commit -------------------------------------------------------------------------------------
 
 
-async def commit(session, reader: TableReader, table: Table, write: TableWrite) -> None:
-    """The statement's write: into the open transaction, else committed at once."""
+async def commit(
+    session, reader: TableReader, table: Table, write: TableWrite, replaces_only_deleted=False
+) -> None:
+    """The statement's write: into the open transaction, else committed at once.
+    replaces_only_deleted: write's inserts replace no row but those its deletes name (an UPDATE
+    of value columns), so the transaction need not look for the rows they replace."""
     reader.refuse_writes()
     transaction = transactions.current(session)
     if transaction is not None:
-        transaction.add(table, write, lambda bounds: reader.committed(table, bounds))
+        committed = (
+            (lambda bounds: None)
+            if replaces_only_deleted
+            else (lambda bounds: reader.committed(table, bounds))
+        )
+        transaction.add(table, write, committed)
         return
     await commit_writes(session, reader.ts, (write,))
 

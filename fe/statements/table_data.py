@@ -100,8 +100,15 @@ class TableReader:
 
     def committed(self, table: Table, bounds: tuple[ColumnBound, ...] = ()) -> pa.Table:
         """The table's committed rows at the snapshot, with row ids, without this transaction's
-        own writes (those outside bounds may be left out)."""
-        return self._read(TableSchema.of(table), True, bounds)
+        own writes (those outside bounds may be left out): from the key index when it has
+        them at hand."""
+        schema = TableSchema.of(table)
+        if bounds and not self.read_ts:
+            with plane_errors():
+                rows = data_plane(self.session).indexed_snapshot(schema, self.ts, True, bounds)
+            if rows is not None:
+                return rows
+        return self._read(schema, True, bounds)
 
     def snapshot(
         self,

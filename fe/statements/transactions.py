@@ -27,16 +27,71 @@ from metadata.records import KeyModel, Table
 MAX_TRANSACTION_ROWS = 1_000_000  # rows a transaction may write before its COMMIT
 
 
-@dataclass
 class PendingWrite:
-    schema: TableSchema
-    key_columns: tuple[str, ...]
-    inserts: pa.Table  # ROW_ID (negative), then the table's columns
-    deletes: pa.Table  # ROW_ID, then the key columns: rows of the snapshot it deleted
+    """A table's writes in a transaction: inserted rows (ROW_ID negative, then the table's
+    columns) and deleted rows of the snapshot (ROW_ID, then the key columns). Kept as the pieces
+    statements added, with the own rows dropped since (deleted, or replaced by a newer row with
+    their key) and, per first-key value, the own rows that have it; joined when read."""
+
+    def __init__(self, schema: TableSchema, key_columns: tuple[str, ...]):
+        self.schema = schema
+        self.key_columns = key_columns
+        self._inserts = [schema.with_row_ids().empty_table()]
+        self._deletes = [_deletes_schema(schema).empty_table()]
+        self._dropped: set[int] = set()  # own row ids no longer written, still in _inserts
+        self._gone: set[int] = set()  # every own row id no longer written
+        self.deleted_ids: set[int] = set()  # the snapshot's rows deleted
+        self.own_by_first_key: dict[object, list[int]] = {}  # own row ids, by first key value
+        self.written = 0  # rows added (dropped ones too): what the transaction's limit counts
 
     @property
     def rows(self) -> int:
-        return self.inserts.num_rows + self.deletes.num_rows
+        return self.written
+
+    @property
+    def inserts(self) -> pa.Table:
+        if len(self._inserts) > 1 or self._dropped:
+            rows = pa.concat_tables(self._inserts)
+            if self._dropped:
+                dropped = pa.array(self._dropped, pa.int64())
+                rows = rows.filter(pc.invert(pc.is_in(rows.column(ROW_ID), dropped)))
+            self._inserts, self._dropped = [rows], set()
+        return self._inserts[0]
+
+    @property
+    def deletes(self) -> pa.Table:
+        if len(self._deletes) > 1:
+            self._deletes = [pa.concat_tables(self._deletes)]
+        return self._deletes[0]
+
+    def own_rows_with(self, value) -> list[int]:
+        """The own row ids still written whose first key column is value."""
+        gone = self._gone
+        return [row_id for row_id in self.own_by_first_key.get(value, ()) if row_id not in gone]
+
+    def drop_own(self, row_ids) -> None:
+        row_ids = set(row_ids)
+        self._dropped |= row_ids
+        self._gone |= row_ids
+
+    def add_deletes(self, rows: pa.Table) -> None:
+        self._deletes.append(rows.cast(self._deletes[0].schema))
+        self.deleted_ids.update(rows.column(ROW_ID).to_pylist())
+        self.written += rows.num_rows
+
+    def set_deletes(self, rows: pa.Table) -> None:
+        self._deletes = [rows]
+        self.deleted_ids = set(rows.column(ROW_ID).to_pylist())
+
+    def add_inserts(self, rows: pa.Table) -> None:
+        """rows (own row ids) join the inserts; the own rows with their key it replaces must
+        be dropped first."""
+        self._inserts.append(rows.cast(self._inserts[0].schema))
+        ids = rows.column(ROW_ID).to_pylist()
+        firsts = rows.column(self.key_columns[0]).to_pylist() if self.key_columns else ()
+        for row_id, first in zip(ids, firsts, strict=False):
+            self.own_by_first_key.setdefault(first, []).append(row_id)
+        self.written += rows.num_rows
 
 
 @dataclass
@@ -53,35 +108,30 @@ class OpenTransaction:
         self,
         table: Table,
         write: TableWrite,
-        committed: Callable[[tuple[ColumnBound, ...]], pa.Table],
+        committed: Callable[[tuple[ColumnBound, ...]], pa.Table | None],
     ) -> None:
         """write joins the transaction; committed(bounds) gives the table's rows at the snapshot
         (with row ids; those outside bounds may be left out), where a UNIQUE KEY table's rows
-        replaced by write's inserts are found."""
+        replaced by write's inserts are found; None when write's deletes name every row its
+        inserts replace."""
         schema = write.schema
         pending = self.writes.get(table.id)
         if pending is None:
-            pending = self.writes[table.id] = PendingWrite(
-                schema,
-                table.key_columns,
-                schema.with_row_ids().empty_table(),
-                _deletes_schema(schema).empty_table(),
-            )
+            pending = self.writes[table.id] = PendingWrite(schema, table.key_columns)
         elif pending.schema.schema_version != schema.schema_version:
             raise QueryError(
                 ErrorCode.UNKNOWN_ERROR,
                 f"Table '{table.name}' changed during the transaction; roll it back and retry",
             )
         if write.deletes is not None and write.deletes.num_rows:
-            ids = write.deletes.column(ROW_ID)
-            own = pc.less(ids, 0)
-            pending.inserts = pending.inserts.filter(
-                pc.invert(pc.is_in(pending.inserts.column(ROW_ID), ids.filter(own)))
-            )
-            theirs = write.deletes.filter(pc.invert(own))
-            pending.deletes = pa.concat_tables(
-                [pending.deletes, theirs.cast(pending.deletes.schema)]
-            )
+            ids = write.deletes.column(ROW_ID).to_pylist()
+            own = [row_id for row_id in ids if row_id < 0]
+            pending.drop_own(own)
+            theirs = write.deletes
+            if own:
+                theirs = theirs.filter(pc.greater_equal(theirs.column(ROW_ID), 0))
+            if theirs.num_rows:
+                pending.add_deletes(theirs)
         if write.inserts is not None and write.inserts.num_rows:
             count = write.inserts.num_rows
             ids = pa.array(range(self.next_row_id, self.next_row_id - count, -1), pa.int64())
@@ -89,15 +139,30 @@ class OpenTransaction:
             rows = write.inserts.add_column(0, pa.field(ROW_ID, pa.int64(), False), ids)
             if schema.replaces_on_key:
                 rows = _last_of_each_key(rows, schema.key_columns)
-                pending.inserts = _without_keys(pending.inserts, rows, schema.key_columns)
+                self._drop_replaced_own(pending, rows, schema.key_columns)
                 replaced = committed(_key_bounds(rows, schema.key_columns))
-                pending.deletes = _with_replaced(pending, rows, replaced, schema.key_columns)
-            pending.inserts = pa.concat_tables([pending.inserts, rows.cast(pending.inserts.schema)])
+                if replaced is not None:
+                    pending.set_deletes(_with_replaced(pending, rows, replaced, schema.key_columns))
+            pending.add_inserts(rows)
         if self.rows > MAX_TRANSACTION_ROWS:
             raise QueryError(
                 ErrorCode.UNKNOWN_ERROR,
                 f"A transaction may write at most {MAX_TRANSACTION_ROWS} rows; commit more often",
             )
+
+    @staticmethod
+    def _drop_replaced_own(pending: PendingWrite, rows: pa.Table, key_columns) -> None:
+        """The own rows with a key one of rows has are dropped (UNIQUE KEY: rows replace them)."""
+        if len(key_columns) == 1:
+            keys = rows.column(key_columns[0]).to_pylist()
+            pending.drop_own(
+                row_id for key in keys if key is not None for row_id in pending.own_rows_with(key)
+            )
+            return
+        before = pending.inserts
+        kept = _without_keys(before, rows, key_columns).column(ROW_ID)
+        gone = before.filter(pc.invert(pc.is_in(before.column(ROW_ID), kept)))
+        pending.drop_own(gone.column(ROW_ID).to_pylist())
 
     def seen(self, schema: TableSchema, snapshot: pa.Table, row_ids: bool) -> pa.Table:
         """A table's snapshot (with row ids) as this transaction sees it: its own deletes gone,

@@ -58,10 +58,16 @@ class KeyIndex:
         self._later: tuple[pa.Array, pa.Array] | None = None  # _deleted_tail as Arrow
         self._folding = False
         self.rows = 0
-        # a point read's rows as Python values, by ("base" | "tail", position): facts that hold
-        # until the next fold, as the base and the tail table do
-        self._values: dict[tuple[str, int], tuple] = {}
-        self._positions: dict[str, tuple] = {}  # per table: where the columns are (_row_values)
+        # rows read as Python values, by row id (a row never changes), in the columns of
+        # _layout; let go when the columns change
+        self._values: dict[int, tuple] = {}
+        self._layout: tuple[str, ...] = ()
+        self._chosen: dict[tuple[str, ...], tuple[int, ...] | None] = {}  # names -> positions
+        self._base_ids = array("q")  # the base's row ids, by position
+        self._base_layout: tuple[str, ...] | None = None  # the base's columns but DELETED_AT
+        self._tail_layout: tuple[str, ...] | None = None
+        self._base_deleted: dict[int, int] = {}  # base position -> its DELETED_AT, if any
+        self._tail_ids: list[int] = []  # the tail table's row ids, by offset
 
     # -- fed by the table --------------------------------------------------------------------
 
@@ -98,8 +104,7 @@ class KeyIndex:
                 self._give_up()
             return
         with self._lock:
-            self._base, self._base_keys = base, keys
-            self._forget_values()
+            self._set_base(base, keys)
             self.ready = not self.broken
 
     @property
@@ -119,10 +124,25 @@ class KeyIndex:
         self._base, self._base_keys, self._pieces, self._tail = None, array("q"), [], {}
         self._tail_keys, self._deleted_tail, self._later = [], {}, None
         self._tail_table = None
+        self._base_ids, self._base_deleted, self._tail_ids = array("q"), {}, []
+        self._base_layout = self._tail_layout = None
         self._forget_values()
 
     def _forget_values(self) -> None:
-        self._values, self._positions = {}, {}
+        self._values, self._layout, self._chosen = {}, (), {}
+
+    def _set_base(self, base: pa.Table | None, keys: array) -> None:
+        """The base and what reads of values need of it (under the lock)."""
+        self._base, self._base_keys = base, keys
+        if base is None:
+            self._base_ids, self._base_deleted, self._base_layout = array("q"), {}, None
+            return
+        self._base_ids = array("q", base.column(ROW_ID).to_pylist())
+        deleted = base.column(DELETED_AT)
+        at = pc.indices_nonzero(pc.is_valid(deleted)).to_pylist()
+        stamps = deleted.take(pa.array(at, pa.int64())).to_pylist()
+        self._base_deleted = dict(zip(at, stamps, strict=True))
+        self._base_layout = _layout(base)
 
     # -- read --------------------------------------------------------------------------------
 
@@ -202,65 +222,81 @@ class KeyIndex:
         with self._lock:
             if self.needs_fold() or not self._tail_indexed():
                 return None
-            keys = self._base_keys
-            start = bisect.bisect_left(keys, low)
-            end = bisect.bisect_right(keys, high, start)
+            start = bisect.bisect_left(self._base_keys, low)
+            end = bisect.bisect_right(self._base_keys, high, start)
             hits = self._tail_hits(low, high)
             if end - start + len(hits) > limit:
                 return None
-            places = [("base", at) for at in range(start, end)]
-            places += [("tail", offset) for offset in hits]
-            later = self._deleted_tail
+            if not self._layout_agreed():
+                return None
+            chosen = self._chosen.get(names, _UNKNOWN)
+            if chosen is _UNKNOWN:
+                chosen = self._choose(names)
+            if chosen is None:
+                return None
+            ids = self._base_ids[start:end]
+            tail_ids = self._tail_ids
+            ids.extend(tail_ids[offset] for offset in hits)
+            kept = self._values
+            if any(row_id not in kept for row_id in ids):
+                self._load(start, end, hits)
+            commit_at = self._layout.index(COMMIT_TS)
+            later, base_deleted = self._deleted_tail, self._base_deleted
             found = []
-            for place in places:
-                values, where = self._row_values(place)
-                commit_at, row_id, deleted_at, chosen = where
+            for place, row_id in enumerate(ids):
+                values = kept[row_id]
                 if values[commit_at] > ts:
                     continue
-                deleted = later.get(values[row_id])
-                if deleted is None and deleted_at is not None:
-                    deleted = values[deleted_at]
+                deleted = later.get(row_id)
+                if deleted is None and place < end - start:
+                    deleted = base_deleted.get(start + place)
                 if deleted is not None and deleted <= ts:
                     continue
-                chosen = chosen.get(names)
-                if chosen is None:
-                    chosen = self._choose(place[0], names)
-                    if chosen is None:
-                        return None
                 found.append(tuple([values[at] for at in chosen]))
             return found
 
-    def _choose(self, part: str, names: tuple[str, ...]) -> tuple[int, ...] | None:
-        """The positions of names in part's rows (kept), None if one is not a column there."""
-        table = self._base if part == "base" else self._tail_table
-        positions = {name: at for at, name in enumerate(table.column_names)}
-        if any(name not in positions for name in names):
-            return None
-        chosen = self._positions[part][3]
-        if len(chosen) >= MAX_KEPT_CHOICES:
-            chosen.clear()
-        chosen[names] = picked = tuple(positions[name] for name in names)
+    def _layout_agreed(self) -> bool:
+        """Whether the base and the tail have the same columns (not so after a column was added,
+        until the next fold); the values kept are let go when the columns change."""
+        layouts = {self._base_layout, self._tail_layout} - {None}
+        if len(layouts) != 1:
+            return False
+        layout = layouts.pop()
+        if layout != self._layout:
+            self._forget_values()
+            self._layout = layout
+        return True
+
+    def _choose(self, names: tuple[str, ...]) -> tuple[int, ...] | None:
+        """The positions of names in the kept values (None: one is not a column), kept."""
+        positions = {name: at for at, name in enumerate(self._layout)}
+        picked = None
+        if all(name in positions for name in names):
+            picked = tuple(positions[name] for name in names)
+        if len(self._chosen) >= MAX_KEPT_CHOICES:
+            self._chosen.clear()
+        self._chosen[names] = picked
         return picked
 
-    def _row_values(self, place: tuple[str, int]) -> tuple[tuple, tuple]:
-        """A row's values, and where its commit timestamp, row id and delete timestamp are
-        (None: no such column) with the positions of the names reads asked for."""
-        part, position = place
-        where = self._positions.get(part)
-        table = self._base if part == "base" else self._tail_table
-        if where is None:
-            names = table.column_names
-            deleted_at = names.index(DELETED_AT) if DELETED_AT in names else None
-            where = (names.index(COMMIT_TS), names.index(ROW_ID), deleted_at, {})
-            self._positions[part] = where
-        values = self._values.get(place)
-        if values is None:
-            if len(self._values) >= MAX_KEPT_VALUES:
-                self._values.clear()
-            values = self._values[place] = tuple(
-                column[position].as_py() for column in table.itercolumns()
-            )
-        return values, where
+    def _load(self, start: int, end: int, hits: list[int]) -> None:
+        """The values of those of the base's rows start..end and the tail's rows at hits not
+        kept yet, kept."""
+        kept = self._values
+        base_ids = self._base_ids[start:end]
+        missing = [place for place, row_id in enumerate(base_ids) if row_id not in kept]
+        tail_missing = [offset for offset in hits if self._tail_ids[offset] not in kept]
+        if len(kept) + len(missing) + len(tail_missing) > MAX_KEPT_VALUES:
+            kept.clear()
+        if missing:  # a slice from the first missing to the last: one call per column
+            first, last = start + missing[0], start + missing[-1] + 1
+            self._keep(self._base.slice(first, last - first), self._base_ids[first:last])
+        if tail_missing:
+            rows = self._tail_table.take(pa.array(tail_missing, pa.int64()))
+            self._keep(rows, [self._tail_ids[offset] for offset in tail_missing])
+
+    def _keep(self, rows: pa.Table, ids) -> None:
+        columns = [rows.column(name).to_pylist() for name in self._layout]
+        self._values.update(zip(ids, zip(*columns, strict=True), strict=True))
 
     def _later_arrays(self) -> tuple[pa.Array, pa.Array]:
         """The deletes since the base as Arrow (row ids, timestamps), kept until the next."""
@@ -313,8 +349,9 @@ class KeyIndex:
         before = self._tail_table
         table = _concat(([before] if before is not None else []) + new)
         self._tail_table = table.combine_chunks()  # small; a take from chunks would join them
-        if before is not None and not before.schema.equals(table.schema):
-            self._forget_values()  # its columns moved: values kept by offset no longer line up
+        for piece in new:
+            self._tail_ids.extend(piece.column(ROW_ID).to_pylist())
+        self._tail_layout = _layout(self._tail_table)
         self._tail_rows = offset
         self._tail_pieces = len(self._pieces)
 
@@ -351,11 +388,10 @@ class KeyIndex:
             with self._lock:
                 if self.broken:
                     return
-                self._base, self._base_keys = sorted_base, keys
-                self._forget_values()
+                self._set_base(sorted_base, keys)
                 self._pieces = self._pieces[len(pieces) :]
                 self._tail, self._tail_keys, self._tail_pieces, self._tail_rows = {}, [], 0, 0
-                self._tail_table = None
+                self._tail_table, self._tail_ids, self._tail_layout = None, [], None
                 for row_id, stamp in deleted.items():
                     if self._deleted_tail.get(row_id) == stamp:
                         del self._deleted_tail[row_id]
@@ -390,6 +426,14 @@ class KeyIndex:
         rows = rows.append_column(pa.field(DELETED_AT, pa.int64()), stamps)
         rows = rows.take(pc.sort_indices(rows, [(self.column, "ascending")])).combine_chunks()
         return rows, array("q", rows.column(self.column).to_pylist())
+
+
+_UNKNOWN = object()
+
+
+def _layout(table: pa.Table) -> tuple[str, ...]:
+    """The columns values are kept in: table's, but a base's delete timestamps."""
+    return tuple(name for name in table.column_names if name != DELETED_AT)
 
 
 class _Unindexable(Exception):

@@ -125,6 +125,43 @@ def test_a_long_in_list_answers_and_other_clients_are_served(quire, root):
     other.close()
 
 
+def test_long_in_lists_compare_as_short_ones_against_every_column_kind(quire, root):
+    """A list longer than the engine takes as text is read as a table: its strings still compare
+    with DATE, DATETIME, DECIMAL and INT columns as a short list's literals do, and its numbers
+    with a string column."""
+    run(root, "CREATE DATABASE IF NOT EXISTS long_lists")
+    run(
+        root,
+        "CREATE TABLE long_lists.t (id INT, d DATE, dt DATETIME, m DECIMAL(10,2), s VARCHAR(8)) "
+        "DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 2",
+    )
+    run(
+        root,
+        "INSERT INTO long_lists.t VALUES (1, '2024-01-02', '2024-01-02 03:04:05', 1.50, '1'), "
+        "(2, '2024-02-03', '2024-02-03 00:00:00', 2.00, '02'), (3, NULL, NULL, NULL, NULL)",
+    )
+    lists = {
+        "d": [f"'2024-01-{day:02d}'" for day in range(1, 32)]
+        + [f"'2023-05-{day:02d}'" for day in range(1, 32)]
+        + ["'2024-02-03'", "'2025-01-01'"],
+        "dt": ["'2024-01-02 03:04:05'"] + [f"'2020-01-01 00:00:{s:02d}'" for s in range(60)],
+        "m": [f"'{number}.5'" for number in range(80)],
+        "id": [f"'{number}'" for number in range(2, 90)],
+        "s": [str(number) for number in range(100)],
+    }
+    for column, items in lists.items():
+        for negated in ("", "NOT "):
+            chunks = [items[start : start + 50] for start in range(0, len(items), 50)]
+            joiner = " AND " if negated else " OR "
+            short = joiner.join(f"{column} {negated}IN ({', '.join(c)})" for c in chunks)
+            expected = run(root, f"SELECT id FROM long_lists.t WHERE {short} ORDER BY id")
+            query = f"SELECT id FROM long_lists.t WHERE {column} {negated}IN ({', '.join(items)})"
+            assert run(root, query + " ORDER BY id") == expected, query
+    query = f"SELECT id FROM long_lists.t WHERE d IN ({', '.join(lists['d'])}) ORDER BY id"
+    cli = mariadb(quire, "--batch", "-N", "-e", query)
+    assert cli.stdout == "1\n2\n", cli.stderr
+
+
 @pytest.mark.parametrize(
     ("sql", "expected", "cli"),
     [

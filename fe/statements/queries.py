@@ -26,6 +26,7 @@ from fe.mysql.results import EncodedAnswers, Result, column
 from fe.sql.parser import INTERNAL_CATALOG
 from fe.statements import (
     coercions,
+    in_lists,
     mysql_functions,
     partition_pruning,
     plain_reads,
@@ -52,9 +53,6 @@ SESSION_FUNCTIONS = {
     "LAST_INSERT_ID": lambda session: session.last_insert_id,
 }
 
-LONG_IN_LIST = 64  # longer IN lists of plain literals reach the engine as a table, not as SQL text
-LIST_TABLE = "quire_list"  # such a table's Table node carries this in its meta
-INT64 = range(-(2**63), 2**63)
 
 DUCKDB_TYPES = {
     "BOOLEAN": "TINYINT",
@@ -138,7 +136,7 @@ def plan_select(expression: exp.Expression, written: list[str] | None = None) ->
         evaluators = [_constant_evaluator(projection) for projection in expression.expressions]
         if all(evaluator is not None for evaluator in evaluators):
             constant = tuple(evaluators)
-    lists = _lists_as_tables(expression)
+    lists = in_lists.as_tables(expression)
     lookup = None if constant or lists else schema_lookup.lookup_of(expression)
     return SelectPlan(expression, names, constant, lists, lookup, _limit_zero(expression))
 
@@ -146,34 +144,6 @@ def plan_select(expression: exp.Expression, written: list[str] | None = None) ->
 def _limit_zero(expression: exp.Expression) -> bool:
     limit = expression.args.get("limit")
     return limit is not None and limit.expression is not None and limit.expression.this == "0"
-
-
-def _lists_as_tables(expression: exp.Expression) -> tuple[tuple[str, pa.Table], ...]:
-    """Each long IN list of integers or of strings made `IN (SELECT value FROM <table>)`, in
-    place: sqlglot and DuckDB take time quadratic or worse in a list's length as SQL text."""
-    lists = []
-    for node in list(expression.find_all(exp.In)):
-        values = _list_values(node.expressions)
-        if values is None:
-            continue
-        name = f"{LIST_TABLE}_{len(lists)}"
-        lists.append((name, pa.table({"value": values})))
-        table = exp.to_table(name)
-        table.meta[LIST_TABLE] = True
-        node.set("expressions", [])
-        node.set("query", exp.select("value").from_(table).subquery())
-    return tuple(lists)
-
-
-def _list_values(items: list[exp.Expression]) -> list | None:
-    if len(items) <= LONG_IN_LIST or not all(isinstance(item, exp.Literal) for item in items):
-        return None
-    if all(item.is_string for item in items):
-        return [item.this for item in items]
-    if any(item.is_string or not item.this.isdigit() for item in items):
-        return None
-    values = [int(item.this) for item in items]
-    return values if all(value in INT64 for value in values) else None
 
 
 def projection_name(projection: exp.Expression, written: str | None = None) -> str:
@@ -365,7 +335,7 @@ async def run_in_engine(
         common_tables = _common_table_references(expression)
         resolved = []
         for table in list(expression.find_all(exp.Table)):
-            if id(table) in common_tables or table.meta.get(LIST_TABLE):
+            if id(table) in common_tables or table.meta.get(in_lists.LIST_TABLE):
                 continue
             if table.catalog and table.catalog.lower() != INTERNAL_CATALOG:
                 raise QueryError(ErrorCode.UNKNOWN_CATALOG, f"Unknown catalog '{table.catalog}'")
@@ -373,6 +343,7 @@ async def run_in_engine(
             record = None if db.lower() == INFORMATION_SCHEMA else read.table(db, table.name)
             resolved.append((table, db, record))
         prunings = _prunings(resolved, plan.lists)
+        in_lists.typed(expression, plan.lists, resolved)
         for table, db, record in resolved:
             if record is None:
                 name = table.name.lower()
@@ -474,7 +445,7 @@ def _prunings(
 
     def columns_of(source: exp.Expression) -> frozenset[str] | None:
         if isinstance(source, exp.Table):
-            if source.meta.get(LIST_TABLE):
+            if source.meta.get(in_lists.LIST_TABLE):
                 return frozenset(("value",))
             record = records.get(id(source))
             if record is not None:
@@ -485,7 +456,7 @@ def _prunings(
         select = query.this if isinstance(query, exp.Subquery) else query
         source = select.args.get("from_") if isinstance(select, exp.Select) else None
         table = source.this if source is not None else None
-        if not isinstance(table, exp.Table) or not table.meta.get(LIST_TABLE):
+        if not isinstance(table, exp.Table) or not table.meta.get(in_lists.LIST_TABLE):
             return None
         if select.args.get("where") or len(select.expressions) != 1:
             return None

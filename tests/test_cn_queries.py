@@ -309,6 +309,50 @@ def test_a_transaction_reads_its_own_writes_and_explain_runs(planes):
     assert seen[0][0][0][1] == "zzz" and seen[0][1][0][1] == "renamed", seen
 
 
+def test_time_travel_reads_on_the_cn(planes):
+    """`FOR SYSTEM_TIME AS OF` and `SET read_ts` answer as of their moment on a CN as in quire
+    up: rows deleted and changed since are as they were, rows inserted since are not there."""
+    fe, up, tn, cns = planes
+    query = (
+        "SELECT t.k, t.v, n.name FROM travel FOR SYSTEM_TIME AS OF '{moment}' t "
+        "JOIN groups n ON t.k = n.g ORDER BY t.k"
+    )
+    seen = []
+    for node in (fe, up):
+        execute(
+            node,
+            "CREATE TABLE d.travel (k INT, v VARCHAR(10)) UNIQUE KEY(k) "
+            "DISTRIBUTED BY HASH(k) BUCKETS 2",
+            "INSERT INTO d.travel VALUES (1, 'one'), (2, 'two'), (3, 'three')",
+        )
+        before = rows(node, "SELECT t.k, t.v, n.name FROM travel t JOIN groups n ON t.k = n.g "
+                      "ORDER BY t.k")  # fmt: skip
+        moment = rows(node, "SELECT NOW(6)")[0][0]
+        wait_until(lambda n=node, m=moment: rows(n, "SELECT NOW(6)")[0][0] > m, 5, "a later time")
+        execute(
+            node,
+            "UPDATE d.travel SET v = 'TWO' WHERE k = 2",
+            "DELETE FROM d.travel WHERE k = 3",
+            "INSERT INTO d.travel VALUES (4, 'four')",
+        )
+        then = rows(node, query.format(moment=moment))
+        assert then == before, node.command
+        connection = node.connect(database="d")
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(f"SET read_ts = '{moment}'")
+                cursor.execute("SELECT k, v FROM travel ORDER BY k")
+                assert [tuple(row) for row in cursor.fetchall()] == [
+                    (1, "one"), (2, "two"), (3, "three"),
+                ]  # fmt: skip
+        finally:
+            connection.close()
+        now = rows(node, "SELECT k, v FROM travel ORDER BY k")
+        assert now == [(1, "one"), (2, "TWO"), (4, "four")], node.command
+        seen.append(then)
+    assert seen[0] == seen[1]
+
+
 def _cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / 100  # utime, stime in clock ticks

@@ -17,6 +17,7 @@ import msgpack
 import pyarrow as pa
 import pymysql
 import pytest
+import requests
 
 from be.client import open_embedded
 from be.cn.bounds import ColumnBound
@@ -72,6 +73,10 @@ def error_of(connection, sql) -> tuple[int, str]:
     with pytest.raises(pymysql.MySQLError) as caught:
         run(connection, sql)
     return caught.value.args[0], caught.value.args[1]
+
+
+def metrics_of(node) -> str:
+    return requests.get(f"http://127.0.0.1:{node.http_port}/metrics", timeout=10).text
 
 
 # -- placement, as a pure function ------------------------------------------------------------
@@ -412,6 +417,7 @@ def test_merge_keeps_answers_and_old_snapshots_and_deletes_replaced_objects_late
         reader = node.connect()
         run(reader, "BEGIN")
         before = run(reader, "SELECT k, v FROM f.m ORDER BY k")
+        moment = run(connection, "SELECT NOW(6)")[0][0]
         run(connection, f"INSERT INTO f.m VALUES {values(range(12, 24))}")
         run(connection, "DELETE FROM f.m WHERE k < 4")
         run(connection, f"INSERT INTO f.m VALUES {values(range(24, 36))}")
@@ -427,6 +433,11 @@ def test_merge_keeps_answers_and_old_snapshots_and_deletes_replaced_objects_late
             lambda: len(objects_of(node)) < 4, 60, "the replaced objects deleted after retention"
         )
         assert run(connection, "SELECT k, v FROM f.m ORDER BY k") == expected
+        wait_until(  # the CN forgets them too: the objects that replaced them serve
+            lambda: "quire_cn_replaced_objects 0.0" in metrics_of(node), 30, "them forgotten"
+        )
+        as_of = f"SELECT k, v FROM f.m FOR SYSTEM_TIME AS OF '{moment}' ORDER BY k"
+        assert run(connection, as_of) == before, "a snapshot older than the merge"
         connection.close()
         node.restart()
         connection = node.connect()

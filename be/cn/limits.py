@@ -21,6 +21,9 @@ class ComputeLimits:
     unsubscribe_idle_seconds: float = 600.0
     idle_check_seconds: float = 10.0
     max_unfollowed_tables: int = 65_536  # tables remembered as unfollowed (a TN's own reads)
+    # Objects a merge replaced (and tombstones a compaction removed) are forgotten this long
+    # after it, as the TN deletes their files then.
+    replaced_retention_seconds: float = 3600.0
 
     def __post_init__(self) -> None:
         rules = {
@@ -36,6 +39,7 @@ class ComputeLimits:
                 0 < self.idle_check_seconds <= self.unsubscribe_idle_seconds
             ),
             "max_unfollowed_tables > 0": self.max_unfollowed_tables > 0,
+            "replaced_retention_seconds > 0": self.replaced_retention_seconds > 0,
         }
         broken = [rule for rule, holds in rules.items() if not holds]
         assert not broken, f"ComputeLimits break: {', '.join(broken)}"
@@ -53,4 +57,5 @@ class ComputeLimits:
             max_kept_entry_bytes=kept,
             unsubscribe_idle_seconds=idle,
             idle_check_seconds=min(max(idle / 4, 0.05), 10.0, idle),
+            replaced_retention_seconds=config["merged_object_retention_second"],
         )

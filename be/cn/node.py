@@ -33,6 +33,8 @@ from be.table_schema import TableSchema
 
 logger = logging.getLogger(__name__)
 
+FORGET_CHECK_SECONDS = 1.0  # how often replaced objects past their retention are looked for
+
 
 class WatermarkTimeout(Exception):
     """The CN has not received everything up to the timestamp asked for in time."""
@@ -75,6 +77,7 @@ class ComputeNode:
         self._unfollowed: collections.OrderedDict[int, None] = collections.OrderedDict()
         self._wanted: set[int] = set()
         self._idle_check_at = time.monotonic() + self.limits.idle_check_seconds
+        self._forget_check_at = time.monotonic() + FORGET_CHECK_SECONDS
         self.let_go_count = 0  # tables let go (idle or gone), since the start
 
     @property
@@ -151,6 +154,17 @@ class ComputeNode:
             if ts > self._watermark:
                 self._watermark = ts
                 self._arrived.notify_all()
+        if time.monotonic() >= self._forget_check_at:
+            self.forget_replaced()
+
+    def forget_replaced(self, now_ns: int | None = None) -> None:
+        """Every table forgets the objects and tombstones replaced longer ago than the TN keeps
+        them (their files are deleted then)."""
+        self._forget_check_at = time.monotonic() + FORGET_CHECK_SECONDS
+        now_ns = time.time_ns() if now_ns is None else now_ns
+        cutoff = now_ns - int(self.limits.replaced_retention_seconds * 1_000_000_000)
+        for table in list(self._tables.values()):
+            table.forget_replaced(cutoff)
 
     def wait_for(self, ts: int, timeout: float) -> None:
         with self._arrived:
@@ -352,6 +366,7 @@ class ComputeNode:
             "kept_refused": self.kept.refused,
             "cache_bytes": self.cache.used_bytes,
             "tables_let_go": self.let_go_count,
+            "replaced_objects": sum(table.replaced_objects for table in tables),
         }
 
 

@@ -259,6 +259,32 @@ class TableState:
             ids.nbytes * 2 for ids in self._delete_ids
         )
 
+    def forget_replaced(self, cutoff_ts: int) -> None:
+        """Forget the objects a merge replaced and the tombstones a compaction removed at or
+        before cutoff_ts (the TN deletes their files then): the objects that replaced them serve
+        the older snapshots, as after a restore from a checkpoint (a merge keeps the rows deleted
+        after the oldest readable snapshot, so they answer every snapshot a read may ask for)."""
+        with self._lock:
+            replaced = [
+                name for name, stored in self._objects.items() if stored.serves_until <= cutoff_ts
+            ]
+            removed = len(self._removed_tombstones)
+            self._removed_tombstones = [
+                (at, meta) for at, meta in self._removed_tombstones if at > cutoff_ts
+            ]
+            if not replaced and removed == len(self._removed_tombstones):
+                return
+            for name in replaced:
+                del self._objects[name]
+            for name, stored in self._objects.items():
+                if 0 < stored.serves_from <= cutoff_ts:
+                    self._objects[name] = _Stored(stored.meta, 0, stored.serves_until)
+
+    @property
+    def replaced_objects(self) -> int:
+        """Objects kept for the snapshots before the merge that replaced them."""
+        return sum(1 for stored in self._objects.values() if stored.serves_until != FOREVER)
+
     def memory_rows(self) -> int:
         with self._lock:
             return sum(rows.num_rows for rows in self._rows)

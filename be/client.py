@@ -20,12 +20,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
+import requests
 
 from be import engine
 from be.cn.bounds import ColumnBound
 from be.cn.limits import ComputeLimits
 from be.cn.node import ComputeNode, WatermarkTimeout
 from be.config import Config
+from be.load.limits import LoadLimits
+from be.load.server import LoadServer
 from be.logservice.limits import LogLimits
 from be.logservice.service import LogService
 from be.service.client import NodeClient
@@ -64,6 +67,7 @@ from be.tn.errors import (
     TransactionNodeClosed,
 )
 from be.tn.limits import CommitLimits
+from be.tn.loads import LoadRecord
 from be.tn.pipeline import CommitPipeline
 from be.tn.service import commit_limits
 from be.tn.write_set import WriteSet
@@ -78,10 +82,16 @@ class EmbeddedDataPlane:
         limits: CommitLimits | None = None,
         store: ObjectStore | None = None,
         cn_limits: ComputeLimits | None = None,
+        load_port: int | None = None,
+        load_limits: LoadLimits | None = None,
     ):
         """open_log: the TN's log, opened when the data plane starts; store: where flushes put
-        objects (None: table data stays in memory and in the log)."""
+        objects (None: table data stays in memory and in the log); load_port: the backend HTTP
+        port Stream Load is served on (None: none)."""
         self._open_log = open_log
+        self._load_port = load_port
+        self._load_limits = load_limits
+        self.load_server: LoadServer | None = None
         self.limits = limits or CommitLimits()
         self.store = store
         self.log = None
@@ -97,10 +107,31 @@ class EmbeddedDataPlane:
         self.tn.start()
 
     def close(self) -> None:
+        if self.load_server is not None:
+            self.load_server.close()
         if self.tn is not None:
             self.tn.close()
         if self.log is not None:
             self.log.close()
+
+    def serve_loads(self, token: str | bytes, host: str) -> None:
+        """Start the backend HTTP port Stream Load is redirected to (once the cluster token is
+        known); nothing without object storage or a port."""
+        if self._load_port is None or self.store is None or self.load_server is not None:
+            return
+        server = LoadServer(
+            host, self._load_port, token, lambda: self.tn, self.store, self._load_limits
+        )
+        if server.start():
+            self.load_server = server
+
+    def load_address(self) -> tuple[str | None, int] | None:
+        """Where Stream Load is served: (None: this host, port), or None if nowhere."""
+        return None if self.load_server is None else (None, self.load_server.port)
+
+    def load_records(self, db: str | None) -> list[LoadRecord]:
+        """The loads the TN knows (running, waiting for their two-phase commit, finished)."""
+        return self.tn.labels.records(db) if self.tn is not None else []
 
     @property
     def available(self) -> bool:
@@ -203,6 +234,8 @@ def open_embedded(config: Config) -> EmbeddedDataPlane:
         commit_limits(config, log_limits),
         ObjectStore.from_config(config),
         ComputeLimits.from_config(config),
+        config["webserver_port"],
+        LoadLimits.from_config(config),
     )
 
 
@@ -329,6 +362,37 @@ class RemoteDataPlane:
             ) from None
         except (NodeBusy, ServiceError) as error:
             raise CommitOverloaded(f"the request was not sent: {error}") from None
+
+    def load_address(self) -> tuple[str | None, int] | None:
+        """The TN's host and backend HTTP port (its status says which), None without a TN."""
+        tns = [node for node in self._nodes() if node.role is Role.TN]
+        if not tns:
+            return None
+        try:
+            status = self.status(tns[0].host, tns[0].port, READ_TS_TIMEOUT)
+        except ServiceError:
+            return None
+        port = dict(status.stats).get("webserver_port")
+        return (tns[0].host, port) if port else None
+
+    def load_records(self, db: str | None) -> list[LoadRecord]:
+        """The loads the TN knows, asked on its HTTP port with the cluster token."""
+        address = self.load_address()
+        if address is None:
+            return []
+        host, port = address
+        token = self._token if isinstance(self._token, str) else self._token.decode()
+        try:
+            reply = requests.get(
+                f"http://{host}:{port}/api/_load_records",
+                params={"db": db} if db else {},
+                headers={"X-Quire-Token": token},
+                timeout=READ_TS_TIMEOUT,
+            )
+            reply.raise_for_status()
+            return [LoadRecord.from_fields(fields) for fields in reply.json()]
+        except (requests.RequestException, ValueError, TypeError) as error:
+            raise NodeUnavailable(f"the TN did not list its loads: {error}") from None
 
     def read_ts(self) -> int:
         """The TN's newest timestamp; while the TN cannot answer, the lowest watermark of the

@@ -35,7 +35,11 @@ class WalRecordError(Exception):
     """A log record this TN cannot read."""
 
 
-def encode(commit: Commit, request_id: str, schemas: dict[int, TableSchema]) -> bytes:
+def encode(
+    commit: Commit, request_id: str, schemas: dict[int, TableSchema], load: dict | None = None
+) -> bytes:
+    """load: a bulk load's record (be/tn/loads.py), kept in the header so that its label
+    outlives a restart."""
     tables = []
     streams: list[bytes] = []
     for change in commit.changes:
@@ -61,10 +65,24 @@ def encode(commit: Commit, request_id: str, schemas: dict[int, TableSchema]) -> 
                 "flushed_ts": change.flushed_ts,
             }
         )
-    header = json.dumps(
-        {"ts": commit.commit_ts, "request": request_id, "tables": tables}, separators=(",", ":")
-    ).encode()
+    fields = {"ts": commit.commit_ts, "request": request_id, "tables": tables}
+    if load is not None:
+        fields["load"] = load
+    header = json.dumps(fields, separators=(",", ":")).encode()
     return _HEAD.pack(VERSION, len(header)) + header + b"".join(streams)
+
+
+def decode_load(record: bytes) -> dict | None:
+    """The load record a commit's header carries, or None."""
+    try:
+        _, header_size = _HEAD.unpack_from(record)
+        header = json.loads(record[_HEAD.size : _HEAD.size + header_size])
+    except (struct.error, ValueError) as error:
+        raise WalRecordError(f"log record is damaged: {error}") from None
+    load = header.get("load") if isinstance(header, dict) else None
+    if load is not None and not isinstance(load, dict):
+        raise WalRecordError("log record's load is damaged")
+    return load
 
 
 def encode_checkpoint_note(name: str, ts: int) -> bytes:

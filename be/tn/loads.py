@@ -91,11 +91,19 @@ class OpenLoad:
     ranges: list[tuple[int, int]] = field(default_factory=list)  # row ids [first, end)
 
     def holds(self, meta: ObjectMeta) -> bool:
-        """Whether every block's row ids lie in one range handed to this load."""
-        return all(
-            any(first <= block.min_row_id and block.max_row_id < end for first, end in self.ranges)
-            for block in meta.blocks
-        )
+        """Whether each block's lowest and highest row ids lie in ranges handed to this load
+        (a block may hold rows of several batches, each with its own range)."""
+
+        def handed(row_id: int) -> bool:
+            return any(first <= row_id < end for first, end in self.ranges)
+
+        return all(handed(b.min_row_id) and handed(b.max_row_id) for b in meta.blocks)
+
+    def add(self, first: int, end: int) -> None:
+        if self.ranges and self.ranges[-1][1] == first:  # one run while nothing came between
+            self.ranges[-1] = (self.ranges[-1][0], end)
+        else:
+            self.ranges.append((first, end))
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +154,7 @@ class OpenLoads:
         return load
 
     def add_range(self, txn_id: int, first: int, end: int) -> None:
-        self.get(txn_id).ranges.append((first, end))
+        self.get(txn_id).add(first, end)
 
     def end(self, txn_id: int) -> None:
         with self._lock:

@@ -25,11 +25,11 @@ from fe.cluster.forwarding import Forwarder
 from fe.cluster.freshness import Freshness, TimePrinter
 from fe.cluster.frontends import FrontendMonitor
 from fe.cluster.http_api import HttpApi
-from fe.cluster.stream_load_front import StreamLoadFront
 from fe.cluster.membership import CatalogStateMachine, PortReporter, followers
 from fe.cluster.metrics import Metrics
 from fe.cluster.recycle_bin_cleaner import RecycleBinCleaner
 from fe.cluster.startup import StartupError, ThisFrontend, establish_identity
+from fe.cluster.stream_load_front import StreamLoadFront
 from fe.cluster.write_path import MetadataWriter
 from fe.mysql.server import MysqlFront
 from fe.security import privileges

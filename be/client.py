@@ -42,12 +42,16 @@ from be.service.errors import (
     ServiceFormatError,
 )
 from be.service.format import (
+    AbortLoad,
+    BeginLoad,
+    CommitLoad,
     CommitRequest,
     ObserveAutoIncrement,
     QueryRequest,
     QueryTable,
     Reachable,
     ReadTsRequest,
+    ReserveRowIds,
     ResultEnd,
     ResultPart,
     Role,
@@ -58,6 +62,7 @@ from be.service.format import (
     TakeAutoIncrement,
 )
 from be.service.limits import ServiceLimits
+from be.storage.blocks import ObjectMeta
 from be.storage.objects import ObjectStore
 from be.table_schema import TableSchema
 from be.tn.errors import (
@@ -68,7 +73,7 @@ from be.tn.errors import (
 )
 from be.tn.limits import CommitLimits
 from be.tn.loads import LoadRecord
-from be.tn.pipeline import CommitPipeline
+from be.tn.pipeline import CommitPipeline, bulk_commit
 from be.tn.service import commit_limits
 from be.tn.write_set import WriteSet
 
@@ -132,6 +137,26 @@ class EmbeddedDataPlane:
     def load_records(self, db: str | None) -> list[LoadRecord]:
         """The loads the TN knows (running, waiting for their two-phase commit, finished)."""
         return self.tn.labels.records(db) if self.tn is not None else []
+
+    # A bulk load of objects written elsewhere (Spark tasks): begin, reserve row ids for the
+    # rows of each object (written in the block format, named and stamped at the load's
+    # transaction id, placed by the table's distribution), commit them at once or abort.
+
+    def begin_load(self, schema: TableSchema) -> int:
+        """The load's transaction id."""
+        return self.tn.begin_load(schema)
+
+    def reserve_row_ids(self, txn_id: int, count: int) -> int:
+        """The first of count row ids handed to this load alone."""
+        return self.tn.reserve_row_ids(txn_id, count)
+
+    def commit_load(self, txn_id: int, schema: TableSchema, objects: tuple[ObjectMeta, ...]) -> int:
+        """Every row of the objects visible at once: the commit timestamp."""
+        return self.tn.commit_load(bulk_commit(self.store, txn_id, schema, objects))
+
+    def abort_load(self, txn_id: int, names: tuple[str, ...] = ()) -> None:
+        """The load ends uncommitted; the TN removes the named objects it wrote."""
+        self.tn.abort_load(txn_id, names)
 
     @property
     def available(self) -> bool:
@@ -374,6 +399,18 @@ class RemoteDataPlane:
             return None
         port = dict(status.stats).get("webserver_port")
         return (tns[0].host, port) if port else None
+
+    def begin_load(self, schema: TableSchema) -> int:
+        return self._ask_tn(BeginLoad(schema)).value
+
+    def reserve_row_ids(self, txn_id: int, count: int) -> int:
+        return self._ask_tn(ReserveRowIds(txn_id, count)).value
+
+    def commit_load(self, txn_id: int, schema: TableSchema, objects: tuple[ObjectMeta, ...]) -> int:
+        return self._ask_tn(CommitLoad(txn_id, schema, tuple(objects))).commit_ts
+
+    def abort_load(self, txn_id: int, names: tuple[str, ...] = ()) -> None:
+        self._ask_tn(AbortLoad(txn_id, tuple(names)))
 
     def load_records(self, db: str | None) -> list[LoadRecord]:
         """The loads the TN knows, asked on its HTTP port with the cluster token."""

@@ -11,13 +11,23 @@ import signal
 import socket
 import subprocess
 import urllib.parse
+import zlib
 from decimal import Decimal
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 import requests
 
+from be.client import DataNode as DataPlaneNode
+from be.client import RemoteDataPlane
 from be.load import token
+from be.load.limits import LoadLimits
+from be.load.objects import LoadWriter
+from be.service.format import Role
+from be.storage.objects import ObjectStore
+from be.table_schema import TableSchema
+from be.tn.errors import LoadUnknown
 from tests.harness import (
     QuireProcess,
     cluster_token,
@@ -272,22 +282,24 @@ def test_accounts_are_checked(up, tmp_path):
     assert missing["Status"] == "Fail" and "nope" in missing["Message"]
 
 
-def test_forged_and_expired_tokens_are_refused(up):
+def redirected(node, table_name: str) -> tuple[str, dict]:
+    """Where the FE redirects a load, and the claims of its token."""
     first = requests.put(
-        f"http://127.0.0.1:{up.http_port}/api/d/t/_stream_load",
+        f"http://127.0.0.1:{node.http_port}/api/d/{table_name}/_stream_load",
         auth=("root", ""),
         allow_redirects=False,
         timeout=10,
     )
-    assert first.status_code == 307
+    assert first.status_code == 307, first.text
     location = urllib.parse.urlsplit(first.headers["Location"])
-    base = f"{location.scheme}://{location.netloc}{location.path}"
-    claims = json.loads(
-        __import__("zlib").decompress(token._unb64(
-            urllib.parse.parse_qs(location.query)[token.TOKEN_PARAMETER][0].split(".")[0]
-        ))
-    )  # fmt: skip
+    signed = urllib.parse.parse_qs(location.query)[token.TOKEN_PARAMETER][0]
+    claims = json.loads(zlib.decompress(token._unb64(signed.split(".")[0])))
     del claims["expires"]
+    return f"{location.scheme}://{location.netloc}{location.path}", claims
+
+
+def test_forged_and_expired_tokens_are_refused(up):
+    base, claims = redirected(up, "t")
     for signed in (
         token.sign(claims, "not the cluster token", 60),
         token.sign(claims, cluster_token(up), -1),
@@ -378,7 +390,44 @@ def test_fe_tn_cn_processes_and_a_tn_restart_keep_a_committed_load(tmp_path):
             lambda: rows(fe, "SELECT count(*) FROM d.t") == [(1000,)], 30, "the rows after restart"
         )
         assert [r[2] for r in rows(fe, "SHOW LOAD FROM d")] == ["FINISHED"]
+        bulk_load_by_the_client_api(fe, shared, tn)
     finally:
         for node in (cn, tn):
             node.stop()
         fe.stop()
+
+
+def bulk_load_by_the_client_api(fe, shared: str, tn) -> None:
+    """What a Spark write does: objects written beside the TN, committed through the remote
+    data plane in one commit; an aborted load's objects removed by the TN."""
+    _, claims = redirected(fe, "t")
+    schema = TableSchema.from_fields(claims["schema"])
+    plane = RemoteDataPlane(shared, lambda: [DataPlaneNode(1, "127.0.0.1", tn.port, Role.TN)])
+    store = ObjectStore.open_root(str(tn.workdir / "storage"))
+    rows_in = pa.table({"k": pa.array(range(5000, 5100), pa.int32()),
+                        "v": pa.array([Decimal("1.00")] * 100, pa.decimal128(12, 2))})  # fmt: skip
+    try:
+        txn_id = plane.begin_load(schema)
+        writer = LoadWriter(store, schema, txn_id,
+                            lambda n: plane.reserve_row_ids(txn_id, n), LoadLimits(), False)  # fmt: skip
+        writer.add(rows_in)
+        objects = writer.finish()
+        assert objects and rows(fe, "SELECT count(*) FROM d.t WHERE k >= 5000") == [(0,)]
+        plane.commit_load(txn_id, schema, objects)
+        wait_until(lambda: rows(fe, "SELECT count(*) FROM d.t WHERE k >= 5000") == [(100,)],
+                   30, "the committed objects")  # fmt: skip
+        with pytest.raises(LoadUnknown):  # committed once
+            plane.commit_load(txn_id, schema, objects)
+        aborted = plane.begin_load(schema)
+        writer = LoadWriter(store, schema, aborted,
+                            lambda n: plane.reserve_row_ids(aborted, n), LoadLimits(), False)  # fmt: skip
+        writer.add(rows_in)
+        names = tuple(meta.name for meta in writer.finish())
+        assert all(store.exists(name) for name in names)
+        plane.abort_load(aborted, names + tuple(meta.name for meta in objects))
+        assert not any(store.exists(name) for name in names)
+        assert all(store.exists(meta.name) for meta in objects)  # committed ones stay
+        with pytest.raises(LoadUnknown):
+            plane.reserve_row_ids(aborted, 1)
+    finally:
+        plane.close()

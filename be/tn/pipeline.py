@@ -32,6 +32,7 @@ from be.table_schema import TableSchema
 from be.tn import checkpoint, compaction, loads, wal_records
 from be.tn.auto_increment import AutoIncrements
 from be.tn.errors import (
+    BadLoad,
     CheckpointCorrupt,
     CommitError,
     CommitOutcomeUnknown,
@@ -362,9 +363,24 @@ class CommitPipeline:
         request = _Request(None, Future(), bulk=bulk)
         return self._wait(self._enqueue(request))
 
-    def abort_load(self, txn_id: int) -> None:
-        """The load's objects may not be committed any more (its writer removes them)."""
+    def abort_load(self, txn_id: int, names: tuple[str, ...] = ()) -> None:
+        """The load's objects may not be committed any more; of names, those the load wrote
+        (named at its timestamp) and no commit holds are removed."""
         self.open_loads.end(txn_id)
+        if self.store is None:
+            return
+        for name in names:
+            try:
+                parsed = ObjectName.parse(name)
+            except ValueError:
+                continue
+            known = self.flusher.objects.get(parsed.table_id)
+            if parsed.ts != txn_id or (known is not None and name in known.objects):
+                continue
+            try:
+                self.store.delete(name, missing_ok=True)
+            except StorageError as error:
+                logger.warning("the aborted load's object %s stays: %s", name, error)
 
     def _control(self, action: Callable[[], object]):
         return self._wait(self._enqueue(_Request(None, Future(), control=action)))
@@ -860,3 +876,20 @@ def loaded_keys(
     rows = pa.concat_tables(parts).sort_by(ROW_ID)
     values = [rows.column(name).to_pylist() for name in schema.key_columns]
     return rows.column(ROW_ID).to_pylist(), list(zip(*values, strict=True))
+
+
+def bulk_commit(
+    store: ObjectStore | None, txn_id: int, schema: TableSchema, objects: tuple
+) -> loads.BulkCommit:
+    """The commit of a load's objects written elsewhere (a UNIQUE KEY table's keys read from
+    them); BadLoad if the objects cannot be read."""
+    row_ids: list[int] = []
+    keys: list[tuple] = []
+    if schema.replaces_on_key and objects:
+        if store is None:
+            raise BadLoad("a TN without object storage takes no loads")
+        try:
+            row_ids, keys = loaded_keys(store, schema, objects)
+        except StorageError as error:
+            raise BadLoad(f"the load's objects cannot be read: {error}") from None
+    return loads.BulkCommit(txn_id, schema, tuple(objects), None, tuple(row_ids), tuple(keys))

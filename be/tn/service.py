@@ -26,15 +26,20 @@ from be.logtail.push import LogtailPushServer
 from be.logtail.table import LogtailTable
 from be.service.errors import ServiceFormatError
 from be.service.format import (
+    AbortLoad,
     Accepted,
     AutoIncrement,
+    BeginLoad,
+    CommitLoad,
     CommitRequest,
     Committed,
+    LoadNumber,
     Message,
     ObserveAutoIncrement,
     Reachable,
     ReadTs,
     ReadTsRequest,
+    ReserveRowIds,
     Role,
     SnapshotRequest,
     Status,
@@ -49,7 +54,7 @@ from be.service.server import NodeServer
 from be.storage.objects import ObjectStore
 from be.tn.errors import CommitOutcomeUnknown
 from be.tn.limits import CommitLimits
-from be.tn.pipeline import CommitPipeline
+from be.tn.pipeline import CommitPipeline, bulk_commit
 
 logger = logging.getLogger(__name__)
 
@@ -173,6 +178,17 @@ class TransactionNode:
                 return Committed(ts)
             case ReadTsRequest():
                 return ReadTs(self.pipeline.published_ts)
+            case BeginLoad(schema):
+                return LoadNumber(await asyncio.to_thread(self.pipeline.begin_load, schema))
+            case ReserveRowIds(txn_id, count):
+                first = await asyncio.to_thread(self.pipeline.reserve_row_ids, txn_id, count)
+                return LoadNumber(first)
+            case CommitLoad(txn_id, schema, objects):
+                bulk = await asyncio.to_thread(bulk_commit, self.store, txn_id, schema, objects)
+                return Committed(await asyncio.to_thread(self.pipeline.commit_load, bulk))
+            case AbortLoad(txn_id, names):
+                await asyncio.to_thread(self.pipeline.abort_load, txn_id, names)
+                return Accepted()
             case SnapshotRequest():
                 return await self.snapshot_reads.answer(request)
             case TakeAutoIncrement(table_id, count):

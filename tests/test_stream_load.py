@@ -431,3 +431,41 @@ def bulk_load_by_the_client_api(fe, shared: str, tn) -> None:
             plane.reserve_row_ids(aborted, 1)
     finally:
         plane.close()
+
+
+def test_a_checkpoint_and_a_restart_keep_loads_and_labels(tmp_path):
+    node = QuireProcess(
+        tmp_path / "up", {"webserver_port": free_port(), "tn_checkpoint_interval_second": 1}
+    ).start()
+    try:
+        execute(node, "CREATE DATABASE d", "CREATE TABLE d.u (k INT NOT NULL, v VARCHAR(9)) "
+                "UNIQUE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 2")  # fmt: skip
+        data, empty = tmp_path / "u.csv", tmp_path / "empty.csv"
+        data.write_text("1,a\n2,b\n")
+        empty.write_text("")
+        assert (
+            curl(node, "/api/d/u/_stream_load", data, "label:c1", "column_separator:,")["Status"]
+            == "Success"
+        )
+        nothing = curl(node, "/api/d/u/_stream_load", empty, "label:c0")
+        assert nothing["Status"] == "Success" and nothing["NumberLoadedRows"] == 0, nothing
+        wait_until(lambda: "checkpoint checkpoints/" in node.log_file.read_text(), 30,
+                   "a checkpoint")  # fmt: skip
+        data.write_text("2,c\n3,d\n")
+        assert (
+            curl(node, "/api/d/u/_stream_load", data, "label:c2", "column_separator:,")["Status"]
+            == "Success"
+        )
+        node.stop()
+        node.start()
+        for label in ("c0", "c1", "c2"):
+            again = curl(node, "/api/d/u/_stream_load", data, f"label:{label}")
+            assert again["Status"] == "Label Already Exists", (label, again)
+        # the keys of loaded rows are known again: a new load replaces, never duplicates
+        data.write_text("1,z\n")
+        assert curl(node, "/api/d/u/_stream_load", data, "column_separator:,")["Status"] == (
+            "Success"
+        )
+        assert rows(node, "SELECT k, v FROM d.u ORDER BY k") == [(1, "z"), (2, "c"), (3, "d")]
+    finally:
+        node.stop()

@@ -469,7 +469,10 @@ class CommitPipeline:
         """A logged load's record, and the keys its rows hold in a UNIQUE KEY table."""
         fields = wal_records.decode_load(record)
         if fields is not None:
-            self.labels.put(loads.LoadRecord.from_fields(fields))
+            try:
+                self.labels.put(loads.LoadRecord.from_fields(fields))
+            except (TypeError, AssertionError) as error:
+                logger.warning("a logged load record is damaged, its label is let go: %s", error)
         for change in commit.changes:
             schema = schemas.get(change.table_id)
             if not change.loads_objects or schema is None or not schema.replaces_on_key:
@@ -752,7 +755,12 @@ class CommitPipeline:
         for request_id, ts in loaded.requests:
             self._remember(request_id, ts)
         for fields in loaded.loads:
-            self.labels.put(loads.LoadRecord.from_fields(fields))
+            try:
+                self.labels.put(loads.LoadRecord.from_fields(fields))
+            except (TypeError, AssertionError) as error:
+                logger.warning(
+                    "a checkpoint's load record is damaged, its label is let go: %s", error
+                )
         for table_id, next_value in loaded.auto_increments:
             self.auto_increments.observe(table_id, next_value - 1)
         if self.merger is not None:
@@ -831,7 +839,7 @@ class CommitPipeline:
                     for change in commit.changes:
                         self.merger.replaced(change.objects_removed, commit.commit_ts)
                 self._observe_auto_increments(commit, schemas)
-                if not request_id and any(change.loads_objects for change in commit.changes):
+                if not request_id:
                     self._replayed_load(record, commit, schemas)
                 if request_id:
                     self._remember(request_id, commit.commit_ts)

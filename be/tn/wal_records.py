@@ -76,6 +76,8 @@ def decode_load(record: bytes) -> dict | None:
     """The load record a commit's header carries, or None."""
     try:
         _, header_size = _HEAD.unpack_from(record)
+        if b'"load":{' not in record[_HEAD.size : _HEAD.size + header_size]:
+            return None
         header = json.loads(record[_HEAD.size : _HEAD.size + header_size])
     except (struct.error, ValueError) as error:
         raise WalRecordError(f"log record is damaged: {error}") from None

@@ -1,12 +1,16 @@
 """A load's rows as block objects: each batch gets row ids from the TN, is placed into tablets by
 the table's distribution, and waits per tablet until it fills an object (or the buffered rows of
 all tablets pass max_buffered_bytes); objects are written in the TN's block format, stamped and
-named at the load's transaction timestamp. abort() removes every object written."""
+named at the load's transaction timestamp, by threads of their own (Parquet encoding releases
+the GIL: it overlaps the parsing of the next rows), at most MAX_WRITES_WAITING behind.
+abort() removes every object written."""
 
 from __future__ import annotations
 
+import collections
 import logging
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import pyarrow as pa
 
@@ -23,6 +27,7 @@ from be.tn.errors import BadLoad
 
 logger = logging.getLogger(__name__)
 
+MAX_WRITES_WAITING = 2
 _HIDDEN = (pa.field(ROW_ID, pa.int64(), False), pa.field(COMMIT_TS, pa.int64(), False))
 
 
@@ -53,6 +58,8 @@ class LoadWriter:
         self._waiting_rows: dict[Tablet, int] = {}
         self._buffered = 0
         self._seq: dict[Tablet, int] = {}
+        self._writes: collections.deque[Future] = collections.deque()
+        self._writer = ThreadPoolExecutor(MAX_WRITES_WAITING, thread_name_prefix="load-objects")
         self.rows = 0
 
     def unplaced(self, rows: pa.Table) -> pa.Array:
@@ -88,11 +95,20 @@ class LoadWriter:
     def finish(self) -> tuple[ObjectMeta, ...]:
         for tablet in list(self._waiting):
             self._write(tablet)
+        while self._writes:
+            self._collect()
+        self._writer.shutdown()
         return tuple(self.objects)
 
     def abort(self) -> None:
         """Remove what was written (best effort: the TN's start-up sweep takes what stays)."""
         self._waiting.clear()
+        while self._writes:
+            try:
+                self._collect()
+            except (StorageError, BadLoad, OSError):
+                pass
+        self._writer.shutdown()
         for meta in self.objects:
             try:
                 self.store.delete(meta.name, missing_ok=True)
@@ -112,12 +128,20 @@ class LoadWriter:
             if seq > MAX_SEQ:
                 raise BadLoad(f"a load writes at most {MAX_SEQ + 1} objects per tablet")
             self._seq[tablet] = seq + 1
-            meta = write_blocks(
-                self.store,
-                tablet,
-                rows.slice(start, self.object_rows),
-                schema_version=self.schema.schema_version,
-                flush_ts=self.txn_id,
-                seq=seq,
+            while len(self._writes) >= MAX_WRITES_WAITING:
+                self._collect()
+            self._writes.append(
+                self._writer.submit(
+                    write_blocks,
+                    self.store,
+                    tablet,
+                    rows.slice(start, self.object_rows),
+                    schema_version=self.schema.schema_version,
+                    flush_ts=self.txn_id,
+                    seq=seq,
+                )
             )
-            self.objects.append(meta)
+
+    def _collect(self) -> None:
+        """The oldest write waited for: its object, or what it raised."""
+        self.objects.append(self._writes.popleft().result())

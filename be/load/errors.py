@@ -31,7 +31,3 @@ class LabelAlreadyExists(LoadError):
 
 class LoadNotFound(LoadError):
     """_stream_load_2pc names a transaction or label this backend does not hold."""
-
-
-class LoadTooLarge(LoadError):
-    """The body is larger than streaming_load_max_mb."""

@@ -10,7 +10,6 @@ class LoadLimits:
     max_body_bytes: int = 10 << 30  # one load's body (Doris's streaming_load_max_mb)
     read_block_bytes: int = 4 << 20  # CSV/JSON bytes parsed at once
     max_line_bytes: int = 1 << 20  # one JSON line
-    max_chunks_waiting: int = 16  # body chunks received and not parsed yet
     object_rows: int = 1_000_000  # rows of one tablet written as one object
     max_buffered_bytes: int = 128 << 20  # rows waiting for their object, all tablets together
     max_open_loads: int = 16  # loads running at once on this backend
@@ -27,7 +26,6 @@ class LoadLimits:
             < self.read_block_bytes
             <= self.max_body_bytes,
             "0 < max_line_bytes": 0 < self.max_line_bytes,
-            "max_chunks_waiting > 0": self.max_chunks_waiting > 0,
             "0 < object_rows": 0 < self.object_rows,
             "max_buffered_bytes > 0": self.max_buffered_bytes > 0,
             "max_open_loads > 0 and max_precommitted > 0": (

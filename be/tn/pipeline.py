@@ -20,6 +20,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from be.logtail.entries import ROW_ID, Commit, TableChanges
@@ -45,7 +46,7 @@ from be.tn.flush import Flusher
 from be.tn.limits import CommitLimits
 from be.tn.merge import Merger
 from be.tn.objects import TableObjects
-from be.tn.state import WriteState, _deletes_table
+from be.tn.state import WriteState, deletes_table
 from be.tn.write_set import WriteSet
 
 logger = logging.getLogger(__name__)
@@ -452,7 +453,7 @@ class CommitPipeline:
             last[key] = row_id
         if not ids:
             return None
-        return _deletes_table(schema, ids, keys)
+        return deletes_table(schema, ids, keys)
 
     def _apply_bulk(self, bulk: loads.BulkCommit, commit: Commit) -> None:
         table_id = bulk.schema.table_id
@@ -875,8 +876,6 @@ def loaded_keys(
     store: ObjectStore, schema: TableSchema, objects: tuple
 ) -> tuple[list[int], list[tuple]]:
     """The row ids and keys of a load's rows, row ids ascending (read from its objects)."""
-    import pyarrow as pa
-
     columns = [ROW_ID, *schema.key_columns]
     parts = [read_blocks(store, meta, columns) for meta in objects]
     if not parts:

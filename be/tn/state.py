@@ -129,7 +129,7 @@ class WriteState:
             inserts = None
         deletes = None
         if plan.deleted_ids:
-            deletes = _deletes_table(schema, plan.deleted_ids, plan.deleted_keys)
+            deletes = deletes_table(schema, plan.deleted_ids, plan.deleted_keys)
         return TableChanges(schema.table_id, schema.schema_version, inserts, deletes)
 
     # -- changing -----------------------------------------------------------------------------
@@ -213,7 +213,8 @@ def _keys(table: pa.Table, key_columns: tuple[str, ...]) -> list[tuple]:
     return list(zip(*columns, strict=True))
 
 
-def _deletes_table(schema: TableSchema, row_ids: list[int], keys: list[tuple]) -> pa.Table:
+def deletes_table(schema: TableSchema, row_ids: list[int], keys: list[tuple]) -> pa.Table:
+    """The deletes of a change: row ids, then (when every key is known) the key columns."""
     fields = [pa.field(ROW_ID, pa.int64(), False)]
     arrays = [pa.array(row_ids, pa.int64())]
     if schema.key_columns and all(keys):

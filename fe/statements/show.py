@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import time
 
+from be.service.errors import ServiceError
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.results import Result, column
 from fe.security import privileges
@@ -540,13 +542,11 @@ LOAD_STATES = {"PREPARE": "LOADING", "PRECOMMITTED": "COMMITTED", "VISIBLE": "FI
 
 def _loads(session, statement: st.Show) -> Result:
     """SHOW LOAD / SHOW STREAM LOAD: the loads the TN keeps of the database (its labels)."""
-    import json
-
     database = visible_database(session, statement.db)
     plane = session.services.data_plane
     try:
         records = plane.load_records(database.name) if plane is not None else []
-    except Exception as error:  # the TN's own kinds: it could not be asked
+    except ServiceError as error:  # the TN could not be asked
         raise QueryError(1105, f"the loads could not be listed: {error}") from None
     match = like_matcher(statement.like)
     user = session.user

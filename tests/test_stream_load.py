@@ -30,6 +30,7 @@ from be.table_schema import TableSchema
 from be.tn.errors import LoadUnknown
 from tests.harness import (
     QuireProcess,
+    add_and_start,
     cluster_token,
     execute,
     free_port,
@@ -37,6 +38,7 @@ from tests.harness import (
     wait_until,
 )
 from tests.test_data_processes import FE_OVERRIDES, DataNode
+from tests.test_flush import read_only
 
 ANSWER_KEYS = {
     "TxnId", "Label", "Comment", "TwoPhaseCommit", "Status", "Message", "NumberTotalRows",
@@ -342,6 +344,19 @@ def test_a_client_killed_mid_upload_leaves_nothing(up):
     assert stored_objects(up, name) == before
 
 
+def test_a_store_refusing_writes_fails_the_load_and_the_node_goes_on(up, tmp_path):
+    name = table(up, "ro")
+    data = tmp_path / "ro.csv"
+    data.write_text("1,a\n2,b\n")
+    with read_only(Path(up.overrides["storage_root"]) / "objects"):
+        refused = curl(up, f"/api/d/{name}/_stream_load", data, "label:ro", "column_separator:,")
+    assert refused["Status"] == "Fail", refused
+    assert rows(up, f"SELECT count(*) FROM d.{name}") == [(0,)]
+    again = curl(up, f"/api/d/{name}/_stream_load", data, "label:ro", "column_separator:,")
+    assert again["Status"] == "Success", again  # a failed load's label is free again
+    assert rows(up, f"SELECT count(*) FROM d.{name}") == [(2,)]
+
+
 def test_unique_key_rows_replace_and_the_last_of_a_key_wins(up, tmp_path):
     execute(up, "INSERT INTO d.u VALUES (1, 'old'), (2, 'old')")
     data = tmp_path / "u.csv"
@@ -358,12 +373,14 @@ def test_unique_key_rows_replace_and_the_last_of_a_key_wins(up, tmp_path):
 def test_fe_tn_cn_processes_and_a_tn_restart_keep_a_committed_load(tmp_path):
     fe = QuireProcess(tmp_path / "fe", FE_OVERRIDES, command="fe").start()
     shared = cluster_token(fe)
+    follower = QuireProcess(tmp_path / "fe2", FE_OVERRIDES, command="fe").join_through(fe)
     logtail_port = free_port()
     tn = DataNode(tmp_path / "tn", "tn", shared, logtail_port, webserver_port=free_port())
     cn = DataNode(tmp_path / "cn", "cn", shared, logtail_port, storage_root=tn.workdir / "storage")
     try:
         tn.start()
         cn.start()
+        add_and_start(fe, follower, "FOLLOWER")
         for node in (tn, cn):
             execute(fe, f'ALTER SYSTEM ADD BACKEND "127.0.0.1:{node.port}"')
         execute(fe, "CREATE DATABASE d", "CREATE TABLE d.t (k INT, v DECIMAL(12,2)) "
@@ -390,10 +407,23 @@ def test_fe_tn_cn_processes_and_a_tn_restart_keep_a_committed_load(tmp_path):
             lambda: rows(fe, "SELECT count(*) FROM d.t") == [(1000,)], 30, "the rows after restart"
         )
         assert [r[2] for r in rows(fe, "SHOW LOAD FROM d")] == ["FINISHED"]
+        data.write_text("2000,1\n")  # any FE takes a load: the follower redirects it too
+        by_follower = wait_until(
+            lambda: (
+                (a := curl(follower, "/api/d/t/_stream_load", data, "column_separator:,"))["Status"]
+                != "Fail"
+                and a
+            ),
+            30,
+            "the follower to know the TN",
+        )
+        assert by_follower["Status"] == "Success", by_follower
+        assert rows(follower, "SELECT count(*) FROM d.t WHERE k = 2000") == [(1,)]
         bulk_load_by_the_client_api(fe, shared, tn)
     finally:
         for node in (cn, tn):
             node.stop()
+        follower.stop()
         fe.stop()
 
 

@@ -175,6 +175,21 @@ def test_columns_where_and_max_filter_ratio(up, tmp_path):
     assert bad["Status"] == "Fail" and "nope" in bad["Message"]
 
 
+def test_strict_mode_and_lengths(up, tmp_path):
+    execute(up, "CREATE TABLE d.m (k INT NOT NULL, n INT, v VARCHAR(3)) DUPLICATE KEY(k) "
+            "DISTRIBUTED BY HASH(k) BUCKETS 1")  # fmt: skip
+    data = tmp_path / "m.csv"
+    data.write_text("1,5,abc\n2,x,ab\n3,7,abcd\n4,\\N,é\n")
+    strict = curl(up, "/api/d/m/_stream_load", data, "column_separator:,", "max_filter_ratio:1")
+    assert (strict["NumberLoadedRows"], strict["NumberFilteredRows"]) == (2, 2), strict
+    loose = curl(up, "/api/d/m/_stream_load", data, "column_separator:,", "max_filter_ratio:1",
+                 "strict_mode:false")  # fmt: skip
+    assert (loose["NumberLoadedRows"], loose["NumberFilteredRows"]) == (3, 1), loose
+    assert rows(up, "SELECT k, n, v FROM d.m ORDER BY k, n") == [
+        (1, 5, "abc"), (1, 5, "abc"), (2, None, "ab"), (4, None, "é"), (4, None, "é"),
+    ]  # fmt: skip
+
+
 def test_a_label_makes_a_load_idempotent(up, tmp_path):
     name = table(up, "l")
     data = tmp_path / "l.csv"
@@ -496,6 +511,16 @@ def test_a_checkpoint_and_a_restart_keep_loads_and_labels(tmp_path):
         assert curl(node, "/api/d/u/_stream_load", data, "column_separator:,")["Status"] == (
             "Success"
         )
+        assert rows(node, "SELECT k, v FROM d.u ORDER BY k") == [(1, "z"), (2, "c"), (3, "d")]
+        # the deletes of replaced loaded rows flushed as tombstones into the next checkpoint
+        taken = node.log_file.read_text().count("checkpoint checkpoints/")
+        wait_until(
+            lambda: node.log_file.read_text().count("checkpoint checkpoints/") > taken,
+            30,
+            "a checkpoint after the replacing load",
+        )
+        node.stop()
+        node.start()
         assert rows(node, "SELECT k, v FROM d.u ORDER BY k") == [(1, "z"), (2, "c"), (3, "d")]
     finally:
         node.stop()

@@ -22,6 +22,7 @@ class LoadOptions:
     max_filter_ratio: float = 0.0
     two_phase: bool = False
     comment: str = ""
+    strict: bool = True  # Doris's strict_mode; Quire's default is MySQL's strict SQL mode
 
     @property
     def header_lines(self) -> int:
@@ -59,6 +60,7 @@ def load_options(headers, schema: TableSchema) -> LoadOptions:
         ratio,
         headers.get("two_phase_commit", "").strip().lower() == "true",
         headers.get("comment", "")[:1024],
+        headers.get("strict_mode", "true").strip().lower() != "false",
     )
 
 

@@ -131,7 +131,15 @@ class StreamLoads:
         counts = _Counts()
         url = ""
         try:
-            self._write(claims.get("where", ""), schema, options, body, writer, counts)
+            self._write(
+                claims.get("where", ""),
+                claims.get("lengths", {}),
+                schema,
+                options,
+                body,
+                writer,
+                counts,
+            )
             read_ms = _ms(time.monotonic() - begun)
             record = replace(
                 record,
@@ -189,6 +197,7 @@ class StreamLoads:
     def _write(
         self,
         where: str,
+        lengths: dict[str, int],
         schema: TableSchema,
         options: LoadOptions,
         body,
@@ -209,7 +218,7 @@ class StreamLoads:
             )
         for batch in batches:
             counts.total += batch.num_rows
-            rows, bad = typed(batch, schema)
+            rows, bad = typed(batch, schema, lengths, options.strict)
             if pc.any(bad).as_py():
                 counts.note_bad(batch.filter(bad), self.limits.max_error_rows)
                 rows = rows.filter(pc.invert(bad))

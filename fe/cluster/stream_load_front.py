@@ -92,6 +92,11 @@ class StreamLoadFront:
             "table": table_name,
             "schema": TableSchema.of(table).fields(),
             "where": where,
+            "lengths": {  # CHAR(n) and VARCHAR(n): characters, checked as an INSERT does
+                column.name: column.type.character_length
+                for column in table.columns
+                if column.type.name in ("CHAR", "VARCHAR") and column.type.character_length
+            },
         }
         path = f"/api/{_quoted(db_name)}/{_quoted(table_name)}/_stream_load"
         return self._redirect(path, claims)

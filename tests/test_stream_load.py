@@ -411,6 +411,14 @@ def test_fe_tn_cn_processes_and_a_tn_restart_keep_a_committed_load(tmp_path):
         )
         assert answer["Status"] == "Success" and answer["NumberLoadedRows"] == 1000, answer
         assert rows(fe, "SELECT count(*), sum(v) FROM d.t") == [(1000, Decimal("500000.00"))]
+        execute(fe, "CREATE TABLE d.u (k INT NOT NULL, v VARCHAR(9)) UNIQUE KEY(k) "
+                "DISTRIBUTED BY HASH(k) BUCKETS 2", "INSERT INTO d.u VALUES (1, 'old')")  # fmt: skip
+        unique = tmp_path / "u.csv"
+        unique.write_text("1,new\n2,x\n")
+        assert curl(fe, "/api/d/u/_stream_load", unique, "column_separator:,")["Status"] == (
+            "Success"
+        )
+        assert rows(fe, "SELECT k, v FROM d.u ORDER BY k") == [(1, "new"), (2, "x")]  # on the CN
         tn.process.send_signal(signal.SIGKILL)
         tn.process.wait(30)
         tn.start()
@@ -421,7 +429,12 @@ def test_fe_tn_cn_processes_and_a_tn_restart_keep_a_committed_load(tmp_path):
         wait_until(
             lambda: rows(fe, "SELECT count(*) FROM d.t") == [(1000,)], 30, "the rows after restart"
         )
-        assert [r[2] for r in rows(fe, "SHOW LOAD FROM d")] == ["FINISHED"]
+        assert [r[2] for r in rows(fe, "SHOW LOAD FROM d WHERE LABEL = 'r1'")] == ["FINISHED"]
+        unique.write_text("2,y\n")  # the restarted TN read the loaded rows' keys again
+        assert curl(fe, "/api/d/u/_stream_load", unique, "column_separator:,")["Status"] == (
+            "Success"
+        )
+        assert rows(fe, "SELECT k, v FROM d.u ORDER BY k") == [(1, "new"), (2, "y")]
         data.write_text("2000,1\n")  # any FE takes a load: the follower redirects it too
         by_follower = wait_until(
             lambda: (

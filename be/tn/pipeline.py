@@ -480,7 +480,16 @@ class CommitPipeline:
                 continue
             if self.store is None:
                 continue
-            row_ids, keys = loaded_keys(self.store, schema, change.objects_added)
+            try:
+                row_ids, keys = loaded_keys(self.store, schema, change.objects_added)
+            except StorageError as error:  # merged away and deleted since: a later load of
+                logger.warning(  # one of these keys may then keep both rows
+                    "the keys of table %d's load at %d are not known again: %s",
+                    change.table_id,
+                    commit.commit_ts,
+                    error,
+                )
+                continue
             self.state.register_keys(change.table_id, row_ids, keys, commit.commit_ts)
 
     def _refuse_unanswered(self, group: list[_Request]) -> None:

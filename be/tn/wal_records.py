@@ -7,7 +7,8 @@ metadata of each object it added (be/storage/meta_codec). Version 2 added the ta
 (partitions, tablets, distribution) and the storage changes of flushes and merges; version 3
 inserts carry the partition each row was placed in (PARTITION_ID) and their columns' ids (in the
 fields' metadata), and schemas their columns' ids and backfills. Versions 1 and 2 are still read
-(their rows are placed by the flush's schema and matched to columns by name).
+(their rows are placed by the flush's schema and matched to columns by name). A bulk load's commit
+carries the load's record (be/tn/loads.py) in its header's "load", which readers without it skip.
 """
 
 from __future__ import annotations

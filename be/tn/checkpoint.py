@@ -4,9 +4,9 @@ a restart loads it and replays only the log after it.
 It holds, per table, its schema, its commit state (next row id, the rows deleted lately for
 first-committer-wins, the key index of a UNIQUE KEY table) and the metadata of its objects and
 tombstones; the request ids the TN answers again; and the records of committed bulk loads (their
-labels). Layout: magic, version, header length and
-a CRC-32 of what follows, a JSON header, then Arrow IPC streams (object metadata, key indexes,
-deletes) whose sizes the header gives. Strict: a checkpoint that is damaged is refused whole."""
+labels). Layout: magic, version, header length and a CRC-32 of what follows, a JSON header, then
+Arrow IPC streams (object metadata, key indexes, deletes) whose sizes the header gives. Strict: a
+checkpoint that is damaged is refused whole."""
 
 from __future__ import annotations
 

@@ -5,8 +5,14 @@ A load begins with a timestamp the TN consumes for it (its transaction id: uniqu
 and the timestamp its objects are named and stamped at). Its writer asks for row ids in ranges the
 TN hands out from the table's own counter, so they never clash with the TN's or another load's;
 the commit checks every object's row ids lie in the ranges handed to that load, then adds all of
-them at once (a UNIQUE KEY table's replaced rows deleted in the same commit). A TN that restarts
+them at once (a UNIQUE KEY table's replaced rows deleted in the same commit). Row ids handed out
+first keep objects as the writer wrote them: the TN never reads or rewrites a load's rows (but
+for a UNIQUE KEY table's keys, read where the writer did not give them). A TN that restarts
 forgets its open loads: their commits are refused and the start-up sweep removes their objects.
+
+A CN serves a load's objects from its commit on (the rows carry the load's begin timestamp, which
+is older); a CN that starts again from a checkpoint, or a merge that rewrites them, serves them
+by those row stamps, so a read AS OF a moment while the load ran may see them there.
 
 Labels: the record of a committed load travels in its commit's log record and in checkpoints, so
 "Label Already Exists" survives a restart; loads still open or aborted are kept in memory only.

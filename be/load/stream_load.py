@@ -184,15 +184,22 @@ class StreamLoads:
             )
             return answer
         except (LoadError, CommitError, StorageError, OSError) as error:
-            if not isinstance(error, CommitOutcomeUnknown):
-                writer.abort()  # (an unknown outcome keeps them: the sweep decides)
-            pipeline.abort_load(txn_id)
-            record = loads.finished(record, loads.ABORTED, message=str(error))
-            pipeline.labels.put(record)
-            answer = _answer(record, options, "Fail", str(error), url)
-            answer["LoadTimeMs"] = _ms(time.monotonic() - started)
             logger.info("stream load %s failed: %s", options.label, error)
-            return answer
+            failure = error
+        except Exception as error:  # a bug: the load fails whole, the backend goes on
+            logger.exception("stream load %s failed", options.label)
+            failure = LoadError(f"the load failed: {type(error).__name__}: {error}")
+        unknown = isinstance(failure, CommitOutcomeUnknown)
+        if not unknown:
+            writer.abort()  # (an unknown outcome keeps them: the TN's sweep decides)
+        pipeline.abort_load(txn_id)
+        record = loads.finished(record, loads.ABORTED, message=str(failure))
+        current = pipeline.labels.get(record.db, record.label)
+        if not (unknown and current is not None and current.state == loads.VISIBLE):
+            pipeline.labels.put(record)
+        answer = _answer(record, options, "Fail", str(failure), url)
+        answer["LoadTimeMs"] = _ms(time.monotonic() - started)
+        return answer
 
     def _write(
         self,

@@ -487,6 +487,17 @@ def bulk_load_by_the_client_api(fe, shared: str, tn) -> None:
         assert all(store.exists(meta.name) for meta in objects)  # committed ones stay
         with pytest.raises(LoadUnknown):
             plane.reserve_row_ids(aborted, 1)
+        cut = plane.begin_load(schema)  # written, then the TN dies before the commit
+        writer = LoadWriter(store, schema, cut,
+                            lambda n: plane.reserve_row_ids(cut, n), LoadLimits(), False)  # fmt: skip
+        writer.add(rows_in)
+        written = writer.finish()
+        tn.process.send_signal(signal.SIGKILL)
+        tn.process.wait(30)
+        tn.start()
+        assert not any(store.exists(meta.name) for meta in written)  # the start-up sweep
+        with pytest.raises(LoadUnknown):
+            plane.commit_load(cut, schema, written)
     finally:
         plane.close()
 

@@ -20,12 +20,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
+import requests
 
 from be import engine
 from be.cn.bounds import ColumnBound
 from be.cn.limits import ComputeLimits
 from be.cn.node import ComputeNode, WatermarkTimeout
 from be.config import Config
+from be.load.limits import LoadLimits
+from be.load.server import LoadServer
 from be.logservice.limits import LogLimits
 from be.logservice.service import LogService
 from be.service.client import NodeClient
@@ -39,12 +42,16 @@ from be.service.errors import (
     ServiceFormatError,
 )
 from be.service.format import (
+    AbortLoad,
+    BeginLoad,
+    CommitLoad,
     CommitRequest,
     ObserveAutoIncrement,
     QueryRequest,
     QueryTable,
     Reachable,
     ReadTsRequest,
+    ReserveRowIds,
     ResultEnd,
     ResultPart,
     Role,
@@ -55,6 +62,7 @@ from be.service.format import (
     TakeAutoIncrement,
 )
 from be.service.limits import ServiceLimits
+from be.storage.blocks import ObjectMeta
 from be.storage.objects import ObjectStore
 from be.table_schema import TableSchema
 from be.tn.errors import (
@@ -64,7 +72,8 @@ from be.tn.errors import (
     TransactionNodeClosed,
 )
 from be.tn.limits import CommitLimits
-from be.tn.pipeline import CommitPipeline
+from be.tn.loads import LoadRecord
+from be.tn.pipeline import CommitPipeline, bulk_commit
 from be.tn.service import commit_limits
 from be.tn.write_set import WriteSet
 
@@ -78,10 +87,16 @@ class EmbeddedDataPlane:
         limits: CommitLimits | None = None,
         store: ObjectStore | None = None,
         cn_limits: ComputeLimits | None = None,
+        load_port: int | None = None,
+        load_limits: LoadLimits | None = None,
     ):
         """open_log: the TN's log, opened when the data plane starts; store: where flushes put
-        objects (None: table data stays in memory and in the log)."""
+        objects (None: table data stays in memory and in the log); load_port: the backend HTTP
+        port Stream Load is served on (None: none)."""
         self._open_log = open_log
+        self._load_port = load_port
+        self._load_limits = load_limits
+        self.load_server: LoadServer | None = None
         self.limits = limits or CommitLimits()
         self.store = store
         self.log = None
@@ -97,10 +112,51 @@ class EmbeddedDataPlane:
         self.tn.start()
 
     def close(self) -> None:
+        if self.load_server is not None:
+            self.load_server.close()
         if self.tn is not None:
             self.tn.close()
         if self.log is not None:
             self.log.close()
+
+    def serve_loads(self, token: str | bytes, host: str) -> None:
+        """Start the backend HTTP port Stream Load is redirected to (once the cluster token is
+        known); nothing without object storage or a port."""
+        if self._load_port is None or self.store is None or self.load_server is not None:
+            return
+        server = LoadServer(
+            host, self._load_port, token, lambda: self.tn, self.store, self._load_limits
+        )
+        if server.start():
+            self.load_server = server
+
+    def load_address(self) -> tuple[str | None, int] | None:
+        """Where Stream Load is served: (None: this host, port), or None if nowhere."""
+        return None if self.load_server is None else (None, self.load_server.port)
+
+    def load_records(self, db: str | None) -> list[LoadRecord]:
+        """The loads the TN knows (running, waiting for their two-phase commit, finished)."""
+        return self.tn.labels.records(db) if self.tn is not None else []
+
+    # A bulk load of objects written elsewhere (Spark tasks): begin, reserve row ids for the
+    # rows of each object (written in the block format, named and stamped at the load's
+    # transaction id, placed by the table's distribution), commit them at once or abort.
+
+    def begin_load(self, schema: TableSchema) -> int:
+        """The load's transaction id."""
+        return self.tn.begin_load(schema)
+
+    def reserve_row_ids(self, txn_id: int, count: int) -> int:
+        """The first of count row ids handed to this load alone."""
+        return self.tn.reserve_row_ids(txn_id, count)
+
+    def commit_load(self, txn_id: int, schema: TableSchema, objects: tuple[ObjectMeta, ...]) -> int:
+        """Every row of the objects visible at once: the commit timestamp."""
+        return self.tn.commit_load(bulk_commit(self.store, txn_id, schema, objects))
+
+    def abort_load(self, txn_id: int, names: tuple[str, ...] = ()) -> None:
+        """The load ends uncommitted; the TN removes the named objects it wrote."""
+        self.tn.abort_load(txn_id, names)
 
     @property
     def available(self) -> bool:
@@ -203,6 +259,8 @@ def open_embedded(config: Config) -> EmbeddedDataPlane:
         commit_limits(config, log_limits),
         ObjectStore.from_config(config),
         ComputeLimits.from_config(config),
+        config["webserver_port"],
+        LoadLimits.from_config(config),
     )
 
 
@@ -329,6 +387,49 @@ class RemoteDataPlane:
             ) from None
         except (NodeBusy, ServiceError) as error:
             raise CommitOverloaded(f"the request was not sent: {error}") from None
+
+    def load_address(self) -> tuple[str | None, int] | None:
+        """The TN's host and backend HTTP port (its status says which), None without a TN."""
+        tns = [node for node in self._nodes() if node.role is Role.TN]
+        if not tns:
+            return None
+        try:
+            status = self.status(tns[0].host, tns[0].port, READ_TS_TIMEOUT)
+        except ServiceError:
+            return None
+        port = dict(status.stats).get("webserver_port")
+        return (tns[0].host, port) if port else None
+
+    def begin_load(self, schema: TableSchema) -> int:
+        return self._ask_tn(BeginLoad(schema)).value
+
+    def reserve_row_ids(self, txn_id: int, count: int) -> int:
+        return self._ask_tn(ReserveRowIds(txn_id, count)).value
+
+    def commit_load(self, txn_id: int, schema: TableSchema, objects: tuple[ObjectMeta, ...]) -> int:
+        return self._ask_tn(CommitLoad(txn_id, schema, tuple(objects))).commit_ts
+
+    def abort_load(self, txn_id: int, names: tuple[str, ...] = ()) -> None:
+        self._ask_tn(AbortLoad(txn_id, tuple(names)))
+
+    def load_records(self, db: str | None) -> list[LoadRecord]:
+        """The loads the TN knows, asked on its HTTP port with the cluster token."""
+        address = self.load_address()
+        if address is None:
+            return []
+        host, port = address
+        token = self._token if isinstance(self._token, str) else self._token.decode()
+        try:
+            reply = requests.get(
+                f"http://{host}:{port}/api/_load_records",
+                params={"db": db} if db else {},
+                headers={"X-Quire-Token": token},
+                timeout=READ_TS_TIMEOUT,
+            )
+            reply.raise_for_status()
+            return [LoadRecord.from_fields(fields) for fields in reply.json()]
+        except (requests.RequestException, ValueError, TypeError) as error:
+            raise NodeUnavailable(f"the TN did not list its loads: {error}") from None
 
     def read_ts(self) -> int:
         """The TN's newest timestamp; while the TN cannot answer, the lowest watermark of the

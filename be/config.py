@@ -328,6 +328,42 @@ BE_KEYS = (
         600,
         comment="A CN unsubscribes a table no read asked for this long and drops its rows; the next read subscribes again and waits for it; 0: never.",
     ),
+    # Bulk loads: Stream Load on the backend's HTTP port, and the TN's commit of objects written elsewhere.
+    Key(
+        "webserver_port",
+        8040,
+        comment="The backend's HTTP port (Doris's webserver_port): Stream Load, which FEs redirect here; served by the TN (quire tn, and quire up); 0 picks a free port.",
+    ),
+    Key(
+        "streaming_load_max_mb",
+        10240,
+        comment="The largest body one Stream Load may send, in MB.",
+    ),
+    Key(
+        "stream_load_max_running",
+        16,
+        comment="Stream Loads a backend runs at once; more are refused until one ends.",
+    ),
+    Key(
+        "stream_load_precommit_timeout_second",
+        3600,
+        comment="A two-phase Stream Load not committed or aborted by then (_stream_load_2pc) is aborted.",
+    ),
+    Key(
+        "stream_load_token_ttl_second",
+        300,
+        comment="How long the token of an FE's redirect to the backend is good.",
+    ),
+    Key(
+        "label_keep_max_second",
+        259200,
+        comment="Labels of finished loads are kept this long (a load with the same label is refused meanwhile); committed ones survive TN restarts.",
+    ),
+    Key(
+        "max_open_loads",
+        64,
+        comment="Bulk loads (Stream Load, Spark writes) open on the TN at once.",
+    ),
 )
 
 

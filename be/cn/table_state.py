@@ -228,7 +228,7 @@ class TableState:
                 if gone:
                     self._tombstones = [m for m in self._tombstones if m.name not in removed]
                     self._removed_tombstones += [(commit_ts, meta) for meta in gone]
-            serves_from = commit_ts if change.objects_removed else 0
+            serves_from = commit_ts if change.objects_removed or change.loads_objects else 0
             if change.objects_removed:
                 self._removed_ts = commit_ts
             elif change.objects_added and not change.flushed_ts:

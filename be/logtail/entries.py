@@ -61,6 +61,12 @@ class TableChanges:
         return sum(batch.num_rows for batch in (self.inserts, self.deletes) if batch is not None)
 
     @property
+    def loads_objects(self) -> bool:
+        """A bulk load's commit: objects written elsewhere, their rows never in memory, visible
+        from this commit on (neither a flush's nor a merge's)."""
+        return bool(self.objects_added) and not self.flushed_ts and not self.objects_removed
+
+    @property
     def changes_storage(self) -> bool:
         return bool(
             self.flushed_ts or self.objects_added or self.tombstones_added or self.objects_removed

@@ -18,6 +18,8 @@ the old ones. Versions:
         pruning); a CN runs a query (QueryRequest) and streams its result back (ResultPart...,
         ResultEnd); a Failure carries its kind's arguments, so the kind is made again as raised;
         a node's status carries its statistics (name, count pairs: a CN's kept and cached bytes)
+    5   bulk loads: BeginLoad, ReserveRowIds (answered with LoadNumber), CommitLoad (objects
+        written elsewhere, as their metadata; answered with Committed) and AbortLoad
 """
 
 from __future__ import annotations
@@ -31,13 +33,17 @@ import pyarrow as pa
 
 from be.cn.bounds import MAX_BOUNDS, ColumnBound
 from be.logtail.entries import ROW_ID
+from be.logtail.format import MAX_OBJECTS_PER_CHANGE
 from be.service.errors import ServiceFormatError
 from be.service.limits import ServiceLimits
+from be.storage import meta_codec
+from be.storage.blocks import ObjectMeta
+from be.storage.errors import ObjectCorrupt
 from be.table_schema import TableSchema
 from be.tn.write_set import TableWrite, WriteSet
 from be.wire import Envelope, FieldReader
 
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 MAX_STATS = 64  # statistics in a node's status
 SUPPORTED_VERSIONS = (FORMAT_VERSION,)  # nodes and FEs of one build talk: no older version is read
 
@@ -78,6 +84,11 @@ class Kind(IntEnum):
     QUERY_REQUEST = 20
     RESULT_PART = 21
     RESULT_END = 22
+    BEGIN_LOAD = 23
+    RESERVE_ROW_IDS = 24
+    LOAD_NUMBER = 25
+    COMMIT_LOAD = 26
+    ABORT_LOAD = 27
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +203,43 @@ class Accepted:
 
 
 @dataclass(frozen=True, slots=True)
+class BeginLoad:
+    """A bulk load of the table begins: answered with its transaction id (a LoadNumber)."""
+
+    schema: TableSchema
+
+
+@dataclass(frozen=True, slots=True)
+class ReserveRowIds:
+    """count row ids for the load's rows: answered with the first (a LoadNumber)."""
+
+    txn_id: int
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class LoadNumber:
+    value: int
+
+
+@dataclass(frozen=True, slots=True)
+class CommitLoad:
+    """The load's objects, committed at once: answered with Committed."""
+
+    txn_id: int
+    schema: TableSchema
+    objects: tuple[ObjectMeta, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AbortLoad:
+    """The load will not commit: the TN removes the objects named (those of this load only)."""
+
+    txn_id: int
+    names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class QueryTable:
     """A table a query reads, by the name its SQL gives it: the snapshot request's fields."""
 
@@ -257,6 +305,11 @@ Message = (
     | QueryRequest
     | ResultPart
     | ResultEnd
+    | BeginLoad
+    | ReserveRowIds
+    | LoadNumber
+    | CommitLoad
+    | AbortLoad
     | Failure
 )
 
@@ -395,6 +448,21 @@ def _fields(message: Message, limits: ServiceLimits) -> list:
             return [Kind.RESULT_PART, _ipc(rows, limits)]
         case ResultEnd(columns, row_count):
             return [Kind.RESULT_END, [list(column) for column in columns], row_count]
+        case BeginLoad(schema):
+            return [Kind.BEGIN_LOAD, encode_schema(schema)]
+        case ReserveRowIds(txn_id, count):
+            return [Kind.RESERVE_ROW_IDS, txn_id, count]
+        case LoadNumber(value):
+            return [Kind.LOAD_NUMBER, value]
+        case CommitLoad(txn_id, schema, objects):
+            if len(objects) > MAX_OBJECTS_PER_CHANGE:
+                raise ServiceFormatError(f"a load commits at most {MAX_OBJECTS_PER_CHANGE} objects")
+            encoded = [meta_codec.encode_object(meta) for meta in objects]
+            return [Kind.COMMIT_LOAD, txn_id, encode_schema(schema), encoded]
+        case AbortLoad(txn_id, names):
+            if len(names) > MAX_OBJECTS_PER_CHANGE:
+                raise ServiceFormatError(f"a load names at most {MAX_OBJECTS_PER_CHANGE} objects")
+            return [Kind.ABORT_LOAD, txn_id, list(names)]
         case Failure(kind, text, arguments):
             return [
                 Kind.FAILURE,
@@ -553,7 +621,41 @@ def _failure_argument(value: Any) -> str | int | float | bool | None:
     raise ServiceFormatError(f"malformed error argument: {value!r:.100}")
 
 
+def _load_message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
+    match kind:
+        case Kind.BEGIN_LOAD:
+            (schema,) = _shape(fields, 1, "load begin")
+            return BeginLoad(decode_schema(schema, limits))
+        case Kind.RESERVE_ROW_IDS:
+            txn_id, count = _shape(fields, 2, "row id request")
+            return ReserveRowIds(_int(txn_id, "load", 1), _int(count, "count", 1))
+        case Kind.LOAD_NUMBER:
+            (value,) = _shape(fields, 1, "load number")
+            return LoadNumber(_int(value, "load number", 1))
+        case Kind.COMMIT_LOAD:
+            txn_id, schema, objects = _shape(fields, 3, "load commit")
+            if type(objects) is not tuple or len(objects) > MAX_OBJECTS_PER_CHANGE:
+                raise ServiceFormatError("malformed load objects")
+            schema = decode_schema(schema, limits)
+            try:
+                metas = tuple(meta_codec.decode_object(_bytes(o, "object")) for o in objects)
+            except (ObjectCorrupt, ValueError, TypeError, KeyError) as error:
+                raise ServiceFormatError(f"malformed object metadata: {error}") from None
+            if any(meta.table_id != schema.table_id for meta in metas):
+                raise ServiceFormatError("a load's object of another table")
+            return CommitLoad(_int(txn_id, "load", 1), schema, metas)
+        case Kind.ABORT_LOAD:
+            txn_id, names = _shape(fields, 2, "load abort")
+            if type(names) is not tuple or len(names) > MAX_OBJECTS_PER_CHANGE:
+                raise ServiceFormatError("malformed object names")
+            named = tuple(_str(name, "object name", MAX_TEXT_CHARS) for name in names)
+            return AbortLoad(_int(txn_id, "load", 1), named)
+    raise AssertionError(kind)
+
+
 def _message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
+    if kind >= Kind.BEGIN_LOAD:
+        return _load_message(kind, fields, limits)
     match kind:
         case Kind.CHALLENGE:
             (nonce,) = _shape(fields, 1, "challenge")

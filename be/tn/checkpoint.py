@@ -3,9 +3,10 @@ a restart loads it and replays only the log after it.
 
 It holds, per table, its schema, its commit state (next row id, the rows deleted lately for
 first-committer-wins, the key index of a UNIQUE KEY table) and the metadata of its objects and
-tombstones; and the request ids the TN answers again. Layout: magic, version, header length and
-a CRC-32 of what follows, a JSON header, then Arrow IPC streams (object metadata, key indexes,
-deletes) whose sizes the header gives. Strict: a checkpoint that is damaged is refused whole."""
+tombstones; the request ids the TN answers again; and the records of committed bulk loads (their
+labels). Layout: magic, version, header length and a CRC-32 of what follows, a JSON header, then
+Arrow IPC streams (object metadata, key indexes, deletes) whose sizes the header gives. Strict: a
+checkpoint that is damaged is refused whole."""
 
 from __future__ import annotations
 
@@ -54,6 +55,7 @@ class Checkpoint:
     # per table, the next AUTO_INCREMENT value: the rows holding the largest ones may be in
     # objects only, and the log behind the checkpoint is gone
     auto_increments: list[tuple[int, int]] = field(default_factory=list)
+    loads: list[dict] = field(default_factory=list)  # committed loads' records (their labels)
 
 
 def encode(checkpoint: Checkpoint) -> bytes:
@@ -86,6 +88,7 @@ def encode(checkpoint: Checkpoint) -> bytes:
             "requests": checkpoint.requests,
             "pending_deletions": checkpoint.pending_deletions,
             "auto_increments": checkpoint.auto_increments,
+            "loads": checkpoint.loads,
         },
         separators=(",", ":"),
     ).encode()
@@ -180,7 +183,12 @@ def decode(data: bytes) -> Checkpoint:
         requests = [(str(request), int(ts)) for request, ts in header["requests"]]
         pending = [(int(ts), str(name)) for ts, name in header["pending_deletions"]]
         counters = [(int(table), int(value)) for table, value in header.get("auto_increments", [])]
-        return Checkpoint(header["ts"], header["horizon_ts"], tables, requests, pending, counters)
+        kept_loads = header.get("loads", [])
+        if not isinstance(kept_loads, list) or not all(isinstance(f, dict) for f in kept_loads):
+            raise CheckpointCorrupt("checkpoint's loads are damaged")
+        return Checkpoint(
+            header["ts"], header["horizon_ts"], tables, requests, pending, counters, kept_loads
+        )
     except CheckpointCorrupt:
         raise
     except (*wal_records.DAMAGED, wal_records.WalRecordError) as error:

@@ -55,3 +55,16 @@ class FlushFailed(CommitError):
 
 class CheckpointCorrupt(Exception):
     """A checkpoint the TN cannot read: truncated, damaged or of another version."""
+
+
+class LoadUnknown(CommitError):
+    """A bulk load the TN does not know (never begun, expired, aborted, or begun before the TN
+    restarted): its objects are not committed."""
+
+
+class BadLoad(CommitError):
+    """A bulk load's objects do not fit what the TN handed out (row ids, table, names)."""
+
+
+class TooManyLoads(CommitError):
+    """The TN has as many open bulk loads as it keeps."""

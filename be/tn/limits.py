@@ -35,6 +35,12 @@ class CommitLimits:
     compaction_check_interval_seconds: float = 1.0
     # Row ids of a table's objects kept to file deletes under their tablets (8 bytes each).
     max_cached_row_ids: int = 16 << 20
+    # Bulk loads (be/tn/loads.py): open at once, how long one may stay open, the load records
+    # (labels) kept and for how long after they finish.
+    max_open_loads: int = 64
+    load_timeout_seconds: float = 3600.0
+    max_labels: int = 100_000
+    label_keep_seconds: float = 259_200.0
 
     def __post_init__(self) -> None:
         rules = {
@@ -71,5 +77,11 @@ class CommitLimits:
                 0 < self.flush_retry_seconds <= self.flush_interval_seconds
             ),
         }
+        rules["max_open_loads > 0 and load_timeout_seconds > 0"] = (
+            self.max_open_loads > 0 and self.load_timeout_seconds > 0
+        )
+        rules["max_labels >= max_open_loads and label_keep_seconds > 0"] = (
+            self.max_labels >= self.max_open_loads and self.label_keep_seconds > 0
+        )
         broken = [rule for rule, holds in rules.items() if not holds]
         assert not broken, f"CommitLimits break: {', '.join(broken)}"

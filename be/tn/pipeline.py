@@ -20,29 +20,33 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
-from be.logtail.entries import Commit, TableChanges
+from be.logtail.entries import ROW_ID, Commit, TableChanges
 from be.logtail.format import MAX_OBJECTS_PER_CHANGE
+from be.storage.blocks import read_blocks
 from be.storage.errors import StorageError
 from be.storage.names import ObjectName
 from be.storage.objects import ObjectStore
 from be.table_schema import TableSchema
-from be.tn import checkpoint, compaction, wal_records
+from be.tn import checkpoint, compaction, loads, wal_records
 from be.tn.auto_increment import AutoIncrements
 from be.tn.errors import (
+    BadLoad,
     CheckpointCorrupt,
     CommitError,
     CommitOutcomeUnknown,
     CommitOverloaded,
     CommitTooLarge,
+    StaleSchema,
     TransactionNodeClosed,
 )
 from be.tn.flush import Flusher
 from be.tn.limits import CommitLimits
 from be.tn.merge import Merger
 from be.tn.objects import TableObjects
-from be.tn.state import WriteState
+from be.tn.state import WriteState, deletes_table
 from be.tn.write_set import WriteSet
 
 logger = logging.getLogger(__name__)
@@ -64,8 +68,14 @@ class _StorageJob:
 
 @dataclass(eq=False)
 class _Request:
-    write_set: WriteSet
+    write_set: WriteSet | None
     future: Future
+    control: Callable[[], object] | None = None  # run on the committer, between commits
+    bulk: loads.BulkCommit | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return self.write_set.nbytes if self.write_set is not None else 0
 
 
 class CommitPipeline:
@@ -105,6 +115,8 @@ class CommitPipeline:
         self._closed = threading.Event()
         # The FE's newest word on what may still be read: (as_of_ts, table id -> partition ids).
         self._reachable: tuple[int, dict[int, frozenset[int]]] | None = None
+        self.open_loads = loads.OpenLoads(limits.max_open_loads, limits.load_timeout_seconds)
+        self.labels = loads.Labels(limits.max_labels, limits.label_keep_seconds)
         self.committed = 0  # commits published, heartbeats excluded
         self.published_ts = 0  # the newest commit or heartbeat published
 
@@ -209,7 +221,7 @@ class CommitPipeline:
             if first is None:
                 break
             group = [first]
-            size = first.write_set.nbytes
+            size = first.nbytes
             while len(group) < self.limits.max_group_commits and size < self.limits.max_group_bytes:
                 try:
                     request = self._queue.get_nowait()
@@ -219,7 +231,7 @@ class CommitPipeline:
                     self._closed.set()
                     break
                 group.append(request)
-                size += request.write_set.nbytes
+                size += request.nbytes
             try:
                 self._commit_group(group)
             except Exception:  # a bug: fail the group rather than the thread
@@ -238,15 +250,33 @@ class CommitPipeline:
         records: list[bytes] = []
         size = 0
         for request in group:
-            write_set = request.write_set
+            if request.control is not None:  # after what came before it, published
+                if records and not self._log_and_publish(batch, records):
+                    self._refuse_unanswered(group)
+                    return
+                batch, records, size = [], [], 0
+                try:
+                    request.future.set_result(request.control())
+                except CommitError as error:
+                    request.future.set_exception(error)
+                continue
+            write_set = request.write_set or WriteSet(0, ())
             if write_set.request_id and write_set.request_id in self._requests:
                 request.future.set_result(self._requests[write_set.request_id])
                 continue
-            schemas = {write.schema.table_id: write.schema for write in write_set.writes}
+            if request.bulk is not None:
+                schemas = {request.bulk.schema.table_id: request.bulk.schema}
+            else:
+                schemas = {write.schema.table_id: write.schema for write in write_set.writes}
             try:
-                self.flusher.check(write_set)
-                commit = self.state.prepare(write_set, self._next_ts(), self.limits.max_commit_rows)
-                record = wal_records.encode(commit, write_set.request_id, schemas)
+                if request.bulk is not None:
+                    commit, record = self._prepare_bulk(request.bulk)
+                else:
+                    self.flusher.check(write_set)
+                    commit = self.state.prepare(
+                        write_set, self._next_ts(), self.limits.max_commit_rows
+                    )
+                    record = wal_records.encode(commit, write_set.request_id, schemas)
                 if len(record) > self.limits.max_record_bytes:
                     raise CommitTooLarge(
                         f"the statement writes {len(record)} bytes at once; the log takes at most "
@@ -261,6 +291,8 @@ class CommitPipeline:
                     return
                 batch, records, size = [], [], 0
             self._apply(commit, schemas)
+            if request.bulk is not None:
+                self._apply_bulk(request.bulk, commit)
             batch.append((request, commit))
             records.append(record)
             size += len(record)
@@ -286,6 +318,179 @@ class CommitPipeline:
     def take_auto_increment(self, table_id: int, count: int) -> int:
         """The first of count new values of the table's AUTO_INCREMENT column."""
         return self.auto_increments.take(table_id, count)
+
+    # -- bulk loads (be/tn/loads.py) -----------------------------------------------------------
+
+    def begin_load(self, schema: TableSchema) -> int:
+        """A new load of the table: its transaction id, a timestamp consumed for it (its objects
+        are named and stamped at it)."""
+
+        def begin() -> int:
+            known = self.state.tables.get(schema.table_id)
+            if known is not None and schema.schema_version < known.schema_version:
+                raise StaleSchema(schema.table_id, schema.schema_version, known.schema_version)
+            txn_id = self._heartbeat()
+            self.open_loads.begin(txn_id, schema.table_id)
+            if known is None:  # row ids are handed out from the table's own counter
+                known = self.state.table(schema.table_id)
+                known.schema_version = schema.schema_version
+                known.key_columns = schema.key_columns
+                known.replaces_on_key = schema.replaces_on_key
+                self.schemas.setdefault(schema.table_id, schema)
+            return txn_id
+
+        return self._control(begin)
+
+    def reserve_row_ids(self, txn_id: int, count: int) -> int:
+        """The first of count row ids of the load's table, handed to this load alone."""
+        if not 0 < count <= self.limits.max_commit_rows:
+            raise CommitTooLarge(f"at most {self.limits.max_commit_rows} row ids at once")
+
+        def reserve() -> int:
+            state = self.state.tables[self.open_loads.get(txn_id).table_id]
+            first = state.next_row_id
+            state.next_row_id = first + count
+            self.open_loads.add_range(txn_id, first, first + count)
+            return first
+
+        return self._control(reserve)
+
+    def commit_load(self, bulk: loads.BulkCommit) -> int:
+        """Commit a load's objects at once: the commit timestamp (a CommitError kind if not)."""
+        if len(bulk.row_ids) > self.limits.max_commit_rows:
+            raise CommitTooLarge(
+                f"a UNIQUE KEY table takes at most {self.limits.max_commit_rows} rows per load"
+            )
+        request = _Request(None, Future(), bulk=bulk)
+        return self._wait(self._enqueue(request))
+
+    def abort_load(self, txn_id: int, names: tuple[str, ...] = ()) -> None:
+        """The load's objects may not be committed any more; of names, those the load wrote
+        (named at its timestamp) and no commit holds are removed."""
+        self.open_loads.end(txn_id)
+        if self.store is None:
+            return
+        for name in names:
+            try:
+                parsed = ObjectName.parse(name)
+            except ValueError:
+                continue
+            known = self.flusher.objects.get(parsed.table_id)
+            if parsed.ts != txn_id or (known is not None and name in known.objects):
+                continue
+            try:
+                self.store.delete(name, missing_ok=True)
+            except StorageError as error:
+                logger.warning("the aborted load's object %s stays: %s", name, error)
+
+    def _control(self, action: Callable[[], object]):
+        return self._wait(self._enqueue(_Request(None, Future(), control=action)))
+
+    def _enqueue(self, request: _Request) -> Future:
+        if self._closed.is_set():
+            raise TransactionNodeClosed("the TN is stopping")
+        try:
+            self._queue.put_nowait(request)
+        except queue.Full:
+            raise CommitOverloaded(
+                f"the TN has {self.limits.max_queued_commits} commits waiting; try again"
+            ) from None
+        return request.future
+
+    def _wait(self, future: Future):
+        try:
+            return future.result(self.limits.commit_timeout_seconds)
+        except FutureTimeout:
+            raise CommitOutcomeUnknown(
+                "the commit was not confirmed in time: it may or may not have taken effect"
+            ) from None
+
+    def _prepare_bulk(self, bulk: loads.BulkCommit) -> tuple[Commit, bytes]:
+        """The load's commit, checked, and its log record (the load's record in it)."""
+        schema = bulk.schema
+        table_id = schema.table_id
+        known = self.state.tables.get(table_id)
+        if known is not None and schema.schema_version < known.schema_version:
+            raise StaleSchema(table_id, schema.schema_version, known.schema_version)
+        self.open_loads.check(bulk, self.flusher.table_objects(table_id).objects)
+        deletes = None
+        if schema.replaces_on_key and bulk.keys:
+            deletes = self._replaced(table_id, schema, bulk)
+        change = TableChanges(
+            table_id, schema.schema_version, deletes=deletes, objects_added=bulk.objects
+        )
+        commit = Commit(self._next_ts(), (change,))
+        record = None
+        if bulk.record is not None:
+            record = loads.finished(bulk.record, loads.VISIBLE, commit_ts=commit.commit_ts)
+        encoded = wal_records.encode(
+            commit, "", {table_id: schema}, load=None if record is None else record.fields()
+        )
+        if len(encoded) > self.limits.max_record_bytes:
+            raise CommitTooLarge(
+                f"the load's commit is {len(encoded)} bytes; the log takes at most "
+                f"{self.limits.max_record_bytes} (logservice_max_record_bytes)"
+            )
+        return commit, encoded
+
+    def _replaced(self, table_id: int, schema: TableSchema, bulk: loads.BulkCommit):
+        """The rows a UNIQUE KEY load replaces: earlier holders of its keys, and its own rows
+        whose key a later row of it holds (the last row of a key wins, as in Doris)."""
+        holders = self.state.table(table_id).keys
+        last: dict[tuple, int] = {}
+        ids: list[int] = []
+        keys: list[tuple] = []
+        for row_id, key in zip(bulk.row_ids, bulk.keys, strict=True):
+            earlier = last.get(key)
+            if earlier is not None:
+                ids.append(earlier)
+                keys.append(key)
+            else:
+                holder = holders.get(key)
+                if holder is not None:
+                    ids.append(holder[0])
+                    keys.append(key)
+            last[key] = row_id
+        if not ids:
+            return None
+        return deletes_table(schema, ids, keys)
+
+    def _apply_bulk(self, bulk: loads.BulkCommit, commit: Commit) -> None:
+        table_id = bulk.schema.table_id
+        if bulk.schema.replaces_on_key and bulk.keys:
+            self.state.register_keys(
+                table_id, list(bulk.row_ids), list(bulk.keys), commit.commit_ts
+            )
+        self.open_loads.end(bulk.txn_id)
+        if bulk.record is not None:
+            self.labels.put(loads.finished(bulk.record, loads.VISIBLE, commit_ts=commit.commit_ts))
+        self._merge_candidates.add(table_id)
+
+    def _replayed_load(self, record: bytes, commit: Commit, schemas) -> None:
+        """A logged load's record, and the keys its rows hold in a UNIQUE KEY table."""
+        fields = wal_records.decode_load(record)
+        if fields is not None:
+            try:
+                self.labels.put(loads.LoadRecord.from_fields(fields))
+            except (TypeError, AssertionError) as error:
+                logger.warning("a logged load record is damaged, its label is let go: %s", error)
+        for change in commit.changes:
+            schema = schemas.get(change.table_id)
+            if not change.loads_objects or schema is None or not schema.replaces_on_key:
+                continue
+            if self.store is None:
+                continue
+            try:
+                row_ids, keys = loaded_keys(self.store, schema, change.objects_added)
+            except StorageError as error:  # merged away and deleted since: a later load of
+                logger.warning(  # one of these keys may then keep both rows
+                    "the keys of table %d's load at %d are not known again: %s",
+                    change.table_id,
+                    commit.commit_ts,
+                    error,
+                )
+                continue
+            self.state.register_keys(change.table_id, row_ids, keys, commit.commit_ts)
 
     def _refuse_unanswered(self, group: list[_Request]) -> None:
         for request in group:
@@ -520,6 +725,7 @@ class CommitPipeline:
             list(self._requests.items()),
             list(self.merger.pending) if self.merger is not None else [],
             self.auto_increments.counters(),
+            [record.fields() for record in self.labels.committed()],
         )
         name = checkpoint.object_name(ts)
         try:
@@ -558,6 +764,13 @@ class CommitPipeline:
             self.schemas[table_id] = table.schema
         for request_id, ts in loaded.requests:
             self._remember(request_id, ts)
+        for fields in loaded.loads:
+            try:
+                self.labels.put(loads.LoadRecord.from_fields(fields))
+            except (TypeError, AssertionError) as error:
+                logger.warning(
+                    "a checkpoint's load record is damaged, its label is let go: %s", error
+                )
         for table_id, next_value in loaded.auto_increments:
             self.auto_increments.observe(table_id, next_value - 1)
         if self.merger is not None:
@@ -636,6 +849,8 @@ class CommitPipeline:
                     for change in commit.changes:
                         self.merger.replaced(change.objects_removed, commit.commit_ts)
                 self._observe_auto_increments(commit, schemas)
+                if not request_id:
+                    self._replayed_load(record, commit, schemas)
                 if request_id:
                     self._remember(request_id, commit.commit_ts)
                 if commit.commit_ts > self.published_ts:
@@ -660,3 +875,37 @@ class CommitPipeline:
         self._requests.clear()
         self._replay()
         self.state.last_ts = max(self.state.last_ts, self.published_ts)
+        # The row ids handed to open loads are forgotten with them: their commits are refused.
+        self.open_loads = loads.OpenLoads(
+            self.limits.max_open_loads, self.limits.load_timeout_seconds
+        )
+
+
+def loaded_keys(
+    store: ObjectStore, schema: TableSchema, objects: tuple
+) -> tuple[list[int], list[tuple]]:
+    """The row ids and keys of a load's rows, row ids ascending (read from its objects)."""
+    columns = [ROW_ID, *schema.key_columns]
+    parts = [read_blocks(store, meta, columns) for meta in objects]
+    if not parts:
+        return [], []
+    rows = pa.concat_tables(parts).sort_by(ROW_ID)
+    values = [rows.column(name).to_pylist() for name in schema.key_columns]
+    return rows.column(ROW_ID).to_pylist(), list(zip(*values, strict=True))
+
+
+def bulk_commit(
+    store: ObjectStore | None, txn_id: int, schema: TableSchema, objects: tuple
+) -> loads.BulkCommit:
+    """The commit of a load's objects written elsewhere (a UNIQUE KEY table's keys read from
+    them); BadLoad if the objects cannot be read."""
+    row_ids: list[int] = []
+    keys: list[tuple] = []
+    if schema.replaces_on_key and objects:
+        if store is None:
+            raise BadLoad("a TN without object storage takes no loads")
+        try:
+            row_ids, keys = loaded_keys(store, schema, objects)
+        except StorageError as error:
+            raise BadLoad(f"the load's objects cannot be read: {error}") from None
+    return loads.BulkCommit(txn_id, schema, tuple(objects), None, tuple(row_ids), tuple(keys))

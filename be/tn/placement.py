@@ -167,7 +167,13 @@ def _column_hash(column: pa.ChunkedArray) -> pa.Array:
     """A stable hash of each value (the same in every process): CRC-32 of its text, computed
     once per distinct value; NULL hashes to 0."""
     encoded = column.combine_chunks().dictionary_encode()
-    hashes = pa.array(
-        [zlib.crc32(str(value).encode()) for value in encoded.dictionary.to_pylist()], pa.int64()
-    )
+    values = encoded.dictionary
+    if pa.types.is_integer(values.type) or pa.types.is_string(values.type):
+        # the same text str() gives, as UTF-8, made by Arrow: only the CRC is Python's
+        texts = pc.cast(pc.cast(values, pa.string()), pa.binary()).to_pylist()
+        hashes = pa.array([zlib.crc32(text) for text in texts], pa.int64())
+    else:
+        hashes = pa.array(
+            [zlib.crc32(str(value).encode()) for value in values.to_pylist()], pa.int64()
+        )
     return pc.fill_null(pc.take(hashes, encoded.indices), 0)

@@ -16,6 +16,8 @@ import time
 from be.cn.limits import ComputeLimits
 from be.cn.node import ComputeNode
 from be.config import Config
+from be.load.limits import LoadLimits
+from be.load.server import LoadServer
 from be.logservice.limits import LogLimits
 from be.logservice.service import LogService
 from be.logtail.entries import Commit
@@ -24,15 +26,20 @@ from be.logtail.push import LogtailPushServer
 from be.logtail.table import LogtailTable
 from be.service.errors import ServiceFormatError
 from be.service.format import (
+    AbortLoad,
     Accepted,
     AutoIncrement,
+    BeginLoad,
+    CommitLoad,
     CommitRequest,
     Committed,
+    LoadNumber,
     Message,
     ObserveAutoIncrement,
     Reachable,
     ReadTs,
     ReadTsRequest,
+    ReserveRowIds,
     Role,
     SnapshotRequest,
     Status,
@@ -47,7 +54,7 @@ from be.service.server import NodeServer
 from be.storage.objects import ObjectStore
 from be.tn.errors import CommitOutcomeUnknown
 from be.tn.limits import CommitLimits
-from be.tn.pipeline import CommitPipeline
+from be.tn.pipeline import CommitPipeline, bulk_commit
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +71,8 @@ def commit_limits(config: Config, log_limits: LogLimits) -> CommitLimits:
         merged_object_retention_seconds=config["merged_object_retention_second"],
         max_transaction_seconds=config["time_travel_retention_second"],
         commit_timeout_seconds=config["tn_commit_timeout_second"],
+        max_open_loads=config["max_open_loads"],
+        label_keep_seconds=config["label_keep_max_second"],
     )
 
 
@@ -100,6 +109,14 @@ class TransactionNode:
             Role.TN, name, token, self._handle, host, config["tn_service_port"], self.limits
         )
         self.snapshot_reads = SnapshotReads(self.limits, self._snapshot, Role.TN)
+        self.load_server = LoadServer(
+            host,
+            config["webserver_port"],
+            token,
+            lambda: self.pipeline,
+            self.store,
+            LoadLimits.from_config(config),
+        )
 
     def start(self) -> None:
         """Listen for CNs, open and replay the log (republishing it), then serve FEs."""
@@ -114,6 +131,7 @@ class TransactionNode:
                 on_checkpoint=self.logtail_table.set_checkpoint,
             )
             self.pipeline.start()
+            self.load_server.start()
             self.server.start()
         except BaseException:
             self.close()
@@ -127,6 +145,7 @@ class TransactionNode:
 
     def close(self) -> None:
         self.server.close()
+        self.load_server.close()
         if self.pipeline is not None:
             self.pipeline.close()
         self.push.close()
@@ -159,6 +178,17 @@ class TransactionNode:
                 return Committed(ts)
             case ReadTsRequest():
                 return ReadTs(self.pipeline.published_ts)
+            case BeginLoad(schema):
+                return LoadNumber(await asyncio.to_thread(self.pipeline.begin_load, schema))
+            case ReserveRowIds(txn_id, count):
+                first = await asyncio.to_thread(self.pipeline.reserve_row_ids, txn_id, count)
+                return LoadNumber(first)
+            case CommitLoad(txn_id, schema, objects):
+                bulk = await asyncio.to_thread(bulk_commit, self.store, txn_id, schema, objects)
+                return Committed(await asyncio.to_thread(self.pipeline.commit_load, bulk))
+            case AbortLoad(txn_id, names):
+                await asyncio.to_thread(self.pipeline.abort_load, txn_id, names)
+                return Accepted()
             case SnapshotRequest():
                 return await self.snapshot_reads.answer(request)
             case TakeAutoIncrement(table_id, count):
@@ -182,7 +212,8 @@ class TransactionNode:
                     self.pipeline.published_ts,
                     (),
                     self.started_ms,
-                    tuple(self.reads.stats().items()),  # its own reads' CN
+                    # its own reads' CN, and where Stream Load is served
+                    (*self.reads.stats().items(), ("webserver_port", self.load_server.port)),
                 )
         raise ServiceFormatError(f"a TN does not answer {type(request).__name__}")
 

@@ -129,7 +129,7 @@ class WriteState:
             inserts = None
         deletes = None
         if plan.deleted_ids:
-            deletes = _deletes_table(schema, plan.deleted_ids, plan.deleted_keys)
+            deletes = deletes_table(schema, plan.deleted_ids, plan.deleted_keys)
         return TableChanges(schema.table_id, schema.schema_version, inserts, deletes)
 
     # -- changing -----------------------------------------------------------------------------
@@ -157,6 +157,8 @@ class WriteState:
                         holder = state.keys.get(key)
                         if holder is not None and holder[0] == row_id:
                             del state.keys[key]
+            for meta in change.objects_added:  # a bulk load's rows took reserved row ids
+                state.next_row_id = max(state.next_row_id, meta.max_row_id + 1)
             if change.inserts is not None:
                 row_ids = change.inserts.column(ROW_ID)
                 state.next_row_id = max(state.next_row_id, row_ids[-1].as_py() + 1)
@@ -165,6 +167,13 @@ class WriteState:
                     for row_id, key in zip(row_ids.to_pylist(), keys, strict=True):
                         state.keys[key] = (row_id, ts)
         self.last_ts = ts
+
+    def register_keys(self, table_id: int, row_ids: list[int], keys: list[tuple], ts: int) -> None:
+        """A bulk load's rows of a UNIQUE KEY table hold their keys from ts (in row id order: the
+        last row of a key holds it; the commit deleted the others)."""
+        state = self.table(table_id)
+        for row_id, key in zip(row_ids, keys, strict=True):
+            state.keys[key] = (row_id, ts)
 
     def remember_deletes(self, ts: int, table_id: int, row_ids: list[int]) -> None:
         """Deletes restored from a checkpoint, oldest first, so that forget_before drops them."""
@@ -204,7 +213,8 @@ def _keys(table: pa.Table, key_columns: tuple[str, ...]) -> list[tuple]:
     return list(zip(*columns, strict=True))
 
 
-def _deletes_table(schema: TableSchema, row_ids: list[int], keys: list[tuple]) -> pa.Table:
+def deletes_table(schema: TableSchema, row_ids: list[int], keys: list[tuple]) -> pa.Table:
+    """The deletes of a change: row ids, then (when every key is known) the key columns."""
     fields = [pa.field(ROW_ID, pa.int64(), False)]
     arrays = [pa.array(row_ids, pa.int64())]
     if schema.key_columns and all(keys):

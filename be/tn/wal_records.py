@@ -7,7 +7,8 @@ metadata of each object it added (be/storage/meta_codec). Version 2 added the ta
 (partitions, tablets, distribution) and the storage changes of flushes and merges; version 3
 inserts carry the partition each row was placed in (PARTITION_ID) and their columns' ids (in the
 fields' metadata), and schemas their columns' ids and backfills. Versions 1 and 2 are still read
-(their rows are placed by the flush's schema and matched to columns by name).
+(their rows are placed by the flush's schema and matched to columns by name). A bulk load's commit
+carries the load's record (be/tn/loads.py) in its header's "load", which readers without it skip.
 """
 
 from __future__ import annotations
@@ -35,7 +36,11 @@ class WalRecordError(Exception):
     """A log record this TN cannot read."""
 
 
-def encode(commit: Commit, request_id: str, schemas: dict[int, TableSchema]) -> bytes:
+def encode(
+    commit: Commit, request_id: str, schemas: dict[int, TableSchema], load: dict | None = None
+) -> bytes:
+    """load: a bulk load's record (be/tn/loads.py), kept in the header so that its label
+    outlives a restart."""
     tables = []
     streams: list[bytes] = []
     for change in commit.changes:
@@ -61,10 +66,26 @@ def encode(commit: Commit, request_id: str, schemas: dict[int, TableSchema]) -> 
                 "flushed_ts": change.flushed_ts,
             }
         )
-    header = json.dumps(
-        {"ts": commit.commit_ts, "request": request_id, "tables": tables}, separators=(",", ":")
-    ).encode()
+    fields = {"ts": commit.commit_ts, "request": request_id, "tables": tables}
+    if load is not None:
+        fields["load"] = load
+    header = json.dumps(fields, separators=(",", ":")).encode()
     return _HEAD.pack(VERSION, len(header)) + header + b"".join(streams)
+
+
+def decode_load(record: bytes) -> dict | None:
+    """The load record a commit's header carries, or None."""
+    try:
+        _, header_size = _HEAD.unpack_from(record)
+        if b'"load":{' not in record[_HEAD.size : _HEAD.size + header_size]:
+            return None
+        header = json.loads(record[_HEAD.size : _HEAD.size + header_size])
+    except (struct.error, ValueError) as error:
+        raise WalRecordError(f"log record is damaged: {error}") from None
+    load = header.get("load") if isinstance(header, dict) else None
+    if load is not None and not isinstance(load, dict):
+        raise WalRecordError("log record's load is damaged")
+    return load
 
 
 def encode_checkpoint_note(name: str, ts: int) -> bytes:

@@ -29,6 +29,7 @@ from fe.cluster.frontend_messages import (
 from fe.cluster.membership import record_ports
 from fe.cluster.metrics import Metrics
 from fe.cluster.startup import ThisFrontend
+from fe.cluster.stream_load_front import StreamLoadFront, is_stream_load
 from fe.cluster.write_path import MetadataWriter, answer_from_outcome
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
@@ -63,6 +64,7 @@ class HttpApi:
         is_ready: Callable[[], bool],
         query_port: Callable[[], int],
         front: MysqlFront,
+        stream_loads: StreamLoadFront | None = None,
     ):
         self.this = this
         self.catalog = catalog
@@ -76,6 +78,7 @@ class HttpApi:
         self.is_ready = is_ready
         self.query_port = query_port
         self.front = front
+        self.stream_loads = stream_loads
         self.app = web.Application(
             middlewares=[self._authenticate, self._refuse_malformed_messages],
             client_max_size=MAX_MESSAGE_BYTES,
@@ -94,12 +97,15 @@ class HttpApi:
                 web.post(FORWARD_PATH, self.forwarded),
                 web.post("/api/frontend_ports", self.frontend_ports),
                 web.post(KILL_PATH, self.kill),
+                *(stream_loads.routes() if stream_loads is not None else ()),
             ]
         )
         self.runner: web.AppRunner | None = None
         self.port = 0
 
     async def start(self, host: str, port: int) -> None:
+        if self.stream_loads is not None:  # quire up: its backend's HTTP port opens beside
+            await asyncio.to_thread(self.stream_loads.serve, host)
         self.runner = web.AppRunner(self.app, access_log=None)
         await self.runner.setup()
         site = web.TCPSite(self.runner, host, port)
@@ -119,8 +125,8 @@ class HttpApi:
 
     @web.middleware
     async def _authenticate(self, request: web.Request, handler):
-        if request.path in ("/api/health", "/metrics"):
-            return await handler(request)
+        if request.path in ("/api/health", "/metrics") or is_stream_load(request.path):
+            return await handler(request)  # Stream Load checks its own MySQL account
         token = request.headers.get("X-Quire-Token")
         if token is not None and hmac.compare_digest(token, self.this.token):
             return await handler(request)

@@ -29,6 +29,7 @@ from fe.cluster.membership import CatalogStateMachine, PortReporter, followers
 from fe.cluster.metrics import Metrics
 from fe.cluster.recycle_bin_cleaner import RecycleBinCleaner
 from fe.cluster.startup import StartupError, ThisFrontend, establish_identity
+from fe.cluster.stream_load_front import StreamLoadFront
 from fe.cluster.write_path import MetadataWriter
 from fe.mysql.server import MysqlFront
 from fe.security import privileges
@@ -251,6 +252,14 @@ class FrontendNode:
             is_ready=lambda: self.ready,
             query_port=lambda: self.front.port,
             front=self.front,
+            stream_loads=StreamLoadFront(
+                catalog,
+                self.login_tracker,
+                lambda: this.token,
+                self.data_plane,
+                this.host,
+                config["stream_load_token_ttl_second"],
+            ),
         )
 
     def new_session(self) -> QuireSession:

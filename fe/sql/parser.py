@@ -9,6 +9,7 @@ sqlglot's compiled parser cannot be subclassed from Python, so the grammar lives
 from __future__ import annotations
 
 import dataclasses
+import re
 import threading
 
 from sqlglot import exp
@@ -1138,6 +1139,8 @@ class Grammar:
         if word == "TEMPORARY" and self.accept("PARTITIONS"):
             self.expect("FROM")
             return st.Show("TEMPORARY PARTITIONS", table=self.table_name())
+        if word == "LOAD" or (word == "STREAM" and self.accept("LOAD")):
+            return self.show_load("LOAD" if word == "LOAD" else "STREAM LOAD")
         if word == "CATALOG" and self.at("RECYCLE"):
             return self.show_recycle_bin()
         if word == "TABLET":
@@ -1170,6 +1173,21 @@ class Grammar:
         ):
             return st.Show(word, like=self.like(), full=full)
         self.fail("unsupported SHOW")
+
+    def show_load(self, what: str) -> st.Show:
+        """SHOW [STREAM] LOAD [FROM db] [WHERE LABEL = 'l' | WHERE LABEL LIKE 'p']: the label
+        kept as a LIKE pattern."""
+        db = self.database_name() if (self.accept("FROM") or self.accept("IN")) else None
+        like = None
+        if self.accept("WHERE"):
+            if self.identifier().upper() != "LABEL":
+                self.fail(f"SHOW {what} ... WHERE filters by LABEL only")
+            if self.accept("LIKE"):
+                like = self.string()
+            else:
+                self.expect_type(TokenType.EQ, "=")
+                like = re.sub(r"([%_\\])", r"\\\1", self.string())
+        return st.Show(what, db=db, like=like)
 
     def show_tablets(self) -> st.ShowTablets:
         table = self.table_name()

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import time
+
+from be.service.errors import ServiceError
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.results import Result, column
 from fe.security import privileges
@@ -523,7 +527,68 @@ def _catalogs(session, statement: st.Show) -> Result:
     return text_result(names, [row] if like_matcher(statement.like)(INTERNAL_CATALOG) else [])
 
 
+LOAD_TITLES = [
+    "JobId", "Label", "State", "Progress", "Type", "EtlInfo", "TaskInfo", "ErrorMsg",
+    "CreateTime", "EtlStartTime", "EtlFinishTime", "LoadStartTime", "LoadFinishTime", "URL",
+    "JobDetails", "TransactionId", "ErrorTablets", "User", "Comment",
+]  # fmt: skip
+STREAM_LOAD_TITLES = [
+    "Label", "Db", "Table", "ClientIp", "Status", "Message", "Url", "TotalRows", "LoadedRows",
+    "FilteredRows", "UnselectedRows", "LoadBytes", "StartTime", "FinishTime", "User", "Comment",
+]  # fmt: skip
+LOAD_STATES = {"PREPARE": "LOADING", "PRECOMMITTED": "COMMITTED", "VISIBLE": "FINISHED",
+               "ABORTED": "CANCELLED"}  # fmt: skip
+
+
+def _loads(session, statement: st.Show) -> Result:
+    """SHOW LOAD / SHOW STREAM LOAD: the loads the TN keeps of the database (its labels)."""
+    database = visible_database(session, statement.db)
+    plane = session.services.data_plane
+    try:
+        records = plane.load_records(database.name) if plane is not None else []
+    except ServiceError as error:  # the TN could not be asked
+        raise QueryError(1105, f"the loads could not be listed: {error}") from None
+    match = like_matcher(statement.like)
+    user = session.user
+    shown = [
+        r for r in records
+        if match(r.label) and privileges.has_any(user, database.name, r.table)
+    ]  # fmt: skip
+    shown.sort(key=lambda r: r.started_ms)
+
+    def when(ms: int) -> str:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000)) if ms else "N/A"
+
+    if statement.what == "STREAM LOAD":
+        rows = [
+            (r.label, r.db, r.table, r.client_ip,
+             "Fail" if r.state == "ABORTED" else "Success", r.message or "OK", "N/A",
+             r.total_rows, r.loaded_rows, r.filtered_rows, r.unselected_rows, r.load_bytes,
+             when(r.started_ms), when(r.finished_ms), r.user, "")
+            for r in shown
+        ]  # fmt: skip
+        return text_result(STREAM_LOAD_TITLES, rows)
+    rows = []
+    for r in shown:
+        etl = (f"unselected.rows={r.unselected_rows}; dpp.abnorm.ALL={r.filtered_rows}; "
+               f"dpp.norm.ALL={r.loaded_rows}")  # fmt: skip
+        details = json.dumps({"LoadBytes": r.load_bytes, "TotalRows": r.total_rows,
+                              "TwoPhaseCommit": r.two_phase, "Table": r.table},
+                             separators=(",", ":"))  # fmt: skip
+        rows.append((
+            r.txn_id, r.label, LOAD_STATES[r.state],
+            "100.00% (1/1)" if r.finished else "0.00% (0/1)", "STREAM_LOAD", etl,
+            "cluster:N/A; timeout(s):N/A; max_filter_ratio:N/A",
+            f"type:LOAD_RUN_FAIL; msg:{r.message}" if r.state == "ABORTED" else "NULL",
+            when(r.started_ms), when(r.started_ms), when(r.started_ms), when(r.started_ms),
+            when(r.finished_ms), "NULL", details, r.txn_id, "{}", r.user, "",
+        ))  # fmt: skip
+    return text_result(LOAD_TITLES, rows)
+
+
 SHOW_HANDLERS = {
+    "LOAD": _loads,
+    "STREAM LOAD": _loads,
     "CATALOGS": _catalogs,
     "DATABASES": _databases,
     "TABLES": _tables,

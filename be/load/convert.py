@@ -1,0 +1,66 @@
+"""Text values (as CSV and JSON lines give them) into the table's types, strictly by default: a
+value that does not convert exactly (a number out of range, a decimal with more digits than its
+scale, a malformed date, an empty string for a number), a text longer than its CHAR(n) or
+VARCHAR(n), or a NULL in a NOT NULL column makes its row filtered, as Doris's strict mode and
+MySQL's strict SQL mode do. Not strict (strict_mode: false), a value that does not convert is
+NULL instead, and only the row's NULL in a NOT NULL column filters it."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from be.row_adapter import backfill_values
+from be.table_schema import TableSchema
+
+_CAST_FAILURES = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
+
+
+def typed(
+    source: pa.Table,
+    schema: TableSchema,
+    lengths: dict[str, int] | None = None,
+    strict: bool = True,
+) -> tuple[pa.Table, pa.Array]:
+    """source's columns (text, by the table's column names; a column it lacks takes its default)
+    as the table's columns, and per row whether it is bad (to be filtered). lengths: the most
+    characters of each CHAR and VARCHAR column."""
+    count = source.num_rows
+    bad = pa.array([False] * count)
+    columns = []
+    for column in schema.columns:
+        if column.name in source.column_names:
+            values, failed = _converted(source.column(column.name).combine_chunks(), column.type)
+            longest = (lengths or {}).get(column.name)
+            if longest is not None and pa.types.is_string(values.type):
+                bad = pc.or_(bad, pc.fill_null(pc.greater(pc.utf8_length(values), longest), False))
+            if strict:
+                bad = pc.or_(bad, failed)
+        else:
+            values = backfill_values(column, count)
+        if not column.nullable and values.null_count:
+            bad = pc.or_(bad, pc.is_null(values))
+        columns.append(values)
+    return pa.Table.from_arrays(columns, schema=schema.arrow()), bad
+
+
+def _converted(values: pa.Array, arrow_type: pa.DataType) -> tuple[pa.Array, pa.Array]:
+    if values.type == arrow_type:
+        return values, pa.array([False] * len(values))
+    try:
+        return pc.cast(values, arrow_type, safe=True), pa.array([False] * len(values))
+    except _CAST_FAILURES:
+        pass
+    converted, failed = [], []
+    for value in values.to_pylist():  # one bad value: find which, one by one
+        if value is None:
+            converted.append(None)
+            failed.append(False)
+            continue
+        try:
+            converted.append(pc.cast(pa.array([value], values.type), arrow_type)[0].as_py())
+            failed.append(False)
+        except _CAST_FAILURES:
+            converted.append(None)
+            failed.append(True)
+    return pa.array(converted, arrow_type), pa.array(failed)

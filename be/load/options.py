@@ -1,0 +1,89 @@
+"""A Stream Load's headers, as Doris names them, checked."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+
+from be.load.errors import BadLoadRequest
+from be.table_schema import TableSchema
+
+LABEL = re.compile(r"[-_A-Za-z0-9:]{1,128}")
+FORMATS = ("csv", "csv_with_names", "csv_with_names_and_types", "json")
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    label: str
+    columns: tuple[str, ...]  # the body's fields, in order, as the table's column names
+    format: str = "csv"
+    separator: str = "\t"
+    max_filter_ratio: float = 0.0
+    two_phase: bool = False
+    comment: str = ""
+    strict: bool = True  # Doris's strict_mode; Quire's default is MySQL's strict SQL mode
+
+    @property
+    def header_lines(self) -> int:
+        return {"csv_with_names": 1, "csv_with_names_and_types": 2}.get(self.format, 0)
+
+
+def load_options(headers, schema: TableSchema) -> LoadOptions:
+    label = headers.get("label", "").strip() or str(uuid.uuid4())
+    if not LABEL.fullmatch(label):
+        raise BadLoadRequest(
+            f"Label format error. regex: ^[-_A-Za-z0-9:]{{1,128}}$, label: {label[:200]}"
+        )
+    kind = headers.get("format", "csv").strip().lower() or "csv"
+    if kind not in FORMATS:
+        raise BadLoadRequest(f"unknown data format {kind!r}: one of {', '.join(FORMATS)}")
+    if kind == "json" and headers.get("read_json_by_line", "").strip().lower() != "true":
+        raise BadLoadRequest("JSON loads read one object per line: set read_json_by_line: true")
+    delimiter = _unescaped(headers.get("line_delimiter", "\n"))
+    if delimiter not in ("\n", "\r\n"):
+        raise BadLoadRequest("line_delimiter may be \\n or \\r\\n")
+    separator = _unescaped(headers.get("column_separator", "\t"))
+    if len(separator) != 1 or separator in '\r\n"':
+        raise BadLoadRequest("column_separator must be one character (\\xNN for a byte)")
+    try:
+        ratio = float(headers.get("max_filter_ratio", "0"))
+    except ValueError:
+        raise BadLoadRequest("max_filter_ratio must be a number from 0 to 1") from None
+    if not 0 <= ratio <= 1:
+        raise BadLoadRequest("max_filter_ratio must be a number from 0 to 1")
+    return LoadOptions(
+        label,
+        _columns(headers.get("columns", ""), schema),
+        kind,
+        separator,
+        ratio,
+        headers.get("two_phase_commit", "").strip().lower() == "true",
+        headers.get("comment", "")[:1024],
+        headers.get("strict_mode", "true").strip().lower() != "false",
+    )
+
+
+def _columns(text: str, schema: TableSchema) -> tuple[str, ...]:
+    if not text.strip():
+        return schema.names
+    by_lower = {name.lower(): name for name in schema.names}
+    found = []
+    for item in text.split(","):
+        name = item.strip().strip("`")
+        if "=" in name:
+            raise BadLoadRequest(f"column mapping expressions are not supported: {item.strip()!r}")
+        column = by_lower.get(name.lower())
+        if column is None:
+            raise BadLoadRequest(f"Unknown column '{name}' in table")
+        found.append(column)
+    if len(set(found)) != len(found):
+        raise BadLoadRequest("a column is named twice in columns")
+    return tuple(found)
+
+
+def _unescaped(text: str) -> str:
+    """Doris's \\xNN hex form, and \\t, \\n, \\r, as the header spells them."""
+    if re.fullmatch(r"\\x[0-9A-Fa-f]{2}", text):
+        return chr(int(text[2:], 16))
+    return text.replace("\\t", "\t").replace("\\n", "\n").replace("\\r", "\r")

@@ -127,8 +127,8 @@ class EmbeddedDataPlane:
         server = LoadServer(
             host, self._load_port, token, lambda: self.tn, self.store, self._load_limits
         )
-        if server.start():
-            self.load_server = server
+        server.start()
+        self.load_server = server
 
     def load_address(self) -> tuple[str | None, int] | None:
         """Where Stream Load is served: (None: this host, port), or None if nowhere."""

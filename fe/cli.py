@@ -216,14 +216,15 @@ def run_node(
     serve (with_data_plane: a TN and a CN in this process, as `quire up`); a start that fails says
     why in one line. ready_fd, from a --daemon parent, hears "ready" or that line."""
     from fe.cluster.node import FrontendNode, StartupError, pid_file_path
-    from fe.cluster.preflight import FolderLock, PidFile, check_ports_free
+    from fe.cluster.preflight import PORT_KEYS, FolderLock, PidFile, check_ports_free
     from fe.cluster.startup import local_address
 
     report = StartReport(ready_fd)
     node = None
     lock = pid_file = storage_lock = None
     try:
-        check_ports_free(config, local_address(config["priority_networks"]))
+        ports = PORT_KEYS + (("webserver_port",) if embedded_data_plane else ())
+        check_ports_free(config, local_address(config["priority_networks"]), ports)
         pid_file = PidFile(pid_file_path(config))
         lock = FolderLock(config.path("meta_dir"))
         if embedded_data_plane:

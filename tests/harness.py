@@ -210,7 +210,11 @@ class QuireProcess:
             "edit_log_port": self.edit_log_port,
             "meta_dir": self.workdir / "meta",
             "log_dir": self.workdir / "log",
-            **({"storage_root": self.workdir / "storage"} if command == "up" else {}),
+            **(
+                {"storage_root": self.workdir / "storage", "webserver_port": free_port()}
+                if command == "up"
+                else {}
+            ),
             **(overrides or {}),
         }
         self.process: subprocess.Popen | None = None

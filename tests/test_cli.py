@@ -117,6 +117,7 @@ def hold_meta_dir_lock(meta_dir: Path) -> int:
         ("query_port", "query_port"),
         ("http_port", "http_port"),
         ("edit_log_port", "edit_log_port"),
+        ("webserver_port", "webserver_port"),
         ("lock", "meta_dir"),
         ("priority_networks", "priority_networks"),
     ],

@@ -76,6 +76,7 @@ class DataNode:
             "tn_logtail_address": f"127.0.0.1:{logtail_port}",
             "storage_root": self.workdir / "storage",
             "node_log_dir": self.workdir / "log",
+            **({"webserver_port": free_port()} if role == "tn" else {}),
             **overrides,
         }
         self.process: subprocess.Popen | None = None

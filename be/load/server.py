@@ -67,20 +67,13 @@ class LoadServer:
 
     # -- life ---------------------------------------------------------------------------------
 
-    def start(self) -> bool:
-        """Listen; False (logged, nothing served) if the port cannot be had: the node runs on
-        without Stream Load rather than not at all."""
+    def start(self) -> None:
+        """Listen; OSError if the port cannot be had (the node does not start)."""
         try:
             self._start()
-        except OSError as error:
-            logger.warning(
-                "Stream Load is not served: port %d cannot be had (%s); set webserver_port",
-                self.requested_port,
-                error.strerror or error,
-            )
+        except OSError:
             self._loop = self._thread = None
-            return False
-        return True
+            raise
 
     def _start(self) -> None:
         loop = asyncio.new_event_loop()

@@ -53,6 +53,7 @@ class ClusterNode:
     pid: int = 0
     service_port: int = 0  # a TN's or CN's port for FEs
     logtail_port: int = 0  # the TN's logtail port (a CN's: the one it follows)
+    webserver_port: int = 0  # the TN's backend HTTP port (Stream Load)
 
     @property
     def is_data_node(self) -> bool:
@@ -72,6 +73,7 @@ class ClusterNode:
                 f"tn_logtail_address={HOST}:{self.logtail_port}",
                 f"storage_root={storage}",
                 f"node_log_dir={folder / 'log'}",
+                f"webserver_port={self.webserver_port}",
             ]
         return [
             f"query_port={self.query_port}",
@@ -357,12 +359,16 @@ def up(
 
 def start_data_nodes(cluster: Cluster, cns: int) -> None:
     """A TN and cns CNs following it, each added on the first FE once it answers."""
-    ports = free_ports(2 + cns)
+    ports = free_ports(3 + cns)
     logtail_port = ports[0]
-    nodes = [ClusterNode("tn", "TN", 0, 0, 0, service_port=ports[1], logtail_port=logtail_port)]
+    tn = ClusterNode(
+        "tn", "TN", 0, 0, 0, service_port=ports[1], logtail_port=logtail_port,
+        webserver_port=ports[2],
+    )  # fmt: skip
+    nodes = [tn]
     nodes += [
         ClusterNode(f"cn{i + 1}", "CN", 0, 0, 0, service_port=port, logtail_port=logtail_port)
-        for i, port in enumerate(ports[2:])
+        for i, port in enumerate(ports[3:])
     ]
     for node in nodes:
         start_process(cluster, node, helper=None)
@@ -494,6 +500,7 @@ def describe(status: NodeStatus) -> str:
             f"{node.name:<5} {node.role:<8} pid {node.pid:<7} "
             f"{'alive' if status.alive else 'DOWN ':<5}  service {node.service_port:<5} "
             f"logtail {node.logtail_port}"
+            + (f" stream load {node.webserver_port}" if node.webserver_port else "")
         )
     leader = {True: "yes", False: "no", None: "?"}[status.is_leader]
     journal = "?" if status.journal_id is None else str(status.journal_id)

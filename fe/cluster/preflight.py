@@ -20,10 +20,10 @@ LOCK_FILE = "quire.lock"
 PORT_KEYS = ("query_port", "http_port", "edit_log_port")
 
 
-def check_ports_free(config: Config, host: str) -> None:
+def check_ports_free(config: Config, host: str, keys: tuple[str, ...] = PORT_KEYS) -> None:
     """Bind each listening port briefly, as its server will (SO_REUSEADDR): a port in use is
     refused now, before the meta_dir is read or made."""
-    for key in PORT_KEYS:
+    for key in keys:
         port = config[key]
         if port == 0:
             continue  # the system picks one

@@ -1,0 +1,326 @@
+"""spark.read.format("quire") against a real `quire up`: one local[2] SparkSession for the module,
+rows written over MySQL, flushed into blocks, some deleted or updated, some still in memory. The
+DataFrame equals SELECT * at the same snapshot (types included: DECIMAL, DATE, DATETIME, LARGEINT,
+strings, booleans, NULLs); a filter prunes blocks; the columns option; a user without SELECT is
+refused; a read while writes and merges run returns exactly its snapshot; broken plans, a gone
+FE and a truncated object fail with clear errors."""
+
+import datetime
+import decimal
+import os
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+pyspark = pytest.importorskip("pyspark")
+
+from pyspark.sql import SparkSession  # noqa: E402
+from pyspark.sql.datasource import GreaterThanOrEqual, LessThan  # noqa: E402
+
+import be.spark  # noqa: E402
+from be import read_plan  # noqa: E402
+from be.read_plan import ReadPlanFormatError  # noqa: E402
+from be.spark.errors import PlanRefused  # noqa: E402
+from be.spark.plans import fetch_plan  # noqa: E402
+from be.spark.source import QuireReader, ReadOptions  # noqa: E402
+from tests.harness import QuireProcess, free_port, run, wait_until  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+OVERRIDES = {
+    "flush_rows": 400,
+    "flush_interval_second": 3600,
+    "block_rows": 64,  # many blocks, for pruning
+    "merge_min_objects": 2,
+    "merge_small_object_bytes": 64 << 20,
+}
+TYPED = (
+    "CREATE TABLE typed (id INT NOT NULL, name VARCHAR(30), amount DECIMAL(12,3), day DATE, "
+    "at DATETIME, ok BOOLEAN, ratio DOUBLE, tiny TINYINT) DUPLICATE KEY(id) "
+    "DISTRIBUTED BY HASH(id) BUCKETS 3"
+)
+
+
+def typed_row(number: int) -> str:
+    if number % 17 == 0:
+        return f"({number}, NULL, NULL, NULL, NULL, NULL, NULL, NULL)"
+    return (
+        f"({number}, 'name-{number}', {number}.125, '2024-{number % 12 + 1:02d}-{number % 28 + 1:02d}', "
+        f"'2024-03-04 05:{number % 60:02d}:{(number * 7) % 60:02d}', {number % 2}, "
+        f"{number / 8}, {number % 100 - 50})"
+    )
+
+
+def normal(value):
+    """A value as both PyMySQL and Spark give it, made comparable."""
+    if isinstance(value, bool):
+        return int(value)
+    if (
+        isinstance(value, decimal.Decimal)
+        and value == value.to_integral_value()
+        and abs(value) > 10**30
+    ):
+        return str(int(value))
+    if isinstance(value, int) and abs(value) > 10**30:
+        return str(value)
+    return value
+
+
+def rows_of(rows) -> list[tuple]:
+    return sorted((tuple(normal(v) for v in row) for row in rows), key=lambda row: row[0])
+
+
+@pytest.fixture(scope="module")
+def quire(tmp_path_factory):
+    node = QuireProcess(tmp_path_factory.mktemp("spark"), overrides=OVERRIDES).start()
+    yield node
+    node.stop()
+
+
+@pytest.fixture(scope="module")
+def spark():
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("quire-spark-read")
+        .config("spark.ui.enabled", "false")
+        .config("spark.python.unix.domain.socket.enabled", "true")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", "1g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    be.spark.register(session)
+    yield session
+    session.stop()
+
+
+def objects_of(node: QuireProcess, table_id_glob: str = "t*") -> list[Path]:
+    return list((node.workdir / "storage" / "objects").glob(f"{table_id_glob}/p*/*/*.data.parquet"))
+
+
+@pytest.fixture(scope="module")
+def typed(quire):
+    """typed: 1200 rows flushed into objects, then 1 in 10 deleted, some updated, and rows that
+    stay in memory."""
+    connection = quire.connect()
+    run(connection, "CREATE DATABASE sparkdb")
+    run(connection, "USE sparkdb")
+    run(connection, TYPED)
+    for start in range(1, 1201, 300):
+        run(
+            connection,
+            "INSERT INTO typed VALUES " + ",".join(map(typed_row, range(start, start + 300))),
+        )
+    wait_until(lambda: len(objects_of(quire)) >= 3, 60, "a flush of typed")
+    run(connection, "DELETE FROM typed WHERE id % 10 = 3")
+    run(connection, "UPDATE typed SET name = 'changed', amount = amount + 1 WHERE id % 50 = 1")
+    run(connection, "INSERT INTO typed VALUES " + ",".join(map(typed_row, range(5001, 5041))))
+    yield connection
+    connection.close()
+
+
+def fe(quire) -> str:
+    return f"127.0.0.1:{quire.http_port}"
+
+
+def reader(spark, quire, table: str, **options):
+    frame = spark.read.format("quire").option("fe", fe(quire)).option("user", "root")
+    frame = frame.option("table", table)
+    for key, value in options.items():
+        frame = frame.option(key, str(value))
+    return frame.load()
+
+
+def select_at(connection, sql: str, ts: int) -> list[tuple]:
+    run(connection, f"SET read_ts = '{ts}'")
+    try:
+        return list(run(connection, sql))
+    finally:
+        run(connection, "SET read_ts = ''")
+
+
+def test_dataframe_equals_select_at_the_snapshot(spark, quire, typed):
+    plan = fetch_plan(fe(quire), "root", "", "sparkdb.typed")
+    assert plan.objects and plan.tail.num_rows and len(plan.deleted) + len(plan.tombstones)
+    frame = reader(spark, quire, "sparkdb.typed", snapshot=plan.ts)
+    expected = select_at(typed, "SELECT * FROM typed", plan.ts)
+    assert rows_of(frame.collect()) == rows_of(expected)
+    assert len(expected) == 1200 - 120 + 40
+
+
+def test_types_map_exactly(spark, quire, typed):
+    frame = reader(spark, quire, "sparkdb.typed")
+    types = {field.name: (field.dataType.simpleString(), field.nullable) for field in frame.schema}
+    assert types == {
+        "id": ("int", False),
+        "name": ("string", True),
+        "amount": ("decimal(12,3)", True),
+        "day": ("date", True),
+        "at": ("timestamp_ntz", True),
+        "ok": ("boolean", True),
+        "ratio": ("double", True),
+        "tiny": ("tinyint", True),
+    }
+    row = frame.filter("id = 2").collect()[0]
+    assert row.amount == decimal.Decimal("2.125") and row.day == datetime.date(2024, 3, 3)
+    assert row.at == datetime.datetime(2024, 3, 4, 5, 2, 14)
+    assert row.ok is False and row.tiny == -48
+    assert frame.filter("id = 17").collect()[0].name is None
+    run(
+        typed,
+        "CREATE TABLE wide (id INT NOT NULL, big LARGEINT) DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 1",
+    )
+    values = [(i, (-1) ** i * (10**38 + i) if i % 5 else None) for i in range(1, 40)]
+    run(
+        typed,
+        "INSERT INTO wide VALUES "
+        + ",".join(f"({i}, {'NULL' if b is None else b})" for i, b in values),
+    )
+    wide = reader(spark, quire, "sparkdb.wide")
+    assert (
+        wide.schema["big"].dataType.simpleString() == "string"
+    )  # 39 digits: past DecimalType(38, 0)
+    got = sorted((row.id, row.big) for row in wide.collect())
+    assert got == [(i, None if b is None else str(b)) for i, b in values]
+
+
+def test_a_filter_prunes_blocks(spark, quire, typed):
+    options = ReadOptions.of({"fe": fe(quire), "user": "root", "table": "sparkdb.typed"})
+    whole = QuireReader(options, None)
+    list(whole.pushFilters([]))
+    pruned = QuireReader(options, None)
+    filters = [GreaterThanOrEqual(("id",), 100), LessThan(("id",), 160)]
+    assert list(pruned.pushFilters(filters)) == filters  # Spark still applies every one
+    every = sum(len(blocks) for p in whole.partitions() for _, blocks in p.parts.objects)
+    chosen = sum(len(blocks) for p in pruned.partitions() for _, blocks in p.parts.objects)
+    assert 0 < chosen < every / 3, (chosen, every)
+    frame = reader(spark, quire, "sparkdb.typed").filter("id >= 100 AND id < 160")
+    expected = run(typed, "SELECT * FROM typed WHERE id >= 100 AND id < 160")
+    assert rows_of(frame.collect()) == rows_of(expected)
+
+
+def test_the_columns_option(spark, quire, typed):
+    frame = reader(spark, quire, "sparkdb.typed", columns="name, id")
+    assert frame.columns == ["name", "id"]
+    got = sorted((row.id, row.name) for row in frame.collect())
+    assert got == sorted((i, n) for n, i in run(typed, "SELECT name, id FROM typed"))
+    with pytest.raises(Exception, match="Unknown column"):
+        reader(spark, quire, "sparkdb.typed", columns="id, nope").collect()
+
+
+def test_select_privilege_decides(spark, quire, typed):
+    run(typed, "CREATE USER reader IDENTIFIED BY 'pw'")
+    with pytest.raises(PlanRefused) as refused:
+        fetch_plan(fe(quire), "reader", "pw", "sparkdb.typed")
+    assert refused.value.status == 403 and "SELECT" in refused.value.message
+    with pytest.raises(PlanRefused) as refused:
+        fetch_plan(fe(quire), "reader", "wrong", "sparkdb.typed")
+    assert refused.value.status == 401
+    frame = spark.read.format("quire").options(
+        fe=fe(quire), user="reader", password="pw", table="sparkdb.typed"
+    )
+    with pytest.raises(Exception, match="403"):
+        frame.load()
+    run(typed, "GRANT SELECT_PRIV ON sparkdb.typed TO reader")
+    assert frame.load().count() == run(typed, "SELECT COUNT(*) FROM typed")[0][0]
+    with pytest.raises(PlanRefused) as refused:
+        fetch_plan(fe(quire), "reader", "pw", "sparkdb.nothing")
+    assert refused.value.status == 403  # as MySQL: no privilege, whether it exists or not
+
+
+def test_a_read_while_writes_and_merges_run_returns_its_snapshot(spark, quire, typed):
+    run(
+        typed,
+        "CREATE TABLE moving (id INT NOT NULL, v BIGINT) DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 2",
+    )
+    run(typed, "INSERT INTO moving VALUES " + ",".join(f"({i}, {i})" for i in range(1, 1001)))
+    wait_until(lambda: fetch_plan(fe(quire), "root", "", "sparkdb.moving").objects, 60, "a flush")
+    plan = fetch_plan(fe(quire), "root", "", "sparkdb.moving")
+    expected = select_at(typed, "SELECT id, v FROM moving", plan.ts)
+    stop = threading.Event()
+    failures = []
+
+    def write():
+        connection = quire.connect(database="sparkdb")
+        number = 2000
+        try:
+            while not stop.is_set():
+                values = ",".join(f"({i}, {i})" for i in range(number, number + 200))
+                run(connection, f"INSERT INTO moving VALUES {values}")
+                run(connection, f"DELETE FROM moving WHERE id % 7 = {number % 7}")
+                number += 200
+        except Exception as error:  # the test fails with it below
+            failures.append(error)
+        finally:
+            connection.close()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        snapshot_objects = {meta.name for meta in plan.objects}
+        wait_until(
+            lambda: not snapshot_objects <= names_now(quire, "sparkdb.moving"),
+            60,
+            "a merge that replaced objects of the snapshot",
+        )
+        got = reader(spark, quire, "sparkdb.moving", snapshot=plan.ts).collect()
+    finally:
+        stop.set()
+        writer.join(timeout=60)
+    assert not failures, failures
+    assert sorted((row.id, row.v) for row in got) == sorted(expected)
+
+
+def names_now(quire, table: str) -> set[str]:
+    return {meta.name for meta in fetch_plan(fe(quire), "root", "", table).objects}
+
+
+def test_an_aggregate_key_table_reads_merged(spark, quire, typed):
+    run(
+        typed,
+        "CREATE TABLE summed (k INT NOT NULL, total BIGINT SUM, top INT MAX) AGGREGATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 2",
+    )
+    for round_ in range(3):
+        run(
+            typed,
+            "INSERT INTO summed VALUES "
+            + ",".join(f"({i % 50}, {i}, {i + round_})" for i in range(400)),
+        )
+    frame = reader(spark, quire, "sparkdb.summed")
+    assert sorted(tuple(row) for row in frame.collect()) == sorted(
+        run(typed, "SELECT * FROM summed")
+    )
+
+
+def test_plans_and_reads_fail_clearly(spark, quire, typed):
+    plan = fetch_plan(fe(quire), "root", "", "sparkdb.typed")
+    data = bytearray(read_plan.encode(plan))
+    data[-3] ^= 0xFF
+    with pytest.raises(ReadPlanFormatError, match="checksum"):
+        read_plan.decode(bytes(data))
+    with pytest.raises(ReadPlanFormatError):
+        read_plan.decode(bytes(data[:10]))
+    with pytest.raises(PlanRefused, match="did not answer"):
+        fetch_plan(f"127.0.0.1:{free_port()}", "root", "", "sparkdb.typed")
+    with pytest.raises(PlanRefused) as refused:
+        fetch_plan(fe(quire), "root", "", "sparkdb.typed", snapshot=plan.ts * 2)
+    assert refused.value.status == 400
+    run(
+        typed,
+        "CREATE TABLE broken (id INT NOT NULL) DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 1",
+    )
+    run(typed, "INSERT INTO broken VALUES " + ",".join(f"({i})" for i in range(500)))
+    broken = wait_until(
+        lambda: fetch_plan(fe(quire), "root", "", "sparkdb.broken").objects, 60, "a flush"
+    )
+    path = quire.workdir / "storage" / "objects" / broken[0].name
+    data = path.read_bytes()
+    os.chmod(path, 0o644)
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(Exception, match="ObjectCorrupt|is .* bytes"):
+        reader(spark, quire, "sparkdb.broken").collect()

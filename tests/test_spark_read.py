@@ -324,3 +324,40 @@ def test_plans_and_reads_fail_clearly(spark, quire, typed):
     path.write_bytes(data[: len(data) // 2])
     with pytest.raises(Exception, match="ObjectCorrupt|is .* bytes"):
         reader(spark, quire, "sparkdb.broken").collect()
+
+
+def test_a_read_plan_from_a_tn_process(spark, tmp_path):
+    """`quire fe` with a `quire tn` and a `quire cn`: the FE asks the TN for the plan over the node
+    service, and Spark reads the TN's objects and the tail it sent."""
+    from tests.harness import cluster_token, execute
+    from tests.test_data_processes import DataNode
+
+    front = QuireProcess(tmp_path / "fe", {"heartbeat_interval_second": 1}, command="fe").start()
+    token = cluster_token(front)
+    logtail_port = free_port()
+    shared = tmp_path / "objects"
+    tn = DataNode(tmp_path / "tn", "tn", token, logtail_port, flush_rows=100, storage_root=shared)
+    cn = DataNode(tmp_path / "cn", "cn", token, logtail_port, storage_root=shared)
+    try:
+        tn.start()
+        cn.start()
+        for node in (tn, cn):
+            execute(front, f'ALTER SYSTEM ADD BACKEND "127.0.0.1:{node.port}"')
+        connection = front.connect()
+        run(connection, "CREATE DATABASE r")
+        run(connection, "USE r")
+        run(connection, TYPED)
+        run(connection, "INSERT INTO typed VALUES " + ",".join(map(typed_row, range(1, 301))))
+        wait_until(
+            lambda: fetch_plan(fe(front), "root", "", "r.typed").objects, 60, "a flush on the TN"
+        )
+        run(connection, "DELETE FROM typed WHERE id % 9 = 0")
+        run(connection, "INSERT INTO typed VALUES " + ",".join(map(typed_row, range(301, 331))))
+        plan = fetch_plan(fe(front), "root", "", "r.typed")
+        assert plan.tail.num_rows and str(shared) in plan.location
+        got = reader(spark, front, "r.typed", snapshot=plan.ts).collect()
+        assert rows_of(got) == rows_of(select_at(connection, "SELECT * FROM typed", plan.ts))
+        connection.close()
+    finally:
+        for node in (cn, tn, front):
+            node.stop()

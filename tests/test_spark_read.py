@@ -190,7 +190,9 @@ def test_types_map_exactly(spark, quire, typed):
 
 
 def test_a_filter_prunes_blocks(spark, quire, typed):
-    options = ReadOptions.of({"fe": fe(quire), "user": "root", "table": "sparkdb.typed"})
+    options = ReadOptions.of(
+        {"fe": fe(quire), "user": "root", "table": "sparkdb.typed", "prune_blocks": "true"}
+    )
     whole = QuireReader(options, None)
     list(whole.pushFilters([]))
     pruned = QuireReader(options, None)
@@ -199,9 +201,26 @@ def test_a_filter_prunes_blocks(spark, quire, typed):
     every = sum(len(blocks) for p in whole.partitions() for _, blocks in p.parts.objects)
     chosen = sum(len(blocks) for p in pruned.partitions() for _, blocks in p.parts.objects)
     assert 0 < chosen < every / 3, (chosen, every)
-    frame = reader(spark, quire, "sparkdb.typed").filter("id >= 100 AND id < 160")
+    frame = reader(spark, quire, "sparkdb.typed", prune_blocks="true")
+    frame = frame.filter("id >= 100 AND id < 160")
     expected = run(typed, "SELECT * FROM typed WHERE id >= 100 AND id < 160")
     assert rows_of(frame.collect()) == rows_of(expected)
+
+
+def test_a_dataframe_reads_the_snapshot_of_its_load(spark, quire, typed):
+    """Every action on one DataFrame reads the same snapshot, filtered or not (without
+    prune_blocks, a filtered action leaves nothing behind that a later one would reuse)."""
+    frame = reader(spark, quire, "sparkdb.typed")
+    count = frame.count()
+    assert count == run(typed, "SELECT COUNT(*) FROM typed")[0][0]
+    run(typed, "INSERT INTO typed VALUES " + ",".join(map(typed_row, range(7001, 7011))))
+    run(typed, "DELETE FROM typed WHERE id = 2")
+    assert frame.filter("id < 100").count() == len([row for row in frame.collect() if row.id < 100])
+    assert frame.count() == count
+    assert frame.filter("id = 2").count() == 1
+    assert reader(spark, quire, "sparkdb.typed").count() == count + 10 - 1
+    run(typed, "DELETE FROM typed WHERE id > 7000")
+    run(typed, "INSERT INTO typed VALUES " + typed_row(2))
 
 
 def test_the_columns_option(spark, quire, typed):

@@ -2,15 +2,23 @@
 object storage at one snapshot.
 
 The reader asks an FE for the table's read plan once (be/spark/plans.py) and cuts it into Spark
-partitions of a few tablets' blocks each (the blocks Spark's pushed filters may match, by their
-min/max); a task reads its blocks with pyarrow (be/spark/scan.py) and hands Spark Arrow record
+partitions of a few tablets' blocks each (with prune_blocks, only the blocks Spark's pushed
+filters may match, by their min/max); a task reads its blocks with pyarrow (be/spark/scan.py) and hands Spark Arrow record
 batches in exactly Spark's Arrow schema. The rows not yet flushed travel in the plan and make one
-partition of their own. Every partition is part of the same plan, so the DataFrame is the table
-at one snapshot whatever commits, flushes and merges happen meanwhile.
+partition of their own. Every partition is part of the same plan, so a read is the table at one
+snapshot whatever commits, flushes and merges happen meanwhile; and a DataFrame is the table at
+the snapshot of its load() (schema() pins it: Spark keeps the data source as schema() left it),
+every action on it alike.
+
+Pruning is off unless prune_blocks is true: Spark 4.3 keeps the partitions planned for a filtered
+scan on the DataFrame's relation and reuses them for a later scan of the same DataFrame without
+filters, which would then miss the pruned blocks (later Spark keeps them per scan). With
+prune_blocks, read a DataFrame once, or always with filters.
 
 Options: fe (host:http_port), user, password, table ("db.t"), snapshot (a commit timestamp;
-default the newest readable), columns ("a,b": the columns read, since Spark does not prune the
-columns of Python data sources), partition_rows, s3_endpoint, s3_region, s3_access_key,
+default the newest readable at load()), columns ("a,b": the columns read, since Spark does not
+prune the columns of Python data sources), prune_blocks ("true": skip blocks by Spark's filters),
+partition_rows, s3_endpoint, s3_region, s3_access_key,
 s3_secret_key (an s3:// store; no keys: the AWS default chain).
 """
 
@@ -47,10 +55,14 @@ class QuireDataSource(DataSource):
     def schema(self) -> StructType:
         options = ReadOptions.of(self.options)
         plan = options.fetch(schema_only=True)
+        self.pinned_ts = plan.ts  # every read of this DataFrame: the snapshot of its load()
         return spark_schema(plan.schema, options.columns)
 
     def reader(self, schema: StructType) -> QuireReader:
-        return QuireReader(ReadOptions.of(self.options), schema)
+        options = ReadOptions.of(self.options)
+        if options.snapshot is None:
+            options.snapshot = getattr(self, "pinned_ts", None)
+        return QuireReader(options, schema)
 
 
 class ReadOptions:
@@ -67,6 +79,10 @@ class ReadOptions:
         self.columns = None
         if named:
             self.columns = tuple(part.strip() for part in named.split(",") if part.strip())
+        prune = options.get("prune_blocks", "false").strip().lower()
+        if prune not in ("true", "false"):
+            raise BadOption(f"the option prune_blocks is true or false, not {prune!r}")
+        self.prune_blocks = prune == "true"
         rows = _integer(options, "partition_rows")
         self.limits = SparkReadLimits(partition_rows=rows) if rows else SparkReadLimits()
         self.s3 = S3Options(
@@ -120,9 +136,10 @@ class QuireReader(DataSourceReader):
         self.plan_ts = 0  # the snapshot partitions() read at (0 until then)
 
     def pushFilters(self, filters: list[Filter]):
-        """Every filter is used to prune blocks and still applied by Spark (pruning is by
-        min/max: a block it keeps holds rows outside the filter)."""
-        self.filters = list(filters)
+        """Every filter is still applied by Spark; with prune_blocks they also prune blocks (by
+        min/max: a block kept may hold rows outside them)."""
+        if self.options.prune_blocks:
+            self.filters = list(filters)
         yield from filters
 
     def partitions(self) -> list[QuirePartition]:

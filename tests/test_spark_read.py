@@ -88,6 +88,7 @@ def spark():
         SparkSession.builder.master("local[2]")
         .appName("quire-spark-read")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.python.unix.domain.socket.enabled", "true")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.memory", "1g")

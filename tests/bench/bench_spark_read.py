@@ -13,7 +13,7 @@ unix domain sockets) runs the same aggregate over
 three ways: a full scan; with 1% of the rows deleted (quire drops them, parquet reads the same
 files: its answer is the undeleted table's); and with a filter on the key that 90% of the blocks
 cannot match (quire prunes them by the plan's min/max; parquet by its row groups' statistics).
-Each is the median of R runs after a warm-up. The ratios (parquet seconds / quire seconds: above
+Each is the median of R runs after a warm-up, its DataFrame loaded before (as parquet's). The ratios (parquet seconds / quire seconds: above
 1 means quire is faster) are printed, the full scan's last.
 """
 
@@ -60,6 +60,21 @@ def load(connection, rows: int) -> None:
     report(f"loaded {rows:,} rows in {time.monotonic() - started:.1f} s")
 
 
+def settled(fe: str, quiet_seconds: float = 5.0):
+    """The table's plan once flushes and merges have stopped changing its objects."""
+    from be.spark.plans import fetch_plan
+
+    names, since = None, time.monotonic()
+    while True:
+        plan = fetch_plan(fe, "root", "", TABLE)
+        now = {meta.name for meta in plan.objects}
+        if now != names or plan.tail.num_rows:
+            names, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet_seconds:
+            return plan
+        time.sleep(0.5)
+
+
 def spark_session():
     from pyspark.sql import SparkSession
 
@@ -71,6 +86,7 @@ def spark_session():
         SparkSession.builder.master("local[2]")
         .appName("bench-spark-read")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.python.unix.domain.socket.enabled", "true")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.memory", "2g")
@@ -120,12 +136,15 @@ def main() -> None:
                 "every row flushed",
                 interval=0.5,
             )
+            plan = settled(fe)
             blocks = sum(len(meta.blocks) for meta in plan.objects)
             report(f"{len(plan.objects)} objects, {blocks} blocks")
             paths = [str(Path(plan.location) / meta.name) for meta in plan.objects]
             spark = spark_session()
 
-            def quire_frame():  # one DataFrame per run: pruning reuses none (be/spark/source)
+            def quire_frame():
+                """A DataFrame per kind of query, loaded before it is timed (as parquet's): the
+                runs of one query reuse it (be/spark/source.py: pruning and reused frames)."""
                 return (
                     spark.read.format("quire")
                     .options(fe=fe, user="root", password="", table=TABLE, prune_blocks="true")
@@ -139,13 +158,15 @@ def main() -> None:
                 anchor, expected = median_seconds(
                     lambda w=where: aggregate(parquet_frame, w), arguments.repeat
                 )
+                frame = quire_frame()
                 ours, got = median_seconds(
-                    lambda w=where: aggregate(quire_frame(), w), arguments.repeat
+                    lambda w=where, f=frame: aggregate(f, w), arguments.repeat
                 )
                 assert got == expected, (label, got, expected)
                 results[label] = (ours, anchor)
             run(connection, "DELETE FROM events WHERE id % 100 = 7")
-            ours, got = median_seconds(lambda: aggregate(quire_frame(), None), arguments.repeat)
+            frame = quire_frame()
+            ours, got = median_seconds(lambda: aggregate(frame, None), arguments.repeat)
             assert got[0] == rows - len(range(7, rows, 100)), got
             results["1% deleted"] = (ours, results["full scan"][1])
             for label in ("filter pruning 90%", "1% deleted", "full scan"):

@@ -381,3 +381,83 @@ def test_a_read_plan_from_a_tn_process(spark, tmp_path):
     finally:
         for node in (cn, tn, front):
             node.stop()
+
+
+def test_objects_of_an_older_schema_version_read_as_select_does(spark, quire, typed):
+    run(
+        typed,
+        "CREATE TABLE grown (id INT NOT NULL, a VARCHAR(10)) DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 1",
+    )
+    run(typed, "INSERT INTO grown VALUES " + ",".join(f"({i}, 'a{i}')" for i in range(450)))
+    wait_until(lambda: fetch_plan(fe(quire), "root", "", "sparkdb.grown").objects, 60, "a flush")
+    run(typed, "ALTER TABLE grown ADD COLUMN b INT DEFAULT '7'")
+    wait_until(
+        lambda: (
+            len(run(typed, "DESC grown")) == 3
+            and fetch_plan(fe(quire), "root", "", "sparkdb.grown").schema.names == ("id", "a", "b")
+        ),
+        60,
+        "the new column",
+    )
+    run(typed, "INSERT INTO grown VALUES (1000, 'new', 8)")
+    frame = reader(spark, quire, "sparkdb.grown")
+    assert frame.columns == ["id", "a", "b"]
+    assert sorted(tuple(row) for row in frame.collect()) == sorted(
+        run(typed, "SELECT id, a, b FROM grown")
+    )
+
+
+@pytest.fixture
+def moto_endpoint(tmp_path):
+    import socket
+    import subprocess
+
+    executable = Path(sys.executable).with_name("moto_server")
+    port = free_port()
+    log = (tmp_path / "moto.log").open("w")
+    process = subprocess.Popen(
+        [str(executable), "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=subprocess.STDOUT
+    )
+
+    def answers() -> bool:
+        with socket.socket() as sock:
+            return sock.connect_ex(("127.0.0.1", port)) == 0
+
+    try:
+        wait_until(answers, 30, "moto_server to listen")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        log.close()
+
+
+def test_a_table_in_s3_reads_from_s3(spark, tmp_path, moto_endpoint):
+    from be.storage.objects import S3Options
+
+    keys = {"access_key": "testing", "secret_key": "testing"}
+    S3Options(
+        moto_endpoint, "us-east-1", **keys, allow_bucket_creation=True
+    ).filesystem().create_dir("quire-spark")
+    s3 = {"s3_endpoint": moto_endpoint, "s3_region": "us-east-1"}
+    s3_keys = {"s3_access_key": "testing", "s3_secret_key": "testing"}
+    node = QuireProcess(
+        tmp_path / "quire",
+        overrides={**OVERRIDES, **s3, **s3_keys, "storage_root": "s3://quire-spark/c1"},
+    ).start()
+    try:
+        connection = node.connect()
+        run(connection, "CREATE DATABASE s")
+        run(connection, "USE s")
+        run(connection, TYPED)
+        run(connection, "INSERT INTO typed VALUES " + ",".join(map(typed_row, range(1, 501))))
+        plan = wait_until(
+            lambda: (p := fetch_plan(fe(node), "root", "", "s.typed")).objects and p, 60, "a flush"
+        )
+        assert plan.location == "s3://quire-spark/c1/objects"
+        run(connection, "DELETE FROM typed WHERE id < 50")
+        got = reader(spark, node, "s.typed", **s3, **s3_keys).collect()
+        assert rows_of(got) == rows_of(run(connection, "SELECT * FROM typed"))
+        connection.close()
+    finally:
+        node.stop()

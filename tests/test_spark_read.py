@@ -432,32 +432,54 @@ def moto_endpoint(tmp_path):
         log.close()
 
 
-def test_a_table_in_s3_reads_from_s3(spark, tmp_path, moto_endpoint):
-    from be.storage.objects import S3Options
+def test_blocks_in_s3_read_through_the_plans_location(moto_endpoint):
+    """A partition reads an s3:// store as the TN writes it (objects and tombstones), with the
+    s3_* options' endpoint and keys."""
+    import pyarrow as pa
 
-    keys = {"access_key": "testing", "secret_key": "testing"}
-    S3Options(
-        moto_endpoint, "us-east-1", **keys, allow_bucket_creation=True
-    ).filesystem().create_dir("quire-spark")
-    s3 = {"s3_endpoint": moto_endpoint, "s3_region": "us-east-1"}
-    s3_keys = {"s3_access_key": "testing", "s3_secret_key": "testing"}
-    node = QuireProcess(
-        tmp_path / "quire",
-        overrides={**OVERRIDES, **s3, **s3_keys, "storage_root": "s3://quire-spark/c1"},
-    ).start()
-    try:
-        connection = node.connect()
-        run(connection, "CREATE DATABASE s")
-        run(connection, "USE s")
-        run(connection, TYPED)
-        run(connection, "INSERT INTO typed VALUES " + ",".join(map(typed_row, range(1, 501))))
-        plan = wait_until(
-            lambda: (p := fetch_plan(fe(node), "root", "", "s.typed")).objects and p, 60, "a flush"
-        )
-        assert plan.location == "s3://quire-spark/c1/objects"
-        run(connection, "DELETE FROM typed WHERE id < 50")
-        got = reader(spark, node, "s.typed", **s3, **s3_keys).collect()
-        assert rows_of(got) == rows_of(run(connection, "SELECT * FROM typed"))
-        connection.close()
-    finally:
-        node.stop()
+    from be.logtail.entries import COMMIT_TS, ROW_ID
+    from be.read_plan import ReadPlan
+    from be.spark.scan import PartitionParts, open_store, scan
+    from be.storage.blocks import write_blocks
+    from be.storage.names import Tablet
+    from be.storage.objects import ObjectStore, S3Options
+    from be.storage.tombstones import write_tombstones
+    from be.table_schema import ColumnSchema, TableSchema
+    from metadata.records import KeyModel
+
+    options = S3Options(
+        moto_endpoint, "us-east-1", "testing", "testing", allow_bucket_creation=True
+    )
+    options.filesystem().create_dir("quire-spark")
+    store = ObjectStore.open_root("s3://quire-spark/c1", s3=options)
+    schema = TableSchema(
+        1, 1, (ColumnSchema("id", pa.int64(), False),), KeyModel.DUPLICATE, ("id",)
+    )
+    tablet = Tablet(1, 2, 3)
+    rows = pa.table({ROW_ID: range(100), COMMIT_TS: [5] * 50 + [9] * 50, "id": range(100)})
+    meta = write_blocks(
+        store,
+        tablet,
+        rows.cast(
+            pa.schema(
+                [
+                    pa.field(ROW_ID, pa.int64(), False),
+                    pa.field(COMMIT_TS, pa.int64(), False),
+                    pa.field("id", pa.int64(), False),
+                ]
+            )
+        ),
+        schema_version=1,
+        flush_ts=9,
+    )
+    tombstones = write_tombstones(store, tablet, [1, 2, 60], [6, 6, 6])
+    empty = schema.with_row_ids().empty_table()
+    plan = ReadPlan(
+        schema, 8, (meta,), (tombstones,), pa.array([3], pa.int64()), empty, store.location
+    )
+    parts = PartitionParts(
+        plan.location, plan.ts, schema, ((meta, (0,)),), (tombstones,), plan.deleted, None
+    )
+    reading = open_store(plan.location, S3Options(moto_endpoint, "us-east-1", "testing", "testing"))
+    got = sorted(v for table in scan(parts, reading) for v in table.column("id").to_pylist())
+    assert got == [0, *range(4, 50)]  # committed at or before 8, not deleted at or before it

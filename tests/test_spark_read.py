@@ -483,3 +483,30 @@ def test_blocks_in_s3_read_through_the_plans_location(moto_endpoint):
     reading = open_store(plan.location, S3Options(moto_endpoint, "us-east-1", "testing", "testing"))
     got = sorted(v for table in scan(parts, reading) for v in table.column("id").to_pylist())
     assert got == [0, *range(4, 50)]  # committed at or before 8, not deleted at or before it
+
+
+def test_read_plan_messages_round_trip_and_are_checked_strictly():
+    import pyarrow as pa
+
+    from be.service.errors import ServiceFormatError
+    from be.service.format import ReadPlanReply, ReadPlanRequest, decode, encode
+    from be.service.limits import ServiceLimits
+    from be.table_schema import ColumnSchema, TableSchema
+    from metadata.records import KeyModel
+
+    limits = ServiceLimits()
+    schema = TableSchema(
+        7, 2, (ColumnSchema("id", pa.int64(), False),), KeyModel.DUPLICATE, ("id",)
+    )
+    for message in (
+        ReadPlanRequest(schema, 99, 1500, ("id",)),
+        ReadPlanRequest(schema, 99, 1500),
+        ReadPlanReply(b"plan bytes"),
+    ):
+        assert decode(encode(message, limits), limits) == message
+    data = bytearray(encode(ReadPlanRequest(schema, 99, 1500), limits))
+    data[-2] ^= 0x55
+    with pytest.raises(ServiceFormatError):
+        decode(bytes(data), limits)
+    with pytest.raises(ServiceFormatError):
+        decode(encode(ReadPlanRequest(schema, 0, 1500), limits), limits)  # no timestamp 0

@@ -545,7 +545,7 @@ class TableState:
     def read_plan(
         self, schema: TableSchema, ts: int, columns: frozenset[str] | None = None
     ) -> ReadPlan:
-        """What a reader outside the CN needs to read the table as of ts itself (be/read_plan.py):
+        """What a reader outside the CN needs to read the table as of ts itself (be/read_plan):
         the objects and tombstones a snapshot reads, the in-memory deletes at or before ts, and
         the rows in memory visible at ts (ROW_ID, then schema's columns). columns (lower-case
         names, when given): the columns read (with the keys and the placement columns)."""

@@ -133,7 +133,6 @@ class QuireReader(DataSourceReader):
         self.options = options
         self.schema = schema
         self.filters: list[Filter] = []
-        self.plan_ts = 0  # the snapshot partitions() read at (0 until then)
 
     def pushFilters(self, filters: list[Filter]):
         """Every filter is still applied by Spark; with prune_blocks they also prune blocks (by
@@ -144,7 +143,6 @@ class QuireReader(DataSourceReader):
 
     def partitions(self) -> list[QuirePartition]:
         plan = self.options.fetch()
-        self.plan_ts = plan.ts
         return [
             QuirePartition(parts)
             for parts in partitioned(plan, self._ranges(plan), self.options.limits)

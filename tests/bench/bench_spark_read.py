@@ -10,11 +10,14 @@ unix domain sockets) runs the same aggregate over
     format("quire")            the table at one snapshot: plan, blocks, deletes, tail
     parquet                    spark.read.parquet of the plan's objects (the same files)
 
-three ways: a full scan; with 1% of the rows deleted (quire drops them, parquet reads the same
+three ways (quire reading the columns the query uses, option columns, as Spark's Parquet reader
+prunes them by itself; and once every column, as Spark 4.3 reads a Python data source without
+that option): a full scan; with 1% of the rows deleted (quire drops them, parquet reads the same
 files: its answer is the undeleted table's); and with a filter on the key that 90% of the blocks
 cannot match (quire prunes them by the plan's min/max; parquet by its row groups' statistics).
-Each is the median of R runs after a warm-up, its DataFrame loaded before (as parquet's). The ratios (parquet seconds / quire seconds: above
-1 means quire is faster) are printed, the full scan's last.
+Each is the median of R runs after a warm-up, its DataFrame loaded before (as parquet's). The
+ratios (parquet seconds / quire seconds: above 1 means quire is faster) are printed, the full
+scan's last.
 """
 
 from __future__ import annotations
@@ -142,23 +145,28 @@ def main() -> None:
             paths = [str(Path(plan.location) / meta.name) for meta in plan.objects]
             spark = spark_session()
 
-            def quire_frame():
+            def quire_frame(columns: str | None = "id,k,v"):
                 """A DataFrame per kind of query, loaded before it is timed (as parquet's): the
-                runs of one query reuse it (be/spark/source.py: pruning and reused frames)."""
-                return (
-                    spark.read.format("quire")
-                    .options(fe=fe, user="root", password="", table=TABLE, prune_blocks="true")
-                    .load()
-                )
+                runs of one query reuse it (be/spark/source.py: pruning and reused frames). It
+                reads the columns the query uses, as Spark's Parquet reader does by itself."""
+                options = dict(fe=fe, user="root", password="", table=TABLE, prune_blocks="true")
+                if columns:
+                    options["columns"] = columns
+                return spark.read.format("quire").options(**options).load()
 
             parquet_frame = spark.read.parquet(*paths)
             pruning = f"id < {rows // 10}"
             results = {}
-            for label, where in (("full scan", None), ("filter pruning 90%", pruning)):
+            kinds = (
+                ("full scan, every column", None, None),
+                ("full scan", None, "id,k,v"),
+                ("filter pruning 90%", pruning, "id,k,v"),
+            )
+            for label, where, columns in kinds:
                 anchor, expected = median_seconds(
                     lambda w=where: aggregate(parquet_frame, w), arguments.repeat
                 )
-                frame = quire_frame()
+                frame = quire_frame(columns)
                 ours, got = median_seconds(
                     lambda w=where, f=frame: aggregate(f, w), arguments.repeat
                 )
@@ -169,10 +177,15 @@ def main() -> None:
             ours, got = median_seconds(lambda: aggregate(frame, None), arguments.repeat)
             assert got[0] == rows - len(range(7, rows, 100)), got
             results["1% deleted"] = (ours, results["full scan"][1])
-            for label in ("filter pruning 90%", "1% deleted", "full scan"):
+            for label in (
+                "full scan, every column",
+                "filter pruning 90%",
+                "1% deleted",
+                "full scan",
+            ):
                 ours, anchor = results[label]
                 report(
-                    f"{label:<20} quire {ours:7.2f} s   parquet {anchor:7.2f} s   "
+                    f"{label:<24} quire {ours:7.2f} s   parquet {anchor:7.2f} s   "
                     f"ratio {anchor / ours:.2f}x"
                 )
             spark.stop()

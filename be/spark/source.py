@@ -171,9 +171,9 @@ class QuireReader(DataSourceReader):
 
 
 def partitioned(plan: ReadPlan, ranges: Ranges, limits: SparkReadLimits) -> list[PartitionParts]:
-    """The plan's blocks that may match ranges, grouped by tablet into partitions of about
-    partition_rows rows (a large tablet split, its tombstones in every part), and the tail in
-    one of its own; an AGGREGATE KEY table in one partition (its rows merge by key)."""
+    """The plan's blocks that may match ranges, grouped by tablet into even partitions of about
+    partition_rows rows at most (a large tablet split, its tombstones in every part), and the
+    tail in one of its own; an AGGREGATE KEY table in one partition (its rows merge by key)."""
     version = plan.schema.schema_version
     chosen = []
     for meta in sorted(plan.objects, key=lambda meta: (meta.tablet_id, meta.name)):
@@ -193,13 +193,15 @@ def partitioned(plan: ReadPlan, ranges: Ranges, limits: SparkReadLimits) -> list
 
     if plan.schema.key_model is KeyModel.AGGREGATE:
         return [parts(chosen, plan.tail)]
-    budget = max(limits.partition_rows, -(-plan.rows // limits.max_partitions))
+    chosen_rows = sum(meta.blocks[block].rows for meta, blocks in chosen for block in blocks)
+    count = min(max(-(-chosen_rows // limits.partition_rows), 1), limits.max_partitions)
+    budget = -(-chosen_rows // count)  # even partitions: none waits for a larger one
     groups: list[list] = [[]]
     rows = 0
     for meta, blocks in chosen:
         for block in blocks:
             size = meta.blocks[block].rows
-            if rows and rows + size > budget:
+            if rows >= budget:
                 groups.append([])
                 rows = 0
             last = groups[-1]
@@ -211,7 +213,7 @@ def partitioned(plan: ReadPlan, ranges: Ranges, limits: SparkReadLimits) -> list
     result = [parts(group, None) for group in groups if group]
     if plan.tail.num_rows or not result:
         result.append(parts([], plan.tail))
-    assert len(result) <= limits.max_partitions + 1, len(result)
+    assert len(result) <= count + 1 <= limits.max_partitions + 1, (len(result), count)
     return result
 
 

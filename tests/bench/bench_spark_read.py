@@ -15,9 +15,9 @@ prunes them by itself; and once every column, as Spark 4.3 reads a Python data s
 that option): a full scan; with 1% of the rows deleted (quire drops them, parquet reads the same
 files: its answer is the undeleted table's); and with a filter on the key that 90% of the blocks
 cannot match (quire prunes them by the plan's min/max; parquet by its row groups' statistics).
-Each is the median of R runs after a warm-up, its DataFrame loaded before (as parquet's). The
-ratios (parquet seconds / quire seconds: above 1 means quire is faster) are printed, the full
-scan's last.
+Each is the median of R runs, the two taking turns after two warm-ups, its DataFrame loaded
+before (as parquet's). The ratios (parquet seconds / quire seconds: above 1 means quire is
+faster) are printed, the full scan's last.
 """
 
 from __future__ import annotations
@@ -108,14 +108,18 @@ def aggregate(frame, where: str | None):
     return tuple(frame.agg(F.count("*"), F.sum("k"), F.sum("v")).collect()[0])
 
 
-def median_seconds(work, repeat: int) -> tuple[float, object]:
-    answer = work()  # warm-up
-    seconds = []
+def in_turns(ours, anchor, repeat: int) -> tuple[float, float, object, object]:
+    """Medians of repeat runs of two works taking turns (a flush, a merge or a busy neighbour
+    falls on both), after two warm-ups of each; and their answers."""
+    answers = [ours(), anchor()]
+    ours(), anchor()
+    seconds: tuple[list[float], list[float]] = ([], [])
     for _ in range(repeat):
-        started = time.perf_counter()
-        work()
-        seconds.append(time.perf_counter() - started)
-    return statistics.median(seconds), answer
+        for work, times in ((ours, seconds[0]), (anchor, seconds[1])):
+            started = time.perf_counter()
+            work()
+            times.append(time.perf_counter() - started)
+    return statistics.median(seconds[0]), statistics.median(seconds[1]), *answers
 
 
 def main() -> None:
@@ -163,20 +167,23 @@ def main() -> None:
                 ("filter pruning 90%", pruning, "id,k,v"),
             )
             for label, where, columns in kinds:
-                anchor, expected = median_seconds(
-                    lambda w=where: aggregate(parquet_frame, w), arguments.repeat
-                )
                 frame = quire_frame(columns)
-                ours, got = median_seconds(
-                    lambda w=where, f=frame: aggregate(f, w), arguments.repeat
+                ours, anchor, got, expected = in_turns(
+                    lambda w=where, f=frame: aggregate(f, w),
+                    lambda w=where: aggregate(parquet_frame, w),
+                    arguments.repeat,
                 )
                 assert got == expected, (label, got, expected)
                 results[label] = (ours, anchor)
             run(connection, "DELETE FROM events WHERE id % 100 = 7")
             frame = quire_frame()
-            ours, got = median_seconds(lambda: aggregate(frame, None), arguments.repeat)
+            ours, anchor, got, _ = in_turns(
+                lambda: aggregate(frame, None),
+                lambda: aggregate(parquet_frame, None),
+                arguments.repeat,
+            )
             assert got[0] == rows - len(range(7, rows, 100)), got
-            results["1% deleted"] = (ours, results["full scan"][1])
+            results["1% deleted"] = (ours, anchor)
             for label in (
                 "full scan, every column",
                 "filter pruning 90%",

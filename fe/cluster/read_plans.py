@@ -76,12 +76,12 @@ class ReadPlans:
             return _refused(status, error.message)
         try:
             plan = await asyncio.to_thread(self._plan, session, TableSchema.of(table), *asked)
+            body = await asyncio.to_thread(read_plan.encode, plan)
         except QueryError as error:
             return _refused(400, error.message)
         except (ServiceError, WatermarkTimeout, ReadPlanError, StorageError) as error:
             logger.info("no read plan of %s.%s: %s", db, name, error)
             return _refused(503, f"The data plane cannot make the read plan: {error}")
-        body = await asyncio.to_thread(read_plan.encode, plan)
         return web.Response(
             body=body, content_type=CONTENT_TYPE, headers={"X-Quire-Snapshot": str(plan.ts)}
         )

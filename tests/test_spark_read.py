@@ -510,3 +510,20 @@ def test_read_plan_messages_round_trip_and_are_checked_strictly():
         decode(bytes(data), limits)
     with pytest.raises(ServiceFormatError):
         decode(encode(ReadPlanRequest(schema, 0, 1500), limits), limits)  # no timestamp 0
+
+
+def test_bad_options_are_refused_clearly(spark, quire, typed):
+    from be.spark.errors import BadOption
+
+    with pytest.raises(BadOption, match="table"):
+        ReadOptions.of({"fe": fe(quire), "user": "root"})
+    with pytest.raises(BadOption, match='"db.table"'):
+        fetch_plan(fe(quire), "root", "", "typed")
+    with pytest.raises(BadOption, match="prune_blocks"):
+        ReadOptions.of({"fe": "x", "user": "u", "table": "a.b", "prune_blocks": "maybe"})
+    with pytest.raises(BadOption, match="batch_rows <= partition_rows"):
+        ReadOptions.of(
+            {"fe": "x", "user": "u", "table": "a.b", "batch_rows": "10", "partition_rows": "5"}
+        )
+    with pytest.raises(Exception, match="snapshot is an integer"):
+        reader(spark, quire, "sparkdb.typed", snapshot="yesterday")

@@ -3,8 +3,8 @@ object storage at one snapshot.
 
 The reader asks an FE for the table's read plan once (be/spark/plans.py) and cuts it into Spark
 partitions of a few tablets' blocks each (with prune_blocks, only the blocks Spark's pushed
-filters may match, by their min/max); a task reads its blocks with pyarrow (be/spark/scan.py) and hands Spark Arrow record
-batches in exactly Spark's Arrow schema. The rows not yet flushed travel in the plan and make one
+filters may match, by their min/max); a task reads its blocks with pyarrow (be/spark/scan.py)
+and hands Spark Arrow record batches in exactly Spark's Arrow schema. The rows not yet flushed travel in the plan and make one
 partition of their own. Every partition is part of the same plan, so a read is the table at one
 snapshot whatever commits, flushes and merges happen meanwhile; and a DataFrame is the table at
 the snapshot of its load() (schema() pins it: Spark keeps the data source as schema() left it),
@@ -18,8 +18,8 @@ prune_blocks, read a DataFrame once, or always with filters.
 Options: fe (host:http_port), user, password, table ("db.t"), snapshot (a commit timestamp;
 default the newest readable at load()), columns ("a,b": the columns read, since Spark does not
 prune the columns of Python data sources), prune_blocks ("true": skip blocks by Spark's filters),
-partition_rows, s3_endpoint, s3_region, s3_access_key,
-s3_secret_key (an s3:// store; no keys: the AWS default chain).
+partition_rows, batch_rows (rows of an Arrow batch handed to Spark), s3_endpoint, s3_region,
+s3_access_key, s3_secret_key (an s3:// store; no keys: the AWS default chain).
 """
 
 from __future__ import annotations
@@ -83,8 +83,11 @@ class ReadOptions:
         if prune not in ("true", "false"):
             raise BadOption(f"the option prune_blocks is true or false, not {prune!r}")
         self.prune_blocks = prune == "true"
-        rows = _integer(options, "partition_rows")
-        self.limits = SparkReadLimits(partition_rows=rows) if rows else SparkReadLimits()
+        sizes = {key: _integer(options, key) for key in ("partition_rows", "batch_rows")}
+        try:
+            self.limits = SparkReadLimits(**{key: n for key, n in sizes.items() if n})
+        except ValueError as error:
+            raise BadOption(str(error)) from None
         self.s3 = S3Options(
             endpoint=options.get("s3_endpoint", ""),
             region=options.get("s3_region", ""),

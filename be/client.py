@@ -17,12 +17,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 import requests
 
-from be import engine
+from be import engine, read_plan
 from be.cn.bounds import ColumnBound
 from be.cn.limits import ComputeLimits
 from be.cn.node import ComputeNode, WatermarkTimeout
@@ -50,6 +50,8 @@ from be.service.format import (
     QueryRequest,
     QueryTable,
     Reachable,
+    ReadPlanReply,
+    ReadPlanRequest,
     ReadTsRequest,
     ReserveRowIds,
     ResultEnd,
@@ -207,6 +209,21 @@ class EmbeddedDataPlane:
         return self.cn.following_snapshot(
             schema, ts, remaining, row_ids, bounds, columns, partitions
         )
+
+    def read_plan(
+        self,
+        schema: TableSchema,
+        ts: int,
+        timeout: float,
+        columns: frozenset[str] | None = None,
+    ) -> read_plan.ReadPlan:
+        """The table's read plan at ts (be/read_plan): what Spark reads it by, straight from the
+        object store; columns (lower-case names, when given) the columns it reads."""
+        deadline = time.monotonic() + timeout
+        self.cn.wait_for(ts, timeout)
+        remaining = max(deadline - time.monotonic(), 0)
+        plan = self.cn.read_plan(schema, ts, remaining, columns)
+        return replace(plan, location=self.store.location if self.store is not None else "")
 
     def runs_queries(self) -> bool:
         """Whether run_query() sends queries elsewhere: no, the FE's engine reads snapshot()."""
@@ -510,6 +527,22 @@ class RemoteDataPlane:
             return reply.table
         assert last_error is not None
         raise last_error
+
+    def read_plan(
+        self,
+        schema: TableSchema,
+        ts: int,
+        timeout: float,
+        columns: frozenset[str] | None = None,
+    ) -> read_plan.ReadPlan:
+        """The table's read plan at ts, from the TN (it knows every object and reads as a CN)."""
+        tn = self._tn()
+        named = None if columns is None else tuple(sorted(columns))
+        request = ReadPlanRequest(schema, ts, int(timeout * 1000), named)
+        reply = self.client(tn.host, tn.port).call(request, timeout + ANSWER_MARGIN_SECONDS)
+        if type(reply) is not ReadPlanReply:
+            raise ServiceFormatError(f"{type(reply).__name__} as the answer to a read plan")
+        return read_plan.decode(reply.plan, self.limits.max_message_bytes)
 
     def runs_queries(self) -> bool:
         """Whether a live CN may run a query (else the FE's engine reads snapshot())."""

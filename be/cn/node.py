@@ -26,6 +26,7 @@ from be.cn.limits import ComputeLimits
 from be.cn.object_cache import ObjectCache
 from be.cn.table_state import TableState
 from be.logtail.entries import Commit
+from be.read_plan import ReadPlan
 from be.storage.blocks import ObjectMeta
 from be.storage.objects import ObjectStore
 from be.storage.tombstones import TombstoneMeta
@@ -322,6 +323,26 @@ class ComputeNode:
         if table is None:  # no commit of it yet
             return (schema.with_row_ids() if row_ids else schema.arrow()).empty_table()
         return table.snapshot(schema, ts, row_ids, bounds, columns, partitions)
+
+    def read_plan(
+        self,
+        schema: TableSchema,
+        ts: int,
+        timeout: float,
+        columns: frozenset[str] | None = None,
+    ) -> ReadPlan:
+        """The table's read plan at ts (TableState.read_plan), the table followed again first if
+        it was let go, as following_snapshot() does."""
+        assert self._image is not None and ts <= self._watermark
+        table_id = schema.table_id
+        self._read_at[table_id] = time.monotonic()
+        table = self._tables.get(table_id)
+        if table is None:
+            with self.reading(table_id, timeout):
+                table = self._tables.get(table_id)
+        if table is None:  # no commit of it yet
+            return TableState(table_id).read_plan(schema, ts, columns)
+        return table.read_plan(schema, ts, columns)
 
     def indexed_snapshot(
         self, schema: TableSchema, ts: int, row_ids: bool, bounds: tuple

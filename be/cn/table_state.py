@@ -43,6 +43,7 @@ from be.cn.key_index import KeyIndex
 from be.cn.limits import ComputeLimits
 from be.cn.object_cache import ObjectCache
 from be.logtail.entries import COMMIT_TS, PARTITION_ID, ROW_ID, TableChanges
+from be.read_plan import ReadPlan
 from be.row_adapter import adapted
 from be.storage.blocks import ObjectMeta, prune, read_blocks
 from be.storage.errors import StorageError
@@ -515,22 +516,7 @@ class TableState:
     ) -> pa.Table:
         ranges = {bound.column: (bound.low, bound.high) for bound in bounds}
         partitions = frozenset(p.id for p in schema.partitions) if schema.partitions else None
-        with self._lock:
-            memory = list(zip(self._rows, self._row_partitions, strict=True))
-            delete_ids = list(self._delete_ids)
-            delete_ts = list(self._delete_ts)
-            stored = [
-                item.meta
-                for item in self._objects.values()
-                if item.serves_from <= ts < item.serves_until
-                and min(block.min_commit_ts for block in item.meta.blocks) <= ts
-                and (partitions is None or item.meta.partition_id in partitions)
-            ]
-            tombstones = [meta for meta in self._tombstones if meta.min_delete_ts <= ts]
-            later = bisect.bisect_right(self._removed_tombstones, ts, key=lambda item: item[0])
-            tombstones += [
-                meta for _, meta in self._removed_tombstones[later:] if meta.min_delete_ts <= ts
-            ]
+        memory, delete_ids, delete_ts, stored, tombstones = self._visible_parts(ts, partitions)
         self._read_deletes(tombstones, delete_ids, delete_ts)
         gone = None
         if delete_ids:
@@ -559,6 +545,53 @@ class TableState:
         if schema.key_model is KeyModel.AGGREGATE and not row_ids:
             return merged(rows, schema).cast(target)
         return _projected(rows, target)
+
+    def _visible_parts(self, ts: int, partitions: frozenset[int] | None) -> tuple:
+        """What a snapshot at ts is made of: the rows in memory (with the partitions of each
+        piece), the in-memory deletes (row ids, delete timestamps), the objects serving ts and
+        the tombstones that may delete at or before ts, of the partitions given (None: all)."""
+        with self._lock:
+            memory = list(zip(self._rows, self._row_partitions, strict=True))
+            delete_ids = list(self._delete_ids)
+            delete_ts = list(self._delete_ts)
+            stored = [
+                item.meta
+                for item in self._objects.values()
+                if item.serves_from <= ts < item.serves_until
+                and min(block.min_commit_ts for block in item.meta.blocks) <= ts
+                and (partitions is None or item.meta.partition_id in partitions)
+            ]
+            tombstones = [meta for meta in self._tombstones if meta.min_delete_ts <= ts]
+            later = bisect.bisect_right(self._removed_tombstones, ts, key=lambda item: item[0])
+            tombstones += [
+                meta for _, meta in self._removed_tombstones[later:] if meta.min_delete_ts <= ts
+            ]
+        return memory, delete_ids, delete_ts, stored, tombstones
+
+    def read_plan(
+        self, schema: TableSchema, ts: int, columns: frozenset[str] | None = None
+    ) -> ReadPlan:
+        """What a reader outside the CN needs to read the table as of ts itself (be/read_plan):
+        the objects and tombstones a snapshot reads, the in-memory deletes at or before ts, and
+        the rows in memory visible at ts (ROW_ID, then schema's columns). columns (lower-case
+        names, when given): the columns read (with the keys and the placement columns)."""
+        if columns is not None and schema.key_model is not KeyModel.AGGREGATE:
+            schema = _narrowed(schema, columns)
+        partitions = frozenset(p.id for p in schema.partitions) if schema.partitions else None
+        memory, delete_ids, delete_ts, stored, tombstones = self._visible_parts(ts, partitions)
+        gone = pa.array([], pa.int64())
+        if delete_ids:
+            ids = pa.concat_arrays(delete_ids)
+            gone = ids.filter(pc.less_equal(pa.concat_arrays(delete_ts), ts))
+        pieces = [
+            _visible(_adapted(piece, schema), ts, (), gone, keep_row_ids=True)
+            for piece in _runs(
+                _of_partitions(piece, placed, partitions) for piece, placed in memory
+            )
+        ]
+        target = schema.with_row_ids()
+        tail = _projected(_concat(pieces), target) if pieces else target.empty_table()
+        return ReadPlan(schema, ts, tuple(stored), tuple(tombstones), gone, tail)
 
     def _read_object(
         self,

@@ -20,6 +20,7 @@ the old ones. Versions:
         a node's status carries its statistics (name, count pairs: a CN's kept and cached bytes)
     5   bulk loads: BeginLoad, ReserveRowIds (answered with LoadNumber), CommitLoad (objects
         written elsewhere, as their metadata; answered with Committed) and AbortLoad
+    6   the TN answers a read plan request with a read plan's bytes (be/read_plan)
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from be.table_schema import TableSchema
 from be.tn.write_set import TableWrite, WriteSet
 from be.wire import Envelope, FieldReader
 
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 MAX_STATS = 64  # statistics in a node's status
 SUPPORTED_VERSIONS = (FORMAT_VERSION,)  # nodes and FEs of one build talk: no older version is read
 
@@ -89,6 +90,8 @@ class Kind(IntEnum):
     LOAD_NUMBER = 25
     COMMIT_LOAD = 26
     ABORT_LOAD = 27
+    READ_PLAN_REQUEST = 28
+    READ_PLAN = 29
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +158,19 @@ class SnapshotRequest:
     columns: tuple[str, ...] | None = None  # lower-case names a read needs; None: every column
     # The ids of the schema's partitions a read needs (a partition pruning); None: every one
     partitions: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReadPlanRequest:
+    schema: TableSchema
+    ts: int
+    timeout_ms: int
+    columns: tuple[str, ...] | None = None  # lower-case names a read needs; None: every column
+
+
+@dataclass(frozen=True, slots=True)
+class ReadPlanReply:
+    plan: bytes  # be/read_plan's encoding
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,6 +311,8 @@ Message = (
     | ReadTs
     | SnapshotRequest
     | Rows
+    | ReadPlanRequest
+    | ReadPlanReply
     | TakeAutoIncrement
     | ObserveAutoIncrement
     | AutoIncrement
@@ -418,6 +436,11 @@ def _fields(message: Message, limits: ServiceLimits) -> list:
             return [Kind.SNAPSHOT_REQUEST, *read[:3], timeout_ms, *read[3:]]
         case Rows(table):
             return [Kind.ROWS, _ipc(table, limits)]
+        case ReadPlanRequest(schema, ts, timeout_ms, columns):
+            named = None if columns is None else list(columns)
+            return [Kind.READ_PLAN_REQUEST, encode_schema(schema), ts, timeout_ms, named]
+        case ReadPlanReply(plan):
+            return [Kind.READ_PLAN, plan]
         case TakeAutoIncrement(table_id, count):
             return [Kind.TAKE_AUTO_INCREMENT, table_id, count]
         case ObserveAutoIncrement(table_id, given):
@@ -720,6 +743,23 @@ def _message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
             if rows is None:
                 raise ServiceFormatError("rows without a table")
             return Rows(rows)
+        case Kind.READ_PLAN_REQUEST:
+            schema, ts, timeout_ms, columns = _shape(fields, 4, "read plan request")
+            if columns is not None and (
+                type(columns) is not tuple or len(columns) > limits.max_columns
+            ):
+                raise ServiceFormatError("malformed column list")
+            return ReadPlanRequest(
+                decode_schema(schema, limits),
+                _int(ts, "timestamp", 1),
+                _int(timeout_ms, "timeout"),
+                None
+                if columns is None
+                else tuple(_str(c, "column", MAX_NAME_CHARS) for c in columns),
+            )
+        case Kind.READ_PLAN:
+            (plan,) = _shape(fields, 1, "read plan")
+            return ReadPlanReply(_bytes(plan, "read plan"))
         case Kind.TAKE_AUTO_INCREMENT:
             table_id, count = _shape(fields, 2, "AUTO_INCREMENT request")
             return TakeAutoIncrement(_int(table_id, "table id", 1), _int(count, "count", 1))

@@ -52,5 +52,14 @@ class SnapshotReads:
             self._waiting.release()
         return Rows(table)
 
+    async def run(self, work: Callable, *arguments):
+        """work(*arguments) on a read thread, as a snapshot is (a read plan)."""
+        if not self._waiting.acquire(blocking=False):
+            raise NodeBusy(f"the {self.role} has as many reads waiting as it takes")
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._threads, work, *arguments)
+        finally:
+            self._waiting.release()
+
     def close(self) -> None:
         self._threads.shutdown(wait=False, cancel_futures=True)

@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import replace
 
+from be import read_plan
 from be.cn.limits import ComputeLimits
 from be.cn.node import ComputeNode
 from be.config import Config
@@ -37,6 +39,8 @@ from be.service.format import (
     Message,
     ObserveAutoIncrement,
     Reachable,
+    ReadPlanReply,
+    ReadPlanRequest,
     ReadTs,
     ReadTsRequest,
     ReserveRowIds,
@@ -191,6 +195,8 @@ class TransactionNode:
                 return Accepted()
             case SnapshotRequest():
                 return await self.snapshot_reads.answer(request)
+            case ReadPlanRequest():
+                return await self.snapshot_reads.run(self._read_plan, request)
             case TakeAutoIncrement(table_id, count):
                 return AutoIncrement(self.pipeline.take_auto_increment(table_id, count))
             case ObserveAutoIncrement(table_id, given):
@@ -216,6 +222,16 @@ class TransactionNode:
                     (*self.reads.stats().items(), ("webserver_port", self.load_server.port)),
                 )
         raise ServiceFormatError(f"a TN does not answer {type(request).__name__}")
+
+    def _read_plan(self, request: ReadPlanRequest) -> ReadPlanReply:
+        timeout = min(request.timeout_ms / 1000, self.limits.max_read_wait)
+        deadline = time.monotonic() + timeout
+        self.reads.wait_for(request.ts, timeout)
+        remaining = max(deadline - time.monotonic(), 0)
+        columns = None if request.columns is None else frozenset(request.columns)
+        plan = self.reads.read_plan(request.schema, request.ts, remaining, columns)
+        plan = replace(plan, location=self.store.location)
+        return ReadPlanReply(read_plan.encode(plan, self.limits.max_message_bytes // 2))
 
     def _snapshot(self, schema, ts, row_ids, timeout, bounds, columns, partitions):
         deadline = time.monotonic() + timeout

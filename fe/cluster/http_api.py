@@ -1,7 +1,8 @@
 """The FE's HTTP API (aiohttp, on the MySQL front's event loop).
 
-/api/health and /metrics are open; everything else needs HTTP basic auth with a Quire user that
-holds ADMIN_PRIV, or the cluster token (header X-Quire-Token) that other FEs present.
+/api/health and /metrics are open; a table's read plan (fe/cluster/read_plans.py) checks the
+account's privilege on the table itself; everything else needs HTTP basic auth with a Quire user
+that holds ADMIN_PRIV, or the cluster token (header X-Quire-Token) that other FEs present.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from fe.cluster.frontend_messages import (
 )
 from fe.cluster.membership import record_ports
 from fe.cluster.metrics import Metrics
+from fe.cluster.read_plans import READ_PLAN_PATH, ReadPlans, is_read_plan
 from fe.cluster.startup import ThisFrontend
 from fe.cluster.stream_load_front import StreamLoadFront, is_stream_load
 from fe.cluster.write_path import MetadataWriter, answer_from_outcome
@@ -79,6 +81,7 @@ class HttpApi:
         self.query_port = query_port
         self.front = front
         self.stream_loads = stream_loads
+        self.read_plans = ReadPlans(catalog, login_tracker, new_session)
         self.app = web.Application(
             middlewares=[self._authenticate, self._refuse_malformed_messages],
             client_max_size=MAX_MESSAGE_BYTES,
@@ -98,6 +101,7 @@ class HttpApi:
                 web.post("/api/frontend_ports", self.frontend_ports),
                 web.post(KILL_PATH, self.kill),
                 *(stream_loads.routes() if stream_loads is not None else ()),
+                web.post(READ_PLAN_PATH, self.read_plans.handle),
             ]
         )
         self.runner: web.AppRunner | None = None
@@ -125,8 +129,10 @@ class HttpApi:
 
     @web.middleware
     async def _authenticate(self, request: web.Request, handler):
-        if request.path in ("/api/health", "/metrics") or is_stream_load(request.path):
-            return await handler(request)  # Stream Load checks its own MySQL account
+        if request.path in ("/api/health", "/metrics"):
+            return await handler(request)
+        if is_stream_load(request.path) or is_read_plan(request.path):
+            return await handler(request)  # each checks the MySQL account and its privilege
         token = request.headers.get("X-Quire-Token")
         if token is not None and hmac.compare_digest(token, self.this.token):
             return await handler(request)

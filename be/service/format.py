@@ -677,7 +677,7 @@ def _load_message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
 
 
 def _message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
-    if kind >= Kind.BEGIN_LOAD:
+    if Kind.BEGIN_LOAD <= kind <= Kind.ABORT_LOAD:
         return _load_message(kind, fields, limits)
     match kind:
         case Kind.CHALLENGE:

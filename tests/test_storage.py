@@ -5,11 +5,13 @@ truncated and corrupted objects)."""
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 
@@ -19,6 +21,7 @@ import pytest
 
 from be.config import BE_KEYS, DEFAULT_BE_CONF, Config
 from be.logtail.entries import COMMIT_TS, ROW_ID
+from be.storage import parquet_decoder
 from be.storage.blocks import prune, read_blocks, read_object_meta, write_blocks
 from be.storage.errors import (
     BadPredicate,
@@ -35,6 +38,7 @@ from be.storage.errors import (
 )
 from be.storage.limits import StorageLimits
 from be.storage.merge import merge_objects, objects_to_merge
+from be.storage.meta_codec import META_KEY, decode_object, encode_object
 from be.storage.names import ObjectName, Tablet
 from be.storage.objects import ObjectStore, S3Options
 from be.storage.tombstones import (
@@ -418,6 +422,34 @@ def test_read_only_folder_refuses_writes_and_leaves_nothing(store):
         make_writable(tablet_folder)
     write_blocks(store, TABLET, numbered(10, 100), schema_version=1, flush_ts=6)
     assert len(store.list(TABLET.prefix)) == 2
+
+
+def test_objects_read_whole_by_duckdb_equal_pyarrows_reads(store):
+    """A local object whose column checksums are known is checked column by column and decoded
+    by DuckDB's reader: the same rows and types as pyarrow's reader gives, every type but
+    LARGEINT (read by pyarrow), all columns and some; an object whose metadata predates the
+    checksums (format 1) is read by pyarrow."""
+    columns = {name: [low, None, high] * 4000 for name, (low, high) in EXTREMES.items()}
+    del columns["c_largeint"]
+    rows = rows_of(columns, list(range(1, 12_001)), [3] * 12_000)
+    meta = write_blocks(store, TABLET, rows, schema_version=2, flush_ts=4)
+    assert len(meta.column_checksums) == rows.num_columns and len(meta.blocks) == 2
+    assert parquet_decoder.decodes_exactly(rows.schema), "DuckDB decodes every column here"
+    by_pyarrow = replace(meta, column_checksums=())
+    for chosen in (None, ["c_decimal", "c_datetime", "c_varchar"], [ROW_ID, "c_date"]):
+        whole = read_blocks(store, meta, chosen)
+        assert whole.equals(read_blocks(store, by_pyarrow, chosen)), chosen
+    assert read_blocks(store, meta).to_pylist() == rows.to_pylist()
+    assert decode_object(encode_object(meta)) == meta
+    header_of = pa.ipc.open_stream(encode_object(meta)).read_all()
+    header = json.loads(header_of.schema.metadata[META_KEY])
+    header["version"] = 1
+    del header["column_checksums"]
+    old = header_of.replace_schema_metadata({META_KEY: json.dumps(header).encode()})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, old.schema) as writer:
+        writer.write_table(old)
+    assert decode_object(sink.getvalue().to_pybytes()) == by_pyarrow
 
 
 def test_truncated_or_corrupted_objects_give_clear_errors(store):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -18,6 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from be.logtail.entries import COMMIT_TS, HIDDEN_PREFIX, ROW_ID
+from be.storage import parquet_decoder
 from be.storage.errors import (
     BadPredicate,
     BadRows,
@@ -85,6 +87,9 @@ class ObjectMeta:
     rows: int
     bytes: int
     blocks: tuple[BlockMeta, ...]
+    # per column (in the object's order), the CRC-32 of its chunks' bytes in block order, as
+    # written; () when not known (the object is then read with its page checksums)
+    column_checksums: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         assert self.blocks and self.rows == sum(block.rows for block in self.blocks), self.name
@@ -132,6 +137,12 @@ def write_blocks(
     buffer = encode_parquet(rows, footer, store)
     store.put(name, buffer)
     meta = _object_meta(name, footer, pq.ParquetFile(pa.BufferReader(buffer)).metadata, buffer.size)
+    metadata = pq.ParquetFile(pa.BufferReader(buffer)).metadata
+    sums = tuple(
+        _chunks_checksum(lambda start, length: buffer.slice(start, length), metadata, leaf)
+        for leaf in range(metadata.num_columns)
+    )
+    meta = replace(meta, column_checksums=sums)
     nan_columns = _nan_columns(rows, store.limits.block_rows)
     blocks = tuple(
         replace(
@@ -161,19 +172,82 @@ def read_blocks(
         unknown = [column for column in columns if column not in meta.column_names]
         if unknown:
             raise UnknownColumn(f"no column {unknown[0]!r} in object {meta.name}")
+    if blocks is None and meta.column_checksums and store.local:
+        found = _read_whole(store, meta, columns)
+        if found is not None:
+            return found
     with opened_parquet(store, meta.name, meta.bytes) as parquet:
-        footer = _footer(meta.name, parquet.metadata)
-        if (
-            footer.ts != meta.flush_ts
-            or (footer.table_id, footer.partition_id, footer.tablet_id) != _ids(meta.tablet)
-            or footer.schema_version != meta.schema_version
-            or parquet.metadata.num_row_groups != len(meta.blocks)
-        ):
-            raise ObjectCorrupt("does not match its metadata", meta.name)
+        _check_footer(meta, parquet.metadata)
         table = parquet.read_row_groups(chosen, columns=columns)
     if table.num_rows != sum(meta.blocks[index].rows for index in chosen):
         raise ObjectCorrupt("holds other row counts than its metadata says", meta.name)
     return without_footer(table)
+
+
+def _read_whole(
+    store: ObjectStore, meta: ObjectMeta, columns: Sequence[str] | None
+) -> pa.Table | None:
+    """Every block of a local object whose column checksums are known: the chunks of the columns
+    read checked against them, then decoded by DuckDB's reader (be/storage/parquet_decoder.py);
+    None if a column is of a type only pyarrow reads exactly."""
+    if meta.bytes > store.limits.max_object_bytes:
+        raise ObjectTooLarge(f"{meta.bytes} bytes, over max_object_bytes", meta.name)
+    with store.open(meta.name) as file:
+        found = file.size()
+        if found != meta.bytes:
+            raise ObjectCorrupt(f"is {found} bytes, its metadata says {meta.bytes}", meta.name)
+        try:
+            metadata = pq.read_metadata(file)
+            schema = metadata.schema.to_arrow_schema()
+        except (pa.ArrowException, OSError) as error:
+            raise ObjectCorrupt(f"unreadable Parquet: {error}", meta.name) from None
+        _check_footer(meta, metadata)
+        if not len(meta.column_checksums) == metadata.num_columns == len(schema):
+            raise ObjectCorrupt("does not match its metadata", meta.name)
+        wanted = schema.names if columns is None else list(columns)
+        schema = pa.schema([schema.field(name) for name in wanted])
+        if not parquet_decoder.decodes_exactly(schema):
+            return None
+        for name in wanted:
+            leaf = _leaf(meta.name, metadata, name)
+            checksum = _chunks_checksum(lambda at, length: file.read_at(length, at), metadata, leaf)
+            if checksum != meta.column_checksums[leaf]:
+                raise ObjectCorrupt(
+                    f"unreadable Parquet: column {name!r} does not match its checksum", meta.name
+                )
+    table = parquet_decoder.decoded(store.local_path(meta.name), meta.name, schema)
+    if table.num_rows != meta.rows:
+        raise ObjectCorrupt("holds other row counts than its metadata says", meta.name)
+    return without_footer(table)
+
+
+def _chunks_checksum(read, metadata: pq.FileMetaData, leaf: int) -> int:
+    """The CRC-32 of a column's chunks, in block order; read(start, length) gives bytes."""
+    checksum = 0
+    for index in range(metadata.num_row_groups):
+        chunk = metadata.row_group(index).column(leaf)
+        start = chunk.dictionary_page_offset if chunk.has_dictionary_page else None
+        start = chunk.data_page_offset if start is None else start
+        checksum = zlib.crc32(read(start, chunk.total_compressed_size), checksum)
+    return checksum
+
+
+def _leaf(object_name: str, metadata: pq.FileMetaData, name: str) -> int:
+    for leaf in range(metadata.num_columns):
+        if metadata.schema.column(leaf).path == name:
+            return leaf
+    raise ObjectCorrupt(f"has no column {name!r}", object_name)
+
+
+def _check_footer(meta: ObjectMeta, metadata: pq.FileMetaData) -> None:
+    footer = _footer(meta.name, metadata)
+    if (
+        footer.ts != meta.flush_ts
+        or (footer.table_id, footer.partition_id, footer.tablet_id) != _ids(meta.tablet)
+        or footer.schema_version != meta.schema_version
+        or metadata.num_row_groups != len(meta.blocks)
+    ):
+        raise ObjectCorrupt("does not match its metadata", meta.name)
 
 
 @contextlib.contextmanager

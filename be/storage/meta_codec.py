@@ -16,7 +16,8 @@ from be.storage.blocks import BlockMeta, ColumnStats, ObjectMeta
 from be.storage.errors import ObjectCorrupt
 from be.storage.tombstones import TombstoneMeta
 
-VERSION = 1
+VERSION = 2  # 2: the object's column checksums
+SUPPORTED_VERSIONS = (1, 2)
 META_KEY = b"quire.object_meta"
 _BLOCK_FIELDS = ("rows", "min_row_id", "max_row_id", "min_commit_ts", "max_commit_ts")
 _OBJECT_FIELDS = (
@@ -58,6 +59,7 @@ def encode_object(meta: ObjectMeta) -> bytes:
         arrays[f"{name}.nan"] = pa.array([stats.may_have_nan for stats in columns], pa.bool_())
     header = {"version": VERSION, "columns": names}
     header.update({field: getattr(meta, field) for field in _OBJECT_FIELDS})
+    header["column_checksums"] = list(meta.column_checksums)
     table = pa.table(arrays).replace_schema_metadata({META_KEY: json.dumps(header).encode()})
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
@@ -69,10 +71,12 @@ def decode_object(data: bytes) -> ObjectMeta:
     try:
         table = pa.ipc.open_stream(data).read_all()
         header = json.loads(table.schema.metadata[META_KEY])
-        if header.pop("version") != VERSION:
-            raise ObjectCorrupt(f"object metadata is not of version {VERSION}")
+        version = header.pop("version")
+        if version not in SUPPORTED_VERSIONS:
+            raise ObjectCorrupt(f"object metadata of version {version} is not read here")
         names = header.pop("columns")
-        if set(header) != set(_OBJECT_FIELDS):
+        expected = (*_OBJECT_FIELDS, "column_checksums") if version >= 2 else _OBJECT_FIELDS
+        if set(header) != set(expected):
             raise ObjectCorrupt(f"object metadata fields {sorted(header)} are not expected")
         columns = {name: table.column(name).to_pylist() for name in table.column_names}
         blocks = []
@@ -89,7 +93,10 @@ def decode_object(data: bytes) -> ObjectMeta:
             )
             fields = [columns[field][index] for field in _BLOCK_FIELDS]
             blocks.append(BlockMeta(index, *fields, stats))
-        return ObjectMeta(**header, blocks=tuple(blocks))
+        sums = header.pop("column_checksums", [])
+        if type(sums) is not list or not all(type(value) is int for value in sums):
+            raise ObjectCorrupt("object metadata's column checksums are damaged")
+        return ObjectMeta(**header, blocks=tuple(blocks), column_checksums=tuple(sums))
     except ObjectCorrupt:
         raise
     except (pa.ArrowException, KeyError, TypeError, ValueError, AssertionError) as error:

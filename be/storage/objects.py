@@ -258,6 +258,11 @@ class ObjectStore:
             logger.warning("removed %d unfinished writes from %s", removed, self.location)
         return removed
 
+    def local_path(self, name: str) -> str:
+        """Where a local store keeps an object (only a local store has one)."""
+        assert self.local, self.location
+        return self._path(name)
+
     def _path(self, name: str) -> str:
         if len(name) > 1024 or not _NAME.fullmatch(name) or "/../" in f"/{name}/":
             raise ObjectStoreError(f"not a valid object name: {name!r:.80}")

@@ -339,6 +339,7 @@ def test_reads_racing_a_cns_unsubscribes_see_every_row(tmp_path):
             f"logtail_port={logtail_port}",
             f"tn_logtail_address=127.0.0.1:{logtail_port}",
             f"tn_service_port={free_port()}",
+            "webserver_port=0",
             f"cn_service_port={free_port()}",
         ],
     )

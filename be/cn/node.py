@@ -314,15 +314,20 @@ class ComputeNode:
         (waiting at most timeout). A table let go during the read is read all the same: it holds
         every commit up to the watermark it was let go at, and ts is below that."""
         assert self._image is not None and ts <= self._watermark
-        table_id = schema.table_id
+        table = self._followed_again(schema.table_id, timeout)
+        if table is None:  # no commit of it yet
+            return (schema.with_row_ids() if row_ids else schema.arrow()).empty_table()
+        return table.snapshot(schema, ts, row_ids, bounds, columns, partitions)
+
+    def _followed_again(self, table_id: int, timeout: float) -> TableState | None:
+        """The table, followed again first if it was let go (waiting at most timeout); None if
+        it has no commit yet."""
         self._read_at[table_id] = time.monotonic()
         table = self._tables.get(table_id)
         if table is None:
             with self.reading(table_id, timeout):
                 table = self._tables.get(table_id)
-        if table is None:  # no commit of it yet
-            return (schema.with_row_ids() if row_ids else schema.arrow()).empty_table()
-        return table.snapshot(schema, ts, row_ids, bounds, columns, partitions)
+        return table
 
     def read_plan(
         self,
@@ -334,14 +339,9 @@ class ComputeNode:
         """The table's read plan at ts (TableState.read_plan), the table followed again first if
         it was let go, as following_snapshot() does."""
         assert self._image is not None and ts <= self._watermark
-        table_id = schema.table_id
-        self._read_at[table_id] = time.monotonic()
-        table = self._tables.get(table_id)
-        if table is None:
-            with self.reading(table_id, timeout):
-                table = self._tables.get(table_id)
+        table = self._followed_again(schema.table_id, timeout)
         if table is None:  # no commit of it yet
-            return TableState(table_id).read_plan(schema, ts, columns)
+            return TableState(schema.table_id).read_plan(schema, ts, columns)
         return table.read_plan(schema, ts, columns)
 
     def indexed_snapshot(

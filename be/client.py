@@ -26,7 +26,7 @@ from be import engine, read_plan
 from be.cn.bounds import ColumnBound
 from be.cn.limits import ComputeLimits
 from be.cn.node import ComputeNode, WatermarkTimeout
-from be.config import Config
+from be.config import Config, tn_log_folder
 from be.load.limits import LoadLimits
 from be.load.server import LoadServer
 from be.logservice.limits import LogLimits
@@ -268,9 +268,9 @@ class EmbeddedDataPlane:
 
 
 def open_embedded(config: Config) -> EmbeddedDataPlane:
-    """The TN and CN of `quire up`: the TN's log in storage_root (one replica)."""
+    """The TN and CN of `quire up`: the TN's log in tn_log_folder (one replica)."""
     log_limits = LogLimits.from_config(config)
-    folder = config.path("storage_root")
+    folder = tn_log_folder(config)
     return EmbeddedDataPlane(
         lambda: LogService.open(folder, log_limits),
         commit_limits(config, log_limits),

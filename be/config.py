@@ -53,6 +53,11 @@ BE_KEYS = (
         "storage",
         comment="Where the TN keeps its log (wal/) and the objects (objects/): a folder or a pyarrow filesystem URI.",
     ),
+    Key(
+        "tn_log_dir",
+        "",
+        comment="A local folder for the TN's log (wal/) instead of storage_root; an s3:// storage_root needs one.",
+    ),
     # The logservice: the TN's write-ahead log and timestamp oracle.
     Key(
         "logservice_replicas",
@@ -365,6 +370,24 @@ BE_KEYS = (
         comment="Bulk loads (Stream Load, Spark writes) open on the TN at once.",
     ),
 )
+
+
+def tn_log_folder(config: Config) -> Path:
+    """Where the TN keeps its log: tn_log_dir, else storage_root, which must be a folder then."""
+    if str(config["tn_log_dir"]):
+        return config.path("tn_log_dir")
+    root = str(config["storage_root"])
+    if "://" in root and not root.startswith("file://"):
+        raise ConfigError(
+            f"storage_root {root.split('://')[0]}://... keeps objects only: set tn_log_dir, a "
+            "local folder for the TN's log"
+        )
+    return Path(root.removeprefix("file://")).resolve()
+
+
+def tn_log_key(config: Config) -> str:
+    """The key that names tn_log_folder: what an operator changes to move it."""
+    return "tn_log_dir" if str(config["tn_log_dir"]) else "storage_root"
 
 
 def read_conf_file(path: str | Path) -> dict[str, str]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import uvloop
 
-from be.config import BE_KEYS, DEFAULT_BE_CONF, Config, ConfigError
+from be.config import BE_KEYS, DEFAULT_BE_CONF, Config, ConfigError, tn_log_folder, tn_log_key
 from fe.cluster import launcher as cluster
 from fe.config import DEFAULT_FE_CONF, load_config
 
@@ -228,7 +228,7 @@ def run_node(
         pid_file = PidFile(pid_file_path(config))
         lock = FolderLock(config.path("meta_dir"))
         if embedded_data_plane:
-            storage_lock = FolderLock(config.path("storage_root"), "storage_root")
+            storage_lock = FolderLock(tn_log_folder(config), tn_log_key(config))
         node = FrontendNode(
             config, replaying, set_log_level, helper, token_file, embedded_data_plane
         )
@@ -240,7 +240,7 @@ def run_node(
             await node.run(ready_callback=report.ready)
 
         uvloop.run(main())
-    except StartupError as error:
+    except (StartupError, ConfigError) as error:
         logger.error("cannot start: %s", error)
         report.failed(f"cannot start: {error}")
         return 1

@@ -49,7 +49,7 @@ from be.storage.tombstones import (
     write_tombstones,
 )
 from metadata.types import parse_column_type
-from tests.harness import free_port, wait_until
+from tests.harness import REPO, QuireProcess, free_port, run, run_quire, wait_until
 
 TABLET = Tablet(table_id=10, partition_id=11, tablet_id=12)
 TYPES = {
@@ -599,3 +599,52 @@ def test_s3_path_against_moto_server(moto_endpoint):
         unreachable.put("x", b"x")
     with pytest.raises(StoreUnavailable):
         read_blocks(unreachable, big)
+
+
+def test_quire_up_keeps_objects_in_s3_and_its_log_in_tn_log_dir(moto_endpoint, tmp_path):
+    """An s3:// storage_root holds the objects only: a start without tn_log_dir is refused in one
+    line (no local folder named after the URI appears); with it, rows are flushed to the bucket
+    and read back."""
+    S3Options(
+        endpoint=moto_endpoint,
+        region="us-east-1",
+        access_key="testing",
+        secret_key="testing",
+        allow_bucket_creation=True,
+    ).filesystem().create_dir("quire-up")
+    s3 = {
+        "storage_root": "s3://quire-up/cluster",
+        "s3_endpoint": moto_endpoint,
+        "s3_region": "us-east-1",
+        "s3_access_key": "testing",
+        "s3_secret_key": "testing",
+        "flush_rows": 10,
+        "flush_interval_second": 1,
+    }
+    node = QuireProcess(tmp_path / "up", s3)
+    refused = run_quire(
+        "up", *[arg for k, v in node.overrides.items() for arg in ("--override", f"{k}={v}")]
+    )
+    assert refused.returncode == 1
+    assert "tn_log_dir" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    assert not (REPO / "s3:").exists() and not (tmp_path / "up" / "meta").exists()
+    node = QuireProcess(tmp_path / "up", {**s3, "tn_log_dir": tmp_path / "up" / "tn-log"}).start()
+    try:
+        connection = node.connect()
+        run(connection, "CREATE DATABASE s")
+        run(connection, "CREATE TABLE s.t (k INT, v VARCHAR(8)) DISTRIBUTED BY HASH(k) BUCKETS 2")
+        run(connection, "INSERT INTO s.t VALUES " + ", ".join(f"({k}, 'v{k}')" for k in range(50)))
+        bucket = ObjectStore.open_root(
+            "s3://quire-up/cluster",
+            s3=S3Options(
+                endpoint=moto_endpoint, region="us-east-1", access_key="testing",
+                secret_key="testing",
+            ),
+        )  # fmt: skip
+        wait_until(lambda: any(".data." in name for name in bucket.list()), 30, "a flush")
+        assert (tmp_path / "up" / "tn-log" / "wal").exists()
+        assert run(connection, "SELECT count(*), sum(k) FROM s.t") == ((50, 1225),)
+        connection.close()
+    finally:
+        node.stop()
+    assert not (REPO / "s3:").exists()

@@ -17,7 +17,7 @@ from dataclasses import replace
 from be import read_plan
 from be.cn.limits import ComputeLimits
 from be.cn.node import ComputeNode
-from be.config import Config
+from be.config import Config, tn_log_folder
 from be.load.limits import LoadLimits
 from be.load.server import LoadServer
 from be.logservice.limits import LogLimits
@@ -126,7 +126,7 @@ class TransactionNode:
         """Listen for CNs, open and replay the log (republishing it), then serve FEs."""
         self.push.start()
         try:
-            self.log = LogService.open(self.config.path("storage_root"), self.log_limits)
+            self.log = LogService.open(tn_log_folder(self.config), self.log_limits)
             self.pipeline = CommitPipeline(
                 self.log,
                 self.commit_limits,

@@ -9,7 +9,7 @@ import signal
 import sys
 import threading
 
-from be.config import Config
+from be.config import Config, ConfigError, tn_log_folder, tn_log_key
 from be.logservice.errors import LogServiceError
 from fe.cluster.helper import HOW_TO_GIVE_THE_TOKEN, JoinError, given_token
 from fe.cluster.preflight import FolderLock, PidFile
@@ -62,7 +62,7 @@ def run_data_node(role: str, config: Config, token_file: str | None, report) -> 
             signal.signal(sig, lambda *_: stop.set())
         try:
             if role == "tn":
-                storage_lock = FolderLock(config.path("storage_root"), "storage_root")
+                storage_lock = FolderLock(tn_log_folder(config), tn_log_key(config))
                 name = f"tn@{config['bind_host']}:{config['tn_service_port']}"
                 node = TransactionNode(config, token, name)
             else:
@@ -71,7 +71,7 @@ def run_data_node(role: str, config: Config, token_file: str | None, report) -> 
             node.start()
         except OSError as error:
             raise StartupError(f"a port is not free ({error.strerror or error})") from None
-        except (ValueError, LogServiceError) as error:
+        except (ValueError, LogServiceError, ConfigError) as error:
             raise StartupError(str(error)) from None
         started = True
         logger.info("Quire %s is ready", role.upper())

@@ -37,6 +37,7 @@ from be.engine.errors import (
     UnknownFunction,
     WrongColumnCount,
 )
+from be.engine.wide_integers import has_wide_integers, register_with_wide_integers
 
 logger = logging.getLogger(__name__)
 
@@ -278,7 +279,10 @@ class _Query:
                     raise QueryInterrupted()
                 self._connection = connection
             for name, table in tables.items():
-                connection.register(name, table)
+                if has_wide_integers(table):
+                    register_with_wide_integers(connection, name, table)
+                else:
+                    connection.register(name, table)
             if self.arrow:
                 return self._arrow(connection.sql(sql))
             result = connection.execute(sql)

@@ -816,6 +816,9 @@ class Connection:
             result = await running
         finally:
             self._executing = False
+            transaction_flags = getattr(self.session, "transaction_flags", None)
+            if transaction_flags is not None:
+                self.status_flags = transaction_flags()
         if self._kill is not None:
             raise asyncio.CancelledError()  # a KILL of this very connection from its own session
         self.state = "sending data"

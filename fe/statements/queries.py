@@ -245,14 +245,20 @@ def _number(text: str):
         return decimal.Decimal(text) if "e" not in text.lower() else float(text)
 
 
-async def run_select(session, plan: SelectPlan) -> Result:
+async def run_select(session, plan: SelectPlan, stream: bool = False) -> Result:
+    """stream: a big answer may come as parts of rows (for the client, not for DML's use)."""
     if plan.constant is not None:
         return constant_answer(session, plan)
     if plan.lookup is not None:
         answer = await plan.lookup.run(session, plan.names)
         if answer is not None:
             return answer
-    return await run_in_engine(session, plan)
+    return await run_in_engine(session, plan, stream=stream)
+
+
+async def run_client_select(session, plan: SelectPlan) -> Result:
+    """A client's SELECT: its answer streams once it outgrows what the engine holds."""
+    return await run_select(session, plan, stream=True)
 
 
 def constant_answer(session, plan: SelectPlan) -> Result:
@@ -307,10 +313,12 @@ async def run_in_engine(
     row_ids_of: str | None = None,
     explain: bool = False,
     scans: list[list[str]] | None = None,
+    stream: bool = False,
 ) -> Result:
     """read: the statement's reads (one snapshot); row_ids_of: the table (by alias) whose rows come
     with their row id (what DELETE and UPDATE name rows by); scans: given, gets the lines EXPLAIN
-    shows of each table read (its partitions, the bounds its blocks are pruned by)."""
+    shows of each table read (its partitions, the bounds its blocks are pruned by); stream: the
+    rows of a big answer may come as an async iterator of parts (StreamedRows)."""
     try:
         time = mysql_functions.StatementTime.of(session)
     except mysql_functions.UnknownTimeZone as error:
@@ -413,19 +421,57 @@ async def run_in_engine(
             timeout_seconds=timeout,
             memory_limit_bytes=memory_limit,
             abandoned=session.client_gone,
+            stream=stream and not explain,
         )
     except engine.EngineError as error:
         raise engine_error(error, grouped=bool(plan.expression.args.get("group"))) from None
+    if isinstance(answer, engine.StreamedAnswer):
+        return _streamed_result(_result_names(plan, answer.columns), answer)
     if explain:
         return Result(rows=answer.rows)
-    names = [name for name, _ in answer.columns]
+    return _answer_result(_result_names(plan, answer.columns), answer)
+
+
+def _result_names(plan: SelectPlan, columns: list[tuple[str, str]]) -> list[str]:
+    names = [name for name, _ in columns]
     if (
         plan.names
         and len(plan.names) == len(names)
         and not any(isinstance(p, exp.Star) for p in plan.expression.expressions)
     ):
-        names = list(plan.names)
-    return _answer_result(names, answer)
+        return list(plan.names)
+    return names
+
+
+def _streamed_result(names: list[str], answer: engine.StreamedAnswer) -> Result:
+    """A streaming answer as MySQL's result: its DATETIME columns show microseconds (the rows
+    that decide how many digits they need are not all known yet)."""
+    columns = []
+    for name, (_, duck_type) in zip(names, answer.columns, strict=True):
+        sql_type = DUCKDB_TYPES.get(duck_type.split("(")[0], _decimal_type(duck_type))
+        columns.append(_result_column(name, "DATETIME(6)" if sql_type == "DATETIME" else sql_type))
+    return Result(columns=columns, rows=StreamedRows(answer))
+
+
+class StreamedRows:
+    """The rows of a streaming answer, for the connection: `async for part in rows` gives lists
+    of rows; an engine error on the way comes as the client's QueryError; aclose() stops the
+    query."""
+
+    def __init__(self, answer: engine.StreamedAnswer):
+        self._parts = answer.parts()
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self) -> list[tuple]:
+        try:
+            return await self._parts.__anext__()
+        except engine.EngineError as error:
+            raise engine_error(error) from None
+
+    async def aclose(self) -> None:
+        await self._parts.aclose()
 
 
 def _partitions_suffix(partitions: frozenset[int] | None) -> str:

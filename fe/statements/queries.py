@@ -258,7 +258,13 @@ async def run_select(session, plan: SelectPlan, stream: bool = False) -> Result:
 
 async def run_client_select(session, plan: SelectPlan) -> Result:
     """A client's SELECT: its answer streams once it outgrows what the engine holds."""
-    return await run_select(session, plan, stream=True)
+    result = await run_select(session, plan, stream=True)
+    metrics = session.services.metrics
+    if isinstance(result.rows, StreamedRows):
+        result.rows.metrics = metrics
+    elif isinstance(result.rows, list | tuple):
+        metrics.rows_answered += len(result.rows)
+    return result
 
 
 def constant_answer(session, plan: SelectPlan) -> Result:
@@ -460,15 +466,19 @@ class StreamedRows:
 
     def __init__(self, answer: engine.StreamedAnswer):
         self._parts = answer.parts()
+        self.metrics = None  # counts the rows sent, when set
 
     def __aiter__(self):
         return self
 
     async def __anext__(self) -> list[tuple]:
         try:
-            return await self._parts.__anext__()
+            part = await self._parts.__anext__()
         except engine.EngineError as error:
             raise engine_error(error) from None
+        if self.metrics is not None:
+            self.metrics.rows_answered += len(part)
+        return part
 
     async def aclose(self) -> None:
         await self._parts.aclose()

@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import datetime
 import os
+import socket
 import sys
+import time
 from decimal import Decimal
 from pathlib import Path
 
+import pymysql
 import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.harness import QuireProcess, run
+from tests.harness import QuireProcess, run, wait_until
 
 pyspark = pytest.importorskip("pyspark")
 from pyspark.sql import SparkSession  # noqa: E402
@@ -25,6 +28,7 @@ DRIVER = "org.mariadb.jdbc.Driver"
 DATABASE = "jdbc_db"
 NUMBERS = 20_000  # rows of the table read in partitions; its answer is bigger than the FE holds
 HOLD_BYTES = 64 * 1024  # the FE's query_stream_hold_bytes here: bigger answers stream
+FIRST_DAY = datetime.date(2026, 1, 1)
 WIDEST_LARGEINT = 2**127 - 1  # 39 digits: more than Spark's DECIMAL(38) holds
 
 TYPED_ROWS = (
@@ -63,7 +67,7 @@ def quire(tmp_path_factory):
     )
     for start in range(0, NUMBERS, 2000):
         rows = ", ".join(
-            f"({i}, {i * 0.5}, 'row-{i}', DATE_ADD('2026-01-01', INTERVAL {i % 365} DAY))"
+            f"({i}, {i * 0.5}, 'row-{i}', '{FIRST_DAY + datetime.timedelta(i % 365)}')"
             for i in range(start, start + 2000)
         )
         run(root, f"INSERT INTO numbers VALUES {rows}")
@@ -262,3 +266,28 @@ def test_overwrite_with_truncate_keeps_the_table_and_replaces_its_rows(spark, qu
     assert sorted(pymysql_rows(quire, "SELECT * FROM sink")) == sorted(
         tuple(r) for r in _sink_frame(spark, 10_000, 50).collect()
     )
+
+
+def test_clients_gone_mid_stream_free_the_engine(spark, quire):
+    """More streaming reads abandoned half-read than the FE has engine workers: each stops its
+    query, so the reads after them are answered."""
+    for _ in range(6):
+        connection = quire.connect(database=DATABASE, cursorclass=pymysql.cursors.SSCursor)
+        cursor = connection.cursor()
+        cursor.execute("SELECT * FROM numbers")
+        assert len(cursor.fetchmany(100)) == 100
+        connection._sock.shutdown(socket.SHUT_RDWR)  # the client goes away without a word
+        connection._sock.close()
+    started = time.monotonic()
+    frame = jdbc(
+        spark,
+        quire,
+        dbtable="numbers",
+        partitionColumn="id",
+        lowerBound="0",
+        upperBound=str(NUMBERS),
+        numPartitions="4",
+    )
+    assert frame.count() == NUMBERS
+    assert time.monotonic() - started < 60
+    wait_until(lambda: len(pymysql_rows(quire, "SHOW PROCESSLIST")) == 1, 30, "the FE to drop them")

@@ -185,6 +185,9 @@ def test_the_query_option_runs_the_query(spark, quire):
     sql = "SELECT id, s, v * 2 AS twice FROM numbers WHERE id % 997 = 0"
     frame = jdbc(spark, quire, query=sql)
     assert sorted(tuple(r) for r in frame.collect()) == sorted(pymysql_rows(quire, sql))
+    counted = jdbc(spark, quire, query="SELECT count(*), max(id) FROM numbers")
+    assert counted.columns == ["COUNT(*)", "MAX(id)"]  # MySQL's names, not the engine's
+    assert tuple(counted.collect()[0]) == (NUMBERS, NUMBERS - 1)
 
 
 def test_a_dataframe_filter_reaches_the_fe_s_where(spark, quire):
@@ -268,6 +271,7 @@ def test_overwrite_with_truncate_keeps_the_table_and_replaces_its_rows(spark, qu
     )
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # PyMySQL's
 def test_clients_gone_mid_stream_free_the_engine(spark, quire):
     """More streaming reads abandoned half-read than the FE has engine workers: each stops its
     query, so the reads after them are answered."""

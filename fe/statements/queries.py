@@ -342,6 +342,7 @@ async def run_in_engine(
         engine.check(expression)
         _check_group_positions(expression)
         _drop_constant_order(expression)
+        _name_derived_columns(expression)
         expression = mysql_functions.rewritten(coercions.coerced(expression), time)
         tables: dict[str, str] = {}
         data: dict[str, tuple] = {}
@@ -687,6 +688,23 @@ def plain_read(
         return None
     exact = row_bounds.exact_bounds(expression, table_node, table)
     return None if exact is None else (columns, exact)
+
+
+def _name_derived_columns(expression: exp.Expression) -> None:
+    """A derived table's unnamed expressions get MySQL's names (`count(*)`, not the engine's
+    count_star()): what `SELECT * FROM (SELECT count(*) FROM t) q` shows, as Spark's JDBC
+    `query` option asks it."""
+    for subquery in expression.find_all(exp.Subquery):
+        select = subquery.this
+        if not isinstance(subquery.parent, exp.From | exp.Join) or not isinstance(
+            select, exp.Select
+        ):
+            continue
+        for projection in select.expressions:
+            if not isinstance(projection, exp.Alias | exp.Column | exp.Star):
+                projection.replace(
+                    exp.alias_(projection.copy(), projection_name(projection), quoted=True)
+                )
 
 
 def _check_group_positions(expression: exp.Expression) -> None:

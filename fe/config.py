@@ -230,6 +230,16 @@ FE_KEYS = (
     ),
     Key("query_engine_threads", 1, comment="DuckDB threads one query may use."),
     Key(
+        "query_stream_hold_bytes",
+        16 * 1024 * 1024,
+        comment="A SELECT's answer up to this size (as rows in memory) is gathered before it is sent; a bigger one streams to the client in parts as the engine makes them.",
+    ),
+    Key(
+        "query_stream_max_parts",
+        8,
+        comment="Parts of a streaming answer (2048 rows each) between the engine and a client that reads slowly; the engine waits beyond.",
+    ),
+    Key(
         "failed_login_max_accounts",
         100_000,
         comment="Accounts whose failed logins (FAILED_LOGIN_ATTEMPTS) an FE counts at once; past it the least recently failed is forgotten.",

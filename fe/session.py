@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mysql_mimic.session import BaseSession
+from mysql_mimic.types import ServerStatus
 
 from fe import statement_cache
 from fe.mysql.errors import ErrorCode, QueryError
@@ -80,6 +81,10 @@ class FrontendServices:
 
     def uptime(self) -> float:
         return time.time() - self.started_at
+
+
+SERVER_STATUS_AUTOCOMMIT = int(ServerStatus.SERVER_STATUS_AUTOCOMMIT)
+SERVER_STATUS_IN_TRANS = int(ServerStatus.SERVER_STATUS_IN_TRANS)
 
 
 class QuireSession(BaseSession):
@@ -279,6 +284,12 @@ class QuireSession(BaseSession):
             "reads_now",
             lambda: not self.variable("read_ts") and zone_known(str(self.variable("time_zone"))),
         )
+
+    def transaction_flags(self) -> int:
+        """The status flags MySQL sends after a statement: autocommit on, a transaction open (JDBC
+        drivers send COMMIT only when told one is open)."""
+        flags = SERVER_STATUS_AUTOCOMMIT if self.autocommits() else 0
+        return flags | (SERVER_STATUS_IN_TRANS if self.transaction is not None else 0)
 
     def autocommits(self) -> bool:
         return self._while_variables_stay("autocommit", lambda: bool(self.variable("autocommit")))

@@ -22,6 +22,7 @@ from be.engine.errors import (
     WrongColumnCount,
 )
 from be.engine.executor import Answer, ArrowAnswer, Engine
+from be.engine.row_stream import StreamedAnswer, StreamLimits
 
 __all__ = [
     "Answer",
@@ -40,6 +41,8 @@ __all__ = [
     "QueryInterrupted",
     "QueryTimedOut",
     "SourceNotAllowed",
+    "StreamLimits",
+    "StreamedAnswer",
     "UnknownColumn",
     "UnknownFunction",
     "WrongColumnCount",

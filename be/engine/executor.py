@@ -37,6 +37,8 @@ from be.engine.errors import (
     UnknownFunction,
     WrongColumnCount,
 )
+from be.engine.row_stream import RowStream, StreamedAnswer, StreamLimits
+from be.engine.wide_integers import has_wide_integers, register_with_wide_integers
 
 logger = logging.getLogger(__name__)
 
@@ -129,8 +131,17 @@ class Engine:
     """Runs SQL (DuckDB's dialect) over registered Arrow tables, `workers` queries at a time and
     at most `queue_size` more waiting; beyond that a query is refused with EngineBusy."""
 
-    def __init__(self, workers: int, queue_size: int, threads_per_query: int):
+    def __init__(
+        self,
+        workers: int,
+        queue_size: int,
+        threads_per_query: int,
+        stream_limits: StreamLimits | None = None,
+    ):
+        """stream_limits: how big an answer asked for with stream=True may grow before it
+        streams instead (None: such answers are held whole, as others)."""
         assert workers > 0 and queue_size >= 0 and threads_per_query > 0
+        self.stream_limits = stream_limits
         self.workers = workers
         self.queue_size = queue_size
         self.threads_per_query = threads_per_query
@@ -148,13 +159,19 @@ class Engine:
         memory_limit_bytes: int,
         abandoned: Callable[[], bool] = lambda: False,
         arrow: bool = False,
-    ) -> Answer | ArrowAnswer:
+        stream: bool = False,
+    ) -> Answer | ArrowAnswer | StreamedAnswer:
         """Run the SQL that prepare() gives over the tables it gives, both made on the worker (a
         big statement's preparation holds no event loop; its exceptions reach the caller as they
         are); `abandoned` says whether the one waiting has gone (the query is then stopped); arrow:
-        the answer as Arrow record batches, not as Python rows."""
+        the answer as Arrow record batches, not as Python rows; stream: an answer bigger than the
+        engine's stream_limits hold comes as a StreamedAnswer (its worker stays busy until the
+        reader has taken every part or closed it)."""
         assert memory_limit_bytes > 0
-        query = _Query(prepare, memory_limit_bytes, arrow)
+        row_stream = None
+        if stream and not arrow and self.stream_limits is not None:
+            row_stream = RowStream(asyncio.get_running_loop(), self.stream_limits)
+        query = _Query(prepare, memory_limit_bytes, arrow, row_stream)
         with self._lock:
             if self._closed or self._admitted >= self.workers + self.queue_size:
                 running = min(self._admitted, self.workers)
@@ -167,6 +184,8 @@ class Engine:
             raise EngineBusy(0, 0) from None
         future.add_done_callback(self._finished)
         try:
+            if row_stream is not None:
+                return await self._first(future, row_stream, timeout_seconds, abandoned)
             return await self._answer(future, timeout_seconds, abandoned)
         except TimeoutError:
             self._stop(query, future)
@@ -187,6 +206,30 @@ class Engine:
             while True:
                 done, _ = await asyncio.wait({answer}, timeout=ABANDON_CHECK_SECONDS)
                 if done:
+                    return answer.result()
+                if abandoned():
+                    raise QueryAbandoned()
+
+    async def _first(
+        self,
+        future: Future,
+        row_stream: RowStream,
+        timeout_seconds: float | None,
+        abandoned: Callable[[], bool],
+    ) -> Answer | StreamedAnswer:
+        """The whole answer, or, once it streams, its first part and the stream."""
+        answer = asyncio.wrap_future(future)
+        async with asyncio.timeout(timeout_seconds):
+            while True:
+                await asyncio.wait(
+                    {answer, row_stream.started},
+                    timeout=ABANDON_CHECK_SECONDS,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                if row_stream.started.done():
+                    columns, rows = row_stream.started.result()
+                    return StreamedAnswer(columns, rows, row_stream, timeout_seconds)
+                if answer.done():
                     return answer.result()
                 if abandoned():
                     raise QueryAbandoned()
@@ -251,10 +294,20 @@ def estimated_bytes(rows: list[tuple]) -> int:
 class _Query:
     """One query's state shared by the worker running it and the loop that may stop it."""
 
-    def __init__(self, prepare: Prepare, memory_limit_bytes: int, arrow: bool = False):
+    def __init__(
+        self,
+        prepare: Prepare,
+        memory_limit_bytes: int,
+        arrow: bool = False,
+        row_stream: RowStream | None = None,
+    ):
         self.prepare = prepare
         self.memory_limit_bytes = memory_limit_bytes
         self.arrow = arrow
+        self.row_stream = row_stream
+        self.streaming = False  # rows go through row_stream: the answer is not held
+        if row_stream is not None:
+            row_stream.on_close = self.stop
         self._lock = threading.Lock()
         self._connection: duckdb.DuckDBPyConnection | None = None
         self._stopped = False
@@ -278,7 +331,10 @@ class _Query:
                     raise QueryInterrupted()
                 self._connection = connection
             for name, table in tables.items():
-                connection.register(name, table)
+                if has_wide_integers(table):
+                    register_with_wide_integers(connection, name, table)
+                else:
+                    connection.register(name, table)
             if self.arrow:
                 return self._arrow(connection.sql(sql))
             result = connection.execute(sql)
@@ -286,15 +342,31 @@ class _Query:
             rows: list[tuple] = []
             held = 0
             while batch := result.fetchmany(FETCH_ROWS):
-                held += estimated_bytes(batch)
-                if held > self.memory_limit_bytes:
-                    raise MemoryLimitExceeded(self.memory_limit_bytes)
                 if self._stopped:
                     raise QueryInterrupted()
+                if self.streaming:
+                    self.row_stream.put(batch)
+                    continue
+                held += estimated_bytes(batch)
                 rows += batch
+                if self.row_stream is not None and held > self.row_stream.limits.hold_bytes:
+                    self.row_stream.start(columns, rows)
+                    self.streaming, rows = True, []
+                elif held > self.memory_limit_bytes:
+                    raise MemoryLimitExceeded(self.memory_limit_bytes)
+            if self.streaming:
+                self.row_stream.finish()
             return Answer(columns, rows)
         except duckdb.Error as error:
+            if self.streaming:
+                self.row_stream.fail(self._engine_error(error))
+                return Answer([], [])
             raise self._engine_error(error) from None
+        except EngineError as error:
+            if self.streaming:
+                self.row_stream.fail(error)
+                return Answer([], [])
+            raise
         finally:
             with self._lock:
                 self._connection = None

@@ -24,6 +24,7 @@ class Metrics:
         self.registry = CollectorRegistry()
         self.queries = 0  # plain counts (each statement counts: a Counter's lock costs too much)
         self.query_errors = 0
+        self.rows_answered = 0  # rows of clients' SELECT answers
         self.registry.register(StatementCounts(self))
         if cn_stats is not None:
             self.registry.register(ComputeNodeFigures(cn_stats))
@@ -75,6 +76,12 @@ class StatementCounts:
             "quire_query_errors",
             "Statements that failed",
             value=metrics.query_errors,
+            created=created,
+        )
+        yield CounterMetricFamily(
+            "quire_query_rows",
+            "Rows of SELECT answers sent to clients",
+            value=metrics.rows_answered,
             created=created,
         )
 

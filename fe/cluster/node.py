@@ -14,7 +14,7 @@ from pathlib import Path
 
 from be.client import RemoteDataPlane, open_embedded
 from be.config import Config
-from be.engine import Engine
+from be.engine import Engine, StreamLimits
 from be.logservice.errors import LogServiceError
 from be.service.limits import ServiceLimits
 from fe.cluster import connection_ids
@@ -101,6 +101,9 @@ class FrontendNode:
             workers=config["query_executor_threads"],
             queue_size=config["query_queue_size"],
             threads_per_query=config["query_engine_threads"],
+            stream_limits=StreamLimits(
+                config["query_stream_hold_bytes"], config["query_stream_max_parts"]
+            ),
         )
         self.stopping = threading.Event()
         self.ready = False

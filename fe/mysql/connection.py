@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import contextlib
 import enum
 import hmac
 import itertools
@@ -816,6 +817,9 @@ class Connection:
             result = await running
         finally:
             self._executing = False
+            transaction_flags = getattr(self.session, "transaction_flags", None)
+            if transaction_flags is not None:
+                self.status_flags = transaction_flags()
         if self._kill is not None:
             raise asyncio.CancelledError()  # a KILL of this very connection from its own session
         self.state = "sending data"
@@ -867,6 +871,9 @@ class Connection:
             start, first_seq = len(stream.buffer), stream.seq
         columns = [as_column(c) for c in result.columns]
         self._write_columns(columns)
+        if hasattr(result.rows, "__aiter__"):
+            await self._send_streamed_rows(result, columns, binary)
+            return
         rows = iter(result.rows)
         while True:
             batch = list(itertools.islice(rows, ROWS_PER_BATCH))
@@ -883,6 +890,24 @@ class Connection:
         self._write_end_of_rows(warnings=result.warnings)
         if answers is not None:
             answers.put(key, bytes(stream.buffer[start:]), (stream.seq - first_seq) & 0xFF)
+        await stream.flush()
+
+    async def _send_streamed_rows(self, result: Result, columns: list, binary: bool) -> None:
+        """Rows that come in parts (an answer too big to hold), each sent on as it comes; the
+        rows' source is closed whatever happens (a client gone stops the query)."""
+        stream = self.stream
+        async with contextlib.aclosing(result.rows) as parts:
+            async for part in parts:
+                for start in range(0, len(part), ROWS_PER_BATCH):
+                    batch = part[start : start + ROWS_PER_BATCH]
+                    if binary:
+                        for row in batch:
+                            stream.write(binary_row(row, columns))
+                    else:
+                        stream.write_text_rows(batch, columns)
+                    if len(stream.buffer) >= FLUSH_BYTES:
+                        await stream.flush()
+        self._write_end_of_rows(warnings=result.warnings)
         await stream.flush()
 
     def _write_columns(self, columns: Sequence[Column]) -> None:
@@ -1111,7 +1136,11 @@ class Connection:
             await self._send_result(result, binary=True)
             return
         columns = [as_column(c) for c in result.columns]
-        stmt.cursor = (binary_row(row, columns) for row in result.rows)
+        rows = result.rows
+        if hasattr(rows, "__aiter__"):  # a cursor reads a streaming answer as a whole
+            async with contextlib.aclosing(rows) as parts:
+                rows = [row async for part in parts for row in part]
+        stmt.cursor = (binary_row(row, columns) for row in rows)
         self.stream.write(lenenc_int(len(columns)))
         for c in columns:
             self.stream.write(c.definition())

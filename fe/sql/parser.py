@@ -23,6 +23,15 @@ from metadata.records import LOCKED_UNTIL_UNLOCK, Column, KeyModel, PartitionKin
 from metadata.types import ALIASES, TYPE_NAMES, ColumnType, parse_column_type
 
 DIALECT = MySQL()
+# sqlglot spells one isolation level "UNCOMITTED", so JDBC's SET SESSION TRANSACTION ISOLATION
+# LEVEL READ UNCOMMITTED (Spark's writes send it) would not parse.
+MySQL.Parser.TRANSACTION_CHARACTERISTICS = {
+    **MySQL.Parser.TRANSACTION_CHARACTERISTICS,
+    "ISOLATION": (
+        *MySQL.Parser.TRANSACTION_CHARACTERISTICS["ISOLATION"],
+        ("LEVEL", "READ", "UNCOMMITTED"),
+    ),
+}
 _per_thread = threading.local()  # a sqlglot tokenizer is reusable, but not across threads
 
 WORD_TOKENS_EXCLUDED = {

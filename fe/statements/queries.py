@@ -55,7 +55,7 @@ SESSION_FUNCTIONS = {
 
 
 DUCKDB_TYPES = {
-    "BOOLEAN": "TINYINT",
+    "BOOLEAN": "BOOLEAN",
     "TINYINT": "TINYINT",
     "SMALLINT": "SMALLINT",
     "INTEGER": "INT",
@@ -245,14 +245,26 @@ def _number(text: str):
         return decimal.Decimal(text) if "e" not in text.lower() else float(text)
 
 
-async def run_select(session, plan: SelectPlan) -> Result:
+async def run_select(session, plan: SelectPlan, stream: bool = False) -> Result:
+    """stream: a big answer may come as parts of rows (for the client, not for DML's use)."""
     if plan.constant is not None:
         return constant_answer(session, plan)
     if plan.lookup is not None:
         answer = await plan.lookup.run(session, plan.names)
         if answer is not None:
             return answer
-    return await run_in_engine(session, plan)
+    return await run_in_engine(session, plan, stream=stream)
+
+
+async def run_client_select(session, plan: SelectPlan) -> Result:
+    """A client's SELECT: its answer streams once it outgrows what the engine holds."""
+    result = await run_select(session, plan, stream=True)
+    metrics = session.services.metrics
+    if isinstance(result.rows, StreamedRows):
+        result.rows.metrics = metrics
+    elif isinstance(result.rows, list | tuple):
+        metrics.rows_answered += len(result.rows)
+    return result
 
 
 def constant_answer(session, plan: SelectPlan) -> Result:
@@ -307,10 +319,12 @@ async def run_in_engine(
     row_ids_of: str | None = None,
     explain: bool = False,
     scans: list[list[str]] | None = None,
+    stream: bool = False,
 ) -> Result:
     """read: the statement's reads (one snapshot); row_ids_of: the table (by alias) whose rows come
     with their row id (what DELETE and UPDATE name rows by); scans: given, gets the lines EXPLAIN
-    shows of each table read (its partitions, the bounds its blocks are pruned by)."""
+    shows of each table read (its partitions, the bounds its blocks are pruned by); stream: the
+    rows of a big answer may come as an async iterator of parts (StreamedRows)."""
     try:
         time = mysql_functions.StatementTime.of(session)
     except mysql_functions.UnknownTimeZone as error:
@@ -328,6 +342,7 @@ async def run_in_engine(
         engine.check(expression)
         _check_group_positions(expression)
         _drop_constant_order(expression)
+        _name_derived_columns(expression)
         expression = mysql_functions.rewritten(coercions.coerced(expression), time)
         tables: dict[str, str] = {}
         data: dict[str, tuple] = {}
@@ -413,19 +428,61 @@ async def run_in_engine(
             timeout_seconds=timeout,
             memory_limit_bytes=memory_limit,
             abandoned=session.client_gone,
+            stream=stream and not explain,
         )
     except engine.EngineError as error:
         raise engine_error(error, grouped=bool(plan.expression.args.get("group"))) from None
+    if isinstance(answer, engine.StreamedAnswer):
+        return _streamed_result(_result_names(plan, answer.columns), answer)
     if explain:
         return Result(rows=answer.rows)
-    names = [name for name, _ in answer.columns]
+    return _answer_result(_result_names(plan, answer.columns), answer)
+
+
+def _result_names(plan: SelectPlan, columns: list[tuple[str, str]]) -> list[str]:
+    names = [name for name, _ in columns]
     if (
         plan.names
         and len(plan.names) == len(names)
         and not any(isinstance(p, exp.Star) for p in plan.expression.expressions)
     ):
-        names = list(plan.names)
-    return _answer_result(names, answer)
+        return list(plan.names)
+    return names
+
+
+def _streamed_result(names: list[str], answer: engine.StreamedAnswer) -> Result:
+    """A streaming answer as MySQL's result: its DATETIME columns show microseconds (the rows
+    that decide how many digits they need are not all known yet)."""
+    columns = []
+    for name, (_, duck_type) in zip(names, answer.columns, strict=True):
+        sql_type = DUCKDB_TYPES.get(duck_type.split("(")[0], _decimal_type(duck_type))
+        columns.append(_result_column(name, "DATETIME(6)" if sql_type == "DATETIME" else sql_type))
+    return Result(columns=columns, rows=StreamedRows(answer))
+
+
+class StreamedRows:
+    """The rows of a streaming answer, for the connection: `async for part in rows` gives lists
+    of rows; an engine error on the way comes as the client's QueryError; aclose() stops the
+    query."""
+
+    def __init__(self, answer: engine.StreamedAnswer):
+        self._parts = answer.parts()
+        self.metrics = None  # counts the rows sent, when set
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self) -> list[tuple]:
+        try:
+            part = await self._parts.__anext__()
+        except engine.EngineError as error:
+            raise engine_error(error) from None
+        if self.metrics is not None:
+            self.metrics.rows_answered += len(part)
+        return part
+
+    async def aclose(self) -> None:
+        await self._parts.aclose()
 
 
 def _partitions_suffix(partitions: frozenset[int] | None) -> str:
@@ -631,6 +688,23 @@ def plain_read(
         return None
     exact = row_bounds.exact_bounds(expression, table_node, table)
     return None if exact is None else (columns, exact)
+
+
+def _name_derived_columns(expression: exp.Expression) -> None:
+    """A derived table's unnamed expressions get MySQL's names (`count(*)`, not the engine's
+    count_star()): what `SELECT * FROM (SELECT count(*) FROM t) q` shows, as Spark's JDBC
+    `query` option asks it."""
+    for subquery in expression.find_all(exp.Subquery):
+        select = subquery.this
+        if not isinstance(subquery.parent, exp.From | exp.Join) or not isinstance(
+            select, exp.Select
+        ):
+            continue
+        for projection in select.expressions:
+            if not isinstance(projection, exp.Alias | exp.Column | exp.Star):
+                projection.replace(
+                    exp.alias_(projection.copy(), projection_name(projection), quoted=True)
+                )
 
 
 def _check_group_positions(expression: exp.Expression) -> None:

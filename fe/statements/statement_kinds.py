@@ -92,7 +92,7 @@ def _write(handler: Callable, serialised: bool = False) -> StatementKind:
 
 KINDS: dict[type, StatementKind] = {
     queries.SelectPlan: StatementKind(
-        queries.run_select, readable_when_stale=False, resets_warnings=True
+        queries.run_client_select, readable_when_stale=False, resets_warnings=True
     ),
     st.Use: StatementKind(_use, readable_when_stale=False),
     st.Show: StatementKind(show.show, readable_when_stale=shows_node_status),

@@ -16,12 +16,10 @@ import pymysql
 import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
+from pyspark.sql import SparkSession
+from pyspark.sql import types as T
 
 from tests.harness import QuireProcess, run, wait_until
-
-pyspark = pytest.importorskip("pyspark")
-from pyspark.sql import SparkSession  # noqa: E402
-from pyspark.sql import types as T  # noqa: E402
 
 JAR = Path("/usr/share/java/mariadb-java-client.jar")
 DRIVER = "org.mariadb.jdbc.Driver"

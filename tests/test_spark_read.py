@@ -13,11 +13,8 @@ import threading
 from pathlib import Path
 
 import pytest
-
-pyspark = pytest.importorskip("pyspark")
-
-from pyspark.sql import SparkSession  # noqa: E402
-from pyspark.sql.datasource import GreaterThanOrEqual, LessThan  # noqa: E402
+from pyspark.sql import SparkSession
+from pyspark.sql.datasource import GreaterThanOrEqual, LessThan
 
 import be.spark  # noqa: E402
 from be import read_plan  # noqa: E402

@@ -52,6 +52,11 @@ class ObjectCache:
             schema=pa.schema([found[column].schema.field(0) for column in columns]),
         )
 
+    def holds_any(self, name: str, columns) -> bool:
+        """Whether one of the object's columns is kept."""
+        with self._lock:
+            return any(_column_key(name, column) in self._tables for column in columns)
+
     def _put(self, name: str, table: pa.Table) -> None:
         if table.nbytes > self.limits.max_cached_object_bytes:
             return

@@ -45,7 +45,7 @@ from be.cn.object_cache import ObjectCache
 from be.logtail.entries import COMMIT_TS, PARTITION_ID, ROW_ID, TableChanges
 from be.read_plan import ReadPlan
 from be.row_adapter import adapted
-from be.storage.blocks import ObjectMeta, prune, read_blocks
+from be.storage.blocks import ObjectMeta, prune, read_blocks, read_whole_objects
 from be.storage.errors import StorageError
 from be.storage.objects import ObjectStore
 from be.storage.tombstones import DELETE_TS, TombstoneMeta, read_tombstones
@@ -529,11 +529,12 @@ class TableState:
         if keep_row_ids or (gone is not None and len(gone)):
             wanted.add(ROW_ID)
         pieces = []
+        decoded = self._decoded_together(stored, wanted, ts, schema)
         for meta in stored:
             needed = wanted | {COMMIT_TS} if meta.max_commit_ts > ts else wanted
             if meta.schema_version != schema.schema_version:
                 needed = None  # its columns may have other names: all read, matched by id
-            piece = self._read_object(meta, ranges, needed, schema)
+            piece = self._read_object(meta, ranges, needed, schema, decoded.get(meta.name))
             if piece is not None and piece.num_rows:
                 pieces.append(_visible(_adapted(piece, schema), ts, bounds, gone, keep_row_ids))
         for piece in _runs(_of_partitions(piece, placed, partitions) for piece, placed in memory):
@@ -593,12 +594,38 @@ class TableState:
         tail = _projected(_concat(pieces), target) if pieces else target.empty_table()
         return ReadPlan(schema, ts, tuple(stored), tuple(tombstones), gone, tail)
 
+    def _decoded_together(
+        self, stored: list[ObjectMeta], wanted: set[str], ts: int, schema: TableSchema
+    ) -> dict[str, pa.Table]:
+        """Of the objects a snapshot reads in some of their columns, those none of whose columns
+        are cached, decoded at once (a decode per object costs more than the object, when they
+        are many and small); by name. None read so: {}."""
+        groups: dict[tuple[str, ...], list[ObjectMeta]] = {}
+        for meta in stored:
+            if meta.schema_version != schema.schema_version or meta.max_commit_ts > ts:
+                continue
+            columns = tuple(name for name in meta.column_names if name in wanted)
+            if len(columns) == len(meta.column_names) or self.cache.holds_any(meta.name, columns):
+                continue
+            groups.setdefault(columns, []).append(meta)
+        decoded: dict[str, pa.Table] = {}
+        for columns, metas in groups.items():
+            if len(metas) < 2:
+                continue
+            tables = read_whole_objects(self.store, metas, columns)
+            if tables is not None:
+                decoded.update(
+                    (meta.name, table) for meta, table in zip(metas, tables, strict=True)
+                )
+        return decoded
+
     def _read_object(
         self,
         meta: ObjectMeta,
         ranges,
         needed: set[str] | None = None,
         schema: TableSchema | None = None,
+        decoded: pa.Table | None = None,
     ) -> pa.Table | None:
         """The object's rows, of the blocks that may match ranges, in the columns needed (all by
         default) that it has; None if no block may match. schema: prune only by the columns
@@ -611,7 +638,13 @@ class TableState:
             rows = self.cache.get(meta.name, lambda: read_blocks(self.store, meta))
         else:
             rows = self.cache.get_columns(
-                meta.name, columns, lambda missing: read_blocks(self.store, meta, missing)
+                meta.name,
+                columns,
+                lambda missing: (
+                    decoded.select(missing)
+                    if decoded is not None
+                    else read_blocks(self.store, meta, missing)
+                ),
             )
         usable = {
             name: bounds

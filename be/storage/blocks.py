@@ -184,12 +184,49 @@ def read_blocks(
     return without_footer(table)
 
 
+def read_whole_objects(
+    store: ObjectStore, metas: Sequence[ObjectMeta], columns: Sequence[str]
+) -> list[pa.Table] | None:
+    """Every block of each object, in these columns: one decode by DuckDB's reader for them all
+    (each column read checked against its checksum first), the tables in the order of metas; None
+    if they cannot be read so (not all local with checksums, another type per column, a type
+    only pyarrow reads exactly): the caller reads them one by one."""
+    if not metas or not store.local or not all(meta.column_checksums for meta in metas):
+        return None
+    schemas = {_checked_schema(store, meta, columns) for meta in metas}
+    if len(schemas) != 1 or None in schemas:
+        return None
+    (schema,) = schemas
+    paths = [store.local_path(meta.name) for meta in metas]
+    table = parquet_decoder.decoded(paths, metas[0].name, schema)
+    if table.num_rows != sum(meta.rows for meta in metas):
+        raise ObjectCorrupt("hold other row counts than their metadata says", metas[0].name)
+    tables, start = [], 0
+    for meta in metas:
+        tables.append(without_footer(table.slice(start, meta.rows)))
+        start += meta.rows
+    return tables
+
+
 def _read_whole(
     store: ObjectStore, meta: ObjectMeta, columns: Sequence[str] | None
 ) -> pa.Table | None:
-    """Every block of a local object whose column checksums are known: the chunks of the columns
-    read checked against them, then decoded by DuckDB's reader (be/storage/parquet_decoder.py);
-    None if a column is of a type only pyarrow reads exactly."""
+    """Every block of a local object whose column checksums are known, decoded by DuckDB's reader
+    (be/storage/parquet_decoder.py); None if a column is of a type only pyarrow reads exactly."""
+    schema = _checked_schema(store, meta, columns)
+    if schema is None:
+        return None
+    table = parquet_decoder.decoded([store.local_path(meta.name)], meta.name, schema)
+    if table.num_rows != meta.rows:
+        raise ObjectCorrupt("holds other row counts than its metadata says", meta.name)
+    return without_footer(table)
+
+
+def _checked_schema(
+    store: ObjectStore, meta: ObjectMeta, columns: Sequence[str] | None
+) -> pa.Schema | None:
+    """The object's schema in these columns (all by default), once their chunks match their
+    checksums; None if a column is of a type DuckDB does not read exactly."""
     if meta.bytes > store.limits.max_object_bytes:
         raise ObjectTooLarge(f"{meta.bytes} bytes, over max_object_bytes", meta.name)
     with store.open(meta.name) as file:
@@ -205,6 +242,9 @@ def _read_whole(
         if not len(meta.column_checksums) == metadata.num_columns == len(schema):
             raise ObjectCorrupt("does not match its metadata", meta.name)
         wanted = schema.names if columns is None else list(columns)
+        unknown = [name for name in wanted if name not in schema.names]
+        if unknown:
+            raise UnknownColumn(f"no column {unknown[0]!r} in object {meta.name}")
         schema = pa.schema([schema.field(name) for name in wanted])
         if not parquet_decoder.decodes_exactly(schema):
             return None
@@ -215,10 +255,7 @@ def _read_whole(
                 raise ObjectCorrupt(
                     f"unreadable Parquet: column {name!r} does not match its checksum", meta.name
                 )
-    table = parquet_decoder.decoded(store.local_path(meta.name), meta.name, schema)
-    if table.num_rows != meta.rows:
-        raise ObjectCorrupt("holds other row counts than its metadata says", meta.name)
-    return without_footer(table)
+    return schema
 
 
 def _chunks_checksum(read, metadata: pq.FileMetaData, leaf: int) -> int:

@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from be.storage.errors import ObjectCorrupt
 
-DECODER_THREADS = 2  # per decode: objects are read one after another by a snapshot
+DECODER_THREADS = 2  # per decode (of one object, or of a snapshot's objects at once)
 _CONNECTIONS = threading.local()
 
 
@@ -37,10 +37,12 @@ def _exact(kind: pa.DataType) -> bool:
     )
 
 
-def decoded(path: str, name: str, schema: pa.Schema) -> pa.Table:
-    """The object at path (a local file) in schema's columns, as schema types them."""
+def decoded(paths: list[str], name: str, schema: pa.Schema) -> pa.Table:
+    """The objects at paths (local files with these columns), one after another, in schema's
+    columns as schema types them; name: the object errors name."""
     columns = ", ".join(_quoted(field.name) for field in schema)
-    sql = f"SELECT {columns} FROM read_parquet({_literal(path)})"
+    files = ", ".join(_literal(path) for path in paths)
+    sql = f"SELECT {columns} FROM read_parquet([{files}])"
     try:
         table = _connection().sql(sql).to_arrow_table()
     except duckdb.IOException as error:

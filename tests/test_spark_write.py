@@ -1,0 +1,236 @@
+"""df.write.format("quire") against a real `quire up`: one local[2] SparkSession for the module.
+Appends equal what PyMySQL then reads (DECIMAL, DATE, DATETIME, LARGEINT, strings, NULLs); a
+UNIQUE KEY table replaces by key; overwrite is refused; a task failing mid-write (a bad value, a
+UDF raising) leaves nothing visible and no object behind; a user without LOAD is refused; a
+large write streams its rows into objects as they come."""
+
+import datetime
+import decimal
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+pyspark = pytest.importorskip("pyspark")
+
+from pyspark.sql import SparkSession  # noqa: E402
+from pyspark.sql import functions as F  # noqa: E402
+from pyspark.sql import types as T  # noqa: E402
+
+import be.spark  # noqa: E402
+from be.spark import write_client  # noqa: E402
+from be.spark.errors import WriteRefused  # noqa: E402
+from tests.harness import QuireProcess, run  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+OVERRIDES = {"flush_interval_second": 3600}
+TYPED = (
+    "CREATE TABLE typed (id INT NOT NULL, name VARCHAR(12), amount DECIMAL(12,3), day DATE, "
+    "at DATETIME, big LARGEINT, ok BOOLEAN) DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 3"
+)
+TYPED_SCHEMA = T.StructType(
+    [
+        T.StructField("id", T.IntegerType(), False),
+        T.StructField("name", T.StringType()),
+        T.StructField("amount", T.DecimalType(12, 3)),
+        T.StructField("day", T.DateType()),
+        T.StructField("at", T.TimestampNTZType()),
+        T.StructField("big", T.StringType()),
+        T.StructField("ok", T.BooleanType()),
+    ]
+)
+
+
+def typed_row(number: int) -> tuple:
+    if number % 7 == 0:
+        return (number, None, None, None, None, None, None)
+    return (
+        number,
+        f"n-{number}",
+        decimal.Decimal(f"{number}.125"),
+        datetime.date(2024, number % 12 + 1, number % 28 + 1),
+        datetime.datetime(2024, 3, 4, 5, number % 60, (number * 7) % 60),
+        str((-1) ** number * (10**38 + number)),
+        number % 2 == 0,
+    )
+
+
+MYSQL_COLUMNS = "id, name, amount, day, at, ok"  # LARGEINT: DuckDB takes no decimal256
+
+
+def over_mysql(row: tuple) -> tuple:
+    """typed_row's values as PyMySQL gives them (all but LARGEINT, read with Spark)."""
+    values = list(row[:5]) + [None if row[6] is None else int(row[6])]
+    return tuple(values)
+
+
+@pytest.fixture(scope="module")
+def quire(tmp_path_factory):
+    node = QuireProcess(tmp_path_factory.mktemp("spark-write"), overrides=OVERRIDES).start()
+    connection = node.connect()
+    run(connection, "CREATE DATABASE w")
+    connection.close()
+    yield node
+    node.stop()
+
+
+@pytest.fixture(scope="module")
+def spark():
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("quire-spark-write")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.python.unix.domain.socket.enabled", "true")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", "1g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    be.spark.register(session)
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def mysql(quire):
+    connection = quire.connect(database="w")
+    yield connection
+    connection.close()
+
+
+def fe(quire) -> str:
+    return f"127.0.0.1:{quire.http_port}"
+
+
+def save(frame, quire, table: str, mode: str = "append", user: str = "root", **options):
+    writer = frame.write.format("quire").mode(mode).option("fe", fe(quire))
+    writer = writer.option("user", user).option("table", table)
+    for key, value in options.items():
+        writer = writer.option(key, str(value))
+    writer.save()
+
+
+def objects_of(quire, table: str) -> set[Path]:
+    return set((quire.workdir / "storage" / "objects").glob("t*/p*/*/*.data.parquet"))
+
+
+def test_append_equals_what_mysql_reads(spark, quire, mysql):
+    run(mysql, TYPED)
+    first = [typed_row(n) for n in range(1, 301)]
+    save(spark.createDataFrame(first, TYPED_SCHEMA).repartition(3), quire, "w.typed")
+    assert sorted(run(mysql, f"SELECT {MYSQL_COLUMNS} FROM typed")) == [
+        over_mysql(row) for row in first
+    ]
+    second = [typed_row(n) for n in range(301, 401)]
+    save(spark.createDataFrame(second, TYPED_SCHEMA), quire, "w.typed")
+    assert sorted(run(mysql, f"SELECT {MYSQL_COLUMNS} FROM typed")) == [
+        over_mysql(row) for row in first + second
+    ]
+    frame = spark.read.format("quire").option("fe", fe(quire)).option("user", "root")
+    read = frame.option("table", "w.typed").load().select("id", "big").collect()
+    assert sorted((row.id, row.big) for row in read) == [(row[0], row[5]) for row in first + second]
+
+
+def test_columns_by_name_and_defaults(spark, quire, mysql):
+    run(
+        mysql,
+        "CREATE TABLE named (id BIGINT NOT NULL, label VARCHAR(8) DEFAULT 'none', score DOUBLE) "
+        "DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 2",
+    )
+    frame = spark.createDataFrame([(1.5, 1), (2.5, 2)], "SCORE double, ID long")
+    save(frame, quire, "w.named")
+    assert sorted(run(mysql, "SELECT id, label, score FROM named")) == [
+        (1, "none", 1.5),
+        (2, "none", 2.5),
+    ]
+    with pytest.raises(Exception, match="not a column of the table"):
+        save(spark.createDataFrame([(1, 2)], "id long, other long"), quire, "w.named")
+
+
+def test_unique_key_table_replaces(spark, quire, mysql):
+    run(
+        mysql,
+        "CREATE TABLE keyed (k INT NOT NULL, v VARCHAR(20)) UNIQUE KEY(k) "
+        "DISTRIBUTED BY HASH(k) BUCKETS 2",
+    )
+    run(mysql, "INSERT INTO keyed VALUES " + ",".join(f"({k}, 'old-{k}')" for k in range(10)))
+    rows = [(k, f"new-{k}") for k in range(5, 15)]
+    save(spark.createDataFrame(rows, "k int, v string").coalesce(1), quire, "w.keyed")
+    expected = [(k, f"old-{k}") for k in range(5)] + rows
+    assert sorted(run(mysql, "SELECT k, v FROM keyed")) == expected
+
+
+def test_overwrite_is_refused_and_changes_nothing(spark, quire, mysql):
+    before = sorted(run(mysql, "SELECT id FROM typed"))
+    objects = objects_of(quire, "typed")
+    frame = spark.createDataFrame([typed_row(1000)], TYPED_SCHEMA)
+    with pytest.raises(Exception, match="overwrite"):
+        save(frame, quire, "w.typed", mode="overwrite")
+    assert sorted(run(mysql, "SELECT id FROM typed")) == before
+    assert objects_of(quire, "typed") == objects
+
+
+@pytest.mark.parametrize("failure", ["bad value", "udf raises"])
+def test_a_task_failing_mid_write_leaves_nothing(spark, quire, mysql, failure):
+    before = sorted(run(mysql, "SELECT id FROM typed"))
+    objects = objects_of(quire, "typed")
+    rows = [typed_row(n) for n in range(2000, 2600)]
+    frame = spark.createDataFrame(rows, TYPED_SCHEMA).repartition(3, "id").sortWithinPartitions("id")
+    if failure == "bad value":  # too long for VARCHAR(12), in one partition's last rows
+        frame = frame.withColumn(
+            "name", F.when(F.col("id") == 2599, F.lit("x" * 40)).otherwise(F.col("name"))
+        )
+        match = "does not fit"
+    else:
+
+        @F.udf("string")
+        def failing(name, number):
+            if number == 2599:
+                raise RuntimeError("the UDF fails on purpose")
+            return name
+
+        frame = frame.withColumn("name", failing("name", "id"))
+        match = "on purpose"
+    with pytest.raises(Exception, match=match):
+        save(frame, quire, "w.typed", batch_rows=50, object_rows=50)
+    assert sorted(run(mysql, "SELECT id FROM typed")) == before
+    assert objects_of(quire, "typed") == objects
+
+
+def test_a_user_without_load_is_refused(spark, quire, mysql):
+    run(mysql, "CREATE USER 'reader'@'%' IDENTIFIED BY 'pw'")
+    run(mysql, "GRANT SELECT_PRIV ON w.* TO 'reader'@'%'")
+    frame = spark.createDataFrame([typed_row(5000)], TYPED_SCHEMA)
+    with pytest.raises(Exception, match="LOAD command denied"):
+        save(frame, quire, "w.typed", user="reader", password="pw")
+    with pytest.raises(WriteRefused, match="Unauthorized") as refused:
+        write_client.begin(fe(quire), "reader", "wrong", "w.typed", False, 10)
+    assert refused.value.status == 401
+    assert not run(mysql, "SELECT id FROM typed WHERE id = 5000")
+
+
+def test_a_large_write_streams(spark, quire, mysql):
+    """Rows reach objects as they come: with 1 MB of rows waiting at most per task, each task
+    writes many objects per tablet rather than one at its end."""
+    run(
+        mysql,
+        "CREATE TABLE large (id BIGINT NOT NULL, payload VARCHAR(64)) DUPLICATE KEY(id) "
+        "DISTRIBUTED BY HASH(id) BUCKETS 2",
+    )
+    before = objects_of(quire, "large")
+    count = 400_000
+    frame = spark.range(count, numPartitions=2).select(
+        F.col("id"), F.concat(F.lit("payload-"), F.col("id").cast("string")).alias("payload")
+    )
+    save(frame, quire, "w.large", max_buffered_bytes=1 << 20)
+    assert run(mysql, "SELECT COUNT(*), SUM(id), COUNT(DISTINCT payload) FROM large") == (
+        (count, count * (count - 1) // 2, count),
+    )
+    written = objects_of(quire, "large") - before
+    assert len(written) >= 8, len(written)

@@ -181,7 +181,9 @@ def test_a_task_failing_mid_write_leaves_nothing(spark, quire, mysql, failure):
     before = sorted(run(mysql, "SELECT id FROM typed"))
     objects = objects_of(quire, "typed")
     rows = [typed_row(n) for n in range(2000, 2600)]
-    frame = spark.createDataFrame(rows, TYPED_SCHEMA).repartition(3, "id").sortWithinPartitions("id")
+    frame = (
+        spark.createDataFrame(rows, TYPED_SCHEMA).repartition(3, "id").sortWithinPartitions("id")
+    )
     if failure == "bad value":  # too long for VARCHAR(12), in one partition's last rows
         frame = frame.withColumn(
             "name", F.when(F.col("id") == 2599, F.lit("x" * 40)).otherwise(F.col("name"))

@@ -14,13 +14,19 @@ import pytest
 
 pyspark = pytest.importorskip("pyspark")
 
+import pyarrow as pa  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 from pyspark.sql import types as T  # noqa: E402
 
 import be.spark  # noqa: E402
-from be.spark import write_client  # noqa: E402
+from be.load.limits import LoadLimits  # noqa: E402
+from be.load.objects import LoadWriter  # noqa: E402
+from be.spark import write_client, write_protocol  # noqa: E402
 from be.spark.errors import WriteRefused  # noqa: E402
+from be.spark.scan import open_store  # noqa: E402
+from be.spark.writer import QuireWriter, WriteOptions  # noqa: E402
+from be.storage.objects import S3Options  # noqa: E402
 from tests.harness import QuireProcess, run  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -236,3 +242,85 @@ def test_a_large_write_streams(spark, quire, mysql):
     )
     written = objects_of(quire, "large") - before
     assert len(written) >= 8, len(written)
+
+
+def test_objects_of_a_task_that_died_are_removed(spark, quire, mysql):
+    """A task attempt that wrote objects and died before it reported them: a commit registers
+    only the reported ones and removes the rest; an abort removes every one."""
+    run(
+        mysql,
+        "CREATE TABLE swept (id INT NOT NULL, v VARCHAR(10)) DUPLICATE KEY(id) "
+        "DISTRIBUTED BY HASH(id) BUCKETS 2",
+    )
+    schema = T.StructType(
+        [T.StructField("id", T.IntegerType()), T.StructField("v", T.StringType())]
+    )
+    options = WriteOptions.of({"fe": fe(quire), "user": "root", "table": "w.swept"})
+    batch = pa.RecordBatch.from_pydict(
+        {"id": pa.array(range(100), pa.int32()), "v": [f"v{i}" for i in range(100)]}
+    )
+    for outcome in ("commit", "abort"):
+        before = objects_of(quire, "swept")
+        writer = QuireWriter(options, schema, False)
+        message = writer.write(iter([batch]))  # task 0, in this process
+        dead = LoadWriter(
+            open_store(writer.begun.location, options.s3),
+            writer.begun.schema,
+            writer.begun.txn_id,
+            writer._client().reserve_row_ids,
+            LoadLimits(),
+            keep_keys=False,
+            seqs=options.limits.seqs(1, 0),
+        )
+        dead.add(pa.table({"id": pa.array(range(100, 150), pa.int32()), "v": ["dead"] * 50}))
+        dead_objects = {meta.name for meta in dead.finish()}
+        assert dead_objects and len(objects_of(quire, "swept") - before) > len(dead_objects)
+        if outcome == "commit":
+            writer.commit([message, None])
+            assert run(mysql, "SELECT COUNT(*), MAX(id) FROM swept") == ((100, 99),)
+            left = {
+                path.relative_to(quire.workdir / "storage" / "objects").as_posix()
+                for path in objects_of(quire, "swept")
+            }
+            assert not dead_objects & left
+        else:
+            writer.abort([message, None])
+            assert objects_of(quire, "swept") == before
+            assert run(mysql, "SELECT COUNT(*) FROM swept") == ((100,),)
+
+
+def test_forged_tokens_and_broken_messages_are_refused(quire, mysql):
+    run(
+        mysql,
+        "CREATE TABLE tokens (id INT NOT NULL) DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 1",
+    )
+    begun = write_client.begin(fe(quire), "root", "", "w.tokens", False, 10)
+    forged = write_client.LoadClient(fe(quire), begun.token[:-4] + "AAAA", 10)
+    for call in (
+        lambda: forged.reserve_row_ids(10),
+        lambda: forged.commit(()),
+        lambda: forged.abort(()),
+    ):
+        with pytest.raises(WriteRefused, match="not signed by this cluster") as refused:
+            call()
+        assert refused.value.status == 401
+    client = write_client.LoadClient(fe(quire), begun.token, 10)
+    with pytest.raises(WriteRefused) as refused:
+        client._post(write_protocol.COMMIT_PATH, write_protocol.encode_commit(())[:-1] + b"x")
+    assert refused.value.status == 400
+    with pytest.raises(WriteRefused, match="count") as refused:
+        client.reserve_row_ids(0)
+    first = client.reserve_row_ids(5)
+    store = open_store(begun.location, S3Options())
+    schema = begun.schema
+    stray = LoadWriter(store, schema, begun.txn_id, lambda n: first + 10_000, LoadLimits(), False)
+    stray.add(pa.table({"id": pa.array([1], pa.int32())}))
+    objects = stray.finish()  # row ids the TN did not hand this load
+    with pytest.raises(WriteRefused, match="did not hand") as refused:
+        client.commit(objects)
+    assert refused.value.status == 400
+    client.abort(tuple(meta.name for meta in objects))
+    assert not any(store.exists(meta.name) for meta in objects)
+    with pytest.raises(WriteRefused, match="not open") as refused:
+        client.commit(())
+    assert refused.value.status == 400

@@ -24,7 +24,7 @@ from be.service.errors import ServiceError
 from be.spark import write_protocol as protocol
 from be.storage.errors import StorageError
 from be.table_schema import TableSchema
-from be.tn.errors import CommitError
+from be.tn.errors import BadLoad, CommitError, LoadUnknown
 from fe.security import privileges
 from fe.security.lockout import LoginTracker
 from fe.statements.accounts import password_login
@@ -135,7 +135,7 @@ class SparkWrites:
                 self.data_plane.reserve_row_ids, claims["txn_id"], count
             )
         except (CommitError, ServiceError) as error:
-            return _refused(503, f"no row ids: {error}")
+            return _refused(_status(error), f"no row ids: {error}")
         return web.json_response({"first": first})
 
     async def commit(self, request: web.Request) -> web.Response:
@@ -155,7 +155,7 @@ class SparkWrites:
             )
         except (CommitError, ServiceError, StorageError) as error:
             logger.info("spark write txn %d not committed: %s", claims["txn_id"], error)
-            return _refused(503, f"the write was not committed: {error}")
+            return _refused(_status(error), f"the write was not committed: {error}")
         logger.info(
             "spark write into %s.%s committed at %d: %d objects, %d rows",
             claims["db"],
@@ -218,6 +218,12 @@ class SparkWrites:
         if user is None:
             return None, _refused(401, unauthorized)
         return user, None
+
+
+def _status(error: Exception) -> int:
+    """400 for a write the TN will never take (objects it did not hand out, a load it does not
+    know), 503 for one it may take later."""
+    return 400 if isinstance(error, (BadLoad, LoadUnknown)) else 503
 
 
 def _refused(status: int, message: str) -> web.Response:

@@ -324,3 +324,28 @@ def test_forged_tokens_and_broken_messages_are_refused(quire, mysql):
     with pytest.raises(WriteRefused, match="not open") as refused:
         client.commit(())
     assert refused.value.status == 400
+
+
+def test_vector_crc32_equals_zlib():
+    """Placement hashes a batch's texts at once (be/tn/text_crc.py): the same CRC-32 as zlib's,
+    or every tablet's rows would move."""
+    import random
+    import zlib
+
+    from be.tn.text_crc import crc32_each
+
+    chance = random.Random(11)
+    texts = [
+        "",
+        "0",
+        "-12",
+        "é€😀",
+        *(str(chance.randrange(-(10**30), 10**30)) for _ in range(500)),
+    ]
+    texts += [
+        "".join(chance.choice("abé€😀 ,\n") for _ in range(chance.randrange(60)))
+        for _ in range(500)
+    ]
+    values = pa.array(texts, pa.binary())
+    assert crc32_each(values.slice(3)).tolist() == [zlib.crc32(t.encode()) for t in texts[3:]]
+    assert crc32_each(pa.array(["x" * 300], pa.binary())) is None  # the caller hashes it

@@ -103,6 +103,25 @@ def spark():
     session.stop()
 
 
+@pytest.fixture(scope="module")
+def typed(quire):
+    """The typed table, with 20 rows written over MySQL."""
+    connection = quire.connect(database="w")
+    run(connection, TYPED)
+    rows = [over_mysql(typed_row(n)) for n in range(-20, 0)]
+    run(
+        connection,
+        "INSERT INTO typed ("
+        + MYSQL_COLUMNS
+        + ") VALUES "
+        + ",".join(
+            "(" + ",".join("NULL" if v is None else repr(str(v)) for v in row) + ")" for row in rows
+        ),
+    )
+    connection.close()
+    return rows
+
+
 @pytest.fixture
 def mysql(quire):
     connection = quire.connect(database="w")
@@ -126,20 +145,19 @@ def objects_of(quire, table: str) -> set[Path]:
     return set((quire.workdir / "storage" / "objects").glob("t*/p*/*/*.data.parquet"))
 
 
-def test_append_equals_what_mysql_reads(spark, quire, mysql):
-    run(mysql, TYPED)
+def test_append_equals_what_mysql_reads(spark, quire, mysql, typed):
     first = [typed_row(n) for n in range(1, 301)]
     save(spark.createDataFrame(first, TYPED_SCHEMA).repartition(3), quire, "w.typed")
-    assert sorted(run(mysql, f"SELECT {MYSQL_COLUMNS} FROM typed")) == [
+    assert sorted(run(mysql, f"SELECT {MYSQL_COLUMNS} FROM typed")) == typed + [
         over_mysql(row) for row in first
     ]
     second = [typed_row(n) for n in range(301, 401)]
     save(spark.createDataFrame(second, TYPED_SCHEMA), quire, "w.typed")
-    assert sorted(run(mysql, f"SELECT {MYSQL_COLUMNS} FROM typed")) == [
+    assert sorted(run(mysql, f"SELECT {MYSQL_COLUMNS} FROM typed")) == typed + [
         over_mysql(row) for row in first + second
     ]
     frame = spark.read.format("quire").option("fe", fe(quire)).option("user", "root")
-    read = frame.option("table", "w.typed").load().select("id", "big").collect()
+    read = frame.option("table", "w.typed").load().filter("id > 0").select("id", "big").collect()
     assert sorted((row.id, row.big) for row in read) == [(row[0], row[5]) for row in first + second]
 
 
@@ -172,7 +190,21 @@ def test_unique_key_table_replaces(spark, quire, mysql):
     assert sorted(run(mysql, "SELECT k, v FROM keyed")) == expected
 
 
-def test_overwrite_is_refused_and_changes_nothing(spark, quire, mysql):
+def test_aggregate_key_table_merges_and_an_empty_write_commits(spark, quire, mysql):
+    run(
+        mysql,
+        "CREATE TABLE summed (k INT NOT NULL, v BIGINT SUM, top INT MAX) AGGREGATE KEY(k) "
+        "DISTRIBUTED BY HASH(k) BUCKETS 2",
+    )
+    run(mysql, "INSERT INTO summed VALUES (1, 10, 4)")
+    rows = [(1, 5, 9), (1, 7, 2), (2, 3, 1)]
+    save(spark.createDataFrame(rows, "k int, v long, top int"), quire, "w.summed")
+    assert sorted(run(mysql, "SELECT k, v, top FROM summed")) == [(1, 22, 9), (2, 3, 1)]
+    save(spark.createDataFrame([], "k int, v long, top int"), quire, "w.summed")
+    assert sorted(run(mysql, "SELECT k, v, top FROM summed")) == [(1, 22, 9), (2, 3, 1)]
+
+
+def test_overwrite_is_refused_and_changes_nothing(spark, quire, mysql, typed):
     before = sorted(run(mysql, "SELECT id FROM typed"))
     objects = objects_of(quire, "typed")
     frame = spark.createDataFrame([typed_row(1000)], TYPED_SCHEMA)
@@ -183,7 +215,7 @@ def test_overwrite_is_refused_and_changes_nothing(spark, quire, mysql):
 
 
 @pytest.mark.parametrize("failure", ["bad value", "udf raises"])
-def test_a_task_failing_mid_write_leaves_nothing(spark, quire, mysql, failure):
+def test_a_task_failing_mid_write_leaves_nothing(spark, quire, mysql, typed, failure):
     before = sorted(run(mysql, "SELECT id FROM typed"))
     objects = objects_of(quire, "typed")
     rows = [typed_row(n) for n in range(2000, 2600)]
@@ -213,7 +245,7 @@ def test_a_task_failing_mid_write_leaves_nothing(spark, quire, mysql, failure):
     wait_until(lambda: objects_of(quire, "typed") == objects, 30, "the write's objects removed")
 
 
-def test_a_user_without_load_is_refused(spark, quire, mysql):
+def test_a_user_without_load_is_refused(spark, quire, mysql, typed):
     run(mysql, "CREATE USER 'reader'@'%' IDENTIFIED BY 'pw'")
     run(mysql, "GRANT SELECT_PRIV ON w.* TO 'reader'@'%'")
     frame = spark.createDataFrame([typed_row(5000)], TYPED_SCHEMA)

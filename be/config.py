@@ -369,6 +369,12 @@ BE_KEYS = (
         64,
         comment="Bulk loads (Stream Load, Spark writes) open on the TN at once.",
     ),
+    # Spark writes: df.write.format("quire") tasks write objects straight to storage; the FE begins and commits the load.
+    Key(
+        "spark_write_token_ttl_second",
+        3600,
+        comment="How long the token an FE signs for a Spark write (its row ids, commit and abort) is good: the longest a write may run.",
+    ),
 )
 
 

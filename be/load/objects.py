@@ -40,9 +40,12 @@ class LoadWriter:
         reserve_row_ids: Callable[[int], int],
         limits: LoadLimits,
         keep_keys: bool,
+        seqs: range = range(MAX_SEQ + 1),
     ):
         """reserve_row_ids(count): the first of count row ids the TN hands this load;
-        keep_keys: collect every row's key (a UNIQUE KEY table's commit needs them)."""
+        keep_keys: collect every row's key (a UNIQUE KEY table's commit needs them); seqs: the
+        sequence numbers its objects are named with (writers of one load take apart ones)."""
+        assert 0 <= seqs.start < seqs.stop <= MAX_SEQ + 1 and seqs.step == 1, seqs
         assert placement.placeable(schema), "a load needs the table's tablets"
         self.store = store
         self.schema = schema
@@ -51,6 +54,7 @@ class LoadWriter:
         self.limits = limits
         self.object_rows = min(limits.object_rows, store.limits.max_object_rows)
         self.keep_keys = keep_keys
+        self.seqs = seqs
         self.objects: list[ObjectMeta] = []
         self.row_ids: list[int] = []
         self.keys: list[tuple] = []
@@ -124,9 +128,9 @@ class LoadWriter:
         rows = pa.concat_tables(parts)
         self._buffered -= sum(part.nbytes for part in parts)
         for start in range(0, rows.num_rows, self.object_rows):
-            seq = self._seq.get(tablet, 0)
-            if seq > MAX_SEQ:
-                raise BadLoad(f"a load writes at most {MAX_SEQ + 1} objects per tablet")
+            seq = self._seq.get(tablet, self.seqs.start)
+            if seq >= self.seqs.stop:
+                raise BadLoad(f"a load's writer writes at most {len(self.seqs)} objects per tablet")
             self._seq[tablet] = seq + 1
             while len(self._writes) >= MAX_WRITES_WAITING:
                 self._collect()

@@ -18,11 +18,12 @@ from be.load.errors import TokenRefused
 
 LOAD = "load"  # a Stream Load into one table
 TWO_PHASE = "2pc"  # a _stream_load_2pc commit or abort in one database
+WRITE = "write"  # a Spark write's load: its row ids, commit and abort (be/spark/write_protocol.py)
 TOKEN_PARAMETER = "quire_token"  # the redirect's query parameter
 
 
 def sign(claims: dict, key: str | bytes, ttl_seconds: float) -> str:
-    assert claims.get("kind") in (LOAD, TWO_PHASE), claims
+    assert claims.get("kind") in (LOAD, TWO_PHASE, WRITE), claims
     body = dict(claims, expires=time.time() + ttl_seconds)
     data = zlib.compress(json.dumps(body, separators=(",", ":")).encode())
     mac = hmac.new(_key(key), data, hashlib.sha256).digest()

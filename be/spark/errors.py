@@ -19,3 +19,24 @@ class PlanRefused(SparkReadError):
     def __init__(self, message: str, status: int):
         super().__init__(message)
         self.status = status
+
+
+class SparkWriteError(Exception):
+    """A df.write.format("quire") that did not happen: none of its rows is visible."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class WriteRefused(SparkWriteError):
+    """The FE refused a step of the write (bad credentials, no LOAD, no such table, overwrite)
+    or the data plane failed it."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
+
+
+class BadValue(SparkWriteError):
+    """A row whose values do not fit the table's columns (strictly, as an INSERT)."""

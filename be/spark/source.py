@@ -1,4 +1,4 @@
-"""spark.read.format("quire"): a PySpark Python data source reading a Quire table straight from
+"""spark.read.format("quire") (and df.write.format("quire"), be/spark/writer.py): a PySpark Python data source reading a Quire table straight from
 object storage at one snapshot.
 
 The reader asks an FE for the table's read plan once (be/spark/plans.py) and cuts it into Spark
@@ -57,6 +57,12 @@ class QuireDataSource(DataSource):
         plan = options.fetch(schema_only=True)
         self.pinned_ts = plan.ts  # every read of this DataFrame: the snapshot of its load()
         return spark_schema(plan.schema, options.columns)
+
+    def writer(self, schema: StructType, overwrite: bool):
+        """df.write.format("quire") (be/spark/writer.py)."""
+        from be.spark.writer import QuireWriter, WriteOptions
+
+        return QuireWriter(WriteOptions.of(self.options), schema, overwrite)
 
     def reader(self, schema: StructType) -> QuireReader:
         options = ReadOptions.of(self.options)

@@ -16,6 +16,7 @@ from be.logtail.entries import PARTITION_ID, ROW_ID
 from be.storage.names import Tablet
 from be.table_schema import PartitionSchema, TableSchema
 from be.tn.errors import NoPartitionForRow
+from be.tn.text_crc import crc32_each
 
 HASH_MASK = 0xFFFFFFFF
 SHOWN_COLUMNS = 8
@@ -170,8 +171,12 @@ def _column_hash(column: pa.ChunkedArray) -> pa.Array:
     values = encoded.dictionary
     if pa.types.is_integer(values.type) or pa.types.is_string(values.type):
         # the same text str() gives, as UTF-8, made by Arrow: only the CRC is Python's
-        texts = pc.cast(pc.cast(values, pa.string()), pa.binary()).to_pylist()
-        hashes = pa.array([zlib.crc32(text) for text in texts], pa.int64())
+        texts = pc.cast(pc.cast(values, pa.string()), pa.binary())
+        vector = crc32_each(texts)
+        if vector is not None:
+            hashes = pa.array(vector.astype("int64"))
+        else:
+            hashes = pa.array([zlib.crc32(text) for text in texts.to_pylist()], pa.int64())
     else:
         hashes = pa.array(
             [zlib.crc32(str(value).encode()) for value in values.to_pylist()], pa.int64()

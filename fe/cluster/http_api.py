@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from aiohttp import BasicAuth, web
 
+from be.spark.write_protocol import is_spark_write
 from fe.cluster.checkpoints import Checkpointer
 from fe.cluster.connection_ids import KILL_PATH, kill_here
 from fe.cluster.forwarding import FORWARD_PATH
@@ -30,6 +31,7 @@ from fe.cluster.frontend_messages import (
 from fe.cluster.membership import record_ports
 from fe.cluster.metrics import Metrics
 from fe.cluster.read_plans import READ_PLAN_PATH, ReadPlans, is_read_plan
+from fe.cluster.spark_writes import SparkWrites
 from fe.cluster.startup import ThisFrontend
 from fe.cluster.stream_load_front import StreamLoadFront, is_stream_load
 from fe.cluster.write_path import MetadataWriter, answer_from_outcome
@@ -67,6 +69,7 @@ class HttpApi:
         query_port: Callable[[], int],
         front: MysqlFront,
         stream_loads: StreamLoadFront | None = None,
+        spark_writes: SparkWrites | None = None,
     ):
         self.this = this
         self.catalog = catalog
@@ -102,6 +105,7 @@ class HttpApi:
                 web.post(KILL_PATH, self.kill),
                 *(stream_loads.routes() if stream_loads is not None else ()),
                 web.post(READ_PLAN_PATH, self.read_plans.handle),
+                *(spark_writes.routes() if spark_writes is not None else ()),
             ]
         )
         self.runner: web.AppRunner | None = None
@@ -133,6 +137,8 @@ class HttpApi:
             return await handler(request)
         if is_stream_load(request.path) or is_read_plan(request.path):
             return await handler(request)  # each checks the MySQL account and its privilege
+        if is_spark_write(request.path):
+            return await handler(request)  # the account's LOAD, then the token it signed
         token = request.headers.get("X-Quire-Token")
         if token is not None and hmac.compare_digest(token, self.this.token):
             return await handler(request)

@@ -28,6 +28,7 @@ from fe.cluster.http_api import HttpApi
 from fe.cluster.membership import CatalogStateMachine, PortReporter, followers
 from fe.cluster.metrics import Metrics
 from fe.cluster.recycle_bin_cleaner import RecycleBinCleaner
+from fe.cluster.spark_writes import SparkWrites
 from fe.cluster.startup import StartupError, ThisFrontend, establish_identity
 from fe.cluster.stream_load_front import StreamLoadFront
 from fe.cluster.write_path import MetadataWriter
@@ -262,6 +263,13 @@ class FrontendNode:
                 self.data_plane,
                 this.host,
                 config["stream_load_token_ttl_second"],
+            ),
+            spark_writes=SparkWrites(
+                catalog,
+                self.login_tracker,
+                lambda: this.token,
+                self.data_plane,
+                config["spark_write_token_ttl_second"],
             ),
         )
 

@@ -1,0 +1,230 @@
+"""df.write.format("quire") on the FE (be/spark/write_protocol.py says the routes): a begin
+checks the account of HTTP basic auth holds LOAD (INSERT) on the table, as Stream Load does,
+begins a load on the TN and answers the table's schema, where its objects live and a token the
+FE signs with the cluster token naming that load. With the token, Spark tasks ask row ids for
+their rows, and the write's driver commits every task's objects in one TN commit, or aborts.
+
+mode("overwrite") is refused: the TN has no commit that both adds a load's objects and removes
+every row the table holds, and a TRUNCATE followed by an append would show an empty table
+between the two."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+
+from aiohttp import BasicAuth, web
+
+from be.cn.node import WatermarkTimeout
+from be.load import token
+from be.load.errors import TokenRefused
+from be.service.errors import ServiceError
+from be.spark import write_protocol as protocol
+from be.storage.errors import StorageError
+from be.table_schema import TableSchema
+from be.tn.errors import BadLoad, CommitError, LoadUnknown
+from fe.security import privileges
+from fe.security.lockout import LoginTracker
+from fe.statements.accounts import password_login
+from metadata.catalog import Catalog
+
+logger = logging.getLogger(__name__)
+
+MAX_TOKEN_BYTES = 64 << 10
+LOCATION_WAIT_SECONDS = 30.0
+MAX_ROW_IDS = 1_000_000  # row ids one request asks (the TN's max_commit_rows)
+
+
+class SparkWrites:
+    def __init__(
+        self,
+        catalog: Catalog,
+        login_tracker: LoginTracker,
+        key: Callable[[], str],
+        data_plane,
+        token_ttl_seconds: float,
+    ):
+        self.catalog = catalog
+        self.login_tracker = login_tracker
+        self.key = key
+        self.data_plane = data_plane
+        self.token_ttl_seconds = token_ttl_seconds
+
+    def routes(self) -> list[web.RouteDef]:
+        return [
+            web.post(protocol.BEGIN_PATH, self.begin),
+            web.post(protocol.ROW_IDS_PATH, self.row_ids),
+            web.post(protocol.COMMIT_PATH, self.commit),
+            web.post(protocol.ABORT_PATH, self.abort),
+        ]
+
+    async def begin(self, request: web.Request) -> web.Response:
+        db_name, table_name = request.match_info["db"], request.match_info["table"]
+        user, refusal = self._login(request)
+        if refusal is not None:
+            return refusal
+        try:
+            asked = json.loads(await request.read() or b"{}")
+        except ValueError:
+            return _refused(400, "the request body is not JSON")
+        if type(asked) is not dict or type(asked.get("overwrite", False)) is not bool:
+            return _refused(400, 'expected {"overwrite": false}')
+        if asked.get("overwrite"):
+            return _refused(
+                400,
+                'mode("overwrite") is not supported by format("quire"): Quire cannot yet '
+                'replace a table\'s rows atomically in one commit; write with mode("append") '
+                "into an empty or new table instead",
+            )
+        if not privileges.has(user, privileges.LOAD, db_name, table_name):
+            return _refused(
+                403,
+                f"LOAD command denied to user '{user.name}'@'{user.host}' for table "
+                f"'{db_name}.{table_name}'",
+            )
+        database = self.catalog.database(db_name)
+        table = self.catalog.table(database.id, table_name) if database is not None else None
+        if table is None:
+            return _refused(404, f"Unknown table '{db_name}.{table_name}'")
+        if self.data_plane is None:
+            return _refused(503, "this FE runs without a data plane")
+        schema = TableSchema.of(table)
+        lengths = {
+            column.name: column.type.character_length
+            for column in table.columns
+            if column.type.name in ("CHAR", "VARCHAR") and column.type.character_length
+        }
+        try:
+            location = await asyncio.to_thread(self._location, schema)
+            txn_id = await asyncio.to_thread(self.data_plane.begin_load, schema)
+        except (CommitError, ServiceError, WatermarkTimeout, StorageError) as error:
+            return _refused(503, f"the data plane cannot begin the write: {error}")
+        if not location:
+            await asyncio.to_thread(self.data_plane.abort_load, txn_id)
+            return _refused(503, "the data plane keeps no objects (no storage_root)")
+        claims = {
+            "kind": token.WRITE,
+            "user": user.name,
+            "db": db_name,
+            "table": table_name,
+            "txn_id": txn_id,
+            "schema": schema.fields(),
+        }
+        signed = token.sign(claims, self.key(), self.token_ttl_seconds)
+        logger.info(
+            "spark write into %s.%s begun by %s (txn %d)", db_name, table_name, user.name, txn_id
+        )
+        begun = protocol.Begun(txn_id, schema, location, signed, lengths)
+        return web.Response(body=begun.to_json(), content_type="application/json")
+
+    async def row_ids(self, request: web.Request) -> web.Response:
+        try:
+            claims = self._claims(request)
+            asked = json.loads(await request.read())
+        except TokenRefused as error:
+            return _refused(401, str(error))
+        except ValueError:
+            return _refused(400, "the request body is not JSON")
+        count = asked.get("count") if type(asked) is dict else None
+        if type(count) is not int or not 0 < count <= MAX_ROW_IDS:
+            return _refused(400, f'expected {{"count": 1 to {MAX_ROW_IDS}}}')
+        try:
+            first = await asyncio.to_thread(
+                self.data_plane.reserve_row_ids, claims["txn_id"], count
+            )
+        except (CommitError, ServiceError) as error:
+            return _refused(_status(error), f"no row ids: {error}")
+        return web.json_response({"first": first})
+
+    async def commit(self, request: web.Request) -> web.Response:
+        try:
+            claims = self._claims(request)
+            objects = protocol.decode_commit(await request.read())
+        except TokenRefused as error:
+            return _refused(401, str(error))
+        except protocol.WriteProtocolError as error:
+            return _refused(400, error.message)
+        schema = TableSchema.from_fields(claims["schema"])
+        if any(meta.table_id != schema.table_id for meta in objects):
+            return _refused(400, "the write names objects of another table")
+        try:
+            commit_ts = await asyncio.to_thread(
+                self.data_plane.commit_load, claims["txn_id"], schema, objects
+            )
+        except (CommitError, ServiceError, StorageError) as error:
+            logger.info("spark write txn %d not committed: %s", claims["txn_id"], error)
+            return _refused(_status(error), f"the write was not committed: {error}")
+        logger.info(
+            "spark write into %s.%s committed at %d: %d objects, %d rows",
+            claims["db"],
+            claims["table"],
+            commit_ts,
+            len(objects),
+            sum(meta.rows for meta in objects),
+        )
+        return web.json_response({"commit_ts": commit_ts})
+
+    async def abort(self, request: web.Request) -> web.Response:
+        try:
+            claims = self._claims(request)
+            names = protocol.decode_abort(await request.read())
+        except TokenRefused as error:
+            return _refused(401, str(error))
+        except protocol.WriteProtocolError as error:
+            return _refused(400, error.message)
+        try:
+            await asyncio.to_thread(self.data_plane.abort_load, claims["txn_id"], names)
+        except (CommitError, ServiceError) as error:
+            return _refused(503, f"the write was not aborted: {error}")
+        logger.info("spark write txn %d aborted (%d objects named)", claims["txn_id"], len(names))
+        return web.json_response({})
+
+    def _claims(self, request: web.Request) -> dict:
+        if self.data_plane is None:
+            raise TokenRefused("this FE runs without a data plane")
+        claims = token.verify(
+            request.headers.get(protocol.TOKEN_HEADER, ""), self.key(), MAX_TOKEN_BYTES, token.WRITE
+        )
+        if type(claims.get("txn_id")) is not int or type(claims.get("schema")) is not dict:
+            raise TokenRefused("the write's token names no load")
+        return claims
+
+    def _location(self, schema: TableSchema) -> str:
+        """Where the data plane keeps objects (a read plan names it)."""
+        store = getattr(self.data_plane, "store", None)
+        if store is not None:
+            return store.location
+        plane = self.data_plane
+        one = frozenset({schema.columns[0].name.lower()})
+        return plane.read_plan(schema, plane.read_ts(), LOCATION_WAIT_SECONDS, one).location
+
+    def _login(self, request: web.Request):
+        unauthorized = "Unauthorized: use HTTP basic auth with a user that may LOAD the table"
+        try:
+            credentials = BasicAuth.decode(request.headers.get("Authorization", ""), "utf-8")
+        except ValueError:
+            return None, _refused(401, unauthorized)
+        user, blocked = password_login(
+            self.catalog,
+            self.login_tracker,
+            credentials.login,
+            credentials.password,
+            request.remote or "",
+        )
+        if blocked is not None:
+            return None, _refused(401, blocked.message)
+        if user is None:
+            return None, _refused(401, unauthorized)
+        return user, None
+
+
+def _status(error: Exception) -> int:
+    """400 for a write the TN will never take (objects it did not hand out, a load it does not
+    know), 503 for one it may take later."""
+    return 400 if isinstance(error, (BadLoad, LoadUnknown)) else 503
+
+
+def _refused(status: int, message: str) -> web.Response:
+    return web.json_response({"code": status, "msg": message}, status=status)

@@ -1,0 +1,385 @@
+"""df.write.format("quire") against a real `quire up`: one local[2] SparkSession for the module.
+Appends equal what PyMySQL then reads (DECIMAL, DATE, DATETIME, LARGEINT, strings, NULLs); a
+UNIQUE KEY table replaces by key; overwrite is refused; a task failing mid-write (a bad value, a
+UDF raising) leaves nothing visible and no object behind; a user without LOAD is refused; a
+large write streams its rows into objects as they come."""
+
+import datetime
+import decimal
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+pyspark = pytest.importorskip("pyspark")
+
+import pyarrow as pa  # noqa: E402
+from pyspark.sql import SparkSession  # noqa: E402
+from pyspark.sql import functions as F  # noqa: E402
+from pyspark.sql import types as T  # noqa: E402
+
+import be.spark  # noqa: E402
+from be.load.limits import LoadLimits  # noqa: E402
+from be.load.objects import LoadWriter  # noqa: E402
+from be.spark import write_client, write_protocol  # noqa: E402
+from be.spark.errors import WriteRefused  # noqa: E402
+from be.spark.scan import open_store  # noqa: E402
+from be.spark.writer import QuireWriter, WriteOptions  # noqa: E402
+from be.storage.objects import S3Options  # noqa: E402
+from tests.harness import QuireProcess, run, wait_until  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+OVERRIDES = {"flush_interval_second": 3600}
+TYPED = (
+    "CREATE TABLE typed (id INT NOT NULL, name VARCHAR(12), amount DECIMAL(12,3), day DATE, "
+    "at DATETIME, big LARGEINT, ok BOOLEAN) DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 3"
+)
+TYPED_SCHEMA = T.StructType(
+    [
+        T.StructField("id", T.IntegerType(), False),
+        T.StructField("name", T.StringType()),
+        T.StructField("amount", T.DecimalType(12, 3)),
+        T.StructField("day", T.DateType()),
+        T.StructField("at", T.TimestampNTZType()),
+        T.StructField("big", T.StringType()),
+        T.StructField("ok", T.BooleanType()),
+    ]
+)
+
+
+def typed_row(number: int) -> tuple:
+    if number % 7 == 0:
+        return (number, None, None, None, None, None, None)
+    return (
+        number,
+        f"n-{number}",
+        decimal.Decimal(f"{number}.125"),
+        datetime.date(2024, number % 12 + 1, number % 28 + 1),
+        datetime.datetime(2024, 3, 4, 5, number % 60, (number * 7) % 60),
+        str((-1) ** number * (10**38 + number)),
+        number % 2 == 0,
+    )
+
+
+MYSQL_COLUMNS = "id, name, amount, day, at, ok"  # LARGEINT: DuckDB takes no decimal256
+
+
+def over_mysql(row: tuple) -> tuple:
+    """typed_row's values as PyMySQL gives them (all but LARGEINT, read with Spark)."""
+    values = list(row[:5]) + [None if row[6] is None else int(row[6])]
+    return tuple(values)
+
+
+@pytest.fixture(scope="module")
+def quire(tmp_path_factory):
+    node = QuireProcess(tmp_path_factory.mktemp("spark-write"), overrides=OVERRIDES).start()
+    connection = node.connect()
+    run(connection, "CREATE DATABASE w")
+    connection.close()
+    yield node
+    node.stop()
+
+
+@pytest.fixture(scope="module")
+def spark():
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("quire-spark-write")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.python.unix.domain.socket.enabled", "true")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", "1g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    be.spark.register(session)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def typed(quire):
+    """The typed table, with 20 rows written over MySQL."""
+    connection = quire.connect(database="w")
+    run(connection, TYPED)
+    rows = [over_mysql(typed_row(n)) for n in range(-20, 0)]
+    run(
+        connection,
+        "INSERT INTO typed ("
+        + MYSQL_COLUMNS
+        + ") VALUES "
+        + ",".join(
+            "(" + ",".join("NULL" if v is None else repr(str(v)) for v in row) + ")" for row in rows
+        ),
+    )
+    connection.close()
+    return rows
+
+
+@pytest.fixture
+def mysql(quire):
+    connection = quire.connect(database="w")
+    yield connection
+    connection.close()
+
+
+def fe(quire) -> str:
+    return f"127.0.0.1:{quire.http_port}"
+
+
+def save(frame, quire, table: str, mode: str = "append", user: str = "root", **options):
+    writer = frame.write.format("quire").mode(mode).option("fe", fe(quire))
+    writer = writer.option("user", user).option("table", table)
+    for key, value in options.items():
+        writer = writer.option(key, str(value))
+    writer.save()
+
+
+def objects_of(quire, table: str) -> set[Path]:
+    return set((quire.workdir / "storage" / "objects").glob("t*/p*/*/*.data.parquet"))
+
+
+def test_append_equals_what_mysql_reads(spark, quire, mysql, typed):
+    first = [typed_row(n) for n in range(1, 301)]
+    save(spark.createDataFrame(first, TYPED_SCHEMA).repartition(3), quire, "w.typed")
+    assert sorted(run(mysql, f"SELECT {MYSQL_COLUMNS} FROM typed")) == typed + [
+        over_mysql(row) for row in first
+    ]
+    second = [typed_row(n) for n in range(301, 401)]
+    save(spark.createDataFrame(second, TYPED_SCHEMA), quire, "w.typed")
+    assert sorted(run(mysql, f"SELECT {MYSQL_COLUMNS} FROM typed")) == typed + [
+        over_mysql(row) for row in first + second
+    ]
+    frame = spark.read.format("quire").option("fe", fe(quire)).option("user", "root")
+    read = frame.option("table", "w.typed").load().filter("id > 0").select("id", "big").collect()
+    assert sorted((row.id, row.big) for row in read) == [(row[0], row[5]) for row in first + second]
+
+
+def test_columns_by_name_and_defaults(spark, quire, mysql):
+    run(
+        mysql,
+        "CREATE TABLE named (id BIGINT NOT NULL, label VARCHAR(8) DEFAULT 'none', score DOUBLE) "
+        "DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 2",
+    )
+    frame = spark.createDataFrame([(1.5, 1), (2.5, 2)], "SCORE double, ID long")
+    save(frame, quire, "w.named")
+    assert sorted(run(mysql, "SELECT id, label, score FROM named")) == [
+        (1, "none", 1.5),
+        (2, "none", 2.5),
+    ]
+    with pytest.raises(Exception, match="not a column of the table"):
+        save(spark.createDataFrame([(1, 2)], "id long, other long"), quire, "w.named")
+
+
+def test_unique_key_table_replaces(spark, quire, mysql):
+    run(
+        mysql,
+        "CREATE TABLE keyed (k INT NOT NULL, v VARCHAR(20)) UNIQUE KEY(k) "
+        "DISTRIBUTED BY HASH(k) BUCKETS 2",
+    )
+    run(mysql, "INSERT INTO keyed VALUES " + ",".join(f"({k}, 'old-{k}')" for k in range(10)))
+    rows = [(k, f"new-{k}") for k in range(5, 15)]
+    save(spark.createDataFrame(rows, "k int, v string").coalesce(1), quire, "w.keyed")
+    expected = [(k, f"old-{k}") for k in range(5)] + rows
+    assert sorted(run(mysql, "SELECT k, v FROM keyed")) == expected
+
+
+def test_aggregate_key_table_merges_and_an_empty_write_commits(spark, quire, mysql):
+    run(
+        mysql,
+        "CREATE TABLE summed (k INT NOT NULL, v BIGINT SUM, top INT MAX) AGGREGATE KEY(k) "
+        "DISTRIBUTED BY HASH(k) BUCKETS 2",
+    )
+    run(mysql, "INSERT INTO summed VALUES (1, 10, 4)")
+    rows = [(1, 5, 9), (1, 7, 2), (2, 3, 1)]
+    save(spark.createDataFrame(rows, "k int, v long, top int"), quire, "w.summed")
+    assert sorted(run(mysql, "SELECT k, v, top FROM summed")) == [(1, 22, 9), (2, 3, 1)]
+    save(spark.createDataFrame([], "k int, v long, top int"), quire, "w.summed")
+    assert sorted(run(mysql, "SELECT k, v, top FROM summed")) == [(1, 22, 9), (2, 3, 1)]
+
+
+def test_overwrite_is_refused_and_changes_nothing(spark, quire, mysql, typed):
+    before = sorted(run(mysql, "SELECT id FROM typed"))
+    objects = objects_of(quire, "typed")
+    frame = spark.createDataFrame([typed_row(1000)], TYPED_SCHEMA)
+    with pytest.raises(Exception, match="overwrite"):
+        save(frame, quire, "w.typed", mode="overwrite")
+    assert sorted(run(mysql, "SELECT id FROM typed")) == before
+    assert objects_of(quire, "typed") == objects
+
+
+@pytest.mark.parametrize("failure", ["bad value", "udf raises"])
+def test_a_task_failing_mid_write_leaves_nothing(spark, quire, mysql, typed, failure):
+    before = sorted(run(mysql, "SELECT id FROM typed"))
+    objects = objects_of(quire, "typed")
+    rows = [typed_row(n) for n in range(2000, 2600)]
+    frame = (
+        spark.createDataFrame(rows, TYPED_SCHEMA).repartition(3, "id").sortWithinPartitions("id")
+    )
+    if failure == "bad value":  # too long for VARCHAR(12), in one partition's last rows
+        frame = frame.withColumn(
+            "name", F.when(F.col("id") == 2599, F.lit("x" * 40)).otherwise(F.col("name"))
+        )
+        match = "does not fit"
+    else:
+
+        @F.udf("string")
+        def failing(name, number):
+            if number == 2599:
+                raise RuntimeError("the UDF fails on purpose")
+            return name
+
+        frame = frame.withColumn("name", failing("name", "id"))
+        match = "on purpose"
+    with pytest.raises(Exception, match=match):
+        save(frame, quire, "w.typed", batch_rows=50, object_rows=50)
+    assert sorted(run(mysql, "SELECT id FROM typed")) == before
+    # a task Spark cancels when another fails may still be writing: its row ids refused once the
+    # load is aborted, it removes its own objects
+    wait_until(lambda: objects_of(quire, "typed") == objects, 30, "the write's objects removed")
+
+
+def test_a_user_without_load_is_refused(spark, quire, mysql, typed):
+    run(mysql, "CREATE USER 'reader'@'%' IDENTIFIED BY 'pw'")
+    run(mysql, "GRANT SELECT_PRIV ON w.* TO 'reader'@'%'")
+    frame = spark.createDataFrame([typed_row(5000)], TYPED_SCHEMA)
+    with pytest.raises(Exception, match="LOAD command denied"):
+        save(frame, quire, "w.typed", user="reader", password="pw")
+    with pytest.raises(WriteRefused, match="Unauthorized") as refused:
+        write_client.begin(fe(quire), "reader", "wrong", "w.typed", False, 10)
+    assert refused.value.status == 401
+    assert not run(mysql, "SELECT id FROM typed WHERE id = 5000")
+
+
+def test_a_large_write_streams(spark, quire, mysql):
+    """Rows reach objects as they come: with 1 MB of rows waiting at most per task, each task
+    writes many objects per tablet rather than one at its end."""
+    run(
+        mysql,
+        "CREATE TABLE large (id BIGINT NOT NULL, payload VARCHAR(64)) DUPLICATE KEY(id) "
+        "DISTRIBUTED BY HASH(id) BUCKETS 2",
+    )
+    before = objects_of(quire, "large")
+    count = 400_000
+    frame = spark.range(count, numPartitions=2).select(
+        F.col("id"), F.concat(F.lit("payload-"), F.col("id").cast("string")).alias("payload")
+    )
+    save(frame, quire, "w.large", max_buffered_bytes=1 << 20)
+    assert run(mysql, "SELECT COUNT(*), SUM(id), COUNT(DISTINCT payload) FROM large") == (
+        (count, count * (count - 1) // 2, count),
+    )
+    written = objects_of(quire, "large") - before
+    assert len(written) >= 8, len(written)
+
+
+def test_objects_of_a_task_that_died_are_removed(spark, quire, mysql):
+    """A task attempt that wrote objects and died before it reported them: a commit registers
+    only the reported ones and removes the rest; an abort removes every one."""
+    run(
+        mysql,
+        "CREATE TABLE swept (id INT NOT NULL, v VARCHAR(10)) DUPLICATE KEY(id) "
+        "DISTRIBUTED BY HASH(id) BUCKETS 2",
+    )
+    schema = T.StructType(
+        [T.StructField("id", T.IntegerType()), T.StructField("v", T.StringType())]
+    )
+    options = WriteOptions.of({"fe": fe(quire), "user": "root", "table": "w.swept"})
+    batch = pa.RecordBatch.from_pydict(
+        {"id": pa.array(range(100), pa.int32()), "v": [f"v{i}" for i in range(100)]}
+    )
+    for outcome in ("commit", "abort"):
+        before = objects_of(quire, "swept")
+        writer = QuireWriter(options, schema, False)
+        message = writer.write(iter([batch]))  # task 0, in this process
+        dead = LoadWriter(
+            open_store(writer.begun.location, options.s3),
+            writer.begun.schema,
+            writer.begun.txn_id,
+            writer._client().reserve_row_ids,
+            LoadLimits(),
+            keep_keys=False,
+            seqs=options.limits.seqs(1, 0),
+        )
+        dead.add(pa.table({"id": pa.array(range(100, 150), pa.int32()), "v": ["dead"] * 50}))
+        dead_objects = {meta.name for meta in dead.finish()}
+        assert dead_objects and len(objects_of(quire, "swept") - before) > len(dead_objects)
+        if outcome == "commit":
+            writer.commit([message, None])
+            assert run(mysql, "SELECT COUNT(*), MAX(id) FROM swept") == ((100, 99),)
+            left = {
+                path.relative_to(quire.workdir / "storage" / "objects").as_posix()
+                for path in objects_of(quire, "swept")
+            }
+            assert not dead_objects & left
+        else:
+            writer.abort([message, None])
+            assert objects_of(quire, "swept") == before
+            assert run(mysql, "SELECT COUNT(*) FROM swept") == ((100,),)
+
+
+def test_forged_tokens_and_broken_messages_are_refused(quire, mysql):
+    run(
+        mysql,
+        "CREATE TABLE tokens (id INT NOT NULL) DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 1",
+    )
+    begun = write_client.begin(fe(quire), "root", "", "w.tokens", False, 10)
+    forged = write_client.LoadClient(fe(quire), begun.token[:-4] + "AAAA", 10)
+    for call in (
+        lambda: forged.reserve_row_ids(10),
+        lambda: forged.commit(()),
+        lambda: forged.abort(()),
+    ):
+        with pytest.raises(WriteRefused, match="not signed by this cluster") as refused:
+            call()
+        assert refused.value.status == 401
+    client = write_client.LoadClient(fe(quire), begun.token, 10)
+    with pytest.raises(WriteRefused) as refused:
+        client._post(write_protocol.COMMIT_PATH, write_protocol.encode_commit(())[:-1] + b"x")
+    assert refused.value.status == 400
+    with pytest.raises(WriteRefused, match="count") as refused:
+        client.reserve_row_ids(0)
+    first = client.reserve_row_ids(5)
+    store = open_store(begun.location, S3Options())
+    schema = begun.schema
+    stray = LoadWriter(store, schema, begun.txn_id, lambda n: first + 10_000, LoadLimits(), False)
+    stray.add(pa.table({"id": pa.array([1], pa.int32())}))
+    objects = stray.finish()  # row ids the TN did not hand this load
+    with pytest.raises(WriteRefused, match="did not hand") as refused:
+        client.commit(objects)
+    assert refused.value.status == 400
+    client.abort(tuple(meta.name for meta in objects))
+    assert not any(store.exists(meta.name) for meta in objects)
+    with pytest.raises(WriteRefused, match="not open") as refused:
+        client.commit(())
+    assert refused.value.status == 400
+
+
+def test_vector_crc32_equals_zlib():
+    """Placement hashes a batch's texts at once (be/tn/text_crc.py): the same CRC-32 as zlib's,
+    or every tablet's rows would move."""
+    import random
+    import zlib
+
+    from be.tn.text_crc import crc32_each
+
+    chance = random.Random(11)
+    texts = [
+        "",
+        "0",
+        "-12",
+        "é€😀",
+        *(str(chance.randrange(-(10**30), 10**30)) for _ in range(500)),
+    ]
+    texts += [
+        "".join(chance.choice("abé€😀 ,\n") for _ in range(chance.randrange(60)))
+        for _ in range(500)
+    ]
+    values = pa.array(texts, pa.binary())
+    assert crc32_each(values.slice(3)).tolist() == [zlib.crc32(t.encode()) for t in texts[3:]]
+    assert crc32_each(pa.array(["x" * 300], pa.binary())) is None  # the caller hashes it

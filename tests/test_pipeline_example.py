@@ -6,22 +6,16 @@ Run twice with more sales: the totals are replaced by key, not added twice."""
 import decimal
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
-pyspark = pytest.importorskip("pyspark")
-if shutil.which("curl") is None:
-    pytest.skip("the example loads with curl", allow_module_level=True)
-
-from pyspark.sql import SparkSession  # noqa: E402
-from pyspark.sql import functions as F  # noqa: E402
-
-import be.spark  # noqa: E402
-from tests.harness import QuireProcess, run  # noqa: E402
+import be.spark
+from tests.harness import QuireProcess, run
 
 REPO = Path(__file__).resolve().parent.parent
 REGIONS = ("north", "south", "east")

@@ -10,24 +10,21 @@ import os
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
-pyspark = pytest.importorskip("pyspark")
-
-import pyarrow as pa  # noqa: E402
-from pyspark.sql import SparkSession  # noqa: E402
-from pyspark.sql import functions as F  # noqa: E402
-from pyspark.sql import types as T  # noqa: E402
-
-import be.spark  # noqa: E402
-from be.load.limits import LoadLimits  # noqa: E402
-from be.load.objects import LoadWriter  # noqa: E402
-from be.spark import write_client, write_protocol  # noqa: E402
-from be.spark.errors import WriteRefused  # noqa: E402
-from be.spark.scan import open_store  # noqa: E402
-from be.spark.writer import QuireWriter, WriteOptions  # noqa: E402
-from be.storage.objects import S3Options  # noqa: E402
-from tests.harness import QuireProcess, run, wait_until  # noqa: E402
+import be.spark
+from be.load.limits import LoadLimits
+from be.load.objects import LoadWriter
+from be.spark import write_client, write_protocol
+from be.spark.errors import WriteRefused
+from be.spark.scan import open_store
+from be.spark.writer import QuireWriter, WriteOptions
+from be.storage.objects import S3Options
+from tests.harness import QuireProcess, run, wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 OVERRIDES = {"flush_interval_second": 3600}

@@ -1,6 +1,17 @@
+import os
+
 import pytest
 
 from tests.harness import QuireProcess
+
+# Every Spark session of the test run shares one JVM, started by the first: MariaDB Connector/J
+# (Debian's libmariadb-java) must be on its class path from the start, whichever module starts it
+# (a session's spark.jars given later does not reach java.sql.DriverManager).
+MARIADB_JDBC_JAR = "/usr/share/java/mariadb-java-client.jar"
+os.environ.setdefault(
+    "PYSPARK_SUBMIT_ARGS",
+    f"--driver-class-path {MARIADB_JDBC_JAR} --jars {MARIADB_JDBC_JAR} pyspark-shell",
+)
 
 
 @pytest.fixture(scope="module")

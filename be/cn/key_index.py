@@ -30,6 +30,7 @@ MAX_KEPT_CHOICES = 64  # column lists kept with their positions, per table
 MAX_KEPT_VALUES = 16_384  # rows kept as Python values for point reads; past it all are let go
 VALUES_ROW_BYTES = 120  # about what a row kept as a Python tuple costs besides its values
 FEW_ROWS = 16  # more rows found are checked by Arrow, fewer in Python
+FEW_ROWS_ONE_BY_ONE = 2  # rows loaded into the kept values a scalar at a time, not by slices
 TAIL_ENTRY_BYTES = 128  # what a row or delete since the base costs, about (its place, its key)
 DELETED_AT = "__QUIRE_DELETED_AT"  # a base row's delete timestamp (NULL: not deleted)
 
@@ -287,6 +288,12 @@ class KeyIndex:
         tail_missing = [offset for offset in hits if self._tail_ids[offset] not in kept]
         if len(kept) + len(missing) + len(tail_missing) > MAX_KEPT_VALUES:
             kept.clear()
+        if len(missing) + len(tail_missing) <= FEW_ROWS_ONE_BY_ONE:  # a point read's row or two
+            for place in missing:
+                self._keep_one(self._base, start + place, base_ids[place])
+            for offset in tail_missing:
+                self._keep_one(self._tail_table, offset, self._tail_ids[offset])
+            return
         if missing:  # a slice from the first missing to the last: one call per column
             first, last = start + missing[0], start + missing[-1] + 1
             self._keep(self._base.slice(first, last - first), self._base_ids[first:last])
@@ -297,6 +304,10 @@ class KeyIndex:
     def _keep(self, rows: pa.Table, ids) -> None:
         columns = [rows.column(name).to_pylist() for name in self._layout]
         self._values.update(zip(ids, zip(*columns, strict=True), strict=True))
+
+    def _keep_one(self, table: pa.Table, position: int, row_id: int) -> None:
+        """One row's values, a scalar a column (cheaper than a slice for a row or two)."""
+        self._values[row_id] = tuple(table.column(name)[position].as_py() for name in self._layout)
 
     def _later_arrays(self) -> tuple[pa.Array, pa.Array]:
         """The deletes since the base as Arrow (row ids, timestamps), kept until the next."""

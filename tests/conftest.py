@@ -1,4 +1,6 @@
 import os
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +14,34 @@ os.environ.setdefault(
     "PYSPARK_SUBMIT_ARGS",
     f"--driver-class-path {MARIADB_JDBC_JAR} --jars {MARIADB_JDBC_JAR} pyspark-shell",
 )
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def spark():
+    """A local[2] Spark session with the quire data source registered, for a test module."""
+    from pyspark.sql import SparkSession
+
+    import be.spark
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("quire-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.python.unix.domain.socket.enabled", "true")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", "1g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    be.spark.register(session)
+    yield session
+    session.stop()
 
 
 @pytest.fixture(scope="module")

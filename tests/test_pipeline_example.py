@@ -5,16 +5,12 @@ Run twice with more sales: the totals are replaced by key, not added twice."""
 
 import decimal
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-import be.spark
 from tests.harness import QuireProcess, run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -26,28 +22,6 @@ def quire(tmp_path_factory):
     node = QuireProcess(tmp_path_factory.mktemp("pipeline")).start()
     yield node
     node.stop()
-
-
-@pytest.fixture(scope="module")
-def spark():
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
-    )
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("quire-pipeline-example")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.python.unix.domain.socket.enabled", "true")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.memory", "1g")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    be.spark.register(session)
-    yield session
-    session.stop()
 
 
 def sale(number: int) -> tuple:

@@ -13,10 +13,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
 from pyspark.sql.datasource import GreaterThanOrEqual, LessThan
 
-import be.spark  # noqa: E402
 from be import read_plan  # noqa: E402
 from be.read_plan import ReadPlanFormatError  # noqa: E402
 from be.spark.errors import PlanRefused  # noqa: E402
@@ -73,28 +71,6 @@ def quire(tmp_path_factory):
     node = QuireProcess(tmp_path_factory.mktemp("spark"), overrides=OVERRIDES).start()
     yield node
     node.stop()
-
-
-@pytest.fixture(scope="module")
-def spark():
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
-    )
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("quire-spark-read")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.python.unix.domain.socket.enabled", "true")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.memory", "1g")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    be.spark.register(session)
-    yield session
-    session.stop()
 
 
 def objects_of(node: QuireProcess, table_id_glob: str = "t*") -> list[Path]:

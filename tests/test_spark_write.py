@@ -6,17 +6,13 @@ large write streams its rows into objects as they come."""
 
 import datetime
 import decimal
-import os
-import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-import be.spark
 from be.load.limits import LoadLimits
 from be.load.objects import LoadWriter
 from be.spark import write_client, write_protocol
@@ -76,28 +72,6 @@ def quire(tmp_path_factory):
     connection.close()
     yield node
     node.stop()
-
-
-@pytest.fixture(scope="module")
-def spark():
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
-    )
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("quire-spark-write")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.python.unix.domain.socket.enabled", "true")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.memory", "1g")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    be.spark.register(session)
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="module")

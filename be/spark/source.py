@@ -35,11 +35,17 @@ from pyspark.sql.types import StructType
 from be.read_plan import ReadPlan
 from be.spark.errors import BadOption
 from be.spark.limits import SparkReadLimits
+from be.spark.options import (
+    limits,
+    lowered,
+    positive_integer,
+    require_fe_user_table,
+    s3_options,
+)
 from be.spark.plans import fetch_plan
 from be.spark.pruning import Ranges, chosen_blocks, ranges_of
 from be.spark.scan import PartitionParts, open_store, scan
 from be.spark.types import arrow_schema, spark_schema, spark_type, to_spark_arrow
-from be.storage.objects import S3Options
 from metadata.records import KeyModel
 
 logger = logging.getLogger(__name__)
@@ -73,14 +79,12 @@ class QuireDataSource(DataSource):
 
 class ReadOptions:
     def __init__(self, options: dict[str, str]):
-        missing = [key for key in ("fe", "user", "table") if not options.get(key)]
-        if missing:
-            raise BadOption(f"spark.read.format('quire') needs the option {missing[0]}")
+        require_fe_user_table(options, "spark.read.format('quire')")
         self.fe = options["fe"]
         self.user = options["user"]
         self.password = options.get("password", "")
         self.table = options["table"]
-        self.snapshot = _integer(options, "snapshot")
+        self.snapshot = positive_integer(options, "snapshot")
         named = options.get("columns")
         self.columns = None
         if named:
@@ -89,21 +93,12 @@ class ReadOptions:
         if prune not in ("true", "false"):
             raise BadOption(f"the option prune_blocks is true or false, not {prune!r}")
         self.prune_blocks = prune == "true"
-        sizes = {key: _integer(options, key) for key in ("partition_rows", "batch_rows")}
-        try:
-            self.limits = SparkReadLimits(**{key: n for key, n in sizes.items() if n})
-        except ValueError as error:
-            raise BadOption(str(error)) from None
-        self.s3 = S3Options(
-            endpoint=options.get("s3_endpoint", ""),
-            region=options.get("s3_region", ""),
-            access_key=options.get("s3_access_key", ""),
-            secret_key=options.get("s3_secret_key", ""),
-        )
+        self.limits = limits(SparkReadLimits, options, ("partition_rows", "batch_rows"))
+        self.s3 = s3_options(options)
 
     @classmethod
     def of(cls, options) -> ReadOptions:
-        return cls({key.lower(): value for key, value in dict(options).items()})
+        return cls(lowered(options))
 
     def fetch(self, schema_only: bool = False) -> ReadPlan:
         return fetch_plan(
@@ -116,19 +111,6 @@ class ReadOptions:
             schema_only=schema_only,
             limits=self.limits,
         )
-
-
-def _integer(options: dict[str, str], key: str) -> int | None:
-    text = options.get(key)
-    if not text:
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise BadOption(f"the option {key} is an integer, not {text!r}") from None
-    if value <= 0:
-        raise BadOption(f"the option {key} is positive, not {value}")
-    return value
 
 
 class QuirePartition(InputPartition):

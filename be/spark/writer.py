@@ -40,12 +40,13 @@ from be.load.objects import LoadWriter
 from be.spark import write_client
 from be.spark.errors import BadOption, BadValue, SparkWriteError
 from be.spark.limits import SparkWriteLimits
+from be.spark.options import limits, lowered, require_fe_user_table, s3_options
 from be.spark.scan import open_store
 from be.spark.write_protocol import Begun
 from be.storage.blocks import ObjectMeta
 from be.storage.errors import StorageError
 from be.storage.names import ObjectName
-from be.storage.objects import ObjectStore, S3Options
+from be.storage.objects import ObjectStore
 
 logger = logging.getLogger(__name__)
 
@@ -62,44 +63,18 @@ class WrittenObjects(WriterCommitMessage):
 
 class WriteOptions:
     def __init__(self, options: dict[str, str]):
-        missing = [key for key in ("fe", "user", "table") if not options.get(key)]
-        if missing:
-            raise BadOption(f"df.write.format('quire') needs the option {missing[0]}")
+        require_fe_user_table(options, "df.write.format('quire')")
         self.fe = options["fe"]
         self.user = options["user"]
         self.password = options.get("password", "")
         self.table = options["table"]
-        sizes = {
-            key: _integer(options, key)
-            for key in ("batch_rows", "object_rows", "max_buffered_bytes")
-        }
-        try:
-            self.limits = SparkWriteLimits(**{key: n for key, n in sizes.items() if n})
-        except ValueError as error:
-            raise BadOption(str(error)) from None
-        self.s3 = S3Options(
-            endpoint=options.get("s3_endpoint", ""),
-            region=options.get("s3_region", ""),
-            access_key=options.get("s3_access_key", ""),
-            secret_key=options.get("s3_secret_key", ""),
-        )
+        keys = ("batch_rows", "object_rows", "max_buffered_bytes")
+        self.limits = limits(SparkWriteLimits, options, keys)
+        self.s3 = s3_options(options)
 
     @classmethod
     def of(cls, options) -> WriteOptions:
-        return cls({key.lower(): value for key, value in dict(options).items()})
-
-
-def _integer(options: dict[str, str], key: str) -> int | None:
-    text = options.get(key)
-    if not text:
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise BadOption(f"the option {key} is an integer, not {text!r}") from None
-    if value <= 0:
-        raise BadOption(f"the option {key} is positive, not {value}")
-    return value
+        return cls(lowered(options))
 
 
 class QuireWriter(DataSourceArrowWriter):

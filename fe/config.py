@@ -259,6 +259,26 @@ FE_KEYS = (
         5,
         comment="An INSERT, UPDATE or DELETE outside a transaction that the TN refuses because the table changed is run again once this FE has the new definition, if it gets it within this.",
     ),
+    Key(
+        "console_max_logins",
+        64,
+        comment="Browsers logged in to the web console (http_port, /) at once; past it the least recently seen is logged out.",
+    ),
+    Key(
+        "console_idle_timeout_second",
+        1800,
+        comment="A web console login unused this long is logged out.",
+    ),
+    Key(
+        "console_page_rows",
+        100,
+        comment="Rows of a result the web console's SQL editor shows per page (it never holds a whole result).",
+    ),
+    Key(
+        "console_chart_points",
+        600,
+        comment="Samples (one a second) the web console's charts keep: the last ten minutes by default.",
+    ),
 )
 
 

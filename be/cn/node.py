@@ -80,6 +80,10 @@ class ComputeNode:
         self._idle_check_at = time.monotonic() + self.limits.idle_check_seconds
         self._forget_check_at = time.monotonic() + FORGET_CHECK_SECONDS
         self.let_go_count = 0  # tables let go (idle or gone), since the start
+        # (monotonic time, µs from commit to applied here) of the last commits, for the charts
+        self._visible: collections.deque[tuple[float, int]] = collections.deque(
+            maxlen=VISIBLE_SAMPLES
+        )
 
     @property
     def watermark(self) -> int:
@@ -95,6 +99,7 @@ class ComputeNode:
                 self.let_go_idle()
         self.apply_changes(commit)
         self.advance(commit.commit_ts)
+        self._visible.append((time.monotonic(), (time.time_ns() - commit.commit_ts) // 1000))
 
     def apply_changes(self, commit: Commit) -> None:
         """A commit's changes, the watermark left to the caller: a CN fed by a logtail subscriber
@@ -388,7 +393,25 @@ class ComputeNode:
             "cache_bytes": self.cache.used_bytes,
             "tables_let_go": self.let_go_count,
             "replaced_objects": sum(table.replaced_objects for table in tables),
+            **self._visible_percentiles(),
         }
+
+    def _visible_percentiles(self) -> dict[str, int]:
+        """p50 and p99 of commit-to-visible (the commit timestamp is the TN's wall clock) over
+        the commits applied in the last VISIBLE_WINDOW_SECONDS."""
+        since = time.monotonic() - VISIBLE_WINDOW_SECONDS
+        latencies = sorted(max(us, 0) for at, us in list(self._visible) if at >= since)
+        if not latencies:
+            return {}
+        last = len(latencies) - 1
+        return {
+            "visible_p50_us": latencies[last // 2],
+            "visible_p99_us": latencies[min(last, round(last * 0.99))],
+        }
+
+
+VISIBLE_SAMPLES = 4096
+VISIBLE_WINDOW_SECONDS = 30.0
 
 
 class _Reading:

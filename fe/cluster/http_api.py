@@ -35,6 +35,7 @@ from fe.cluster.spark_writes import SparkWrites
 from fe.cluster.startup import ThisFrontend
 from fe.cluster.stream_load_front import StreamLoadFront, is_stream_load
 from fe.cluster.write_path import MetadataWriter, answer_from_outcome
+from fe.console.app import Console, is_console
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
 from fe.mysql.server import MysqlFront
@@ -70,6 +71,7 @@ class HttpApi:
         front: MysqlFront,
         stream_loads: StreamLoadFront | None = None,
         spark_writes: SparkWrites | None = None,
+        console: Console | None = None,
     ):
         self.this = this
         self.catalog = catalog
@@ -84,6 +86,7 @@ class HttpApi:
         self.query_port = query_port
         self.front = front
         self.stream_loads = stream_loads
+        self.console = console
         self.read_plans = ReadPlans(catalog, login_tracker, new_session)
         self.app = web.Application(
             middlewares=[self._authenticate, self._refuse_malformed_messages],
@@ -106,6 +109,7 @@ class HttpApi:
                 *(stream_loads.routes() if stream_loads is not None else ()),
                 web.post(READ_PLAN_PATH, self.read_plans.handle),
                 *(spark_writes.routes() if spark_writes is not None else ()),
+                *(console.routes() if console is not None else ()),
             ]
         )
         self.runner: web.AppRunner | None = None
@@ -119,8 +123,12 @@ class HttpApi:
         site = web.TCPSite(self.runner, host, port)
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]
+        if self.console is not None:
+            self.console.start(self.new_session().services)
 
     async def close(self) -> None:
+        if self.console is not None:
+            await self.console.charts.stop()
         if self.runner:
             await self.runner.cleanup()
 
@@ -138,7 +146,11 @@ class HttpApi:
         if is_stream_load(request.path) or is_read_plan(request.path):
             return await handler(request)  # each checks the MySQL account and its privilege
         if is_spark_write(request.path):
-            return await handler(request)  # the account's LOAD, then the token it signed
+            return await handler(request)
+        if is_console(request.path):
+            return await handler(
+                request
+            )  # the console's own login (a cookie, a CSRF token)  # the account's LOAD, then the token it signed
         token = request.headers.get("X-Quire-Token")
         if token is not None and hmac.compare_digest(token, self.this.token):
             return await handler(request)

@@ -32,6 +32,8 @@ from fe.cluster.spark_writes import SparkWrites
 from fe.cluster.startup import StartupError, ThisFrontend, establish_identity
 from fe.cluster.stream_load_front import StreamLoadFront
 from fe.cluster.write_path import MetadataWriter
+from fe.console.app import Console
+from fe.console.limits import ConsoleLimits
 from fe.mysql.server import MysqlFront
 from fe.security import privileges
 from fe.security.certificates import CertificateError, self_signed, server_context
@@ -270,6 +272,17 @@ class FrontendNode:
                 lambda: this.token,
                 self.data_plane,
                 config["spark_write_token_ttl_second"],
+            ),
+            console=Console(
+                catalog,
+                self.login_tracker,
+                self.new_session,
+                ConsoleLimits(
+                    max_logins=config["console_max_logins"],
+                    idle_seconds=float(config["console_idle_timeout_second"]),
+                    page_rows=config["console_page_rows"],
+                    chart_points=config["console_chart_points"],
+                ),
             ),
         )
 

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(mariadb-client mariadb-server sysbench libmariadb-java libdbd-mariadb-perl python3-venv etcd-server etcd-client curl libmariadb-dev pkg-config build-essential python3-dev)
+packages=(mariadb-client mariadb-server sysbench libmariadb-java libdbd-mariadb-perl python3-venv etcd-server etcd-client curl libmariadb-dev pkg-config build-essential python3-dev chromium)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")

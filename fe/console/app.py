@@ -16,7 +16,6 @@ from urllib.parse import quote, urlsplit
 
 import jinja2
 from aiohttp import web
-from sqlglot import exp
 
 from fe.console import statements
 from fe.console.charts import Charts
@@ -24,7 +23,9 @@ from fe.console.limits import ConsoleLimits
 from fe.console.logins import COOKIE, CSRF_FIELD, CSRF_HEADER, Login, Logins, csrf_ok
 from fe.security import privileges
 from fe.security.lockout import LoginTracker
+from fe.sql import statements as st
 from fe.statements.accounts import password_login
+from fe.statements.queries import SelectPlan
 from metadata.catalog import Catalog
 
 logger = logging.getLogger(__name__)
@@ -338,6 +339,13 @@ class Console:
         if refused is not None:
             return refused
         sql = str(form.get("sql", "")).strip()
+        database = str(form.get("database", "")).strip()
+        if database and database != login.session.database:
+            try:
+                await login.session.use(database)
+            except Exception as error:  # noqa: BLE001
+                return web.Response(status=400, text=str(statements.failure_of(error)),
+                                    headers=SECURITY_HEADERS)  # fmt: skip
         if not await _reads_only(login.session, sql):
             return web.Response(status=400, text="Only a query's answer can be downloaded",
                                 headers=SECURITY_HEADERS)  # fmt: skip
@@ -501,7 +509,7 @@ async def _reads_only(session, sql: str) -> bool:
         statement = await session.parse(sql)
     except Exception:  # noqa: BLE001 - a statement that does not parse is no query
         return False
-    return isinstance(statement, exp.Query)
+    return isinstance(statement, SelectPlan | st.Show)
 
 
 def _add_lag(frontends: statements.Page) -> None:

@@ -19,6 +19,26 @@ document.addEventListener("click", (event) => {
   }
 });
 
+// Download CSV: the editor's statement posted by a plain form (a file, not an htmx swap).
+document.addEventListener("click", (event) => {
+  const button = event.target.closest("#csv");
+  if (!button) return;
+  const editor = button.closest("form");
+  const form = document.createElement("form");
+  form.method = "post";
+  form.action = button.dataset.action;
+  for (const name of ["sql", "database", "csrf"]) {
+    const field = document.createElement("input");
+    field.type = "hidden";
+    field.name = name;
+    field.value = editor.elements[name].value;
+    form.append(field);
+  }
+  document.body.append(form);
+  form.submit();
+  form.remove();
+});
+
 const COLORS = ["#1a73e8", "#e37400", "#188038", "#d93025", "#9334e6", "#007b83", "#b06000"];
 
 function chartData(data, name) {

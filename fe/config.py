@@ -260,6 +260,11 @@ FE_KEYS = (
         comment="An INSERT, UPDATE or DELETE outside a transaction that the TN refuses because the table changed is run again once this FE has the new definition, if it gets it within this.",
     ),
     Key(
+        "statement_history_size",
+        1000,
+        comment="Statements (from every client) an FE keeps for the web console's Sessions page, with user, duration and outcome.",
+    ),
+    Key(
         "console_max_logins",
         64,
         comment="Browsers logged in to the web console (http_port, /) at once; past it the least recently seen is logged out.",

@@ -25,6 +25,7 @@ from fe.mysql.results import Result
 from fe.security import privileges
 from fe.sql.parser import ParseError, UnknownCatalog, without_catalog
 from fe.statement_cache import LongStatementsBusy
+from fe.statement_history import StatementHistory
 from fe.statements import accounts, point_writes, queries, table_data, transactions
 from fe.statements.statement_kinds import kind_of
 from fe.variables import QuireSessionVariables
@@ -77,6 +78,7 @@ class FrontendServices:
     data_plane: EmbeddedDataPlane | RemoteDataPlane  # quire up: embedded; quire fe: remote
     set_config: Callable[[str, str], None]
     started_at: float  # wall clock
+    history: StatementHistory
     backends: BackendMonitor | None = None  # None when the data plane is embedded
 
     def uptime(self) -> float:
@@ -97,6 +99,7 @@ class QuireSession(BaseSession):
         self.database: str | None = None
         self.connection = None
         self.request_id: str | None = None  # a statement another FE forwarded: its id
+        self.recorded = True  # its statements go to the FE's history (not the console's pages')
         self.last_commit_ts = 0  # of this session's newest data commit: its reads see it
         self._variable_answers: dict[str, tuple[tuple[int, int], bool]] = {}
         # a prepared point read's table and plan, while the catalog stays (point_reads)
@@ -130,7 +133,7 @@ class QuireSession(BaseSession):
         pass
 
     async def handle_query(self, sql: str, attrs: dict[str, str]) -> Result:
-        with Counted(self.services.metrics):
+        with Counted(self, sql):
             statement = self.services.statement_cache.cached(sql)
             if statement is None:
                 statement = await self.parse(sql)
@@ -149,7 +152,7 @@ class QuireSession(BaseSession):
         return SessionPlan(prepared, prepared.parameters, columns)
 
     async def execute_prepared(self, prepared, values: list, attrs: dict[str, str]) -> Result:
-        with Counted(self.services.metrics):
+        with Counted(self, prepared):
             if prepared.read is not None:
                 result = await self._prepared_read(prepared.read, values)
                 if result is not None:
@@ -361,22 +364,33 @@ TOO_DEEP = "You have an error in your SQL syntax: the statement nests too deeply
 
 
 class Counted:
-    """One statement in the metrics; a failure counted, too-deep nesting told as 1064 (a class,
-    not a generator: it wraps every statement)."""
+    """One statement in the metrics and the FE's statement history; a failure counted, too-deep
+    nesting told as 1064 (a class, not a generator: it wraps every statement)."""
 
-    __slots__ = ("metrics",)
+    __slots__ = ("session", "text", "started", "began")
 
-    def __init__(self, metrics: Metrics):
-        self.metrics = metrics
+    def __init__(self, session: QuireSession, text):
+        self.session = session
+        self.text = text
 
     def __enter__(self) -> None:
-        self.metrics.query_started()
+        self.session.services.metrics.query_started()
+        self.started = time.time()
+        self.began = time.perf_counter()
 
     def __exit__(self, kind, error, traceback) -> bool:
+        code = 0
         if kind is not None and issubclass(kind, QueryError | RecursionError):
-            self.metrics.query_failed()
-            if issubclass(kind, RecursionError):
-                raise QueryError(1064, TOO_DEEP) from None
+            self.session.services.metrics.query_failed()
+            code = error.code if issubclass(kind, QueryError) else 1064
+        elif kind is not None:
+            code = 1105
+        services = self.session.services
+        seconds = time.perf_counter() - self.began
+        if self.session.recorded:
+            services.history.add(self.session, self.text, self.started, seconds, code)
+        if kind is not None and issubclass(kind, RecursionError):
+            raise QueryError(1064, TOO_DEEP) from None
         return False
 
 

@@ -138,6 +138,7 @@ def test_login_browse_query_page_download_and_logout(browser, quire):
 def test_kill_a_session_and_change_a_config_key(browser, quire):
     victim = pymysql.connect(host="127.0.0.1", port=quire.query_port, user="root")
     victim_id = victim.thread_id()
+    victim.cursor().execute("SELECT 'from a mysql client'")
     page = logged_in(browser, quire)
     page.click("text=Sessions")
     button = page.locator(f"button.kill[data-id='{victim_id}']")
@@ -146,7 +147,9 @@ def test_kill_a_session_and_change_a_config_key(browser, quire):
     expect(page.locator("#kill-message")).to_contain_text(f"Killed {victim_id}")
     with pytest.raises(pymysql.err.OperationalError):
         victim.cursor().execute("SELECT 1")
-    expect(page.locator("#recent")).to_contain_text("ERROR 1064 (42000)")  # the editor's statements
+    expect(page.locator("#recent")).to_contain_text("ERROR 1064")  # every client's statements
+    expect(page.locator("#recent")).to_contain_text("SELECT id, item, price FROM shop.orders")
+    expect(page.locator("#recent")).to_contain_text("SELECT 'from a mysql client'")
 
     page.click("text=Config")
     row = page.locator("#config-table tr[data-key='catalog_trash_expire_second']")

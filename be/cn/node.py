@@ -385,6 +385,7 @@ class ComputeNode:
         tables = list(self._tables.values())
         return {
             "tables": len(tables),
+            "rows": sum(table.row_count for table in tables),
             "memory_bytes": sum(table.nbytes for table in tables),
             "kept_bytes": self.kept.used_bytes,
             "kept_entries": self.kept.entries,

@@ -40,6 +40,7 @@ from fe.security.certificates import CertificateError, self_signed, server_conte
 from fe.security.lockout import LoginTracker
 from fe.session import FrontendServices, QuireSession
 from fe.statement_cache import StatementCache
+from fe.statement_history import StatementHistory
 from fe.statements.accounts import CatalogIdentityProvider
 from fe.statements.information_schema import SchemaTables
 from fe.variables import ClusterGlobalVariables
@@ -243,6 +244,7 @@ class FrontendNode:
             data_plane=self.data_plane,
             set_config=self.set_config,
             started_at=self.started_at,
+            history=StatementHistory(config["statement_history_size"]),
             backends=self.backend_monitor,
         )
         self.http = HttpApi(

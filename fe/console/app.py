@@ -6,8 +6,10 @@ from, come from this page's own origin. Pages run their SHOW statements as the l
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -26,6 +28,7 @@ from fe.security.lockout import LoginTracker
 from fe.sql import statements as st
 from fe.statements.accounts import password_login
 from fe.statements.queries import SelectPlan
+from fe.statements.storage import tablet_stats
 from metadata.catalog import Catalog
 
 logger = logging.getLogger(__name__)
@@ -43,6 +46,8 @@ SECURITY_HEADERS = {
     "Cache-Control": "no-store",
 }
 CSV_ROWS_PER_WRITE = 1000
+TN_TOTALS_SECONDS = 10.0
+TN_TOTALS_MAX_TABLES = 1000
 READ_STATEMENT_WORDS = ("SHOW", "DESC", "DESCRIBE", "EXPLAIN")
 
 
@@ -67,8 +72,8 @@ class Console:
         self.new_session = new_session
         self.limits = limits
         self.logins = Logins(limits)
-        self.recent = statements.Recent(limits)
         self.charts = Charts(limits)
+        self._totals: tuple[float, tuple[int, int, int]] | None = None
         self.templates = jinja2.Environment(
             loader=jinja2.PackageLoader("fe.console", "templates"),
             autoescape=True,
@@ -183,9 +188,11 @@ class Console:
             page = self._page(request, "login.html", None, error=error, user=name, next=target)
             page.set_status(401)
             return page
-        session = self.new_session()
-        session.username, session.user_host = user.name, user.host
-        sid, _ = self.logins.add(user.name, user.host, session)
+        session, pages = self.new_session(), self.new_session()
+        for each in (session, pages):
+            each.username, each.user_host = user.name, user.host
+        pages.recorded = False
+        sid, _ = self.logins.add(user.name, user.host, session, pages)
         logger.info("console: %s@%s logged in from %s", user.name, user.host, request.remote)
         response = web.HTTPSeeOther(target)
         response.set_cookie(COOKIE, sid, httponly=True, samesite="Strict", path="/")
@@ -217,19 +224,42 @@ class Console:
         return self._page(request, "cluster_live.html", login, **await self._cluster(login))
 
     async def _cluster(self, login: Login) -> dict:
-        session = login.session
+        session = login.pages
         frontends = await statements.table_of(session, "SHOW FRONTENDS", self.limits)
         backends = await statements.table_of(session, "SHOW BACKENDS", self.limits)
         state = None
         if frontends.failure is None:
             state = _journal_state(session.services, self.charts)
-            _add_lag(frontends)
+            _add_lag(frontends, self.charts)
+            _add_figures(backends, await self._tn_totals(session))
+        shown_frontends = _picked(frontends, FRONTEND_COLUMNS)
+        shown_backends = _picked(backends, BACKEND_COLUMNS)
         embedded = None
         stats = getattr(session.services.data_plane, "cn_stats", None)
         if session.services.backends is None and stats is not None and frontends.failure is None:
             embedded = stats()  # quire up: the TN and a CN run inside this FE
-        return {"frontends": frontends, "backends": backends, "state": state,
+        return {"frontends": shown_frontends, "backends": shown_backends,
+                "all_frontends": frontends, "all_backends": backends, "state": state,
                 "embedded": embedded, "now": time.strftime("%H:%M:%S")}  # fmt: skip
+
+    async def _tn_totals(self, session) -> tuple[int, int, int]:
+        """(tablets, rows, bytes) of every table, as the TN counts them; asked at most every
+        TN_TOTALS_SECONDS, over at most TN_TOTALS_MAX_TABLES tables."""
+        kept = self._totals
+        if kept is not None and time.monotonic() - kept[0] < TN_TOTALS_SECONDS:
+            return kept[1]
+        tables = list(session.services.catalog.tables.values())[:TN_TOTALS_MAX_TABLES]
+
+        def ask() -> tuple[int, int, int]:
+            rows = size = 0
+            for table in tables:
+                for tablet_rows, tablet_bytes in tablet_stats(session, table).values():
+                    rows, size = rows + tablet_rows, size + tablet_bytes
+            return session.services.catalog.tablet_count(), rows, size
+
+        totals = await asyncio.to_thread(ask)
+        self._totals = (time.monotonic(), totals)
+        return totals
 
     # -- catalog -------------------------------------------------------------------------------
 
@@ -237,7 +267,7 @@ class Console:
         login = self._login(request)
         if login is None:
             return self._must_login(request)
-        session = login.session
+        session = login.pages
         databases = await statements.table_of(session, "SHOW DATABASES", self.limits)
         recycle = await statements.table_of(session, "SHOW CATALOG RECYCLE BIN", self.limits)
         return self._page(request, "catalog.html", login, databases=databases, recycle=recycle)
@@ -248,7 +278,7 @@ class Console:
             return self._must_login(request)
         db = request.match_info["db"]
         tables = await statements.table_of(
-            login.session, f"SHOW TABLE STATUS FROM {quoted(db)}", self.limits
+            login.pages, f"SHOW TABLE STATUS FROM {quoted(db)}", self.limits
         )
         return self._page(request, "database.html", login, db=db, tables=tables)
 
@@ -258,7 +288,7 @@ class Console:
             return self._must_login(request)
         db, table = request.match_info["db"], request.match_info["table"]
         name = f"{quoted(db)}.{quoted(table)}"
-        session, limits = login.session, self.limits
+        session, limits = login.pages, self.limits
         create = await statements.table_of(session, f"SHOW CREATE TABLE {name}", limits)
         sections = []
         if create.failure is None:
@@ -303,10 +333,7 @@ class Console:
             except Exception as error:  # noqa: BLE001 - shown as MySQL's error
                 page = statements.Page(failure=statements.failure_of(error))
                 return self._page(request, "result.html", login, page=page, sql=sql)
-        ran = self.recent.start(login.user, sql)
         page, login.pager = await statements.page_of(login.session, sql, self.limits)
-        ran.seconds = page.seconds
-        ran.outcome = str(page.failure) if page.failure else "OK"
         return self._page(request, "result.html", login, page=page, sql=sql)
 
     async def sql_next_page(self, request: web.Request) -> web.Response:
@@ -394,9 +421,10 @@ class Console:
         return self._page(request, "sessions_live.html", login, **await self._sessions(login))
 
     async def _sessions(self, login: Login) -> dict:
-        processes = await statements.table_of(login.session, "SHOW PROCESSLIST", self.limits)
-        everyone = _is_admin(login)
-        return {"processes": processes, "recent": self.recent.seen_by(login.user, everyone),
+        processes = await statements.table_of(login.pages, "SHOW PROCESSLIST", self.limits)
+        history = login.session.services.history
+        recent = history.seen_by(None if _is_admin(login) else login.user)
+        return {"processes": processes, "recent": recent[: self.limits.page_rows],
                 "message": None}  # fmt: skip
 
     async def kill(self, request: web.Request) -> web.Response:
@@ -419,17 +447,23 @@ class Console:
         login = self._login(request)
         if login is None:
             return self._must_login(request)
-        session = login.session
+        session = login.pages
         databases = await statements.table_of(session, "SHOW DATABASES", self.limits)
-        shown = []
+        loads = statements.Page(list(LOAD_COLUMNS))
         for row in databases.rows:
             db = row[0]
             if db.lower() in ("information_schema", "mysql", "__internal_schema"):
                 continue
-            loads = await statements.table_of(session, f"SHOW LOAD FROM {quoted(db)}", self.limits)
-            if loads.rows or loads.failure:
-                shown.append((db, loads))
-        return self._page(request, "loads.html", login, databases=databases, loads=shown)
+            jobs = await statements.table_of(session, f"SHOW LOAD FROM {quoted(db)}", self.limits)
+            streams = await statements.table_of(
+                session, f"SHOW STREAM LOAD FROM {quoted(db)}", self.limits
+            )
+            if jobs.failure or streams.failure:
+                loads.failure = jobs.failure or streams.failure
+                break
+            loads.rows += _loads_of(db, jobs, streams)
+        loads.rows.sort(key=lambda row: row[LOAD_COLUMNS.index("Started")] or "", reverse=True)
+        return self._page(request, "loads.html", login, databases=databases, loads=loads)
 
     # -- charts --------------------------------------------------------------------------------
 
@@ -457,7 +491,7 @@ class Console:
         return self._page(request, "config.html", login, **await self._config(login, None))
 
     async def _config(self, login: Login, message: str | None) -> dict:
-        config = await statements.table_of(login.session, "ADMIN SHOW FRONTEND CONFIG", self.limits)
+        config = await statements.table_of(login.pages, "ADMIN SHOW FRONTEND CONFIG", self.limits)
         return {"config": config, "message": message, "admin": _is_admin(login)}
 
     async def config_set(self, request: web.Request) -> web.Response:
@@ -512,16 +546,96 @@ async def _reads_only(session, sql: str) -> bool:
     return isinstance(statement, SelectPlan | st.Show)
 
 
-def _add_lag(frontends: statements.Page) -> None:
-    """A Lag column: entries each FE's replayed journal is behind the newest."""
+def _add_lag(frontends: statements.Page, charts: Charts) -> None:
+    """LagEntries and LagSeconds: how far each FE's replayed journal is behind the newest."""
     if "ReplayedJournalId" not in frontends.columns:
         return
     at = frontends.columns.index("ReplayedJournalId")
     ids = [int(row[at] or 0) for row in frontends.rows]
     newest = max(ids, default=0)
-    frontends.columns.append("LagEntries")
+    frontends.columns += ["LagEntries", "LagSeconds"]
     for row, journal_id in zip(frontends.rows, ids, strict=True):
+        seconds = charts.seconds_behind(journal_id)
         row.append(str(newest - journal_id))
+        row.append(f"{seconds:.1f}" if seconds is not None else "more than the charts keep")
+
+
+LOAD_COLUMNS = (
+    "Label", "Database", "Table", "Source", "State", "LoadedRows", "FilteredRows", "LoadBytes",
+    "Started", "Seconds", "User", "Message",
+)  # fmt: skip
+
+
+def _loads_of(db: str, jobs: statements.Page, streams: statements.Page) -> list[list]:
+    """One row per load of db: SHOW STREAM LOAD's figures with SHOW LOAD's state and source."""
+    job_at = {name: i for i, name in enumerate(jobs.columns)}
+    stream_at = {name: i for i, name in enumerate(streams.columns)}
+    states = {}
+    for job in jobs.rows:
+        try:
+            details = json.loads(job[job_at["JobDetails"]] or "{}")
+        except ValueError:
+            details = {}
+        states[job[job_at["Label"]]] = (job[job_at["State"]], details.get("Source", "stream_load"))
+    rows = []
+    for load in streams.rows:
+        value = {name: load[i] for name, i in stream_at.items()}
+        state, source = states.get(value["Label"], (value["Status"], "stream_load"))
+        rows.append([
+            value["Label"], db, value["Table"], source, state, value["LoadedRows"],
+            value["FilteredRows"], value["LoadBytes"], value["StartTime"],
+            _seconds_between(value["StartTime"], value["FinishTime"]), value["User"],
+            value["Message"],
+        ])  # fmt: skip
+    return rows
+
+
+def _seconds_between(start: str | None, finish: str | None) -> str:
+    try:
+        started = time.mktime(time.strptime(start or "", "%Y-%m-%d %H:%M:%S"))
+        finished = time.mktime(time.strptime(finish or "", "%Y-%m-%d %H:%M:%S"))
+    except ValueError:
+        return ""
+    return f"{finished - started:.0f}"
+
+
+FRONTEND_COLUMNS = (
+    "Name", "Host", "Role", "IsMaster", "Alive", "ReplayedJournalId", "LagEntries", "LagSeconds",
+    "LastHeartbeat", "Version", "ErrMsg",
+)  # fmt: skip
+BACKEND_COLUMNS = (
+    "BackendId", "Host", "HeartbeatPort", "Role", "Alive", "LastHeartbeat", "Tablets", "Rows",
+    "Bytes", "HeartbeatFailureCounter", "Version", "ErrMsg",
+)  # fmt: skip
+
+
+def _picked(page: statements.Page, names: tuple[str, ...]) -> statements.Page:
+    """page with only the named columns (those it has), in that order."""
+    if page.failure is not None or not page.columns:
+        return page
+    at = [page.columns.index(name) for name in names if name in page.columns]
+    rows = [[row[i] for i in at] for row in page.rows]
+    return statements.Page([page.columns[i] for i in at], rows, 0, page.more)
+
+
+def _add_figures(backends: statements.Page, totals: tuple[int, int, int]) -> None:
+    """Tablets, Rows and Bytes of each backend: the TN's are every tablet's (it holds them
+    all); a CN's come from its heartbeat (rows it holds in memory, deleted ones included, and
+    bytes in memory and in its cache of decoded objects)."""
+    if "Status" not in backends.columns or "Role" not in backends.columns:
+        return
+    status_at, role_at = backends.columns.index("Status"), backends.columns.index("Role")
+    backends.columns += ["Tablets", "Rows", "Bytes"]
+    for row in backends.rows:
+        try:
+            figures = json.loads(row[status_at] or "{}")
+        except ValueError:
+            figures = {}
+        if row[role_at] == "TN":
+            row += [str(value) for value in totals]
+        else:
+            held = figures.get("memory_bytes", 0) + figures.get("cache_bytes", 0)
+            row += ["", str(figures.get("rows", "")), str(held)]
 
 
 def _journal_state(services, charts: Charts) -> dict:

@@ -55,6 +55,7 @@ class Charts:
             sample["commits"] = round(max(journal_id - journal_then, 0) / elapsed, 2)
         self._last = (now, statements, journal_id)
         sample["lag"] = _lags(services, journal_id)
+        sample["newest"] = journal_id + sample["lag"][services.this.name]
         sample["visible"] = _visible_p99_ms(services)
         self._note_leader(services)
         self._samples.append(sample)
@@ -72,6 +73,17 @@ class Charts:
              if f"{f.host}:{f.edit_log_port}" == address),
             address,
         )  # fmt: skip
+
+    def seconds_behind(self, journal_id: int) -> float | None:
+        """How long ago the cluster's journal first passed journal_id (0 if it has not): how far
+        behind in seconds an FE that replayed up to journal_id is; None if beyond the samples."""
+        samples = list(self._samples)
+        if not samples or samples[-1]["newest"] <= journal_id:
+            return 0.0
+        for sample in samples:
+            if sample["newest"] > journal_id:
+                return None if sample is samples[0] else time.time() - sample["time"]
+        return 0.0
 
     def series(self) -> dict:
         """uPlot's shape: one time axis, each series aligned to it (None where unknown)."""

@@ -14,7 +14,6 @@ class ConsoleLimits:
     page_rows: int = 100  # rows of a result shown per page
     max_cell_chars: int = 2000  # a longer value is shown cut, with a mark
     max_sql_bytes: int = 1 << 20  # a statement sent from the editor
-    recent_statements: int = 200  # statements of the editor kept for the Sessions page
     chart_points: int = 600  # samples kept per chart (one per chart_interval_seconds)
     chart_interval_seconds: float = 1.0
 
@@ -22,5 +21,5 @@ class ConsoleLimits:
         assert self.max_logins > 0 and self.idle_seconds > 0
         assert 0 < self.page_rows <= 10_000
         assert self.max_cell_chars >= 16
-        assert self.max_sql_bytes > 0 and self.recent_statements > 0
+        assert self.max_sql_bytes > 0
         assert self.chart_points > 1 and self.chart_interval_seconds > 0

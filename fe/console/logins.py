@@ -22,7 +22,8 @@ class Login:
     user: str
     host: str
     csrf: str
-    session: object  # the QuireSession statements run in
+    session: object  # the QuireSession the editor's statements run in
+    pages: object  # the QuireSession the pages' SHOW statements run in (kept out of the history)
     seen: float = field(default_factory=time.monotonic)
     pager: object | None = None  # the editor's open result (statements.Pager)
 
@@ -32,13 +33,13 @@ class Logins:
         self.limits = limits
         self._logins: OrderedDict[str, Login] = OrderedDict()
 
-    def add(self, user: str, host: str, session) -> tuple[str, Login]:
+    def add(self, user: str, host: str, session, pages) -> tuple[str, Login]:
         self._expire()
         while len(self._logins) >= self.limits.max_logins:
             _, oldest = self._logins.popitem(last=False)
             _close(oldest)
         sid = secrets.token_urlsafe(32)
-        login = Login(user, host, secrets.token_urlsafe(32), session)
+        login = Login(user, host, secrets.token_urlsafe(32), session, pages)
         self._logins[sid] = login
         return sid, login
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import time
-from collections import deque
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
@@ -130,30 +129,6 @@ def shown(value, max_chars: int) -> str | None:
     else:
         text = str(value)
     return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
-
-
-@dataclass
-class Ran:
-    user: str
-    sql: str
-    started: float  # wall clock
-    seconds: float | None = None  # None while it runs
-    outcome: str = "running"
-
-
-class Recent:
-    """The editor's statements, running and recent (the Sessions page)."""
-
-    def __init__(self, limits: ConsoleLimits):
-        self._ran: deque[Ran] = deque(maxlen=limits.recent_statements)
-
-    def start(self, user: str, sql: str) -> Ran:
-        ran = Ran(user, sql if len(sql) <= 500 else sql[:499] + "…", time.time())
-        self._ran.append(ran)
-        return ran
-
-    def seen_by(self, user: str, everyone: bool) -> list[Ran]:
-        return [r for r in reversed(self._ran) if everyone or r.user == user]
 
 
 async def run(session, sql: str) -> Result:

@@ -1,12 +1,14 @@
 """A load that overwrites its table, on the TN of an embedded data plane: one commit replaces the
 rows in objects and in memory (the snapshot before it still reads them); the log replays it and a
-checkpoint keeps it; a merge that rewrote the replaced objects meanwhile is dropped; the log
-record and the checkpoint of older versions still read."""
+checkpoint keeps it; a merge that rewrote the replaced objects meanwhile is dropped; log records
+of the older version still read; the node service carries a load commit's overwrite."""
 
 import json
 import struct
+import zlib
 from dataclasses import replace
 
+import msgpack
 import pyarrow as pa
 
 from be.client import open_embedded
@@ -14,6 +16,9 @@ from be.config import BE_KEYS, DEFAULT_BE_CONF, Config
 from be.load.limits import LoadLimits
 from be.load.objects import LoadWriter
 from be.logtail.entries import Commit, TableChanges
+from be.service import format as service_format
+from be.service.errors import ServiceFormatError
+from be.service.limits import ServiceLimits
 from be.storage.blocks import write_blocks
 from be.storage.names import Tablet
 from be.table_schema import ColumnSchema, PartitionSchema, TableSchema
@@ -156,3 +161,19 @@ def test_log_records_of_version_3_overwrite_nothing():
         raise AssertionError("a damaged record was read")
     except wal_records.WalRecordError as error:
         assert "overwrites" in str(error)
+
+
+def test_a_load_commit_carries_overwrite_to_the_tn():
+    limits = ServiceLimits()
+    for overwrite in (False, True):
+        asked = service_format.CommitLoad(9, SCHEMA, (), overwrite)
+        back = service_format.decode(service_format.encode(asked, limits), limits)
+        assert back == asked
+    fields = [service_format.Kind.COMMIT_LOAD, 9, service_format.encode_schema(SCHEMA), [], 1]
+    body = msgpack.packb(fields)
+    data = struct.pack(">BI", service_format.FORMAT_VERSION, zlib.crc32(body)) + body
+    try:
+        service_format.decode(data, limits)
+        raise AssertionError("a load commit whose overwrite is not a bool was read")
+    except ServiceFormatError as error:
+        assert "overwrite" in str(error)

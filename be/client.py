@@ -152,9 +152,16 @@ class EmbeddedDataPlane:
         """The first of count row ids handed to this load alone."""
         return self.tn.reserve_row_ids(txn_id, count)
 
-    def commit_load(self, txn_id: int, schema: TableSchema, objects: tuple[ObjectMeta, ...]) -> int:
-        """Every row of the objects visible at once: the commit timestamp."""
-        return self.tn.commit_load(bulk_commit(self.store, txn_id, schema, objects))
+    def commit_load(
+        self,
+        txn_id: int,
+        schema: TableSchema,
+        objects: tuple[ObjectMeta, ...],
+        overwrite: bool = False,
+    ) -> int:
+        """Every row of the objects visible at once (with overwrite, in place of every row the
+        table held): the commit timestamp."""
+        return self.tn.commit_load(bulk_commit(self.store, txn_id, schema, objects, overwrite))
 
     def abort_load(self, txn_id: int, names: tuple[str, ...] = ()) -> None:
         """The load ends uncommitted; the TN removes the named objects it wrote."""
@@ -423,8 +430,14 @@ class RemoteDataPlane:
     def reserve_row_ids(self, txn_id: int, count: int) -> int:
         return self._ask_tn(ReserveRowIds(txn_id, count)).value
 
-    def commit_load(self, txn_id: int, schema: TableSchema, objects: tuple[ObjectMeta, ...]) -> int:
-        return self._ask_tn(CommitLoad(txn_id, schema, tuple(objects))).commit_ts
+    def commit_load(
+        self,
+        txn_id: int,
+        schema: TableSchema,
+        objects: tuple[ObjectMeta, ...],
+        overwrite: bool = False,
+    ) -> int:
+        return self._ask_tn(CommitLoad(txn_id, schema, tuple(objects), overwrite)).commit_ts
 
     def abort_load(self, txn_id: int, names: tuple[str, ...] = ()) -> None:
         self._ask_tn(AbortLoad(txn_id, tuple(names)))

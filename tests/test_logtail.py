@@ -150,6 +150,23 @@ def with_header(body: bytes, version: int = 1) -> bytes:
     return struct.pack(">BI", version, zlib.crc32(body)) + body
 
 
+def test_an_overwrite_round_trips_and_version_2_is_still_read():
+    overwrite = TableChanges(
+        3, 1, deletes=deletes(3, [4, 5]).deletes, objects_removed=("t3/a", "t3/b"), overwrites=True
+    )
+    back = decode_commit(encode_commit(Commit(12, (overwrite,)), LIMITS), LIMITS)
+    assert back.changes[0].overwrites and back.changes[0].objects_removed == ("t3/a", "t3/b")
+    assert_same_commit(Commit(12, (overwrite,)), back)
+    plain = [3, 1, None, None, [], [], ["t3/a"], 0]  # version 2: no overwrites field
+    old = decode(with_header(msgpack.packb([Kind.COMMIT, 12, [plain]]), version=2), LIMITS)
+    assert old.changes[0].objects_removed == ("t3/a",) and not old.changes[0].overwrites
+    for flag in (1, None, "yes"):
+        with pytest.raises(LogtailFormatError, match="overwrites"):
+            decode(with_header(msgpack.packb([Kind.COMMIT, 12, [[*plain, flag]]]), 3), LIMITS)
+    with pytest.raises(LogtailFormatError, match="table changes"):  # version 3 wants 9 fields
+        decode(with_header(msgpack.packb([Kind.COMMIT, 12, [plain]]), version=3), LIMITS)
+
+
 def test_decoding_is_strict():
     data = encode_commit(Commit(5, (rows(1, 1, 50), deletes(2, [3, 4]))), LIMITS)
     for cut in range(len(data)):  # every truncation
@@ -161,8 +178,8 @@ def test_decoding_is_strict():
         corrupted[position] ^= 1 << flips.randrange(8)
         with pytest.raises(LogtailFormatError):
             decode(bytes(corrupted), LIMITS)
-    with pytest.raises(LogtailFormatError, match="version 3"):
-        decode(with_header(data[5:], version=3), LIMITS)
+    with pytest.raises(LogtailFormatError, match="version 4"):
+        decode(with_header(data[5:], version=4), LIMITS)
     with pytest.raises(LogtailFormatError, match="malformed logtail message"):
         decode(with_header(data[5:] + b"\x00"), LIMITS)  # trailing bytes, checksum right
     with pytest.raises(LogtailFormatError, match="checksum"):

@@ -1,14 +1,17 @@
 """df.write.format("quire") against a real `quire up`: one local[2] SparkSession for the module.
 Appends equal what PyMySQL then reads (DECIMAL, DATE, DATETIME, LARGEINT, strings, NULLs); a
-UNIQUE KEY table replaces by key; overwrite is refused; a task failing mid-write (a bad value, a
-UDF raising) leaves nothing visible and no object behind; a user without LOAD is refused; a
+UNIQUE KEY table replaces by key; overwrite replaces every row in one commit (readers see the
+old rows or the new, AS OF reads the old, a failed overwrite leaves them, a restart keeps the new);
+a task failing mid-write (a bad value, a UDF raising) leaves nothing visible and no object behind; a user without LOAD is refused; a
 large write streams its rows into objects as they come."""
 
 import datetime
 import decimal
+import threading
 from pathlib import Path
 
 import pyarrow as pa
+import pymysql
 import pytest
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -175,14 +178,112 @@ def test_aggregate_key_table_merges_and_an_empty_write_commits(spark, quire, mys
     assert sorted(run(mysql, "SELECT k, v, top FROM summed")) == [(1, 22, 9), (2, 3, 1)]
 
 
-def test_overwrite_is_refused_and_changes_nothing(spark, quire, mysql, typed):
+PARTED = (
+    "CREATE TABLE parted (id INT NOT NULL, v VARCHAR(20)) DUPLICATE KEY(id) "
+    "PARTITION BY RANGE(id) (PARTITION p1 VALUES LESS THAN (1000), "
+    "PARTITION p2 VALUES LESS THAN (MAXVALUE)) DISTRIBUTED BY HASH(id) BUCKETS 2"
+)
+
+
+def test_overwrite_replaces_every_row_at_one_timestamp(spark, quire, mysql):
+    """Rows in objects (a Spark append) and in memory (INSERT, DELETE) of both partitions are
+    replaced by one commit: a reader counting all along sees the old count or the new, never
+    another; AS OF a moment before reads the old rows."""
+    run(mysql, PARTED)
+    appended = [(n, f"spark-{n}") for n in range(0, 2000, 2)]
+    save(spark.createDataFrame(appended, "id int, v string").coalesce(2), quire, "w.parted")
+    run(mysql, "INSERT INTO parted VALUES " + ",".join(f"({n}, 'sql-{n}')" for n in range(1, 60)))
+    run(mysql, "DELETE FROM parted WHERE id < 10")
+    old = sorted(run(mysql, "SELECT id, v FROM parted"))
+    assert len(old) == 1000 + 59 - 14  # ids below 10: five appended, nine inserted
+    moment = run(mysql, "SELECT NOW(6)")[0][0]
+    new = [(n, f"new-{n}") for n in range(500, 1700, 3)]
+    counts: list[int] = []
+    stop = threading.Event()
+
+    def count() -> None:
+        reader = quire.connect(database="w")
+        try:
+            while not stop.is_set():
+                counts.append(run(reader, "SELECT COUNT(*) FROM parted")[0][0])
+        finally:
+            reader.close()
+
+    counter = threading.Thread(target=count)
+    counter.start()
+    try:
+        wait_until(lambda: len(counts) >= 3, 30, "the reader's first counts")
+        frame = spark.createDataFrame(new, "id int, v string").repartition(3)
+        save(frame, quire, "w.parted", mode="overwrite")
+        seen = len(counts)
+        wait_until(lambda: len(counts) >= seen + 3, 30, "counts after the overwrite")
+    finally:
+        stop.set()
+        counter.join()
+    assert set(counts) == {len(old), len(new)}, set(counts)
+    assert counts.index(len(new)) > counts.index(len(old))
+    assert counts[counts.index(len(new)) :] == [len(new)] * (len(counts) - counts.index(len(new)))
+    assert sorted(run(mysql, "SELECT id, v FROM parted")) == new
+    as_of = f"SELECT id, v FROM parted FOR SYSTEM_TIME AS OF TIMESTAMP '{moment}'"
+    assert sorted(run(mysql, as_of)) == old
+    frame = spark.read.format("quire").option("fe", fe(quire)).option("user", "root")
+    read = frame.option("table", "w.parted").load().collect()
+    assert sorted((row.id, row.v) for row in read) == new
+
+
+def test_a_failing_overwrite_leaves_the_old_rows(spark, quire, mysql, typed):
     before = sorted(run(mysql, "SELECT id FROM typed"))
     objects = objects_of(quire, "typed")
-    frame = spark.createDataFrame([typed_row(1000)], TYPED_SCHEMA)
-    with pytest.raises(Exception, match="overwrite"):
-        save(frame, quire, "w.typed", mode="overwrite")
+
+    @F.udf("string")
+    def failing(name, number):
+        if number == 3099:
+            raise RuntimeError("the UDF fails on purpose")
+        return name
+
+    rows = [typed_row(n) for n in range(3000, 3100)]
+    frame = spark.createDataFrame(rows, TYPED_SCHEMA).repartition(2)
+    with pytest.raises(Exception, match="on purpose"):
+        save(frame.withColumn("name", failing("name", "id")), quire, "w.typed", mode="overwrite")
     assert sorted(run(mysql, "SELECT id FROM typed")) == before
-    assert objects_of(quire, "typed") == objects
+    wait_until(lambda: objects_of(quire, "typed") == objects, 30, "the write's objects removed")
+
+
+def test_overwrite_against_concurrent_writers(quire, mysql):
+    """A UNIQUE KEY table: a row inserted between the overwrite's begin and its commit is
+    replaced too; a transaction whose snapshot predates the overwrite and deletes a row fails
+    with a write conflict; the new rows are the table (the last of a key wins)."""
+    run(
+        mysql,
+        "CREATE TABLE swapped (k INT NOT NULL, v VARCHAR(10)) UNIQUE KEY(k) "
+        "DISTRIBUTED BY HASH(k) BUCKETS 2",
+    )
+    run(mysql, "INSERT INTO swapped VALUES " + ",".join(f"({k}, 'old')" for k in range(10)))
+    schema = T.StructType([T.StructField("k", T.IntegerType()), T.StructField("v", T.StringType())])
+    options = WriteOptions.of({"fe": fe(quire), "user": "root", "table": "w.swapped"})
+    writer = QuireWriter(options, schema, True)
+    keys = [*range(5, 15), 7]
+    batch = pa.RecordBatch.from_pydict(
+        {"k": pa.array(keys, pa.int32()), "v": ["new"] * 10 + ["last"]}
+    )
+    message = writer.write(iter([batch]))
+    run(mysql, "INSERT INTO swapped VALUES (100, 'between')")
+    older = quire.connect(database="w")
+    try:
+        run(older, "BEGIN")
+        assert len(run(older, "SELECT k FROM swapped")) == 11
+        writer.commit([message])
+        run(older, "DELETE FROM swapped WHERE k = 1")
+        with pytest.raises(pymysql.MySQLError) as caught:
+            run(older, "COMMIT")
+        assert caught.value.args[0] == 1213 and "overwritten" in caught.value.args[1]
+    finally:
+        older.close()
+    expected = [(k, "last" if k == 7 else "new") for k in range(5, 15)]
+    assert sorted(run(mysql, "SELECT k, v FROM swapped")) == expected
+    run(mysql, "INSERT INTO swapped VALUES (5, 'after'), (200, 'after')")  # keys known again
+    assert run(mysql, "SELECT COUNT(*) FROM swapped") == ((11,),)
+    assert run(mysql, "SELECT v FROM swapped WHERE k = 5") == (("after",),)
 
 
 @pytest.mark.parametrize("failure", ["bad value", "udf raises"])
@@ -329,6 +430,25 @@ def test_forged_tokens_and_broken_messages_are_refused(quire, mysql):
     with pytest.raises(WriteRefused, match="not open") as refused:
         client.commit(())
     assert refused.value.status == 400
+
+
+def test_a_restart_keeps_the_overwritten_rows(quire):
+    """The TN replays the overwrites from its log: the same rows, and a key an overwrite wrote
+    is still replaced by key."""
+    connection = quire.connect(database="w")
+    parted = sorted(run(connection, "SELECT id, v FROM parted"))
+    swapped = sorted(run(connection, "SELECT k, v FROM swapped"))
+    connection.close()
+    assert parted and swapped
+    quire.restart()
+    connection = quire.connect(database="w")
+    try:
+        assert sorted(run(connection, "SELECT id, v FROM parted")) == parted
+        assert sorted(run(connection, "SELECT k, v FROM swapped")) == swapped
+        run(connection, "INSERT INTO swapped VALUES (6, 'again')")
+        assert run(connection, "SELECT COUNT(*) FROM swapped") == ((len(swapped),),)
+    finally:
+        connection.close()
 
 
 def test_vector_crc32_equals_zlib():

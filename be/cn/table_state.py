@@ -7,7 +7,8 @@ Rows in memory are kept as Arrow tables in commit order; many small ones are com
 now and then, so that a snapshot concatenates few pieces. A flush (TableChanges.flushed_ts) drops
 from memory what was committed at or before it: rows committed later stay (MatrixOne's rule).
 An object a merge wrote serves snapshots from the merge on; the ones it replaced, those before;
-so do a tombstone compaction's, and the tombstones it removed (be/tn/compaction.py).
+so do a tombstone compaction's, and the tombstones it removed (be/tn/compaction.py), and an
+overwrite's (TableChanges.overwrites: its deletes remove the rows in memory at the same time).
 
 A CN that subscribes below the TN's checkpoint restores the table from it: its objects and
 tombstones (metadata only: the rows stay in the objects until a snapshot reads them), then the
@@ -230,10 +231,11 @@ class TableState:
                     self._tombstones = [m for m in self._tombstones if m.name not in removed]
                     self._removed_tombstones += [(commit_ts, meta) for meta in gone]
             serves_from = commit_ts if change.objects_removed or change.loads_objects else 0
-            if change.objects_removed:
+            if change.objects_removed or change.overwrites:
                 self._removed_ts = commit_ts
-            elif change.objects_added and not change.flushed_ts:
-                let_go = self._drop_index()  # rows never in memory: the index is made again
+            if change.overwrites or change.loads_objects:
+                # rows never in memory, or an overwrite's rows gone: the index is made again
+                let_go = self._drop_index()
             for meta in change.objects_added:
                 self._objects[meta.name] = _Stored(meta, serves_from)
             self._tombstones.extend(change.tombstones_added)

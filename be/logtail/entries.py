@@ -9,6 +9,11 @@ A flush (or a merge) is a commit too: its changes name the objects it added (who
 drops from memory: those committed at or before the object's flush timestamp), the tombstones it
 added (whose deletes a CN drops from memory likewise) and the objects it replaced; a tombstone
 compaction is one too, its removed names covering the tombstones whose deletes it applied.
+
+An overwrite (a bulk load that replaces the table's rows, `overwrites`) is one commit too: the
+load's objects added, every object and tombstone of the table's partitions removed, and every row
+of them still in memory deleted, all at its timestamp; snapshots before it still read the removed
+objects, as they read a merge's.
 """
 
 from __future__ import annotations
@@ -46,9 +51,13 @@ class TableChanges:
     objects_removed: tuple[str, ...] = ()
     # A flush: every row and delete of the table committed at or before it is now in objects.
     flushed_ts: int = 0
+    # A load that replaces the table's rows: objects_removed are all its objects and tombstones,
+    # deletes all its rows in memory, and every row committed before is gone from this commit on.
+    overwrites: bool = False
 
     def __post_init__(self):
         assert self.table_id > 0 and self.schema_version > 0
+        assert not (self.overwrites and self.flushed_ts), "an overwrite is no flush"
         assert all(meta.table_id == self.table_id for meta in self.objects_added)
         assert all(meta.table_id == self.table_id for meta in self.tombstones_added)
         for batch in (self.inserts, self.deletes):
@@ -64,12 +73,20 @@ class TableChanges:
     def loads_objects(self) -> bool:
         """A bulk load's commit: objects written elsewhere, their rows never in memory, visible
         from this commit on (neither a flush's nor a merge's)."""
-        return bool(self.objects_added) and not self.flushed_ts and not self.objects_removed
+        return (
+            bool(self.objects_added)
+            and not self.flushed_ts
+            and (self.overwrites or not self.objects_removed)
+        )
 
     @property
     def changes_storage(self) -> bool:
         return bool(
-            self.flushed_ts or self.objects_added or self.tombstones_added or self.objects_removed
+            self.flushed_ts
+            or self.objects_added
+            or self.tombstones_added
+            or self.objects_removed
+            or self.overwrites
         )
 
 

@@ -13,6 +13,7 @@ the old ones. Versions:
     1   the first release
     2   a table's changes carry the storage changes of flushes and merges: the objects added (each
         as be/storage/meta_codec bytes), the tombstones added, the objects removed, flushed_ts
+    3   a table's changes end with `overwrites` (a load that replaces the table's rows)
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from be.storage import meta_codec
 from be.storage.errors import ObjectCorrupt
 from be.wire import Envelope, FieldReader
 
-FORMAT_VERSION = 2
-SUPPORTED_VERSIONS = frozenset({1, 2})
+FORMAT_VERSION = 3
+SUPPORTED_VERSIONS = frozenset({1, 2, 3})
 MAX_OBJECTS_PER_CHANGE = 1 << 16  # objects (or tombstones, or removals) of one table's change
 
 NONCE_BYTES = 32
@@ -137,6 +138,7 @@ def _commit_fields(commit: Commit, limits: LogtailLimits) -> list:
                 [meta_codec.encode_tombstone(meta) for meta in change.tombstones_added],
                 list(change.objects_removed),
                 change.flushed_ts,
+                change.overwrites,
             ]
             for change in commit.changes
         ],
@@ -230,9 +232,19 @@ def _commit(fields: Any, limits: LogtailLimits, version: int) -> Commit:
         if version == 1:
             table_id, schema_version, inserts, deletes = _shape(change, 4, "table changes")
             storage: dict = {}
-        else:
+        elif version == 2:
             table_id, schema_version, inserts, deletes, *rest = _shape(change, 8, "table changes")
             storage = _storage_changes(*rest)
+        else:
+            table_id, schema_version, inserts, deletes, *rest, overwrites = _shape(
+                change, 9, "table changes"
+            )
+            storage = _storage_changes(*rest)
+            if type(overwrites) is not bool:
+                raise LogtailFormatError(f"malformed overwrites: {overwrites!r:.40}")
+            if overwrites and storage["flushed_ts"]:
+                raise LogtailFormatError("an overwrite that is a flush")
+            storage["overwrites"] = overwrites
         table_id = _int(table_id, "table id", 1)
         if any(meta.table_id != table_id for meta in storage.get("objects_added", ())):
             raise LogtailFormatError("an object of another table")

@@ -21,6 +21,7 @@ the old ones. Versions:
     5   bulk loads: BeginLoad, ReserveRowIds (answered with LoadNumber), CommitLoad (objects
         written elsewhere, as their metadata; answered with Committed) and AbortLoad
     6   the TN answers a read plan request with a read plan's bytes (be/read_plan)
+    7   CommitLoad ends with overwrite (the load replaces every row of the table)
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from be.table_schema import TableSchema
 from be.tn.write_set import TableWrite, WriteSet
 from be.wire import Envelope, FieldReader
 
-FORMAT_VERSION = 6
+FORMAT_VERSION = 7
 MAX_STATS = 64  # statistics in a node's status
 SUPPORTED_VERSIONS = (FORMAT_VERSION,)  # nodes and FEs of one build talk: no older version is read
 
@@ -245,6 +246,7 @@ class CommitLoad:
     txn_id: int
     schema: TableSchema
     objects: tuple[ObjectMeta, ...]
+    overwrite: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -477,11 +479,11 @@ def _fields(message: Message, limits: ServiceLimits) -> list:
             return [Kind.RESERVE_ROW_IDS, txn_id, count]
         case LoadNumber(value):
             return [Kind.LOAD_NUMBER, value]
-        case CommitLoad(txn_id, schema, objects):
+        case CommitLoad(txn_id, schema, objects, overwrite):
             if len(objects) > MAX_OBJECTS_PER_CHANGE:
                 raise ServiceFormatError(f"a load commits at most {MAX_OBJECTS_PER_CHANGE} objects")
             encoded = [meta_codec.encode_object(meta) for meta in objects]
-            return [Kind.COMMIT_LOAD, txn_id, encode_schema(schema), encoded]
+            return [Kind.COMMIT_LOAD, txn_id, encode_schema(schema), encoded, overwrite]
         case AbortLoad(txn_id, names):
             if len(names) > MAX_OBJECTS_PER_CHANGE:
                 raise ServiceFormatError(f"a load names at most {MAX_OBJECTS_PER_CHANGE} objects")
@@ -656,7 +658,9 @@ def _load_message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
             (value,) = _shape(fields, 1, "load number")
             return LoadNumber(_int(value, "load number", 1))
         case Kind.COMMIT_LOAD:
-            txn_id, schema, objects = _shape(fields, 3, "load commit")
+            txn_id, schema, objects, overwrite = _shape(fields, 4, "load commit")
+            if type(overwrite) is not bool:
+                raise ServiceFormatError("malformed load overwrite")
             if type(objects) is not tuple or len(objects) > MAX_OBJECTS_PER_CHANGE:
                 raise ServiceFormatError("malformed load objects")
             schema = decode_schema(schema, limits)
@@ -666,7 +670,7 @@ def _load_message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
                 raise ServiceFormatError(f"malformed object metadata: {error}") from None
             if any(meta.table_id != schema.table_id for meta in metas):
                 raise ServiceFormatError("a load's object of another table")
-            return CommitLoad(_int(txn_id, "load", 1), schema, metas)
+            return CommitLoad(_int(txn_id, "load", 1), schema, metas, overwrite)
         case Kind.ABORT_LOAD:
             txn_id, names = _shape(fields, 2, "load abort")
             if type(names) is not tuple or len(names) > MAX_OBJECTS_PER_CHANGE:

@@ -30,7 +30,7 @@ class SparkWriteError(Exception):
 
 
 class WriteRefused(SparkWriteError):
-    """The FE refused a step of the write (bad credentials, no LOAD, no such table, overwrite)
+    """The FE refused a step of the write (bad credentials, no LOAD, no such table, a conflict)
     or the data plane failed it."""
 
     def __init__(self, message: str, status: int):

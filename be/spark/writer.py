@@ -13,8 +13,9 @@ left behind (a task also removes its own objects when it fails). UNIQUE KEY tabl
 by key in that commit (the last written wins among a write's own rows), AGGREGATE KEY tables
 merge on read, as Stream Load's rows do.
 
-mode("overwrite") is refused (the FE says why): the TN has no commit yet that adds a load's
-objects and removes every row the table holds at once.
+mode("overwrite") writes the same way; its commit also removes every row the table held (of
+all its partitions: a static overwrite, Spark's default) at that one commit timestamp, so a
+reader sees the old rows or the new ones; a failed job leaves the old rows.
 
 Options: fe (host:http_port), user, password, table ("db.t"), batch_rows, object_rows,
 max_buffered_bytes, s3_endpoint, s3_region, s3_access_key, s3_secret_key (an s3:// store).

@@ -2,8 +2,8 @@
 a restart loads it and replays only the log after it.
 
 It holds, per table, its schema, its commit state (next row id, the rows deleted lately for
-first-committer-wins, the key index of a UNIQUE KEY table) and the metadata of its objects and
-tombstones; the request ids the TN answers again; and the records of committed bulk loads (their
+first-committer-wins, the key index of a UNIQUE KEY table, its last overwrite: a key older
+checkpoints lack) and the metadata of its objects and tombstones; the request ids the TN answers again; and the records of committed bulk loads (their
 labels). Layout: magic, version, header length and a CRC-32 of what follows, a JSON header, then
 Arrow IPC streams (object metadata, key indexes, deletes) whose sizes the header gives. Strict: a
 checkpoint that is damaged is refused whole."""
@@ -73,6 +73,7 @@ def encode(checkpoint: Checkpoint) -> bytes:
                 "schema": table.schema.fields(),
                 "schema_version": state.schema_version,
                 "next_row_id": state.next_row_id,
+                "overwritten_ts": state.overwritten_ts,
                 "objects": [stream(meta_codec.encode_object(meta)) for meta in table.objects],
                 "tombstones": [meta_codec.encode_tombstone(meta) for meta in table.tombstones],
                 "keys": stream(_ipc(_keys_table(table.schema, state))),
@@ -176,6 +177,7 @@ def decode(data: bytes) -> Checkpoint:
                     )
                 ),
                 keys=_key_index(keys, schema.key_columns),
+                overwritten_ts=int(fields.get("overwritten_ts", 0)),
             )
             tables[schema.table_id] = TableCheckpoint(schema, state, objects, tombstones)
         if offset != len(body):

@@ -10,6 +10,12 @@ first keep objects as the writer wrote them: the TN never reads or rewrites a lo
 for a UNIQUE KEY table's keys, read where the writer did not give them). A TN that restarts
 forgets its open loads: their commits are refused and the start-up sweep removes their objects.
 
+An overwrite's commit also removes every object and tombstone of the table's partitions and
+deletes every row of them still in memory, at its own timestamp (TableChanges.overwrites): rows
+committed between the load's begin and its commit are replaced too (as Doris's INSERT OVERWRITE
+replaces what is there at its commit); a transaction whose snapshot is older than the overwrite
+and deletes rows of the table fails with a write conflict when it commits after it.
+
 A CN serves a load's objects from its commit on (the rows carry the load's begin timestamp, which
 is older); a CN that starts again from a checkpoint, or a merge that rewrites them, serves them
 by those row stamps, so a read AS OF a moment while the load ran may see them there.
@@ -115,7 +121,8 @@ class OpenLoad:
 @dataclass(frozen=True, slots=True)
 class BulkCommit:
     """What a load's commit asks: its objects, and for a UNIQUE KEY table the key of each of its
-    rows (row ids ascending, the writer read them from its own rows)."""
+    rows (row ids ascending, the writer read them from its own rows); overwrite: the objects
+    replace every row of the table's partitions in the same commit."""
 
     txn_id: int
     schema: TableSchema
@@ -123,6 +130,7 @@ class BulkCommit:
     record: LoadRecord | None = None
     row_ids: tuple[int, ...] = ()
     keys: tuple[tuple, ...] = ()
+    overwrite: bool = False
 
     def __post_init__(self) -> None:
         assert len(self.row_ids) == len(self.keys)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from be.logtail.entries import ROW_ID, Commit, TableChanges
+from be.logtail.entries import PARTITION_ID, ROW_ID, Commit, TableChanges
 from be.logtail.format import MAX_OBJECTS_PER_CHANGE
 from be.storage.blocks import read_blocks
 from be.storage.errors import StorageError
@@ -260,6 +260,12 @@ class CommitPipeline:
                 except CommitError as error:
                     request.future.set_exception(error)
                 continue
+            if request.bulk is not None and request.bulk.overwrite and records:
+                # what it replaces is in the flusher first: what came before it, published
+                if not self._log_and_publish(batch, records):
+                    self._refuse_unanswered(group)
+                    return
+                batch, records, size = [], [], 0
             write_set = request.write_set or WriteSet(0, ())
             if write_set.request_id and write_set.request_id in self._requests:
                 request.future.set_result(self._requests[write_set.request_id])
@@ -413,11 +419,22 @@ class CommitPipeline:
         if known is not None and schema.schema_version < known.schema_version:
             raise StaleSchema(table_id, schema.schema_version, known.schema_version)
         self.open_loads.check(bulk, self.flusher.table_objects(table_id).objects)
-        deletes = None
+        ids: list[int] = []
+        keys: list[tuple] = []
         if schema.replaces_on_key and bulk.keys:
-            deletes = self._replaced(table_id, schema, bulk)
+            ids, keys = self._replaced(table_id, bulk)
+        removed: tuple[str, ...] = ()
+        if bulk.overwrite:
+            removed, in_memory = self._overwritten(schema)
+            ids += in_memory
+            keys += [()] * len(in_memory)
         change = TableChanges(
-            table_id, schema.schema_version, deletes=deletes, objects_added=bulk.objects
+            table_id,
+            schema.schema_version,
+            deletes=deletes_table(schema, ids, keys) if ids else None,
+            objects_added=bulk.objects,
+            objects_removed=removed,
+            overwrites=bulk.overwrite,
         )
         commit = Commit(self._next_ts(), (change,))
         record = None
@@ -433,10 +450,11 @@ class CommitPipeline:
             )
         return commit, encoded
 
-    def _replaced(self, table_id: int, schema: TableSchema, bulk: loads.BulkCommit):
-        """The rows a UNIQUE KEY load replaces: earlier holders of its keys, and its own rows
-        whose key a later row of it holds (the last row of a key wins, as in Doris)."""
-        holders = self.state.table(table_id).keys
+    def _replaced(self, table_id: int, bulk: loads.BulkCommit) -> tuple[list[int], list[tuple]]:
+        """The rows a UNIQUE KEY load replaces (row ids, keys): earlier holders of its keys (none
+        for an overwrite, which replaces them all), and its own rows whose key a later row of it
+        holds (the last row of a key wins, as in Doris)."""
+        holders = {} if bulk.overwrite else self.state.table(table_id).keys
         last: dict[tuple, int] = {}
         ids: list[int] = []
         keys: list[tuple] = []
@@ -451,9 +469,44 @@ class CommitPipeline:
                     ids.append(holder[0])
                     keys.append(key)
             last[key] = row_id
-        if not ids:
-            return None
-        return deletes_table(schema, ids, keys)
+        return ids, keys
+
+    def _overwritten(self, schema: TableSchema) -> tuple[tuple[str, ...], list[int]]:
+        """What an overwrite replaces, of the partitions schema lists: the names of the table's
+        objects and tombstones, and the row ids of its rows in memory not deleted yet."""
+        table_id = schema.table_id
+        listed = frozenset(partition.id for partition in schema.partitions)
+        known = self.flusher.table_objects(table_id)
+        names = [
+            meta.name
+            for meta in (*known.objects.values(), *known.tombstones.values())
+            if not listed or meta.partition_id in listed
+        ]
+        if len(names) > MAX_OBJECTS_PER_CHANGE:
+            raise CommitTooLarge(
+                f"table {table_id} has {len(names)} objects; an overwrite replaces at most "
+                f"{MAX_OBJECTS_PER_CHANGE}: wait for its merges, or TRUNCATE it and append"
+            )
+        memory = self.flusher.memory.get(table_id)
+        if memory is None or not memory.rows:
+            return tuple(names), []
+        value_set = pa.array(sorted(listed), pa.int64())
+        pieces = []
+        for piece in memory.rows:
+            row_ids = piece.column(ROW_ID)
+            if listed and PARTITION_ID in piece.column_names:
+                row_ids = row_ids.filter(pc.is_in(piece.column(PARTITION_ID), value_set=value_set))
+            pieces.append(row_ids)
+        live = pa.chunked_array(pieces, pa.int64())
+        if memory.delete_ids:
+            gone = pa.concat_arrays(memory.delete_ids)
+            live = live.filter(pc.invert(pc.is_in(live, value_set=gone)))
+        if len(live) > self.limits.max_commit_rows:
+            raise CommitTooLarge(
+                f"table {table_id} holds {len(live)} unflushed rows; an overwrite deletes at most "
+                f"{self.limits.max_commit_rows} at once: try again after its flush"
+            )
+        return tuple(names), live.to_pylist()
 
     def _apply_bulk(self, bulk: loads.BulkCommit, commit: Commit) -> None:
         table_id = bulk.schema.table_id
@@ -462,6 +515,9 @@ class CommitPipeline:
                 table_id, list(bulk.row_ids), list(bulk.keys), commit.commit_ts
             )
         self.open_loads.end(bulk.txn_id)
+        (change,) = commit.changes
+        if change.objects_removed and self.merger is not None:  # an overwrite's, kept a while
+            self.merger.replaced(change.objects_removed, commit.commit_ts)
         if bulk.record is not None:
             self.labels.put(loads.finished(bulk.record, loads.VISIBLE, commit_ts=commit.commit_ts))
         self._merge_candidates.add(table_id)
@@ -595,7 +651,31 @@ class CommitPipeline:
             logger.exception("storage work on table %d failed", job.table_id)
             self.flusher.failed(job.table_id, error)
             return True
+        if change is not None and self._replaced_meanwhile(change):
+            return True
         return change is None or self._log_storage_change(change)
+
+    def _replaced_meanwhile(self, change: TableChanges) -> bool:
+        """Whether an overwrite removed what a merge or compaction rewrote while it ran: then
+        its objects are dropped (they hold the rows it replaced)."""
+        known = self.flusher.table_objects(change.table_id)
+        if all(
+            name in known.objects or name in known.tombstones for name in change.objects_removed
+        ):
+            return False
+        written = [meta.name for meta in (*change.objects_added, *change.tombstones_added)]
+        logger.info(
+            "table %d was overwritten while a merge ran: its %d objects dropped",
+            change.table_id,
+            len(written),
+        )
+        if self.store is not None:
+            for name in written:
+                try:
+                    self.store.delete(name, missing_ok=True)
+                except StorageError as error:
+                    logger.warning("the object %s stays (the sweep removes it): %s", name, error)
+        return True
 
     def _flush(self, table_id: int) -> bool:
         """Flush a table on the committer's thread (a checkpoint's flushes); False if the log
@@ -895,10 +975,14 @@ def loaded_keys(
 
 
 def bulk_commit(
-    store: ObjectStore | None, txn_id: int, schema: TableSchema, objects: tuple
+    store: ObjectStore | None,
+    txn_id: int,
+    schema: TableSchema,
+    objects: tuple,
+    overwrite: bool = False,
 ) -> loads.BulkCommit:
     """The commit of a load's objects written elsewhere (a UNIQUE KEY table's keys read from
-    them); BadLoad if the objects cannot be read."""
+    them), replacing the table's rows if overwrite; BadLoad if the objects cannot be read."""
     row_ids: list[int] = []
     keys: list[tuple] = []
     if schema.replaces_on_key and objects:
@@ -908,4 +992,6 @@ def bulk_commit(
             row_ids, keys = loaded_keys(store, schema, objects)
         except StorageError as error:
             raise BadLoad(f"the load's objects cannot be read: {error}") from None
-    return loads.BulkCommit(txn_id, schema, tuple(objects), None, tuple(row_ids), tuple(keys))
+    return loads.BulkCommit(
+        txn_id, schema, tuple(objects), None, tuple(row_ids), tuple(keys), overwrite
+    )

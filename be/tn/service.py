@@ -187,8 +187,10 @@ class TransactionNode:
             case ReserveRowIds(txn_id, count):
                 first = await asyncio.to_thread(self.pipeline.reserve_row_ids, txn_id, count)
                 return LoadNumber(first)
-            case CommitLoad(txn_id, schema, objects):
-                bulk = await asyncio.to_thread(bulk_commit, self.store, txn_id, schema, objects)
+            case CommitLoad(txn_id, schema, objects, overwrite):
+                bulk = await asyncio.to_thread(
+                    bulk_commit, self.store, txn_id, schema, objects, overwrite
+                )
                 return Committed(await asyncio.to_thread(self.pipeline.commit_load, bulk))
             case AbortLoad(txn_id, names):
                 await asyncio.to_thread(self.pipeline.abort_load, txn_id, names)

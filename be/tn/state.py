@@ -28,6 +28,8 @@ class TableWriteState:
     next_row_id: int = 1
     deleted: dict[int, int] = field(default_factory=dict)  # row id -> commit ts of its delete
     keys: dict[tuple, tuple[int, int]] = field(default_factory=dict)  # key -> (row id, ts)
+    # The last overwrite: every row a snapshot before it sees was deleted by it.
+    overwritten_ts: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +84,11 @@ class WriteState:
         deleted_ids: list[int] = []
         deleted_keys: list[tuple] = []
         if write.deletes is not None and write.deletes.num_rows:
+            if snapshot_ts < state.overwritten_ts:
+                raise WriteConflict(
+                    f"table {schema.table_id} was overwritten by a load that committed after "
+                    "this transaction started"
+                )
             deleted_ids = write.deletes.column(ROW_ID).to_pylist()
             if len(set(deleted_ids)) != len(deleted_ids):
                 raise WriteConflict("a row is deleted twice by one statement")
@@ -145,12 +152,15 @@ class WriteState:
                 state.key_columns = schema.key_columns
                 state.replaces_on_key = schema.replaces_on_key
             state.schema_version = max(state.schema_version, change.schema_version)
+            if change.overwrites:  # its own rows' keys are registered after (register_keys)
+                state.overwritten_ts = ts
+                state.keys.clear()
             if change.deletes is not None:
                 row_ids = change.deletes.column(ROW_ID).to_pylist()
                 for row_id in row_ids:
                     state.deleted[row_id] = ts
                 self._deletes_by_age.append((ts, change.table_id, row_ids))
-                if state.replaces_on_key:
+                if state.replaces_on_key and not change.overwrites:
                     for row_id, key in zip(
                         row_ids, _keys(change.deletes, state.key_columns), strict=True
                     ):

@@ -9,6 +9,8 @@ inserts carry the partition each row was placed in (PARTITION_ID) and their colu
 fields' metadata), and schemas their columns' ids and backfills. Versions 1 and 2 are still read
 (their rows are placed by the flush's schema and matched to columns by name). A bulk load's commit
 carries the load's record (be/tn/loads.py) in its header's "load", which readers without it skip.
+Version 4 marks a table's change that overwrites it ("overwrites": TableChanges.overwrites); a
+record of version 3 or older overwrites nothing.
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ from be.table_schema import TableSchema
 # What decoding a damaged record (or checkpoint) raises from the libraries it uses.
 DAMAGED = (struct.error, ValueError, KeyError, TypeError, pa.ArrowException, ObjectCorrupt)
 
-VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)
-_CHECKPOINT_VERSIONS = (2, 3)  # versions whose records may name a checkpoint
+VERSION = 4
+READABLE_VERSIONS = (1, 2, 3, 4)
+_CHECKPOINT_VERSIONS = (2, 3, 4)  # versions whose records may name a checkpoint
 _HEAD = struct.Struct(">BI")
 
 
@@ -64,6 +66,7 @@ def encode(
                 "tombstones": [meta_codec.encode_tombstone(m) for m in change.tombstones_added],
                 "removed": list(change.objects_removed),
                 "flushed_ts": change.flushed_ts,
+                "overwrites": change.overwrites,
             }
         )
     fields = {"ts": commit.commit_ts, "request": request_id, "tables": tables}
@@ -146,6 +149,7 @@ def decode(record: bytes) -> tuple[Commit, str, dict[int, TableSchema]]:
                     ),
                     objects_removed=tuple(table.get("removed", ())),
                     flushed_ts=table.get("flushed_ts", 0),
+                    overwrites=_overwrites(table, version),
                 )
             )
             schemas[table["id"]] = TableSchema.from_fields(table)
@@ -154,6 +158,15 @@ def decode(record: bytes) -> tuple[Commit, str, dict[int, TableSchema]]:
         return Commit(header["ts"], tuple(changes)), header["request"], schemas
     except DAMAGED as error:
         raise WalRecordError(f"log record is damaged: {error}") from None
+
+
+def _overwrites(table: dict, version: int) -> bool:
+    if version < 4:
+        return False
+    overwrites = table["overwrites"]
+    if type(overwrites) is not bool:
+        raise WalRecordError("log record's overwrites is damaged")
+    return overwrites
 
 
 def _ipc(table: pa.Table) -> bytes:

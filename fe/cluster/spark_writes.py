@@ -4,9 +4,9 @@ begins a load on the TN and answers the table's schema, where its objects live a
 FE signs with the cluster token naming that load. With the token, Spark tasks ask row ids for
 their rows, and the write's driver commits every task's objects in one TN commit, or aborts.
 
-mode("overwrite") is refused: the TN has no commit that both adds a load's objects and removes
-every row the table holds, and a TRUNCATE followed by an append would show an empty table
-between the two."""
+mode("overwrite") (the token says so) commits the same way, and that one commit also removes
+every row of the table's partitions (be/tn/loads.py): a reader sees the old rows or the new
+ones, never both or neither; a failed write leaves the old rows."""
 
 from __future__ import annotations
 
@@ -71,13 +71,6 @@ class SparkWrites:
             return _refused(400, "the request body is not JSON")
         if type(asked) is not dict or type(asked.get("overwrite", False)) is not bool:
             return _refused(400, 'expected {"overwrite": false}')
-        if asked.get("overwrite"):
-            return _refused(
-                400,
-                'mode("overwrite") is not supported by format("quire"): Quire cannot yet '
-                'replace a table\'s rows atomically in one commit; write with mode("append") '
-                "into an empty or new table instead",
-            )
         if not privileges.has(user, privileges.LOAD, db_name, table_name):
             return _refused(
                 403,
@@ -111,10 +104,16 @@ class SparkWrites:
             "table": table_name,
             "txn_id": txn_id,
             "schema": schema.fields(),
+            "overwrite": asked.get("overwrite", False),
         }
         signed = token.sign(claims, self.key(), self.token_ttl_seconds)
         logger.info(
-            "spark write into %s.%s begun by %s (txn %d)", db_name, table_name, user.name, txn_id
+            "spark write into %s.%s begun by %s (txn %d%s)",
+            db_name,
+            table_name,
+            user.name,
+            txn_id,
+            ", overwrite" if claims["overwrite"] else "",
         )
         begun = protocol.Begun(txn_id, schema, location, signed, lengths)
         return web.Response(body=begun.to_json(), content_type="application/json")
@@ -151,7 +150,11 @@ class SparkWrites:
             return _refused(400, "the write names objects of another table")
         try:
             commit_ts = await asyncio.to_thread(
-                self.data_plane.commit_load, claims["txn_id"], schema, objects
+                self.data_plane.commit_load,
+                claims["txn_id"],
+                schema,
+                objects,
+                claims.get("overwrite") is True,
             )
         except (CommitError, ServiceError, StorageError) as error:
             logger.info("spark write txn %d not committed: %s", claims["txn_id"], error)

@@ -139,6 +139,7 @@ def test_kill_a_session_and_change_a_config_key(browser, quire):
     victim = pymysql.connect(host="127.0.0.1", port=quire.query_port, user="root")
     victim_id = victim.thread_id()
     victim.cursor().execute("SELECT 'from a mysql client'")
+    victim.cursor().execute("CREATE USER temp IDENTIFIED BY 'hunter2'")
     page = logged_in(browser, quire)
     page.click("text=Sessions")
     button = page.locator(f"button.kill[data-id='{victim_id}']")
@@ -147,9 +148,10 @@ def test_kill_a_session_and_change_a_config_key(browser, quire):
     expect(page.locator("#kill-message")).to_contain_text(f"Killed {victim_id}")
     with pytest.raises(pymysql.err.OperationalError):
         victim.cursor().execute("SELECT 1")
-    expect(page.locator("#recent")).to_contain_text("ERROR 1064")  # every client's statements
-    expect(page.locator("#recent")).to_contain_text("SELECT id, item, price FROM shop.orders")
+    expect(page.locator("#recent")).to_contain_text(f"KILL {victim_id}")  # every client's
     expect(page.locator("#recent")).to_contain_text("SELECT 'from a mysql client'")
+    expect(page.locator("#recent")).to_contain_text("CREATE USER temp IDENTIFIED BY <secret>")
+    assert "hunter2" not in page.content()
 
     page.click("text=Config")
     row = page.locator("#config-table tr[data-key='catalog_trash_expire_second']")
@@ -162,6 +164,7 @@ def test_kill_a_session_and_change_a_config_key(browser, quire):
 
 
 def test_a_user_without_grants_sees_nothing_it_may_not(browser, quire):
+    execute(quire, "SELECT 'a secret of root' FROM shop.orders LIMIT 1")
     page = logged_in(browser, quire, "nobody", "nopass")
     expect(page.locator("main .error").first).to_contain_text("ERROR 1227")
     expect(page.locator("#frontends")).to_have_count(0)
@@ -176,6 +179,10 @@ def test_a_user_without_grants_sees_nothing_it_may_not(browser, quire):
     expect(page.locator("main .error")).to_contain_text("ERROR 1227")
     page.click("text=Charts")
     expect(page.locator("main .error")).to_contain_text("ERROR 1227")
+    page.click("text=Sessions")
+    expect(page.locator("#recent")).to_contain_text("SELECT * FROM shop.orders")  # its own
+    expect(page.locator("#recent")).not_to_contain_text("a secret of root")
+    expect(page.locator("#processlist tbody tr")).to_have_count(0)  # root's are not its own
     token = cluster_token(quire)
     for name in PAGES:
         page.goto(base(quire) + "/console/" + name)

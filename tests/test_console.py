@@ -95,6 +95,8 @@ def test_login_browse_query_page_download_and_logout(browser, quire):
 
     page.click("text=Catalog")
     page.click("#databases >> text=shop")
+    rows_at = page.locator("#tables th").all_inner_texts().index("Rows")
+    expect(page.locator("#tables tbody tr td").nth(rows_at)).to_have_text(str(ROWS))
     page.click("#tables >> text=orders")
     expect(page.locator("#create-table")).to_contain_text("UNIQUE KEY(`id`)")
     expect(page.locator("#columns")).to_contain_text("decimal(10,2)")

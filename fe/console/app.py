@@ -27,8 +27,8 @@ from fe.security import privileges
 from fe.security.lockout import LoginTracker
 from fe.sql import statements as st
 from fe.statements.accounts import password_login
+from fe.statements.data_sizes import tablet_stats
 from fe.statements.queries import SelectPlan
-from fe.statements.storage import tablet_stats
 from metadata.catalog import Catalog
 
 logger = logging.getLogger(__name__)

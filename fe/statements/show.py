@@ -11,7 +11,7 @@ from fe.mysql.results import Result, column
 from fe.security import privileges
 from fe.sql import statements as st
 from fe.sql.parser import INTERNAL_CATALOG
-from fe.statements import accounts, ddl
+from fe.statements import accounts, data_sizes, ddl
 from fe.statements.ddl import database_name, resolve_database, resolve_table
 from fe.statements.information_schema import (
     INFORMATION_SCHEMA,
@@ -416,33 +416,18 @@ def _index(session, statement: st.Show) -> Result:
 
 
 def _table_status(session, statement: st.Show) -> Result:
+    """SHOW TABLE STATUS: Rows and Data_length as the data plane counts them (SHOW DATA's)."""
     database = visible_database(session, statement.db)
     match = like_matcher(statement.like)
     rows = []
     for table in session.catalog.tables_of(database.id):
         if match(table.name) and privileges.has_any(session.user, database.name, table.name):
-            rows.append(
-                (
-                    table.name,
-                    table.engine.upper(),
-                    10,
-                    "Dynamic",
-                    0,
-                    0,
-                    0,
-                    0,
-                    0,
-                    0,
-                    None,
-                    None,
-                    None,
-                    None,
-                    "utf8mb4_0900_bin",
-                    None,
-                    "",
-                    table.comment,
-                )
-            )
+            count, size = data_sizes.table_size(session, table) if table.partitions else (0, 0)
+            rows.append((
+                table.name, table.engine.upper(), 10, "Dynamic", count,
+                size // count if count else 0, size, 0, 0, 0, None, None, None, None,
+                "utf8mb4_0900_bin", None, "", table.comment,
+            ))  # fmt: skip
     return text_result(
         ["Name", "Engine", "Version", "Row_format", "Rows", "Avg_row_length", "Data_length",
          "Max_data_length", "Index_length", "Data_free", "Auto_increment", "Create_time",

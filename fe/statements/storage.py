@@ -8,12 +8,12 @@ shows as Doris shows a tablet without replicas: one row, -1 where a replica's va
 
 from __future__ import annotations
 
-from be.table_schema import TableSchema
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
 from fe.security import privileges
 from fe.sql import statements as st
 from fe.statements import ddl
+from fe.statements.data_sizes import table_size, tablet_stats
 from fe.statements.ddl import resolve_database
 from fe.statements.show import readable_table, text_result, title_index
 from metadata.records import Partition, Table
@@ -74,20 +74,6 @@ def index_tablets(table: Table, partition: Partition) -> list[tuple[str, int, ra
         for rollup_id, first in partition.rollup_tablets
         if rollup_id in rollups
     ]
-
-
-def tablet_stats(session, table: Table) -> dict[int, tuple[int, int]]:
-    """Rows and bytes per tablet id of the table's base index, as the data plane has them."""
-    plane = session.services.data_plane
-    if plane is None:
-        return {}
-    return plane.tablet_stats(TableSchema.of(table))
-
-
-def table_size(session, table: Table) -> tuple[int, int]:
-    """Rows and bytes of the table."""
-    stats = tablet_stats(session, table).values()
-    return sum(rows for rows, _ in stats), sum(size for _, size in stats)
 
 
 def replica_count(table: Table, index_name: str | None = None) -> int:

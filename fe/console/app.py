@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import functools
 import io
 import json
 import logging
@@ -49,6 +50,33 @@ CSV_ROWS_PER_WRITE = 1000
 TN_TOTALS_SECONDS = 10.0
 TN_TOTALS_MAX_TABLES = 1000
 READ_STATEMENT_WORDS = ("SHOW", "DESC", "DESCRIBE", "EXPLAIN")
+
+
+def logged_in(handler):
+    """A page: shown to a login only (anyone else is sent to log in), which it is handed."""
+
+    @functools.wraps(handler)
+    async def shown(self, request: web.Request) -> web.StreamResponse:
+        login = self._login(request)
+        if login is None:
+            return self._must_login(request)
+        return await handler(self, request, login)
+
+    return shown
+
+
+def changes(handler):
+    """A change: done for a login only, with its CSRF token and from this origin."""
+
+    @functools.wraps(handler)
+    async def done(self, request: web.Request) -> web.StreamResponse:
+        login = self._login(request)
+        refused = await self._refusal(request, login)
+        if refused is not None:
+            return refused
+        return await handler(self, request, login)
+
+    return done
 
 
 def is_console(path: str) -> bool:
@@ -150,10 +178,14 @@ class Console:
             return web.Response(status=401, headers={"HX-Redirect": target})
         raise web.HTTPSeeOther(target)
 
-    def _refuse_change(self, request: web.Request, login: Login | None, given: str | None):
-        """None if the POST may change something, else the refusal."""
+    async def _refusal(self, request: web.Request, login: Login | None) -> web.Response | None:
+        """None if the POST may change something: a login, from this console's origin, with the
+        login's CSRF token (the header htmx sends, or a form's field); else the refusal."""
         if login is None:
             return web.Response(status=401, text="Log in first", headers=SECURITY_HEADERS)
+        given = request.headers.get(CSRF_HEADER)
+        if given is None and request.content_type == "application/x-www-form-urlencoded":
+            given = str((await request.post()).get(CSRF_FIELD, ""))
         if not _same_origin(request) or not csrf_ok(login, given):
             logger.warning("console: refused a change without this page's token from %s",
                            request.remote)  # fmt: skip
@@ -198,12 +230,8 @@ class Console:
         response.set_cookie(COOKIE, sid, httponly=True, samesite="Strict", path="/")
         raise response
 
-    async def logout(self, request: web.Request) -> web.Response:
-        login = self._login(request)
-        form = await request.post()
-        refused = self._refuse_change(request, login, str(form.get(CSRF_FIELD, "")))
-        if refused is not None:
-            return refused
+    @changes
+    async def logout(self, request: web.Request, login: Login) -> web.Response:
         self.logins.remove(request.cookies.get(COOKIE))
         response = web.HTTPSeeOther(PREFIX + "/login")
         response.del_cookie(COOKIE, path="/")
@@ -211,16 +239,12 @@ class Console:
 
     # -- cluster -------------------------------------------------------------------------------
 
-    async def cluster(self, request: web.Request) -> web.Response:
-        login = self._login(request)
-        if login is None:
-            return self._must_login(request)
+    @logged_in
+    async def cluster(self, request: web.Request, login: Login) -> web.Response:
         return self._page(request, "cluster.html", login, **await self._cluster(login))
 
-    async def cluster_live(self, request: web.Request) -> web.Response:
-        login = self._login(request)
-        if login is None:
-            return self._must_login(request)
+    @logged_in
+    async def cluster_live(self, request: web.Request, login: Login) -> web.Response:
         return self._page(request, "cluster_live.html", login, **await self._cluster(login))
 
     async def _cluster(self, login: Login) -> dict:
@@ -263,29 +287,23 @@ class Console:
 
     # -- catalog -------------------------------------------------------------------------------
 
-    async def catalog_page(self, request: web.Request) -> web.Response:
-        login = self._login(request)
-        if login is None:
-            return self._must_login(request)
+    @logged_in
+    async def catalog_page(self, request: web.Request, login: Login) -> web.Response:
         session = login.pages
         databases = await statements.table_of(session, "SHOW DATABASES", self.limits)
         recycle = await statements.table_of(session, "SHOW CATALOG RECYCLE BIN", self.limits)
         return self._page(request, "catalog.html", login, databases=databases, recycle=recycle)
 
-    async def database_page(self, request: web.Request) -> web.Response:
-        login = self._login(request)
-        if login is None:
-            return self._must_login(request)
+    @logged_in
+    async def database_page(self, request: web.Request, login: Login) -> web.Response:
         db = request.match_info["db"]
         tables = await statements.table_of(
             login.pages, f"SHOW TABLE STATUS FROM {quoted(db)}", self.limits
         )
         return self._page(request, "database.html", login, db=db, tables=tables)
 
-    async def table_page(self, request: web.Request) -> web.Response:
-        login = self._login(request)
-        if login is None:
-            return self._must_login(request)
+    @logged_in
+    async def table_page(self, request: web.Request, login: Login) -> web.Response:
         db, table = request.match_info["db"], request.match_info["table"]
         name = f"{quoted(db)}.{quoted(table)}"
         session, limits = login.pages, self.limits
@@ -305,21 +323,16 @@ class Console:
 
     # -- SQL editor ----------------------------------------------------------------------------
 
-    async def sql_page(self, request: web.Request) -> web.Response:
-        login = self._login(request)
-        if login is None:
-            return self._must_login(request)
+    @logged_in
+    async def sql_page(self, request: web.Request, login: Login) -> web.Response:
         return self._page(request, "sql.html", login, sql=request.query.get("sql", ""),
                           database=login.session.database or "")  # fmt: skip
 
-    async def sql_run(self, request: web.Request) -> web.Response:
-        login = self._login(request)
+    @changes
+    async def sql_run(self, request: web.Request, login: Login) -> web.Response:
         if request.content_length and request.content_length > self.limits.max_sql_bytes:
             return web.Response(status=413, text="The statement is too long")
         form = await request.post()
-        refused = self._refuse_change(request, login, request.headers.get(CSRF_HEADER))
-        if refused is not None:
-            return refused
         sql = str(form.get("sql", "")).strip()
         if form.get("explain"):
             sql = "EXPLAIN " + sql
@@ -336,11 +349,8 @@ class Console:
         page, login.pager = await statements.page_of(login.session, sql, self.limits)
         return self._page(request, "result.html", login, page=page, sql=sql)
 
-    async def sql_next_page(self, request: web.Request) -> web.Response:
-        login = self._login(request)
-        refused = self._refuse_change(request, login, request.headers.get(CSRF_HEADER))
-        if refused is not None:
-            return refused
+    @changes
+    async def sql_next_page(self, request: web.Request, login: Login) -> web.Response:
         pager = login.pager
         if pager is None:
             page = statements.Page(failure=statements.Failure(1105, "HY000",
@@ -359,12 +369,9 @@ class Console:
                                seconds=time.perf_counter() - started)  # fmt: skip
         return self._page(request, "result.html", login, page=page, sql="")
 
-    async def sql_csv(self, request: web.Request) -> web.StreamResponse:
-        login = self._login(request)
+    @changes
+    async def sql_csv(self, request: web.Request, login: Login) -> web.StreamResponse:
         form = await request.post()
-        refused = self._refuse_change(request, login, str(form.get(CSRF_FIELD, "")))
-        if refused is not None:
-            return refused
         sql = str(form.get("sql", "")).strip()
         database = str(form.get("database", "")).strip()
         if database and database != login.session.database:
@@ -408,16 +415,12 @@ class Console:
 
     # -- sessions ------------------------------------------------------------------------------
 
-    async def sessions(self, request: web.Request) -> web.Response:
-        login = self._login(request)
-        if login is None:
-            return self._must_login(request)
+    @logged_in
+    async def sessions(self, request: web.Request, login: Login) -> web.Response:
         return self._page(request, "sessions.html", login, **await self._sessions(login))
 
-    async def sessions_live(self, request: web.Request) -> web.Response:
-        login = self._login(request)
-        if login is None:
-            return self._must_login(request)
+    @logged_in
+    async def sessions_live(self, request: web.Request, login: Login) -> web.Response:
         return self._page(request, "sessions_live.html", login, **await self._sessions(login))
 
     async def _sessions(self, login: Login) -> dict:
@@ -427,12 +430,9 @@ class Console:
         return {"processes": processes, "recent": recent[: self.limits.page_rows],
                 "message": None}  # fmt: skip
 
-    async def kill(self, request: web.Request) -> web.Response:
-        login = self._login(request)
+    @changes
+    async def kill(self, request: web.Request, login: Login) -> web.Response:
         form = await request.post()
-        refused = self._refuse_change(request, login, request.headers.get(CSRF_HEADER))
-        if refused is not None:
-            return refused
         connection_id = str(form.get("id", ""))
         if not connection_id.isdigit():
             return web.Response(status=400, text="A connection id is a number")
@@ -443,10 +443,8 @@ class Console:
 
     # -- loads ---------------------------------------------------------------------------------
 
-    async def loads(self, request: web.Request) -> web.Response:
-        login = self._login(request)
-        if login is None:
-            return self._must_login(request)
+    @logged_in
+    async def loads(self, request: web.Request, login: Login) -> web.Response:
         session = login.pages
         databases = await statements.table_of(session, "SHOW DATABASES", self.limits)
         loads = statements.Page(list(LOAD_COLUMNS))
@@ -467,16 +465,12 @@ class Console:
 
     # -- charts --------------------------------------------------------------------------------
 
-    async def charts_page(self, request: web.Request) -> web.Response:
-        login = self._login(request)
-        if login is None:
-            return self._must_login(request)
+    @logged_in
+    async def charts_page(self, request: web.Request, login: Login) -> web.Response:
         return self._page(request, "charts.html", login, allowed=_is_admin(login))
 
-    async def charts_data(self, request: web.Request) -> web.Response:
-        login = self._login(request)
-        if login is None:
-            return self._must_login(request)
+    @logged_in
+    async def charts_data(self, request: web.Request, login: Login) -> web.Response:
         if not _is_admin(login):
             return web.json_response({"error": "Access denied; you need ADMIN privilege"},
                                      status=403, headers=SECURITY_HEADERS)  # fmt: skip
@@ -484,22 +478,17 @@ class Console:
 
     # -- config --------------------------------------------------------------------------------
 
-    async def config_page(self, request: web.Request) -> web.Response:
-        login = self._login(request)
-        if login is None:
-            return self._must_login(request)
+    @logged_in
+    async def config_page(self, request: web.Request, login: Login) -> web.Response:
         return self._page(request, "config.html", login, **await self._config(login, None))
 
     async def _config(self, login: Login, message: str | None) -> dict:
         config = await statements.table_of(login.pages, "ADMIN SHOW FRONTEND CONFIG", self.limits)
         return {"config": config, "message": message, "admin": _is_admin(login)}
 
-    async def config_set(self, request: web.Request) -> web.Response:
-        login = self._login(request)
+    @changes
+    async def config_set(self, request: web.Request, login: Login) -> web.Response:
         form = await request.post()
-        refused = self._refuse_change(request, login, request.headers.get(CSRF_HEADER))
-        if refused is not None:
-            return refused
         key, value = str(form.get("key", "")), str(form.get("value", ""))
         sql = f"ADMIN SET FRONTEND CONFIG ({_string(key)} = {_string(value)})"
         page, _ = await statements.page_of(login.session, sql, self.limits)

@@ -12,7 +12,7 @@ import hmac
 import logging
 from collections.abc import Callable
 
-from aiohttp import BasicAuth, web
+from aiohttp import web
 
 from be.spark.write_protocol import is_spark_write
 from fe.cluster.checkpoints import Checkpointer
@@ -28,6 +28,7 @@ from fe.cluster.frontend_messages import (
     MessageError,
     PortsReport,
 )
+from fe.cluster.http_logins import basic_auth_login
 from fe.cluster.membership import record_ports
 from fe.cluster.metrics import Metrics
 from fe.cluster.read_plans import READ_PLAN_PATH, ReadPlans, is_read_plan
@@ -42,7 +43,6 @@ from fe.mysql.server import MysqlFront
 from fe.security import privileges
 from fe.security.lockout import LoginTracker
 from fe.session import QuireSession
-from fe.statements.accounts import password_login
 from fe.statements.statement_kinds import kind_of
 from image.images import ImageStore
 from metadata.catalog import Catalog
@@ -158,9 +158,7 @@ class HttpApi:
             return web.json_response(
                 {"code": 401, "msg": "only FEs of this cluster forward statements"}, status=401
             )
-        refusal = self._basic_auth_admin(
-            request.headers.get("Authorization", ""), request.remote or ""
-        )
+        refusal = self._basic_auth_admin(request)
         if refusal is None:
             return await handler(request)
         return web.json_response(
@@ -169,25 +167,14 @@ class HttpApi:
             headers={"WWW-Authenticate": 'Basic realm="quire"'},
         )
 
-    def _basic_auth_admin(self, header: str, client_host: str) -> str | None:
-        """None if the header proves an admin account, else why the request is refused; a
+    def _basic_auth_admin(self, request: web.Request) -> str | None:
+        """None if the request's basic auth proves an admin account, else why it is refused; a
         wrong password counts as a failed login of the account, as over MySQL."""
-        unauthorized = "Unauthorized: use HTTP basic auth with an admin user"
-        try:
-            credentials = BasicAuth.decode(header, encoding="utf-8")
-        except ValueError:
-            return unauthorized
-        user, blocked = password_login(
-            self.catalog,
-            self.login_tracker,
-            credentials.login,
-            credentials.password,
-            client_host,
-        )
-        if blocked is not None:
-            return blocked.message
-        if user is None or not privileges.is_admin(user):
-            return unauthorized
+        login = basic_auth_login(self.catalog, self.login_tracker, request)
+        if login is not None and login.blocked is not None:
+            return login.blocked
+        if login is None or login.user is None or not privileges.is_admin(login.user):
+            return "Unauthorized: use HTTP basic auth with an admin user"
         return None
 
     async def health(self, request: web.Request) -> web.Response:

@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable
 
 import pyarrow as pa
-from aiohttp import BasicAuth, web
+from aiohttp import web
 
 from be import read_plan
 from be.cn.node import WatermarkTimeout
@@ -24,11 +24,11 @@ from be.read_plan import ReadPlanError
 from be.service.errors import ServiceError
 from be.storage.errors import StorageError
 from be.table_schema import TableSchema
+from fe.cluster.http_logins import basic_auth_login
 from fe.mysql.errors import QueryError
 from fe.security import privileges
 from fe.security.lockout import LoginTracker
 from fe.session import QuireSession
-from fe.statements.accounts import password_login
 from fe.statements.table_data import data_plane, readable_table
 from metadata.catalog import Catalog
 
@@ -89,20 +89,10 @@ class ReadPlans:
     def _account(self, request: web.Request):
         """(the account of the request's basic auth, None) or (None, why not)."""
         unauthorized = "Unauthorized: use HTTP basic auth with a user that may SELECT the table"
-        try:
-            credentials = BasicAuth.decode(request.headers.get("Authorization", ""), "utf-8")
-        except ValueError:
-            return None, unauthorized
-        user, blocked = password_login(
-            self.catalog,
-            self.login_tracker,
-            credentials.login,
-            credentials.password,
-            request.remote or "",
-        )
-        if blocked is not None:
-            return None, blocked.message
-        return (user, None) if user is not None else (None, unauthorized)
+        login = basic_auth_login(self.catalog, self.login_tracker, request)
+        if login is None or login.user is None:
+            return None, (login.blocked if login is not None and login.blocked else unauthorized)
+        return login.user, None
 
     def _plan(
         self,

@@ -13,15 +13,15 @@ import urllib.parse
 from collections.abc import Callable
 
 import sqlglot
-from aiohttp import BasicAuth, web
+from aiohttp import web
 from sqlglot.errors import SqlglotError
 
 from be import engine
 from be.load import token
 from be.table_schema import TableSchema
+from fe.cluster.http_logins import basic_auth_login
 from fe.security import privileges
 from fe.security.lockout import LoginTracker
-from fe.statements.accounts import password_login
 from metadata.catalog import Catalog
 
 logger = logging.getLogger(__name__)
@@ -119,26 +119,14 @@ class StreamLoadFront:
         return self._redirect(f"/api/{_quoted(db_name)}/_stream_load_2pc", claims)
 
     def _login(self, request: web.Request):
-        try:
-            credentials = BasicAuth.decode(request.headers.get("Authorization", ""), "utf-8")
-        except ValueError:
+        login = basic_auth_login(self.catalog, self.login_tracker, request)
+        if login is None:
             return None, _failure("no valid Authorization header: use -u user:password", 401)
-        user, blocked = password_login(
-            self.catalog,
-            self.login_tracker,
-            credentials.login,
-            credentials.password,
-            request.remote or "",
-        )
-        if blocked is not None:
-            return None, _failure(blocked.message, 401)
-        if user is None:
-            return None, _failure(
-                f"Access denied for user '{credentials.login}' (using password: "
-                f"{'YES' if credentials.password else 'NO'})",
-                401,
-            )
-        return user, None
+        if login.blocked is not None:
+            return None, _failure(login.blocked, 401)
+        if login.user is None:
+            return None, _failure(login.access_denied(), 401)
+        return login.user, None
 
     def _redirect(self, path: str, claims: dict) -> web.Response:
         address = self.data_plane.load_address() if self.data_plane is not None else None

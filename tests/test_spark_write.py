@@ -489,7 +489,7 @@ def test_a_write_is_a_load_with_a_label(spark, quire, mysql):
 
 def test_a_load_whose_driver_died_is_aborted_at_its_timeout(tmp_path):
     """On an embedded data plane with load_timeout_second=1: a write begun and never committed
-    shows ABORTED; its label is free again, a committed one's is taken, also after a restart
+    shows ABORTED and its objects go; its label is free again, a committed one's is taken, also after a restart
     (the log; records written before source and overwrite existed still read); the node service
     carries the claim."""
     from be.client import open_embedded
@@ -508,10 +508,26 @@ def test_a_load_whose_driver_died_is_aborted_at_its_timeout(tmp_path):
         txn_id = plane.begin_load(SCHEMA, claim)
         (record,) = plane.load_records("w")
         assert (record.label, record.state, record.txn_id) == ("died", loads.PREPARE, txn_id)
+        writer = LoadWriter(
+            plane.store,
+            SCHEMA,
+            txn_id,
+            lambda n: plane.reserve_row_ids(txn_id, n),
+            LoadLimits(),
+            keep_keys=False,
+        )
+        writer.add(pa.table({"k": pa.array([1, 2], pa.int32()), "v": ["a", "b"]}))
+        left = writer.finish()  # a task's objects; its driver dies before the commit
+        assert left and all(plane.store.exists(meta.name) for meta in left)
         wait_until(
             lambda: plane.load_records("w")[0].state == loads.ABORTED, 30, "the load's timeout"
         )
         assert "timed out" in plane.load_records("w")[0].message
+        wait_until(
+            lambda: not any(plane.store.exists(meta.name) for meta in left),
+            30,
+            "the expired load's objects removed",
+        )
         again = plane.begin_load(SCHEMA, claim)
         with pytest.raises(LabelTaken, match=r"Label \[died\] has already been used"):
             plane.begin_load(SCHEMA, claim)

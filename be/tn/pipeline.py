@@ -432,6 +432,26 @@ class CommitPipeline:
             )
             logger.warning("load %s (txn %d) aborted: %s", load.record.label, load.txn_id, why)
             self._aborted(load.record, why)
+            if self.store is not None and not self._closed.is_set():
+                self._worker.submit(self._remove_load_objects, load.table_id, load.txn_id)
+
+    def _remove_load_objects(self, table_id: int, txn_id: int) -> None:
+        """On the storage worker: the objects an expired load's writers left (named at its
+        transaction id, which no commit names: its commits are refused from its expiry on)."""
+        try:
+            names = self.store.list(f"t{table_id}/")
+        except StorageError as error:
+            logger.warning("the expired load %d's objects were not listed: %s", txn_id, error)
+            return
+        for name in names:
+            try:
+                if ObjectName.parse(name).ts != txn_id:
+                    continue
+                self.store.delete(name, missing_ok=True)
+            except ValueError:
+                continue
+            except StorageError as error:
+                logger.warning("the expired load's object %s stays: %s", name, error)
 
     def _control(self, action: Callable[[], object]):
         return self._wait(self._enqueue(_Request(None, Future(), control=action)))

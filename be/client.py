@@ -74,7 +74,7 @@ from be.tn.errors import (
     TransactionNodeClosed,
 )
 from be.tn.limits import CommitLimits
-from be.tn.loads import LoadRecord
+from be.tn.loads import LoadClaim, LoadRecord
 from be.tn.pipeline import CommitPipeline, bulk_commit
 from be.tn.service import commit_limits
 from be.tn.write_set import WriteSet
@@ -144,9 +144,10 @@ class EmbeddedDataPlane:
     # rows of each object (written in the block format, named and stamped at the load's
     # transaction id, placed by the table's distribution), commit them at once or abort.
 
-    def begin_load(self, schema: TableSchema) -> int:
-        """The load's transaction id."""
-        return self.tn.begin_load(schema)
+    def begin_load(self, schema: TableSchema, claim: LoadClaim | None = None) -> int:
+        """The load's transaction id; with a claim, the TN keeps the load's record under its
+        label (LabelTaken if a load not aborted holds it)."""
+        return self.tn.begin_load(schema, claim)
 
     def reserve_row_ids(self, txn_id: int, count: int) -> int:
         """The first of count row ids handed to this load alone."""
@@ -424,8 +425,8 @@ class RemoteDataPlane:
         port = dict(status.stats).get("webserver_port")
         return (tns[0].host, port) if port else None
 
-    def begin_load(self, schema: TableSchema) -> int:
-        return self._ask_tn(BeginLoad(schema)).value
+    def begin_load(self, schema: TableSchema, claim: LoadClaim | None = None) -> int:
+        return self._ask_tn(BeginLoad(schema, claim)).value
 
     def reserve_row_ids(self, txn_id: int, count: int) -> int:
         return self._ask_tn(ReserveRowIds(txn_id, count)).value

@@ -375,6 +375,11 @@ BE_KEYS = (
         3600,
         comment="How long the token an FE signs for a Spark write (its row ids, commit and abort) is good: the longest a write may run.",
     ),
+    Key(
+        "load_timeout_second",
+        3600,
+        comment="A Spark write's load still open after this long (its driver died) is aborted: SHOW LOAD shows it CANCELLED.",
+    ),
 )
 
 

@@ -3,10 +3,14 @@ Appends equal what PyMySQL then reads (DECIMAL, DATE, DATETIME, LARGEINT, string
 UNIQUE KEY table replaces by key; overwrite replaces every row in one commit (readers see the
 old rows or the new, AS OF reads the old, a failed overwrite leaves them, a restart keeps the new);
 a task failing mid-write (a bad value, a UDF raising) leaves nothing visible and no object behind; a user without LOAD is refused; a
-large write streams its rows into objects as they come."""
+large write streams its rows into objects as they come. A write is a load with a label: SHOW LOAD
+lists it (FINISHED with its rows and bytes, CANCELLED when it failed or its driver died), a label
+taken is refused with "Label Already Exists", and a restart keeps the committed ones."""
 
 import datetime
 import decimal
+import json
+import subprocess
 import threading
 from pathlib import Path
 
@@ -23,6 +27,8 @@ from be.spark.errors import WriteRefused
 from be.spark.scan import open_store
 from be.spark.writer import QuireWriter, WriteOptions
 from be.storage.objects import S3Options
+from be.tn import loads
+from be.tn.errors import LabelTaken
 from tests.harness import QuireProcess, run, wait_until
 
 REPO = Path(__file__).resolve().parent.parent
@@ -309,9 +315,13 @@ def test_a_task_failing_mid_write_leaves_nothing(spark, quire, mysql, typed, fai
 
         frame = frame.withColumn("name", failing("name", "id"))
         match = "on purpose"
+    label = "failing_" + failure.replace(" ", "_")
     with pytest.raises(Exception, match=match):
-        save(frame, quire, "w.typed", batch_rows=50, object_rows=50)
+        save(frame, quire, "w.typed", batch_rows=50, object_rows=50, label=label)
     assert sorted(run(mysql, "SELECT id FROM typed")) == before
+    shown = run(mysql, f"SHOW LOAD WHERE LABEL = '{label}'")
+    assert [(row[1], row[2]) for row in shown] == [(label, "CANCELLED")]
+    assert "aborted" in shown[0][7]  # ErrorMsg
     # a task Spark cancels when another fails may still be writing: its row ids refused once the
     # load is aborted, it removes its own objects
     wait_until(lambda: objects_of(quire, "typed") == objects, 30, "the write's objects removed")
@@ -432,17 +442,133 @@ def test_forged_tokens_and_broken_messages_are_refused(quire, mysql):
     assert refused.value.status == 400
 
 
+def test_a_write_is_a_load_with_a_label(spark, quire, mysql):
+    """SHOW LOAD (PyMySQL) and SHOW STREAM LOAD (the mariadb CLI) list a labelled write as a
+    Stream Load, FINISHED with its rows and bytes; the label again fails before any task runs
+    and writes nothing; an overwrite without a label is named spark_<its transaction id>."""
+    run(
+        mysql,
+        "CREATE TABLE labelled (id INT NOT NULL, v VARCHAR(20)) DUPLICATE KEY(id) "
+        "DISTRIBUTED BY HASH(id) BUCKETS 2",
+    )
+    frame = spark.createDataFrame([(n, f"v{n}") for n in range(50)], "id int, v string")
+    save(frame.coalesce(2), quire, "w.labelled", label="nightly_1")
+    (shown,) = run(mysql, "SHOW LOAD WHERE LABEL = 'nightly_1'")
+    assert shown[1:5] == ("nightly_1", "FINISHED", "100.00% (1/1)", "STREAM_LOAD")
+    assert "dpp.norm.ALL=50" in shown[5] and shown[17] == "root" and shown[0] == shown[15]
+    details = json.loads(shown[14])
+    assert details["Source"] == "spark" and details["Overwrite"] is False
+    assert details["TotalRows"] == 50 and details["LoadBytes"] > 0
+    assert details["Table"] == "labelled"
+    out = subprocess.run(
+        ["mariadb", "-h", "127.0.0.1", "-P", str(quire.query_port), "-u", "root", "--batch",
+         "-e", "SHOW STREAM LOAD FROM w WHERE LABEL = 'nightly_1'"],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    header, line = out.stdout.splitlines()
+    fields = line.split("\t")
+    assert fields[:5] == ["nightly_1", "w", "labelled", "127.0.0.1", "Success"]
+    assert fields[8] == "50" and int(fields[11]) == details["LoadBytes"]
+
+    objects = objects_of(quire, "labelled")
+    with pytest.raises(Exception, match="Label Already Exists"):
+        save(frame, quire, "w.labelled", label="nightly_1")
+    assert run(mysql, "SELECT COUNT(*) FROM labelled") == ((50,),)
+    assert objects_of(quire, "labelled") == objects
+    assert len(run(mysql, "SHOW LOAD WHERE LABEL = 'nightly_1'")) == 1
+
+    save(frame.limit(10), quire, "w.labelled", mode="overwrite")
+    assert run(mysql, "SELECT COUNT(*) FROM labelled") == ((10,),)
+    latest = run(mysql, "SHOW LOAD WHERE LABEL LIKE 'spark_%'")[-1]
+    assert latest[1] == f"spark_{latest[0]}" and latest[2] == "FINISHED"
+    assert json.loads(latest[14])["Overwrite"] is True
+    with pytest.raises(WriteRefused, match="Label format error"):
+        write_client.begin(fe(quire), "root", "", "w.labelled", False, 10, "no spaces")
+
+
+def test_a_load_whose_driver_died_is_aborted_at_its_timeout(tmp_path):
+    """On an embedded data plane with load_timeout_second=1: a write begun and never committed
+    shows ABORTED and its objects go; its label is free again, a committed one's is taken, also after a restart
+    (the log; records written before source and overwrite existed still read); the node service
+    carries the claim."""
+    from be.client import open_embedded
+    from be.config import BE_KEYS, DEFAULT_BE_CONF, Config
+    from be.service import format as service_format
+    from be.service.limits import ServiceLimits
+    from tests.test_overwrite_commit import SCHEMA
+
+    config = Config.load(
+        BE_KEYS, [DEFAULT_BE_CONF], [f"storage_root={tmp_path}", "load_timeout_second=1"]
+    )
+    claim = loads.LoadClaim("died", "w", "t", "root", "10.1.2.3")
+    plane = open_embedded(config)
+    plane.start()
+    try:
+        txn_id = plane.begin_load(SCHEMA, claim)
+        (record,) = plane.load_records("w")
+        assert (record.label, record.state, record.txn_id) == ("died", loads.PREPARE, txn_id)
+        writer = LoadWriter(
+            plane.store,
+            SCHEMA,
+            txn_id,
+            lambda n: plane.reserve_row_ids(txn_id, n),
+            LoadLimits(),
+            keep_keys=False,
+        )
+        writer.add(pa.table({"k": pa.array([1, 2], pa.int32()), "v": ["a", "b"]}))
+        left = writer.finish()  # a task's objects; its driver dies before the commit
+        assert left and all(plane.store.exists(meta.name) for meta in left)
+        wait_until(
+            lambda: plane.load_records("w")[0].state == loads.ABORTED, 30, "the load's timeout"
+        )
+        assert "timed out" in plane.load_records("w")[0].message
+        wait_until(
+            lambda: not any(plane.store.exists(meta.name) for meta in left),
+            30,
+            "the expired load's objects removed",
+        )
+        again = plane.begin_load(SCHEMA, claim)
+        with pytest.raises(LabelTaken, match=r"Label \[died\] has already been used"):
+            plane.begin_load(SCHEMA, claim)
+        plane.commit_load(again, SCHEMA, ())
+        named = plane.begin_load(SCHEMA, loads.LoadClaim("", "w", "t", "u", "", overwrite=True))
+        plane.abort_load(named)
+    finally:
+        plane.close()
+    plane = open_embedded(config)
+    plane.start()
+    try:
+        (record,) = plane.load_records("w")  # the aborted one is kept in memory only
+        assert (record.label, record.state, record.source) == ("died", loads.VISIBLE, "spark")
+        with pytest.raises(LabelTaken):
+            plane.begin_load(SCHEMA, claim)
+    finally:
+        plane.close()
+    older = {k: v for k, v in record.fields().items() if k not in ("source", "overwrite")}
+    assert loads.LoadRecord.from_fields(older).source == loads.STREAM_LOAD
+    with pytest.raises(TypeError):
+        loads.LoadRecord.from_fields({**older, "source": 3})
+    limits = ServiceLimits()
+    begin = service_format.BeginLoad(SCHEMA, claim)
+    assert service_format.decode(service_format.encode(begin, limits), limits) == begin
+
+
 def test_a_restart_keeps_the_overwritten_rows(quire):
     """The TN replays the overwrites from its log: the same rows, and a key an overwrite wrote
-    is still replaced by key."""
+    is still replaced by key; the labels of committed writes are still taken."""
     connection = quire.connect(database="w")
     parted = sorted(run(connection, "SELECT id, v FROM parted"))
     swapped = sorted(run(connection, "SELECT k, v FROM swapped"))
+    labelled = run(connection, "SHOW LOAD WHERE LABEL = 'nightly_1'")
     connection.close()
-    assert parted and swapped
+    assert parted and swapped and labelled
     quire.restart()
     connection = quire.connect(database="w")
     try:
+        assert run(connection, "SHOW LOAD WHERE LABEL = 'nightly_1'") == labelled
+        with pytest.raises(WriteRefused, match="Label Already Exists"):
+            write_client.begin(fe(quire), "root", "", "w.labelled", False, 10, "nightly_1")
         assert sorted(run(connection, "SELECT id, v FROM parted")) == parted
         assert sorted(run(connection, "SELECT k, v FROM swapped")) == swapped
         run(connection, "INSERT INTO swapped VALUES (6, 'again')")

@@ -60,6 +60,7 @@ ERROR_KINDS: dict[str, type[Exception]] = {
         commit_errors.LoadUnknown,
         commit_errors.BadLoad,
         commit_errors.TooManyLoads,
+        commit_errors.LabelTaken,
         WatermarkTimeout,
         NodeBusy,
         ServiceFormatError,

@@ -22,6 +22,7 @@ the old ones. Versions:
         written elsewhere, as their metadata; answered with Committed) and AbortLoad
     6   the TN answers a read plan request with a read plan's bytes (be/read_plan)
     7   CommitLoad ends with overwrite (the load replaces every row of the table)
+    8   BeginLoad ends with the load's claim (a label the TN keeps its record under) or nil
 """
 
 from __future__ import annotations
@@ -42,10 +43,11 @@ from be.storage import meta_codec
 from be.storage.blocks import ObjectMeta
 from be.storage.errors import ObjectCorrupt
 from be.table_schema import TableSchema
+from be.tn.loads import MAX_LABEL_CHARS, SOURCES, LoadClaim
 from be.tn.write_set import TableWrite, WriteSet
 from be.wire import Envelope, FieldReader
 
-FORMAT_VERSION = 7
+FORMAT_VERSION = 8
 MAX_STATS = 64  # statistics in a node's status
 SUPPORTED_VERSIONS = (FORMAT_VERSION,)  # nodes and FEs of one build talk: no older version is read
 
@@ -221,9 +223,11 @@ class Accepted:
 
 @dataclass(frozen=True, slots=True)
 class BeginLoad:
-    """A bulk load of the table begins: answered with its transaction id (a LoadNumber)."""
+    """A bulk load of the table begins: answered with its transaction id (a LoadNumber); with
+    a claim, the TN keeps its record under the claim's label."""
 
     schema: TableSchema
+    claim: LoadClaim | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -473,8 +477,19 @@ def _fields(message: Message, limits: ServiceLimits) -> list:
             return [Kind.RESULT_PART, _ipc(rows, limits)]
         case ResultEnd(columns, row_count):
             return [Kind.RESULT_END, [list(column) for column in columns], row_count]
-        case BeginLoad(schema):
-            return [Kind.BEGIN_LOAD, encode_schema(schema)]
+        case BeginLoad(schema, claim):
+            claimed = None
+            if claim is not None:
+                claimed = [
+                    claim.label,
+                    claim.db,
+                    claim.table,
+                    claim.user,
+                    claim.client_ip,
+                    claim.source,
+                    claim.overwrite,
+                ]
+            return [Kind.BEGIN_LOAD, encode_schema(schema), claimed]
         case ReserveRowIds(txn_id, count):
             return [Kind.RESERVE_ROW_IDS, txn_id, count]
         case LoadNumber(value):
@@ -646,11 +661,28 @@ def _failure_argument(value: Any) -> str | int | float | bool | None:
     raise ServiceFormatError(f"malformed error argument: {value!r:.100}")
 
 
+def _claim(value: Any) -> LoadClaim | None:
+    if value is None:
+        return None
+    label, db, table, user, client_ip, source, overwrite = _shape(value, 7, "load claim")
+    if source not in SOURCES or type(overwrite) is not bool:
+        raise ServiceFormatError(f"malformed load claim: {value!r:.100}")
+    return LoadClaim(
+        _str(label, "label", MAX_LABEL_CHARS),
+        _str(db, "database name", MAX_NAME_CHARS),
+        _str(table, "table name", MAX_NAME_CHARS),
+        _str(user, "user name", MAX_NAME_CHARS),
+        _str(client_ip, "client address", MAX_NAME_CHARS),
+        source,
+        overwrite,
+    )
+
+
 def _load_message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
     match kind:
         case Kind.BEGIN_LOAD:
-            (schema,) = _shape(fields, 1, "load begin")
-            return BeginLoad(decode_schema(schema, limits))
+            schema, claimed = _shape(fields, 2, "load begin")
+            return BeginLoad(decode_schema(schema, limits), _claim(claimed))
         case Kind.RESERVE_ROW_IDS:
             txn_id, count = _shape(fields, 2, "row id request")
             return ReserveRowIds(_int(txn_id, "load", 1), _int(count, "count", 1))

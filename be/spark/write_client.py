@@ -18,14 +18,18 @@ def base_url(fe: str) -> str:
 
 
 def begin(
-    fe: str, user: str, password: str, table: str, overwrite: bool, timeout: float
+    fe: str, user: str, password: str, table: str, overwrite: bool, timeout: float, label: str = ""
 ) -> protocol.Begun:
-    """A load of table ("db.t") begun: WriteRefused with the FE's message if it refuses."""
+    """A load of table ("db.t") begun under label ("": the FE names it): WriteRefused with the
+    FE's message if it refuses (409 "Label Already Exists" for a label a load holds)."""
     db, name = split_table(table)
     url = base_url(fe) + protocol.BEGIN_PATH.format(db=db, table=name)
     data = _answer(
         lambda: requests.post(
-            url, json={"overwrite": overwrite}, auth=(user, password), timeout=timeout
+            url,
+            json={"overwrite": overwrite, "label": label},
+            auth=(user, password),
+            timeout=timeout,
         ),
         fe,
     )

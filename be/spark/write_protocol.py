@@ -2,7 +2,8 @@
 other over HTTP. No pyspark here: the FE imports it.
 
   POST /api/{db}/{table}/_spark_write   begin a load (basic auth: an account with LOAD on the
-                                        table); JSON {"overwrite": bool} -> JSON Begun
+                                        table); JSON {"overwrite": bool, "label": str}
+                                        -> JSON Begun (409: Label Already Exists)
   POST /api/_spark_write/row_ids        JSON {"count": n} -> {"first": id}
   POST /api/_spark_write/commit         the objects (ObjectList bytes) -> {"commit_ts": ts}
   POST /api/_spark_write/abort          the objects' names (ObjectList bytes) -> {}
@@ -64,6 +65,7 @@ class Begun:
     location: str  # the object store's folder, as a read plan names it
     token: str
     lengths: dict[str, int]  # the most characters of each CHAR(n) / VARCHAR(n) column
+    label: str = ""  # the load's, as SHOW LOAD lists it
 
     def to_json(self) -> bytes:
         return json.dumps(
@@ -73,6 +75,7 @@ class Begun:
                 "location": self.location,
                 "token": self.token,
                 "lengths": self.lengths,
+                "label": self.label,
             }
         ).encode()
 
@@ -86,6 +89,7 @@ class Begun:
                 fields["location"],
                 fields["token"],
                 dict(fields["lengths"]),
+                str(fields.get("label", "")),
             )
         except (ValueError, KeyError, TypeError, AssertionError) as error:
             raise WriteProtocolError(

@@ -17,7 +17,11 @@ mode("overwrite") writes the same way; its commit also removes every row the tab
 all its partitions: a static overwrite, Spark's default) at that one commit timestamp, so a
 reader sees the old rows or the new ones; a failed job leaves the old rows.
 
-Options: fe (host:http_port), user, password, table ("db.t"), batch_rows, object_rows,
+A write is a load with a label (option label, default spark_<its transaction id>) that SHOW LOAD
+lists as a Stream Load's; a label a load holds (not aborted) fails the write before any task
+runs with Doris's "Label Already Exists".
+
+Options: fe (host:http_port), user, password, table ("db.t"), label, batch_rows, object_rows,
 max_buffered_bytes, s3_endpoint, s3_region, s3_access_key, s3_secret_key (an s3:// store).
 A DataFrame's columns are matched to the table's by name (case-insensitively); a table column
 it lacks takes its default.
@@ -69,6 +73,7 @@ class WriteOptions:
         self.user = options["user"]
         self.password = options.get("password", "")
         self.table = options["table"]
+        self.label = options.get("label", "").strip()
         keys = ("batch_rows", "object_rows", "max_buffered_bytes")
         self.limits = limits(SparkWriteLimits, options, keys)
         self.s3 = s3_options(options)
@@ -89,6 +94,7 @@ class QuireWriter(DataSourceArrowWriter):
             options.table,
             overwrite,
             limits.request_timeout_seconds,
+            options.label,
         )
         try:
             self.columns = matched_columns(schema, self.begun)
@@ -139,7 +145,9 @@ class QuireWriter(DataSourceArrowWriter):
         client = self._client()
         try:
             commit_ts = client.commit(objects)
-            logger.info("write into %s committed at %d", self.options.table, commit_ts)
+            logger.info(
+                "write %s into %s committed at %d", self.begun.label, self.options.table, commit_ts
+            )
             committed = {meta.name for meta in objects}
             left = tuple(name for name in self._load_objects() if name not in committed)
             if left:  # of task attempts that failed without removing their own

@@ -68,3 +68,13 @@ class BadLoad(CommitError):
 
 class TooManyLoads(CommitError):
     """The TN has as many open bulk loads as it keeps."""
+
+
+class LabelTaken(CommitError):
+    """A load begun with a label a load not aborted holds (Doris: "Label Already Exists")."""
+
+    FIELDS = ("label", "txn_id", "state")
+
+    def __init__(self, label: str, txn_id: int, state: str):
+        super().__init__(f"Label [{label}] has already been used, relate to txn [{txn_id}]")
+        self.label, self.txn_id, self.state = label, txn_id, state

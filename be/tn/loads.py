@@ -22,7 +22,11 @@ by those row stamps, so a read AS OF a moment while the load ran may see them th
 
 Labels: the record of a committed load travels in its commit's log record and in checkpoints, so
 "Label Already Exists" survives a restart; loads still open or aborted are kept in memory only.
-Records are kept label_keep_seconds after they finish, at most max_labels of them.
+Records are kept label_keep_seconds after they finish, at most max_labels of them. Stream Load
+keeps its record itself; a load begun with a LoadClaim (a Spark write) has the TN keep it: its
+label is claimed at the begin, its rows and bytes are those of the objects its commit registers,
+and it is ABORTED by its abort or when it stays open longer than timeout_seconds (its writer
+died).
 """
 
 from __future__ import annotations
@@ -42,6 +46,9 @@ PRECOMMITTED = "PRECOMMITTED"
 VISIBLE = "VISIBLE"
 ABORTED = "ABORTED"
 STATES = (PREPARE, PRECOMMITTED, VISIBLE, ABORTED)
+STREAM_LOAD = "stream_load"
+SPARK = "spark"
+SOURCES = (STREAM_LOAD, SPARK)  # what wrote a load's objects
 MAX_LABEL_CHARS = 128  # Doris: a label is at most 128 characters
 MAX_MESSAGE_CHARS = 1024
 
@@ -68,9 +75,11 @@ class LoadRecord:
     message: str = ""
     commit_ts: int = 0
     two_phase: bool = False
+    source: str = STREAM_LOAD
+    overwrite: bool = False
 
     def __post_init__(self) -> None:
-        assert self.state in STATES, self.state
+        assert self.state in STATES and self.source in SOURCES, self
         assert 0 < len(self.label) <= MAX_LABEL_CHARS and self.txn_id > 0, self
 
     @property
@@ -82,15 +91,51 @@ class LoadRecord:
 
     @classmethod
     def from_fields(cls, given: dict) -> LoadRecord:
-        """Strict: every field present with its type (a damaged record raises TypeError)."""
+        """Strict: every field present with its type (a damaged record raises TypeError); a
+        record written before a field was added lacks it and takes its default."""
         names = {item.name: item.type for item in fields(cls)}
-        if not isinstance(given, dict) or set(given) != set(names):
+        if not isinstance(given, dict) or not set(names) - ADDED_LATER <= set(given) <= set(names):
             raise TypeError("a load record with other fields")
         for name, value in given.items():
             wanted = {"str": str, "int": int, "bool": bool}[names[name]]
             if type(value) is not wanted:
                 raise TypeError(f"load record field {name} is {type(value).__name__}")
         return cls(**given)
+
+
+ADDED_LATER = frozenset({"source", "overwrite"})  # fields a logged or checkpointed record may lack
+
+
+@dataclass(frozen=True, slots=True)
+class LoadClaim:
+    """What a load begun with a label tells the TN, which keeps its record (a Spark write);
+    label "" names it <source>_<its transaction id>."""
+
+    label: str
+    db: str
+    table: str
+    user: str
+    client_ip: str
+    source: str = SPARK
+    overwrite: bool = False
+
+    def __post_init__(self) -> None:
+        assert len(self.label) <= MAX_LABEL_CHARS and self.source in SOURCES, self
+
+    def record(self, txn_id: int, table_id: int) -> LoadRecord:
+        return LoadRecord(
+            self.label or f"{self.source}_{txn_id}",
+            self.db,
+            self.table,
+            table_id,
+            txn_id,
+            PREPARE,
+            user=self.user,
+            client_ip=self.client_ip,
+            started_ms=int(time.time() * 1000),
+            source=self.source,
+            overwrite=self.overwrite,
+        )
 
 
 @dataclass
@@ -101,6 +146,7 @@ class OpenLoad:
     table_id: int
     began: float  # monotonic
     ranges: list[tuple[int, int]] = field(default_factory=list)  # row ids [first, end)
+    record: LoadRecord | None = None  # kept by the TN (a load begun with a LoadClaim)
 
     def holds(self, meta: ObjectMeta) -> bool:
         """Whether each block's lowest and highest row ids lie in ranges handed to this load
@@ -145,17 +191,38 @@ class OpenLoads:
         self.max_open = max_open
         self.timeout_seconds = timeout_seconds
         self._open: dict[int, OpenLoad] = {}
+        # loads with a record that went for lack of room, until expired() is next asked (the
+        # TN asks every second): at most max_open per begin
+        self._dropped: list[OpenLoad] = []
         self._lock = threading.Lock()
 
-    def begin(self, txn_id: int, table_id: int) -> None:
+    def begin(self, txn_id: int, table_id: int, record: LoadRecord | None = None) -> None:
         with self._lock:
             if len(self._open) >= self.max_open:
                 deadline = time.monotonic() - self.timeout_seconds
                 for old in [t for t, load in self._open.items() if load.began < deadline]:
-                    del self._open[old]
+                    dropped = self._open.pop(old)
+                    if dropped.record is not None:
+                        self._dropped.append(dropped)
             if len(self._open) >= self.max_open:
                 raise TooManyLoads(f"the TN has {self.max_open} open loads; try again later")
-            self._open[txn_id] = OpenLoad(txn_id, table_id, time.monotonic())
+            self._open[txn_id] = OpenLoad(txn_id, table_id, time.monotonic(), record=record)
+
+    def expired(self, everything: bool = False) -> list[OpenLoad]:
+        """The loads with a record open longer than timeout_seconds (every one with a record
+        when everything), no longer open, with those dropped for lack of room."""
+        deadline = time.monotonic() - self.timeout_seconds
+        with self._lock:
+            gone, self._dropped = self._dropped, []
+            for txn_id, load in list(self._open.items()):
+                if load.record is not None and (everything or load.began < deadline):
+                    gone.append(self._open.pop(txn_id))
+        return gone
+
+    def record_of(self, txn_id: int) -> LoadRecord | None:
+        with self._lock:
+            load = self._open.get(txn_id)
+        return None if load is None else load.record
 
     def get(self, txn_id: int) -> OpenLoad:
         with self._lock:
@@ -170,9 +237,9 @@ class OpenLoads:
     def add_range(self, txn_id: int, first: int, end: int) -> None:
         self.get(txn_id).add(first, end)
 
-    def end(self, txn_id: int) -> None:
+    def end(self, txn_id: int) -> OpenLoad | None:
         with self._lock:
-            self._open.pop(txn_id, None)
+            return self._open.pop(txn_id, None)
 
     def check(self, bulk: BulkCommit, known_names) -> None:
         """BadLoad unless every object lies in the load's row id ranges, once, new."""

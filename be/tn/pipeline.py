@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -39,6 +39,7 @@ from be.tn.errors import (
     CommitOutcomeUnknown,
     CommitOverloaded,
     CommitTooLarge,
+    LabelTaken,
     StaleSchema,
     TransactionNodeClosed,
 )
@@ -55,6 +56,7 @@ NANOS = 1_000_000_000
 FORGET_EVERY_SECONDS = (
     1.0  # how often conflict information older than a transaction may be is dropped
 )
+EXPIRE_LOADS_EVERY_SECONDS = 1.0  # how often loads open past load_timeout_seconds are aborted
 MAX_REMOVED_PER_CHANGE = 4096  # objects one removal commit names
 assert MAX_REMOVED_PER_CHANGE <= MAX_OBJECTS_PER_CHANGE
 
@@ -206,12 +208,15 @@ class CommitPipeline:
 
     def _run(self) -> None:
         interval = self.limits.heartbeat_interval_seconds
-        forgotten_at = time.monotonic()
+        forgotten_at = expired_at = time.monotonic()
         while not self._closed.is_set():
             if time.monotonic() - forgotten_at > FORGET_EVERY_SECONDS:
                 forgotten_at = time.monotonic()
                 keep = int(self.limits.max_transaction_seconds * NANOS)
                 self.state.forget_before(self.state.last_ts - keep)
+            if time.monotonic() - expired_at > EXPIRE_LOADS_EVERY_SECONDS:
+                expired_at = time.monotonic()
+                self._expire_loads()
             try:
                 first = self._queue.get(timeout=interval)
             except queue.Empty:
@@ -327,16 +332,27 @@ class CommitPipeline:
 
     # -- bulk loads (be/tn/loads.py) -----------------------------------------------------------
 
-    def begin_load(self, schema: TableSchema) -> int:
+    def begin_load(self, schema: TableSchema, claim: loads.LoadClaim | None = None) -> int:
         """A new load of the table: its transaction id, a timestamp consumed for it (its objects
-        are named and stamped at it)."""
+        are named and stamped at it). With a claim, the TN keeps the load's record under the
+        claim's label (LabelTaken if a load not aborted holds it)."""
 
         def begin() -> int:
             known = self.state.tables.get(schema.table_id)
             if known is not None and schema.schema_version < known.schema_version:
                 raise StaleSchema(schema.table_id, schema.schema_version, known.schema_version)
             txn_id = self._heartbeat()
-            self.open_loads.begin(txn_id, schema.table_id)
+            record = None if claim is None else claim.record(txn_id, schema.table_id)
+            self.open_loads.begin(txn_id, schema.table_id, record)
+            if record is not None:
+                try:
+                    held = self.labels.claim(record)
+                except CommitError:
+                    self.open_loads.end(txn_id)
+                    raise
+                if held is not None:
+                    self.open_loads.end(txn_id)
+                    raise LabelTaken(held.label, held.txn_id, held.state)
             if known is None:  # row ids are handed out from the table's own counter
                 known = self.state.table(schema.table_id)
                 known.schema_version = schema.schema_version
@@ -362,10 +378,19 @@ class CommitPipeline:
         return self._control(reserve)
 
     def commit_load(self, bulk: loads.BulkCommit) -> int:
-        """Commit a load's objects at once: the commit timestamp (a CommitError kind if not)."""
+        """Commit a load's objects at once: the commit timestamp (a CommitError kind if not).
+        A load whose record the TN keeps registers its objects' rows and bytes in it."""
         if len(bulk.row_ids) > self.limits.max_commit_rows:
             raise CommitTooLarge(
                 f"a UNIQUE KEY table takes at most {self.limits.max_commit_rows} rows per load"
+            )
+        kept = self.open_loads.record_of(bulk.txn_id)
+        if bulk.record is None and kept is not None:
+            rows = sum(meta.rows for meta in bulk.objects)
+            size = sum(meta.bytes for meta in bulk.objects)
+            bulk = replace(
+                bulk,
+                record=replace(kept, total_rows=rows, loaded_rows=rows, load_bytes=size),
             )
         request = _Request(None, Future(), bulk=bulk)
         return self._wait(self._enqueue(request))
@@ -373,7 +398,9 @@ class CommitPipeline:
     def abort_load(self, txn_id: int, names: tuple[str, ...] = ()) -> None:
         """The load's objects may not be committed any more; of names, those the load wrote
         (named at its timestamp) and no commit holds are removed."""
-        self.open_loads.end(txn_id)
+        ended = self.open_loads.end(txn_id)
+        if ended is not None and ended.record is not None:
+            self._aborted(ended.record, "the load was aborted: a task or the job failed")
         if self.store is None:
             return
         for name in names:
@@ -388,6 +415,43 @@ class CommitPipeline:
                 self.store.delete(name, missing_ok=True)
             except StorageError as error:
                 logger.warning("the aborted load's object %s stays: %s", name, error)
+
+    def _aborted(self, record: loads.LoadRecord, why: str) -> None:
+        held = self.labels.get(record.db, record.label)
+        if held is not None and held.txn_id == record.txn_id:
+            self.labels.put(loads.finished(record, loads.ABORTED, message=why))
+
+    def _expire_loads(self, everything: bool = False) -> None:
+        """Abort the loads whose record the TN keeps that stayed open too long (their writer
+        died), or every one of them when the TN forgets its open loads."""
+        for load in self.open_loads.expired(everything):
+            why = (
+                "the TN forgot its open loads (its log was read again)"
+                if everything
+                else f"the load timed out: not committed within {self.limits.load_timeout_seconds:g} s"
+            )
+            logger.warning("load %s (txn %d) aborted: %s", load.record.label, load.txn_id, why)
+            self._aborted(load.record, why)
+            if self.store is not None and not self._closed.is_set():
+                self._worker.submit(self._remove_load_objects, load.table_id, load.txn_id)
+
+    def _remove_load_objects(self, table_id: int, txn_id: int) -> None:
+        """On the storage worker: the objects an expired load's writers left (named at its
+        transaction id, which no commit names: its commits are refused from its expiry on)."""
+        try:
+            names = self.store.list(f"t{table_id}/")
+        except StorageError as error:
+            logger.warning("the expired load %d's objects were not listed: %s", txn_id, error)
+            return
+        for name in names:
+            try:
+                if ObjectName.parse(name).ts != txn_id:
+                    continue
+                self.store.delete(name, missing_ok=True)
+            except ValueError:
+                continue
+            except StorageError as error:
+                logger.warning("the expired load's object %s stays: %s", name, error)
 
     def _control(self, action: Callable[[], object]):
         return self._wait(self._enqueue(_Request(None, Future(), control=action)))
@@ -956,6 +1020,7 @@ class CommitPipeline:
         self._replay()
         self.state.last_ts = max(self.state.last_ts, self.published_ts)
         # The row ids handed to open loads are forgotten with them: their commits are refused.
+        self._expire_loads(everything=True)
         self.open_loads = loads.OpenLoads(
             self.limits.max_open_loads, self.limits.load_timeout_seconds
         )

@@ -76,6 +76,7 @@ def commit_limits(config: Config, log_limits: LogLimits) -> CommitLimits:
         max_transaction_seconds=config["time_travel_retention_second"],
         commit_timeout_seconds=config["tn_commit_timeout_second"],
         max_open_loads=config["max_open_loads"],
+        load_timeout_seconds=config["load_timeout_second"],
         label_keep_seconds=config["label_keep_max_second"],
     )
 
@@ -182,8 +183,8 @@ class TransactionNode:
                 return Committed(ts)
             case ReadTsRequest():
                 return ReadTs(self.pipeline.published_ts)
-            case BeginLoad(schema):
-                return LoadNumber(await asyncio.to_thread(self.pipeline.begin_load, schema))
+            case BeginLoad(schema, claim):
+                return LoadNumber(await asyncio.to_thread(self.pipeline.begin_load, schema, claim))
             case ReserveRowIds(txn_id, count):
                 first = await asyncio.to_thread(self.pipeline.reserve_row_ids, txn_id, count)
                 return LoadNumber(first)

@@ -6,7 +6,11 @@ their rows, and the write's driver commits every task's objects in one TN commit
 
 mode("overwrite") (the token says so) commits the same way, and that one commit also removes
 every row of the table's partitions (be/tn/loads.py): a reader sees the old rows or the new
-ones, never both or neither; a failed write leaves the old rows."""
+ones, never both or neither; a failed write leaves the old rows.
+
+A write is a load with a label (JSON "label", default spark_<its transaction id>) whose record
+the TN keeps, as a Stream Load's: SHOW LOAD lists it; a label a load not aborted holds is refused
+with Doris's "Label Already Exists" before any task runs."""
 
 from __future__ import annotations
 
@@ -20,11 +24,13 @@ from aiohttp import BasicAuth, web
 from be.cn.node import WatermarkTimeout
 from be.load import token
 from be.load.errors import TokenRefused
+from be.load.options import LABEL
 from be.service.errors import ServiceError
 from be.spark import write_protocol as protocol
 from be.storage.errors import StorageError
 from be.table_schema import TableSchema
-from be.tn.errors import BadLoad, CommitError, LoadUnknown
+from be.tn.errors import BadLoad, CommitError, LabelTaken, LoadUnknown
+from be.tn.loads import SPARK, LoadClaim
 from fe.security import privileges
 from fe.security.lockout import LoginTracker
 from fe.statements.accounts import password_login
@@ -69,8 +75,17 @@ class SparkWrites:
             asked = json.loads(await request.read() or b"{}")
         except ValueError:
             return _refused(400, "the request body is not JSON")
-        if type(asked) is not dict or type(asked.get("overwrite", False)) is not bool:
-            return _refused(400, 'expected {"overwrite": false}')
+        if (
+            type(asked) is not dict
+            or type(asked.get("overwrite", False)) is not bool
+            or type(asked.get("label", "")) is not str
+        ):
+            return _refused(400, 'expected {"overwrite": false, "label": "..."}')
+        label = asked.get("label", "")
+        if label and not LABEL.fullmatch(label):
+            return _refused(
+                400, f"Label format error. regex: ^[-_A-Za-z0-9:]{{1,128}}$, label: {label[:200]}"
+            )
         if not privileges.has(user, privileges.LOAD, db_name, table_name):
             return _refused(
                 403,
@@ -89,9 +104,15 @@ class SparkWrites:
             for column in table.columns
             if column.type.name in ("CHAR", "VARCHAR") and column.type.character_length
         }
+        overwrite = asked.get("overwrite", False)
+        claim = LoadClaim(
+            label, db_name, table_name, user.name, request.remote or "", SPARK, overwrite
+        )
         try:
             location = await asyncio.to_thread(self._location, schema)
-            txn_id = await asyncio.to_thread(self.data_plane.begin_load, schema)
+            txn_id = await asyncio.to_thread(self.data_plane.begin_load, schema, claim)
+        except LabelTaken as error:
+            return _refused(409, f"Label Already Exists: errCode = 2, detailMessage = {error}")
         except (CommitError, ServiceError, WatermarkTimeout, StorageError) as error:
             return _refused(503, f"the data plane cannot begin the write: {error}")
         if not location:
@@ -104,18 +125,20 @@ class SparkWrites:
             "table": table_name,
             "txn_id": txn_id,
             "schema": schema.fields(),
-            "overwrite": asked.get("overwrite", False),
+            "overwrite": overwrite,
         }
         signed = token.sign(claims, self.key(), self.token_ttl_seconds)
+        label = label or f"{SPARK}_{txn_id}"
         logger.info(
-            "spark write into %s.%s begun by %s (txn %d%s)",
+            "spark write %s into %s.%s begun by %s (txn %d%s)",
+            label,
             db_name,
             table_name,
             user.name,
             txn_id,
-            ", overwrite" if claims["overwrite"] else "",
+            ", overwrite" if overwrite else "",
         )
-        begun = protocol.Begun(txn_id, schema, location, signed, lengths)
+        begun = protocol.Begun(txn_id, schema, location, signed, lengths, label)
         return web.Response(body=begun.to_json(), content_type="application/json")
 
     async def row_ids(self, request: web.Request) -> web.Response:

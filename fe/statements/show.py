@@ -558,7 +558,8 @@ def _loads(session, statement: st.Show) -> Result:
         etl = (f"unselected.rows={r.unselected_rows}; dpp.abnorm.ALL={r.filtered_rows}; "
                f"dpp.norm.ALL={r.loaded_rows}")  # fmt: skip
         details = json.dumps({"LoadBytes": r.load_bytes, "TotalRows": r.total_rows,
-                              "TwoPhaseCommit": r.two_phase, "Table": r.table},
+                              "TwoPhaseCommit": r.two_phase, "Table": r.table,
+                              "Source": r.source, "Overwrite": r.overwrite},
                              separators=(",", ":"))  # fmt: skip
         rows.append((
             r.txn_id, r.label, LOAD_STATES[r.state],

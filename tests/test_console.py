@@ -10,6 +10,7 @@ import csv
 import http.server
 import io
 import re
+import subprocess
 import threading
 
 import pymysql
@@ -195,6 +196,26 @@ def test_a_user_without_grants_sees_nothing_it_may_not(browser, quire):
         root_page.goto(base(quire) + "/console/" + name)
         assert token not in root_page.content()
     root_page.close()
+
+
+def test_the_loads_page_lists_a_stream_load(browser, quire, tmp_path):
+    data = tmp_path / "orders.csv"
+    data.write_text("".join(f"{i},loaded{i},1.00\n" for i in range(1000, 1100)))
+    url = f"{base(quire)}/api/shop/orders/_stream_load"
+    loaded = subprocess.run(
+        ["curl", "-s", "--location-trusted", "-u", "root:", "-H", "label:console_load",
+         "-H", "column_separator:,", "-T", str(data), url],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert '"Status": "Success"' in loaded.stdout, loaded.stdout
+    page = logged_in(browser, quire)
+    page.click("text=Loads")
+    row = page.locator("#loads tbody tr", has_text="console_load")
+    expect(row).to_contain_text("FINISHED")
+    expect(row).to_contain_text("stream_load")
+    columns = page.locator("#loads th").all_inner_texts()
+    expect(row.locator("td").nth(columns.index("LoadedRows"))).to_have_text("100")
+    page.close()
 
 
 class _Forger(http.server.BaseHTTPRequestHandler):

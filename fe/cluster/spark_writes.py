@@ -19,7 +19,7 @@ import json
 import logging
 from collections.abc import Callable
 
-from aiohttp import BasicAuth, web
+from aiohttp import web
 
 from be.cn.node import WatermarkTimeout
 from be.load import token
@@ -31,9 +31,9 @@ from be.storage.errors import StorageError
 from be.table_schema import TableSchema
 from be.tn.errors import BadLoad, CommitError, LabelTaken, LoadUnknown
 from be.tn.loads import SPARK, LoadClaim
+from fe.cluster.http_logins import basic_auth_login
 from fe.security import privileges
 from fe.security.lockout import LoginTracker
-from fe.statements.accounts import password_login
 from metadata.catalog import Catalog
 
 logger = logging.getLogger(__name__)
@@ -228,22 +228,10 @@ class SparkWrites:
 
     def _login(self, request: web.Request):
         unauthorized = "Unauthorized: use HTTP basic auth with a user that may LOAD the table"
-        try:
-            credentials = BasicAuth.decode(request.headers.get("Authorization", ""), "utf-8")
-        except ValueError:
-            return None, _refused(401, unauthorized)
-        user, blocked = password_login(
-            self.catalog,
-            self.login_tracker,
-            credentials.login,
-            credentials.password,
-            request.remote or "",
-        )
-        if blocked is not None:
-            return None, _refused(401, blocked.message)
-        if user is None:
-            return None, _refused(401, unauthorized)
-        return user, None
+        login = basic_auth_login(self.catalog, self.login_tracker, request)
+        if login is None or login.user is None:
+            return None, _refused(401, login.blocked if login and login.blocked else unauthorized)
+        return login.user, None
 
 
 def _status(error: Exception) -> int:

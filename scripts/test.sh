@@ -5,4 +5,4 @@ cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-exec .venv/bin/pytest -q "$@"
+exec .venv/bin/pytest -q --durations=30 "$@"

@@ -98,6 +98,7 @@ class TableState:
         # Tombstones a compaction removed (with their rows) as (its timestamp, tombstone), in
         # the order removed: they serve the snapshots before it, as the objects it replaced do.
         self._removed_tombstones: list[tuple[int, TombstoneMeta]] = []
+        self._replaced = 0  # objects in _objects a merge replaced (kept for older snapshots)
         self._lock = threading.Lock()
         # ROW_ID, COMMIT_TS, PARTITION_ID (if placed), then the columns at its version (with ids)
         self._rows: list[pa.Table] = []
@@ -129,6 +130,7 @@ class TableState:
             self._objects = {meta.name: _Stored(meta, 0) for meta in objects}
             self._tombstones = list(tombstones)
             self._removed_tombstones = []
+            self._replaced = 0
             self._drop_until(ts)
             self.restored_ts = self._changed_ts = ts
             let_go = self._let_all_go()
@@ -222,8 +224,9 @@ class TableState:
         with self._lock:
             for name in change.objects_removed:
                 stored = self._objects.get(name)
-                if stored is not None:
+                if stored is not None and stored.serves_until == FOREVER:
                     self._objects[name] = _Stored(stored.meta, stored.serves_from, commit_ts)
+                    self._replaced += 1
             if change.objects_removed and self._tombstones:
                 removed = set(change.objects_removed)
                 gone = [meta for meta in self._tombstones if meta.name in removed]
@@ -268,6 +271,8 @@ class TableState:
         the older snapshots, as after a restore from a checkpoint (a merge keeps the rows deleted
         after the oldest readable snapshot, so they answer every snapshot a read may ask for)."""
         with self._lock:
+            if not self._replaced and not self._removed_tombstones:
+                return  # nothing kept for older snapshots: no object to look at
             replaced = [
                 name for name, stored in self._objects.items() if stored.serves_until <= cutoff_ts
             ]
@@ -279,6 +284,8 @@ class TableState:
                 return
             for name in replaced:
                 del self._objects[name]
+            self._replaced -= len(replaced)
+            assert self._replaced >= 0
             for name, stored in self._objects.items():
                 if 0 < stored.serves_from <= cutoff_ts:
                     self._objects[name] = _Stored(stored.meta, 0, stored.serves_until)
@@ -286,7 +293,7 @@ class TableState:
     @property
     def replaced_objects(self) -> int:
         """Objects kept for the snapshots before the merge that replaced them."""
-        return sum(1 for stored in self._objects.values() if stored.serves_until != FOREVER)
+        return self._replaced
 
     def memory_rows(self) -> int:
         with self._lock:

@@ -310,7 +310,7 @@ class TableState:
         outside them, and blocks whose min/max hold none (never on AGGREGATE KEY tables, whose
         rows merge first): the caller still applies its whole WHERE. columns (lower-case
         names): the columns the caller reads, if it knows; others may be left out (objects are
-        read only in the columns given, the keys and the placement columns). partitions: the
+        read only in the columns given and the partition columns: _scanned). partitions: the
         ids of the schema's partitions the caller reads (a partition pruning), None for all."""
         bounded = bool(bounds) and schema.key_model is not KeyModel.AGGREGATE
         if bounded:  # the index holds whole rows: made for the whole schema

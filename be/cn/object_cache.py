@@ -52,10 +52,12 @@ class ObjectCache:
             schema=pa.schema([found[column].schema.field(0) for column in columns]),
         )
 
-    def holds_any(self, name: str, columns) -> bool:
-        """Whether one of the object's columns is kept."""
+    def missing(self, name: str, columns) -> tuple[str, ...]:
+        """The object's columns of these that are not kept, in their order."""
         with self._lock:
-            return any(_column_key(name, column) in self._tables for column in columns)
+            return tuple(
+                column for column in columns if _column_key(name, column) not in self._tables
+            )
 
     def _put(self, name: str, table: pa.Table) -> None:
         if table.nbytes > self.limits.max_cached_object_bytes:

@@ -319,7 +319,7 @@ class TableState:
         outside them, and blocks whose min/max hold none (never on AGGREGATE KEY tables, whose
         rows merge first): the caller still applies its whole WHERE. columns (lower-case
         names): the columns the caller reads, if it knows; others may be left out (objects are
-        read only in the columns given, the keys and the placement columns). partitions: the
+        read only in the columns given and the partition columns: _scanned). partitions: the
         ids of the schema's partitions the caller reads (a partition pruning), None for all."""
         bounded = bool(bounds) and schema.key_model is not KeyModel.AGGREGATE
         if bounded:  # the index holds whole rows: made for the whole schema
@@ -327,7 +327,7 @@ class TableState:
             if found is not None:
                 return found
         if columns is not None and schema.key_model is not KeyModel.AGGREGATE:
-            schema = _narrowed(schema, columns)
+            schema = _scanned(schema, columns, bounds)
         if partitions is not None:  # after the index, which holds every partition's rows
             schema = _of_partitions_only(schema, partitions)
             if not schema.partitions:
@@ -606,17 +606,19 @@ class TableState:
     def _decoded_together(
         self, stored: list[ObjectMeta], wanted: set[str], ts: int, schema: TableSchema
     ) -> dict[str, pa.Table]:
-        """Of the objects a snapshot reads in some of their columns, those none of whose columns
-        are cached, decoded at once (a decode per object costs more than the object, when they
-        are many and small); by name. None read so: {}."""
+        """Of the objects a snapshot reads in some of their columns, the columns not cached,
+        decoded at once for the objects missing the same ones (a decode per object costs more
+        than the object, when they are many and small); by name. None read so: {}."""
         groups: dict[tuple[str, ...], list[ObjectMeta]] = {}
         for meta in stored:
             if meta.schema_version != schema.schema_version or meta.max_commit_ts > ts:
                 continue
             columns = tuple(name for name in meta.column_names if name in wanted)
-            if len(columns) == len(meta.column_names) or self.cache.holds_any(meta.name, columns):
+            if len(columns) == len(meta.column_names):
                 continue
-            groups.setdefault(columns, []).append(meta)
+            missing = self.cache.missing(meta.name, columns)
+            if missing:
+                groups.setdefault(missing, []).append(meta)
         decoded: dict[str, pa.Table] = {}
         for columns, metas in groups.items():
             if len(metas) < 2:
@@ -651,7 +653,7 @@ class TableState:
                 columns,
                 lambda missing: (
                     decoded.select(missing)
-                    if decoded is not None
+                    if decoded is not None and set(missing) <= set(decoded.column_names)
                     else read_blocks(self.store, meta, missing)
                 ),
             )
@@ -767,6 +769,35 @@ def _narrowed(schema: TableSchema, columns: frozenset[str]) -> TableSchema:
     names = {column.name for column in kept}
     auto_increment = schema.auto_increment if schema.auto_increment in names else None
     return replace(schema, columns=kept, auto_increment=auto_increment)
+
+
+def _scanned(
+    schema: TableSchema, columns: frozenset[str], bounds: tuple[ColumnBound, ...]
+) -> TableSchema:
+    """schema with only the columns a scan reads (named, bounded, and the partition columns a
+    partitioned schema needs): keys and distribution columns no one reads are not decoded. A
+    scan that names none (COUNT(*)) keeps the first key column, so that its rows are counted."""
+    bounded = {bound.column for bound in bounds}
+    kept = tuple(
+        column
+        for column in schema.columns
+        if column.name.lower() in columns
+        or column.name in bounded
+        or column.name in schema.partition_columns
+    )
+    if not kept:
+        first = schema.key_columns[0] if schema.key_columns else schema.columns[0].name
+        kept = tuple(column for column in schema.columns if column.name == first)
+    if len(kept) == len(schema.columns):
+        return schema
+    names = {column.name for column in kept}
+    return replace(
+        schema,
+        columns=kept,
+        key_columns=tuple(name for name in schema.key_columns if name in names),
+        distribution_columns=tuple(name for name in schema.distribution_columns if name in names),
+        auto_increment=schema.auto_increment if schema.auto_increment in names else None,
+    )
 
 
 def _of_partitions_only(schema: TableSchema, partitions: frozenset[int]) -> TableSchema:

@@ -13,7 +13,9 @@ already holds a loaded copy (then it only restarts Quire over it). Then each que
 through PyMySQL and on DuckDB over the Parquet files, --runs times each (the first run, which
 builds Quire's snapshots of the tables it reads, and the best are shown), and the answers are
 compared (rows in order, decimals exactly, floats to 1e-9 relative). The last lines are the
-total-time ratios DuckDB / Quire. With --profile FILE Quire runs the queries under cProfile
+total-time ratios DuckDB / Quire. The column "cpu 1st" is the CPU time Quire's process spent on
+the first run (user + system, from /proc), which other loads on the machine change less than the
+wall clock ("duck cpu": DuckDB direct's, in this process). With --profile FILE Quire runs the queries under cProfile
 (see bench_sysbench.py); the load is not profiled. Both sides run a query on as many DuckDB
 threads as the machine has cores (Quire's query_engine_threads). Quire's CN keeps up to
 --cn-cache-bytes (cn_cache_bytes, 4 GiB here) of decoded columns between queries, as a Doris BE
@@ -51,6 +53,12 @@ def timed(run, runs: int) -> tuple[float, float, list]:
         answer = run()
         times.append(time.perf_counter() - started)
     return times[0], min(times), answer
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def start_quire(
@@ -130,15 +138,23 @@ def compare(quire: QuireProcess, data: Path, options: argparse.Namespace) -> int
     connection = quire.connect(database=DATABASE, read_timeout=3600)
     duck = tpch.duckdb_over_parquet(data, THREADS)
     totals = [0.0, 0.0, 0.0, 0.0]  # Quire first, Quire best, DuckDB first, DuckDB best
+    cpu_totals = [0.0, 0.0]  # Quire's process and DuckDB direct's, first runs
     failed = []
-    print(f"{'query':>5} {'quire 1st':>9} {'quire':>9} {'duck 1st':>9} {'duckdb':>9} {'ratio':>6}")
+    print(
+        f"{'query':>5} {'quire 1st':>9} {'quire':>9} {'duck 1st':>9} {'duckdb':>9} {'ratio':>6}"
+        f" {'cpu 1st':>7} {'duck cpu':>8}"
+    )
     for number in numbers:
         sql = texts[number]
+        cpu = []
 
-        def on_quire(sql=sql):
+        def on_quire(sql=sql, cpu=cpu):
+            before = process_cpu_seconds(quire.process.pid)
             with connection.cursor() as cursor:
                 cursor.execute(sql)
-                return list(cursor.fetchall())
+                rows = list(cursor.fetchall())
+            cpu.append(process_cpu_seconds(quire.process.pid) - before)
+            return rows
 
         try:
             *quire_times, ours = timed(on_quire, options.runs)
@@ -146,21 +162,34 @@ def compare(quire: QuireProcess, data: Path, options: argparse.Namespace) -> int
             print(f"Q{number:<4} failed on Quire: {error}")
             failed.append(number)
             continue
-        *duck_times, theirs = timed(lambda sql=sql: duck.execute(sql).fetchall(), options.runs)
+        duck_cpu = []
+
+        def on_duckdb(sql=sql, duck_cpu=duck_cpu):
+            before = time.process_time()
+            rows = duck.execute(sql).fetchall()
+            duck_cpu.append(time.process_time() - before)
+            return rows
+
+        *duck_times, theirs = timed(on_duckdb, options.runs)
         found = tpch.differences(ours, theirs)
         if found:
             failed.append(number)
         times = [*quire_times, *duck_times]
-        totals = [total + time for total, time in zip(totals, times, strict=True)]
+        totals = [total + spent for total, spent in zip(totals, times, strict=True)]
+        cpu_totals = [cpu_totals[0] + cpu[0], cpu_totals[1] + duck_cpu[0]]
         print(
             f"Q{number:<4} {times[0]:9.3f} {times[1]:9.3f} {times[2]:9.3f} {times[3]:9.3f} "
-            f"{times[3] / times[1]:6.2f}  {'same' if not found else '; '.join(found)}",
+            f"{times[3] / times[1]:6.2f} {cpu[0]:7.3f} {duck_cpu[0]:8.3f}  {'same' if not found else '; '.join(found)}",
             flush=True,
         )
     connection.close()
-    print(f"total {totals[0]:9.3f} {totals[1]:9.3f} {totals[2]:9.3f} {totals[3]:9.3f}")
+    print(
+        f"total {totals[0]:9.3f} {totals[1]:9.3f} {totals[2]:9.3f} {totals[3]:9.3f}"
+        f" {'':6} {cpu_totals[0]:7.3f} {cpu_totals[1]:8.3f}"
+    )
     print(f"DuckDB / Quire total time, best of {options.runs}: {totals[3] / totals[1]:.2f}")
     print(f"DuckDB / Quire total time, first runs: {totals[2] / totals[0]:.2f} (target >= 0.5)")
+    print(f"DuckDB / Quire CPU time, first runs: {cpu_totals[1] / cpu_totals[0]:.2f}")
     if failed:
         print(f"wrong or failed: {', '.join(f'Q{number}' for number in failed)}")
     return 1 if failed else 0

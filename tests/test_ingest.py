@@ -182,3 +182,24 @@ def test_plain_numbers_in_a_double_column_are_the_nearest_doubles(db):
     assert read == expected
     error = error_of(db, f"INSERT INTO dbl VALUES {rows}, (99, 1{'0' * 400})")
     assert error[0] == 1264 and "column 'x' at row 36" in error[1], error
+
+
+def test_expressions_of_all_the_rows_are_worked_out_together(db):
+    """One engine query for the statement: NOW() is one time for every row, as in MySQL, while
+    RAND() is drawn for each row; a value refused names its row and nothing is written."""
+    run(db, "CREATE TABLE e (id INT NOT NULL, c VARCHAR(8), ts DATETIME, x DOUBLE) "
+        "DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 2")  # fmt: skip
+    values = ", ".join(f"({n}, CONCAT('c', {n % 7}), NOW(), RAND())" for n in range(300))
+    run(db, f"INSERT INTO e VALUES {values}")
+    assert run(db, "SELECT COUNT(*), COUNT(DISTINCT ts), COUNT(DISTINCT c), MAX(c) FROM e") == (
+        (300, 1, 7, "c6"),
+    )
+    assert run(db, "SELECT COUNT(DISTINCT x) FROM e")[0][0] > 290
+    values = ", ".join(
+        f"({n}, CONCAT('c', {'REPEAT(1, 9)' if n == 57 else n}), NOW(), 1)" for n in range(1, 101)
+    )
+    error = error_of(db, f"INSERT INTO e VALUES {values}")
+    assert error[0] == 1406 and "Data too long for column 'c' at row 57" in error[1], error
+    error = error_of(db, "INSERT INTO e VALUES (1, 'a', NOW(), 1), (2, 'b', NOW(), 1 + nosuch(1))")
+    assert error[0] == 1305, error
+    assert run(db, "SELECT COUNT(*) FROM e") == ((300,),)

@@ -33,6 +33,8 @@ from metadata.records import Column, KeyModel, Table
 
 COMMIT_WAIT_SECONDS = 60.0
 NOT_LITERAL = object()
+MAX_EXPRESSIONS_PER_QUERY = 4096  # a VALUES list's distinct expressions per engine query
+VOLATILE_FUNCTIONS = frozenset({"RAND", "RANDOM", "UUID", "UUID_SHORT", "SYSDATE"})
 
 
 # -- INSERT -------------------------------------------------------------------------------------
@@ -105,16 +107,44 @@ def _named_columns(table: Table, written: list | None) -> list[Column]:
 
 
 async def _values_rows(session, values: exp.Values, named: list[Column]) -> list[tuple]:
+    """The rows of `VALUES (...), ...`: plain literals as they are, and the other expressions of
+    all the rows worked out together by the query engine, each distinct one once (NOW() is one
+    time for the statement, as in MySQL; RAND() and the like, once per row)."""
     rows = []
+    places: dict[exp.Expression | int, list[tuple[int, int]]] = {}  # (row, position) by expression
+    expressions: list[exp.Expression] = []
     for number, row in enumerate(values.expressions, 1):
         items = row.expressions if isinstance(row, exp.Tuple) else [row]
         if len(items) != len(named):
             raise _count_mismatch(number)
         literal = [_literal(item) for item in items]
-        if NOT_LITERAL in literal:
-            literal = await _evaluated(session, items, literal, named)
-        rows.append(tuple(literal))
-    return rows
+        for position, value in enumerate(literal):
+            if value is not NOT_LITERAL:
+                continue
+            item = items[position]
+            key = len(expressions) if _volatile(item) else item
+            if key not in places:
+                places[key] = []
+                expressions.append(item)
+            places[key].append((number - 1, position))
+        rows.append(literal)
+    keys = list(places)
+    for start in range(0, len(expressions), MAX_EXPRESSIONS_PER_QUERY):
+        part = expressions[start : start + MAX_EXPRESSIONS_PER_QUERY]
+        evaluated = await _evaluated(session, part)
+        for key, value in zip(keys[start : start + len(part)], evaluated, strict=True):
+            for row, position in places[key]:
+                rows[row][position] = value
+    return [tuple(row) for row in rows]
+
+
+def _volatile(expression: exp.Expression) -> bool:
+    """Whether the expression may give another value each time it is worked out."""
+    return any(
+        isinstance(node, exp.Rand)
+        or (isinstance(node, exp.Func) and queries.function_name(node) in VOLATILE_FUNCTIONS)
+        for node in expression.find_all(exp.Func)
+    )
 
 
 def _with_generated_ids(
@@ -227,15 +257,15 @@ def _number(text: str):
         raise QueryError(ErrorCode.PARSE_ERROR, f"Bad number {text!r}") from None
 
 
-async def _evaluated(session, items, literal: list, named: list[Column]) -> list:
-    """A row's expressions that are no plain literal, worked out by the query engine."""
-    positions = [index for index, value in enumerate(literal) if value is NOT_LITERAL]
-    select = exp.select(*[items[index].copy() for index in positions])
-    answer = await queries.run_select(session, queries.plan_select(select))
-    values = list(answer.rows)[0]
-    for index, value in zip(positions, values, strict=True):
-        literal[index] = value
-    return literal
+async def _evaluated(session, expressions: list[exp.Expression]) -> tuple:
+    """The expressions' values, worked out by the query engine as one row of a SELECT (each
+    value keeps its own type, as MySQL converts each row's value on its own)."""
+    select = exp.select(*[expression.copy() for expression in expressions])
+    names = [f"_{index}" for index in range(len(expressions))]  # not shown: no text to write
+    answer = await queries.run_select(session, queries.plan_select(select, names))
+    (values,) = list(answer.rows)
+    assert len(values) == len(expressions)
+    return values
 
 
 def _by_position(rows: list[tuple], width: int) -> list[list]:

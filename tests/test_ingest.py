@@ -104,7 +104,7 @@ def test_rows_read_from_the_text_are_the_rows_read_from_the_tokens():
     pieces = ("0", "-0", "007", "-12", "3.25", "-0.50", "NULL", "null", "''", "'a,b)'", "' ( '")
     pieces += ("'NULL'", "'-1'", "'\u00e9t\u00e9'", "'x\ny'", "9223372036854775808", "'a, b'")
     pieces += ("'x), (y'", "'x),(y'", "' '", "'\r'", "'1.5'")
-    by_csv = 0
+    by_split = 0
     for _ in range(400):
         width = generator.randrange(1, 5)
         between_values = generator.choice((", ", ",", ", ", " , ", ",  "))
@@ -114,12 +114,12 @@ def test_rows_read_from_the_text_are_the_rows_read_from_the_tokens():
             for _ in range(generator.randrange(1, 6))
         ]
         sql = f"INSERT INTO db.t VALUES {between_rows.join(written)}"
-        by_csv += literal_insert_module._written_by_csv(sql[24:]) is not None
+        by_split += literal_insert_module._written_by_split(sql[24:]) is not None
         tokens = tokenize(sql)
         insert, token_count = literal_columns(sql)
         assert insert.literals.rows() == literal_insert(tokens).rows, sql
         assert token_count == len(tokens), sql
-    assert 50 < by_csv < 350, by_csv  # both ways of reading the rows are taken
+    assert 50 < by_split < 350, by_split  # both ways of reading the rows are taken
 
 
 @pytest.mark.parametrize(

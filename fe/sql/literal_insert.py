@@ -6,9 +6,9 @@ goes to the parser.
 Plainer still (literal_columns): every value a string with no quote or backslash in it, a
 decimal number or NULL. Such rows are read from the text without tokens and handed on by position
 as Arrow arrays of text, for the INSERT to convert a column at a time. Rows written as clients
-write them, `(1, 'a'), (2, 'b')` or `(1,'a'),(2,'b')`, are split by Arrow's CSV reader and every
-value checked by Arrow's regular expressions (which leave the GIL to the rest of the process);
-others, and strings holding a separator, by one Python regular expression."""
+write them, `(1, 'a'), (2, 'b')` or `(1,'a'),(2,'b')`, are split at their separators by Arrow and
+every value checked by Arrow's regular expressions (which leave the GIL to the rest of the
+process); others, and strings holding a separator, by one Python regular expression."""
 
 from __future__ import annotations
 

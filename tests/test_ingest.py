@@ -185,21 +185,31 @@ def test_plain_numbers_in_a_double_column_are_the_nearest_doubles(db):
 
 
 def test_expressions_of_all_the_rows_are_worked_out_together(db):
-    """One engine query for the statement: NOW() is one time for every row, as in MySQL, while
-    RAND() is drawn for each row; a value refused names its row and nothing is written."""
-    run(db, "CREATE TABLE e (id INT NOT NULL, c VARCHAR(8), ts DATETIME, x DOUBLE) "
+    """Expressions of one shape are worked out over a table of their literals, checked against
+    the first worked out alone: NOW() is one time for every row, as in MySQL, while RAND() is
+    drawn for each row; a value refused names its row and nothing is written."""
+    run(db, "CREATE TABLE e (id INT NOT NULL, c VARCHAR(8), ts DATETIME, x DOUBLE, d VARCHAR(8)) "
         "DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 2")  # fmt: skip
-    values = ", ".join(f"({n}, CONCAT('c', {n % 7}), NOW(), RAND())" for n in range(300))
+    values = ", ".join(
+        f"({n}, CONCAT('c', {n % 7}), NOW(), RAND(), "
+        f"DATE_FORMAT(CONCAT('2024-01-', {n % 9 + 10}), '%d.%m'))"
+        for n in range(300)
+    )
     run(db, f"INSERT INTO e VALUES {values}")
     assert run(db, "SELECT COUNT(*), COUNT(DISTINCT ts), COUNT(DISTINCT c), MAX(c) FROM e") == (
         (300, 1, 7, "c6"),
     )
-    assert run(db, "SELECT COUNT(DISTINCT x) FROM e")[0][0] > 290
+    assert run(db, "SELECT COUNT(DISTINCT x), MIN(d), MAX(d) FROM e")[0] == (300, "10.01", "18.01")
+    assert run(db, "SELECT c, d FROM e WHERE id = 100") == (("c2", "11.01"),)
     values = ", ".join(
-        f"({n}, CONCAT('c', {'REPEAT(1, 9)' if n == 57 else n}), NOW(), 1)" for n in range(1, 101)
+        f"({n}, CONCAT('c', {'REPEAT(1, 9)' if n == 57 else n}), NOW(), 1, NULL)"
+        for n in range(1, 101)
     )
     error = error_of(db, f"INSERT INTO e VALUES {values}")
     assert error[0] == 1406 and "Data too long for column 'c' at row 57" in error[1], error
-    error = error_of(db, "INSERT INTO e VALUES (1, 'a', NOW(), 1), (2, 'b', NOW(), 1 + nosuch(1))")
-    assert error[0] == 1305, error
+    values = ", ".join(
+        f"({n}, 'a', NOW(), {'1 + nosuch(1)' if n == 57 else f'{n} + 1'}, NULL)"
+        for n in range(1, 101)
+    )
+    assert error_of(db, f"INSERT INTO e VALUES {values}")[0] == 1305
     assert run(db, "SELECT COUNT(*) FROM e") == ((300,),)

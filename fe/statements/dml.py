@@ -26,15 +26,13 @@ from fe.security import privileges
 from fe.sql import statements as st
 from fe.sql.literal_insert import LiteralColumn
 from fe.sql.parser import INTERNAL_CATALOG
-from fe.statements import queries, transactions
+from fe.statements import queries, transactions, values_expressions
 from fe.statements.column_values import column_array, literal_array
 from fe.statements.table_data import SchemaChanged, TableReader, data_plane, unavailable
 from metadata.records import Column, KeyModel, Table
 
 COMMIT_WAIT_SECONDS = 60.0
 NOT_LITERAL = object()
-MAX_EXPRESSIONS_PER_QUERY = 4096  # a VALUES list's distinct expressions per engine query
-VOLATILE_FUNCTIONS = frozenset({"RAND", "RANDOM", "UUID", "UUID_SHORT", "SYSDATE"})
 
 
 # -- INSERT -------------------------------------------------------------------------------------
@@ -108,10 +106,9 @@ def _named_columns(table: Table, written: list | None) -> list[Column]:
 
 async def _values_rows(session, values: exp.Values, named: list[Column]) -> list[tuple]:
     """The rows of `VALUES (...), ...`: plain literals as they are, and the other expressions of
-    all the rows worked out together by the query engine, each distinct one once (NOW() is one
-    time for the statement, as in MySQL; RAND() and the like, once per row)."""
+    all the rows worked out together (values_expressions)."""
     rows = []
-    places: dict[exp.Expression | int, list[tuple[int, int]]] = {}  # (row, position) by expression
+    places: list[tuple[int, int]] = []  # (row, position) of each expression
     expressions: list[exp.Expression] = []
     for number, row in enumerate(values.expressions, 1):
         items = row.expressions if isinstance(row, exp.Tuple) else [row]
@@ -119,32 +116,15 @@ async def _values_rows(session, values: exp.Values, named: list[Column]) -> list
             raise _count_mismatch(number)
         literal = [_literal(item) for item in items]
         for position, value in enumerate(literal):
-            if value is not NOT_LITERAL:
-                continue
-            item = items[position]
-            key = len(expressions) if _volatile(item) else item
-            if key not in places:
-                places[key] = []
-                expressions.append(item)
-            places[key].append((number - 1, position))
+            if value is NOT_LITERAL:
+                places.append((number - 1, position))
+                expressions.append(items[position])
         rows.append(literal)
-    keys = list(places)
-    for start in range(0, len(expressions), MAX_EXPRESSIONS_PER_QUERY):
-        part = expressions[start : start + MAX_EXPRESSIONS_PER_QUERY]
-        evaluated = await _evaluated(session, part)
-        for key, value in zip(keys[start : start + len(part)], evaluated, strict=True):
-            for row, position in places[key]:
-                rows[row][position] = value
+    if expressions:
+        evaluated = await values_expressions.evaluated(session, expressions)
+        for (row, position), value in zip(places, evaluated, strict=True):
+            rows[row][position] = value
     return [tuple(row) for row in rows]
-
-
-def _volatile(expression: exp.Expression) -> bool:
-    """Whether the expression may give another value each time it is worked out."""
-    return any(
-        isinstance(node, exp.Rand)
-        or (isinstance(node, exp.Func) and queries.function_name(node) in VOLATILE_FUNCTIONS)
-        for node in expression.find_all(exp.Func)
-    )
 
 
 def _with_generated_ids(
@@ -255,17 +235,6 @@ def _number(text: str):
         return decimal.Decimal(text)
     except decimal.InvalidOperation:
         raise QueryError(ErrorCode.PARSE_ERROR, f"Bad number {text!r}") from None
-
-
-async def _evaluated(session, expressions: list[exp.Expression]) -> tuple:
-    """The expressions' values, worked out by the query engine as one row of a SELECT (each
-    value keeps its own type, as MySQL converts each row's value on its own)."""
-    select = exp.select(*[expression.copy() for expression in expressions])
-    names = [f"_{index}" for index in range(len(expressions))]  # not shown: no text to write
-    answer = await queries.run_select(session, queries.plan_select(select, names))
-    (values,) = list(answer.rows)
-    assert len(values) == len(expressions)
-    return values
 
 
 def _by_position(rows: list[tuple], width: int) -> list[list]:

@@ -19,7 +19,6 @@ import logging
 import pyarrow as pa
 from sqlglot import exp
 
-from fe.mysql.errors import QueryError
 from fe.statements import in_lists, queries
 
 MAX_EXPRESSIONS_PER_QUERY = 4096  # distinct expressions in one SELECT (DuckDB binds each one)
@@ -107,12 +106,12 @@ async def _over_table(session, expression: exp.Expression, shape: _Shape) -> lis
     table = exp.to_table(SHAPE_TABLE)
     table.meta[in_lists.LIST_TABLE] = True
     select = exp.select(template).from_(table).order_by(exp.column(ORDINAL))
-    plan = dataclasses.replace(
-        queries.plan_select(select, ["_0"]), lists=((SHAPE_TABLE, pa.table(columns)),)
-    )
+    plan = queries.plan_select(select, ["_0"])  # long IN lists in it become tables too
+    plan = dataclasses.replace(plan, lists=(*plan.lists, (SHAPE_TABLE, pa.table(columns))))
     try:
         answer = await queries.run_select(session, plan)
-    except QueryError:
+    except Exception:  # a rewrite or the engine refusing columns for literals: one by one
+        logger.debug("expressions like %s refused over a table", expression.sql(), exc_info=True)
         return None
     rows = list(answer.rows)
     assert len(rows) == len(shape.members)
@@ -124,7 +123,10 @@ def _same(value, expected) -> bool:
 
 
 def _shape(node: exp.Expression, literals: list):
-    """node's tree with its string and integer literals left out (appended to literals)."""
+    """node's tree with its string and integer literals left out (appended to literals); those
+    of a type (`DECIMAL(10, 2)`) are its shape."""
+    if isinstance(node, exp.DataType):
+        return node.sql()
     if isinstance(node, exp.Literal):
         if node.is_string:
             literals.append(node.this)
@@ -157,6 +159,8 @@ def _templated(node: exp.Expression) -> list[str]:
     names: list[str] = []
 
     def visit(current: exp.Expression) -> None:
+        if isinstance(current, exp.DataType):
+            return
         if isinstance(current, exp.Literal) and (
             current.is_string or (current.this.isdigit() and int(current.this) in INT64)
         ):

@@ -23,10 +23,22 @@ def adapted(
     carries its column id (what a flush writes), else plain fields (what a snapshot answers)."""
     target = pa.schema([*hidden, *schema.stored()])
     if not rows.schema.equals(target, check_metadata=True):
-        rows = _mapped(rows, schema, target, len(hidden))
+        if _written_as(rows.schema, target):
+            rows = pa.Table.from_arrays(rows.columns, schema=target)
+        else:
+            rows = _mapped(rows, schema, target, len(hidden))
     if stored:
         return rows
     return pa.Table.from_arrays(rows.columns, schema=pa.schema([*hidden, *schema.arrow()]))
+
+
+def _written_as(written: pa.Schema, target: pa.Schema) -> bool:
+    """Whether rows of the written schema are target's columns as they are: the same fields in
+    the same order, none carrying a column id (what a statement's rows are before the TN stores
+    them)."""
+    return written.equals(target, check_metadata=False) and not any(
+        field.metadata for field in written
+    )
 
 
 def _mapped(rows: pa.Table, schema: TableSchema, target: pa.Schema, hidden: int) -> pa.Table:

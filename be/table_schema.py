@@ -5,6 +5,7 @@ refuse work against a version older than one they have seen."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -51,6 +52,9 @@ class PartitionSchema:
 MAX_KEPT_SCHEMAS = 4096  # TableSchema.of's records kept; past it all are let go
 _OF_TABLES: dict[int, tuple[Table, TableSchema]] = {}  # id(record) -> (record, its schema)
 _OF_LOCK = threading.Lock()
+# id(schema) -> (schema, what was worked out of it by name): every commit logs and publishes its
+# table's schema, which never changes once built
+_WORKED_OUT: dict[int, tuple[TableSchema, dict[str, object]]] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +146,9 @@ class TableSchema:
         return tuple(column.name for column in self.columns)
 
     def arrow(self) -> pa.Schema:
+        return _worked_out(self, "arrow", self._arrow)
+
+    def _arrow(self) -> pa.Schema:
         return pa.schema(
             [pa.field(column.name, column.type, column.nullable) for column in self.columns]
         )
@@ -151,6 +158,9 @@ class TableSchema:
 
     def stored(self) -> pa.Schema:
         """The columns as rows keep them: each field with its column's id (COLUMN_ID_KEY)."""
+        return _worked_out(self, "stored", self._stored)
+
+    def _stored(self) -> pa.Schema:
         return pa.schema(
             [
                 pa.field(column.name, column.type, column.nullable, metadata=_id_metadata(column))
@@ -168,6 +178,9 @@ class TableSchema:
 
     def fields(self) -> dict:
         """The schema as JSON-able fields (the columns as Arrow's serialised schema)."""
+        return dict(_worked_out(self, "fields", self._fields))
+
+    def _fields(self) -> dict:
         columns = pa.schema(
             [
                 pa.field(
@@ -268,3 +281,17 @@ def column_id(field: pa.Field) -> int:
 def _named(table: Table, names: tuple[str, ...]) -> tuple[str, ...]:
     """The columns as the table spells them (the catalog matches names without case)."""
     return tuple(table.column(name).name for name in names)
+
+
+def _worked_out(schema: TableSchema, name: str, work: Callable[[], object]):
+    """What work gives for schema, kept with it (a schema never changes)."""
+    kept = _WORKED_OUT.get(id(schema))
+    if kept is None or kept[0] is not schema:
+        with _OF_LOCK:
+            if len(_WORKED_OUT) >= MAX_KEPT_SCHEMAS:
+                _WORKED_OUT.clear()
+            kept = _WORKED_OUT[id(schema)] = (schema, {})
+    value = kept[1].get(name)
+    if value is None:
+        value = kept[1][name] = work()
+    return value

@@ -13,6 +13,7 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -173,6 +174,14 @@ def replaying() -> Iterator[None]:
         gc.enable()
 
 
+def warm_up_conversions() -> None:
+    """pyarrow loads pandas the first time it converts Python values (about a third of a second
+    of CPU, holding the interpreter): done once the node is ready, not in its first INSERT."""
+    import pyarrow as pa
+
+    pa.array([0])
+
+
 def set_log_level(sys_log_level: str) -> None:
     logging.getLogger().setLevel(sys_log_level.replace("WARN", "WARNING"))
 
@@ -237,7 +246,12 @@ def run_node(
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, node.stop)
-            await node.run(ready_callback=report.ready)
+            await node.run(ready_callback=ready)
+
+        def ready() -> None:
+            report.ready()
+            if embedded_data_plane:
+                threading.Thread(target=warm_up_conversions, name="warm-up", daemon=True).start()
 
         uvloop.run(main())
     except (StartupError, ConfigError) as error:

@@ -104,7 +104,7 @@ def test_rows_read_from_the_text_are_the_rows_read_from_the_tokens():
     pieces = ("0", "-0", "007", "-12", "3.25", "-0.50", "NULL", "null", "''", "'a,b)'", "' ( '")
     pieces += ("'NULL'", "'-1'", "'\u00e9t\u00e9'", "'x\ny'", "9223372036854775808", "'a, b'")
     pieces += ("'x), (y'", "'x),(y'", "' '", "'\r'", "'1.5'")
-    by_csv = 0
+    by_split = 0
     for _ in range(400):
         width = generator.randrange(1, 5)
         between_values = generator.choice((", ", ",", ", ", " , ", ",  "))
@@ -114,12 +114,12 @@ def test_rows_read_from_the_text_are_the_rows_read_from_the_tokens():
             for _ in range(generator.randrange(1, 6))
         ]
         sql = f"INSERT INTO db.t VALUES {between_rows.join(written)}"
-        by_csv += literal_insert_module._written_by_csv(sql[24:]) is not None
+        by_split += literal_insert_module._written_by_split(sql[24:]) is not None
         tokens = tokenize(sql)
         insert, token_count = literal_columns(sql)
         assert insert.literals.rows() == literal_insert(tokens).rows, sql
         assert token_count == len(tokens), sql
-    assert 50 < by_csv < 350, by_csv  # both ways of reading the rows are taken
+    assert 50 < by_split < 350, by_split  # both ways of reading the rows are taken
 
 
 @pytest.mark.parametrize(
@@ -182,3 +182,39 @@ def test_plain_numbers_in_a_double_column_are_the_nearest_doubles(db):
     assert read == expected
     error = error_of(db, f"INSERT INTO dbl VALUES {rows}, (99, 1{'0' * 400})")
     assert error[0] == 1264 and "column 'x' at row 36" in error[1], error
+
+
+def test_expressions_of_all_the_rows_are_worked_out_together(db):
+    """Expressions of one shape are worked out over a table of their literals, checked against
+    the first worked out alone: NOW() is one time for every row, as in MySQL, while RAND() is
+    drawn for each row; a value refused names its row and nothing is written."""
+    run(db, "CREATE TABLE e (id INT NOT NULL, c VARCHAR(8), ts DATETIME, x DOUBLE, d VARCHAR(8)) "
+        "DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 2")  # fmt: skip
+    values = ", ".join(
+        f"({n}, CONCAT('c', {n % 7}), NOW(), RAND(), "
+        f"DATE_FORMAT(CONCAT('2024-01-', {n % 9 + 10}), '%d.%m'))"
+        for n in range(300)
+    )
+    run(db, f"INSERT INTO e VALUES {values}")
+    assert run(db, "SELECT COUNT(*), COUNT(DISTINCT ts), COUNT(DISTINCT c), MAX(c) FROM e") == (
+        (300, 1, 7, "c6"),
+    )
+    assert run(db, "SELECT COUNT(DISTINCT x), MIN(d), MAX(d) FROM e")[0] == (300, "10.01", "18.01")
+    assert run(db, "SELECT c, d FROM e WHERE id = 100") == (("c2", "11.01"),)
+    values = ", ".join(
+        f"({n}, 'k', NOW(), CAST({n} / 4 AS DECIMAL(6, 2)), NULL)" for n in range(20)
+    )
+    run(db, f"INSERT INTO e VALUES {values}")  # a type's literals are no values to take apart
+    assert run(db, "SELECT SUM(x) FROM e WHERE c = 'k'") == ((47.5,),)
+    values = ", ".join(
+        f"({n}, CONCAT('c', {'REPEAT(1, 9)' if n == 57 else n}), NOW(), 1, NULL)"
+        for n in range(1, 101)
+    )
+    error = error_of(db, f"INSERT INTO e VALUES {values}")
+    assert error[0] == 1406 and "Data too long for column 'c' at row 57" in error[1], error
+    values = ", ".join(
+        f"({n}, 'a', NOW(), {'1 + nosuch(1)' if n == 57 else f'{n} + 1'}, NULL)"
+        for n in range(1, 101)
+    )
+    assert error_of(db, f"INSERT INTO e VALUES {values}")[0] == 1305
+    assert run(db, "SELECT COUNT(*) FROM e") == ((320,),)

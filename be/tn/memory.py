@@ -28,14 +28,14 @@ class TableMemory:
     def add(self, change: TableChanges, commit_ts: int) -> None:
         if change.inserts is not None and change.inserts.num_rows:
             rows = change.inserts
-            stamps = pa.array([commit_ts] * rows.num_rows, pa.int64())
+            stamps = pa.repeat(pa.scalar(commit_ts, pa.int64()), rows.num_rows)
             self.rows.append(rows.add_column(1, pa.field(COMMIT_TS, pa.int64(), False), stamps))
             self.row_count += rows.num_rows
             self.nbytes += rows.nbytes
         if change.deletes is not None and change.deletes.num_rows:
             ids = change.deletes.column(ROW_ID).combine_chunks()
             self.delete_ids.append(ids)
-            self.delete_ts.append(pa.array([commit_ts] * len(ids), pa.int64()))
+            self.delete_ts.append(pa.repeat(pa.scalar(commit_ts, pa.int64()), len(ids)))
             self.row_count += len(ids)
             self.nbytes += ids.nbytes * 2
         if self.since is None and not self.empty:

@@ -6,9 +6,9 @@ goes to the parser.
 Plainer still (literal_columns): every value a string with no quote or backslash in it, a
 decimal number or NULL. Such rows are read from the text without tokens and handed on by position
 as Arrow arrays of text, for the INSERT to convert a column at a time. Rows written as clients
-write them, `(1, 'a'), (2, 'b')` or `(1,'a'),(2,'b')`, are split by Arrow's CSV reader and every
-value checked by Arrow's regular expressions (which leave the GIL to the rest of the process);
-others, and strings holding a separator, by one Python regular expression."""
+write them, `(1, 'a'), (2, 'b')` or `(1,'a'),(2,'b')`, are split at their separators by Arrow and
+every value checked by Arrow's regular expressions (which leave the GIL to the rest of the
+process); others, and strings holding a separator, by one Python regular expression."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ import math
 import re
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as csv
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
@@ -72,10 +72,7 @@ VALUE = re.compile(PLAIN_VALUE)
 MAX_HEAD_CHARACTERS = 4096  # where VALUES is looked for
 MAX_LITERAL_COLUMNS = 4096  # wider rows go by tokens
 ROW_PATTERNS_KEPT = 64
-CSV_PARSE = csv.ParseOptions(
-    delimiter=",", quote_char=False, double_quote=False, escape_char=False, ignore_empty_lines=False
-)
-CSV_PLAIN_VALUE = r"^(?:'[^']*'|-?[0-9]+(?:\.[0-9]+)?|(?i:null))$"  # PLAIN_VALUE, for RE2
+ARROW_PLAIN_VALUE = r"^(?:'[^']*'|-?[0-9]+(?:\.[0-9]+)?|(?i:null))$"  # PLAIN_VALUE, for RE2
 
 
 @dataclass(frozen=True)
@@ -123,7 +120,7 @@ def literal_columns(sql: str) -> tuple[st.Insert, int] | None:
     if target is None or not reader.at_end():
         return None
     body = sql[start.end() :].rstrip()
-    found = _written_by_csv(body) or _written_by_pattern(body)
+    found = _written_by_split(body) or _written_by_pattern(body)
     if found is None:
         return None
     written, width = found
@@ -138,39 +135,31 @@ def literal_columns(sql: str) -> tuple[st.Insert, int] | None:
     return insert, token_count
 
 
-def _written_by_csv(body: str) -> tuple[pa.StringArray, int] | None:
+def _written_by_split(body: str) -> tuple[pa.StringArray, int] | None:
     """Every value as written (a string with its quotes), column after column, and how many
-    columns; None unless every row is `(v, v, ...)` or `(v,v,...)`, the rows separated by `, `
-    or `,`, and every value plain. A separator inside a string splits it into values that are
-    not plain: such rows are left to the pattern."""
+    columns; None unless the rows are `(v, v, ...)` or `(v,v,...)` separated alike (`, ` or `,`),
+    all as wide as the first, and every value plain. Arrow splits the text at the separators; a
+    separator inside a string splits it into values that are not plain: such rows are left to
+    the pattern."""
     if "\\" in body or body[:1] != "(" or body[-1:] != ")":
         return None
-    text = body[1:-1].replace("), (", "\n").replace("),(", "\n").replace(", ", ",")
-    first_row_end = text.find("\n")
-    width = text.count(",", 0, first_row_end if first_row_end >= 0 else len(text)) + 1
-    if width > MAX_LITERAL_COLUMNS:
-        return None
-    names = [str(index) for index in range(width)]
+    first_row_end = body.find(")")
+    between_rows = "), (" if body.startswith("), (", first_row_end) else "),("
+    between_values = ", " if ", " in body[:first_row_end] else ","
     try:
-        table = csv.read_csv(
-            pa.py_buffer(text.encode()),
-            read_options=csv.ReadOptions(column_names=names, use_threads=False),
-            parse_options=CSV_PARSE,
-            convert_options=csv.ConvertOptions(
-                column_types=dict.fromkeys(names, pa.string()),
-                null_values=[],
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-            ),
-        )
+        rows = pc.split_pattern(pa.array([body[1:-1]], pa.string()), between_rows).values
     except (pa.ArrowException, UnicodeEncodeError):
         return None
-    if table.num_rows != text.count("\n") + 1:
+    row_values = pc.split_pattern(rows, between_values)
+    widths = pc.min_max(pc.list_value_length(row_values)).as_py()
+    width = widths["min"]
+    if width != widths["max"] or width > MAX_LITERAL_COLUMNS:
         return None
-    written = pa.concat_arrays([chunk for column in table.columns for chunk in column.chunks])
-    if not pc.all(pc.match_substring_regex(written, CSV_PLAIN_VALUE)).as_py():
+    by_row = row_values.values
+    if not pc.all(pc.match_substring_regex(by_row, ARROW_PLAIN_VALUE)).as_py():
         return None
-    return written, width
+    by_column = np.arange(len(by_row)).reshape(len(rows), width).T.ravel()
+    return by_row.take(pa.array(by_column)), width
 
 
 def _written_by_pattern(body: str) -> tuple[pa.StringArray, int] | None:
@@ -211,10 +200,10 @@ def _columns(written: pa.StringArray, width: int, row_count: int) -> tuple[Liter
         pc.if_else(quoted, pc.utf8_slice_codeunits(written, 1, -1), written),
     )
     pointed = pc.and_not(pc.match_substring(written, "."), quoted)
-    ends = pa.array(range(row_count - 1, len(written), row_count), pa.int64())
-    quoted_counts = _counts_by_column(quoted, ends)
-    null_counts = _counts_by_column(nulls, ends)
-    pointed_counts = _counts_by_column(pointed, ends)
+    flags = [flag.to_numpy(zero_copy_only=False) for flag in (quoted, nulls, pointed)]
+    quoted_counts, null_counts, pointed_counts = (
+        np.stack(flags).reshape(3, width, row_count).sum(axis=2).tolist()
+    )
     columns = []
     for index in range(width):
         start = index * row_count
@@ -228,12 +217,6 @@ def _columns(written: pa.StringArray, width: int, row_count: int) -> tuple[Liter
             )
         )
     return tuple(columns)
-
-
-def _counts_by_column(flags: pa.BooleanArray, ends: pa.Int64Array) -> list[int]:
-    """How many flags are set in each column's stretch, the stretches ending at ends."""
-    totals = pc.cumulative_sum(flags.cast(pa.int64())).take(ends).to_pylist()
-    return [total - before for total, before in zip(totals, [0, *totals[:-1]], strict=True)]
 
 
 def _number_value(text: str):

@@ -26,7 +26,7 @@ from fe.security import privileges
 from fe.sql import statements as st
 from fe.sql.literal_insert import LiteralColumn
 from fe.sql.parser import INTERNAL_CATALOG
-from fe.statements import queries, transactions
+from fe.statements import queries, transactions, values_expressions
 from fe.statements.column_values import column_array, literal_array
 from fe.statements.table_data import SchemaChanged, TableReader, data_plane, unavailable
 from metadata.records import Column, KeyModel, Table
@@ -105,16 +105,26 @@ def _named_columns(table: Table, written: list | None) -> list[Column]:
 
 
 async def _values_rows(session, values: exp.Values, named: list[Column]) -> list[tuple]:
+    """The rows of `VALUES (...), ...`: plain literals as they are, and the other expressions of
+    all the rows worked out together (values_expressions)."""
     rows = []
+    places: list[tuple[int, int]] = []  # (row, position) of each expression
+    expressions: list[exp.Expression] = []
     for number, row in enumerate(values.expressions, 1):
         items = row.expressions if isinstance(row, exp.Tuple) else [row]
         if len(items) != len(named):
             raise _count_mismatch(number)
         literal = [_literal(item) for item in items]
-        if NOT_LITERAL in literal:
-            literal = await _evaluated(session, items, literal, named)
-        rows.append(tuple(literal))
-    return rows
+        for position, value in enumerate(literal):
+            if value is NOT_LITERAL:
+                places.append((number - 1, position))
+                expressions.append(items[position])
+        rows.append(literal)
+    if expressions:
+        evaluated = await values_expressions.evaluated(session, expressions)
+        for (row, position), value in zip(places, evaluated, strict=True):
+            rows[row][position] = value
+    return [tuple(row) for row in rows]
 
 
 def _with_generated_ids(
@@ -225,17 +235,6 @@ def _number(text: str):
         return decimal.Decimal(text)
     except decimal.InvalidOperation:
         raise QueryError(ErrorCode.PARSE_ERROR, f"Bad number {text!r}") from None
-
-
-async def _evaluated(session, items, literal: list, named: list[Column]) -> list:
-    """A row's expressions that are no plain literal, worked out by the query engine."""
-    positions = [index for index, value in enumerate(literal) if value is NOT_LITERAL]
-    select = exp.select(*[items[index].copy() for index in positions])
-    answer = await queries.run_select(session, queries.plan_select(select))
-    values = list(answer.rows)[0]
-    for index, value in zip(positions, values, strict=True):
-        literal[index] = value
-    return literal
 
 
 def _by_position(rows: list[tuple], width: int) -> list[list]:

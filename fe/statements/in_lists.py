@@ -51,7 +51,11 @@ def typed(expression: exp.Expression, lists: tuple[tuple[str, pa.Table], ...], r
     tables the query reads."""
     if not lists:
         return
-    kinds = {name: table.schema.field("value").type for name, table in lists}
+    kinds = {  # other tables of literals (an INSERT's VALUES) read no IN list
+        name: table.schema.field("value").type
+        for name, table in lists
+        if "value" in table.schema.names
+    }
     records = {}
     for table, _, record in resolved:
         if record is not None:

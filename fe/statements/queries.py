@@ -224,7 +224,7 @@ def _constant_evaluator(projection: exp.Expression) -> Callable | None:
 
 
 def _session_function(node: exp.Func) -> Callable | None:
-    function = SESSION_FUNCTIONS.get(_function_name(node))
+    function = SESSION_FUNCTIONS.get(function_name(node))
     if function is None or node.expressions:
         return None
     if not isinstance(node, exp.Anonymous) and node.args.get("this"):
@@ -232,7 +232,7 @@ def _session_function(node: exp.Func) -> Callable | None:
     return function
 
 
-def _function_name(node: exp.Func) -> str:
+def function_name(node: exp.Func) -> str:
     if isinstance(node, exp.Anonymous):
         return node.name.upper()
     return node.sql_name().upper()

@@ -403,6 +403,8 @@ class CommitPipeline:
             self._aborted(ended.record, "the load was aborted: a task or the job failed")
         if self.store is None:
             return
+        if ended is not None and not self._closed.is_set():  # and those a cancelled task wrote
+            self._worker.submit(self._remove_load_objects, ended.table_id, txn_id)
         for name in names:
             try:
                 parsed = ObjectName.parse(name)
@@ -436,12 +438,12 @@ class CommitPipeline:
                 self._worker.submit(self._remove_load_objects, load.table_id, load.txn_id)
 
     def _remove_load_objects(self, table_id: int, txn_id: int) -> None:
-        """On the storage worker: the objects an expired load's writers left (named at its
-        transaction id, which no commit names: its commits are refused from its expiry on)."""
+        """On the storage worker: the objects an aborted or expired load's writers left (named
+        at its transaction id, which no commit names: its commits are refused from then on)."""
         try:
             names = self.store.list(f"t{table_id}/")
         except StorageError as error:
-            logger.warning("the expired load %d's objects were not listed: %s", txn_id, error)
+            logger.warning("the ended load %d's objects were not listed: %s", txn_id, error)
             return
         for name in names:
             try:
@@ -451,7 +453,7 @@ class CommitPipeline:
             except ValueError:
                 continue
             except StorageError as error:
-                logger.warning("the expired load's object %s stays: %s", name, error)
+                logger.warning("the ended load's object %s stays: %s", name, error)
 
     def _control(self, action: Callable[[], object]):
         return self._wait(self._enqueue(_Request(None, Future(), control=action)))

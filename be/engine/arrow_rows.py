@@ -3,38 +3,13 @@ elsewhere (on a CN) answers with, turned into the rows the FE encodes for MySQL.
 
 from __future__ import annotations
 
-import datetime
-import uuid
 from collections.abc import Iterable
 
 import pyarrow as pa
 
+from be.engine.columnar_rows import CONVERSIONS
 from be.engine.errors import MemoryLimitExceeded
 from be.engine.executor import Answer, estimated_bytes
-
-NANOSECONDS_PER_MICROSECOND = 1000
-DAYS_PER_MONTH = 30  # DuckDB's own, turning an INTERVAL into a timedelta
-
-
-def _integer(value):
-    return None if value is None else int(value)
-
-
-def _interval(value):
-    if value is None:
-        return None
-    return datetime.timedelta(
-        days=value.months * DAYS_PER_MONTH + value.days,
-        microseconds=value.nanoseconds // NANOSECONDS_PER_MICROSECOND,
-    )
-
-
-def _uuid(value):
-    return None if value is None else uuid.UUID(str(value))
-
-
-# What Arrow makes of a DuckDB type that DuckDB's fetch gives as another Python type.
-CONVERSIONS = {"HUGEINT": _integer, "UHUGEINT": _integer, "INTERVAL": _interval, "UUID": _uuid}
 
 
 def answer_of(

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import duckdb
 import pyarrow as pa
 
+from be.engine.columnar_rows import ArrowRows, answers_in_arrow
 from be.engine.errors import (
     EngineBusy,
     EngineError,
@@ -43,6 +44,7 @@ from be.engine.wide_integers import has_wide_integers, register_with_wide_intege
 logger = logging.getLogger(__name__)
 
 FETCH_ROWS = 2048  # rows converted to Python between two checks for an interrupt
+COLUMNAR_FETCH_ROWS = 16384  # rows of an Arrow answer's record batch (one part of a stream)
 ROW_OVERHEAD_BYTES = 64  # a row tuple's header
 VALUE_BYTES = 40  # a value's slot and a small object (strings and bytes add their length)
 ABANDON_CHECK_SECONDS = 0.5  # how soon a query whose asker went away is stopped
@@ -115,7 +117,7 @@ class Answer:
     """A query's result: (name, DuckDB type name) per column, and the rows."""
 
     columns: list[tuple[str, str]]
-    rows: list[tuple]
+    rows: list[tuple] | ArrowRows
 
 
 @dataclass(frozen=True)
@@ -160,18 +162,20 @@ class Engine:
         abandoned: Callable[[], bool] = lambda: False,
         arrow: bool = False,
         stream: bool = False,
+        columnar: bool = False,
     ) -> Answer | ArrowAnswer | StreamedAnswer:
         """Run the SQL that prepare() gives over the tables it gives, both made on the worker (a
         big statement's preparation holds no event loop; its exceptions reach the caller as they
         are); `abandoned` says whether the one waiting has gone (the query is then stopped); arrow:
         the answer as Arrow record batches, not as Python rows; stream: an answer bigger than the
         engine's stream_limits hold comes as a StreamedAnswer (its worker stays busy until the
-        reader has taken every part or closed it)."""
+        reader has taken every part or closed it); columnar: the rows (and a stream's parts) may
+        come as ArrowRows, when every column's type reads the same from Arrow."""
         assert memory_limit_bytes > 0
         row_stream = None
         if stream and not arrow and self.stream_limits is not None:
             row_stream = RowStream(asyncio.get_running_loop(), self.stream_limits)
-        query = _Query(prepare, memory_limit_bytes, arrow, row_stream)
+        query = _Query(prepare, memory_limit_bytes, arrow, row_stream, columnar)
         with self._lock:
             if self._closed or self._admitted >= self.workers + self.queue_size:
                 running = min(self._admitted, self.workers)
@@ -279,6 +283,10 @@ class Engine:
         database.close()
 
 
+def _relation_columns(relation: duckdb.DuckDBPyRelation) -> list[tuple[str, str]]:
+    return [(name, str(kind)) for name, kind in zip(relation.columns, relation.types, strict=True)]
+
+
 def estimated_bytes(rows: list[tuple]) -> int:
     """About what rows take as Python objects: the answer counts against the query's memory
     limit too (DuckDB streams it, so its own limit does not see it)."""
@@ -300,8 +308,10 @@ class _Query:
         memory_limit_bytes: int,
         arrow: bool = False,
         row_stream: RowStream | None = None,
+        columnar: bool = False,
     ):
         self.prepare = prepare
+        self.columnar = columnar
         self.memory_limit_bytes = memory_limit_bytes
         self.arrow = arrow
         self.row_stream = row_stream
@@ -337,6 +347,12 @@ class _Query:
                     connection.register(name, table)
             if self.arrow:
                 return self._arrow(connection.sql(sql))
+            if self.columnar:
+                relation = connection.sql(sql)  # bound, not run yet
+                if relation is not None:
+                    columns = _relation_columns(relation)
+                    if answers_in_arrow(columns):
+                        return self._columnar(relation, columns)
             result = connection.execute(sql)
             columns = [(entry[0], str(entry[1])) for entry in result.description]
             rows: list[tuple] = []
@@ -372,10 +388,36 @@ class _Query:
                 self._connection = None
             connection.close()
 
+    def _columnar(
+        self, relation: duckdb.DuckDBPyRelation, columns: list[tuple[str, str]]
+    ) -> Answer:
+        """The answer's rows as ArrowRows (held, or streamed a record batch a part)."""
+        batches: list[pa.RecordBatch] = []
+        held = 0
+        reader = relation.to_arrow_reader(COLUMNAR_FETCH_ROWS)
+        for batch in reader:
+            if self._stopped:
+                raise QueryInterrupted()
+            if not batch.num_rows:
+                continue
+            if self.streaming:
+                self.row_stream.put(ArrowRows(pa.Table.from_batches([batch]), columns))
+                continue
+            held += batch.nbytes
+            batches.append(batch)
+            if self.row_stream is not None and held > self.row_stream.limits.hold_bytes:
+                first = ArrowRows(pa.Table.from_batches(batches, reader.schema), columns)
+                self.row_stream.start(columns, first)
+                self.streaming, batches = True, []
+            elif held > self.memory_limit_bytes:
+                raise MemoryLimitExceeded(self.memory_limit_bytes)
+        if self.streaming:
+            self.row_stream.finish()
+            return Answer(columns, [])
+        return Answer(columns, ArrowRows(pa.Table.from_batches(batches, reader.schema), columns))
+
     def _arrow(self, relation: duckdb.DuckDBPyRelation) -> ArrowAnswer:
-        columns = [
-            (name, str(kind)) for name, kind in zip(relation.columns, relation.types, strict=True)
-        ]
+        columns = _relation_columns(relation)
         batches: list[pa.RecordBatch] = []
         held = 0
         for batch in relation.to_arrow_reader(FETCH_ROWS):

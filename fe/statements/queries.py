@@ -20,9 +20,11 @@ from sqlglot.tokens import Token, TokenType
 
 from be import engine
 from be.cn.bounds import ColumnBound
+from be.engine.columnar_rows import ArrowRows
 from fe.client_errors import engine_error
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.results import EncodedAnswers, Result, column
+from fe.mysql.text_batches import arrow_fractional_digits
 from fe.sql.parser import INTERNAL_CATALOG
 from fe.statements import (
     coercions,
@@ -429,6 +431,7 @@ async def run_in_engine(
             memory_limit_bytes=memory_limit,
             abandoned=session.client_gone,
             stream=stream and not explain,
+            columnar=stream and not explain,  # the client's connection encodes it as it is
         )
     except engine.EngineError as error:
         raise engine_error(error, grouped=bool(plan.expression.args.get("group"))) from None
@@ -653,6 +656,8 @@ async def run_prepared_read(session, read: plain_reads.PreparedRead, values: lis
 def _fractional_digits(rows, position: int) -> int:
     """The fractional seconds a DATETIME result shows: DuckDB's TIMESTAMP keeps no precision, so
     as many as its values need (0, 3 or 6)."""
+    if isinstance(rows, ArrowRows):
+        return arrow_fractional_digits(rows.table.column(position))
     digits = 0
     for row in rows:
         value = row[position]

@@ -65,25 +65,30 @@ def answers_in_arrow(columns: list[tuple[str, str]]) -> bool:
 
 
 class ArrowRows:
-    """An answer's rows kept as Arrow: len() and iteration give what the Python rows would
-    (tuples of the values DuckDB's fetch gives); `table` is for encoders that take a column at a
-    time."""
+    """An answer's rows: a head of Python rows (those fetched before the answer was known to be
+    big), then the rest kept as Arrow. len() and iteration give what the Python rows would
+    (tuples of the values DuckDB's fetch gives); `head` and `table` are for encoders that take a
+    column at a time."""
 
-    __slots__ = ("table", "columns", "_conversions")
+    __slots__ = ("table", "columns", "head", "_conversions")
 
-    def __init__(self, table: pa.Table, columns: list[tuple[str, str]]):
+    def __init__(
+        self, table: pa.Table, columns: list[tuple[str, str]], head: list[tuple] | None = None
+    ):
         assert table.num_columns == len(columns), "the table has the answer's columns"
         self.table = table
         self.columns = columns
+        self.head = head or []
         self._conversions = [CONVERSIONS.get(type_name) for _, type_name in columns]
 
     def __len__(self) -> int:
-        return self.table.num_rows
+        return len(self.head) + self.table.num_rows
 
     def __bool__(self) -> bool:
-        return self.table.num_rows > 0
+        return len(self) > 0
 
     def __iter__(self):
+        yield from self.head
         for batch in self.table.to_batches():
             values = []
             for convert, array in zip(self._conversions, batch.columns, strict=True):
@@ -99,7 +104,10 @@ class ArrowRows:
         if isinstance(index, slice):
             start, stop, step = index.indices(len(self))
             assert step == 1, "rows are sliced in order"
-            return list(ArrowRows(self.table.slice(start, stop - start), self.columns))
+            kept = len(self.head)
+            rows = self.head[start:stop]
+            start, stop = max(start - kept, 0), max(stop - kept, 0)
+            return rows + list(ArrowRows(self.table.slice(start, stop - start), self.columns))
         if index < 0:
             index += len(self)
         return self[index : index + 1][0]

@@ -45,6 +45,7 @@ logger = logging.getLogger(__name__)
 
 FETCH_ROWS = 2048  # rows converted to Python between two checks for an interrupt
 COLUMNAR_FETCH_ROWS = 16384  # rows of an Arrow answer's record batch (one part of a stream)
+COLUMNAR_HEAD_ROWS = 256  # an answer of fewer rows stays Python rows (Arrow costs more there)
 ROW_OVERHEAD_BYTES = 64  # a row tuple's header
 VALUE_BYTES = 40  # a value's slot and a small object (strings and bytes add their length)
 ABANDON_CHECK_SECONDS = 0.5  # how soon a query whose asker went away is stopped
@@ -347,14 +348,13 @@ class _Query:
                     connection.register(name, table)
             if self.arrow:
                 return self._arrow(connection.sql(sql))
-            if self.columnar:
-                relation = connection.sql(sql)  # bound, not run yet
-                if relation is not None:
-                    columns = _relation_columns(relation)
-                    if answers_in_arrow(columns):
-                        return self._columnar(relation, columns)
             result = connection.execute(sql)
             columns = [(entry[0], str(entry[1])) for entry in result.description]
+            if self.columnar and answers_in_arrow(columns):
+                head = result.fetchmany(COLUMNAR_HEAD_ROWS)
+                if len(head) < COLUMNAR_HEAD_ROWS:
+                    return Answer(columns, head)
+                return self._columnar(result, columns, head)
             rows: list[tuple] = []
             held = 0
             while batch := result.fetchmany(FETCH_ROWS):
@@ -389,12 +389,13 @@ class _Query:
             connection.close()
 
     def _columnar(
-        self, relation: duckdb.DuckDBPyRelation, columns: list[tuple[str, str]]
+        self, result: duckdb.DuckDBPyConnection, columns: list[tuple[str, str]], head: list[tuple]
     ) -> Answer:
-        """The answer's rows as ArrowRows (held, or streamed a record batch a part)."""
+        """The answer's rows after its head as Arrow: ArrowRows held, or streamed a record batch
+        a part."""
         batches: list[pa.RecordBatch] = []
-        held = 0
-        reader = relation.to_arrow_reader(COLUMNAR_FETCH_ROWS)
+        held = estimated_bytes(head)
+        reader = result.to_arrow_reader(COLUMNAR_FETCH_ROWS)  # the rows the fetch left
         for batch in reader:
             if self._stopped:
                 raise QueryInterrupted()
@@ -406,7 +407,7 @@ class _Query:
             held += batch.nbytes
             batches.append(batch)
             if self.row_stream is not None and held > self.row_stream.limits.hold_bytes:
-                first = ArrowRows(pa.Table.from_batches(batches, reader.schema), columns)
+                first = ArrowRows(pa.Table.from_batches(batches, reader.schema), columns, head)
                 self.row_stream.start(columns, first)
                 self.streaming, batches = True, []
             elif held > self.memory_limit_bytes:
@@ -414,7 +415,8 @@ class _Query:
         if self.streaming:
             self.row_stream.finish()
             return Answer(columns, [])
-        return Answer(columns, ArrowRows(pa.Table.from_batches(batches, reader.schema), columns))
+        table = pa.Table.from_batches(batches, reader.schema)
+        return Answer(columns, ArrowRows(table, columns, head))
 
     def _arrow(self, relation: duckdb.DuckDBPyRelation) -> ArrowAnswer:
         columns = _relation_columns(relation)

@@ -108,7 +108,6 @@ MAX_PAYLOAD = 0xFFFFFF  # a longer payload continues in the next packet
 FLUSH_BYTES = 256 * 1024  # result sets are sent in pieces of about this size
 ROWS_PER_BATCH = 1024
 ARROW_ROWS_PER_BATCH = 8192  # rows of an Arrow answer encoded together, a column at a time
-FEW_ARROW_ROWS = 16  # an Arrow answer of fewer rows is encoded a row at a time (it costs less)
 MAX_ERROR_MESSAGE_BYTES = 512
 MAX_AUTH_ROUNDS = 8
 MAX_CONNECT_ATTRS = 1024
@@ -936,9 +935,7 @@ class Connection:
 
     async def _write_arrow_rows(self, rows: ArrowRows, columns: list[Column]) -> None:
         stream = self.stream
-        if len(rows) < FEW_ARROW_ROWS:
-            stream.write_text_rows(list(rows), columns)
-            return
+        stream.write_text_rows(rows.head, columns)
         table = rows.table
         for start in range(0, table.num_rows, ARROW_ROWS_PER_BATCH):
             stream.write_text_columns(table.slice(start, ARROW_ROWS_PER_BATCH).columns, columns)

@@ -264,7 +264,7 @@ async def run_client_select(session, plan: SelectPlan) -> Result:
     metrics = session.services.metrics
     if isinstance(result.rows, StreamedRows):
         result.rows.metrics = metrics
-    elif isinstance(result.rows, list | tuple):
+    elif isinstance(result.rows, list | tuple | ArrowRows):
         metrics.rows_answered += len(result.rows)
     return result
 
@@ -657,7 +657,8 @@ def _fractional_digits(rows, position: int) -> int:
     """The fractional seconds a DATETIME result shows: DuckDB's TIMESTAMP keeps no precision, so
     as many as its values need (0, 3 or 6)."""
     if isinstance(rows, ArrowRows):
-        return arrow_fractional_digits(rows.table.column(position))
+        digits = _fractional_digits(rows.head, position)
+        return max(digits, arrow_fractional_digits(rows.table.column(position)))
     digits = 0
     for row in rows:
         value = row[position]

@@ -44,7 +44,7 @@ from be.engine.wide_integers import has_wide_integers, register_with_wide_intege
 logger = logging.getLogger(__name__)
 
 FETCH_ROWS = 2048  # rows converted to Python between two checks for an interrupt
-COLUMNAR_FETCH_ROWS = 16384  # rows of an Arrow answer's record batch (one part of a stream)
+COLUMNAR_FETCH_ROWS = 8192  # rows of an Arrow answer's record batch (one part of a stream)
 COLUMNAR_HEAD_ROWS = 256  # an answer of fewer rows stays Python rows (Arrow costs more there)
 ROW_OVERHEAD_BYTES = 64  # a row tuple's header
 VALUE_BYTES = 40  # a value's slot and a small object (strings and bytes add their length)

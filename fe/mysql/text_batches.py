@@ -65,21 +65,45 @@ def _binary(values: pa.Array) -> pa.Array:
 
 def _float_cells(values: pa.Array) -> pa.Array:
     text = pc.cast(values, pa.string())
-    magnitude = pc.abs(values)
-    tiny = pc.and_(pc.less(magnitude, PLAIN_FLOAT_LOW), pc.not_equal(magnitude, 0.0))
-    python_exponent = pc.or_(tiny, pc.greater_equal(magnitude, PLAIN_FLOAT_HIGH))
-    arrow_exponent = pc.match_substring(text, "e")
-    by_python = pc.and_(
-        pc.or_(tiny, pc.not_equal(python_exponent, arrow_exponent)), pc.is_finite(values)
-    ).fill_null(False)
-    if pc.any(by_python).as_py():
-        chosen = pc.filter(values, by_python).to_pylist()
-        text = pc.replace_with_mask(text, by_python, pa.array(map(repr, chosen), pa.string()))
-    whole = pc.and_(
-        pc.invert(pc.match_substring_regex(text, r"[.en]")),  # not 1.5, 1e+20, inf or nan
-        pc.is_finite(values),
+    numbers = values.to_numpy(zero_copy_only=False)  # NaN where NULL
+    finite = np.isfinite(numbers)
+    magnitude = np.abs(numbers)
+    tiny = (magnitude < PLAIN_FLOAT_LOW) & (magnitude != 0)
+    python_exponent = tiny | (magnitude >= PLAIN_FLOAT_HIGH)
+    arrow_exponent = pc.match_substring(text, "e").to_numpy(zero_copy_only=False)
+    by_python = finite & (tiny | (python_exponent != arrow_exponent))
+    if by_python.any():
+        chosen = pa.array(map(repr, numbers[by_python].tolist()), pa.string())
+        text = pc.replace_with_mask(text, pa.array(by_python), chosen)
+    whole = finite & ~python_exponent & ~by_python & (np.floor(numbers) == numbers)
+    return _with_suffix(_binary(text), whole, b".0")  # Python's 1.0 where Arrow writes 1
+
+
+def _with_suffix(text: pa.Array, chosen: np.ndarray, suffix: bytes) -> pa.Array:
+    """A binary array's values with suffix appended to the chosen ones."""
+    if not chosen.any():
+        return text
+    count = len(text)
+    offsets = np.frombuffer(text.buffers()[1], np.int32, count + 1, text.offset)
+    data = np.frombuffer(text.buffers()[2], np.uint8, offsets[-1] - offsets[0], offsets[0])
+    lengths = np.diff(offsets)
+    added = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(chosen * len(suffix), out=added[1:])
+    new_offsets = (offsets - offsets[0]) + added
+    moved = np.empty(int(new_offsets[-1]), dtype=np.uint8)
+    moved[np.arange(len(data)) + np.repeat(added[:-1], lengths)] = data
+    ends = new_offsets[1:][chosen]
+    for i, byte in enumerate(suffix):
+        moved[ends - len(suffix) + i] = byte
+    validity = text.buffers()[0]
+    if validity is not None and text.offset:
+        validity = pa.array(text.is_valid()).buffers()[1]
+    return pa.Array.from_buffers(
+        pa.binary(),
+        count,
+        [validity, pa.py_buffer(new_offsets.astype(np.int32)), pa.py_buffer(moved)],
+        null_count=text.null_count,
     )
-    return _binary(pc.if_else(whole, pc.binary_join_element_wise(text, ".0", ""), text))
 
 
 def _cells_one_by_one(values: pa.Array, column: Column) -> pa.Array:

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import random
 import struct
+from decimal import Decimal
 
 import duckdb
 import pyarrow as pa
 import pytest
 
-from be.engine.columnar_rows import ArrowRows, answers_in_arrow
+from be.engine.arrow_rows import answer_of
+from be.engine.columnar_rows import ArrowRows, answers_in_arrow, estimated_arrow_bytes
+from be.engine.errors import MemoryLimitExceeded
+from be.engine.executor import estimated_bytes
 from fe.mysql.connection import MAX_PAYLOAD, PacketStream
 from fe.mysql.results import column
 from fe.mysql.text_batches import arrow_fractional_digits, text_packets
@@ -263,3 +267,29 @@ def test_arrow_rows_read_as_their_head_then_their_table():
     expected = [(1, "a"), (2, "b"), (3, "c"), (4, None), (5, "e")]
     assert len(rows) == 5 and list(rows) == expected
     assert rows[1:4] == expected[1:4] and rows[3:] == expected[3:] and rows[-1] == (5, "e")
+
+
+def test_a_cn_s_answer_stays_arrow_and_counts_against_the_memory_limit_alike():
+    columns = [("k", "BIGINT"), ("v", "VARCHAR"), ("b", "BLOB"), ("h", "HUGEINT")]
+    parts = [
+        pa.table(
+            {
+                "k": pa.array(range(start, start + 300), pa.int64()),
+                "v": pa.array([None if i % 5 else f"é{i}" for i in range(300)], pa.string()),
+                "b": pa.array([bytes(i % 7) for i in range(300)], pa.binary()),
+                "h": pa.array([Decimal(i) * 10**20 for i in range(300)], pa.decimal128(38, 0)),
+            }
+        )
+        for start in (0, 300)
+    ]
+    rows = answer_of(columns, parts, 1 << 30).rows
+    kept = answer_of(columns, parts, 1 << 30, columnar=True).rows
+    assert isinstance(kept, ArrowRows) and not isinstance(rows, ArrowRows)
+    assert list(kept) == rows
+    assert estimated_arrow_bytes(kept.table) == estimated_bytes(rows)
+    for columnar in (False, True):
+        with pytest.raises(MemoryLimitExceeded):
+            answer_of(columns, parts, estimated_bytes(rows) - 1, columnar=columnar)
+        answer_of(columns, parts, estimated_bytes(rows), columnar=columnar)
+    few = answer_of(columns, [parts[0].slice(0, 10)], 1 << 30, columnar=True).rows
+    assert isinstance(few, list) and len(few) == 10  # too few rows to be worth Arrow

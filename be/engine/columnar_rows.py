@@ -7,6 +7,7 @@ import datetime
 import uuid
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 NANOSECONDS_PER_MICROSECOND = 1000
 DAYS_PER_MONTH = 30  # DuckDB's own, turning an INTERVAL into a timedelta
@@ -28,6 +29,9 @@ def _interval(value):
 def _uuid(value):
     return None if value is None else uuid.UUID(str(value))
 
+
+ROW_OVERHEAD_BYTES = 64  # a row tuple's header
+VALUE_BYTES = 40  # a value's slot and a small object (strings and bytes add their length)
 
 # What Arrow makes of a DuckDB type that DuckDB's fetch gives as another Python type.
 CONVERSIONS = {"HUGEINT": _integer, "UHUGEINT": _integer, "INTERVAL": _interval, "UUID": _uuid}
@@ -111,3 +115,16 @@ class ArrowRows:
         if index < 0:
             index += len(self)
         return self[index : index + 1][0]
+
+
+def estimated_arrow_bytes(table: pa.Table | pa.RecordBatch) -> int:
+    """What estimated_bytes counts for the table's rows as Python objects: a row and a value
+    slot each, and the length of every string (in characters) and bytes value."""
+    total = table.num_rows * (ROW_OVERHEAD_BYTES + VALUE_BYTES * table.num_columns)
+    for values in table.columns:
+        type_ = values.type
+        if pa.types.is_string(type_) or pa.types.is_large_string(type_):
+            total += pc.sum(pc.utf8_length(values)).as_py() or 0
+        elif pa.types.is_binary(type_) or pa.types.is_large_binary(type_):
+            total += pc.sum(pc.binary_length(values)).as_py() or 0
+    return total

@@ -20,7 +20,13 @@ from dataclasses import dataclass
 import duckdb
 import pyarrow as pa
 
-from be.engine.columnar_rows import ArrowRows, answers_in_arrow
+from be.engine.columnar_rows import (
+    ROW_OVERHEAD_BYTES,
+    VALUE_BYTES,
+    ArrowRows,
+    answers_in_arrow,
+    estimated_arrow_bytes,
+)
 from be.engine.errors import (
     EngineBusy,
     EngineError,
@@ -46,8 +52,6 @@ logger = logging.getLogger(__name__)
 FETCH_ROWS = 2048  # rows converted to Python between two checks for an interrupt
 COLUMNAR_FETCH_ROWS = 8192  # rows of an Arrow answer's record batch (one part of a stream)
 COLUMNAR_HEAD_ROWS = 256  # an answer of fewer rows stays Python rows (Arrow costs more there)
-ROW_OVERHEAD_BYTES = 64  # a row tuple's header
-VALUE_BYTES = 40  # a value's slot and a small object (strings and bytes add their length)
 ABANDON_CHECK_SECONDS = 0.5  # how soon a query whose asker went away is stopped
 INTERRUPT_RETRY_SECONDS = 0.05  # an interrupt that arrived before DuckDB started is sent again
 
@@ -404,7 +408,7 @@ class _Query:
             if self.streaming:
                 self.row_stream.put(ArrowRows(pa.Table.from_batches([batch]), columns))
                 continue
-            held += batch.nbytes
+            held += estimated_arrow_bytes(batch)  # as the rows would count in Python
             batches.append(batch)
             if self.row_stream is not None and held > self.row_stream.limits.hold_bytes:
                 first = ArrowRows(pa.Table.from_batches(batches, reader.schema), columns, head)

@@ -415,7 +415,9 @@ async def run_in_engine(
         sql = "EXPLAIN " + sql if explain else sql
         if data and read.runs_remotely(record for record, *_ in data.values()):
             reads = [(name, *table_read) for name, table_read in data.items()]
-            return read.query(sql, reads, data_columns, arrow, timeout, memory_limit)
+            return read.query(
+                sql, reads, data_columns, arrow, timeout, memory_limit, stream and not explain
+            )
         for registered, (record, with_row_ids, bounds, as_of, partitions) in data.items():
             arrow[registered] = read.snapshot(
                 record, with_row_ids, bounds, as_of, data_columns, partitions

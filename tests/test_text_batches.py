@@ -24,7 +24,7 @@ from tests.harness import QuireProcess, mariadb, run
 
 ROWS = 3000
 SEED = 20261124
-HOLD_BYTES = 1024 * 1024  # answers bigger than this stream in parts
+HOLD_BYTES = 8 * 1024 * 1024  # answers bigger than this stream in parts
 
 
 @pytest.fixture(scope="module")
@@ -224,7 +224,7 @@ def test_libmariadb_reads_every_type_alike_a_column_and_a_row_at_a_time(quire, r
     rng = random.Random(SEED)
     run(root, "CREATE DATABASE IF NOT EXISTS db")
     run(root, EVERY_TYPE)
-    rows = 700  # past the head of rows the engine fetches as Python rows
+    rows = 2600  # past the head of rows the engine fetches as Python rows
     run(
         root,
         f"INSERT INTO db.every VALUES {', '.join(every_type_row(i, rng) for i in range(rows))}",
@@ -233,11 +233,11 @@ def test_libmariadb_reads_every_type_alike_a_column_and_a_row_at_a_time(quire, r
     assert whole.returncode == 0, whole.stderr
     lines = whole.stdout.splitlines()
     assert len(lines) == rows + 1
-    for start in range(0, rows, 100):  # answers too small for Arrow: encoded a row at a time
-        sql = f"SELECT * FROM db.every ORDER BY id LIMIT 100 OFFSET {start}"
+    for start in range(0, rows, 1000):  # answers too small for Arrow: encoded a row at a time
+        sql = f"SELECT * FROM db.every ORDER BY id LIMIT 1000 OFFSET {start}"
         part = mariadb(quire, "--batch", "-e", sql)
         assert part.returncode == 0, part.stderr
-        assert part.stdout.splitlines() == [lines[0], *lines[start + 1 : start + 101]]
+        assert part.stdout.splitlines() == [lines[0], *lines[start + 1 : start + 1001]]
 
 
 def test_a_streamed_answer_reads_whole_through_libmariadb(quire, root):
@@ -274,13 +274,13 @@ def test_a_cn_s_answer_stays_arrow_and_counts_against_the_memory_limit_alike():
     parts = [
         pa.table(
             {
-                "k": pa.array(range(start, start + 300), pa.int64()),
-                "v": pa.array([None if i % 5 else f"é{i}" for i in range(300)], pa.string()),
-                "b": pa.array([bytes(i % 7) for i in range(300)], pa.binary()),
-                "h": pa.array([Decimal(i) * 10**20 for i in range(300)], pa.decimal128(38, 0)),
+                "k": pa.array(range(start, start + 1100), pa.int64()),
+                "v": pa.array([None if i % 5 else f"é{i}" for i in range(1100)], pa.string()),
+                "b": pa.array([bytes(i % 7) for i in range(1100)], pa.binary()),
+                "h": pa.array([Decimal(i) * 10**20 for i in range(1100)], pa.decimal128(38, 0)),
             }
         )
-        for start in (0, 300)
+        for start in (0, 1100)
     ]
     rows = answer_of(columns, parts, 1 << 30).rows
     kept = answer_of(columns, parts, 1 << 30, columnar=True).rows

@@ -51,7 +51,7 @@ logger = logging.getLogger(__name__)
 
 FETCH_ROWS = 2048  # rows converted to Python between two checks for an interrupt
 COLUMNAR_FETCH_ROWS = 8192  # rows of an Arrow answer's record batch (one part of a stream)
-COLUMNAR_HEAD_ROWS = 256  # an answer of fewer rows stays Python rows (Arrow costs more there)
+COLUMNAR_HEAD_ROWS = FETCH_ROWS  # rows fetched as Python rows first: Arrow costs ~1 ms more a query
 ABANDON_CHECK_SECONDS = 0.5  # how soon a query whose asker went away is stopped
 INTERRUPT_RETRY_SECONDS = 0.05  # an interrupt that arrived before DuckDB started is sent again
 

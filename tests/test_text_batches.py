@@ -9,6 +9,7 @@ import struct
 from decimal import Decimal
 
 import duckdb
+import mysql.connector
 import pyarrow as pa
 import pytest
 
@@ -293,3 +294,32 @@ def test_a_cn_s_answer_stays_arrow_and_counts_against_the_memory_limit_alike():
         answer_of(columns, parts, estimated_bytes(rows), columnar=columnar)
     few = answer_of(columns, [parts[0].slice(0, 10)], 1 << 30, columnar=True).rows
     assert isinstance(few, list) and len(few) == 10  # too few rows to be worth Arrow
+
+
+def test_prepared_statements_read_an_arrow_answer_as_binary_rows(quire, root):
+    """COM_STMT_EXECUTE's binary rows of an answer kept as Arrow read as the text rows do."""
+    run(root, "CREATE DATABASE IF NOT EXISTS db")
+    run(
+        root,
+        "CREATE TABLE db.binary (id BIGINT, v DOUBLE, s VARCHAR(20), d DATE) "
+        "DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 2",
+    )
+    values = ", ".join(
+        f"({i}, {i / 8}, {'NULL' if i % 9 == 0 else repr(f's{i}')}, '2026-01-{1 + i % 28:02d}')"
+        for i in range(5000)
+    )
+    run(root, f"INSERT INTO db.binary VALUES {values}")
+    connection = mysql.connector.connect(
+        host="127.0.0.1", port=quire.query_port, user="root", use_pure=True, ssl_disabled=True
+    )
+    try:
+        sql = "SELECT * FROM db.binary WHERE id >= %s ORDER BY id"
+        prepared = connection.cursor(prepared=True)
+        prepared.execute(sql, (0,))
+        binary_rows = prepared.fetchall()
+        text = connection.cursor()
+        text.execute(sql % 0)
+        assert binary_rows == text.fetchall()
+        assert len(binary_rows) == 5000
+    finally:
+        connection.close()

@@ -393,6 +393,7 @@ async def run_in_engine(
             table.replace(
                 exp.to_table(registered).as_(alias) if alias else exp.to_table(registered)
             )
+        taken: dict[str, pa.Table] = {}
         if plain is not None and len(data) == 1 and not tables and not plan.lists and not explain:
             (record, with_row_ids, _, as_of, partitions), (columns, exact) = (
                 next(iter(data.values())),
@@ -403,6 +404,7 @@ async def run_in_engine(
                 answered = plain_reads.answer(rows, columns, exact)
                 if answered is not None:
                     return answered
+                taken[next(iter(data))] = rows  # too big to answer plainly: the engine's input
         arrow = dict(plan.lists)
         columns = _columns_read(expression, tables.values())
         for registered, name in tables.items():
@@ -419,6 +421,9 @@ async def run_in_engine(
                 sql, reads, data_columns, arrow, timeout, memory_limit, stream and not explain
             )
         for registered, (record, with_row_ids, bounds, as_of, partitions) in data.items():
+            if registered in taken:  # every column, rows of the bounds and maybe others
+                arrow[registered] = taken[registered]
+                continue
             arrow[registered] = read.snapshot(
                 record, with_row_ids, bounds, as_of, data_columns, partitions
             )

@@ -108,6 +108,7 @@ MAX_PAYLOAD = 0xFFFFFF  # a longer payload continues in the next packet
 FLUSH_BYTES = 256 * 1024  # result sets are sent in pieces of about this size
 ROWS_PER_BATCH = 1024
 ARROW_ROWS_PER_BATCH = 8192  # rows of an Arrow answer encoded together, a column at a time
+ARROW_BATCH_BYTES = 1 << 20  # and at most about this many bytes of them (as Arrow holds them)
 MAX_ERROR_MESSAGE_BYTES = 512
 MAX_AUTH_ROUNDS = 8
 MAX_CONNECT_ATTRS = 1024
@@ -937,8 +938,12 @@ class Connection:
         stream = self.stream
         stream.write_text_rows(rows.head, columns)
         table = rows.table
-        for start in range(0, table.num_rows, ARROW_ROWS_PER_BATCH):
-            stream.write_text_columns(table.slice(start, ARROW_ROWS_PER_BATCH).columns, columns)
+        if not table.num_rows:
+            return
+        row_bytes = max(table.nbytes // table.num_rows, 1)
+        step = max(min(ARROW_BATCH_BYTES // row_bytes, ARROW_ROWS_PER_BATCH), 1)
+        for start in range(0, table.num_rows, step):
+            stream.write_text_columns(table.slice(start, step).columns, columns)
             if len(stream.buffer) >= FLUSH_BYTES:
                 await stream.flush()
 

@@ -19,6 +19,9 @@ from fe.mysql.results import Column
 MAX_PAYLOAD = 0xFFFFFF  # a longer payload continues in the next packet (MySQL's framing)
 NULL_CELL = 0xFB
 SHORT_CELL_BYTES = 251  # a cell this long or longer has a longer length prefix
+# A longer cell's length: from this many bytes on, a marker and this many bytes of length.
+LONG_LENGTHS = ((SHORT_CELL_BYTES, 2), (2**16, 3), (2**24, 8))
+LONG_MARKERS = (0xFC, 0xFD, 0xFE)
 # A DOUBLE's text: Arrow and Python both print the shortest digits that read back the same, but
 # in other forms: Python writes plain digits from 1e-4 up to 1e16 (1.0 with its ".0"), beyond
 # d.dddde+XX as Arrow does; Arrow writes some of Python's plain numbers with an exponent and its
@@ -31,7 +34,8 @@ def text_cells(values: pa.Array, column: Column) -> pa.Array:
     """The column's values as MySQL text (binary, NULL where the value is)."""
     kind = column.spec.kind
     type_ = values.type
-    if kind in ("int", "decimal") and (pa.types.is_integer(type_) or pa.types.is_boolean(type_)):
+    whole = kind in ("int", "decimal") and column.decimals == 0
+    if whole and (pa.types.is_integer(type_) or pa.types.is_boolean(type_)):
         if pa.types.is_boolean(type_):
             values = pc.cast(values, pa.int8())
         return _binary(pc.cast(values, pa.string()))
@@ -154,7 +158,7 @@ def _cells(columns: Sequence[pa.Array], encoders: Sequence[Column]) -> list[tupl
 def _prefixes(lengths: np.ndarray, nulls: np.ndarray | None) -> pa.Array:
     """Each cell's length-encoded length (0xFB for a NULL) as a binary array."""
     count = len(lengths)
-    if count == 0 or lengths.max() < SHORT_CELL_BYTES:
+    if count == 0 or lengths.max() < SHORT_CELL_BYTES:  # the common case: a byte each
         data = lengths.astype(np.uint8)
         if nulls is not None:
             data[nulls] = NULL_CELL
@@ -162,21 +166,26 @@ def _prefixes(lengths: np.ndarray, nulls: np.ndarray | None) -> pa.Array:
         return pa.Array.from_buffers(
             pa.binary(), count, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
         )
-    prefixes = [_lenenc(int(n)) for n in lengths]
+    widths = np.ones(count, dtype=np.int64)  # a marker byte and 0, 2, 3 or 8 bytes of length
+    for limit, width in LONG_LENGTHS:
+        widths[lengths >= limit] = width + 1
+    offsets = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(widths, out=offsets[1:])
+    data = np.zeros(int(offsets[-1]), dtype=np.uint8)
+    starts = offsets[:-1]
+    short = widths == 1
+    data[starts[short]] = lengths[short]
+    for (_, width), marker in zip(LONG_LENGTHS, LONG_MARKERS, strict=True):
+        chosen = widths == width + 1
+        if chosen.any():
+            data[starts[chosen]] = marker
+            for byte in range(width):
+                data[starts[chosen] + 1 + byte] = (lengths[chosen] >> (8 * byte)) & 0xFF
     if nulls is not None:
-        for i in np.flatnonzero(nulls):
-            prefixes[i] = bytes((NULL_CELL,))
-    return pa.array(prefixes, pa.binary())
-
-
-def _lenenc(n: int) -> bytes:
-    if n < SHORT_CELL_BYTES:
-        return bytes((n,))
-    if n < 2**16:
-        return b"\xfc" + n.to_bytes(2, "little")
-    if n < 2**24:
-        return b"\xfd" + n.to_bytes(3, "little")
-    return b"\xfe" + n.to_bytes(8, "little")
+        data[starts[nulls]] = NULL_CELL  # a NULL's length is 0: one byte
+    return pa.Array.from_buffers(
+        pa.binary(), count, [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)]
+    )
 
 
 def _joined_rows(

@@ -288,10 +288,6 @@ class Engine:
         database.close()
 
 
-def _relation_columns(relation: duckdb.DuckDBPyRelation) -> list[tuple[str, str]]:
-    return [(name, str(kind)) for name, kind in zip(relation.columns, relation.types, strict=True)]
-
-
 def estimated_bytes(rows: list[tuple]) -> int:
     """About what rows take as Python objects: the answer counts against the query's memory
     limit too (DuckDB streams it, so its own limit does not see it)."""
@@ -423,7 +419,9 @@ class _Query:
         return Answer(columns, ArrowRows(table, columns, head))
 
     def _arrow(self, relation: duckdb.DuckDBPyRelation) -> ArrowAnswer:
-        columns = _relation_columns(relation)
+        columns = [
+            (name, str(kind)) for name, kind in zip(relation.columns, relation.types, strict=True)
+        ]
         batches: list[pa.RecordBatch] = []
         held = 0
         for batch in relation.to_arrow_reader(FETCH_ROWS):

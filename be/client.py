@@ -571,10 +571,12 @@ class RemoteDataPlane:
         timeout: float,
         memory_limit_bytes: int,
         abandoned: Callable[[], bool] = lambda: False,
+        columnar: bool = False,
     ) -> engine.Answer:
         """The answer of engine SQL over the tables' snapshots (and the given tables), run on the
         CN that follows the first table, else the next live CN; the engine's error kinds raised
-        as the CN raised them; QueryAbandoned once abandoned() (the CN's query is stopped)."""
+        as the CN raised them; QueryAbandoned once abandoned() (the CN's query is stopped);
+        columnar: a big answer's rows may stay Arrow (ArrowRows)."""
         assert tables, "a query without table data runs on the FE"
         cns = [node for node in self._nodes() if node.role is Role.CN and node.alive]
         if not cns:
@@ -594,7 +596,9 @@ class RemoteDataPlane:
             if remaining <= 0:
                 break
             try:
-                return self._answer(node, request, remaining, memory_limit_bytes, abandoned)
+                return self._answer(
+                    node, request, remaining, memory_limit_bytes, abandoned, columnar
+                )
             except CallAbandoned:
                 raise engine.QueryAbandoned() from None
             except (NodeUnavailable, NodeBusy, WatermarkTimeout, engine.EngineBusy) as error:
@@ -608,6 +612,7 @@ class RemoteDataPlane:
         timeout: float,
         memory_limit_bytes: int,
         abandoned: Callable[[], bool],
+        columnar: bool,
     ) -> engine.Answer:
         parts: list[pa.Table] = []
         for reply in self.client(node.host, node.port).stream(request, timeout, abandoned):
@@ -619,7 +624,7 @@ class RemoteDataPlane:
                         part.num_columns != len(columns) for part in parts
                     ):
                         raise ServiceFormatError(f"{node.host}:{node.port} sent a broken result")
-                    return engine.answer_of(list(columns), parts, memory_limit_bytes)
+                    return engine.answer_of(list(columns), parts, memory_limit_bytes, columnar)
                 case _:
                     raise ServiceFormatError(f"{type(reply).__name__} in a query's result")
         raise NodeUnavailable(f"{node.host}:{node.port} ended a query's result without its end")

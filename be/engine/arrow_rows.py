@@ -3,45 +3,36 @@ elsewhere (on a CN) answers with, turned into the rows the FE encodes for MySQL.
 
 from __future__ import annotations
 
-import datetime
-import uuid
 from collections.abc import Iterable
 
 import pyarrow as pa
 
+from be.engine.columnar_rows import (
+    CONVERSIONS,
+    ArrowRows,
+    answers_in_arrow,
+    estimated_arrow_bytes,
+)
 from be.engine.errors import MemoryLimitExceeded
-from be.engine.executor import Answer, estimated_bytes
-
-NANOSECONDS_PER_MICROSECOND = 1000
-DAYS_PER_MONTH = 30  # DuckDB's own, turning an INTERVAL into a timedelta
-
-
-def _integer(value):
-    return None if value is None else int(value)
-
-
-def _interval(value):
-    if value is None:
-        return None
-    return datetime.timedelta(
-        days=value.months * DAYS_PER_MONTH + value.days,
-        microseconds=value.nanoseconds // NANOSECONDS_PER_MICROSECOND,
-    )
-
-
-def _uuid(value):
-    return None if value is None else uuid.UUID(str(value))
-
-
-# What Arrow makes of a DuckDB type that DuckDB's fetch gives as another Python type.
-CONVERSIONS = {"HUGEINT": _integer, "UHUGEINT": _integer, "INTERVAL": _interval, "UUID": _uuid}
+from be.engine.executor import COLUMNAR_HEAD_ROWS, Answer, estimated_bytes
 
 
 def answer_of(
-    columns: list[tuple[str, str]], tables: Iterable[pa.Table], memory_limit_bytes: int
+    columns: list[tuple[str, str]],
+    tables: Iterable[pa.Table],
+    memory_limit_bytes: int,
+    columnar: bool = False,
 ) -> Answer:
     """The rows of tables, in order; MemoryLimitExceeded once they would take more than
-    memory_limit_bytes as Python objects (as the engine counts its own answer's rows)."""
+    memory_limit_bytes as Python objects (as the engine counts its own answer's rows);
+    columnar: a big answer's rows stay Arrow (ArrowRows) when they read alike from it."""
+    tables = list(tables)
+    if columnar and answers_in_arrow(columns):
+        held = _arrow_rows(columns, tables)
+        if held is not None:
+            if estimated_arrow_bytes(held.table) > memory_limit_bytes:
+                raise MemoryLimitExceeded(memory_limit_bytes)
+            return Answer(columns, held)
     conversions = [CONVERSIONS.get(type_name) for _, type_name in columns]
     rows: list[tuple] = []
     held = 0
@@ -57,3 +48,12 @@ def answer_of(
             raise MemoryLimitExceeded(memory_limit_bytes)
         rows += part
     return Answer(columns, rows)
+
+
+def _arrow_rows(columns: list[tuple[str, str]], tables: list[pa.Table]) -> ArrowRows | None:
+    """The tables' rows as ArrowRows, if they are many enough to be worth it and alike."""
+    if sum(table.num_rows for table in tables) < COLUMNAR_HEAD_ROWS:
+        return None
+    if any(not table.schema.equals(tables[0].schema) for table in tables):
+        return None
+    return ArrowRows(pa.concat_tables(tables), columns)

@@ -14,6 +14,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+from be.engine.columnar_rows import ArrowRows
 from be.engine.errors import QueryInterrupted, QueryTimedOut
 
 CREDIT_WAIT_SECONDS = 0.25  # how often a worker waiting for the reader checks for a stop
@@ -49,10 +50,10 @@ class RowStream:
 
     # -- worker thread ---------------------------------------------------------------------------
 
-    def start(self, columns: list[tuple[str, str]], rows: list[tuple]) -> None:
+    def start(self, columns: list[tuple[str, str]], rows: list[tuple] | ArrowRows) -> None:
         self._loop.call_soon_threadsafe(_resolve, self.started, (columns, rows))
 
-    def put(self, rows: list[tuple]) -> None:
+    def put(self, rows: list[tuple] | ArrowRows) -> None:
         """Pass a part on, waiting while max_parts are in flight; QueryInterrupted once the
         reader has gone."""
         assert rows
@@ -111,7 +112,7 @@ class StreamedAnswer:
     the stream that gives the rest."""
 
     columns: list[tuple[str, str]]
-    first_rows: list[tuple]
+    first_rows: list[tuple] | ArrowRows
     stream: RowStream
     timeout_seconds: float | None
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from hashlib import sha1
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
 from mysql_mimic.auth import (
     AuthInfo,
     AuthPlugin,
@@ -38,6 +39,7 @@ from mysql_mimic.errors import MysqlError
 from mysql_mimic.session import BaseSession
 from mysql_mimic.types import Capabilities, Commands, ServerStatus
 
+from be.engine.columnar_rows import ArrowRows
 from fe.mysql.errors import ConnectionAborted, ErrorCode, QueryError, sqlstate_for
 from fe.mysql.prepared import (
     MAX_PARAMS,
@@ -61,6 +63,7 @@ from fe.mysql.results import (
     lenenc_bytes,
     lenenc_int,
 )
+from fe.mysql.text_batches import row_payloads, text_packets
 from fe.mysql.tls import TlsChannel
 from fe.mysql.transport import ClientSocket
 
@@ -104,6 +107,8 @@ SERVER_COLLATION = 45  # utf8mb4_general_ci: known to every MySQL and MariaDB cl
 MAX_PAYLOAD = 0xFFFFFF  # a longer payload continues in the next packet
 FLUSH_BYTES = 256 * 1024  # result sets are sent in pieces of about this size
 ROWS_PER_BATCH = 1024
+ARROW_ROWS_PER_BATCH = 8192  # rows of an Arrow answer encoded together, a column at a time
+ARROW_BATCH_BYTES = 1 << 20  # and at most about this many bytes of them (as Arrow holds them)
 MAX_ERROR_MESSAGE_BYTES = 512
 MAX_AUTH_ROUNDS = 8
 MAX_CONNECT_ATTRS = 1024
@@ -253,6 +258,17 @@ class PacketStream:
             _HEADER.pack_into(buffer, start, length | seq << 24)
             seq = (seq + 1) & 0xFF
         self.seq = seq
+
+    def write_text_columns(
+        self, values: Sequence[pa.ChunkedArray], columns: Sequence[Column]
+    ) -> None:
+        """Encode and frame the text protocol rows of Arrow columns a column at a time."""
+        packed = text_packets(values, columns, self.seq)
+        if packed is None:  # a row as long as a packet can be: its payload splits
+            for payload in row_payloads(values, columns):
+                self.write(payload)
+            return
+        self.write_packets(*packed)
 
     def discard(self) -> bool:
         """Drop the unsent part of the current response; False if some of it was already sent."""
@@ -871,6 +887,11 @@ class Connection:
             start, first_seq = len(stream.buffer), stream.seq
         columns = [as_column(c) for c in result.columns]
         self._write_columns(columns)
+        if not binary and isinstance(result.rows, ArrowRows):
+            await self._write_arrow_rows(result.rows, columns)
+            self._write_end_of_rows(warnings=result.warnings)
+            await stream.flush()
+            return
         if hasattr(result.rows, "__aiter__"):
             await self._send_streamed_rows(result, columns, binary)
             return
@@ -898,6 +919,9 @@ class Connection:
         stream = self.stream
         async with contextlib.aclosing(result.rows) as parts:
             async for part in parts:
+                if not binary and isinstance(part, ArrowRows):
+                    await self._write_arrow_rows(part, columns)
+                    continue
                 for start in range(0, len(part), ROWS_PER_BATCH):
                     batch = part[start : start + ROWS_PER_BATCH]
                     if binary:
@@ -909,6 +933,19 @@ class Connection:
                         await stream.flush()
         self._write_end_of_rows(warnings=result.warnings)
         await stream.flush()
+
+    async def _write_arrow_rows(self, rows: ArrowRows, columns: list[Column]) -> None:
+        stream = self.stream
+        stream.write_text_rows(rows.head, columns)
+        table = rows.table
+        if not table.num_rows:
+            return
+        row_bytes = max(table.nbytes // table.num_rows, 1)
+        step = max(min(ARROW_BATCH_BYTES // row_bytes, ARROW_ROWS_PER_BATCH), 1)
+        for start in range(0, table.num_rows, step):
+            stream.write_text_columns(table.slice(start, step).columns, columns)
+            if len(stream.buffer) >= FLUSH_BYTES:
+                await stream.flush()
 
     def _write_columns(self, columns: Sequence[Column]) -> None:
         stream = self.stream

@@ -20,9 +20,11 @@ from sqlglot.tokens import Token, TokenType
 
 from be import engine
 from be.cn.bounds import ColumnBound
+from be.engine.columnar_rows import ArrowRows
 from fe.client_errors import engine_error
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.results import EncodedAnswers, Result, column
+from fe.mysql.text_batches import arrow_fractional_digits
 from fe.sql.parser import INTERNAL_CATALOG
 from fe.statements import (
     coercions,
@@ -262,7 +264,7 @@ async def run_client_select(session, plan: SelectPlan) -> Result:
     metrics = session.services.metrics
     if isinstance(result.rows, StreamedRows):
         result.rows.metrics = metrics
-    elif isinstance(result.rows, list | tuple):
+    elif isinstance(result.rows, list | tuple | ArrowRows):
         metrics.rows_answered += len(result.rows)
     return result
 
@@ -391,6 +393,7 @@ async def run_in_engine(
             table.replace(
                 exp.to_table(registered).as_(alias) if alias else exp.to_table(registered)
             )
+        taken: dict[str, pa.Table] = {}
         if plain is not None and len(data) == 1 and not tables and not plan.lists and not explain:
             (record, with_row_ids, _, as_of, partitions), (columns, exact) = (
                 next(iter(data.values())),
@@ -401,6 +404,7 @@ async def run_in_engine(
                 answered = plain_reads.answer(rows, columns, exact)
                 if answered is not None:
                     return answered
+                taken[next(iter(data))] = rows  # too big to answer plainly: the engine's input
         arrow = dict(plan.lists)
         columns = _columns_read(expression, tables.values())
         for registered, name in tables.items():
@@ -413,8 +417,13 @@ async def run_in_engine(
         sql = "EXPLAIN " + sql if explain else sql
         if data and read.runs_remotely(record for record, *_ in data.values()):
             reads = [(name, *table_read) for name, table_read in data.items()]
-            return read.query(sql, reads, data_columns, arrow, timeout, memory_limit)
+            return read.query(
+                sql, reads, data_columns, arrow, timeout, memory_limit, stream and not explain
+            )
         for registered, (record, with_row_ids, bounds, as_of, partitions) in data.items():
+            if registered in taken:  # every column, rows of the bounds and maybe others
+                arrow[registered] = taken[registered]
+                continue
             arrow[registered] = read.snapshot(
                 record, with_row_ids, bounds, as_of, data_columns, partitions
             )
@@ -429,6 +438,7 @@ async def run_in_engine(
             memory_limit_bytes=memory_limit,
             abandoned=session.client_gone,
             stream=stream and not explain,
+            columnar=stream and not explain,  # the client's connection encodes it as it is
         )
     except engine.EngineError as error:
         raise engine_error(error, grouped=bool(plan.expression.args.get("group"))) from None
@@ -653,6 +663,9 @@ async def run_prepared_read(session, read: plain_reads.PreparedRead, values: lis
 def _fractional_digits(rows, position: int) -> int:
     """The fractional seconds a DATETIME result shows: DuckDB's TIMESTAMP keeps no precision, so
     as many as its values need (0, 3 or 6)."""
+    if isinstance(rows, ArrowRows):
+        digits = _fractional_digits(rows.head, position)
+        return max(digits, arrow_fractional_digits(rows.table.column(position)))
     digits = 0
     for row in rows:
         value = row[position]

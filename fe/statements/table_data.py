@@ -150,11 +150,12 @@ class TableReader:
         given: dict[str, pa.Table],
         timeout: float,
         memory_limit_bytes: int,
+        columnar: bool = False,
     ) -> Answer:
         """The answer of engine SQL run by the data plane over each read (the name the SQL gives
         it, the table, with row ids, bounds, a time-travel timestamp or None, the partitions it
         needs or None) at this statement's snapshot, and the given tables; columns: as
-        snapshot()'s."""
+        snapshot()'s; columnar: a big answer's rows may stay Arrow (for the client)."""
         named = None if columns is None else tuple(sorted(columns))
         tables = tuple(
             QueryTable(
@@ -177,6 +178,7 @@ class TableReader:
                 timeout,
                 memory_limit_bytes,
                 self._abandoned(timeout),
+                columnar,
             )
 
     def _abandoned(self, timeout: float):

@@ -237,7 +237,7 @@ FE_KEYS = (
     Key(
         "query_stream_max_parts",
         8,
-        comment="Parts of a streaming answer (2048 rows each) between the engine and a client that reads slowly; the engine waits beyond.",
+        comment="Parts of a streaming answer (up to 8192 rows each) between the engine and a client that reads slowly; the engine waits beyond.",
     ),
     Key(
         "failed_login_max_accounts",

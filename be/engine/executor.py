@@ -13,6 +13,7 @@ import asyncio
 import logging
 import re
 import threading
+import warnings
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -46,6 +47,12 @@ from be.engine.errors import (
 )
 from be.engine.row_stream import RowStream, StreamedAnswer, StreamLimits
 from be.engine.wide_integers import has_wide_integers, register_with_wide_integers
+
+# A big answer's rest is fetched as Arrow from the cursor that gave its first rows as Python
+# rows (con.sql() would cost a query's planning again); DuckDB warns of that copy once a process.
+warnings.filterwarnings(
+    "ignore", message="Arrow output on a DB-API result makes an extra copy", category=UserWarning
+)
 
 logger = logging.getLogger(__name__)
 

@@ -60,7 +60,7 @@ def test_random_prepared_writes_match_sqlite(node):
     generator = random.Random(11)
     connection, cursor = prepared(node)
     try:
-        for step in range(120):
+        for step in range(80):
             in_transaction = generator.random() < 0.6
             if in_transaction:
                 connection.start_transaction()

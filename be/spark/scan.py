@@ -19,7 +19,8 @@ from be.cn.table_state import merged
 from be.logtail.entries import COMMIT_TS, ROW_ID
 from be.row_adapter import adapted
 from be.storage.blocks import ObjectMeta, read_blocks
-from be.storage.objects import ObjectStore, S3Options
+from be.storage.limits import StorageLimits
+from be.storage.objects import DEFAULT_LIMITS, ObjectStore, S3Options
 from be.storage.tombstones import DELETE_TS, TombstoneMeta, read_tombstones
 from be.table_schema import TableSchema
 from metadata.records import KeyModel
@@ -46,15 +47,19 @@ class PartitionParts:
         return blocks + (self.tail.num_rows if self.tail is not None else 0)
 
 
-def open_store(location: str, s3: S3Options) -> ObjectStore:
+def open_store(location: str, s3: S3Options, limits: StorageLimits = DEFAULT_LIMITS) -> ObjectStore:
     """The object store at a plan's location (a local folder, s3://bucket/prefix/objects, or
     another pyarrow filesystem URI)."""
     if "://" not in location:
-        return ObjectStore(pafs.LocalFileSystem(), location, location=location, local=True)
+        return ObjectStore(
+            pafs.LocalFileSystem(), location, location=location, limits=limits, local=True
+        )
     if location.startswith("s3://"):
-        return ObjectStore(s3.filesystem(), location[len("s3://") :], location=location)
+        return ObjectStore(
+            s3.filesystem(), location[len("s3://") :], location=location, limits=limits
+        )
     filesystem, path = pafs.FileSystem.from_uri(location)
-    return ObjectStore(filesystem, path.rstrip("/"), location=location)
+    return ObjectStore(filesystem, path.rstrip("/"), location=location, limits=limits)
 
 
 def scan(parts: PartitionParts, store: ObjectStore) -> Iterator[pa.Table]:

@@ -13,6 +13,7 @@ MAX_ROW_ID_RANGE = 1_000_000  # row ids one request asks (the FE's and the TN's 
 @dataclass(frozen=True)
 class SparkReadLimits:
     partition_rows: int = 2 << 20  # rows of blocks one Spark partition reads (it may hold more)
+    parallelism: int = 2  # tasks a read runs at once: its partitions are a multiple of it
     max_partitions: int = 4096  # Spark partitions of one read
     batch_rows: int = 1 << 16  # rows of one Arrow record batch handed to Spark
     plan_timeout_seconds: float = 120.0  # asking the FE for the plan
@@ -21,7 +22,7 @@ class SparkReadLimits:
     def __post_init__(self) -> None:
         rules = {
             "partition_rows > 0": self.partition_rows > 0,
-            "max_partitions > 0": self.max_partitions > 0,
+            "0 < parallelism <= max_partitions": 0 < self.parallelism <= self.max_partitions,
             "0 < batch_rows <= partition_rows": 0 < self.batch_rows <= self.partition_rows,
             "plan_timeout_seconds > 0": self.plan_timeout_seconds > 0,
             "0 < max_plan_bytes <= MAX_PLAN_BYTES": 0 < self.max_plan_bytes <= MAX_PLAN_BYTES,

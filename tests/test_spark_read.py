@@ -516,3 +516,24 @@ def test_bad_options_are_refused_clearly(spark, quire, typed):
         ReadOptions.of({"fe": "x", "user": "u", "table": "a.b", "parallelism": "0"})
     with pytest.raises(Exception, match="snapshot is an integer"):
         reader(spark, quire, "sparkdb.typed", snapshot="yesterday")
+
+
+def test_deletes_found_by_binary_search_equal_a_set_lookup():
+    """An object's rows without the deleted ids: ascending ids (as written) and shuffled ones
+    (searched the other way) give what a set lookup gives."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from be.spark.scan import _present, _within
+
+    class Span:  # an object's least and greatest row ids
+        min_row_id, max_row_id = 3_000, 5_999
+
+    generator = np.random.default_rng(7)
+    gone = np.unique(generator.integers(1, 9_000, 1_500)).astype(np.int64)
+    ascending = np.arange(3_000, 6_000, dtype=np.int64)
+    for ids in (ascending, generator.permutation(ascending), ascending[:1]):
+        rows = pa.chunked_array([pa.array(ids)])
+        expected = pc.invert(pc.is_in(rows, value_set=pa.array(gone))).combine_chunks()
+        assert _present(rows, _within(gone, Span)).equals(expected)

@@ -141,7 +141,14 @@ def _within(gone: np.ndarray, meta: ObjectMeta) -> np.ndarray:
 
 
 def _present(row_ids: pa.ChunkedArray, gone: np.ndarray) -> pa.Array:
-    """Per row, whether its id is not among gone (sorted, not empty): one binary search each."""
+    """Per row, whether its id is not among gone (sorted, not empty): a binary search per
+    deleted id among the rows' ids when they ascend (as an object's rows are written), else
+    one per row among the deleted ids."""
     ids = row_ids.to_numpy()
+    if len(ids) < 2 or bool(np.all(ids[1:] > ids[:-1])):
+        at = np.minimum(np.searchsorted(ids, gone), len(ids) - 1)
+        present = np.ones(len(ids), np.bool_)
+        present[at[ids[at] == gone]] = False
+        return pa.array(present)
     at = np.minimum(np.searchsorted(gone, ids), len(gone) - 1)
     return pa.array(gone[at] != ids)

@@ -181,6 +181,20 @@ def test_a_filter_prunes_blocks(spark, quire, typed):
     assert rows_of(frame.collect()) == rows_of(expected)
 
 
+def test_a_read_keeps_every_task_busy(spark, quire, typed):
+    """The blocks are cut into at most a multiple of parallelism partitions (a small table too:
+    no core waits while one task reads alone); every row is read once whatever the cut."""
+    base = {"fe": fe(quire), "user": "root", "table": "sparkdb.typed"}
+    counts = {}
+    for parallelism in (1, 3):
+        cut = QuireReader(ReadOptions.of({**base, "parallelism": str(parallelism)}), None)
+        list(cut.pushFilters([]))
+        counts[parallelism] = len([p for p in cut.partitions() if p.parts.objects])
+    assert counts[1] == 1 and 1 < counts[3] <= 3, counts
+    frame = reader(spark, quire, "sparkdb.typed", parallelism="3")
+    assert rows_of(frame.collect()) == rows_of(run(typed, "SELECT * FROM typed"))
+
+
 def test_a_dataframe_reads_the_snapshot_of_its_load(spark, quire, typed):
     """Every action on one DataFrame reads the same snapshot, filtered or not (without
     prune_blocks, a filtered action leaves nothing behind that a later one would reuse)."""
@@ -498,5 +512,28 @@ def test_bad_options_are_refused_clearly(spark, quire, typed):
         ReadOptions.of(
             {"fe": "x", "user": "u", "table": "a.b", "batch_rows": "10", "partition_rows": "5"}
         )
+    with pytest.raises(BadOption, match="parallelism is positive"):
+        ReadOptions.of({"fe": "x", "user": "u", "table": "a.b", "parallelism": "0"})
     with pytest.raises(Exception, match="snapshot is an integer"):
         reader(spark, quire, "sparkdb.typed", snapshot="yesterday")
+
+
+def test_deletes_found_by_binary_search_equal_a_set_lookup():
+    """An object's rows without the deleted ids: ascending ids (as written) and shuffled ones
+    (searched the other way) give what a set lookup gives."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from be.spark.scan import _present, _within
+
+    class Span:  # an object's least and greatest row ids
+        min_row_id, max_row_id = 3_000, 5_999
+
+    generator = np.random.default_rng(7)
+    gone = np.unique(generator.integers(1, 9_000, 1_500)).astype(np.int64)
+    ascending = np.arange(3_000, 6_000, dtype=np.int64)
+    for ids in (ascending, generator.permutation(ascending), ascending[:1]):
+        rows = pa.chunked_array([pa.array(ids)])
+        expected = pc.invert(pc.is_in(rows, value_set=pa.array(gone))).combine_chunks()
+        assert _present(rows, _within(gone, Span)).equals(expected)

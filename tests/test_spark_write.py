@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pymysql
 import pytest
 from pyspark.sql import functions as F
@@ -23,7 +24,7 @@ from pyspark.sql import types as T
 from be.load.limits import LoadLimits
 from be.load.objects import LoadWriter
 from be.spark import write_client, write_protocol
-from be.spark.errors import WriteRefused
+from be.spark.errors import BadOption, WriteRefused
 from be.spark.scan import open_store
 from be.spark.writer import QuireWriter, WriteOptions
 from be.storage.objects import S3Options
@@ -600,3 +601,49 @@ def test_vector_crc32_equals_zlib():
     values = pa.array(texts, pa.binary())
     assert crc32_each(values.slice(3)).tolist() == [zlib.crc32(t.encode()) for t in texts[3:]]
     assert crc32_each(pa.array(["x" * 300], pa.binary())) is None  # the caller hashes it
+
+
+def test_row_ids_in_ranges_and_the_compression_option(quire, mysql):
+    """A task asks row ids in ranges of row_id_rows (a batch may take the end of one range and
+    the start of the next: the TN's commit accepts it); the option compression sets the blocks'
+    codec; an unknown codec is refused before anything is written."""
+    run(
+        mysql,
+        "CREATE TABLE ranged (id INT NOT NULL, v VARCHAR(10)) DUPLICATE KEY(id) "
+        "DISTRIBUTED BY HASH(id) BUCKETS 2",
+    )
+    schema = T.StructType(
+        [T.StructField("id", T.IntegerType()), T.StructField("v", T.StringType())]
+    )
+    base = {"fe": fe(quire), "user": "root", "table": "w.ranged"}
+    with pytest.raises(BadOption, match="compression"):
+        WriteOptions.of({**base, "compression": "BROTLI"})
+    options = WriteOptions.of(
+        {**base, "compression": "snappy", "batch_rows": "1000", "row_id_rows": "1500"}
+    )
+    batches = [
+        pa.RecordBatch.from_pydict(
+            {
+                "id": pa.array(range(start, start + 1000), pa.int32()),
+                "v": [f"v{i}" for i in range(start, start + 1000)],
+            }
+        )
+        for start in range(0, 5000, 1000)
+    ]
+    before = objects_of(quire, "ranged")
+    writer = QuireWriter(options, schema, False)
+    message = writer.write(iter(batches))
+    writer.commit([message])
+    assert run(mysql, "SELECT COUNT(*), COUNT(DISTINCT id), SUM(id) FROM ranged") == (
+        (5000, 5000, 4999 * 5000 // 2),
+    )
+    written = objects_of(quire, "ranged") - before
+    assert written
+    for path in written:
+        metadata = pq.read_metadata(path)
+        codecs = {
+            metadata.row_group(group).column(column).compression
+            for group in range(metadata.num_row_groups)
+            for column in range(metadata.num_columns)
+        }
+        assert codecs == {"SNAPPY"}, (path.name, codecs)

@@ -7,6 +7,7 @@ NULL instead, and only the row's NULL in a NOT NULL column filters it."""
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -26,7 +27,7 @@ def typed(
     as the table's columns, and per row whether it is bad (to be filtered). lengths: the most
     characters of each CHAR and VARCHAR column."""
     count = source.num_rows
-    bad = pa.array([False] * count)
+    bad = _falses(count)
     columns = []
     for column in schema.columns:
         if column.name in source.column_names:
@@ -46,9 +47,9 @@ def typed(
 
 def _converted(values: pa.Array, arrow_type: pa.DataType) -> tuple[pa.Array, pa.Array]:
     if values.type == arrow_type:
-        return values, pa.array([False] * len(values))
+        return values, _falses(len(values))
     try:
-        return pc.cast(values, arrow_type, safe=True), pa.array([False] * len(values))
+        return pc.cast(values, arrow_type, safe=True), _falses(len(values))
     except _CAST_FAILURES:
         pass
     converted, failed = [], []
@@ -64,3 +65,7 @@ def _converted(values: pa.Array, arrow_type: pa.DataType) -> tuple[pa.Array, pa.
             converted.append(None)
             failed.append(True)
     return pa.array(converted, arrow_type), pa.array(failed)
+
+
+def _falses(count: int) -> pa.Array:
+    return pa.array(np.zeros(count, np.bool_))

@@ -12,6 +12,7 @@ class LoadLimits:
     max_line_bytes: int = 1 << 20  # one JSON line
     object_rows: int = 1_000_000  # rows of one tablet written as one object
     max_buffered_bytes: int = 128 << 20  # rows waiting for their object, all tablets together
+    row_id_rows: int = 1 << 16  # the fewest row ids asked of the TN at once
     max_open_loads: int = 16  # loads running at once on this backend
     max_precommitted: int = 64  # two-phase loads waiting for commit or abort
     precommit_timeout_seconds: float = 3600.0  # then aborted
@@ -28,6 +29,7 @@ class LoadLimits:
             "0 < max_line_bytes": 0 < self.max_line_bytes,
             "0 < object_rows": 0 < self.object_rows,
             "max_buffered_bytes > 0": self.max_buffered_bytes > 0,
+            "0 < row_id_rows <= 1_000_000": 0 < self.row_id_rows <= 1_000_000,
             "max_open_loads > 0 and max_precommitted > 0": (
                 self.max_open_loads > 0 and self.max_precommitted > 0
             ),

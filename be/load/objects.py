@@ -15,6 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import pyarrow as pa
 
 from be.load.limits import LoadLimits
+from be.load.row_ids import RowIdRanges
 from be.logtail.entries import COMMIT_TS, ROW_ID
 from be.row_adapter import adapted
 from be.storage.blocks import ObjectMeta, write_blocks
@@ -50,7 +51,7 @@ class LoadWriter:
         self.store = store
         self.schema = schema
         self.txn_id = txn_id
-        self.reserve_row_ids = reserve_row_ids
+        self.row_id_ranges = RowIdRanges(reserve_row_ids, limits.row_id_rows)
         self.limits = limits
         self.object_rows = min(limits.object_rows, store.limits.max_object_rows)
         self.keep_keys = keep_keys
@@ -74,8 +75,7 @@ class LoadWriter:
         """A batch in the table's columns, each row placeable."""
         if not rows.num_rows:
             return
-        first = self.reserve_row_ids(rows.num_rows)
-        ids = pa.array(range(first, first + rows.num_rows), pa.int64())
+        ids = self.row_id_ranges.take(rows.num_rows)
         stamps = pa.repeat(pa.scalar(self.txn_id, pa.int64()), rows.num_rows)
         stored = adapted(rows, self.schema, stored=True)
         full = pa.Table.from_arrays(

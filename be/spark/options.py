@@ -4,6 +4,7 @@ limits made of them, and the s3_* options of the store."""
 from __future__ import annotations
 
 from be.spark.errors import BadOption
+from be.storage.limits import COMPRESSIONS
 from be.storage.objects import S3Options
 
 
@@ -46,3 +47,11 @@ def s3_options(options: dict[str, str]) -> S3Options:
         access_key=options.get("s3_access_key", ""),
         secret_key=options.get("s3_secret_key", ""),
     )
+
+
+def compression(options: dict[str, str], default: str) -> str:
+    """The block compression the option names (ZSTD, LZ4, SNAPPY or NONE), else default."""
+    text = options.get("compression", "").strip().upper() or default
+    if text not in COMPRESSIONS:
+        raise BadOption(f"the option compression is one of {', '.join(COMPRESSIONS)}, not {text!r}")
+    return text

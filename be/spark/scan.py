@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
@@ -19,7 +20,8 @@ from be.cn.table_state import merged
 from be.logtail.entries import COMMIT_TS, ROW_ID
 from be.row_adapter import adapted
 from be.storage.blocks import ObjectMeta, read_blocks
-from be.storage.objects import ObjectStore, S3Options
+from be.storage.limits import StorageLimits
+from be.storage.objects import DEFAULT_LIMITS, ObjectStore, S3Options
 from be.storage.tombstones import DELETE_TS, TombstoneMeta, read_tombstones
 from be.table_schema import TableSchema
 from metadata.records import KeyModel
@@ -46,15 +48,19 @@ class PartitionParts:
         return blocks + (self.tail.num_rows if self.tail is not None else 0)
 
 
-def open_store(location: str, s3: S3Options) -> ObjectStore:
+def open_store(location: str, s3: S3Options, limits: StorageLimits = DEFAULT_LIMITS) -> ObjectStore:
     """The object store at a plan's location (a local folder, s3://bucket/prefix/objects, or
     another pyarrow filesystem URI)."""
     if "://" not in location:
-        return ObjectStore(pafs.LocalFileSystem(), location, location=location, local=True)
+        return ObjectStore(
+            pafs.LocalFileSystem(), location, location=location, limits=limits, local=True
+        )
     if location.startswith("s3://"):
-        return ObjectStore(s3.filesystem(), location[len("s3://") :], location=location)
+        return ObjectStore(
+            s3.filesystem(), location[len("s3://") :], location=location, limits=limits
+        )
     filesystem, path = pafs.FileSystem.from_uri(location)
-    return ObjectStore(filesystem, path.rstrip("/"), location=location)
+    return ObjectStore(filesystem, path.rstrip("/"), location=location, limits=limits)
 
 
 def scan(parts: PartitionParts, store: ObjectStore) -> Iterator[pa.Table]:
@@ -80,13 +86,16 @@ def scan(parts: PartitionParts, store: ObjectStore) -> Iterator[pa.Table]:
         yield merged(pa.concat_tables(pieces, promote_options="permissive"), schema)
 
 
-def _deleted(parts: PartitionParts, store: ObjectStore) -> pa.Array:
+def _deleted(parts: PartitionParts, store: ObjectStore) -> np.ndarray:
+    """The row ids deleted at the snapshot, sorted, each once."""
     arrays = [parts.deleted]
     for meta in parts.tombstones:
         table = read_tombstones(store, meta)
         visible = pc.less_equal(table.column(DELETE_TS), parts.ts)
         arrays.append(table.column(ROW_ID).filter(visible).combine_chunks())
-    return pa.concat_arrays(arrays) if len(arrays) > 1 else parts.deleted
+    gone = pa.concat_arrays(arrays) if len(arrays) > 1 else parts.deleted
+    assert not gone.null_count
+    return np.unique(gone.to_numpy(zero_copy_only=False).astype(np.int64, copy=False))
 
 
 def _object_rows(
@@ -94,12 +103,13 @@ def _object_rows(
     meta: ObjectMeta,
     chosen: tuple[int, ...],
     ts: int,
-    gone: pa.Array,
+    gone: np.ndarray,
     schema: TableSchema,
     aggregate: bool,
 ) -> pa.Table:
     later = meta.max_commit_ts > ts
-    deletes = bool(len(gone)) and _overlaps(gone, meta)
+    gone = _within(gone, meta)
+    deletes = bool(len(gone))
     columns = None  # another schema version: every column, matched by id
     if meta.schema_version == schema.schema_version:
         columns = [name for name in schema.names if name in meta.column_names]
@@ -110,7 +120,7 @@ def _object_rows(
     rows = read_blocks(store, meta, columns, chosen)
     keep = pc.less_equal(rows.column(COMMIT_TS), ts) if later else None
     if deletes:
-        present = pc.invert(pc.is_in(rows.column(ROW_ID), value_set=gone))
+        present = _present(rows.column(ROW_ID), gone)
         keep = present if keep is None else pc.and_(keep, present)
     if keep is not None:
         rows = rows.filter(keep)
@@ -123,6 +133,22 @@ def _object_rows(
     return adapted(rows, schema, hidden)
 
 
-def _overlaps(gone: pa.Array, meta: ObjectMeta) -> bool:
-    within = pc.and_(pc.greater_equal(gone, meta.min_row_id), pc.less_equal(gone, meta.max_row_id))
-    return pc.any(within).as_py() or False
+def _within(gone: np.ndarray, meta: ObjectMeta) -> np.ndarray:
+    """The deleted row ids (sorted) between the object's least and greatest row ids."""
+    low = np.searchsorted(gone, meta.min_row_id, side="left")
+    high = np.searchsorted(gone, meta.max_row_id, side="right")
+    return gone[low:high]
+
+
+def _present(row_ids: pa.ChunkedArray, gone: np.ndarray) -> pa.Array:
+    """Per row, whether its id is not among gone (sorted, not empty): a binary search per
+    deleted id among the rows' ids when they ascend (as an object's rows are written), else
+    one per row among the deleted ids."""
+    ids = row_ids.to_numpy()
+    if len(ids) < 2 or bool(np.all(ids[1:] > ids[:-1])):
+        at = np.minimum(np.searchsorted(ids, gone), len(ids) - 1)
+        present = np.ones(len(ids), np.bool_)
+        present[at[ids[at] == gone]] = False
+        return pa.array(present)
+    at = np.minimum(np.searchsorted(gone, ids), len(gone) - 1)
+    return pa.array(gone[at] != ids)

@@ -18,7 +18,9 @@ prune_blocks, read a DataFrame once, or always with filters.
 Options: fe (host:http_port), user, password, table ("db.t"), snapshot (a commit timestamp;
 default the newest readable at load()), columns ("a,b": the columns read, since Spark does not
 prune the columns of Python data sources), prune_blocks ("true": skip blocks by Spark's filters),
-partition_rows, batch_rows (rows of an Arrow batch handed to Spark), s3_endpoint, s3_region,
+partition_rows, parallelism (the tasks Spark runs at once, 2 by default: the blocks are cut
+into a multiple of that many partitions, so no core waits while one reads alone), batch_rows
+(rows of an Arrow batch handed to Spark), s3_endpoint, s3_region,
 s3_access_key, s3_secret_key (an s3:// store; no keys: the AWS default chain).
 """
 
@@ -93,7 +95,8 @@ class ReadOptions:
         if prune not in ("true", "false"):
             raise BadOption(f"the option prune_blocks is true or false, not {prune!r}")
         self.prune_blocks = prune == "true"
-        self.limits = limits(SparkReadLimits, options, ("partition_rows", "batch_rows"))
+        keys = ("partition_rows", "parallelism", "batch_rows")
+        self.limits = limits(SparkReadLimits, options, keys)
         self.s3 = s3_options(options)
 
     @classmethod
@@ -185,7 +188,9 @@ def partitioned(plan: ReadPlan, ranges: Ranges, limits: SparkReadLimits) -> list
     if plan.schema.key_model is KeyModel.AGGREGATE:
         return [parts(chosen, plan.tail)]
     chosen_rows = sum(meta.blocks[block].rows for meta, blocks in chosen for block in blocks)
-    count = min(max(-(-chosen_rows // limits.partition_rows), 1), limits.max_partitions)
+    count = max(-(-chosen_rows // limits.partition_rows), 1)
+    waves = -(-count // limits.parallelism)  # every task of a wave busy
+    count = min(waves * limits.parallelism, limits.max_partitions)
     budget = -(-chosen_rows // count)  # even partitions: none waits for a larger one
     groups: list[list] = [[]]
     rows = 0

@@ -21,8 +21,9 @@ A write is a load with a label (option label, default spark_<its transaction id>
 lists as a Stream Load's; a label a load holds (not aborted) fails the write before any task
 runs with Doris's "Label Already Exists".
 
-Options: fe (host:http_port), user, password, table ("db.t"), label, batch_rows, object_rows,
-max_buffered_bytes, s3_endpoint, s3_region, s3_access_key, s3_secret_key (an s3:// store).
+Options: fe (host:http_port), user, password, table ("db.t"), label, batch_rows, row_id_rows,
+object_rows, max_buffered_bytes, compression (of the blocks: ZSTD, the default of the BE's
+block_compression, or LZ4, SNAPPY, NONE), s3_endpoint, s3_region, s3_access_key, s3_secret_key (an s3:// store).
 A DataFrame's columns are matched to the table's by name (case-insensitively); a table column
 it lacks takes its default.
 """
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -45,13 +46,13 @@ from be.load.objects import LoadWriter
 from be.spark import write_client
 from be.spark.errors import BadOption, BadValue, SparkWriteError
 from be.spark.limits import SparkWriteLimits
-from be.spark.options import limits, lowered, require_fe_user_table, s3_options
+from be.spark.options import compression, limits, lowered, require_fe_user_table, s3_options
 from be.spark.scan import open_store
 from be.spark.write_protocol import Begun
 from be.storage.blocks import ObjectMeta
 from be.storage.errors import StorageError
 from be.storage.names import ObjectName
-from be.storage.objects import ObjectStore
+from be.storage.objects import DEFAULT_LIMITS, ObjectStore
 
 logger = logging.getLogger(__name__)
 
@@ -74,8 +75,11 @@ class WriteOptions:
         self.password = options.get("password", "")
         self.table = options["table"]
         self.label = options.get("label", "").strip()
-        keys = ("batch_rows", "object_rows", "max_buffered_bytes")
+        keys = ("batch_rows", "row_id_rows", "object_rows", "max_buffered_bytes")
         self.limits = limits(SparkWriteLimits, options, keys)
+        self.storage_limits = replace(
+            DEFAULT_LIMITS, compression=compression(options, DEFAULT_LIMITS.compression)
+        )
         self.s3 = s3_options(options)
 
     @classmethod
@@ -112,14 +116,16 @@ class QuireWriter(DataSourceArrowWriter):
                 f"a write has at most {limits.max_tasks} partitions; coalesce the DataFrame"
             )
         client = self._client()
-        store = open_store(self.begun.location, self.options.s3)
+        store = open_store(self.begun.location, self.options.s3, self.options.storage_limits)
         writer = LoadWriter(
             store,
             self.begun.schema,
             self.begun.txn_id,
             client.reserve_row_ids,
             LoadLimits(
-                object_rows=limits.object_rows, max_buffered_bytes=limits.max_buffered_bytes
+                object_rows=limits.object_rows,
+                max_buffered_bytes=limits.max_buffered_bytes,
+                row_id_rows=limits.row_id_rows,
             ),
             keep_keys=False,  # the TN reads a UNIQUE KEY table's keys from the objects
             seqs=limits.seqs(task, attempt),

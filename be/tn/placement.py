@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import zlib
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -34,7 +35,7 @@ def partition_indexes(schema: TableSchema, rows: pa.Table, strict: bool = True) 
     assert placeable(schema)
     count = rows.num_rows
     if not schema.partition_columns:
-        return pa.array([0] * count, pa.int32())
+        return pa.array(np.zeros(count, np.int32))
     columns = [rows.column(name).combine_chunks() for name in schema.partition_columns]
     found = pa.nulls(count, pa.int32())
     for index, partition in enumerate(schema.partitions):
@@ -54,7 +55,10 @@ def by_tablet(schema: TableSchema, rows: pa.Table) -> dict[Tablet, pa.Table]:
     indexes = partition_indexes(schema, rows, strict=False)
     placed: dict[Tablet, pa.Table] = {}
     for index, partition in enumerate(schema.partitions):
-        members = rows.filter(pc.equal(indexes, index))
+        if len(schema.partitions) == 1 and not indexes.null_count:
+            members = rows  # every row in the one partition: no copy
+        else:
+            members = rows.filter(pc.equal(indexes, index))
         if not members.num_rows:
             continue
         buckets = _buckets(schema, partition, members)
@@ -152,9 +156,9 @@ def _is_least(value: pa.Scalar, arrow_type: pa.DataType) -> bool:
 def _buckets(schema: TableSchema, partition: PartitionSchema, rows: pa.Table) -> pa.Array:
     count = len(partition.tablet_ids)
     if count == 1:
-        return pa.array([0] * rows.num_rows, pa.int64())
+        return pa.array(np.zeros(rows.num_rows, np.int64))
     if schema.distribution_columns:
-        hashed = pa.array([0] * rows.num_rows, pa.int64())
+        hashed = pa.array(np.zeros(rows.num_rows, np.int64))
         for name in schema.distribution_columns:
             hashed = pc.bit_wise_and(
                 pc.add(pc.multiply(hashed, 31), _column_hash(rows.column(name))), HASH_MASK

@@ -1,7 +1,7 @@
 """df.write.format("quire") beside df.write.parquet to the same disk.
 
 Run by hand from the repository root:  python tests/bench/bench_spark_write.py [--rows N]
-[--repeat R] [--partitions P]
+[--repeat R] [--partitions P] [--compression ZSTD|SNAPPY|LZ4|NONE] [--arrow-batch-rows B]
 
 One `quire up` process whose storage_root is on the same disk as the Parquet output; one
 local[2] SparkSession (Python workers over unix domain sockets). The same DataFrame of N rows
@@ -13,6 +13,10 @@ partitions) is written
                       block objects, committed in one TN commit
     parquet           df.write.mode("overwrite").parquet(a folder beside it)
 
+Both sides compress with the same codec (--compression: ZSTD by default, the BE's
+block_compression default; Spark's own Parquet default is SNAPPY), so the ratio compares the
+same work. --arrow-batch-rows sets spark.sql.execution.arrow.maxRecordsPerBatch (the rows of
+each Arrow batch the JVM hands the Python writer; Spark's default 10000).
 R times each, taking turns after a warm-up of each; each figure is the median. Quire's writes
 are checked by a COUNT over MySQL. The rows/s and the ratio (quire rows/s / parquet rows/s)
 are printed, the ratio last.
@@ -41,7 +45,7 @@ def report(line: str) -> None:
     sys.stdout.flush()
 
 
-def spark_session():
+def spark_session(arrow_batch_rows: int):
     from pyspark.sql import SparkSession
 
     import be.spark
@@ -56,6 +60,7 @@ def spark_session():
         .config("spark.python.unix.domain.socket.enabled", "true")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.memory", "2g")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(arrow_batch_rows))
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
@@ -68,6 +73,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--compression", default="ZSTD", choices=("ZSTD", "SNAPPY", "LZ4", "NONE"))
+    parser.add_argument("--arrow-batch-rows", type=int, default=10_000)
     arguments = parser.parse_args()
     rows = arguments.rows
     with tempfile.TemporaryDirectory(prefix="bench-spark-write-") as folder:
@@ -81,7 +88,8 @@ def main() -> None:
                 "tag VARCHAR(16)) DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 4",
             )
             fe = f"127.0.0.1:{quire.http_port}"
-            spark = spark_session()
+            spark = spark_session(arguments.arrow_batch_rows)
+            codec = arguments.compression
             from pyspark.sql import functions as F
 
             frame = spark.range(rows, numPartitions=arguments.partitions).select(
@@ -95,12 +103,15 @@ def main() -> None:
 
             def to_quire() -> None:
                 frame.write.format("quire").mode("append").options(
-                    fe=fe, user="root", password="", table=TABLE
+                    fe=fe, user="root", password="", table=TABLE, compression=codec
                 ).save()
                 written[0] += rows
 
             def to_parquet() -> None:
-                frame.write.mode("overwrite").parquet(parquet_folder)
+                spark_codec = "lz4_raw" if codec == "LZ4" else codec.lower()
+                frame.write.mode("overwrite").option("compression", spark_codec).parquet(
+                    parquet_folder
+                )
 
             to_quire()
             to_parquet()
@@ -114,7 +125,8 @@ def main() -> None:
             assert counted == written[0], (counted, written[0])
             ours, anchor = statistics.median(seconds[0]), statistics.median(seconds[1])
             report(
-                f"rows {rows:,} in {arguments.partitions} partitions, median of {arguments.repeat}"
+                f"rows {rows:,} in {arguments.partitions} partitions, median of {arguments.repeat}, "
+                f"{codec} both sides, Arrow batches of {arguments.arrow_batch_rows} rows"
             )
             report(f"format('quire')  {ours:7.2f} s   {rows / ours:12,.0f} rows/s")
             report(f"parquet          {anchor:7.2f} s   {rows / anchor:12,.0f} rows/s")

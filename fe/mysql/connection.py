@@ -40,6 +40,7 @@ from mysql_mimic.session import BaseSession
 from mysql_mimic.types import Capabilities, Commands, ServerStatus
 
 from be.engine.columnar_rows import ArrowRows
+from fe.mysql.binary_rows import BinaryRows
 from fe.mysql.errors import ConnectionAborted, ErrorCode, QueryError, sqlstate_for
 from fe.mysql.prepared import (
     MAX_PARAMS,
@@ -217,6 +218,10 @@ class PacketStream:
         """Packets framed before, numbered from the current sequence id on."""
         self.buffer += packets
         self.seq = (self.seq + count) & 0xFF
+
+    def write_binary_rows(self, rows: Iterable[Sequence[Any]], encoding: BinaryRows) -> None:
+        """Encode and frame binary protocol rows straight into the output buffer."""
+        self.seq = encoding.append_rows(self.buffer, rows, self.seq)
 
     def _write_long(self, payload: memoryview) -> None:
         for start in range(0, len(payload) + 1, MAX_PAYLOAD):
@@ -896,11 +901,11 @@ class Connection:
             await self._send_streamed_rows(result, columns, binary)
             return
         rows = iter(result.rows)
+        encoding = BinaryRows(columns) if binary else None
         while True:
             batch = list(itertools.islice(rows, ROWS_PER_BATCH))
-            if binary:
-                for row in batch:
-                    stream.write(binary_row(row, columns))
+            if encoding is not None:
+                stream.write_binary_rows(batch, encoding)
             else:
                 stream.write_text_rows(batch, columns)
             if len(batch) < ROWS_PER_BATCH:
@@ -917,6 +922,7 @@ class Connection:
         """Rows that come in parts (an answer too big to hold), each sent on as it comes; the
         rows' source is closed whatever happens (a client gone stops the query)."""
         stream = self.stream
+        encoding = BinaryRows(columns) if binary else None
         async with contextlib.aclosing(result.rows) as parts:
             async for part in parts:
                 if not binary and isinstance(part, ArrowRows):
@@ -924,9 +930,8 @@ class Connection:
                     continue
                 for start in range(0, len(part), ROWS_PER_BATCH):
                     batch = part[start : start + ROWS_PER_BATCH]
-                    if binary:
-                        for row in batch:
-                            stream.write(binary_row(row, columns))
+                    if encoding is not None:
+                        stream.write_binary_rows(batch, encoding)
                     else:
                         stream.write_text_rows(batch, columns)
                     if len(stream.buffer) >= FLUSH_BYTES:

@@ -15,6 +15,7 @@ from fe.statements.plain_reads import (
     MAX_ROWS,
     TOTAL_TYPE,
     PreparedRead,
+    rows_shaped,
     shape_description,
     shaped_rows,
 )
@@ -69,8 +70,7 @@ def answer(session, read: PreparedRead, values: list) -> Answer | None:
     rows = values_within(schema, ts, bound, read.shape.columns, MAX_ROWS)
     if rows is None:
         return None
-    found = shaped_rows([list(c) for c in zip(*rows, strict=True)] or [[] for _ in described],
-                        read.shape, types)  # fmt: skip
+    found = rows_shaped(rows, read.shape, types)
     return None if found is None else Answer(described, found)
 
 

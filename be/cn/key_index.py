@@ -267,12 +267,13 @@ class KeyIndex:
     def _layout_agreed(self) -> bool:
         """Whether the base and the tail have the same columns (not so after a column was added,
         until the next fold); the values kept are let go when the columns change."""
-        layouts = {self._base_layout, self._tail_layout} - {None}
-        if len(layouts) != 1:
+        base, tail = self._base_layout, self._tail_layout
+        layout = base if base is not None else tail
+        if layout is None or (tail is not None and tail is not layout and tail != layout):
             return False
-        layout = layouts.pop()
-        if layout != self._layout:
-            self._forget_values()
+        if layout is not self._layout:
+            if layout != self._layout:
+                self._forget_values()
             self._layout = layout
         return True
 

@@ -1165,7 +1165,7 @@ class Connection:
         )
         stmt = execution.stmt
         limit = self.stream.max_payload_bytes
-        if any(len(b) > limit for b in stmt.long_data.values()):
+        if stmt.long_data and any(len(b) > limit for b in stmt.long_data.values()):
             raise QueryError(
                 ErrorCode.NET_PACKET_TOO_LARGE, "Parameter data bigger than 'max_allowed_packet'"
             )

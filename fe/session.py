@@ -102,8 +102,8 @@ class QuireSession(BaseSession):
         self.recorded = True  # its statements go to the FE's history (not the console's pages')
         self.last_commit_ts = 0  # of this session's newest data commit: its reads see it
         self._variable_answers: dict[str, tuple[tuple[int, int], bool]] = {}
-        # a prepared point read's table and plan, while the catalog stays (point_reads)
-        self.point_read_table: tuple | None = None
+        # prepared point reads' tables and plans by read, while the catalog stays (point_reads)
+        self.point_read_tables: dict[int, tuple] = {}
         self.last_insert_id = 0  # the first AUTO_INCREMENT value its last such INSERT generated
         self.transaction: OpenTransaction | None = None  # BEGIN, or autocommit off
         self.warnings: list[tuple] = []

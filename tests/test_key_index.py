@@ -104,6 +104,8 @@ def check(plane, schema, stamps, generator, reads=60) -> int:
             if found is not None:
                 points += 1
                 assert sorted(found) == expected, (ts, bounds)
+                alone = plane.values_within(schema, ts, bound, ("v",), 10_000)
+                assert sorted(alone) == sorted((v,) for _, v in expected), (ts, bounds)
             missing = plane.values_within(schema, ts, bound, ("k", "nothing"), 10_000)
             assert missing is None or not expected
             assert plane.values_within(schema, ts, bound, ("k", "v"), len(expected) - 1) is None

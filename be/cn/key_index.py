@@ -15,6 +15,7 @@ once it outgrows a share of it, so a fold costs little per row."""
 from __future__ import annotations
 
 import bisect
+import operator
 import threading
 from array import array
 
@@ -239,32 +240,40 @@ class KeyIndex:
             tail_ids = self._tail_ids
             ids.extend(tail_ids[offset] for offset in hits)
             kept = self._values
-            if any(row_id not in kept for row_id in ids):
+            rows = list(map(kept.get, ids))
+            if None in rows:
                 self._load(start, end, hits)
+                rows = list(map(kept.get, ids))
+                if None in rows:  # more than the values kept can hold
+                    return None
             commit_at = self._layout.index(COMMIT_TS)
             later, base_deleted = self._deleted_tail, self._base_deleted
-            found = []
-            for place, row_id in enumerate(ids):
-                values = kept[row_id]
-                if values[commit_at] > ts:
-                    continue
-                deleted = later.get(row_id)
-                if deleted is None and place < end - start:
-                    deleted = base_deleted.get(start + place)
-                if deleted is not None and deleted <= ts:
-                    continue
-                found.append(tuple([values[at] for at in chosen]))
-            return found
+            if later or base_deleted:
+                rows = [
+                    values
+                    for place, (row_id, values) in enumerate(zip(ids, rows, strict=True))
+                    if values[commit_at] <= ts
+                    and not _deleted_by(later.get(row_id), base_deleted, start + place, end, ts)
+                ]
+            else:
+                rows = [values for values in rows if values[commit_at] <= ts]
+            if len(chosen) == 1:
+                at = chosen[0]
+                return [(values[at],) for values in rows]
+            if not chosen:
+                return [()] * len(rows)
+            return list(map(operator.itemgetter(*chosen), rows))
 
     def _layout_agreed(self) -> bool:
         """Whether the base and the tail have the same columns (not so after a column was added,
         until the next fold); the values kept are let go when the columns change."""
-        layouts = {self._base_layout, self._tail_layout} - {None}
-        if len(layouts) != 1:
+        base, tail = self._base_layout, self._tail_layout
+        layout = base if base is not None else tail
+        if layout is None or (tail is not None and tail is not layout and tail != layout):
             return False
-        layout = layouts.pop()
-        if layout != self._layout:
-            self._forget_values()
+        if layout is not self._layout:
+            if layout != self._layout:
+                self._forget_values()
             self._layout = layout
         return True
 
@@ -467,3 +476,11 @@ def _concat(pieces: list[pa.Table]) -> pa.Table:
     if len(pieces) == 1:
         return pieces[0]
     return pa.concat_tables(pieces, promote_options="permissive")
+
+
+def _deleted_by(deleted: int | None, base_deleted: dict, place: int, end: int, ts: int) -> bool:
+    """Whether the row at place (a base position below end, else in the tail) is deleted at ts:
+    by a delete since the base (deleted), else by one the base holds."""
+    if deleted is None and place < end:
+        deleted = base_deleted.get(place)
+    return deleted is not None and deleted <= ts

@@ -40,6 +40,7 @@ from mysql_mimic.session import BaseSession
 from mysql_mimic.types import Capabilities, Commands, ServerStatus
 
 from be.engine.columnar_rows import ArrowRows
+from fe.mysql.binary_rows import BinaryRows
 from fe.mysql.errors import ConnectionAborted, ErrorCode, QueryError, sqlstate_for
 from fe.mysql.prepared import (
     MAX_PARAMS,
@@ -52,6 +53,7 @@ from fe.mysql.prepared import (
     sql_literal,
 )
 from fe.mysql.redact import without_secrets
+from fe.mysql.result_headers import ResultHeaders
 from fe.mysql.results import (
     NOT_NULL_FLAG,
     Column,
@@ -217,6 +219,10 @@ class PacketStream:
         """Packets framed before, numbered from the current sequence id on."""
         self.buffer += packets
         self.seq = (self.seq + count) & 0xFF
+
+    def write_binary_rows(self, rows: Iterable[Sequence[Any]], encoding: BinaryRows) -> None:
+        """Encode and frame binary protocol rows straight into the output buffer."""
+        self.seq = encoding.append_rows(self.buffer, rows, self.seq)
 
     def _write_long(self, payload: memoryview) -> None:
         for start in range(0, len(payload) + 1, MAX_PAYLOAD):
@@ -418,6 +424,7 @@ class Connection:
         self.user = ""
         self.connect_attrs: dict[str, str] = {}
         self.prepared: dict[int, PreparedStatement] = {}
+        self._headers = ResultHeaders()
         self._stmt_ids = itertools.count(1)
         self._handshake_nonce = b""
         self._handshake_plugin = ""
@@ -896,11 +903,11 @@ class Connection:
             await self._send_streamed_rows(result, columns, binary)
             return
         rows = iter(result.rows)
+        encoding = BinaryRows(columns) if binary else None
         while True:
             batch = list(itertools.islice(rows, ROWS_PER_BATCH))
-            if binary:
-                for row in batch:
-                    stream.write(binary_row(row, columns))
+            if encoding is not None:
+                stream.write_binary_rows(batch, encoding)
             else:
                 stream.write_text_rows(batch, columns)
             if len(batch) < ROWS_PER_BATCH:
@@ -917,6 +924,7 @@ class Connection:
         """Rows that come in parts (an answer too big to hold), each sent on as it comes; the
         rows' source is closed whatever happens (a client gone stops the query)."""
         stream = self.stream
+        encoding = BinaryRows(columns) if binary else None
         async with contextlib.aclosing(result.rows) as parts:
             async for part in parts:
                 if not binary and isinstance(part, ArrowRows):
@@ -924,9 +932,8 @@ class Connection:
                     continue
                 for start in range(0, len(part), ROWS_PER_BATCH):
                     batch = part[start : start + ROWS_PER_BATCH]
-                    if binary:
-                        for row in batch:
-                            stream.write(binary_row(row, columns))
+                    if encoding is not None:
+                        stream.write_binary_rows(batch, encoding)
                     else:
                         stream.write_text_rows(batch, columns)
                     if len(stream.buffer) >= FLUSH_BYTES:
@@ -949,11 +956,18 @@ class Connection:
 
     def _write_columns(self, columns: Sequence[Column]) -> None:
         stream = self.stream
+        key = (tuple(columns), stream.seq, self.deprecate_eof, self.status_flags)
+        kept = self._headers.get(key)
+        if kept is not None:
+            stream.write_packets(*kept)
+            return
+        start, first_seq = len(stream.buffer), stream.seq
         stream.write(lenenc_int(len(columns)))
         for c in columns:
             stream.write(c.definition())
         if not self.deprecate_eof:
             self._write_eof()
+        self._headers.put(key, bytes(stream.buffer[start:]), (stream.seq - first_seq) & 0xFF)
 
     def _write_end_of_rows(self, warnings: int = 0, flags: int = 0) -> None:
         if self.deprecate_eof:
@@ -1151,7 +1165,7 @@ class Connection:
         )
         stmt = execution.stmt
         limit = self.stream.max_payload_bytes
-        if any(len(b) > limit for b in stmt.long_data.values()):
+        if stmt.long_data and any(len(b) > limit for b in stmt.long_data.values()):
             raise QueryError(
                 ErrorCode.NET_PACKET_TOO_LARGE, "Parameter data bigger than 'max_allowed_packet'"
             )

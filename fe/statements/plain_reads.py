@@ -5,6 +5,7 @@ expression, an alias, ORDER BY, DISTINCT, LIMIT, another kind of WHERE term) goe
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -172,9 +173,8 @@ def shaped_rows(
     """A Shape's rows from the values of its columns (one list per column, the rows within its
     bounds); None if a shifted value overflows its type (the engine's error then)."""
     if shape.totals:
-        sums = [sum(v for v in column if v is not None) for column in values]
-        empty = [all(v is None for v in column) for column in values]
-        return [tuple(None if e else s for s, e in zip(sums, empty, strict=True))]
+        present = [[v for v in column if v is not None] for column in values]
+        return [tuple(sum(column) if column else None for column in present)]
     for position, offset in enumerate(shape.offsets):
         if offset is not None:
             values[position] = shifted = [
@@ -182,13 +182,27 @@ def shaped_rows(
             ]
             if not _fits(types[shape.columns[position]], shifted):
                 return None
-    found = list(zip(*values, strict=True))
+    return _distinct_and_ordered(list(zip(*values, strict=True)), shape)
+
+
+def rows_shaped(
+    rows: list[tuple], shape: Shape, types: dict[str, pa.DataType]
+) -> list[tuple] | None:
+    """shaped_rows of rows (tuples of the values of shape's columns) rather than of columns."""
+    if shape.totals or any(offset is not None for offset in shape.offsets):
+        columns = [list(column) for column in zip(*rows, strict=True)]
+        return shaped_rows(columns or [[] for _ in shape.columns], shape, types)
+    return _distinct_and_ordered(rows, shape)
+
+
+def _distinct_and_ordered(found: list[tuple], shape: Shape) -> list[tuple]:
     if shape.distinct:
         found = list(dict.fromkeys(found))
     for position, descending, nulls_first in reversed(shape.order):
-        present = [row for row in found if row[position] is not None]
+        pick = operator.itemgetter(position)
         absent = [row for row in found if row[position] is None]
-        present.sort(key=lambda row, at=position: row[at], reverse=descending)
+        present = [row for row in found if row[position] is not None] if absent else found
+        present = sorted(present, key=pick, reverse=descending)
         found = absent + present if nulls_first else present + absent
     return found
 

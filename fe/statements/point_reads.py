@@ -15,6 +15,7 @@ from fe.statements.plain_reads import (
     MAX_ROWS,
     TOTAL_TYPE,
     PreparedRead,
+    rows_shaped,
     shape_description,
     shaped_rows,
 )
@@ -45,14 +46,17 @@ def answer(session, read: PreparedRead, values: list) -> Answer | None:
     db = read.db or session.database or ""
     if db.lower() == "information_schema":
         return None
-    asked = (read, session.catalog.journal_id, db, session.username, session.user_host)
-    kept = session.point_read_table
-    if kept is not None and kept[0] == asked:
-        table, plan = kept[1], kept[2]
+    asked = (session.catalog.journal_id, db, session.username, session.user_host)
+    kept_reads = session.point_read_tables
+    kept = kept_reads.get(id(read))
+    if kept is not None and kept[0] is read and kept[1] == asked:
+        table, plan = kept[2], kept[3]
     else:  # the grants and the table are as they were until the catalog moves
         table = readable_table(session, db, read.table)
         plan = _plan(read, table)
-        session.point_read_table = (asked, table, plan)
+        if len(kept_reads) >= MAX_KEPT_READS:
+            kept_reads.clear()
+        kept_reads[id(read)] = (read, asked, table, plan)
     if plan is None:
         return None
     schema, types, described = plan
@@ -69,11 +73,11 @@ def answer(session, read: PreparedRead, values: list) -> Answer | None:
     rows = values_within(schema, ts, bound, read.shape.columns, MAX_ROWS)
     if rows is None:
         return None
-    found = shaped_rows([list(c) for c in zip(*rows, strict=True)] or [[] for _ in described],
-                        read.shape, types)  # fmt: skip
+    found = rows_shaped(rows, read.shape, types)
     return None if found is None else Answer(described, found)
 
 
+MAX_KEPT_READS = 64  # per session: the tables and plans of its last prepared reads
 MAX_KNOWN_ZONES = 256
 _KNOWN_ZONES: set[str] = set()
 

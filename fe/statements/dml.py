@@ -433,11 +433,7 @@ async def commit(
     reader.refuse_writes()
     transaction = transactions.current(session)
     if transaction is not None:
-        committed = (
-            (lambda bounds: None)
-            if replaces_only_deleted
-            else (lambda bounds: reader.committed(table, bounds))
-        )
+        committed = None if replaces_only_deleted else (lambda b: reader.committed(table, b))
         transaction.add(table, write, committed)
         return
     await commit_writes(session, reader.ts, (write,))

@@ -160,6 +160,15 @@ class TableSchema:
             self, ("after", hidden, stored), lambda: pa.schema([*hidden, *columns()])
         )
 
+    def deletes(self) -> pa.Schema:
+        """A change's deletes: ROW_ID, then the key columns."""
+        return _worked_out(self, "deletes", self._deletes)
+
+    def _deletes(self) -> pa.Schema:
+        keys = [self.column(name) for name in self.key_columns]
+        fields = [pa.field(column.name, column.type, column.nullable) for column in keys]
+        return pa.schema([pa.field(ROW_ID, pa.int64(), nullable=False), *fields])
+
     def with_row_ids(self) -> pa.Schema:
         return self.arrow().insert(0, pa.field(ROW_ID, pa.int64(), nullable=False))
 

@@ -205,6 +205,7 @@ class WriteState:
 
 _ROW_ID_FIELD = pa.field(ROW_ID, pa.int64(), False)
 _PARTITION_ID_FIELD = pa.field(PARTITION_ID, pa.int64(), False)
+_ROW_IDS_ONLY = pa.schema([_ROW_ID_FIELD])
 
 
 def _stored(schema: TableSchema, rows: pa.Table, partitions: pa.Array | None) -> pa.Table:
@@ -225,15 +226,14 @@ def _keys(table: pa.Table, key_columns: tuple[str, ...]) -> list[tuple]:
 
 def deletes_table(schema: TableSchema, row_ids: list[int], keys: list[tuple]) -> pa.Table:
     """The deletes of a change: row ids, then (when every key is known) the key columns."""
-    fields = [pa.field(ROW_ID, pa.int64(), False)]
-    arrays = [pa.array(row_ids, pa.int64())]
-    if schema.key_columns and all(keys):
-        by_name = {column.name: column for column in schema.columns}
-        for position, name in enumerate(schema.key_columns):
-            column = by_name[name]
-            fields.append(pa.field(name, column.type, column.nullable))
-            arrays.append(pa.array([key[position] for key in keys], column.type))
-    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+    ids = pa.array(row_ids, pa.int64())
+    if not schema.key_columns or not all(keys):
+        return pa.Table.from_arrays([ids], schema=_ROW_IDS_ONLY)
+    target = schema.deletes()
+    arrays = [ids]
+    for position, key_field in enumerate(list(target)[1:]):
+        arrays.append(pa.array([key[position] for key in keys], key_field.type))
+    return pa.Table.from_arrays(arrays, schema=target)
 
 
 def _conflict_message(schema: TableSchema) -> str:

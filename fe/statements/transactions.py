@@ -37,7 +37,7 @@ class PendingWrite:
         self.schema = schema
         self.key_columns = key_columns
         self._inserts_schema = schema.with_row_ids()
-        self._deletes_schema = _deletes_schema(schema)
+        self._deletes_schema = schema.deletes()
         self._inserts: list[pa.Table] = []  # pieces, each of _inserts_schema
         self._deletes: list[pa.Table] = []  # pieces, each of _deletes_schema
         self._dropped: set[int] = set()  # own row ids no longer written, still in _inserts
@@ -209,15 +209,6 @@ def _own_rows_last(rows: pa.Table) -> pa.Table:
     ids = rows.column(ROW_ID)
     ordered = pc.if_else(pc.less(ids, 0), pc.subtract(OWN_ROW_IDS_AFTER, ids), ids)
     return rows.set_column(0, rows.schema.field(0), ordered)
-
-
-def _deletes_schema(schema: TableSchema) -> pa.Schema:
-    by_name = {column.name: column for column in schema.columns}
-    fields = [pa.field(ROW_ID, pa.int64(), False)]
-    fields += [
-        pa.field(name, by_name[name].type, by_name[name].nullable) for name in schema.key_columns
-    ]
-    return pa.schema(fields)
 
 
 def _key_bounds(rows: pa.Table, key_columns: tuple[str, ...]) -> tuple[ColumnBound, ...]:

@@ -25,7 +25,7 @@ class TableWrite:
     schema: TableSchema
     inserts: pa.Table | None = None  # the table's columns, by name, in the schema's order
     deletes: pa.Table | None = None  # ROW_ID, then the key columns of each deleted row
-    nbytes: int = field(default=0, init=False, compare=False)  # counted once: limits ask often
+    _nbytes: int = field(default=-1, init=False, repr=False, compare=False)  # counted once
 
     def __post_init__(self):
         if self.inserts is not None:
@@ -35,12 +35,17 @@ class TableWrite:
             )
         if self.deletes is not None:
             assert self.deletes.schema.names[0] == ROW_ID
-        size = sum(table_bytes(t) for t in (self.inserts, self.deletes) if t is not None)
-        object.__setattr__(self, "nbytes", size)
 
     @property
     def row_count(self) -> int:
         return sum(t.num_rows for t in (self.inserts, self.deletes) if t is not None)
+
+    @property
+    def nbytes(self) -> int:
+        if self._nbytes < 0:
+            size = sum(table_bytes(t) for t in (self.inserts, self.deletes) if t is not None)
+            object.__setattr__(self, "_nbytes", size)
+        return self._nbytes
 
 
 @dataclass(frozen=True, slots=True)

@@ -206,6 +206,7 @@ class WriteState:
 _ROW_ID_FIELD = pa.field(ROW_ID, pa.int64(), False)
 _PARTITION_ID_FIELD = pa.field(PARTITION_ID, pa.int64(), False)
 _ROW_IDS_ONLY = pa.schema([_ROW_ID_FIELD])
+FEW_ROWS = 16  # rows placed in Python, not by an Arrow take
 
 
 def _stored(schema: TableSchema, rows: pa.Table, partitions: pa.Array | None) -> pa.Table:
@@ -213,8 +214,12 @@ def _stored(schema: TableSchema, rows: pa.Table, partitions: pa.Array | None) ->
     placed in (if the schema names them), each column with its column id."""
     hidden = [_ROW_ID_FIELD]
     if partitions is not None:
-        ids = pa.array([partition.id for partition in schema.partitions], pa.int64())
-        rows = rows.add_column(1, _PARTITION_ID_FIELD, ids.take(partitions))
+        ids = [partition.id for partition in schema.partitions]
+        if len(partitions) <= FEW_ROWS:  # a take costs more than this for a row or a few
+            placed = pa.array([ids[index] for index in partitions.to_pylist()], pa.int64())
+        else:
+            placed = pa.array(ids, pa.int64()).take(partitions)
+        rows = rows.add_column(1, _PARTITION_ID_FIELD, placed)
         hidden.append(_PARTITION_ID_FIELD)
     return adapted(rows, schema, hidden, stored=True)
 

@@ -21,15 +21,26 @@ def adapted(
 ) -> pa.Table:
     """rows as the hidden fields (kept by name) then schema's columns; with stored, each field
     carries its column id (what a flush writes), else plain fields (what a snapshot answers)."""
-    target = pa.schema([*hidden, *schema.stored()])
+    hidden = tuple(hidden)
+    target = schema.after(hidden, stored=True)
     if not rows.schema.equals(target, check_metadata=True):
         if _written_as(rows.schema, target):
             rows = pa.Table.from_arrays(rows.columns, schema=target)
         else:
-            rows = _mapped(rows, schema, target, len(hidden))
+            rows = _picked(rows, target) or _mapped(rows, schema, target, len(hidden))
     if stored:
         return rows
-    return pa.Table.from_arrays(rows.columns, schema=pa.schema([*hidden, *schema.arrow()]))
+    return pa.Table.from_arrays(rows.columns, schema=schema.after(hidden, stored=False))
+
+
+def _picked(rows: pa.Table, target: pa.Schema) -> pa.Table | None:
+    """target's columns taken by name, if rows hold each as it is, its column id included (the
+    rows of this schema version with other hidden columns besides: a commit's, on a CN)."""
+    names = rows.schema.names
+    if len(names) <= len(target) or not set(target.names).issubset(names):
+        return None
+    picked = rows.select(target.names)
+    return picked if picked.schema.equals(target, check_metadata=True) else None
 
 
 def _written_as(written: pa.Schema, target: pa.Schema) -> bool:

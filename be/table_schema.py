@@ -153,6 +153,22 @@ class TableSchema:
             [pa.field(column.name, column.type, column.nullable) for column in self.columns]
         )
 
+    def after(self, hidden: tuple[pa.Field, ...], stored: bool) -> pa.Schema:
+        """The hidden fields, then the columns (as stored: with their ids), kept."""
+        columns = self.stored if stored else self.arrow
+        return _worked_out(
+            self, ("after", hidden, stored), lambda: pa.schema([*hidden, *columns()])
+        )
+
+    def deletes(self) -> pa.Schema:
+        """A change's deletes: ROW_ID, then the key columns."""
+        return _worked_out(self, "deletes", self._deletes)
+
+    def _deletes(self) -> pa.Schema:
+        keys = [self.column(name) for name in self.key_columns]
+        fields = [pa.field(column.name, column.type, column.nullable) for column in keys]
+        return pa.schema([pa.field(ROW_ID, pa.int64(), nullable=False), *fields])
+
     def with_row_ids(self) -> pa.Schema:
         return self.arrow().insert(0, pa.field(ROW_ID, pa.int64(), nullable=False))
 
@@ -283,7 +299,7 @@ def _named(table: Table, names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(table.column(name).name for name in names)
 
 
-def _worked_out(schema: TableSchema, name: str, work: Callable[[], object]):
+def _worked_out(schema: TableSchema, name: object, work: Callable[[], object]):
     """What work gives for schema, kept with it (a schema never changes)."""
     kept = _WORKED_OUT.get(id(schema))
     if kept is None or kept[0] is not schema:

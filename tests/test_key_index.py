@@ -366,3 +366,33 @@ def test_prepared_point_reads_keep_privileges_transactions_and_time_travel(front
         assert cursor.fetchall() == [("first",)]
     finally:
         connection.close()
+
+
+def test_a_tail_past_its_fold_point_is_read_while_it_is_folded_beside(tmp_path, monkeypatch):
+    """Point writes and reads read values past the tail's fold point (they fell back to the
+    engine, which folded): a fold runs on a thread of its own, and the tail ends in the base."""
+    monkeypatch.setattr(key_index, "MIN_TAIL_ROWS", 16)
+    plane = plane_of(tmp_path)
+    try:
+        schema = table_schema(KeyModel.UNIQUE)
+        generator = random.Random(5)
+        stamps = random_commits(plane, schema, generator, 5)
+        check(plane, schema, stamps, generator, reads=5)  # the index is made
+        index = plane.cn.table(1)._index
+        base_rows = index._base.num_rows
+        for number in range(40):  # one row a commit, read back as values after each
+            key = number % KEYS
+            inserts = pa.table(
+                {"k": pa.array([key], pa.int32()), "v": [f"late{number}"]}, schema=schema.arrow()
+            )
+            ts = plane.commit(WriteSet(plane.read_ts(), (TableWrite(schema, inserts=inserts),)))
+            wait_until(lambda ts=ts: plane.read_ts() >= ts, 10, "the CN has the commit")
+            bound = ColumnBound("k", key, key)
+            found = plane.values_within(schema, ts, bound, ("k", "v"), 100)
+            assert found == [(key, f"late{number}")], number
+        wait_until(lambda: index._base.num_rows > base_rows, 10, "a fold beside the reads")
+        assert not index.broken
+        stamps.append(plane.read_ts())
+        check(plane, schema, stamps[-1:], generator, reads=20)
+    finally:
+        plane.close()

@@ -27,6 +27,7 @@ from be.logtail.entries import COMMIT_TS, ROW_ID
 MIN_TAIL_ROWS = 256  # the tail is folded past this many rows (or deletes) ...
 TAIL_SHARE = 64  # ... or past 1/TAIL_SHARE of the base, whichever is more
 MAX_TAIL_ROWS = 65_536  # ... and always past this many
+FOLD_BEHIND = 4  # values are read from a tail this many times past its fold point (a fold runs)
 MAX_KEPT_CHOICES = 64  # column lists kept with their positions, per table
 MAX_KEPT_VALUES = 16_384  # rows kept as Python values for point reads; past it all are let go
 VALUES_ROW_BYTES = 120  # about what a row kept as a Python tuple costs besides its values
@@ -52,6 +53,8 @@ class KeyIndex:
         self._base_keys = array("q")
         self._pieces: list[pa.Table] = []  # committed since the base, in commit order
         self._tail_table: pa.Table | None = None  # the pieces indexed in _tail, as one table
+        self._tail_parts: list[pa.Table] = []  # the same pieces, as they came
+        self._tail_at: list[tuple[int, int]] = []  # offset -> (part, position in it)
         self._tail: dict[int, list[int]] = {}  # key -> its rows' offsets in _tail_table
         self._tail_keys: list[int] = []  # the tail's keys, sorted
         self._tail_pieces = 0  # of _pieces, those in _tail
@@ -125,7 +128,7 @@ class KeyIndex:
         self.broken = True
         self._base, self._base_keys, self._pieces, self._tail = None, array("q"), [], {}
         self._tail_keys, self._deleted_tail, self._later = [], {}, None
-        self._tail_table = None
+        self._tail_table, self._tail_parts, self._tail_at = None, [], []
         self._base_ids, self._base_deleted, self._tail_ids = array("q"), {}, []
         self._base_layout = self._tail_layout = None
         self._forget_values()
@@ -171,7 +174,7 @@ class KeyIndex:
                     found.append(self._base.slice(start, end - start))
             hits = self._tail_hits(low, high)
             if hits:
-                found.append(self._tail_table.take(hits))
+                found.append(self._joined_tail().take(hits))
             if not found:
                 return None if self._base is None else self._base.slice(0, 0)
             rows = _concat(found)
@@ -222,7 +225,9 @@ class KeyIndex:
         without Arrow's cost per call. None if the index cannot answer at once, a name is not
         a column of its rows, or more than limit rows are in the range."""
         with self._lock:
-            if self.needs_fold() or not self._tail_indexed():
+            if self.needs_fold() and not self._fold_beside():
+                return None
+            if not self._tail_indexed():
                 return None
             start = bisect.bisect_left(self._base_keys, low)
             end = bisect.bisect_right(self._base_keys, high, start)
@@ -301,13 +306,14 @@ class KeyIndex:
             for place in missing:
                 self._keep_one(self._base, start + place, base_ids[place])
             for offset in tail_missing:
-                self._keep_one(self._tail_table, offset, self._tail_ids[offset])
+                part, position = self._tail_at[offset]
+                self._keep_one(self._tail_parts[part], position, self._tail_ids[offset])
             return
         if missing:  # a slice from the first missing to the last: one call per column
             first, last = start + missing[0], start + missing[-1] + 1
             self._keep(self._base.slice(first, last - first), self._base_ids[first:last])
         if tail_missing:
-            rows = self._tail_table.take(pa.array(tail_missing, pa.int64()))
+            rows = self._joined_tail().take(pa.array(tail_missing, pa.int64()))
             self._keep(rows, [self._tail_ids[offset] for offset in tail_missing])
 
     def _keep(self, rows: pa.Table, ids) -> None:
@@ -358,22 +364,46 @@ class KeyIndex:
             return
         offset = self._tail_rows
         for piece in new:
-            for key in _keys(piece, self.column):
+            part = len(self._tail_parts)
+            for position, key in enumerate(_keys(piece, self.column)):
                 if key is not None:
                     places = self._tail.get(key)
                     if places is None:
                         places = self._tail[key] = []
                         bisect.insort(self._tail_keys, key)
                     places.append(offset)
+                self._tail_at.append((part, position))
                 offset += 1
-        before = self._tail_table
-        table = _concat(([before] if before is not None else []) + new)
-        self._tail_table = table.combine_chunks()  # small; a take from chunks would join them
-        for piece in new:
+            self._tail_parts.append(piece)
             self._tail_ids.extend(piece.column(ROW_ID).to_pylist())
-        self._tail_layout = _layout(self._tail_table)
+            layout = _layout(piece)
+            if self._tail_layout is not None and layout != self._tail_layout:
+                layout = _MIXED  # values are read from one layout only
+            self._tail_layout = layout
+        self._tail_table = None  # joined when a read takes rows from it
         self._tail_rows = offset
         self._tail_pieces = len(self._pieces)
+
+    def _joined_tail(self) -> pa.Table:
+        """The tail's pieces as one table (under the lock), kept until the next piece."""
+        if self._tail_table is None:
+            table = _concat(self._tail_parts)
+            self._tail_table = table.combine_chunks()  # small; a take from chunks would join them
+        return self._tail_table
+
+    def _fold_beside(self) -> bool:
+        """A fold started on a thread of its own (under the lock), unless one runs; whether the
+        tail may still be read meanwhile (not too far past its fold point)."""
+        if not self._folding:
+            self._folding = True
+            threading.Thread(
+                target=self._fold, args=(True,), name="key-index-fold", daemon=True
+            ).start()
+        limit = min(MAX_TAIL_ROWS, max(MIN_TAIL_ROWS, len(self._base_keys) // TAIL_SHARE))
+        return (
+            self._tail_rows <= FOLD_BEHIND * limit
+            and len(self._deleted_tail) <= FOLD_BEHIND * limit
+        )
 
     # -- fold --------------------------------------------------------------------------------
 
@@ -384,10 +414,13 @@ class KeyIndex:
             pending = sum(piece.num_rows for piece in self._pieces[self._tail_pieces :])
         return self.ready and (self._tail_rows + pending > limit or len(self._deleted_tail) > limit)
 
-    def _fold(self) -> None:
-        """The tail into the base, worked out outside the lock (the table keeps applying)."""
+    def _fold(self, claimed: bool = False) -> None:
+        """The tail into the base, worked out outside the lock (the table keeps applying);
+        claimed: the caller marked the fold as running."""
         with self._lock:
-            if self._folding or not self.ready or self.broken:
+            if (self._folding and not claimed) or not self.ready or self.broken:
+                if claimed:
+                    self._folding = False
                 return
             self._folding = True
             base, pieces = self._base, list(self._pieces)
@@ -412,6 +445,7 @@ class KeyIndex:
                 self._pieces = self._pieces[len(pieces) :]
                 self._tail, self._tail_keys, self._tail_pieces, self._tail_rows = {}, [], 0, 0
                 self._tail_table, self._tail_ids, self._tail_layout = None, [], None
+                self._tail_parts, self._tail_at = [], []
                 for row_id, stamp in deleted.items():
                     if self._deleted_tail.get(row_id) == stamp:
                         del self._deleted_tail[row_id]
@@ -449,6 +483,7 @@ class KeyIndex:
 
 
 _UNKNOWN = object()
+_MIXED = ("<pieces of several layouts>",)
 
 
 def _layout(table: pa.Table) -> tuple[str, ...]:

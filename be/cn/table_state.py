@@ -698,7 +698,13 @@ _ROW_FIELDS = (pa.field(ROW_ID, pa.int64(), False), pa.field(COMMIT_TS, pa.int64
 def _partitions_in(rows: pa.Table) -> frozenset[int] | None:
     if PARTITION_ID not in rows.column_names:
         return None
-    return frozenset(pc.unique(rows.column(PARTITION_ID)).to_pylist())
+    ids = rows.column(PARTITION_ID)
+    if len(ids) <= FEW_PARTITION_IDS:
+        return frozenset(ids.to_pylist())
+    return frozenset(pc.unique(ids).to_pylist())
+
+
+FEW_PARTITION_IDS = 16  # a commit's rows this few are looked at in Python (Arrow costs more)
 
 
 def _of_partitions(

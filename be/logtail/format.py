@@ -36,6 +36,7 @@ SUPPORTED_VERSIONS = frozenset({1, 2, 3})
 MAX_OBJECTS_PER_CHANGE = 1 << 16  # objects (or tombstones, or removals) of one table's change
 
 NONCE_BYTES = 32
+_IPC_OPTIONS = pa.ipc.IpcWriteOptions()  # given: Arrow's default reads the environment per writer
 PROOF_BYTES = 32  # HMAC-SHA256
 MAX_NAME_CHARS = 255
 MAX_ERROR_CHARS = 1000
@@ -118,7 +119,7 @@ def _ipc(table: pa.Table | None, limits: LogtailLimits) -> memoryview | None:
     if table.num_columns > limits.max_columns_per_batch:
         raise LogtailFormatError(f"{table.num_columns} columns over max_columns_per_batch")
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
+    with pa.ipc.new_stream(sink, table.schema, options=_IPC_OPTIONS) as writer:
         writer.write_table(table)
     return memoryview(sink.getvalue())
 

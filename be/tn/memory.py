@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from be.logtail.entries import COMMIT_TS, ROW_ID, TableChanges
+from be.tn.write_set import table_bytes
 
 
 @dataclass
@@ -31,7 +32,7 @@ class TableMemory:
             stamps = pa.repeat(pa.scalar(commit_ts, pa.int64()), rows.num_rows)
             self.rows.append(rows.add_column(1, pa.field(COMMIT_TS, pa.int64(), False), stamps))
             self.row_count += rows.num_rows
-            self.nbytes += rows.nbytes
+            self.nbytes += table_bytes(rows)
         if change.deletes is not None and change.deletes.num_rows:
             ids = change.deletes.column(ROW_ID).combine_chunks()
             self.delete_ids.append(ids)

@@ -80,6 +80,15 @@ class _Request:
         return self.write_set.nbytes if self.write_set is not None else 0
 
 
+FEW_VALUES = 16  # a column of at most this many values is looked at in Python (Arrow costs more)
+
+
+def _largest(values: pa.ChunkedArray) -> int | None:
+    if len(values) > FEW_VALUES:
+        return pc.max(values).as_py()
+    return max((value for value in values.to_pylist() if value is not None), default=None)
+
+
 class CommitPipeline:
     def __init__(
         self,
@@ -322,7 +331,7 @@ class CommitPipeline:
         for change in commit.changes:
             column = schemas[change.table_id].auto_increment
             if column is not None and change.inserts is not None:
-                largest = pc.max(change.inserts.column(column)).as_py()
+                largest = _largest(change.inserts.column(column))
                 if largest is not None:
                     self.auto_increments.observe(change.table_id, largest)
 

@@ -205,6 +205,8 @@ class WriteState:
 
 _ROW_ID_FIELD = pa.field(ROW_ID, pa.int64(), False)
 _PARTITION_ID_FIELD = pa.field(PARTITION_ID, pa.int64(), False)
+_ROW_IDS_ONLY = pa.schema([_ROW_ID_FIELD])
+FEW_ROWS = 16  # rows placed in Python, not by an Arrow take
 
 
 def _stored(schema: TableSchema, rows: pa.Table, partitions: pa.Array | None) -> pa.Table:
@@ -212,8 +214,12 @@ def _stored(schema: TableSchema, rows: pa.Table, partitions: pa.Array | None) ->
     placed in (if the schema names them), each column with its column id."""
     hidden = [_ROW_ID_FIELD]
     if partitions is not None:
-        ids = pa.array([partition.id for partition in schema.partitions], pa.int64())
-        rows = rows.add_column(1, _PARTITION_ID_FIELD, ids.take(partitions))
+        ids = [partition.id for partition in schema.partitions]
+        if len(partitions) <= FEW_ROWS:  # a take costs more than this for a row or a few
+            placed = pa.array([ids[index] for index in partitions.to_pylist()], pa.int64())
+        else:
+            placed = pa.array(ids, pa.int64()).take(partitions)
+        rows = rows.add_column(1, _PARTITION_ID_FIELD, placed)
         hidden.append(_PARTITION_ID_FIELD)
     return adapted(rows, schema, hidden, stored=True)
 
@@ -225,15 +231,14 @@ def _keys(table: pa.Table, key_columns: tuple[str, ...]) -> list[tuple]:
 
 def deletes_table(schema: TableSchema, row_ids: list[int], keys: list[tuple]) -> pa.Table:
     """The deletes of a change: row ids, then (when every key is known) the key columns."""
-    fields = [pa.field(ROW_ID, pa.int64(), False)]
-    arrays = [pa.array(row_ids, pa.int64())]
-    if schema.key_columns and all(keys):
-        by_name = {column.name: column for column in schema.columns}
-        for position, name in enumerate(schema.key_columns):
-            column = by_name[name]
-            fields.append(pa.field(name, column.type, column.nullable))
-            arrays.append(pa.array([key[position] for key in keys], column.type))
-    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+    ids = pa.array(row_ids, pa.int64())
+    if not schema.key_columns or not all(keys):
+        return pa.Table.from_arrays([ids], schema=_ROW_IDS_ONLY)
+    target = schema.deletes()
+    arrays = [ids]
+    for position, key_field in enumerate(list(target)[1:]):
+        arrays.append(pa.array([key[position] for key in keys], key_field.type))
+    return pa.Table.from_arrays(arrays, schema=target)
 
 
 def _conflict_message(schema: TableSchema) -> str:

@@ -32,6 +32,7 @@ VERSION = 4
 READABLE_VERSIONS = (1, 2, 3, 4)
 _CHECKPOINT_VERSIONS = (2, 3, 4)  # versions whose records may name a checkpoint
 _HEAD = struct.Struct(">BI")
+_IPC_OPTIONS = pa.ipc.IpcWriteOptions()  # given: Arrow's default reads the environment per writer
 
 
 class WalRecordError(Exception):
@@ -171,6 +172,6 @@ def _overwrites(table: dict, version: int) -> bool:
 
 def _ipc(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
+    with pa.ipc.new_stream(sink, table.schema, options=_IPC_OPTIONS) as writer:
         writer.write_table(table)
     return sink.getvalue().to_pybytes()

@@ -3,12 +3,21 @@ its snapshot) it deletes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
 from be.logtail.entries import ROW_ID
 from be.table_schema import TableSchema
+
+SMALL_TABLE_BYTES = 1 << 16  # below this, a table's buffers are counted whole (a slice's too)
+
+
+def table_bytes(table: pa.Table) -> int:
+    """About the bytes of table's data: its buffers' sizes when they are small (cheap, and at
+    least what it holds), else what it references (Arrow's count, costly per call)."""
+    whole = table.get_total_buffer_size()
+    return whole if whole <= SMALL_TABLE_BYTES else table.nbytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,6 +25,7 @@ class TableWrite:
     schema: TableSchema
     inserts: pa.Table | None = None  # the table's columns, by name, in the schema's order
     deletes: pa.Table | None = None  # ROW_ID, then the key columns of each deleted row
+    _nbytes: int = field(default=-1, init=False, repr=False, compare=False)  # counted once
 
     def __post_init__(self):
         if self.inserts is not None:
@@ -32,7 +42,10 @@ class TableWrite:
 
     @property
     def nbytes(self) -> int:
-        return sum(t.nbytes for t in (self.inserts, self.deletes) if t is not None)
+        if self._nbytes < 0:
+            size = sum(table_bytes(t) for t in (self.inserts, self.deletes) if t is not None)
+            object.__setattr__(self, "_nbytes", size)
+        return self._nbytes
 
 
 @dataclass(frozen=True, slots=True)

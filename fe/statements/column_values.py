@@ -43,6 +43,27 @@ def column_array(values: Sequence, column: Column, first_row: int = 1) -> pa.Arr
     return pa.array(converted, column.type.arrow)
 
 
+def column_value(value, column: Column, row: int = 1):
+    """One value as column_array would give it back, in Python when the column keeps what the
+    conversion gives as it is (an integer column's int, a text column's str)."""
+    if _kept_as_converted(column):
+        if value is None:
+            if not column.nullable:
+                raise QueryError(ErrorCode.BAD_NULL_ERROR, f"Column '{column.name}' cannot be null")
+            return None
+        return _converter(column)(value, row)
+    return column_array([value], column, row).to_pylist()[0]
+
+
+def _kept_as_converted(column: Column) -> bool:
+    base, arrow = column.type.base, column.type.arrow
+    if base in INTEGER_BITS and base != "LARGEINT":
+        return pa.types.is_signed_integer(arrow)
+    if column.type.is_character and base not in ("JSON", "JSONB", "VARIANT"):
+        return arrow in (pa.string(), pa.large_string())
+    return False
+
+
 VECTORISED_FROM = 16  # values of a column converted by Arrow at once, when they are plain
 LEAST_DATE = datetime.date(1, 1, 1)
 INTEGERS = frozenset((int, type(None)))  # exactly: bool is no plain integer here

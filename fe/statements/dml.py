@@ -412,13 +412,12 @@ def _with_clauses(select: exp.Select, statement: exp.Expression) -> exp.Select:
 
 
 def deletes_table(table: Table, rows: list) -> pa.Table:
-    fields = [pa.field(ROW_ID, pa.int64(), False)]
-    arrays = [pa.array([row[0] for row in rows], pa.int64())]
-    for position, name in enumerate(table.key_columns, 1):
-        column = table.column(name)
-        fields.append(pa.field(column.name, column.type.arrow, column.nullable))
-        arrays.append(pa.array([row[position] for row in rows], column.type.arrow))
-    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+    target = TableSchema.of(table).deletes()
+    arrays = [
+        pa.array([row[position] for row in rows], field.type)
+        for position, field in enumerate(target)
+    ]
+    return pa.Table.from_arrays(arrays, schema=target)
 
 
 # -- commit -------------------------------------------------------------------------------------
@@ -433,11 +432,7 @@ async def commit(
     reader.refuse_writes()
     transaction = transactions.current(session)
     if transaction is not None:
-        committed = (
-            (lambda bounds: None)
-            if replaces_only_deleted
-            else (lambda bounds: reader.committed(table, bounds))
-        )
+        committed = None if replaces_only_deleted else (lambda b: reader.committed(table, b))
         transaction.add(table, write, committed)
         return
     await commit_writes(session, reader.ts, (write,))

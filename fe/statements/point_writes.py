@@ -20,7 +20,7 @@ from be.table_schema import TableSchema
 from be.tn.write_set import TableWrite
 from fe.security import privileges
 from fe.statements import dml
-from fe.statements.column_values import column_array
+from fe.statements.column_values import column_value
 from fe.statements.plain_reads import INT64
 from fe.statements.table_data import TableReader, readable_table
 from metadata.records import KeyModel, Table
@@ -220,9 +220,7 @@ async def _update(session, reader, table: Table, schema, write: PreparedWrite, r
             changed.append((row, new))
     if changed:
         deletes = dml.deletes_table(table, [_row_id_and_keys(table, old) for old, _ in changed])
-        columns = list(table.columns)
-        by_position = [[new[column.name] for _, new in changed] for column in columns]
-        inserts = dml.rows_table(session, table, columns, len(changed), by_position, schema)
+        inserts = _stored_rows(schema, [new for _, new in changed])
         write_of = TableWrite(schema, inserts=inserts, deletes=deletes)
         await dml.commit(session, reader, table, write_of, replaces_only_deleted=True)
     return dml.Result(
@@ -231,9 +229,16 @@ async def _update(session, reader, table: Table, schema, write: PreparedWrite, r
     )
 
 
+def _stored_rows(schema: TableSchema, rows: list[dict]) -> pa.Table:
+    """rows (values as the table keeps them: read from it, or converted) as the table's columns."""
+    arrow = schema.arrow()
+    arrays = [pa.array([row[field.name] for row in rows], field.type) for field in arrow]
+    return pa.Table.from_arrays(arrays, schema=arrow)
+
+
 def _as_stored(table: Table, name: str, value):
     """value as the column keeps it (refused as the column refuses it)."""
-    return column_array([value], table.column(name)).to_pylist()[0]
+    return column_value(value, table.column(name))
 
 
 def _row_id_and_keys(table: Table, row: dict) -> tuple:

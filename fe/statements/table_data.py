@@ -105,7 +105,10 @@ class TableReader:
         schema = TableSchema.of(table)
         if bounds and not self.read_ts:
             with plane_errors():
-                rows = data_plane(self.session).indexed_snapshot(schema, self.ts, True, bounds)
+                plane = data_plane(self.session)
+                rows = _committed_values(plane, schema, self.ts, bounds)
+                if rows is None:
+                    rows = plane.indexed_snapshot(schema, self.ts, True, bounds)
             if rows is not None:
                 return rows
         return self._read(schema, True, bounds)
@@ -271,6 +274,29 @@ async def wait_for_definition(session, changed: SchemaChanged, deadline: float) 
 
 def unavailable(error: ServiceError) -> QueryError:
     return QueryError(ErrorCode.UNKNOWN_ERROR, f"The data plane cannot answer: {error}")
+
+
+MAX_COMMITTED_VALUES = 64  # committed rows a write looks for as Python values, at most
+
+
+def _committed_values(plane, schema: TableSchema, ts: int, bounds) -> pa.Table | None:
+    """The committed rows within the bound on the first key column, from the key index's
+    Python values (a one-row write's look for the row it replaces); None if not at hand."""
+    values_within = getattr(plane, "values_within", None)
+    if values_within is None or not schema.key_columns:
+        return None
+    bound = next((bound for bound in bounds if bound.column == schema.key_columns[0]), None)
+    if bound is None or bound.low is None or bound.high is None:
+        return None
+    target = schema.with_row_ids()
+    found = values_within(schema, ts, bound, tuple(target.names), MAX_COMMITTED_VALUES)
+    if found is None:
+        return None
+    columns = zip(*found, strict=True) if found else [()] * len(target)
+    arrays = [
+        pa.array(list(values), field.type) for values, field in zip(columns, target, strict=True)
+    ]
+    return pa.Table.from_arrays(arrays, schema=target)
 
 
 MAX_KEPT_TABLES = 4096  # readable_table's answers kept; past it all are let go

@@ -36,8 +36,10 @@ class PendingWrite:
     def __init__(self, schema: TableSchema, key_columns: tuple[str, ...]):
         self.schema = schema
         self.key_columns = key_columns
-        self._inserts = [schema.with_row_ids().empty_table()]
-        self._deletes = [_deletes_schema(schema).empty_table()]
+        self._inserts_schema = schema.with_row_ids()
+        self._deletes_schema = schema.deletes()
+        self._inserts: list[pa.Table] = []  # pieces, each of _inserts_schema
+        self._deletes: list[pa.Table] = []  # pieces, each of _deletes_schema
         self._dropped: set[int] = set()  # own row ids no longer written, still in _inserts
         self._gone: set[int] = set()  # every own row id no longer written
         self.deleted_ids: set[int] = set()  # the snapshot's rows deleted
@@ -50,6 +52,8 @@ class PendingWrite:
 
     @property
     def inserts(self) -> pa.Table:
+        if not self._inserts:
+            self._inserts = [self._inserts_schema.empty_table()]
         if len(self._inserts) > 1 or self._dropped:
             rows = pa.concat_tables(self._inserts)
             if self._dropped:
@@ -60,6 +64,8 @@ class PendingWrite:
 
     @property
     def deletes(self) -> pa.Table:
+        if not self._deletes:
+            self._deletes = [self._deletes_schema.empty_table()]
         if len(self._deletes) > 1:
             self._deletes = [pa.concat_tables(self._deletes)]
         return self._deletes[0]
@@ -75,7 +81,7 @@ class PendingWrite:
         self._gone |= row_ids
 
     def add_deletes(self, rows: pa.Table) -> None:
-        self._deletes.append(rows.cast(self._deletes[0].schema))
+        self._deletes.append(_as_schema(rows, self._deletes_schema))
         self.deleted_ids.update(rows.column(ROW_ID).to_pylist())
         self.written += rows.num_rows
 
@@ -86,12 +92,16 @@ class PendingWrite:
     def add_inserts(self, rows: pa.Table) -> None:
         """rows (own row ids) join the inserts; the own rows with their key it replaces must
         be dropped first."""
-        self._inserts.append(rows.cast(self._inserts[0].schema))
+        self._inserts.append(_as_schema(rows, self._inserts_schema))
         ids = rows.column(ROW_ID).to_pylist()
         firsts = rows.column(self.key_columns[0]).to_pylist() if self.key_columns else ()
         for row_id, first in zip(ids, firsts, strict=False):
             self.own_by_first_key.setdefault(first, []).append(row_id)
         self.written += rows.num_rows
+
+
+def _as_schema(rows: pa.Table, schema: pa.Schema) -> pa.Table:
+    return rows if rows.schema.equals(schema) else rows.cast(schema)
 
 
 @dataclass
@@ -108,12 +118,12 @@ class OpenTransaction:
         self,
         table: Table,
         write: TableWrite,
-        committed: Callable[[tuple[ColumnBound, ...]], pa.Table | None],
+        committed: Callable[[tuple[ColumnBound, ...]], pa.Table | None] | None,
     ) -> None:
         """write joins the transaction; committed(bounds) gives the table's rows at the snapshot
         (with row ids; those outside bounds may be left out), where a UNIQUE KEY table's rows
-        replaced by write's inserts are found; None when write's deletes name every row its
-        inserts replace."""
+        replaced by write's inserts are found; committed is None when write's deletes name every
+        row its inserts replace."""
         schema = write.schema
         pending = self.writes.get(table.id)
         if pending is None:
@@ -140,7 +150,9 @@ class OpenTransaction:
             if schema.replaces_on_key:
                 rows = _last_of_each_key(rows, schema.key_columns)
                 self._drop_replaced_own(pending, rows, schema.key_columns)
-                replaced = committed(_key_bounds(rows, schema.key_columns))
+                replaced = None
+                if committed is not None:
+                    replaced = committed(_key_bounds(rows, schema.key_columns))
                 if replaced is not None:
                     pending.set_deletes(_with_replaced(pending, rows, replaced, schema.key_columns))
             pending.add_inserts(rows)
@@ -197,15 +209,6 @@ def _own_rows_last(rows: pa.Table) -> pa.Table:
     ids = rows.column(ROW_ID)
     ordered = pc.if_else(pc.less(ids, 0), pc.subtract(OWN_ROW_IDS_AFTER, ids), ids)
     return rows.set_column(0, rows.schema.field(0), ordered)
-
-
-def _deletes_schema(schema: TableSchema) -> pa.Schema:
-    by_name = {column.name: column for column in schema.columns}
-    fields = [pa.field(ROW_ID, pa.int64(), False)]
-    fields += [
-        pa.field(name, by_name[name].type, by_name[name].nullable) for name in schema.key_columns
-    ]
-    return pa.schema(fields)
 
 
 def _key_bounds(rows: pa.Table, key_columns: tuple[str, ...]) -> tuple[ColumnBound, ...]:

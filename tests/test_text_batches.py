@@ -37,13 +37,6 @@ def quire(tmp_path_factory):
     node.stop()
 
 
-@pytest.fixture(scope="module")
-def root(quire):
-    connection = quire.connect()
-    yield connection
-    connection.close()
-
-
 def row_encoded(rows: list[tuple], columns, seq: int) -> bytes:
     """The packets the row at a time encoder writes."""
     stream = PacketStream.__new__(PacketStream)

@@ -53,7 +53,6 @@ from fe.mysql.prepared import (
     sql_literal,
 )
 from fe.mysql.redact import without_secrets
-from fe.mysql.result_headers import ResultHeaders
 from fe.mysql.results import (
     NOT_NULL_FLAG,
     Column,
@@ -424,7 +423,6 @@ class Connection:
         self.user = ""
         self.connect_attrs: dict[str, str] = {}
         self.prepared: dict[int, PreparedStatement] = {}
-        self._headers = ResultHeaders()
         self._stmt_ids = itertools.count(1)
         self._handshake_nonce = b""
         self._handshake_plugin = ""
@@ -956,18 +954,11 @@ class Connection:
 
     def _write_columns(self, columns: Sequence[Column]) -> None:
         stream = self.stream
-        key = (tuple(columns), stream.seq, self.deprecate_eof, self.status_flags)
-        kept = self._headers.get(key)
-        if kept is not None:
-            stream.write_packets(*kept)
-            return
-        start, first_seq = len(stream.buffer), stream.seq
         stream.write(lenenc_int(len(columns)))
         for c in columns:
             stream.write(c.definition())
         if not self.deprecate_eof:
             self._write_eof()
-        self._headers.put(key, bytes(stream.buffer[start:]), (stream.seq - first_seq) & 0xFF)
 
     def _write_end_of_rows(self, warnings: int = 0, flags: int = 0) -> None:
         if self.deprecate_eof:

@@ -114,6 +114,11 @@ def test_login_browse_query_page_download_and_logout(browser, quire):
     last = page.locator("#result-table tbody tr").last
     expect(last.locator("td.null")).to_have_count(2)  # NULL shown as NULL, not as text
 
+    run_sql(page, "SELECT id FROM shop.orders ORDER BY id LIMIT 200")  # pages end exactly
+    page.click("#next-page")
+    expect(page.locator("#result-summary")).to_contain_text("Rows 101–200 (")
+    expect(page.locator("#next-page")).to_have_count(0)
+
     run_sql(page, "SELEC 1")
     expect(page.locator("#result .error")).to_contain_text("ERROR 1064 (42000)")
     run_sql(page, "SELECT * FROM shop.missing")

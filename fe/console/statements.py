@@ -42,10 +42,6 @@ class Page:
     seconds: float = 0.0
     failure: Failure | None = None
 
-    @property
-    def has_rows(self) -> bool:
-        return bool(self.columns)
-
 
 class Pager:
     """The rows of one result, handed out a page at a time."""
@@ -55,7 +51,7 @@ class Pager:
         self.limits = limits
         self.taken = 0
         self._rows = _rows_of(result.rows)
-        self._peeked: list | None = None
+        self._peeked = None  # a row taken from the source to learn whether more follow
         self._done = False
 
     async def page(self) -> tuple[list[list[str | None]], int, bool]:
@@ -78,15 +74,13 @@ class Pager:
 
     async def _peek(self) -> bool:
         if self._peeked is None:
-            row = await self._next()
-            if row is None:
-                return False
-            self._peeked = [row]
-        return True
+            self._peeked = await self._next()
+        return self._peeked is not None
 
     async def _next(self):
-        if self._peeked:
-            return self._peeked.pop()
+        if self._peeked is not None:
+            row, self._peeked = self._peeked, None
+            return row
         try:
             return await anext(self._rows)
         except StopAsyncIteration:

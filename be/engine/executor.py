@@ -372,11 +372,9 @@ class _Query:
                     continue
                 held += estimated_bytes(batch)
                 rows += batch
-                if self.row_stream is not None and held > self.row_stream.limits.hold_bytes:
+                if self._must_stream(held):
                     self.row_stream.start(columns, rows)
                     self.streaming, rows = True, []
-                elif held > self.memory_limit_bytes:
-                    raise MemoryLimitExceeded(self.memory_limit_bytes)
             if self.streaming:
                 self.row_stream.finish()
             return Answer(columns, rows)
@@ -394,6 +392,15 @@ class _Query:
             with self._lock:
                 self._connection = None
             connection.close()
+
+    def _must_stream(self, held: int) -> bool:
+        """Whether an answer holding held bytes so far goes on streamed; past the memory limit
+        with no stream to go to, MemoryLimitExceeded."""
+        if self.row_stream is not None and held > self.row_stream.limits.hold_bytes:
+            return True
+        if held > self.memory_limit_bytes:
+            raise MemoryLimitExceeded(self.memory_limit_bytes)
+        return False
 
     def _columnar(
         self, result: duckdb.DuckDBPyConnection, columns: list[tuple[str, str]], head: list[tuple]
@@ -413,12 +420,10 @@ class _Query:
                 continue
             held += estimated_arrow_bytes(batch)  # as the rows would count in Python
             batches.append(batch)
-            if self.row_stream is not None and held > self.row_stream.limits.hold_bytes:
+            if self._must_stream(held):
                 first = ArrowRows(pa.Table.from_batches(batches, reader.schema), columns, head)
                 self.row_stream.start(columns, first)
                 self.streaming, batches = True, []
-            elif held > self.memory_limit_bytes:
-                raise MemoryLimitExceeded(self.memory_limit_bytes)
         if self.streaming:
             self.row_stream.finish()
             return Answer(columns, [])

@@ -1,45 +1,16 @@
-import os
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.harness import QuireProcess
+from tests.harness import QuireProcess, local_spark
 
-# Every Spark session of the test run shares one JVM, started by the first: MariaDB Connector/J
-# (Debian's libmariadb-java) must be on its class path from the start, whichever module starts it
-# (a session's spark.jars given later does not reach java.sql.DriverManager).
-MARIADB_JDBC_JAR = "/usr/share/java/mariadb-java-client.jar"
-os.environ.setdefault(
-    "PYSPARK_SUBMIT_ARGS",
-    f"--driver-class-path {MARIADB_JDBC_JAR} --jars {MARIADB_JDBC_JAR} pyspark-shell",
-)
 REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
 def spark():
     """A local[2] Spark session with the quire data source registered, for a test module."""
-    from pyspark.sql import SparkSession
-
-    import be.spark
-
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
-    )
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("quire-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.python.unix.domain.socket.enabled", "true")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.memory", "1g")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    be.spark.register(session)
+    session = local_spark("quire-tests")
     yield session
     session.stop()
 

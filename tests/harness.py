@@ -324,3 +324,41 @@ def assert_mysql_error(code: int, message: str, what) -> None:
     assert not (code == 1105 and message.startswith("Internal error")), (message, what)
     lowered = message.lower()
     assert not any(word in lowered for word in INTERNALS), (message, what)
+
+
+MARIADB_JDBC_JAR = "/usr/share/java/mariadb-java-client.jar"  # Debian's libmariadb-java
+
+
+def local_spark(app: str, driver_memory: str = "1g", **conf: str):
+    """A local[2] Spark session (shuffles in 2 partitions, no UI, Python workers over unix
+    sockets) with the quire data source registered and MariaDB Connector/J on the driver's class
+    path; conf: more settings. Spark's workers run this interpreter and import this checkout."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
+    # One JVM serves every session of a process, started by the first: Connector/J must be on
+    # its class path from the start (spark.jars given later does not reach DriverManager).
+    os.environ.setdefault(
+        "PYSPARK_SUBMIT_ARGS",
+        f"--driver-class-path {MARIADB_JDBC_JAR} --jars {MARIADB_JDBC_JAR} pyspark-shell",
+    )
+    from pyspark.sql import SparkSession
+
+    import be.spark
+
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName(app)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.python.unix.domain.socket.enabled", "true")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", driver_memory)
+    )
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    be.spark.register(session)
+    return session

@@ -5,9 +5,7 @@ one local[2] SparkSession for the module; every answer is checked against PyMySQ
 from __future__ import annotations
 
 import datetime
-import os
 import socket
-import sys
 import time
 from decimal import Decimal
 from pathlib import Path
@@ -16,7 +14,6 @@ import pymysql
 import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
-from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from tests.harness import QuireProcess, run, wait_until
@@ -79,22 +76,6 @@ def quire(tmp_path_factory):
     root.close()
     yield node
     node.stop()
-
-
-@pytest.fixture(scope="module")
-def spark(quire):
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("quire-jdbc-tests")
-        .config("spark.jars", str(JAR))
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
 
 
 def url(quire, **parameters) -> str:

@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.bench.bench_front import MariaDB, process_tree  # noqa: E402
-from tests.harness import QuireProcess  # noqa: E402
+from tests.harness import QuireProcess, local_spark  # noqa: E402
 
 logger = logging.getLogger("bench_spark_jdbc")
 
@@ -80,19 +80,7 @@ class PeakRss:
 
 
 def spark_session():
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("bench-spark-jdbc")
-        .config("spark.jars", str(JAR))
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.memory", "2g")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    return session
+    return local_spark("bench-spark-jdbc", "2g")
 
 
 def url(port: int, **parameters) -> str:

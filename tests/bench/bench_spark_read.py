@@ -23,7 +23,6 @@ faster) are printed, the full scan's last.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
@@ -33,7 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from tests.harness import QuireProcess, run, wait_until  # noqa: E402
+from tests.harness import QuireProcess, local_spark, run, wait_until  # noqa: E402
 
 BATCH = 5_000
 TABLE = "bench.events"
@@ -79,25 +78,7 @@ def settled(fe: str, quiet_seconds: float = 5.0):
 
 
 def spark_session():
-    from pyspark.sql import SparkSession
-
-    import be.spark
-
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYTHONPATH"] = str(REPO)
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("bench-spark-read")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.python.unix.domain.socket.enabled", "true")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.memory", "2g")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    be.spark.register(session)
-    return session
+    return local_spark("bench-spark-read", "2g")
 
 
 def aggregate(frame, where: str | None):

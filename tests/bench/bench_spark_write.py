@@ -25,7 +25,6 @@ are printed, the ratio last.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
@@ -35,7 +34,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from tests.harness import QuireProcess, run  # noqa: E402
+from tests.harness import QuireProcess, local_spark, run  # noqa: E402
 
 TABLE = "bench.written"
 
@@ -46,26 +45,11 @@ def report(line: str) -> None:
 
 
 def spark_session(arrow_batch_rows: int):
-    from pyspark.sql import SparkSession
-
-    import be.spark
-
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYTHONPATH"] = str(REPO)
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("bench-spark-write")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.python.unix.domain.socket.enabled", "true")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.memory", "2g")
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(arrow_batch_rows))
-        .getOrCreate()
+    return local_spark(
+        "bench-spark-write",
+        "2g",
+        **{"spark.sql.execution.arrow.maxRecordsPerBatch": str(arrow_batch_rows)},
     )
-    session.sparkContext.setLogLevel("ERROR")
-    be.spark.register(session)
-    return session
 
 
 def main() -> None:

@@ -16,8 +16,10 @@ that option): a full scan; with 1% of the rows deleted (quire drops them, parque
 files: its answer is the undeleted table's); and with a filter on the key that 90% of the blocks
 cannot match (quire prunes them by the plan's min/max; parquet by its row groups' statistics).
 Each is the median of R runs, the two taking turns after two warm-ups, its DataFrame loaded
-before (as parquet's). The ratios (parquet seconds / quire seconds: above 1 means quire is
-faster) are printed, the full scan's last.
+before (as parquet's). The full scan is also run by a Python data source that reads nothing
+(tests/bench/spark_floor.py: the same rows made once in memory, in as many partitions): the
+ceiling of any Python data source's ratio here. The ratios (parquet seconds / quire seconds:
+above 1 means quire is faster) are printed, the full scan's last.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from tests.bench import spark_floor  # noqa: E402
 from tests.harness import QuireProcess, local_spark, run, wait_until  # noqa: E402
 
 BATCH = 5_000
@@ -165,7 +168,26 @@ def main() -> None:
             )
             assert got[0] == rows - len(range(7, rows, 100)), got
             results["1% deleted"] = (ours, anchor)
+            spark_floor.register(spark)
+            from be.spark.limits import SparkReadLimits
+            from be.spark.source import partitioned
+
+            floor_frame = (
+                spark.read.format("quire_floor")
+                .options(
+                    rows=str(rows), partitions=str(len(partitioned(plan, {}, SparkReadLimits())))
+                )
+                .load()
+            )
+            floor, anchor, got, expected = in_turns(
+                lambda: aggregate(floor_frame, None),
+                lambda: aggregate(parquet_frame, None),
+                arguments.repeat,
+            )
+            assert got[0] == expected[0] == rows, (got, expected)
+            results["floor: reads nothing"] = (floor, anchor)
             for label in (
+                "floor: reads nothing",
                 "full scan, every column",
                 "filter pruning 90%",
                 "1% deleted",

@@ -17,6 +17,8 @@ Both sides compress with the same codec (--compression: ZSTD by default, the BE'
 block_compression default; Spark's own Parquet default is SNAPPY), so the ratio compares the
 same work. --arrow-batch-rows sets spark.sql.execution.arrow.maxRecordsPerBatch (the rows of
 each Arrow batch the JVM hands the Python writer; Spark's default 10000).
+The same DataFrame is also written to a Python data source that drops its batches
+(tests/bench/spark_floor.py): the ceiling of any Python data source writer's ratio here.
 R times each, taking turns after a warm-up of each; each figure is the median. Quire's writes
 are checked by a COUNT over MySQL. The rows/s and the ratio (quire rows/s / parquet rows/s)
 are printed, the ratio last.
@@ -34,6 +36,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from tests.bench import spark_floor  # noqa: E402
 from tests.harness import QuireProcess, local_spark, run  # noqa: E402
 
 TABLE = "bench.written"
@@ -97,23 +100,33 @@ def main() -> None:
                     parquet_folder
                 )
 
-            to_quire()
-            to_parquet()
-            seconds: tuple[list[float], list[float]] = ([], [])
+            spark_floor.register(spark)
+
+            def to_floor() -> None:
+                frame.write.format("quire_floor").mode("append").save()
+
+            works = (to_quire, to_parquet, to_floor)
+            for work in works:
+                work()
+            seconds: tuple[list[float], ...] = ([], [], [])
             for _ in range(arguments.repeat):
-                for work, times in ((to_quire, seconds[0]), (to_parquet, seconds[1])):
+                for work, times in zip(works, seconds, strict=True):
                     started = time.perf_counter()
                     work()
                     times.append(time.perf_counter() - started)
             counted = run(connection, f"SELECT COUNT(*) FROM {TABLE}")[0][0]
             assert counted == written[0], (counted, written[0])
-            ours, anchor = statistics.median(seconds[0]), statistics.median(seconds[1])
+            ours, anchor, floor = (statistics.median(times) for times in seconds)
             report(
                 f"rows {rows:,} in {arguments.partitions} partitions, median of {arguments.repeat}, "
                 f"{codec} both sides, Arrow batches of {arguments.arrow_batch_rows} rows"
             )
             report(f"format('quire')  {ours:7.2f} s   {rows / ours:12,.0f} rows/s")
             report(f"parquet          {anchor:7.2f} s   {rows / anchor:12,.0f} rows/s")
+            report(
+                f"floor (drops)    {floor:7.2f} s   {rows / floor:12,.0f} rows/s   "
+                f"ratio {anchor / floor:.2f}x: the most a Python data source writer reaches"
+            )
             report(f"ratio (quire rows/s / parquet rows/s) {anchor / ours:.2f}x")
             spark.stop()
             connection.close()

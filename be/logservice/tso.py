@@ -14,20 +14,29 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 from be.logservice.errors import BadRequest
 from be.logservice.service import LogService
 
 
 class TimestampOracle:
-    def __init__(self, log: LogService):
+    def __init__(self, log: LogService, clock: Callable[[], int] = time.time_ns):
+        """clock: the wall clock in nanoseconds (a test hands in one that goes back)."""
         self._log = log
+        self._clock = clock
         self._window = log.limits.tso_window_ns
         self._max_count = log.limits.tso_max_count
         self._lock = threading.Lock()
         self._last = 0  # the last timestamp handed out
         self._reserved = 0  # this leader's committed reservation; 0: none in this term
         self._term = -1
+
+    def start_above(self, ts: int) -> None:
+        """Hand out only timestamps above ts (the newest a replayed log holds, which a log
+        written before any reservation may hold above them)."""
+        with self._lock:
+            self._last = max(self._last, ts)
 
     def next(self, count: int = 1) -> int:
         """The first of count consecutive timestamps, all above every one handed out before.
@@ -39,7 +48,7 @@ class TimestampOracle:
             if term != self._term:  # another leader may have reserved since: reserve again
                 self._term, self._reserved = term, 0
             while True:
-                first = max(self._last + 1, time.time_ns())
+                first = max(self._last + 1, self._clock())
                 last = first + count - 1
                 if last <= self._reserved:
                     self._last = last

@@ -57,6 +57,7 @@ ERROR_KINDS: dict[str, type[Exception]] = {
         commit_errors.CommitTooLarge,
         commit_errors.CommitOutcomeUnknown,
         commit_errors.TransactionNodeClosed,
+        commit_errors.TimestampsUnavailable,
         commit_errors.LoadUnknown,
         commit_errors.BadLoad,
         commit_errors.TooManyLoads,

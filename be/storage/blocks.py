@@ -298,9 +298,7 @@ def opened_parquet(store: ObjectStore, name: str, size: int) -> Iterator[pq.Parq
         if found != size:
             raise ObjectCorrupt(f"is {found} bytes, its metadata says {size}", name)
         try:
-            yield pq.ParquetFile(
-                file, page_checksum_verification=True, pre_buffer=not store.local
-            )
+            yield pq.ParquetFile(file, page_checksum_verification=True, pre_buffer=not store.local)
         except ObjectStoreError:
             raise
         except FooterError as error:

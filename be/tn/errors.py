@@ -78,3 +78,8 @@ class LabelTaken(CommitError):
     def __init__(self, label: str, txn_id: int, state: str):
         super().__init__(f"Label [{label}] has already been used, relate to txn [{txn_id}]")
         self.label, self.txn_id, self.state = label, txn_id, state
+
+
+class TimestampsUnavailable(CommitError):
+    """The log did not reserve the timestamps a commit needs (it lost its quorum or leader):
+    nothing was committed."""

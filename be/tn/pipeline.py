@@ -23,6 +23,8 @@ from dataclasses import dataclass, replace
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from be.logservice.errors import LogServiceError
+from be.logservice.tso import TimestampOracle
 from be.logtail.entries import PARTITION_ID, ROW_ID, Commit, TableChanges
 from be.logtail.format import MAX_OBJECTS_PER_CHANGE
 from be.storage.blocks import read_blocks
@@ -41,6 +43,7 @@ from be.tn.errors import (
     CommitTooLarge,
     LabelTaken,
     StaleSchema,
+    TimestampsUnavailable,
     TransactionNodeClosed,
 )
 from be.tn.flush import Flusher
@@ -97,11 +100,14 @@ class CommitPipeline:
         publish: Callable[[Commit], None],
         store: ObjectStore | None = None,
         on_checkpoint: Callable[[int], None] | None = None,
+        clock: Callable[[], int] = time.time_ns,
     ):
         """store: where flushes write objects (None: rows stay in memory and the log);
         on_checkpoint(ts): a checkpoint holds everything up to ts (written or loaded), so the
-        logtail at or below it may be dropped."""
+        logtail at or below it may be dropped; clock: the wall clock the timestamp oracle
+        follows (nanoseconds)."""
         self.log = log
+        self.oracle = TimestampOracle(log, clock)
         self.limits = limits
         self.publish = publish
         self.store = store
@@ -136,6 +142,7 @@ class CommitPipeline:
     def start(self) -> None:
         """Replay the log, clear away what a crash left in the store, then commit."""
         self._replay()
+        self.oracle.start_above(self.state.last_ts)
         self._sweep()
         self._thread = threading.Thread(target=self._run, name="tn-committer", daemon=True)
         self._thread.start()
@@ -229,8 +236,7 @@ class CommitPipeline:
             try:
                 first = self._queue.get(timeout=interval)
             except queue.Empty:
-                self._heartbeat()
-                self._storage_work()
+                self._idle_work()
                 continue
             if first is None:
                 break
@@ -256,7 +262,17 @@ class CommitPipeline:
                             CommitOutcomeUnknown("the TN failed while committing; see its log")
                         )
                 self._resync()
+            self._idle_work(heartbeat=False)
+
+    def _idle_work(self, heartbeat: bool = True) -> None:
+        """A heartbeat (unless commits just consumed timestamps) and the storage work due; both
+        wait while the log reserves no timestamps."""
+        try:
+            if heartbeat:
+                self._heartbeat()
             self._storage_work()
+        except TimestampsUnavailable as error:
+            logger.warning("no heartbeat, flush or merge for now: %s", error)
 
     def _commit_group(self, group: list[_Request]) -> None:
         """Check, stamp and log each write set in order; one log append per max_group_bytes."""
@@ -767,9 +783,9 @@ class CommitPipeline:
         """A flush's or merge's change, committed: logged, applied, published."""
         table_id = change.table_id
         schema = self.schemas[table_id]
-        commit = Commit(self._next_ts(), (change,))
-        record = wal_records.encode(commit, "", {table_id: schema})
         try:
+            commit = Commit(self._next_ts(), (change,))
+            record = wal_records.encode(commit, "", {table_id: schema})
             self.log.append([record], timeout=self.limits.commit_timeout_seconds)
         except Exception as error:
             logger.warning("the log refused a flush or merge of table %d: %s", table_id, error)
@@ -968,7 +984,14 @@ class CommitPipeline:
         self.published_ts = commit.commit_ts
 
     def _next_ts(self) -> int:
-        return max(self.state.last_ts + 1, time.time_ns())
+        """A timestamp from the log's oracle: above every one consumed before, heartbeats'
+        included, whatever the wall clock does across restarts and leader changes."""
+        try:
+            ts = self.oracle.next()
+        except LogServiceError as error:
+            raise TimestampsUnavailable(f"the TN's log reserves no timestamps: {error}") from None
+        assert ts > self.state.last_ts, (ts, self.state.last_ts)
+        return ts
 
     def _remember(self, request_id: str, ts: int) -> None:
         self._requests[request_id] = ts

@@ -4,14 +4,16 @@ MariaDB (InnoDB) taking the same load.
 Run by hand from the repository root (needs the Debian package mariadb-server):
 
     python tests/bench/bench_ingest.py [--connections 4] [--rows-per-statement 1000]
-        [--statements 20] [--profile FILE]
+        [--statements 100] [--rounds 3] [--profile FILE]
 
 The benchmark starts a `quire up` process and a MariaDB server (its own temporary datadir, a free
 loopback port), creates the same table on each (Quire: DUPLICATE KEY; MariaDB: InnoDB with no
 unique key, so neither checks keys), then each connection, in a process of its own, sends its
 statements (`INSERT INTO t VALUES (...), (...), ...` with --rows-per-statement rows, written
 before the clock starts) one after the other, autocommit. The figure is all rows over the time
-from the first statement to the last answer, with the server's CPU time per 1000 rows. Each
+from the first statement to the last answer, with the server's CPU time per 1000 rows; the two
+servers take turns for --rounds rounds (each into a table of its own) and each figure is the
+median of its rounds, so that a neighbour's burst or a slow fsync falls on one round. Each
 statement is longer than max_sql_bytes, so Quire parses it off its event loop; the benchmark sets
 its max_waiting_long_statements to --connections so that none is refused. The ratio Quire /
 MariaDB comes last. With --profile FILE Quire runs under cProfile (see
@@ -24,6 +26,7 @@ import argparse
 import datetime
 import multiprocessing
 import random
+import statistics
 import sys
 import tempfile
 import time
@@ -112,8 +115,10 @@ def measure(name: str, port: int, pid: int, options: argparse.Namespace) -> tupl
 
 
 def create_table(connect, statement: str) -> None:
+    """The table t, in a database of its own (a round's: the previous round's is dropped)."""
     connection = connect()
     with connection.cursor() as cursor:
+        cursor.execute(f"DROP DATABASE IF EXISTS {DATABASE}")
         cursor.execute(f"CREATE DATABASE {DATABASE}")
         cursor.execute(f"USE {DATABASE}")
         cursor.execute(statement)
@@ -133,7 +138,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--connections", type=int, default=4)
     parser.add_argument("--rows-per-statement", type=int, default=1000)
-    parser.add_argument("--statements", type=int, default=20, help="per connection")
+    parser.add_argument("--statements", type=int, default=100, help="per connection")
+    parser.add_argument("--rounds", type=int, default=3, help="turns of each server")
     parser.add_argument("--profile", type=Path, help="cProfile Quire into this file")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench_ingest-") as folder:
@@ -156,21 +162,32 @@ def main() -> None:
                     MARIADB_TABLE,
                 ),
             }
-            figures = {}
-            for name, (port, pid, connect, table) in servers.items():
-                create_table(connect, table)
-                rate, cpu = figures[name] = measure(name, port, pid, options)
-                rows = count(connect)
-                expected = options.connections * options.statements * options.rows_per_statement
-                assert rows == expected, (name, rows, expected)
+            rounds: dict[str, list[tuple[float, float]]] = {name: [] for name in servers}
+            for number in range(options.rounds):
+                for name, (port, pid, connect, table) in servers.items():
+                    create_table(connect, table)
+                    rate, cpu = measure(name, port, pid, options)
+                    rounds[name].append((rate, cpu))
+                    rows = count(connect)
+                    expected = options.connections * options.statements * options.rows_per_statement
+                    assert rows == expected, (name, rows, expected)
+                    print(
+                        f"round {number + 1}  {name:8} {rate:10.0f} rows/s  "
+                        f"server CPU {cpu:7.1f} ms per 1000 rows",
+                        flush=True,
+                    )
+            figures = {
+                name: tuple(statistics.median(figure) for figure in zip(*taken, strict=True))
+                for name, taken in rounds.items()
+            }
+            for name, (rate, cpu) in figures.items():
                 print(
-                    f"{name:8} {rate:10.0f} rows/s  server CPU {cpu:7.1f} ms per 1000 rows",
-                    flush=True,
+                    f"median   {name:8} {rate:10.0f} rows/s  server CPU {cpu:7.1f} ms per 1000 rows"
                 )
             print(
                 f"\n{options.connections} connections x {options.statements} statements x "
-                f"{options.rows_per_statement} rows; Quire / MariaDB: "
-                f"{figures['Quire'][0] / figures['MariaDB'][0]:.3f}x rows/s"
+                f"{options.rows_per_statement} rows, median of {options.rounds} rounds; "
+                f"Quire / MariaDB: {figures['Quire'][0] / figures['MariaDB'][0]:.3f}x rows/s"
             )
         finally:
             quire.stop()

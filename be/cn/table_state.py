@@ -54,6 +54,8 @@ from be.table_schema import TableSchema, column_id
 from metadata.records import KeyModel
 
 COMBINE_PIECES = 64  # pieces of rows (or of deletes) combined into one past this many
+TIER_BITS = 3  # pieces of rows are tiered by size, each tier 8x the one below
+TIER_PIECES = 1 << TIER_BITS  # this many of one tier or below, at the end: combined into one
 MIN_CHUNK_ROWS = 4096  # a kept snapshot whose chunks hold fewer rows on average is combined
 MAX_CACHED_SNAPSHOTS = (
     32  # of the newest state: per schema (a scan's columns), with and without row ids
@@ -198,6 +200,7 @@ class TableState:
                     self._index.add_rows(_adapted(rows, self._index_schema))
                 self.row_count += rows.num_rows
                 self.nbytes += rows.nbytes
+                _combine_tail(self._rows, self._row_partitions)
                 if len(self._rows) > COMBINE_PIECES:
                     self._rows, self._row_partitions = _combined(self._rows, self._row_partitions)
             if change.deletes is not None and change.deletes.num_rows:
@@ -742,6 +745,32 @@ def _combined(
             placed.append(held)
     combined = [run[0] if len(run) == 1 else pa.concat_tables(run).combine_chunks() for run in runs]
     return combined, placed
+
+
+def _tier(rows: int) -> int:
+    return rows.bit_length() // TIER_BITS
+
+
+def _combine_tail(pieces: list[pa.Table], partitions: list[frozenset[int] | None]) -> None:
+    """After a piece is appended: the pieces at the end of its tier or below (by rows, of one
+    schema), once TIER_PIECES of them, combined into one, and so on up. A size-tiered merge:
+    a row is copied about once a tier, and no commit copies every row held (one combined at
+    COMBINE_PIECES pieces would copy them all every COMBINE_PIECES commits)."""
+    while len(pieces) >= TIER_PIECES:
+        last = pieces[-1]
+        tier = _tier(last.num_rows)
+        start = len(pieces) - 1
+        while (
+            start > 0
+            and _tier(pieces[start - 1].num_rows) <= tier
+            and pieces[start - 1].schema.equals(last.schema, check_metadata=True)
+        ):
+            start -= 1
+        if len(pieces) - start < TIER_PIECES:
+            return
+        held = partitions[start:]
+        pieces[start:] = [pa.concat_tables(pieces[start:]).combine_chunks()]
+        partitions[start:] = [None if None in held else frozenset().union(*held)]
 
 
 def _runs(pieces) -> list[pa.Table]:

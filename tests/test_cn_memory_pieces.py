@@ -1,0 +1,80 @@
+"""A CN's rows in memory arrive one commit at a time and are combined as they pile up, size-tiered:
+after hundreds of commits of mixed sizes over two partitions, every snapshot (any timestamp, either
+partition, both) still reads exactly the rows committed, the pieces stay few, and no commit copies
+every row held (the largest piece is combined a bounded number of times)."""
+
+from __future__ import annotations
+
+import random
+
+import pyarrow as pa
+
+from be.cn.table_state import COMBINE_PIECES, TableState
+from be.logtail.entries import PARTITION_ID, ROW_ID, TableChanges
+from be.table_schema import ColumnSchema, PartitionSchema, TableSchema
+from metadata.records import KeyModel
+
+SCHEMA = TableSchema(
+    71,
+    1,
+    (ColumnSchema("k", pa.int64(), False, id=1), ColumnSchema("v", pa.string(), id=2)),
+    KeyModel.DUPLICATE,
+    ("k",),
+    "LIST",
+    ("k",),
+    (PartitionSchema(72, tablet_ids=(74,)), PartitionSchema(73, tablet_ids=(75,))),
+    ("k",),
+)
+COMMITS = 2000
+
+
+def _change(first: int, count: int, partition: int) -> TableChanges:
+    ids = pa.array(range(first, first + count), pa.int64())
+    fields = [pa.field(ROW_ID, pa.int64(), False), pa.field(PARTITION_ID, pa.int64(), False)]
+    rows = pa.table(
+        [
+            ids,
+            pa.repeat(pa.scalar(partition, pa.int64()), count),
+            ids,
+            pa.array([f"v{i}" for i in range(first, first + count)]),
+        ],
+        schema=pa.schema([*fields, *SCHEMA.stored()]),
+    )
+    return TableChanges(SCHEMA.table_id, SCHEMA.schema_version, inserts=rows)
+
+
+def test_many_small_commits_read_back_exactly_from_few_pieces():
+    state = TableState(SCHEMA.table_id)
+    generator = random.Random(7)
+    committed: list[tuple[int, int, int]] = []  # (commit ts, key, partition)
+    most_pieces, next_key, copied = 0, 0, 0
+    before: list[pa.Table] = []
+    for number in range(COMMITS):
+        count = generator.choice((1, 2, 7, 40, 300))
+        partition = generator.choice((72, 73))
+        ts = 1000 + number
+        state.apply(_change(next_key, count, partition), ts)
+        committed.extend((ts, key, partition) for key in range(next_key, next_key + count))
+        next_key += count
+        pieces = state._rows
+        most_pieces = max(most_pieces, len(pieces))
+        kept = {id(piece) for piece in before}  # alive in before: ids not reused
+        made = [piece for piece in pieces if id(piece) not in kept]  # the commit's, or combined
+        copied += sum(piece.num_rows for piece in made) - count
+        before = list(pieces)
+    assert most_pieces <= COMBINE_PIECES // 2, most_pieces
+    assert copied <= 6 * next_key, (copied, next_key)  # each row a few times, not every 64 commits
+
+    def keys(ts: int, partitions: frozenset[int] | None) -> list[int]:
+        snapshot = state.snapshot(SCHEMA, ts, partitions=partitions)
+        return sorted(snapshot.column("k").to_pylist())
+
+    newest = 1000 + COMMITS - 1
+    for ts in (1000, 1000 + COMMITS // 3, newest):
+        for partitions in (None, frozenset({72}), frozenset({73})):
+            expected = sorted(
+                key
+                for at, key, partition in committed
+                if at <= ts and (partitions is None or partition in partitions)
+            )
+            assert keys(ts, partitions) == expected, (ts, partitions)

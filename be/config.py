@@ -183,6 +183,11 @@ BE_KEYS = (
         comment="How blocks are compressed: ZSTD, LZ4, SNAPPY or NONE.",
     ),
     Key(
+        "block_dictionary_bytes",
+        16384,
+        comment="A block's column whose dictionary passes this many bytes is written plain (mostly distinct values are not worth one).",
+    ),
+    Key(
         "merge_small_object_bytes",
         16777216,
         comment="A tablet's objects smaller than this are merged once there are merge_min_objects of them.",

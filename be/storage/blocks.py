@@ -356,6 +356,7 @@ def encode_parquet(table: pa.Table, footer: Footer, store: ObjectStore) -> pa.Bu
     table = table.replace_schema_metadata(metadata)
     sink = pa.BufferOutputStream()
     compression = limits.compression if limits.compression != "NONE" else None
+    names = table.schema.names
     pq.write_table(
         table,
         sink,
@@ -364,6 +365,10 @@ def encode_parquet(table: pa.Table, footer: Footer, store: ObjectStore) -> pa.Bu
         write_statistics=True,
         write_page_checksum=True,
         store_schema=True,
+        # Row ids are distinct and mostly ascending: deltas, never a dictionary.
+        use_dictionary=[name for name in names if name != ROW_ID],
+        column_encoding={ROW_ID: "DELTA_BINARY_PACKED"} if ROW_ID in names else None,
+        dictionary_pagesize_limit=limits.dictionary_page_bytes,
     )
     buffer = sink.getvalue()
     if buffer.size > limits.max_object_bytes:

@@ -16,6 +16,9 @@ class StorageLimits:
     max_footer_bytes: int = 16 << 20  # a Parquet footer larger than this is refused as corrupt
     max_list_objects: int = 1_000_000  # names one listing returns
     compression: str = "ZSTD"
+    # A column chunk whose dictionary passes this many bytes goes on plain (a column of mostly
+    # distinct values is not worth a dictionary: it costs encoding time and bytes).
+    dictionary_page_bytes: int = 16 << 10
     # Merge policy: a tablet's objects under merge_small_object_bytes are merged once there are
     # merge_min_objects of them; one merge takes at most merge_max_objects and merge_max_bytes.
     merge_small_object_bytes: int = 16 << 20
@@ -42,6 +45,7 @@ class StorageLimits:
             ),
             "max_list_objects > 0": self.max_list_objects > 0,
             f"compression in {COMPRESSIONS}": self.compression in COMPRESSIONS,
+            "dictionary_page_bytes > 0": self.dictionary_page_bytes > 0,
             "2 <= merge_min_objects <= merge_max_objects": (
                 2 <= self.merge_min_objects <= self.merge_max_objects
             ),
@@ -76,6 +80,7 @@ class StorageLimits:
             max_object_rows=config["max_object_rows"],
             max_object_bytes=config["max_object_bytes"],
             compression=config["block_compression"],
+            dictionary_page_bytes=config["block_dictionary_bytes"],
             merge_small_object_bytes=config["merge_small_object_bytes"],
             merge_min_objects=config["merge_min_objects"],
             merge_max_objects=config["merge_max_objects"],

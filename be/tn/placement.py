@@ -21,6 +21,7 @@ from be.tn.text_crc import crc32_each
 
 HASH_MASK = 0xFFFFFFFF
 SHOWN_COLUMNS = 8
+SAMPLE_VALUES = 1024  # of a distribution column, looked at to choose how to hash it
 LEAST_TIME = "0000-01-01"  # the values a refusal quotes
 
 
@@ -170,19 +171,35 @@ def _buckets(schema: TableSchema, partition: PartitionSchema, rows: pa.Table) ->
 
 def _column_hash(column: pa.ChunkedArray) -> pa.Array:
     """A stable hash of each value (the same in every process): CRC-32 of its text, computed
-    once per distinct value; NULL hashes to 0."""
-    encoded = column.combine_chunks().dictionary_encode()
+    once per distinct value (per value when a sample shows them mostly distinct); NULL hashes
+    to 0."""
+    array = column.combine_chunks()
+    texts_of_arrow = pa.types.is_integer(array.type) or pa.types.is_string(array.type)
+    if texts_of_arrow and _mostly_distinct(array):
+        hashes = _text_hashes(pc.fill_null(pc.cast(array, pa.string()), ""))
+        return pc.if_else(array.is_null(), 0, hashes)
+    encoded = array.dictionary_encode()
     values = encoded.dictionary
-    if pa.types.is_integer(values.type) or pa.types.is_string(values.type):
-        # the same text str() gives, as UTF-8, made by Arrow: only the CRC is Python's
-        texts = pc.cast(pc.cast(values, pa.string()), pa.binary())
-        vector = crc32_each(texts)
-        if vector is not None:
-            hashes = pa.array(vector.astype("int64"))
-        else:
-            hashes = pa.array([zlib.crc32(text) for text in texts.to_pylist()], pa.int64())
+    if texts_of_arrow:
+        hashes = _text_hashes(pc.cast(values, pa.string()))
     else:
         hashes = pa.array(
             [zlib.crc32(str(value).encode()) for value in values.to_pylist()], pa.int64()
         )
     return pc.fill_null(pc.take(hashes, encoded.indices), 0)
+
+
+def _text_hashes(texts: pa.Array) -> pa.Array:
+    """CRC-32 of each text (no NULLs), as UTF-8: the same text str() gives, made by Arrow."""
+    binary = pc.cast(texts, pa.binary())
+    vector = crc32_each(binary)
+    if vector is not None:
+        return pa.array(vector.astype("int64"))
+    return pa.array([zlib.crc32(text) for text in binary.to_pylist()], pa.int64())
+
+
+def _mostly_distinct(array: pa.Array) -> bool:
+    """Whether the first SAMPLE_VALUES values are more than half distinct: hashing each value
+    then costs less than finding the distinct ones first."""
+    sample = array.slice(0, SAMPLE_VALUES)
+    return len(sample) > 0 and 2 * pc.count_distinct(sample).as_py() > len(sample)

@@ -28,7 +28,7 @@ from fe.security import privileges
 from fe.security.lockout import LoginTracker
 from fe.sql import statements as st
 from fe.statements.accounts import password_login
-from fe.statements.data_sizes import tablet_stats
+from fe.statements.data_sizes import table_sizes
 from fe.statements.queries import SelectPlan
 from metadata.catalog import Catalog
 
@@ -275,10 +275,8 @@ class Console:
         tables = list(session.services.catalog.tables.values())[:TN_TOTALS_MAX_TABLES]
 
         def ask() -> tuple[int, int, int]:
-            rows = size = 0
-            for table in tables:
-                for tablet_rows, tablet_bytes in tablet_stats(session, table).values():
-                    rows, size = rows + tablet_rows, size + tablet_bytes
+            sizes = table_sizes(session, tables).values()
+            rows, size = sum(rows for rows, _ in sizes), sum(size for _, size in sizes)
             return session.services.catalog.tablet_count(), rows, size
 
         totals = await asyncio.to_thread(ask)

@@ -16,7 +16,7 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
@@ -60,6 +60,7 @@ from be.service.format import (
     SnapshotRequest,
     Status,
     StatusRequest,
+    TabletStats,
     TabletStatsRequest,
     TakeAutoIncrement,
 )
@@ -80,6 +81,8 @@ from be.tn.service import commit_limits
 from be.tn.write_set import WriteSet
 
 logger = logging.getLogger(__name__)
+
+TabletTotals = dict[int, tuple[int, int]]  # tablet id -> (rows, bytes)
 
 
 class EmbeddedDataPlane:
@@ -259,10 +262,12 @@ class EmbeddedDataPlane:
             return None
         return self.cn.values_within(schema, ts, bound, names, limit)
 
-    def tablet_stats(self, schema: TableSchema) -> dict[int, tuple[int, int]]:
-        """Rows and bytes per tablet id (objects, and the unflushed rows placed where a flush
-        would put them); tablets without data are left out."""
-        return self.tn.tablet_stats(schema) if self.tn is not None else {}
+    def tablet_stats(self, schemas: Sequence[TableSchema]) -> dict[int, TabletTotals]:
+        """Per table id, rows and bytes per tablet id (objects, and the unflushed rows placed
+        where a flush would put them); tablets without data are left out."""
+        if self.tn is None:
+            return {}
+        return {schema.table_id: self.tn.tablet_stats(schema) for schema in schemas}
 
     def forget_unreachable(self, as_of_ts: int, reachable: dict[int, frozenset[int]]) -> None:
         """Of what was committed at or before as_of_ts, only these tables' partitions may be
@@ -483,14 +488,22 @@ class RemoteDataPlane:
             raise unavailable
         return min(watermarks)
 
-    def tablet_stats(self, schema: TableSchema) -> dict[int, tuple[int, int]]:
-        """Rows and bytes per tablet id, as the TN counts them; {} while it cannot answer (SHOW
-        TABLETS and SHOW DATA still list the tablets)."""
+    def tablet_stats(self, schemas: Sequence[TableSchema]) -> dict[int, TabletTotals]:
+        """Per table id, rows and bytes per tablet id, as the TN counts them: one request per
+        max_stats_tables tables; {} while the TN cannot answer (SHOW TABLETS and SHOW DATA still
+        list the tablets)."""
+        most = self.limits.max_stats_tables
+        totals: dict[int, TabletTotals] = {}
         try:
-            reply = self._ask_tn(TabletStatsRequest(schema))
+            for first in range(0, len(schemas), most):
+                reply = self._ask_tn(TabletStatsRequest(tuple(schemas[first : first + most])))
+                if type(reply) is not TabletStats:
+                    raise ServiceFormatError(f"{type(reply).__name__} as tablet statistics")
+                for table_id, tablets in reply.tables:
+                    totals[table_id] = {tablet: (rows, size) for tablet, rows, size in tablets}
         except (CommitError, NoNode):
             return {}
-        return {tablet: (rows, size) for tablet, rows, size in reply.tablets}
+        return totals
 
     def forget_unreachable(self, as_of_ts: int, reachable: dict[int, frozenset[int]]) -> None:
         tables = tuple((table, tuple(sorted(ids))) for table, ids in sorted(reachable.items()))

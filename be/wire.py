@@ -60,6 +60,12 @@ class FieldReader:
             raise self.error(f"malformed {what}: expected {length} fields, got {value!r:.100}")
         return value
 
+    def items(self, value: Any, most: int, what: str) -> tuple:
+        """A list of at most `most` items (each read by the caller)."""
+        if type(value) is not tuple or len(value) > most:
+            raise self.error(f"malformed {what}: a list of at most {most} expected")
+        return value
+
     def integer(self, value: Any, what: str, minimum: int = 0) -> int:
         if type(value) is not int or value < minimum or value >= 1 << 63:
             raise self.error(f"malformed {what}: {value!r:.100}")

@@ -1,8 +1,11 @@
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.harness import QuireProcess, local_spark
+from tests.harness import QuireProcess, free_port, local_spark, wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -45,3 +48,28 @@ def leader(tmp_path):
     node = QuireProcess(tmp_path / "leader").start()
     yield node
     node.stop()
+
+
+@pytest.fixture(scope="module")
+def moto_endpoint(tmp_path_factory):
+    """moto's S3 server on a free loopback port, for a test module: its http:// endpoint (any
+    key pair is accepted, "testing" by convention)."""
+    executable = Path(sys.executable).with_name("moto_server")
+    assert executable.exists(), "moto_server is missing: install the test extras (.[test])"
+    port = free_port()
+    log = (tmp_path_factory.mktemp("moto") / "moto.log").open("w")
+    process = subprocess.Popen(
+        [str(executable), "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=subprocess.STDOUT
+    )
+
+    def answers() -> bool:
+        with socket.socket() as sock:
+            return sock.connect_ex(("127.0.0.1", port)) == 0
+
+    try:
+        wait_until(answers, 30, "moto_server to listen")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        log.close()

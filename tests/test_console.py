@@ -220,6 +220,20 @@ def test_the_loads_page_lists_a_stream_load(browser, quire, tmp_path):
     expect(row).to_contain_text("stream_load")
     columns = page.locator("#loads th").all_inner_texts()
     expect(row.locator("td").nth(columns.index("LoadedRows"))).to_have_text("100")
+    expect(row.locator("td").nth(columns.index("Database"))).to_have_text("shop")
+    expect(row.locator("td").nth(columns.index("Message"))).to_have_text("OK")
+    page.close()
+    # A user who may see another table of the database does not see this table's load.
+    execute(
+        quire,
+        "CREATE TABLE shop.notes (id INT) DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 1",
+        "CREATE USER clerk IDENTIFIED BY 'clerkpass'",
+        "GRANT SELECT_PRIV ON shop.notes TO clerk",
+    )
+    page = logged_in(browser, quire, "clerk", "clerkpass")
+    page.goto(base(quire) + "/console/loads")
+    expect(page.locator("#loads")).to_be_visible()
+    expect(page.locator("#loads")).not_to_contain_text("console_load")
     page.close()
 
 

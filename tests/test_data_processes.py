@@ -15,20 +15,27 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
 import pymysql
 import pytest
 
+from be.client import DataNode as ClientNode
+from be.client import RemoteDataPlane
 from be.cn.bounds import ColumnBound
 from be.logtail.errors import AuthenticationFailed
+from be.logtail.format import MAX_OBJECTS_PER_CHANGE
 from be.logtail.subscriber import LogtailSubscriber
+from be.service import format as service_format
 from be.service.client import NodeClient
 from be.service.errors import NodeUnavailable, NotAuthenticated, ServiceFormatError
 from be.service.format import (
+    FORMAT_VERSION,
     Accepted,
     AutoIncrement,
+    Kind,
     ObserveAutoIncrement,
     Reachable,
     Role,
@@ -41,6 +48,7 @@ from be.service.format import (
     TakeAutoIncrement,
     decode,
     encode,
+    encode_schema,
 )
 from be.service.limits import ServiceLimits
 from be.service.server import NodeServer
@@ -262,6 +270,50 @@ def test_auto_increment_tablet_stats_and_point_reads_through_the_nodes(cluster):
     assert rows(leader, "SELECT v FROM ai WHERE id BETWEEN 2 AND 10 ORDER BY v") == [("b",), ("c",)]
     counted = [int(row[10]) for row in rows(leader, "SHOW TABLETS FROM d.ai")]  # RowCount
     assert sum(counted) == 4 and len(counted) == 3, counted
+
+
+def test_show_data_and_table_status_count_every_table_through_the_tn(cluster):
+    """SHOW DATA and SHOW TABLE STATUS ask the TN about all of a database's tables at once: each
+    table's rows and bytes are what SHOW TABLETS counts for it alone."""
+    leader, follower, tn, cns = cluster
+    inserted = {"a": 3, "b": 7, "c": 0, "e": 12}
+    execute(leader, "CREATE DATABASE sized")
+    for name, count in inserted.items():
+        execute(
+            leader,
+            f"CREATE TABLE sized.{name} (k INT, v VARCHAR(20)) DUPLICATE KEY(k) "
+            "DISTRIBUTED BY HASH(k) BUCKETS 2",
+        )
+        if count:
+            values = ", ".join(f"({k}, 'value {k}')" for k in range(count))
+            execute(leader, f"INSERT INTO sized.{name} VALUES {values}")
+
+    def figures(fe) -> tuple[dict, dict, dict, dict, dict]:
+        """Each table alone (SHOW TABLETS, SHOW DATA FROM it), then all of them at once."""
+        tablets = {name: execute(fe, f"SHOW TABLETS FROM sized.{name}") for name in inserted}
+        each = {name: (sum(int(r[10]) for r in rows), sum(int(r[8]) for r in rows))
+                for name, rows in tablets.items()}  # fmt: skip
+        each_text = {name: execute(fe, f"SHOW DATA FROM sized.{name}")[0][2] for name in inserted}
+        status = {row[0]: (int(row[4]), int(row[6]))
+                  for row in execute(fe, "SHOW TABLE STATUS FROM sized")}  # fmt: skip
+        data = {row[0]: row[1] for row in execute(fe, "USE sized", "SHOW DATA")}
+        databases = {row[1]: row[2] for row in execute(fe, "SHOW DATA")}
+        return each, each_text, status, data, databases
+
+    for fe in (leader, follower):
+        wait_until(
+            lambda fe=fe: set(execute(fe, "SHOW TABLES FROM sized")) == {(n,) for n in inserted},
+            20,
+            "the tables on every FE",
+        )
+        each, each_text, status, data, databases = figures(fe)
+        assert {name: rows for name, (rows, _) in each.items()} == inserted
+        assert all(size > 0 for name, (_, size) in each.items() if inserted[name])
+        assert each["c"][1] == 0
+        assert status == each
+        assert {name: data[name] for name in inserted} == each_text
+        assert set(data) == {*inserted, "Total", "Quota", "Left"}
+        assert int(databases["sized"]) == sum(size for _, size in each.values())
 
 
 def test_a_statement_on_a_lagging_fe_is_run_again_after_a_schema_change(cluster):
@@ -519,19 +571,31 @@ def test_messages_are_checked_strictly():
         TakeAutoIncrement(5, 100),
         ObserveAutoIncrement(5, -(1 << 63)),
         AutoIncrement(7),
-        TabletStatsRequest(schema),
-        TabletStats(((11, 3, 4096), (12, 0, 0))),
+        TabletStatsRequest((schema, replace(schema, table_id=6))),
+        TabletStats(((5, ((11, 3, 4096), (12, 0, 0))), (6, ()))),
         Reachable(99, ((5, (6, 7)), (8, ()))),
         Accepted(),
     ):
         assert decode(encode(message, limits), limits) == message
-    for malformed in (TakeAutoIncrement(5, 0), TabletStats(((0, 1, 1),))):
+    for malformed in (
+        TakeAutoIncrement(5, 0),
+        TabletStats(((5, ((0, 1, 1),)),)),  # tablet id 0
+        TabletStats(((5, ()), (5, ()))),  # a table twice
+        TabletStatsRequest((schema, schema)),
+    ):
         with pytest.raises(ServiceFormatError):
             decode(encode(malformed, limits), limits)
+    few = ServiceLimits(max_stats_tables=1)
+    for too_many in (TabletStatsRequest((schema, replace(schema, table_id=6))),
+                     TabletStats(((5, ()), (6, ())))):  # fmt: skip
+        with pytest.raises(ServiceFormatError):
+            encode(too_many, few)
+        with pytest.raises(ServiceFormatError):
+            decode(encode(too_many, limits), few)
     for damaged in (
         data[:-1],  # truncated
         data[:10] + bytes([data[10] ^ 1]) + data[11:],  # a flipped bit
-        bytes([9]) + data[1:],  # a version this build does not read
+        bytes([FORMAT_VERSION + 1]) + data[1:],  # a version this build does not read
         data + b"\0",  # trailing bytes
     ):
         with pytest.raises(ServiceFormatError):
@@ -539,6 +603,47 @@ def test_messages_are_checked_strictly():
     small = ServiceLimits(max_message_bytes=1 << 12, max_unauthenticated_message_bytes=1 << 10)
     with pytest.raises(ServiceFormatError):
         encode(Rows(pa.table({"x": pa.array(range(10_000))})), small)
+
+
+def test_every_malformed_list_is_refused():
+    """Each list a message carries is refused when it is not a list, when it is longer than its
+    limit, or when it names a table twice; a table that must be there is refused when absent."""
+    limits = ServiceLimits(max_columns=2, max_stats_tables=2, max_query_tables=1)
+    schema = TableSchema(5, 1, (ColumnSchema("k", pa.int32(), False),), KeyModel.DUPLICATE, ("k",))
+    encoded = encode_schema(schema)
+    other = encode_schema(replace(schema, table_id=6))
+    read = [encoded, 1, False]
+    malformed = {
+        Kind.STATUS: (["CN", "n", 1, 7, 0, []], ["CN", "n", 1, [], 0, [["s", 1]] * 65]),
+        Kind.COMMIT_REQUEST: ([1, "r", 5], [1, "r", [[encoded, None, None]] * 2]),
+        Kind.SNAPSHOT_REQUEST: (
+            [*read, 1000, [], None],  # six fields
+            [*read, 1000, "bounds", None, None],
+            [*read, 1000, [], ["a", "b", "c"], None],  # over max_columns
+            [*read, 1000, [], None, 9],
+        ),
+        Kind.ROWS: ([None],),
+        Kind.READ_PLAN_REQUEST: ([encoded, 1, 1, "k"], [encoded, 1, 1, ["a", "b", "c"]]),
+        Kind.TABLET_STATS_REQUEST: ([encoded], [[encoded, other, encoded]], [[encoded, encoded]]),
+        Kind.TABLET_STATS: ([[[5, 7]]], [[[5, []], [6, []], [7, []]]], [[[5, []], [5, []]]]),
+        Kind.REACHABLE: ([1, 5], [1, [[5, 6]]]),
+        Kind.QUERY_REQUEST: (
+            ["SELECT 1", "t", [], 1, 1, 1],
+            ["SELECT 1", [], [["a", None]], 1, 1, 1],
+            ["SELECT 1", [], [["a", None], ["b", None]], 1, 1, 1],
+        ),
+        Kind.RESULT_PART: ([None],),
+        Kind.RESULT_END: ([[["a", "INT"]] * 3, 0], ["a", 0]),
+        Kind.FAILURE: (["X", "y", "z"], ["X", "y", [1] * 9]),
+        Kind.COMMIT_LOAD: ([1, encoded, "objects", False],),
+        Kind.ABORT_LOAD: ([1, "name"], [1, ["n"] * (MAX_OBJECTS_PER_CHANGE + 1)]),
+    }
+    for kind, cases in malformed.items():
+        for fields in cases:
+            data = service_format._ENVELOPE.seal([kind, *fields], limits.max_message_bytes)
+            with pytest.raises(ServiceFormatError):
+                decode(data, limits)
+                pytest.fail(f"{kind.name} {fields!r:.100} was accepted")
 
 
 def test_dropped_connections_and_oversized_frames():
@@ -569,6 +674,33 @@ def test_dropped_connections_and_oversized_frames():
 async def _drop_all(server: NodeServer) -> None:
     for task in list(server._connections):
         task.cancel()
+
+
+def test_tablet_statistics_of_many_tables_are_asked_in_batches():
+    """The data plane asks the TN about max_stats_tables tables per request, not one per table,
+    and hands back each table's tablets."""
+    asked: list[tuple[int, ...]] = []
+
+    async def tn(request):
+        assert type(request) is TabletStatsRequest
+        ids = tuple(schema.table_id for schema in request.schemas)
+        asked.append(ids)
+        return TabletStats(tuple((i, ((i * 100, i, i * 10),)) for i in ids))
+
+    server = echo_server(tn)
+    plane = RemoteDataPlane(
+        "token",
+        lambda: [ClientNode(1, "127.0.0.1", server.port, Role.TN)],
+        ServiceLimits(max_stats_tables=2),
+    )
+    schema = TableSchema(1, 1, (ColumnSchema("k", pa.int32(), False),), KeyModel.DUPLICATE, ("k",))
+    try:
+        stats = plane.tablet_stats([replace(schema, table_id=i) for i in range(1, 6)])
+    finally:
+        plane.close()
+        server.close()
+    assert asked == [(1, 2), (3, 4), (5,)]
+    assert stats == {i: {i * 100: (i, i * 10)} for i in range(1, 6)}
 
 
 def test_a_slow_node_times_out_and_its_connection_is_not_reused():

@@ -8,7 +8,6 @@ FE and a truncated object fail with clear errors."""
 import datetime
 import decimal
 import os
-import sys
 import threading
 from pathlib import Path
 
@@ -392,31 +391,6 @@ def test_objects_of_an_older_schema_version_read_as_select_does(spark, quire, ty
     assert sorted(tuple(row) for row in frame.collect()) == sorted(
         run(typed, "SELECT id, a, b FROM grown")
     )
-
-
-@pytest.fixture
-def moto_endpoint(tmp_path):
-    import socket
-    import subprocess
-
-    executable = Path(sys.executable).with_name("moto_server")
-    port = free_port()
-    log = (tmp_path / "moto.log").open("w")
-    process = subprocess.Popen(
-        [str(executable), "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=subprocess.STDOUT
-    )
-
-    def answers() -> bool:
-        with socket.socket() as sock:
-            return sock.connect_ex(("127.0.0.1", port)) == 0
-
-    try:
-        wait_until(answers, 30, "moto_server to listen")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        log.close()
 
 
 def test_blocks_in_s3_read_through_the_plans_location(moto_endpoint):

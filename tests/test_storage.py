@@ -8,7 +8,6 @@ import datetime
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from dataclasses import replace
@@ -522,29 +521,6 @@ def test_a_writer_killed_mid_write_leaves_only_whole_objects(tmp_path):
 
 
 # --- s3:// against moto's server -------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def moto_endpoint(tmp_path_factory):
-    executable = Path(sys.executable).with_name("moto_server")
-    assert executable.exists(), "moto_server is missing: install the test extras (.[test])"
-    port = free_port()
-    log = (tmp_path_factory.mktemp("moto") / "moto.log").open("w")
-    process = subprocess.Popen(
-        [str(executable), "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=subprocess.STDOUT
-    )
-
-    def answers() -> bool:
-        with socket.socket() as sock:
-            return sock.connect_ex(("127.0.0.1", port)) == 0
-
-    try:
-        wait_until(answers, 30, "moto_server to listen")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        log.close()
 
 
 def test_s3_path_against_moto_server(moto_endpoint):

@@ -23,6 +23,8 @@ the old ones. Versions:
     6   the TN answers a read plan request with a read plan's bytes (be/read_plan)
     7   CommitLoad ends with overwrite (the load replaces every row of the table)
     8   BeginLoad ends with the load's claim (a label the TN keeps its record under) or nil
+    9   tablet statistics are asked for many tables at once (TabletStatsRequest carries their
+        schemas, TabletStats answers each table's tablets)
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from be.tn.loads import MAX_LABEL_CHARS, SOURCES, LoadClaim
 from be.tn.write_set import TableWrite, WriteSet
 from be.wire import Envelope, FieldReader
 
-FORMAT_VERSION = 8
+FORMAT_VERSION = 9
 MAX_STATS = 64  # statistics in a node's status
 SUPPORTED_VERSIONS = (FORMAT_VERSION,)  # nodes and FEs of one build talk: no older version is read
 
@@ -200,12 +202,13 @@ class AutoIncrement:
 
 @dataclass(frozen=True, slots=True)
 class TabletStatsRequest:
-    schema: TableSchema
+    schemas: tuple[TableSchema, ...]  # distinct tables, at most max_stats_tables
 
 
 @dataclass(frozen=True, slots=True)
 class TabletStats:
-    tablets: tuple[tuple[int, int, int], ...]  # (tablet id, rows, bytes)
+    # (table id, its tablets' (tablet id, rows, bytes)) per table asked, in the request's order
+    tables: tuple[tuple[int, tuple[tuple[int, int, int], ...]], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,11 +374,16 @@ def decode_schema(data: Any, limits: ServiceLimits) -> TableSchema:
     return schema
 
 
+def _within_limits(table: pa.Table, limits: ServiceLimits) -> pa.Table:
+    if table.num_rows > limits.max_rows or table.num_columns > limits.max_columns:
+        raise ServiceFormatError(f"a {table.num_rows}x{table.num_columns} table is over the limits")
+    return table
+
+
 def _ipc(table: pa.Table | None, limits: ServiceLimits) -> bytes | None:
     if table is None:
         return None
-    if table.num_rows > limits.max_rows or table.num_columns > limits.max_columns:
-        raise ServiceFormatError(f"a {table.num_rows}x{table.num_columns} table is over the limits")
+    _within_limits(table, limits)
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
@@ -389,8 +397,14 @@ def _table(value: Any, limits: ServiceLimits) -> pa.Table | None:
         table = pa.ipc.open_stream(pa.py_buffer(_bytes(value, "Arrow stream"))).read_all()
     except (pa.ArrowException, ValueError) as error:
         raise ServiceFormatError(f"malformed Arrow stream: {error}") from None
-    if table.num_rows > limits.max_rows or table.num_columns > limits.max_columns:
-        raise ServiceFormatError(f"a {table.num_rows}x{table.num_columns} table is over the limits")
+    return _within_limits(table, limits)
+
+
+def _rows(value: Any, limits: ServiceLimits, what: str) -> pa.Table:
+    """A table that must be there."""
+    table = _table(value, limits)
+    if table is None:
+        raise ServiceFormatError(f"{what} without rows")
     return table
 
 
@@ -453,10 +467,13 @@ def _fields(message: Message, limits: ServiceLimits) -> list:
             return [Kind.OBSERVE_AUTO_INCREMENT, table_id, given]
         case AutoIncrement(first):
             return [Kind.AUTO_INCREMENT, first]
-        case TabletStatsRequest(schema):
-            return [Kind.TABLET_STATS_REQUEST, encode_schema(schema)]
-        case TabletStats(tablets):
-            return [Kind.TABLET_STATS, [list(tablet) for tablet in tablets]]
+        case TabletStatsRequest(schemas):
+            _stats_tables(len(schemas), limits)
+            return [Kind.TABLET_STATS_REQUEST, [encode_schema(schema) for schema in schemas]]
+        case TabletStats(tables):
+            _stats_tables(len(tables), limits)
+            encoded = [[table, [list(tablet) for tablet in tablets]] for table, tablets in tables]
+            return [Kind.TABLET_STATS, encoded]
         case Reachable(as_of_ts, tables):
             return [Kind.REACHABLE, as_of_ts, [[table, list(ids)] for table, ids in tables]]
         case Accepted():
@@ -513,6 +530,11 @@ def _fields(message: Message, limits: ServiceLimits) -> list:
     raise AssertionError(f"not a service message: {message!r:.200}")
 
 
+def _stats_tables(count: int, limits: ServiceLimits) -> None:
+    if count > limits.max_stats_tables:
+        raise ServiceFormatError(f"statistics of {count} tables over max_stats_tables")
+
+
 def _read_fields(schema: TableSchema, ts: int, row_ids: bool, bounds, columns, partitions) -> list:
     encoded = [[bound.column, bound.low, bound.high] for bound in bounds[:MAX_BOUNDS]]
     named = None if columns is None else list(columns)
@@ -542,12 +564,28 @@ def encode(message: Message, limits: ServiceLimits) -> bytes:
 
 _ENVELOPE = Envelope("service", ServiceFormatError, FORMAT_VERSION, SUPPORTED_VERSIONS)
 _fields_of = FieldReader(ServiceFormatError)
-_shape, _int, _bytes, _str = (
+_shape, _items, _int, _bytes, _str = (
     _fields_of.shape,
+    _fields_of.items,
     _fields_of.integer,
     _fields_of.bytes,
     _fields_of.text,
 )
+
+
+def _distinct(values: list, refusal: str) -> None:
+    if len(set(values)) != len(values):
+        raise ServiceFormatError(refusal)
+
+
+def _columns(value: Any, limits: ServiceLimits) -> tuple[str, ...] | None:
+    """The lower-case names a read needs; None: every column."""
+    if value is None:
+        return None
+    return tuple(
+        _str(column, "column", MAX_NAME_CHARS)
+        for column in _items(value, limits.max_columns, "column list")
+    )
 
 
 def _role(value: Any) -> Role:
@@ -575,9 +613,7 @@ def _bound(value: Any) -> ColumnBound:
 def _partition_ids(value: Any, schema: TableSchema) -> tuple[int, ...]:
     """Distinct ids of partitions the schema lists."""
     listed = {partition.id for partition in schema.partitions}
-    if type(value) is not tuple or len(value) > len(listed):
-        raise ServiceFormatError("malformed partition list")
-    ids = tuple(_int(item, "partition id", 1) for item in value)
+    ids = tuple(_int(item, "partition id", 1) for item in _items(value, len(listed), "partitions"))
     if len(set(ids)) != len(ids) or not set(ids) <= listed:
         raise ServiceFormatError("a partition list naming partitions the schema does not list")
     return ids
@@ -593,11 +629,20 @@ def _tablet_stat(value: Any) -> tuple[int, int, int]:
     return _int(tablet_id, "tablet id", 1), _int(rows, "rows"), _int(size, "bytes")
 
 
+def _table_stats(value: Any, limits: ServiceLimits) -> tuple[int, tuple[tuple[int, int, int], ...]]:
+    table_id, tablets = _shape(value, 2, "table statistics")
+    stats = tuple(
+        _tablet_stat(tablet) for tablet in _items(tablets, limits.max_rows, "tablet statistics")
+    )
+    return _int(table_id, "table id", 1), stats
+
+
 def _reachable(value: Any, limits: ServiceLimits) -> tuple[int, tuple[int, ...]]:
     table_id, partitions = _shape(value, 2, "reachable table")
-    if type(partitions) is not tuple or len(partitions) > limits.max_rows:
-        raise ServiceFormatError("malformed partition ids")
-    return _int(table_id, "table id", 1), tuple(_int(p, "partition id", 1) for p in partitions)
+    ids = tuple(
+        _int(p, "partition id", 1) for p in _items(partitions, limits.max_rows, "partition ids")
+    )
+    return _int(table_id, "table id", 1), ids
 
 
 def _read(fields: tuple, limits: ServiceLimits, what: str) -> tuple:
@@ -606,24 +651,21 @@ def _read(fields: tuple, limits: ServiceLimits, what: str) -> tuple:
     schema, ts, row_ids, bounds, columns, partitions = _shape(fields, 6, what)
     if type(row_ids) is not bool:
         raise ServiceFormatError("malformed row_ids flag")
-    if type(bounds) is not tuple or len(bounds) > MAX_BOUNDS:
-        raise ServiceFormatError("malformed bounds")
-    if columns is not None and (type(columns) is not tuple or len(columns) > limits.max_columns):
-        raise ServiceFormatError("malformed column list")
+    bounds = tuple(_bound(bound) for bound in _items(bounds, MAX_BOUNDS, "bounds"))
+    columns = _columns(columns, limits)
     table = decode_schema(schema, limits)
     return (
         table,
         _int(ts, "timestamp"),
         row_ids,
-        tuple(_bound(bound) for bound in bounds),
-        None if columns is None else tuple(_str(c, "column", MAX_NAME_CHARS) for c in columns),
+        bounds,
+        columns,
         None if partitions is None else _partition_ids(partitions, table),
     )
 
 
 def _snapshot_request(fields: tuple, limits: ServiceLimits) -> SnapshotRequest:
-    if type(fields) is not tuple or len(fields) != 7:
-        raise ServiceFormatError(f"malformed snapshot request: {fields!r:.100}")
+    _shape(fields, 7, "snapshot request")
     schema, ts, row_ids, bounds, columns, partitions = _read(
         fields[:3] + fields[4:], limits, "snapshot"
     )
@@ -633,8 +675,7 @@ def _snapshot_request(fields: tuple, limits: ServiceLimits) -> SnapshotRequest:
 
 
 def _query_table(value: Any, limits: ServiceLimits) -> QueryTable:
-    if type(value) is not tuple or len(value) != 7:
-        raise ServiceFormatError(f"malformed query table: {value!r:.100}")
+    _shape(value, 7, "query table")
     return QueryTable(
         _str(value[0], "table name", MAX_NAME_CHARS), *_read(value[1:], limits, "query table")
     )
@@ -642,10 +683,7 @@ def _query_table(value: Any, limits: ServiceLimits) -> QueryTable:
 
 def _given_table(value: Any, limits: ServiceLimits) -> tuple[str, pa.Table]:
     name, data = _shape(value, 2, "given table")
-    table = _table(data, limits)
-    if table is None:
-        raise ServiceFormatError("a given table without rows")
-    return _str(name, "table name", MAX_NAME_CHARS), table
+    return _str(name, "table name", MAX_NAME_CHARS), _rows(data, limits, "a given table")
 
 
 def _result_column(value: Any) -> tuple[str, str]:
@@ -693,8 +731,7 @@ def _load_message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
             txn_id, schema, objects, overwrite = _shape(fields, 4, "load commit")
             if type(overwrite) is not bool:
                 raise ServiceFormatError("malformed load overwrite")
-            if type(objects) is not tuple or len(objects) > MAX_OBJECTS_PER_CHANGE:
-                raise ServiceFormatError("malformed load objects")
+            objects = _items(objects, MAX_OBJECTS_PER_CHANGE, "load objects")
             schema = decode_schema(schema, limits)
             try:
                 metas = tuple(meta_codec.decode_object(_bytes(o, "object")) for o in objects)
@@ -705,9 +742,10 @@ def _load_message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
             return CommitLoad(_int(txn_id, "load", 1), schema, metas, overwrite)
         case Kind.ABORT_LOAD:
             txn_id, names = _shape(fields, 2, "load abort")
-            if type(names) is not tuple or len(names) > MAX_OBJECTS_PER_CHANGE:
-                raise ServiceFormatError("malformed object names")
-            named = tuple(_str(name, "object name", MAX_TEXT_CHARS) for name in names)
+            named = tuple(
+                _str(name, "object name", MAX_TEXT_CHARS)
+                for name in _items(names, MAX_OBJECTS_PER_CHANGE, "object names")
+            )
             return AbortLoad(_int(txn_id, "load", 1), named)
     raise AssertionError(kind)
 
@@ -736,25 +774,23 @@ def _message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
             return StatusRequest()
         case Kind.STATUS:
             role, name, watermark, tables, started_ms, stats = _shape(fields, 6, "status")
-            if type(tables) is not tuple or len(tables) > limits.max_rows:
-                raise ServiceFormatError("malformed table list")
-            if type(stats) is not tuple or len(stats) > MAX_STATS:
-                raise ServiceFormatError("malformed statistics")
             return Status(
                 _role(role),
                 _str(name, "name", MAX_NAME_CHARS),
                 _int(watermark, "watermark"),
-                tuple(_int(table, "table id", 1) for table in tables),
+                tuple(_int(t, "table id", 1) for t in _items(tables, limits.max_rows, "tables")),
                 _int(started_ms, "start time"),
-                tuple(_stat(stat) for stat in stats),
+                tuple(_stat(stat) for stat in _items(stats, MAX_STATS, "statistics")),
             )
         case Kind.COMMIT_REQUEST:
             snapshot_ts, request_id, writes = _shape(fields, 3, "commit request")
-            if type(writes) is not tuple or len(writes) > limits.max_columns:
-                raise ServiceFormatError("malformed writes")
-            decoded = tuple(_table_write(write, limits) for write in writes)
-            if len({write.schema.table_id for write in decoded}) != len(decoded):
-                raise ServiceFormatError("a table twice in one write set")
+            decoded = tuple(
+                _table_write(write, limits)
+                for write in _items(writes, limits.max_columns, "writes")
+            )
+            _distinct(
+                [write.schema.table_id for write in decoded], "a table twice in one write set"
+            )
             return CommitRequest(
                 WriteSet(
                     _int(snapshot_ts, "snapshot timestamp"),
@@ -775,23 +811,14 @@ def _message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
             return _snapshot_request(fields, limits)
         case Kind.ROWS:
             (table,) = _shape(fields, 1, "rows")
-            rows = _table(table, limits)
-            if rows is None:
-                raise ServiceFormatError("rows without a table")
-            return Rows(rows)
+            return Rows(_rows(table, limits, "rows"))
         case Kind.READ_PLAN_REQUEST:
             schema, ts, timeout_ms, columns = _shape(fields, 4, "read plan request")
-            if columns is not None and (
-                type(columns) is not tuple or len(columns) > limits.max_columns
-            ):
-                raise ServiceFormatError("malformed column list")
             return ReadPlanRequest(
                 decode_schema(schema, limits),
                 _int(ts, "timestamp", 1),
                 _int(timeout_ms, "timeout"),
-                None
-                if columns is None
-                else tuple(_str(c, "column", MAX_NAME_CHARS) for c in columns),
+                _columns(columns, limits),
             )
         case Kind.READ_PLAN:
             (plan,) = _shape(fields, 1, "read plan")
@@ -806,36 +833,38 @@ def _message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
             (first,) = _shape(fields, 1, "AUTO_INCREMENT values")
             return AutoIncrement(_signed(first, "value"))
         case Kind.TABLET_STATS_REQUEST:
-            (schema,) = _shape(fields, 1, "tablet statistics request")
-            return TabletStatsRequest(decode_schema(schema, limits))
+            (schemas,) = _shape(fields, 1, "tablet statistics request")
+            decoded = tuple(
+                decode_schema(schema, limits)
+                for schema in _items(schemas, limits.max_stats_tables, "statistics tables")
+            )
+            _distinct([schema.table_id for schema in decoded], "a table twice in one request")
+            return TabletStatsRequest(decoded)
         case Kind.TABLET_STATS:
-            (tablets,) = _shape(fields, 1, "tablet statistics")
-            if type(tablets) is not tuple or len(tablets) > limits.max_rows:
-                raise ServiceFormatError("malformed tablet statistics")
-            return TabletStats(tuple(_tablet_stat(tablet) for tablet in tablets))
+            (tables,) = _shape(fields, 1, "tablet statistics")
+            decoded = tuple(
+                _table_stats(table, limits)
+                for table in _items(tables, limits.max_stats_tables, "tablet statistics")
+            )
+            _distinct([table for table, _ in decoded], "a table twice in one answer")
+            return TabletStats(decoded)
         case Kind.REACHABLE:
             as_of_ts, tables = _shape(fields, 2, "reachable partitions")
-            if type(tables) is not tuple or len(tables) > limits.max_rows:
-                raise ServiceFormatError("malformed reachable tables")
+            reachable = _items(tables, limits.max_rows, "reachable tables")
             return Reachable(
-                _int(as_of_ts, "timestamp"), tuple(_reachable(table, limits) for table in tables)
+                _int(as_of_ts, "timestamp"), tuple(_reachable(table, limits) for table in reachable)
             )
         case Kind.ACCEPTED:
             _shape(fields, 0, "accepted")
             return Accepted()
         case Kind.QUERY_REQUEST:
             sql, tables, given, read_wait_ms, timeout_ms, memory = _shape(fields, 6, "query")
-            for items, most, what in (
-                (tables, limits.max_query_tables, "query tables"),
-                (given, limits.max_query_tables, "given tables"),
-            ):
-                if type(items) is not tuple or len(items) > most:
-                    raise ServiceFormatError(f"malformed {what}")
+            tables = _items(tables, limits.max_query_tables, "query tables")
+            given = _items(given, limits.max_query_tables, "given tables")
             decoded = tuple(_query_table(table, limits) for table in tables)
             supplied = tuple(_given_table(table, limits) for table in given)
             names = [table.name for table in decoded] + [name for name, _ in supplied]
-            if len(set(names)) != len(names):
-                raise ServiceFormatError("a table name twice in one query")
+            _distinct(names, "a table name twice in one query")
             return QueryRequest(
                 _str(sql, "query", limits.max_query_chars),
                 decoded,
@@ -846,21 +875,16 @@ def _message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
             )
         case Kind.RESULT_PART:
             (rows,) = _shape(fields, 1, "result part")
-            table = _table(rows, limits)
-            if table is None:
-                raise ServiceFormatError("a result part without rows")
-            return ResultPart(table)
+            return ResultPart(_rows(rows, limits, "a result part"))
         case Kind.RESULT_END:
             columns, row_count = _shape(fields, 2, "result end")
-            if type(columns) is not tuple or len(columns) > limits.max_columns:
-                raise ServiceFormatError("malformed result columns")
+            named = _items(columns, limits.max_columns, "result columns")
             return ResultEnd(
-                tuple(_result_column(column) for column in columns), _int(row_count, "row count")
+                tuple(_result_column(column) for column in named), _int(row_count, "row count")
             )
         case Kind.FAILURE:
             kind_name, text, arguments = _shape(fields, 3, "failure")
-            if type(arguments) is not tuple or len(arguments) > MAX_FAILURE_ARGUMENTS:
-                raise ServiceFormatError("malformed error arguments")
+            arguments = _items(arguments, MAX_FAILURE_ARGUMENTS, "error arguments")
             return Failure(
                 _str(kind_name, "error kind", MAX_NAME_CHARS),
                 _str(text, "text", MAX_TEXT_CHARS),

@@ -25,6 +25,7 @@ class ServiceLimits:
     max_query_memory_bytes: int = 2 << 30  # one query's, its result's included (below the FE's)
     max_query_chars: int = 16 << 20  # a query's SQL text
     max_query_tables: int = 256  # tables one query reads (and as many the FE gives)
+    max_stats_tables: int = 256  # tables one tablet statistics request asks about
 
     def __post_init__(self) -> None:
         rules = {
@@ -47,6 +48,7 @@ class ServiceLimits:
             "max_query_memory_bytes > 0": self.max_query_memory_bytes > 0,
             "max_query_chars > 0": self.max_query_chars > 0,
             "max_query_tables > 0": self.max_query_tables > 0,
+            "max_stats_tables > 0": self.max_stats_tables > 0,
         }
         broken = [rule for rule, holds in rules.items() if not holds]
         if broken:

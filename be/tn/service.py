@@ -56,6 +56,7 @@ from be.service.limits import ServiceLimits
 from be.service.reads import SnapshotReads
 from be.service.server import NodeServer
 from be.storage.objects import ObjectStore
+from be.table_schema import TableSchema
 from be.tn.errors import CommitOutcomeUnknown
 from be.tn.limits import CommitLimits
 from be.tn.pipeline import CommitPipeline, bulk_commit
@@ -211,9 +212,8 @@ class TransactionNode:
                 )
                 self.reads.forget_unreachable({table for table, _ in tables})
                 return Accepted()
-            case TabletStatsRequest(schema):
-                stats = self.pipeline.tablet_stats(schema)
-                return TabletStats(tuple((tablet, *stats[tablet]) for tablet in sorted(stats)))
+            case TabletStatsRequest(schemas):
+                return await asyncio.to_thread(self._tablet_stats, schemas)
             case StatusRequest():
                 return Status(
                     Role.TN,
@@ -225,6 +225,14 @@ class TransactionNode:
                     (*self.reads.stats().items(), ("webserver_port", self.load_server.port)),
                 )
         raise ServiceFormatError(f"a TN does not answer {type(request).__name__}")
+
+    def _tablet_stats(self, schemas: tuple[TableSchema, ...]) -> TabletStats:
+        answered = []
+        for schema in schemas:
+            stats = self.pipeline.tablet_stats(schema)
+            tablets = tuple((tablet, *stats[tablet]) for tablet in sorted(stats))
+            answered.append((schema.table_id, tablets))
+        return TabletStats(tuple(answered))
 
     def _read_plan(self, request: ReadPlanRequest) -> ReadPlanReply:
         timeout = min(request.timeout_ms / 1000, self.limits.max_read_wait)

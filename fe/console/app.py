@@ -23,12 +23,13 @@ from aiohttp import web
 from fe.console import statements
 from fe.console.charts import Charts
 from fe.console.limits import ConsoleLimits
+from fe.console.loads import LOAD_COLUMNS, load_rows
 from fe.console.logins import COOKIE, CSRF_FIELD, CSRF_HEADER, Login, Logins, csrf_ok
 from fe.security import privileges
 from fe.security.lockout import LoginTracker
 from fe.sql import statements as st
 from fe.statements.accounts import password_login
-from fe.statements.data_sizes import tablet_stats
+from fe.statements.data_sizes import table_sizes
 from fe.statements.queries import SelectPlan
 from metadata.catalog import Catalog
 
@@ -275,10 +276,8 @@ class Console:
         tables = list(session.services.catalog.tables.values())[:TN_TOTALS_MAX_TABLES]
 
         def ask() -> tuple[int, int, int]:
-            rows = size = 0
-            for table in tables:
-                for tablet_rows, tablet_bytes in tablet_stats(session, table).values():
-                    rows, size = rows + tablet_rows, size + tablet_bytes
+            sizes = table_sizes(session, tables).values()
+            rows, size = sum(rows for rows, _ in sizes), sum(size for _, size in sizes)
             return session.services.catalog.tablet_count(), rows, size
 
         totals = await asyncio.to_thread(ask)
@@ -448,18 +447,12 @@ class Console:
         session = login.pages
         databases = await statements.table_of(session, "SHOW DATABASES", self.limits)
         loads = statements.Page(list(LOAD_COLUMNS))
-        for row in databases.rows:
-            db = row[0]
-            if db.lower() in ("information_schema", "mysql", "__internal_schema"):
-                continue
-            jobs = await statements.table_of(session, f"SHOW LOAD FROM {quoted(db)}", self.limits)
-            streams = await statements.table_of(
-                session, f"SHOW STREAM LOAD FROM {quoted(db)}", self.limits
-            )
-            if jobs.failure or streams.failure:
-                loads.failure = jobs.failure or streams.failure
-                break
-            loads.rows += _loads_of(db, jobs, streams)
+        shown = [
+            row[0]
+            for row in databases.rows
+            if row[0].lower() not in ("information_schema", "mysql", "__internal_schema")
+        ]
+        loads.rows, loads.failure = await asyncio.to_thread(load_rows, session, shown)
         loads.rows.sort(key=lambda row: row[LOAD_COLUMNS.index("Started")] or "", reverse=True)
         return self._page(request, "loads.html", login, databases=databases, loads=loads)
 
@@ -547,45 +540,6 @@ def _add_lag(frontends: statements.Page, charts: Charts) -> None:
         seconds = charts.seconds_behind(journal_id)
         row.append(str(newest - journal_id))
         row.append(f"{seconds:.1f}" if seconds is not None else "more than the charts keep")
-
-
-LOAD_COLUMNS = (
-    "Label", "Database", "Table", "Source", "State", "LoadedRows", "FilteredRows", "LoadBytes",
-    "Started", "Seconds", "User", "Message",
-)  # fmt: skip
-
-
-def _loads_of(db: str, jobs: statements.Page, streams: statements.Page) -> list[list]:
-    """One row per load of db: SHOW STREAM LOAD's figures with SHOW LOAD's state and source."""
-    job_at = {name: i for i, name in enumerate(jobs.columns)}
-    stream_at = {name: i for i, name in enumerate(streams.columns)}
-    states = {}
-    for job in jobs.rows:
-        try:
-            details = json.loads(job[job_at["JobDetails"]] or "{}")
-        except ValueError:
-            details = {}
-        states[job[job_at["Label"]]] = (job[job_at["State"]], details.get("Source", "stream_load"))
-    rows = []
-    for load in streams.rows:
-        value = {name: load[i] for name, i in stream_at.items()}
-        state, source = states.get(value["Label"], (value["Status"], "stream_load"))
-        rows.append([
-            value["Label"], db, value["Table"], source, state, value["LoadedRows"],
-            value["FilteredRows"], value["LoadBytes"], value["StartTime"],
-            _seconds_between(value["StartTime"], value["FinishTime"]), value["User"],
-            value["Message"],
-        ])  # fmt: skip
-    return rows
-
-
-def _seconds_between(start: str | None, finish: str | None) -> str:
-    try:
-        started = time.mktime(time.strptime(start or "", "%Y-%m-%d %H:%M:%S"))
-        finished = time.mktime(time.strptime(finish or "", "%Y-%m-%d %H:%M:%S"))
-    except ValueError:
-        return ""
-    return f"{finished - started:.0f}"
 
 
 FRONTEND_COLUMNS = (

@@ -11,7 +11,7 @@ from typing import Any
 
 from mysql_mimic.types import ColumnType
 
-from fe.mysql.results import _INT_FORMATS, _UNSIGNED, Column, ColumnSpec, lenenc_int
+from fe.mysql.results import Column, ColumnSpec, lenenc_int
 
 MAX_PAYLOAD = 0xFFFFFF  # a longer payload continues in the next packet
 OTHER, TEXT, INTEGER = 0, 1, 2
@@ -27,9 +27,8 @@ _TEMPORAL_KINDS = frozenset(("date", "datetime", "time"))  # their text of a str
 @lru_cache(maxsize=1024)
 def _way(spec: ColumnSpec) -> tuple[int, Callable[[Any], bytes]]:
     """How a column of spec encodes its values: (kind, the encoder for values of that kind)."""
-    pack = _INT_FORMATS.get((spec.type, bool(spec.flags & _UNSIGNED)))
-    if pack is not None:
-        return INTEGER, pack.pack
+    if spec.int_format is not None:
+        return INTEGER, spec.int_format.pack
     if spec.type in _FIXED_SIZE or spec.kind in _TEMPORAL_KINDS:
         return OTHER, spec.binary
     return TEXT, spec.binary  # lenenc of the value's text: a str's is its UTF-8

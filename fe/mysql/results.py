@@ -48,10 +48,14 @@ class ColumnSpec:
     kind: str  # which value encoders apply: int, float, decimal, date, datetime, time, bytes, text
     text: TextEncoder = field(init=False, repr=False)
     binary: TextEncoder = field(init=False, repr=False)
+    # The binary protocol's fixed-size integer of the type; None: not an integer type
+    int_format: struct.Struct | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        unsigned = bool(self.flags & _UNSIGNED)
+        object.__setattr__(self, "int_format", _INT_FORMATS.get((self.type, unsigned)))
         object.__setattr__(self, "text", _text_encoder(self))
-        object.__setattr__(self, "binary", _binary_encoder(self, bool(self.flags & _UNSIGNED)))
+        object.__setattr__(self, "binary", _binary_encoder(self))
 
 
 class Column:
@@ -509,10 +513,9 @@ _TIME = struct.Struct("<BBIBBB")
 _TIME_MICROS = struct.Struct("<BBIBBBI")
 
 
-def _binary_encoder(spec: ColumnSpec, unsigned: bool) -> TextEncoder:
-    int_format = _INT_FORMATS.get((spec.type, unsigned))
-    if int_format is not None:
-        pack = int_format.pack
+def _binary_encoder(spec: ColumnSpec) -> TextEncoder:
+    if spec.int_format is not None:
+        pack = spec.int_format.pack
         return lambda value: pack(int(value))
     if spec.type == ColumnType.FLOAT:
         return lambda value: _FLOAT.pack(float(value))

@@ -1,21 +1,43 @@
-"""Rows and bytes of a table's tablets, as the data plane counts them (SHOW DATA, SHOW TABLETS,
-SHOW TABLE STATUS and the web console read them here)."""
+"""Rows and bytes of tables' tablets, as the data plane counts them (SHOW DATA, SHOW TABLETS,
+SHOW TABLE STATUS and the web console read them here). A statement asks about all its tables at
+once: with a remote TN that is one request (per ServiceLimits.max_stats_tables tables), not one
+per table."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from be.table_schema import TableSchema
 from metadata.records import Table
 
 
-def tablet_stats(session, table: Table) -> dict[int, tuple[int, int]]:
-    """Rows and bytes per tablet id of the table's base index, as the data plane has them."""
+def tables_stats(session, tables: Iterable[Table]) -> dict[int, dict[int, tuple[int, int]]]:
+    """Per table id, rows and bytes per tablet id of the table's base index, as the data plane
+    has them (tables it has no figures of are left out)."""
     plane = session.services.data_plane
-    if plane is None:
+    schemas = [TableSchema.of(table) for table in tables if table.partitions]
+    if plane is None or not schemas:
         return {}
-    return plane.tablet_stats(TableSchema.of(table))
+    return plane.tablet_stats(schemas)
+
+
+def tablet_stats(session, table: Table) -> dict[int, tuple[int, int]]:
+    """Rows and bytes per tablet id of the table's base index."""
+    return tables_stats(session, [table]).get(table.id, {})
+
+
+def table_sizes(session, tables: Iterable[Table]) -> dict[int, tuple[int, int]]:
+    """Rows and bytes per table id, of every table given (0, 0 for those without data)."""
+    tables = list(tables)
+    stats = tables_stats(session, tables)
+    return {table.id: total(stats.get(table.id, {})) for table in tables}
 
 
 def table_size(session, table: Table) -> tuple[int, int]:
     """Rows and bytes of the table."""
-    stats = tablet_stats(session, table).values()
-    return sum(rows for rows, _ in stats), sum(size for _, size in stats)
+    return table_sizes(session, [table])[table.id]
+
+
+def total(tablets: dict[int, tuple[int, int]]) -> tuple[int, int]:
+    """Rows and bytes of the tablets together."""
+    return sum(rows for rows, _ in tablets.values()), sum(size for _, size in tablets.values())

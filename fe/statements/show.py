@@ -419,15 +419,20 @@ def _table_status(session, statement: st.Show) -> Result:
     """SHOW TABLE STATUS: Rows and Data_length as the data plane counts them (SHOW DATA's)."""
     database = visible_database(session, statement.db)
     match = like_matcher(statement.like)
+    tables = [
+        table
+        for table in session.catalog.tables_of(database.id)
+        if match(table.name) and privileges.has_any(session.user, database.name, table.name)
+    ]
+    sizes = data_sizes.table_sizes(session, tables)
     rows = []
-    for table in session.catalog.tables_of(database.id):
-        if match(table.name) and privileges.has_any(session.user, database.name, table.name):
-            count, size = data_sizes.table_size(session, table) if table.partitions else (0, 0)
-            rows.append((
-                table.name, table.engine.upper(), 10, "Dynamic", count,
-                size // count if count else 0, size, 0, 0, 0, None, None, None, None,
-                "utf8mb4_0900_bin", None, "", table.comment,
-            ))  # fmt: skip
+    for table in tables:
+        count, size = sizes[table.id]
+        rows.append((
+            table.name, table.engine.upper(), 10, "Dynamic", count,
+            size // count if count else 0, size, 0, 0, 0, None, None, None, None,
+            "utf8mb4_0900_bin", None, "", table.comment,
+        ))  # fmt: skip
     return text_result(
         ["Name", "Engine", "Version", "Row_format", "Rows", "Avg_row_length", "Data_length",
          "Max_data_length", "Index_length", "Data_free", "Auto_increment", "Create_time",

@@ -13,7 +13,7 @@ from fe.mysql.results import Result
 from fe.security import privileges
 from fe.sql import statements as st
 from fe.statements import ddl
-from fe.statements.data_sizes import table_size, tablet_stats
+from fe.statements.data_sizes import table_size, table_sizes, tablet_stats
 from fe.statements.ddl import resolve_database
 from fe.statements.show import readable_table, text_result, title_index
 from metadata.records import Partition, Table
@@ -120,9 +120,8 @@ def _table_data(session, statement: st.ShowData) -> Result:
         ),
         key=lambda table: table.name,
     )
-    rows = [
-        (table.name, table_size(session, table)[1], replica_count(table), 0) for table in tables
-    ]
+    sizes = table_sizes(session, tables)
+    rows = [(table.name, sizes[table.id][1], replica_count(table), 0) for table in tables]
     rows = sorted_rows(rows, TABLE_DATA_TITLES, statement.order_by)
     text = [(name, readable_size(size), str(replicas), readable_size(remote))
             for name, size, replicas, remote in rows]  # fmt: skip
@@ -166,10 +165,10 @@ def _database_data(session) -> Result:
     """No current database: every database's sizes, for an administrator (as Doris)."""
     session.require_admin()
     databases = sorted(session.catalog.dbs.values(), key=lambda database: database.name)
+    tables = {database.id: list(session.catalog.tables_of(database.id)) for database in databases}
+    table_bytes = table_sizes(session, [table for listed in tables.values() for table in listed])
     sizes = {
-        database.id: sum(
-            table_size(session, table)[1] for table in session.catalog.tables_of(database.id)
-        )
+        database.id: sum(table_bytes[table.id][1] for table in tables[database.id])
         for database in databases
     }
     rows = [

@@ -43,7 +43,7 @@ def crc32_each(values: pa.Array) -> np.ndarray | None:
         np.frombuffer(data_buffer, np.uint8) if data_buffer is not None else np.zeros(0, np.uint8)
     )
     crc = np.zeros(count, np.uint32)
-    distinct = np.unique(lengths)
+    distinct = np.flatnonzero(np.bincount(lengths))  # the lengths there are, ascending
     if len(distinct) > MAX_LENGTH_GROUPS:
         return _by_position(data, starts, lengths)
     for length in distinct.tolist():

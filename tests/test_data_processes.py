@@ -144,6 +144,27 @@ class DataNode:
 
 
 @contextlib.contextmanager
+def fe_with_tn_and_cn(folder: Path, tn: dict | None = None, cn: dict | None = None):
+    """A `quire fe` whose backends are a `quire tn` and a `quire cn` (overrides: tn, cn; the CN
+    reads the TN's storage_root unless cn names one), started: (fe, tn, cn)."""
+    front = QuireProcess(folder / "fe", {"heartbeat_interval_second": 1}, command="fe").start()
+    token = cluster_token(front)
+    logtail_port = free_port()
+    tn_node = DataNode(folder / "tn", "tn", token, logtail_port, **(tn or {}))
+    cn = {"storage_root": tn_node.overrides["storage_root"], **(cn or {})}
+    cn_node = DataNode(folder / "cn", "cn", token, logtail_port, **cn)
+    try:
+        tn_node.start()
+        cn_node.start()
+        for node in (tn_node, cn_node):
+            execute(front, f'ALTER SYSTEM ADD BACKEND "127.0.0.1:{node.port}"')
+        yield front, tn_node, cn_node
+    finally:
+        for node in (cn_node, tn_node, front):
+            node.stop()
+
+
+@contextlib.contextmanager
 def tn_and_cn(folder: Path, **tn_overrides):
     """A `quire tn` and a `quire cn` reading its storage_root, started: (tn, cn, storage_root)."""
     token = secrets.token_hex(16)

@@ -22,14 +22,11 @@ from be.tn.write_set import TableWrite, WriteSet
 from metadata.records import KeyModel
 from tests.harness import (
     QuireProcess,
-    cluster_token,
-    execute,
-    free_port,
     mariadb,
     run,
     wait_until,
 )
-from tests.test_data_processes import DataNode
+from tests.test_data_processes import fe_with_tn_and_cn
 
 SEED = 20240611
 FLUSH = {"flush_rows": 300, "flush_interval_second": 3600}
@@ -479,17 +476,8 @@ def test_the_snapshot_request_carries_the_partitions_strictly():
 
 
 def test_pruned_reads_through_a_tn_and_a_cn_process(tmp_path):
-    fe = QuireProcess(tmp_path / "fe", {"heartbeat_interval_second": 1}, command="fe").start()
-    token = cluster_token(fe)
-    logtail_port = free_port()
     shared = tmp_path / "objects"  # the TN flushes some rows where the CN reads them
-    tn = DataNode(tmp_path / "tn", "tn", token, logtail_port, flush_rows=50, storage_root=shared)
-    cn = DataNode(tmp_path / "cn", "cn", token, logtail_port, storage_root=shared)
-    try:
-        tn.start()
-        cn.start()
-        for node in (tn, cn):
-            execute(fe, f'ALTER SYSTEM ADD BACKEND "127.0.0.1:{node.port}"')
+    with fe_with_tn_and_cn(tmp_path, {"flush_rows": 50, "storage_root": shared}) as (fe, _, _):
         connection = fe.connect()
         run(connection, "CREATE DATABASE r")
         run(connection, "USE r")
@@ -512,9 +500,6 @@ def test_pruned_reads_through_a_tn_and_a_cn_process(tmp_path):
         sent = sum(1 for row in rows if row[1] is None or row[1] < datetime.date(2024, 3, 1))
         assert scanned_rows(connection, early) == sent < len(rows)
         connection.close()
-    finally:
-        for node in (cn, tn, fe):
-            node.stop()
 
 
 def test_key_models(db):

@@ -335,20 +335,11 @@ def test_plans_and_reads_fail_clearly(spark, quire, typed):
 def test_a_read_plan_from_a_tn_process(spark, tmp_path):
     """`quire fe` with a `quire tn` and a `quire cn`: the FE asks the TN for the plan over the node
     service, and Spark reads the TN's objects and the tail it sent."""
-    from tests.harness import cluster_token, execute
-    from tests.test_data_processes import DataNode
+    from tests.test_data_processes import fe_with_tn_and_cn
 
-    front = QuireProcess(tmp_path / "fe", {"heartbeat_interval_second": 1}, command="fe").start()
-    token = cluster_token(front)
-    logtail_port = free_port()
     shared = tmp_path / "objects"
-    tn = DataNode(tmp_path / "tn", "tn", token, logtail_port, flush_rows=100, storage_root=shared)
-    cn = DataNode(tmp_path / "cn", "cn", token, logtail_port, storage_root=shared)
-    try:
-        tn.start()
-        cn.start()
-        for node in (tn, cn):
-            execute(front, f'ALTER SYSTEM ADD BACKEND "127.0.0.1:{node.port}"')
+    tn = {"flush_rows": 100, "storage_root": shared}
+    with fe_with_tn_and_cn(tmp_path, tn) as (front, _, _):
         connection = front.connect()
         run(connection, "CREATE DATABASE r")
         run(connection, "USE r")
@@ -364,9 +355,6 @@ def test_a_read_plan_from_a_tn_process(spark, tmp_path):
         got = reader(spark, front, "r.typed", snapshot=plan.ts).collect()
         assert rows_of(got) == rows_of(select_at(connection, "SELECT * FROM typed", plan.ts))
         connection.close()
-    finally:
-        for node in (cn, tn, front):
-            node.stop()
 
 
 def test_objects_of_an_older_schema_version_read_as_select_does(spark, quire, typed):

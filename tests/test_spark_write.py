@@ -30,7 +30,7 @@ from be.spark.writer import QuireWriter, WriteOptions
 from be.storage.objects import S3Options
 from be.tn import loads
 from be.tn.errors import LabelTaken
-from tests.harness import QuireProcess, free_port, run, wait_until
+from tests.harness import QuireProcess, run, wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 OVERRIDES = {"flush_interval_second": 3600}
@@ -653,8 +653,7 @@ def test_a_write_through_a_tn_process_into_s3(spark, moto_endpoint, tmp_path):
     """`quire fe` with a `quire tn` and a `quire cn` keeping objects in an S3-compatible store:
     the tasks write their objects straight into the bucket (the s3_* options), the TN commits them
     over the node service, MySQL reads them on the CN, and Spark reads them back from the bucket."""
-    from tests.harness import cluster_token, execute
-    from tests.test_data_processes import DataNode
+    from tests.test_data_processes import fe_with_tn_and_cn
 
     keys = dict(s3_endpoint=moto_endpoint, s3_region="us-east-1")
     keys.update(s3_access_key="testing", s3_secret_key="testing")
@@ -662,19 +661,8 @@ def test_a_write_through_a_tn_process_into_s3(spark, moto_endpoint, tmp_path):
         moto_endpoint, "us-east-1", "testing", "testing", allow_bucket_creation=True
     ).filesystem().create_dir("quire-written")
     root = "s3://quire-written/cluster"
-    front = QuireProcess(tmp_path / "fe", {"heartbeat_interval_second": 1}, command="fe").start()
-    token = cluster_token(front)
-    logtail_port = free_port()
-    tn = DataNode(
-        tmp_path / "tn", "tn", token, logtail_port, storage_root=root,
-        tn_log_dir=tmp_path / "tn" / "log-of-tn", **keys,
-    )  # fmt: skip
-    cn = DataNode(tmp_path / "cn", "cn", token, logtail_port, storage_root=root, **keys)
-    try:
-        tn.start()
-        cn.start()
-        for node in (tn, cn):
-            execute(front, f'ALTER SYSTEM ADD BACKEND "127.0.0.1:{node.port}"')
+    tn = {"storage_root": root, "tn_log_dir": tmp_path / "tn" / "log-of-tn", **keys}
+    with fe_with_tn_and_cn(tmp_path, tn, {"storage_root": root, **keys}) as (front, _, _):
         connection = front.connect()
         run(connection, "CREATE DATABASE s")
         run(connection, TYPED.replace("typed", "s.typed", 1))
@@ -692,6 +680,3 @@ def test_a_write_through_a_tn_process_into_s3(spark, moto_endpoint, tmp_path):
         )
         assert sorted(tuple(row) for row in frame.load().collect()) == sorted(written)
         connection.close()
-    finally:
-        for node in (cn, tn, front):
-            node.stop()

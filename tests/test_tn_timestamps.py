@@ -12,25 +12,13 @@ import pytest
 from be.logservice.limits import LogLimits
 from be.logservice.service import LogService
 from be.logtail.entries import Commit
-from be.table_schema import ColumnSchema, PartitionSchema, TableSchema
 from be.tn.errors import TimestampsUnavailable
 from be.tn.limits import CommitLimits
 from be.tn.pipeline import CommitPipeline
 from be.tn.write_set import TableWrite, WriteSet
-from metadata.records import KeyModel
 from tests.harness import wait_until
+from tests.test_overwrite_commit import SCHEMA
 
-SCHEMA = TableSchema(
-    1,
-    1,
-    (ColumnSchema("k", pa.int32()), ColumnSchema("v", pa.string())),
-    KeyModel.DUPLICATE,
-    ("k",),
-    "RANGE",
-    (),
-    (PartitionSchema(10, tablet_ids=(11,)),),
-    ("k",),
-)
 HOUR_NS = 3600 * 10**9
 
 

@@ -17,6 +17,7 @@ from fe.mysql.errors import QueryError
 from fe.security import privileges
 from fe.sql import parser
 from fe.sql import statements as st
+from fe.statements.names import database_name, resolve_table
 from fe.statements.queries import projection_name, written_projections
 from metadata.records import Column, Table
 from metadata.types import parse_column_type
@@ -101,7 +102,6 @@ def with_query_columns(session, statement: st.CreateTable) -> st.CreateTable:
 
 
 def _source_tables(session, query: exp.Query) -> dict[tuple[str, str], Table]:
-    from fe.statements.ddl import database_name, resolve_table
 
     common_tables = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
     sources = {}

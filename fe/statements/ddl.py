@@ -12,6 +12,7 @@ from fe.mysql.errors import QueryError
 from fe.security import privileges
 from fe.sql import statements as st
 from fe.statements import alter_jobs, create_table_as_select, partitioning, schema_change
+from fe.statements.names import database_name, resolve_database, resolve_table
 from fe.statements.partitioning import PartitionColumns
 from metadata import ops
 from metadata.catalog import renamed
@@ -78,30 +79,6 @@ def drop_database(session, statement: st.DropDatabase) -> list[ops.Op]:
             return []
         raise QueryError(1008, f"Can't drop database '{statement.name}'; database doesn't exist")
     return drop_database_ops(database.id, statement.force)
-
-
-def database_name(session, db_name: str | None) -> str:
-    """The database a statement names, or the current one."""
-    name = db_name or session.database
-    if not name:
-        raise QueryError(1046, "No database selected")
-    return name
-
-
-def resolve_database(session, db_name: str | None) -> Database:
-    name = database_name(session, db_name)
-    database = session.catalog.database(name)
-    if database is None:
-        raise QueryError(1049, f"Unknown database '{name}'")
-    return database
-
-
-def resolve_table(session, name: st.TableName) -> tuple[Database, Table]:
-    database = resolve_database(session, name.db)
-    table = session.catalog.table(database.id, name.name)
-    if table is None:
-        raise QueryError(1146, f"Table '{database.name}.{name.name}' doesn't exist")
-    return database, table
 
 
 def _new_table_database(session, statement: st.CreateTable | st.CreateTableLike) -> Database | None:

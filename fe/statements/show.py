@@ -12,13 +12,13 @@ from fe.security import privileges
 from fe.sql import statements as st
 from fe.sql.parser import INTERNAL_CATALOG
 from fe.statements import accounts, data_sizes, ddl
-from fe.statements.ddl import database_name, resolve_database, resolve_table
 from fe.statements.information_schema import (
     INFORMATION_SCHEMA,
     column_key,
     unquote_default,
     visible_databases,
 )
+from fe.statements.names import database_name, resolve_database, resolve_table
 from fe.statements.partitioning import PartitionColumns
 from metadata.records import KeyModel, PartitionKind, Rollup, Table
 

@@ -14,7 +14,7 @@ from fe.security import privileges
 from fe.sql import statements as st
 from fe.statements import ddl
 from fe.statements.data_sizes import table_size, table_sizes, tablet_stats
-from fe.statements.ddl import resolve_database
+from fe.statements.names import resolve_database
 from fe.statements.show import readable_table, text_result, title_index
 from metadata.records import Partition, Table
 

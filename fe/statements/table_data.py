@@ -21,6 +21,7 @@ from fe.mysql.errors import ErrorCode, QueryError
 from fe.security import privileges
 from fe.statements.column_values import parse_moment
 from fe.statements.mysql_functions import time_zone
+from fe.statements.names import resolve_table
 from metadata.records import Table
 
 READ_WAIT_SECONDS = 10.0  # a read waits this long for the CN to reach its timestamp
@@ -308,7 +309,6 @@ def readable_table(session, db: str, name: str, privilege: str = privileges.SELE
     An answer is kept until the catalog changes (its journal id moves with every change, grants
     and drops included; found under the catalog's lock, so never half an apply)."""
     from fe.sql.statements import TableName
-    from fe.statements.ddl import resolve_table
 
     catalog = session.catalog
     asked = (session.username, session.user_host, session.database, db, name, privilege)

@@ -44,8 +44,8 @@ class FloorReader(DataSourceReader):
     def read(self, partition: FloorPartition):
         ids = np.arange(self.batch_rows, dtype=np.int64)
         batch = pa.RecordBatch.from_arrays(
-            [pa.array(ids), pa.array((ids % 1000).astype(np.int32)), pa.array(ids * 0.5)],
-            schema=pa.schema([("id", pa.int64(), False), ("k", pa.int32()), ("v", pa.float64())]),
+            [pa.array((ids % 1000).astype(np.int32)), pa.array(ids * 0.5)],
+            schema=pa.schema([("k", pa.int32()), ("v", pa.float64())]),
         )
         for start in range(0, partition.rows, self.batch_rows):
             yield batch.slice(0, min(self.batch_rows, partition.rows - start))

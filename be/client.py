@@ -279,6 +279,10 @@ class EmbeddedDataPlane:
         """What the CN holds (be/cn/node.py's stats)."""
         return self.cn.stats()
 
+    def cn_visible_percentiles(self) -> dict[str, int]:
+        """The CN's commit-to-visible p50 and p99 alone (no walk over its tables)."""
+        return self.cn.visible_percentiles()
+
 
 def open_embedded(config: Config) -> EmbeddedDataPlane:
     """The TN and CN of `quire up`: the TN's log in tn_log_folder (one replica)."""

@@ -168,6 +168,15 @@ def test_kill_a_session_and_change_a_config_key(browser, quire):
     expect(page.locator("#config-message")).to_contain_text("catalog_trash_expire_second = 4321")
     shown = execute(quire, "ADMIN SHOW FRONTEND CONFIG LIKE 'catalog_trash_expire_second'")
     assert shown[0][1] == "4321"
+
+    execute(quire, "INSERT INTO shop.orders VALUES (9001, 'charted', 1.5)")  # a commit to chart
+
+    def visible_p99() -> list:
+        series = page.request.get(base(quire) + "/console/charts/data").json()
+        return [ms for ms in series["visible"].get("cn (this process)", []) if ms is not None]
+
+    wait_until(visible_p99, 20, "the CN's commit-to-visible p99 on the Charts page")
+    assert all(0 <= ms < 10_000 for ms in visible_p99())
     page.close()
 
 

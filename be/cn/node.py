@@ -394,10 +394,10 @@ class ComputeNode:
             "cache_bytes": self.cache.used_bytes,
             "tables_let_go": self.let_go_count,
             "replaced_objects": sum(table.replaced_objects for table in tables),
-            **self._visible_percentiles(),
+            **self.visible_percentiles(),
         }
 
-    def _visible_percentiles(self) -> dict[str, int]:
+    def visible_percentiles(self) -> dict[str, int]:
         """p50 and p99 of commit-to-visible (the commit timestamp is the TN's wall clock) over
         the commits applied in the last VISIBLE_WINDOW_SECONDS."""
         since = time.monotonic() - VISIBLE_WINDOW_SECONDS

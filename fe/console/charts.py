@@ -117,9 +117,9 @@ def _lags(services, own_journal_id: int) -> dict[str, int]:
 def _visible_p99_ms(services) -> dict[str, float]:
     """Each CN's commit-to-visible p99 over its last commits, in ms."""
     found = {}
-    stats = getattr(services.data_plane, "cn_stats", None)
-    if stats is not None:
-        p99 = stats().get("visible_p99_us")
+    percentiles = getattr(services.data_plane, "cn_visible_percentiles", None)
+    if percentiles is not None:  # sampled every second: not the CN's whole figures
+        p99 = percentiles().get("visible_p99_us")
         if p99 is not None:
             found["cn (this process)"] = round(p99 / 1000, 3)
     backends = services.backends

@@ -399,7 +399,7 @@ class KeyIndex:
             threading.Thread(
                 target=self._fold, args=(True,), name="key-index-fold", daemon=True
             ).start()
-        limit = min(MAX_TAIL_ROWS, max(MIN_TAIL_ROWS, len(self._base_keys) // TAIL_SHARE))
+        limit = self._fold_limit()
         return (
             self._tail_rows <= FOLD_BEHIND * limit
             and len(self._deleted_tail) <= FOLD_BEHIND * limit
@@ -407,8 +407,12 @@ class KeyIndex:
 
     # -- fold --------------------------------------------------------------------------------
 
+    def _fold_limit(self) -> int:
+        """Rows (or deletes) the tail holds before a fold is due."""
+        return min(MAX_TAIL_ROWS, max(MIN_TAIL_ROWS, len(self._base_keys) // TAIL_SHARE))
+
     def needs_fold(self) -> bool:
-        limit = min(MAX_TAIL_ROWS, max(MIN_TAIL_ROWS, len(self._base_keys) // TAIL_SHARE))
+        limit = self._fold_limit()
         pending = 0
         if self._tail_pieces < len(self._pieces):
             pending = sum(piece.num_rows for piece in self._pieces[self._tail_pieces :])

@@ -29,7 +29,7 @@ from fe.security import privileges
 from fe.security.lockout import LoginTracker
 from fe.sql import statements as st
 from fe.statements.accounts import password_login
-from fe.statements.data_sizes import table_sizes
+from fe.statements.data_sizes import table_sizes, total
 from fe.statements.queries import SelectPlan
 from metadata.catalog import Catalog
 
@@ -276,8 +276,7 @@ class Console:
         tables = list(session.services.catalog.tables.values())[:TN_TOTALS_MAX_TABLES]
 
         def ask() -> tuple[int, int, int]:
-            sizes = table_sizes(session, tables).values()
-            rows, size = sum(rows for rows, _ in sizes), sum(size for _, size in sizes)
+            rows, size = total(table_sizes(session, tables))
             return session.services.catalog.tablet_count(), rows, size
 
         totals = await asyncio.to_thread(ask)

@@ -4,12 +4,10 @@ statements show them to the logged-in user."""
 
 from __future__ import annotations
 
-import time
-
 from be.service.errors import ServiceError
 from fe.console.statements import Failure
 from fe.security import privileges
-from fe.statements.show import LOAD_STATES
+from fe.statements.show import LOAD_STATES, load_time
 
 LOAD_COLUMNS = (
     "Label", "Database", "Table", "Source", "State", "LoadedRows", "FilteredRows", "LoadBytes",
@@ -31,16 +29,12 @@ def load_rows(session, databases: list[str]) -> tuple[list[list], Failure | None
     shown = set(databases)
     rows = [
         [r.label, r.db, r.table, r.source, LOAD_STATES[r.state], r.loaded_rows,
-         r.filtered_rows, r.load_bytes, _when(r.started_ms), _seconds(r.started_ms, r.finished_ms),
+         r.filtered_rows, r.load_bytes, load_time(r.started_ms), _seconds(r.started_ms, r.finished_ms),
          r.user, r.message or "OK"]
         for r in sorted(records, key=lambda r: r.started_ms)
         if r.db in shown and privileges.has_any(session.user, r.db, r.table)
     ]  # fmt: skip
     return rows, None
-
-
-def _when(ms: int) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000)) if ms else "N/A"
 
 
 def _seconds(started_ms: int, finished_ms: int) -> str:

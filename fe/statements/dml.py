@@ -19,6 +19,7 @@ from be.logtail.entries import ROW_ID
 from be.service.errors import ServiceError
 from be.table_schema import TableSchema
 from be.tn import errors as commit_errors
+from be.tn.state import deletes_table as deletes_of
 from be.tn.write_set import TableWrite, WriteSet
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.results import Result
@@ -412,12 +413,10 @@ def _with_clauses(select: exp.Select, statement: exp.Expression) -> exp.Select:
 
 
 def deletes_table(table: Table, rows: list) -> pa.Table:
-    target = TableSchema.of(table).deletes()
-    arrays = [
-        pa.array([row[position] for row in rows], field.type)
-        for position, field in enumerate(target)
-    ]
-    return pa.Table.from_arrays(arrays, schema=target)
+    """The deletes of rows given as (row id, *key values)."""
+    return deletes_of(
+        TableSchema.of(table), [row[0] for row in rows], [tuple(row[1:]) for row in rows]
+    )
 
 
 # -- commit -------------------------------------------------------------------------------------

@@ -23,6 +23,11 @@ from fe.statements.partitioning import PartitionColumns
 from metadata.records import KeyModel, PartitionKind, Rollup, Table
 
 
+def load_time(ms: int) -> str:
+    """A load's time (milliseconds since the epoch) as SHOW LOAD shows it; N/A when unknown."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000)) if ms else "N/A"
+
+
 def title_index(titles, name: str) -> int:
     """Where a SHOW's column of that title (any case) is; Doris's error for none."""
     for index, title in enumerate(titles):
@@ -546,15 +551,12 @@ def _loads(session, statement: st.Show) -> Result:
     ]  # fmt: skip
     shown.sort(key=lambda r: r.started_ms)
 
-    def when(ms: int) -> str:
-        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000)) if ms else "N/A"
-
     if statement.what == "STREAM LOAD":
         rows = [
             (r.label, r.db, r.table, r.client_ip,
              "Fail" if r.state == "ABORTED" else "Success", r.message or "OK", "N/A",
              r.total_rows, r.loaded_rows, r.filtered_rows, r.unselected_rows, r.load_bytes,
-             when(r.started_ms), when(r.finished_ms), r.user, "")
+             load_time(r.started_ms), load_time(r.finished_ms), r.user, "")
             for r in shown
         ]  # fmt: skip
         return text_result(STREAM_LOAD_TITLES, rows)
@@ -571,8 +573,7 @@ def _loads(session, statement: st.Show) -> Result:
             "100.00% (1/1)" if r.finished else "0.00% (0/1)", "STREAM_LOAD", etl,
             "cluster:N/A; timeout(s):N/A; max_filter_ratio:N/A",
             f"type:LOAD_RUN_FAIL; msg:{r.message}" if r.state == "ABORTED" else "NULL",
-            when(r.started_ms), when(r.started_ms), when(r.started_ms), when(r.started_ms),
-            when(r.finished_ms), "NULL", details, r.txn_id, "{}", r.user, "",
+            *[load_time(r.started_ms)] * 4, load_time(r.finished_ms), "NULL", details, r.txn_id, "{}", r.user, "",
         ))  # fmt: skip
     return text_result(LOAD_TITLES, rows)
 

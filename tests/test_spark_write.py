@@ -110,6 +110,16 @@ def mysql(quire):
     connection.close()
 
 
+def id_and_text_table(mysql, name: str) -> T.StructType:
+    """A table (id INT, v VARCHAR(10)) in two buckets, and the Spark schema of its rows."""
+    run(
+        mysql,
+        f"CREATE TABLE {name} (id INT NOT NULL, v VARCHAR(10)) DUPLICATE KEY(id) "
+        "DISTRIBUTED BY HASH(id) BUCKETS 2",
+    )
+    return T.StructType([T.StructField("id", T.IntegerType()), T.StructField("v", T.StringType())])
+
+
 def fe(quire) -> str:
     return f"127.0.0.1:{quire.http_port}"
 
@@ -364,14 +374,7 @@ def test_a_large_write_streams(spark, quire, mysql):
 def test_objects_of_a_task_that_died_are_removed(spark, quire, mysql):
     """A task attempt that wrote objects and died before it reported them: a commit registers
     only the reported ones and removes the rest; an abort removes every one."""
-    run(
-        mysql,
-        "CREATE TABLE swept (id INT NOT NULL, v VARCHAR(10)) DUPLICATE KEY(id) "
-        "DISTRIBUTED BY HASH(id) BUCKETS 2",
-    )
-    schema = T.StructType(
-        [T.StructField("id", T.IntegerType()), T.StructField("v", T.StringType())]
-    )
+    schema = id_and_text_table(mysql, "swept")
     options = WriteOptions.of({"fe": fe(quire), "user": "root", "table": "w.swept"})
     batch = pa.RecordBatch.from_pydict(
         {"id": pa.array(range(100), pa.int32()), "v": [f"v{i}" for i in range(100)]}
@@ -607,14 +610,7 @@ def test_row_ids_in_ranges_and_the_compression_option(quire, mysql):
     """A task asks row ids in ranges of row_id_rows (a batch may take the end of one range and
     the start of the next: the TN's commit accepts it); the option compression sets the blocks'
     codec; an unknown codec is refused before anything is written."""
-    run(
-        mysql,
-        "CREATE TABLE ranged (id INT NOT NULL, v VARCHAR(10)) DUPLICATE KEY(id) "
-        "DISTRIBUTED BY HASH(id) BUCKETS 2",
-    )
-    schema = T.StructType(
-        [T.StructField("id", T.IntegerType()), T.StructField("v", T.StringType())]
-    )
+    schema = id_and_text_table(mysql, "ranged")
     base = {"fe": fe(quire), "user": "root", "table": "w.ranged"}
     with pytest.raises(BadOption, match="compression"):
         WriteOptions.of({**base, "compression": "BROTLI"})

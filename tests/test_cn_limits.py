@@ -36,8 +36,8 @@ from be.table_schema import ColumnSchema, PartitionSchema, TableSchema
 from be.tn.service import TransactionNode, commit_limits
 from be.tn.write_set import TableWrite, WriteSet
 from metadata.records import KeyModel
-from tests.harness import QuireProcess, cluster_token, execute, free_port, run, wait_until
-from tests.test_data_processes import FE_OVERRIDES, DataNode, backends
+from tests.harness import QuireProcess, free_port, run, wait_until
+from tests.test_data_processes import FE_OVERRIDES, backends, fe_with_tn_and_cn
 from tests.test_logtail import Consumer, CuttingProxy, servers  # noqa: F401 - the fixture
 from tests.test_logtail import rows as logtail_rows
 
@@ -377,30 +377,10 @@ IDLE_SECONDS = 8  # longer than the FE takes to tell a DROP ... FORCE (two check
 
 @pytest.fixture
 def processes(tmp_path):
-    overrides = {**FE_OVERRIDES, "catalog_trash_check_interval_second": 1}
-    fe = QuireProcess(tmp_path / "fe", overrides, command="fe").start()
-    token = cluster_token(fe)
-    logtail_port = free_port()
-    storage = tmp_path / "tn" / "storage"
-    tn = DataNode(tmp_path / "tn", "tn", token, logtail_port, flush_rows=50)
-    cn = DataNode(
-        tmp_path / "cn",
-        "cn",
-        token,
-        logtail_port,
-        storage_root=storage,
-        cn_snapshot_cache_bytes=BUDGET,
-        cn_unsubscribe_idle_second=IDLE_SECONDS,
-    )
-    try:
-        tn.start()
-        cn.start()
-        for node in (tn, cn):
-            execute(fe, f'ALTER SYSTEM ADD BACKEND "127.0.0.1:{node.port}"')
-        yield fe, tn, cn
-    finally:
-        for node in (cn, tn, fe):
-            node.stop()
+    fe = {**FE_OVERRIDES, "catalog_trash_check_interval_second": 1}
+    cn = {"cn_snapshot_cache_bytes": BUDGET, "cn_unsubscribe_idle_second": IDLE_SECONDS}
+    with fe_with_tn_and_cn(tmp_path, {"flush_rows": 50}, cn, fe) as nodes:
+        yield nodes
 
 
 def test_a_cn_process_unsubscribes_idle_and_gone_tables(processes):

@@ -144,10 +144,13 @@ class DataNode:
 
 
 @contextlib.contextmanager
-def fe_with_tn_and_cn(folder: Path, tn: dict | None = None, cn: dict | None = None):
-    """A `quire fe` whose backends are a `quire tn` and a `quire cn` (overrides: tn, cn; the CN
-    reads the TN's storage_root unless cn names one), started: (fe, tn, cn)."""
-    front = QuireProcess(folder / "fe", {"heartbeat_interval_second": 1}, command="fe").start()
+def fe_with_tn_and_cn(
+    folder: Path, tn: dict | None = None, cn: dict | None = None, fe: dict | None = None
+):
+    """A `quire fe` whose backends are a `quire tn` and a `quire cn` (overrides: tn, cn, fe; the
+    CN reads the TN's storage_root unless cn names one), started: (fe, tn, cn)."""
+    fe = {"heartbeat_interval_second": 1, **(fe or {})}
+    front = QuireProcess(folder / "fe", fe, command="fe").start()
     token = cluster_token(front)
     logtail_port = free_port()
     tn_node = DataNode(folder / "tn", "tn", token, logtail_port, **(tn or {}))

@@ -138,6 +138,10 @@ class QuireWriter(DataSourceArrowWriter):
                     )
                 writer.add(rows)
             objects = writer.finish()
+            # Row ids come in large ranges, so a task may never ask again after the job failed:
+            # one more asks whether the load is still open (refused once aborted, and then the
+            # objects this task wrote after the driver listed them for removal are removed here).
+            client.reserve_row_ids(1)
         except BaseException:
             writer.abort()
             raise

@@ -4,7 +4,7 @@ Run by hand from the repository root (needs the Debian packages mariadb-server a
 
     python tests/bench/bench_sysbench.py [--seconds 10] [--threads 2] [--tables 2]
         [--table-size 10000] [--profile FILE] [--prepare-option=--auto_inc=off ...]
-        [--workload oltp_point_select ...] [--quire-only]
+        [--workload oltp_point_select ...] [--quire-only] [--floor]
 
 The benchmark starts a `quire up` process and a MariaDB server (InnoDB, its own temporary datadir,
 a free loopback port), runs `sysbench oltp_common prepare` against each (the same tables, rows
@@ -12,8 +12,11 @@ and secondary index), then each workload against each server in turn with the sa
 sysbench is the real client: libmariadb, prepared statements over the binary protocol, BEGIN /
 COMMIT around each read-write transaction. Errors sysbench ignores (1213: a write conflict here,
 a deadlock there) are shown beside the figures. With --profile FILE Quire runs under cProfile on
-every thread and the profile is written to FILE when it stops (`python -m pstats FILE`). The
-ratios Quire / MariaDB come last.
+every thread and the profile is written to FILE when it stops (`python -m pstats FILE`). With
+--floor, once Quire has stopped, oltp_point_select runs against a Quire whose front answers every
+execution of a prepared SELECT with the rows of its first (tests/bench/front_floor_quire.py):
+what the MySQL front alone allows, its ratio to MariaDB shown too. The ratios Quire / MariaDB
+come last.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ DATABASE = "sbtest"
 WORKLOADS = ("oltp_point_select", "oltp_read_write")
 SYSBENCH_TIMEOUT_SECONDS = 900
 PROFILED_QUIRE = Path(__file__).resolve().parent / "profiled_quire.py"
+FRONT_FLOOR_QUIRE = Path(__file__).resolve().parent / "front_floor_quire.py"
+FLOOR_WORKLOAD = "oltp_point_select"
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,13 @@ class ProfiledQuire(QuireProcess):
     def args(self) -> list[str]:
         plain = super().args()
         return [sys.executable, str(PROFILED_QUIRE), str(self.profile_file), *plain[3:]]
+
+
+class FrontFloorQuire(QuireProcess):
+    """`quire up` answering each prepared SELECT with its first answer (front_floor_quire.py)."""
+
+    def args(self) -> list[str]:
+        return [sys.executable, str(FRONT_FLOOR_QUIRE), *super().args()[3:]]
 
 
 def sysbench(port: int, workload: str, command: str, options: argparse.Namespace, *extra: str):
@@ -108,6 +120,21 @@ def prepare(connect, port: int, options: argparse.Namespace) -> None:
     sysbench(port, "oltp_read_write", "prepare", options, *options.prepare_option)
 
 
+def front_floor(workdir: Path, options: argparse.Namespace) -> Figure:
+    floor = FrontFloorQuire(workdir).start()
+    try:
+        prepare(floor.connect, floor.query_port, options)
+        figure = measure(floor.query_port, floor.process.pid, FLOOR_WORKLOAD, options)
+    finally:
+        floor.stop()
+    print(
+        f"{FLOOR_WORKLOAD:18} {'Floor':8} {figure.transactions_per_second:9.1f} tps "
+        f"(the front alone)  server CPU {figure.cpu_millis_per_transaction:7.2f} ms/txn",
+        flush=True,
+    )
+    return figure
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=int, default=10)
@@ -129,6 +156,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--quire-only", action="store_true", help="no MariaDB beside it (no ratios)"
+    )
+    parser.add_argument(
+        "--floor", action="store_true", help=f"also {FLOOR_WORKLOAD} against the front alone"
     )
     options = parser.parse_args()
     workloads = tuple(options.workload or WORKLOADS)
@@ -158,6 +188,9 @@ def main() -> None:
                         f"{figure.cpu_millis_per_transaction:7.2f} ms/txn",
                         flush=True,
                     )
+            if options.floor:
+                quire.stop()  # an idle Quire still heartbeats: not beside the floor
+                figures[FLOOR_WORKLOAD, "Floor"] = front_floor(folder / "floor", options)
             if options.quire_only:
                 return
             print(f"\n{options.threads} threads, {options.seconds} s each; Quire / MariaDB:")
@@ -170,6 +203,12 @@ def main() -> None:
                     quire_figure.transactions_per_second / mariadb_figure.transactions_per_second
                 )
                 print(f"  {workload:18} {ratio:6.3f}x transactions/s")
+            if (FLOOR_WORKLOAD, "Floor") in figures:
+                ratio = (
+                    figures[FLOOR_WORKLOAD, "Floor"].transactions_per_second
+                    / figures[FLOOR_WORKLOAD, "MariaDB"].transactions_per_second
+                )
+                print(f"  {FLOOR_WORKLOAD:18} {ratio:6.3f}x transactions/s, the front alone")
         finally:
             quire.stop()
             mariadb.stop()

@@ -143,6 +143,28 @@ def test_index_reads_equal_whole_snapshots_across_flushes_merges_and_folds(
         plane.close()
 
 
+def test_values_kept_within_their_limit_read_as_the_snapshot(tmp_path, monkeypatch):
+    """Past MAX_KEPT_VALUES the rows kept longest are let go, a share at a time; rows of small
+    commits are kept as they come: every read still equals the whole snapshot."""
+    monkeypatch.setattr(key_index, "MAX_KEPT_VALUES", 24)
+    monkeypatch.setattr(key_index, "MIN_TAIL_ROWS", 16)
+    plane = plane_of(tmp_path, "flush_rows=60", "block_rows=16")
+    try:
+        schema = table_schema(KeyModel.UNIQUE)
+        generator = random.Random(5)
+        stamps = random_commits(plane, schema, generator, 10)
+        check(plane, schema, stamps, generator)
+        index = plane.cn.table(1)._index
+        points = 0
+        for _ in range(6):
+            stamps += random_commits(plane, schema, generator, 15)
+            points += check(plane, schema, stamps[-20:], generator)
+            assert len(index._values) <= 24
+        assert points > 10, "point reads were answered as Python values"
+    finally:
+        plane.close()
+
+
 def test_an_index_made_after_flushes_reads_objects_and_tombstones(tmp_path):
     plane = plane_of(tmp_path, "flush_rows=40", "block_rows=16")
     try:

@@ -15,6 +15,7 @@ once it outgrows a share of it, so a fold costs little per row."""
 from __future__ import annotations
 
 import bisect
+import itertools
 import operator
 import threading
 from array import array
@@ -29,7 +30,8 @@ TAIL_SHARE = 64  # ... or past 1/TAIL_SHARE of the base, whichever is more
 MAX_TAIL_ROWS = 65_536  # ... and always past this many
 FOLD_BEHIND = 4  # values are read from a tail this many times past its fold point (a fold runs)
 MAX_KEPT_CHOICES = 64  # column lists kept with their positions, per table
-MAX_KEPT_VALUES = 16_384  # rows kept as Python values for point reads; past it all are let go
+MAX_KEPT_VALUES = 16_384  # rows kept as Python values for point reads; past it ...
+KEPT_LET_GO_SHARE = 8  # ... at least 1/KEPT_LET_GO_SHARE of them are let go, the longest kept
 VALUES_ROW_BYTES = 120  # about what a row kept as a Python tuple costs besides its values
 FEW_ROWS = 16  # more rows found are checked by Arrow, fewer in Python
 FEW_ROWS_ONE_BY_ONE = 2  # rows loaded into the kept values a scalar at a time, not by slices
@@ -300,8 +302,6 @@ class KeyIndex:
         base_ids = self._base_ids[start:end]
         missing = [place for place, row_id in enumerate(base_ids) if row_id not in kept]
         tail_missing = [offset for offset in hits if self._tail_ids[offset] not in kept]
-        if len(kept) + len(missing) + len(tail_missing) > MAX_KEPT_VALUES:
-            kept.clear()
         if len(missing) + len(tail_missing) <= FEW_ROWS_ONE_BY_ONE:  # a point read's row or two
             for place in missing:
                 self._keep_one(self._base, start + place, base_ids[place])
@@ -316,12 +316,29 @@ class KeyIndex:
             rows = self._joined_tail().take(pa.array(tail_missing, pa.int64()))
             self._keep(rows, [self._tail_ids[offset] for offset in tail_missing])
 
+    def _made_room(self, rows: int) -> bool:
+        """Whether the kept values have room for rows more, the longest kept let go for them a
+        share at a time; False if rows are more than they may ever hold."""
+        kept = self._values
+        excess = len(kept) + rows - MAX_KEPT_VALUES
+        if excess <= 0:
+            return True
+        if rows > MAX_KEPT_VALUES:
+            return False
+        let_go = min(len(kept), max(excess, MAX_KEPT_VALUES // KEPT_LET_GO_SHARE))
+        for row_id in list(itertools.islice(kept, let_go)):
+            del kept[row_id]
+        return True
+
     def _keep(self, rows: pa.Table, ids) -> None:
+        if not self._made_room(len(ids)):
+            return
         columns = [rows.column(name).to_pylist() for name in self._layout]
         self._values.update(zip(ids, zip(*columns, strict=True), strict=True))
 
     def _keep_one(self, table: pa.Table, position: int, row_id: int) -> None:
         """One row's values, a scalar a column (cheaper than a slice for a row or two)."""
+        self._made_room(1)
         self._values[row_id] = tuple(table.column(name)[position].as_py() for name in self._layout)
 
     def _later_arrays(self) -> tuple[pa.Array, pa.Array]:
@@ -375,8 +392,11 @@ class KeyIndex:
                 self._tail_at.append((part, position))
                 offset += 1
             self._tail_parts.append(piece)
-            self._tail_ids.extend(piece.column(ROW_ID).to_pylist())
+            ids = piece.column(ROW_ID).to_pylist()
+            self._tail_ids.extend(ids)
             layout = _layout(piece)
+            if piece.num_rows <= FEW_ROWS and layout == self._layout:  # read soon, most likely
+                self._keep(piece, ids)
             if self._tail_layout is not None and layout != self._tail_layout:
                 layout = _MIXED  # values are read from one layout only
             self._tail_layout = layout

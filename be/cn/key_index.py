@@ -254,13 +254,14 @@ class KeyIndex:
                 if None in rows:  # more than the values kept can hold
                     return None
             commit_at = self._layout.index(COMMIT_TS)
-            later, base_deleted = self._deleted_tail, self._base_deleted
-            if later or base_deleted:
+            gone_ids, gone_places = self._deleted_among(ids, start, end, ts)
+            if gone_ids or gone_places:
                 rows = [
                     values
                     for place, (row_id, values) in enumerate(zip(ids, rows, strict=True))
                     if values[commit_at] <= ts
-                    and not _deleted_by(later.get(row_id), base_deleted, start + place, end, ts)
+                    and row_id not in gone_ids
+                    and place not in gone_places
                 ]
             else:
                 rows = [values for values in rows if values[commit_at] <= ts]
@@ -270,6 +271,23 @@ class KeyIndex:
             if not chosen:
                 return [()] * len(rows)
             return list(map(operator.itemgetter(*chosen), rows))
+
+    def _deleted_among(self, ids, start: int, end: int, ts: int) -> tuple[set, set]:
+        """Of the rows ids (the base's start..end, then the tail's), those deleted at ts: the
+        row ids deleted since the base, and the places in ids of the base's rows it holds as
+        deleted (a delete since the base decides for its row). Found by set operations: a range
+        holds few deleted rows."""
+        later, base_deleted = self._deleted_tail, self._base_deleted
+        gone_ids = (
+            {row_id for row_id in later.keys() & ids if later[row_id] <= ts} if later else set()
+        )
+        gone_places = set()
+        if base_deleted:
+            base_ids = self._base_ids
+            for position in base_deleted.keys() & range(start, end):
+                if base_deleted[position] <= ts and base_ids[position] not in later:
+                    gone_places.add(position - start)
+        return gone_ids, gone_places
 
     def _layout_agreed(self) -> bool:
         """Whether the base and the tail have the same columns (not so after a column was added,
@@ -535,11 +553,3 @@ def _concat(pieces: list[pa.Table]) -> pa.Table:
     if len(pieces) == 1:
         return pieces[0]
     return pa.concat_tables(pieces, promote_options="permissive")
-
-
-def _deleted_by(deleted: int | None, base_deleted: dict, place: int, end: int, ts: int) -> bool:
-    """Whether the row at place (a base position below end, else in the tail) is deleted at ts:
-    by a delete since the base (deleted), else by one the base holds."""
-    if deleted is None and place < end:
-        deleted = base_deleted.get(place)
-    return deleted is not None and deleted <= ts

@@ -700,6 +700,30 @@ async def _drop_all(server: NodeServer) -> None:
         task.cancel()
 
 
+def test_show_table_status_of_more_tables_than_one_request_holds(cluster):
+    """A database of more tables than a tablet statistics request may name: the FE asks the TN
+    process in batches, and every table's rows are there, those of the last batch too."""
+    leader, _, _, _ = cluster
+    count = ServiceLimits().max_stats_tables + 4
+    names = [f"t{number:03d}" for number in range(count)]
+    creates = [
+        f"CREATE TABLE many.{name} (k INT) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1"
+        for name in names
+    ]
+    filled = {name: number % 5 + 1 for number, name in enumerate(names) if number % 37 == 0}
+    filled[names[-1]] = 3  # named by the last request alone
+    inserts = [
+        f"INSERT INTO many.{name} VALUES " + ", ".join(f"({k})" for k in range(rows))
+        for name, rows in filled.items()
+    ]
+    execute(leader, "CREATE DATABASE many", *creates, *inserts)
+    status = {row[0]: int(row[4]) for row in execute(leader, "SHOW TABLE STATUS FROM many")}
+    assert status == {name: filled.get(name, 0) for name in names}
+    data = {row[0]: row for row in execute(leader, "USE many", "SHOW DATA")}
+    assert set(data) == {*names, "Total", "Quota", "Left"}
+    assert int(execute(leader, "SELECT COUNT(*) FROM many." + names[-1])[0][0]) == 3
+
+
 def test_tablet_statistics_of_many_tables_are_asked_in_batches():
     """The data plane asks the TN about max_stats_tables tables per request, not one per table,
     and hands back each table's tablets."""

@@ -25,6 +25,7 @@ from fe.sql import statements as st
 from metadata.records import KeyModel, Table
 
 MAX_TRANSACTION_ROWS = 1_000_000  # rows a transaction may write before its COMMIT
+FEW_KEYS = 16  # rows whose key range Python finds (Arrow's call costs more for so few)
 
 
 class PendingWrite:
@@ -216,8 +217,13 @@ def _key_bounds(rows: pa.Table, key_columns: tuple[str, ...]) -> tuple[ColumnBou
     replace are within it."""
     if len(key_columns) != 1 or not pa.types.is_integer(rows.schema.field(key_columns[0]).type):
         return ()
-    extremes = pc.min_max(rows.column(key_columns[0]))
-    low, high = extremes["min"].as_py(), extremes["max"].as_py()
+    column = rows.column(key_columns[0])
+    if rows.num_rows <= FEW_KEYS:
+        keys = [key for key in column.to_pylist() if key is not None]
+        low, high = (min(keys), max(keys)) if keys else (None, None)
+    else:
+        extremes = pc.min_max(column)
+        low, high = extremes["min"].as_py(), extremes["max"].as_py()
     return () if low is None else (ColumnBound(key_columns[0], low, high),)
 
 
@@ -237,6 +243,8 @@ def _with_replaced(
     if pending.deletes.num_rows:
         gone = pending.deletes.column(ROW_ID)
         committed = committed.filter(pc.invert(pc.is_in(committed.column(ROW_ID), gone)))
+    if not committed.num_rows:  # an INSERT of a new key, or of one the transaction deleted
+        return pending.deletes
     if len(key_columns) == 1:
         replaced = committed.filter(_has_key_of(committed, rows, key_columns[0]))
     else:

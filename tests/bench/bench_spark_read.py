@@ -18,7 +18,9 @@ cannot match (quire prunes them by the plan's min/max; parquet by its row groups
 Each is the median of R runs, the two taking turns after two warm-ups, its DataFrame loaded
 before (as parquet's). The full scan is also run by a Python data source that reads nothing
 (tests/bench/spark_floor.py: the same rows made once in memory, in as many partitions): the
-ceiling of any Python data source's ratio here. The ratios (parquet seconds / quire seconds:
+ceiling of any Python data source's ratio here; and so is the filtered query, the floor yielding
+as many rows in as many partitions as quire reads from the blocks it keeps (no filter of its
+own), against parquet's filtered run. The ratios (parquet seconds / quire seconds:
 above 1 means quire is faster) are printed, the full scan's last.
 """
 
@@ -172,22 +174,34 @@ def main() -> None:
             from be.spark.limits import SparkReadLimits
             from be.spark.source import partitioned
 
-            floor_frame = (
-                spark.read.format("quire_floor")
-                .options(
-                    rows=str(rows), partitions=str(len(partitioned(plan, {}, SparkReadLimits())))
-                )
-                .load()
-            )
+            def floor_frame(ranges):
+                """The floor source yielding the rows of the blocks quire reads within ranges,
+                in as many partitions."""
+                parts = partitioned(plan, ranges, SparkReadLimits())
+                read = sum(meta.blocks[b].rows for p in parts for meta, chosen in p.objects
+                           for b in chosen)  # fmt: skip
+                options = dict(rows=str(read), partitions=str(len(parts)))
+                return spark.read.format("quire_floor").options(**options).load(), read
+
+            whole, read = floor_frame({})
             floor, anchor, got, expected = in_turns(
-                lambda: aggregate(floor_frame, None),
+                lambda: aggregate(whole, None),
                 lambda: aggregate(parquet_frame, None),
                 arguments.repeat,
             )
-            assert got[0] == expected[0] == rows, (got, expected)
+            assert got[0] == expected[0] == rows == read, (got, expected, read)
             results["floor: reads nothing"] = (floor, anchor)
+            pruned, read = floor_frame({"id": (None, rows // 10 - 1)})
+            floor, anchor, got, expected = in_turns(
+                lambda: aggregate(pruned, None),
+                lambda: aggregate(parquet_frame, pruning),
+                arguments.repeat,
+            )
+            assert got[0] == read and rows // 10 <= read < rows, (got, read)
+            results["floor: pruning 90%"] = (floor, anchor)
             for label in (
                 "floor: reads nothing",
+                "floor: pruning 90%",
                 "full scan, every column",
                 "filter pruning 90%",
                 "1% deleted",

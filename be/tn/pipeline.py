@@ -141,6 +141,7 @@ class CommitPipeline:
         self._unpublished: tuple[list[tuple[_Request, Commit]], Callable[[], list[int]]] | None
         self._unpublished = None
         self._idle_at = time.monotonic()  # the storage work and heartbeats last done
+        self._unreadable: Exception | None = None  # why the log could not be read back
 
     # -- life ---------------------------------------------------------------------------------
 
@@ -279,7 +280,7 @@ class CommitPipeline:
         """A heartbeat (unless commits just consumed timestamps) and the storage work due; both
         wait while the log reserves no timestamps."""
         self._idle_at = time.monotonic()
-        if not self._finish_unpublished():
+        if not self._finish_unpublished() or self._unreadable is not None:
             return
         try:
             if heartbeat:
@@ -290,6 +291,12 @@ class CommitPipeline:
 
     def _commit_group(self, group: list[_Request]) -> None:
         """Check, stamp and log each write set in order; one log append per max_group_bytes."""
+        if self._unreadable is not None and not self._resync():
+            error = TransactionNodeClosed(f"the TN cannot read its log: {self._unreadable}")
+            for request in group:
+                if not request.future.done():
+                    request.future.set_exception(error)
+            return
         if any(request.control is not None or request.bulk is not None for request in group):
             if not self._finish_unpublished():  # they see, and follow, what came before
                 self._refuse_unanswered(group)
@@ -1106,22 +1113,31 @@ class CommitPipeline:
             self.state.last_ts,
         )
 
-    def _resync(self) -> None:
+    def _resync(self) -> bool:
         """After a failed append the log may or may not hold the group: start again from what it
-        holds; what it holds and was not published yet is published now."""
+        holds; what it holds and was not published yet is published now. False if the log could
+        not be read: commits are refused until it can (the next one tries again)."""
         self.state = WriteState()
         self.flusher = Flusher(self.store, self.limits)
         if self.merger is not None:
             self.merger.pending.clear()
         self.schemas.clear()
         self._requests.clear()
-        self._replay()
+        try:
+            self._replay()
+        except Exception as error:
+            if self._unreadable is None:
+                logger.error("the TN cannot read its log back (%s): commits are refused", error)
+            self._unreadable = error
+            return False
+        self._unreadable = None
         self.state.last_ts = max(self.state.last_ts, self.published_ts)
         # The row ids handed to open loads are forgotten with them: their commits are refused.
         self._expire_loads(everything=True)
         self.open_loads = loads.OpenLoads(
             self.limits.max_open_loads, self.limits.load_timeout_seconds
         )
+        return True
 
 
 def loaded_keys(

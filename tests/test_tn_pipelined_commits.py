@@ -1,0 +1,90 @@
+"""The TN prepares the next group of commits while the log writes the last one: commits from
+many clients are published in timestamp order, each before it is acknowledged, and a log that
+goes away in the middle loses no acknowledged commit (those refused or unknown may or may not be
+there after a restart, and nothing else is)."""
+
+import threading
+
+import pyarrow as pa
+
+from be.tn.write_set import TableWrite, WriteSet
+from tests.test_overwrite_commit import SCHEMA
+from tests.test_tn_timestamps import started
+
+CLIENTS = 4
+COMMITS_PER_CLIENT = 150
+
+
+def submit_all(pipeline, close_log_after: int | None = None, log=None):
+    """Every client's commits, one at a time each; the log closed after that many answers.
+    (key -> commit timestamp) of those acknowledged, and the keys of every commit tried."""
+    acknowledged: dict[int, int] = {}
+    tried: set[int] = set()
+    lock = threading.Lock()
+    answers = [0]
+
+    def client(number: int) -> None:
+        for n in range(COMMITS_PER_CLIENT):
+            key = number * COMMITS_PER_CLIENT + n
+            rows = pa.table({"k": pa.array([key], pa.int32()), "v": [f"v{key}"]})
+            write_set = WriteSet(pipeline.published_ts, (TableWrite(SCHEMA, inserts=rows),))
+            with lock:
+                tried.add(key)
+            try:
+                ts = pipeline.commit(write_set)
+            except Exception:
+                ts = None
+            with lock:
+                if ts is not None:
+                    acknowledged[key] = ts
+                answers[0] += 1
+                if close_log_after is not None and answers[0] == close_log_after:
+                    log.close()
+
+    threads = [threading.Thread(target=client, args=(number,)) for number in range(CLIENTS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return acknowledged, tried
+
+
+def keys_of(commits) -> dict[int, int]:
+    return {
+        key: commit.commit_ts
+        for commit in commits
+        for change in commit.changes
+        for key in (change.inserts.column("k").to_pylist() if change.inserts else [])
+    }
+
+
+def test_commits_of_many_clients_are_published_in_order_before_they_are_answered(tmp_path):
+    log, pipeline, published = started(tmp_path)
+    try:
+        acknowledged, tried = submit_all(pipeline)
+    finally:
+        pipeline.close()
+        log.close()
+    assert len(acknowledged) == len(tried) == CLIENTS * COMMITS_PER_CLIENT
+    stamps = published.timestamps()
+    assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps)
+    assert keys_of(published.commits) == acknowledged
+
+
+def test_a_log_gone_mid_load_loses_no_acknowledged_commit(tmp_path):
+    log, pipeline, _ = started(tmp_path)
+    try:
+        acknowledged, tried = submit_all(pipeline, close_log_after=CLIENTS * 40, log=log)
+        assert pipeline._thread.is_alive()
+    finally:
+        pipeline.close()
+        log.close()
+    assert 0 < len(acknowledged) < len(tried)
+    log, pipeline, replayed = started(tmp_path)
+    try:
+        found = keys_of(replayed.commits)
+    finally:
+        pipeline.close()
+        log.close()
+    assert set(acknowledged) <= set(found) <= tried
+    assert all(found[key] == ts for key, ts in acknowledged.items())

@@ -31,26 +31,6 @@ class _Group:
         self.error: Exception | None = None
 
 
-class Appending:
-    """Records added to a group, until its commit settles."""
-
-    __slots__ = ("_group", "_position")
-
-    def __init__(self, group: _Group, position: int):
-        self._group, self._position = group, position
-
-    def wait(self, timeout: float) -> tuple[int, int] | None:
-        """(first LSN of the group, position of the records in it) once it is committed; None
-        if it did not settle in time. Raises the group's error."""
-        group = self._group
-        if not group.settled.wait(timeout):
-            return None
-        if group.error is not None:
-            raise group.error
-        assert group.first_lsn is not None
-        return group.first_lsn, self._position
-
-
 class GroupAppender:
     def __init__(
         self,
@@ -74,11 +54,6 @@ class GroupAppender:
     def append(self, records: list[bytes], timeout: float) -> tuple[int, int] | None:
         """Add records to a group and wait for its commit: (first LSN of the group, position of
         these records in it). None if it did not settle in time. Raises the group's error."""
-        return self.begin(records).wait(timeout)
-
-    def begin(self, records: list[bytes]) -> Appending:
-        """Add records to a group (sent at once if it may be) without waiting for its commit;
-        appends begun one after the other keep that order."""
         size = sum(len(record) for record in records)
         assert 0 < len(records) <= self._max_records and size <= self._max_bytes
         with self._lock:
@@ -100,7 +75,12 @@ class GroupAppender:
             ready = self._take_ready()
         for taken in ready:
             self._send(taken)
-        return Appending(group, position)
+        if not group.settled.wait(timeout):
+            return None
+        if group.error is not None:
+            raise group.error
+        assert group.first_lsn is not None
+        return group.first_lsn, position
 
     def _take_ready(self) -> list[_Group]:
         """Under the lock: the groups to submit now, counted as in flight."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import secrets
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -164,14 +164,6 @@ class LogService:
     def append(self, records: Sequence[bytes], timeout: float | None = None) -> list[int]:
         """Append records as one group; their LSNs, once they are on a majority's disks.
         LogUnavailable (NotLeader included) when that is not known: they may or may not be."""
-        return self.begin_append(records, timeout)()
-
-    def begin_append(
-        self, records: Sequence[bytes], timeout: float | None = None
-    ) -> Callable[[], list[int]]:
-        """append, begun: records that do not fit the limits and a closed log are refused at
-        once; the call returned waits for the LSNs (or raises as append does). Appends begun one
-        after the other are in the log in that order."""
         limits = self.limits
         if not 0 < len(records) <= limits.max_records_per_append:
             raise RecordTooLarge(
@@ -188,25 +180,14 @@ class LogService:
         self._check_open()
         timeout = limits.append_timeout if timeout is None else timeout
         try:
-            appending = self._groups.begin(records)
+            outcome = self._groups.append(records, timeout)
         except (JournalError, LogServiceError) as error:
             raise _log_error(error) from None
-        count = len(records)
-
-        def lsns() -> list[int]:
-            try:
-                outcome = appending.wait(timeout)
-            except (JournalError, LogServiceError) as error:
-                raise _log_error(error) from None
-            if outcome is None:
-                raise LogUnavailable(
-                    f"no commit within {timeout:.3f}s: it may or may not be appended"
-                )
-            first, position = outcome
-            assert position_of(first) == 0, first
-            return [first + position + offset for offset in range(count)]
-
-        return lsns
+        if outcome is None:
+            raise LogUnavailable(f"no commit within {timeout:.3f}s: it may or may not be appended")
+        first, position = outcome
+        assert position_of(first) == 0, first
+        return [first + position + offset for offset in range(len(records))]
 
     def truncate(self, lsn: int, timeout: float | None = None) -> None:
         """Record that records below lsn may be dropped (the TN checkpointed them)."""

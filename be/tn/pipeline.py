@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from be.logservice.errors import LogServiceError, LogUnavailable
+from be.logservice.errors import LogServiceError
 from be.logservice.tso import TimestampOracle
 from be.logtail.entries import PARTITION_ID, ROW_ID, Commit, TableChanges
 from be.logtail.format import MAX_OBJECTS_PER_CHANGE
@@ -136,11 +136,6 @@ class CommitPipeline:
         self.labels = loads.Labels(limits.max_labels, limits.label_keep_seconds)
         self.committed = 0  # commits published, heartbeats excluded
         self.published_ts = 0  # the newest commit or heartbeat published
-        # A group whose log append was begun and not yet waited for: the next group is prepared
-        # while the log writes it; it is published before anything later is.
-        self._unpublished: tuple[list[tuple[_Request, Commit]], Callable[[], list[int]]] | None
-        self._unpublished = None
-        self._idle_at = time.monotonic()  # the storage work and heartbeats last done
         self._unreadable: Exception | None = None  # why the log could not be read back
 
     # -- life ---------------------------------------------------------------------------------
@@ -238,8 +233,7 @@ class CommitPipeline:
                 self.state.forget_before(self.state.last_ts - keep)
             if time.monotonic() - expired_at > EXPIRE_LOADS_EVERY_SECONDS:
                 expired_at = time.monotonic()
-                if self._finish_unpublished():
-                    self._expire_loads()
+                self._expire_loads()
             try:
                 first = self._queue.get(timeout=interval)
             except queue.Empty:
@@ -263,24 +257,18 @@ class CommitPipeline:
                 self._commit_group(group)
             except Exception:  # a bug: fail the group rather than the thread
                 logger.exception("committing a group of %d write sets failed", len(group))
-                self._settle_quietly()
                 for request in group:
                     if not request.future.done():
                         request.future.set_exception(
                             CommitOutcomeUnknown("the TN failed while committing; see its log")
                         )
                 self._resync()
-            busy = time.monotonic() - self._idle_at
-            if not self._queue.empty() and busy < self.limits.max_busy_seconds:
-                continue  # the next group is prepared while the log writes this one
             self._idle_work(heartbeat=False)
-        self._finish_unpublished()
 
     def _idle_work(self, heartbeat: bool = True) -> None:
         """A heartbeat (unless commits just consumed timestamps) and the storage work due; both
         wait while the log reserves no timestamps."""
-        self._idle_at = time.monotonic()
-        if not self._finish_unpublished() or self._unreadable is not None:
+        if self._unreadable is not None:
             return
         try:
             if heartbeat:
@@ -297,10 +285,6 @@ class CommitPipeline:
                 if not request.future.done():
                     request.future.set_exception(error)
             return
-        if any(request.control is not None or request.bulk is not None for request in group):
-            if not self._finish_unpublished():  # they see, and follow, what came before
-                self._refuse_unanswered(group)
-                return
         batch: list[tuple[_Request, Commit]] = []
         records: list[bytes] = []
         size = 0
@@ -360,7 +344,7 @@ class CommitPipeline:
             if write_set.request_id:
                 self._remember(write_set.request_id, commit.commit_ts)
         if records:
-            self._log_and_publish(batch, records, wait=False)
+            self._log_and_publish(batch, records)
 
     def _apply(self, commit: Commit, schemas: dict[int, TableSchema]) -> None:
         self.state.apply(commit, schemas)
@@ -671,41 +655,20 @@ class CommitPipeline:
                     CommitOverloaded("the log refused an earlier commit; try again")
                 )
 
-    def _log_and_publish(
-        self, batch: list[tuple[_Request, Commit]], records: list[bytes], wait: bool = True
-    ) -> bool:
+    def _log_and_publish(self, batch: list[tuple[_Request, Commit]], records: list[bytes]) -> bool:
         """False if the log did not take them: their outcome is unknown, the state is read back
-        from the log, and the rest of the group is refused. Unless wait, they are published
-        once the next group's append is begun (or the committer has nothing else to do)."""
+        from the log, and the rest of the group is refused."""
         try:
-            appended = self.log.begin_append(records, timeout=self.limits.commit_timeout_seconds)
+            self.log.append(records, timeout=self.limits.commit_timeout_seconds)
         except Exception as error:
-            if self._finish_unpublished():
-                self._refuse(batch, error)
-                self._resync()
-            else:
-                self._refuse(batch, error)
-            return False
-        previous, self._unpublished = self._unpublished, (batch, appended)
-        if previous is not None and not self._settle(previous):
-            return False
-        return self._finish_unpublished() if wait else True
-
-    def _finish_unpublished(self) -> bool:
-        """The group whose append was begun, published once the log has it; False if it
-        did not (see _settle)."""
-        pending, self._unpublished = self._unpublished, None
-        return pending is None or self._settle(pending)
-
-    def _settle(self, pending: tuple[list[tuple[_Request, Commit]], Callable[[], list[int]]]):
-        """Wait for a group's append and publish it; if the log did not take it, it and the
-        group begun after it (if any) are refused and the state is read back from the log."""
-        batch, appended = pending
-        try:
-            appended()
-        except Exception as error:
-            self._refuse(batch, error)
-            self._settle_quietly()
+            logger.warning("the log refused %d commits: %s", len(records), error)
+            for request, _ in batch:
+                request.future.set_exception(
+                    CommitOutcomeUnknown(
+                        f"the log did not confirm the commit ({error}): it may or may not have "
+                        "taken effect"
+                    )
+                )
             self._resync()
             return False
         self._changes_since_checkpoint += len(batch)
@@ -715,31 +678,6 @@ class CommitPipeline:
             self.committed += 1
             request.future.set_result(commit.commit_ts)
         return True
-
-    def _settle_quietly(self) -> None:
-        """The group begun and not published, refused once its append settles (taken or not):
-        before the state is read back from the log, nothing may still be on its way there."""
-        pending, self._unpublished = self._unpublished, None
-        if pending is None:
-            return
-        batch, appended = pending
-        try:
-            appended()
-            error: Exception = LogUnavailable("a commit before it in the log failed")
-        except Exception as failed:
-            error = failed
-        self._refuse(batch, error)
-
-    @staticmethod
-    def _refuse(batch: list[tuple[_Request, Commit]], error: Exception) -> None:
-        logger.warning("the log refused %d commits: %s", len(batch), error)
-        for request, _ in batch:
-            request.future.set_exception(
-                CommitOutcomeUnknown(
-                    f"the log did not confirm the commit ({error}): it may or may not have "
-                    "taken effect"
-                )
-            )
 
     # -- storage work: flushes and merges, written beside the committer ------------------------
 

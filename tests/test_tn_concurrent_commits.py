@@ -1,7 +1,7 @@
-"""The TN prepares the next group of commits while the log writes the last one: commits from
-many clients are published in timestamp order, each before it is acknowledged, and a log that
-goes away in the middle loses no acknowledged commit (those refused or unknown may or may not be
-there after a restart, and nothing else is)."""
+"""Commits from many clients at once: published in timestamp order, each before it is
+acknowledged; a log that goes away in the middle loses no acknowledged commit (those refused may
+or may not be there after a restart, and nothing else is), and the committer refuses the rest
+rather than dying."""
 
 import threading
 

@@ -385,11 +385,6 @@ BE_KEYS = (
         3600,
         comment="A Spark write's load still open after this long (its driver died) is aborted: SHOW LOAD shows it CANCELLED.",
     ),
-    Key(
-        "gil_switch_interval_microsecond",
-        200,
-        comment="How long a thread of a process with the data plane runs Python before it hands the GIL to another that waits (Python's default is 5000): shorter, a thread woken by I/O (a commit, a client) waits less behind one parsing or encoding, which bulk INSERTs from several clients feel.",
-    ),
 )
 
 
@@ -404,14 +399,6 @@ def tn_log_folder(config: Config) -> Path:
             "local folder for the TN's log"
         )
     return Path(root.removeprefix("file://")).resolve()
-
-
-def switch_interval_seconds(config: Config) -> float:
-    """gil_switch_interval_microsecond, for sys.setswitchinterval."""
-    micros = config["gil_switch_interval_microsecond"]
-    if micros <= 0:
-        raise ConfigError(f"gil_switch_interval_microsecond must be above 0, not {micros}")
-    return micros / 1_000_000
 
 
 def tn_log_key(config: Config) -> str:

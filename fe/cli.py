@@ -20,15 +20,7 @@ from pathlib import Path
 
 import uvloop
 
-from be.config import (
-    BE_KEYS,
-    DEFAULT_BE_CONF,
-    Config,
-    ConfigError,
-    switch_interval_seconds,
-    tn_log_folder,
-    tn_log_key,
-)
+from be.config import BE_KEYS, DEFAULT_BE_CONF, Config, ConfigError, tn_log_folder, tn_log_key
 from fe.cluster import launcher as cluster
 from fe.config import DEFAULT_FE_CONF, load_config
 
@@ -392,8 +384,6 @@ def main(argv: list[str] | None = None) -> int:
         return data_node(args, argv)
     try:
         config = config_from_args(args, with_be=args.command == "up")
-        if args.command == "up":
-            sys.setswitchinterval(switch_interval_seconds(config))
     except ConfigError as error:
         sys.stderr.write(f"quire: configuration error: {error}\n")
         return 2
@@ -418,7 +408,6 @@ def data_node(args: argparse.Namespace, argv: list[str]) -> int:
 
     try:
         config = Config.load(BE_KEYS, [args.conf], args.override)
-        sys.setswitchinterval(switch_interval_seconds(config))
     except ConfigError as error:
         sys.stderr.write(f"quire: configuration error: {error}\n")
         return 2

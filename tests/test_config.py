@@ -61,13 +61,6 @@ def test_cli_bad_override():
     assert "unknown configuration key 'bogus'" in result.stderr
 
 
-@pytest.mark.parametrize("command", ["up", "tn", "cn"])
-def test_a_switch_interval_of_zero_is_refused(command):
-    result = run_quire(command, "--override", "gil_switch_interval_microsecond=0")
-    assert result.returncode == 2
-    assert "gil_switch_interval_microsecond must be above 0" in result.stderr
-
-
 LOGGED_IN = re.compile(r"DEBUG .*connection \d+: root@\S+ logged in")
 
 

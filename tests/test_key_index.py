@@ -112,11 +112,21 @@ def check(plane, schema, stamps, generator, reads=60) -> int:
     return points
 
 
-@pytest.mark.parametrize("model", [KeyModel.UNIQUE, KeyModel.DUPLICATE])
+@pytest.mark.parametrize(
+    ("model", "kept_values"),
+    [
+        (KeyModel.UNIQUE, key_index.MAX_KEPT_VALUES),
+        (KeyModel.DUPLICATE, key_index.MAX_KEPT_VALUES),
+        # past MAX_KEPT_VALUES the rows kept longest are let go, a share at a time
+        (KeyModel.UNIQUE, 24),
+    ],
+    ids=["unique", "duplicate", "unique-few-kept-values"],
+)
 def test_index_reads_equal_whole_snapshots_across_flushes_merges_and_folds(
-    tmp_path, monkeypatch, model
+    tmp_path, monkeypatch, model, kept_values
 ):
     monkeypatch.setattr(key_index, "MIN_TAIL_ROWS", 16)  # many folds
+    monkeypatch.setattr(key_index, "MAX_KEPT_VALUES", kept_values)
     plane = plane_of(tmp_path, "flush_rows=60", "merge_min_objects=3", "block_rows=16")
     try:
         schema = table_schema(model)
@@ -129,6 +139,7 @@ def test_index_reads_equal_whole_snapshots_across_flushes_merges_and_folds(
         for _ in range(6):
             stamps += random_commits(plane, schema, generator, 15)
             points += check(plane, schema, stamps[-20:], generator)
+            assert len(state._index._values) <= kept_values
         assert points > 10, "point reads were answered as Python values"
         assert state.objects(), "flushes happened"
         assert state._index.ready and not state._index.broken
@@ -139,28 +150,6 @@ def test_index_reads_equal_whole_snapshots_across_flushes_merges_and_folds(
         assert sorted(found.column("k").to_pylist()) == [
             k for k, _ in whole(plane, schema, at, point)
         ]
-    finally:
-        plane.close()
-
-
-def test_values_kept_within_their_limit_read_as_the_snapshot(tmp_path, monkeypatch):
-    """Past MAX_KEPT_VALUES the rows kept longest are let go, a share at a time; rows of small
-    commits are kept as they come: every read still equals the whole snapshot."""
-    monkeypatch.setattr(key_index, "MAX_KEPT_VALUES", 24)
-    monkeypatch.setattr(key_index, "MIN_TAIL_ROWS", 16)
-    plane = plane_of(tmp_path, "flush_rows=60", "block_rows=16")
-    try:
-        schema = table_schema(KeyModel.UNIQUE)
-        generator = random.Random(5)
-        stamps = random_commits(plane, schema, generator, 10)
-        check(plane, schema, stamps, generator)
-        index = plane.cn.table(1)._index
-        points = 0
-        for _ in range(6):
-            stamps += random_commits(plane, schema, generator, 15)
-            points += check(plane, schema, stamps[-20:], generator)
-            assert len(index._values) <= 24
-        assert points > 10, "point reads were answered as Python values"
     finally:
         plane.close()
 

@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import pymysql  # noqa: E402
 
 from tests.bench.bench_front import MariaDB, cpu_seconds  # noqa: E402
-from tests.bench.bench_sysbench import ProfiledQuire  # noqa: E402
+from tests.bench.bench_sysbench import profiled_quire  # noqa: E402
 from tests.harness import QuireProcess  # noqa: E402
 
 DATABASE = "bench_ingest"
@@ -147,7 +147,7 @@ def main() -> None:
         # Every connection's statement is long (parsed off the event loop): let them all wait.
         overrides = {"max_waiting_long_statements": options.connections}
         if options.profile:
-            quire = ProfiledQuire(folder / "quire", options.profile.resolve(), overrides).start()
+            quire = profiled_quire(folder / "quire", options.profile.resolve(), overrides).start()
         else:
             quire = QuireProcess(folder / "quire", overrides).start()
         mariadb = MariaDB(folder / "mariadb")

@@ -50,23 +50,22 @@ class Figure:
     cpu_millis_per_transaction: float
 
 
-class ProfiledQuire(QuireProcess):
-    """`quire up` under cProfile: the profile goes to profile_file when it stops."""
+class QuireUnder(QuireProcess):
+    """`quire up` started by a script of tests/bench (its own arguments first) that changes one
+    thing before it runs the CLI: profiled_quire.py, front_floor_quire.py."""
 
-    def __init__(self, workdir: Path, profile_file: Path, overrides: dict | None = None):
+    def __init__(self, workdir: Path, script: Path, script_args=(), overrides: dict | None = None):
         super().__init__(workdir, overrides)
-        self.profile_file = profile_file
+        self.script, self.script_args = script, tuple(script_args)
 
     def args(self) -> list[str]:
-        plain = super().args()
-        return [sys.executable, str(PROFILED_QUIRE), str(self.profile_file), *plain[3:]]
+        plain = super().args()  # python -m fe.cli up ...
+        return [sys.executable, str(self.script), *self.script_args, *plain[3:]]
 
 
-class FrontFloorQuire(QuireProcess):
-    """`quire up` answering each prepared SELECT with its first answer (front_floor_quire.py)."""
-
-    def args(self) -> list[str]:
-        return [sys.executable, str(FRONT_FLOOR_QUIRE), *super().args()[3:]]
+def profiled_quire(workdir: Path, profile_file: Path, overrides: dict | None = None) -> QuireUnder:
+    """`quire up` under cProfile: the profile goes to profile_file when it stops."""
+    return QuireUnder(workdir, PROFILED_QUIRE, [str(profile_file)], overrides)
 
 
 def sysbench(port: int, workload: str, command: str, options: argparse.Namespace, *extra: str):
@@ -121,7 +120,7 @@ def prepare(connect, port: int, options: argparse.Namespace) -> None:
 
 
 def front_floor(workdir: Path, options: argparse.Namespace) -> Figure:
-    floor = FrontFloorQuire(workdir).start()
+    floor = QuireUnder(workdir, FRONT_FLOOR_QUIRE).start()
     try:
         prepare(floor.connect, floor.query_port, options)
         figure = measure(floor.query_port, floor.process.pid, FLOOR_WORKLOAD, options)
@@ -165,7 +164,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench_sysbench-") as folder:
         folder = Path(folder)
         if options.profile:
-            quire = ProfiledQuire(folder / "quire", options.profile.resolve()).start()
+            quire = profiled_quire(folder / "quire", options.profile.resolve()).start()
         else:
             quire = QuireProcess(folder / "quire").start()
         mariadb = MariaDB(folder / "mariadb")

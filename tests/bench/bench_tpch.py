@@ -34,7 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests import tpch  # noqa: E402
-from tests.bench.bench_sysbench import ProfiledQuire  # noqa: E402
+from tests.bench.bench_sysbench import profiled_quire  # noqa: E402
 from tests.harness import QuireProcess  # noqa: E402
 
 DATABASE = "tpch"
@@ -73,7 +73,7 @@ def start_quire(
     if kept.exists():
         overrides["edit_log_port"] = int(kept.read_text())
     if profile is not None:
-        return ProfiledQuire(folder, profile.resolve(), overrides).start()
+        return profiled_quire(folder, profile.resolve(), overrides).start()
     return QuireProcess(folder, overrides).start()
 
 

@@ -10,10 +10,12 @@ snapshot whatever commits, flushes and merges happen meanwhile; and a DataFrame 
 the snapshot of its load() (schema() pins it: Spark keeps the data source as schema() left it),
 every action on it alike.
 
-Pruning is off unless prune_blocks is true: Spark 4.3 keeps the partitions planned for a filtered
-scan on the DataFrame's relation and reuses them for a later scan of the same DataFrame without
-filters, which would then miss the pruned blocks (later Spark keeps them per scan). With
-prune_blocks, read a DataFrame once, or always with filters.
+Pruning is off unless prune_blocks is true. It skips the blocks the pushed filters cannot match,
+and applies those filters it can evaluate exactly to the rows it reads, so that Spark does not
+(be/spark/filters.py). But Spark 4.3 keeps the partitions planned for a filtered scan on the
+DataFrame's relation and reuses them for a later scan of the same DataFrame without filters,
+which would then miss the pruned blocks and the filtered rows (later Spark keeps them per scan).
+With prune_blocks, read a DataFrame once, or always with the same filters.
 
 Options: fe (host:http_port), user, password, table ("db.t"), snapshot (a commit timestamp;
 default the newest readable at load()), columns ("a,b": the columns read, since Spark does not
@@ -29,6 +31,7 @@ from __future__ import annotations
 import gc
 import logging
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
@@ -36,6 +39,7 @@ from pyspark.sql.types import StructType
 
 from be.read_plan import ReadPlan
 from be.spark.errors import BadOption
+from be.spark.filters import kept, split
 from be.spark.limits import SparkReadLimits
 from be.spark.options import (
     limits,
@@ -48,6 +52,7 @@ from be.spark.plans import fetch_plan
 from be.spark.pruning import Ranges, chosen_blocks, ranges_of
 from be.spark.scan import PartitionParts, open_store, scan
 from be.spark.types import arrow_schema, spark_schema, spark_type, to_spark_arrow
+from be.storage.blocks import ObjectMeta
 from metadata.records import KeyModel
 
 logger = logging.getLogger(__name__)
@@ -117,9 +122,10 @@ class ReadOptions:
 
 
 class QuirePartition(InputPartition):
-    def __init__(self, parts: PartitionParts):
+    def __init__(self, parts: PartitionParts, filters: tuple[Filter, ...] = ()):
         super().__init__(parts.rows)
         self.parts = parts
+        self.filters = filters  # applied to its rows (be/spark/filters.py)
 
 
 class QuireReader(DataSourceReader):
@@ -129,16 +135,21 @@ class QuireReader(DataSourceReader):
         self.filters: list[Filter] = []
 
     def pushFilters(self, filters: list[Filter]):
-        """Every filter is still applied by Spark; with prune_blocks they also prune blocks (by
-        min/max: a block kept may hold rows outside them)."""
-        if self.options.prune_blocks:
-            self.filters = list(filters)
-        yield from filters
+        """With prune_blocks, the filters prune blocks (by min/max: a block kept may hold rows
+        outside them), and those a read can apply exactly are applied to the rows it yields,
+        not by Spark (be/spark/filters.py); without it, Spark applies every filter."""
+        if not self.options.prune_blocks:
+            yield from filters
+            return
+        self.filters = list(filters)
+        self.applied, left = split(filters, arrow_schema(self.schema))
+        yield from left
 
     def partitions(self) -> list[QuirePartition]:
         plan = self.options.fetch()
+        applied = tuple(getattr(self, "applied", ()))
         return [
-            QuirePartition(parts)
+            QuirePartition(parts, applied)
             for parts in partitioned(plan, self._ranges(plan), self.options.limits)
         ]
 
@@ -161,7 +172,8 @@ class QuireReader(DataSourceReader):
         store = open_store(parts.location, self.options.s3)
         batch_rows = self.options.limits.batch_rows
         for rows in scan(parts, store):
-            yield from to_spark_arrow(rows, target).to_batches(max_chunksize=batch_rows)
+            rows = kept(to_spark_arrow(rows, target), list(partition.filters))
+            yield from rows.to_batches(max_chunksize=batch_rows)
 
 
 def partitioned(plan: ReadPlan, ranges: Ranges, limits: SparkReadLimits) -> list[PartitionParts]:
@@ -173,7 +185,7 @@ def partitioned(plan: ReadPlan, ranges: Ranges, limits: SparkReadLimits) -> list
     for meta in sorted(plan.objects, key=lambda meta: (meta.tablet_id, meta.name)):
         blocks = chosen_blocks(meta, ranges, version)
         if blocks:
-            chosen.append((meta, tuple(blocks)))
+            chosen.append((_carried(meta), tuple(blocks)))
     tombstones: dict[int, list] = {}
     for meta in plan.tombstones:
         tombstones.setdefault(meta.tablet_id, []).append(meta)
@@ -211,6 +223,13 @@ def partitioned(plan: ReadPlan, ranges: Ranges, limits: SparkReadLimits) -> list
         result.append(parts([], plan.tail))
     assert len(result) <= count + 1 <= limits.max_partitions + 1, (len(result), count)
     return result
+
+
+def _carried(meta: ObjectMeta) -> ObjectMeta:
+    """An object's metadata as a task needs it, pickled to it: the blocks' column statistics
+    only prune, before, so only the first block's are kept (they name the object's columns)."""
+    blocks = (meta.blocks[0], *(replace(block, columns=()) for block in meta.blocks[1:]))
+    return replace(meta, blocks=blocks)
 
 
 def _freeze_once() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from itertools import repeat
 
 import pyarrow as pa
 
@@ -79,24 +80,24 @@ def decode_object(data: bytes) -> ObjectMeta:
         if set(header) != set(expected):
             raise ObjectCorrupt(f"object metadata fields {sorted(header)} are not expected")
         columns = {name: table.column(name).to_pylist() for name in table.column_names}
-        blocks = []
-        for index in range(table.num_rows):
-            stats = tuple(
-                ColumnStats(
-                    name,
-                    columns[f"{name}.min"][index],
-                    columns[f"{name}.max"][index],
-                    columns[f"{name}.nulls"][index],
-                    columns[f"{name}.nan"][index],
-                )
-                for name in names
+        stats = [
+            map(
+                ColumnStats,
+                repeat(name),
+                columns[f"{name}.min"],
+                columns[f"{name}.max"],
+                columns[f"{name}.nulls"],
+                columns[f"{name}.nan"],
             )
-            fields = [columns[field][index] for field in _BLOCK_FIELDS]
-            blocks.append(BlockMeta(index, *fields, stats))
+            for name in names
+        ]
+        fields = [columns[field] for field in _BLOCK_FIELDS]
+        per_block = zip(*stats) if stats else repeat(())
+        blocks = tuple(map(BlockMeta, range(table.num_rows), *fields, per_block))
         sums = header.pop("column_checksums", [])
         if type(sums) is not list or not all(type(value) is int for value in sums):
             raise ObjectCorrupt("object metadata's column checksums are damaged")
-        return ObjectMeta(**header, blocks=tuple(blocks), column_checksums=tuple(sums))
+        return ObjectMeta(**header, blocks=blocks, column_checksums=tuple(sums))
     except ObjectCorrupt:
         raise
     except (pa.ArrowException, KeyError, TypeError, ValueError, AssertionError) as error:

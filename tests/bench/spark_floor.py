@@ -2,7 +2,10 @@
 format("quire") in bench_spark_read.py and bench_spark_write.py.
 
     floor_read    yields batch_rows-row Arrow batches it made once in memory (no object read,
-                  no delete, no conversion), the columns and rows of the benchmark's full scan
+                  no delete, no conversion), the columns and rows of the benchmark's full scan;
+                  with the option filtered, also the id column, and it takes every pushed filter
+                  as its own (Spark applies none): the rows of a filtered query, its answer made
+                  already, as format("quire") yields them with prune_blocks
     floor_write   takes the DataFrame's Arrow batches and drops them (no conversion, no row ids,
                   no object written, no commit)
 
@@ -23,6 +26,7 @@ from pyspark.sql.datasource import (
 )
 
 READ_SCHEMA = "k INT, v DOUBLE"  # the columns the benchmark's full scan reads
+FILTERED_SCHEMA = "id BIGINT NOT NULL, k INT, v DOUBLE"  # and its filtered query
 
 
 class FloorPartition(InputPartition):
@@ -32,8 +36,13 @@ class FloorPartition(InputPartition):
 
 
 class FloorReader(DataSourceReader):
-    def __init__(self, rows: int, partitions: int, batch_rows: int):
+    def __init__(self, rows: int, partitions: int, batch_rows: int, filtered: bool):
         self.rows, self.count, self.batch_rows = rows, partitions, batch_rows
+        self.filtered = filtered
+
+    def pushFilters(self, filters):
+        if not self.filtered:
+            yield from filters
 
     def partitions(self) -> list[FloorPartition]:
         share = -(-self.rows // self.count)
@@ -43,10 +52,12 @@ class FloorReader(DataSourceReader):
 
     def read(self, partition: FloorPartition):
         ids = np.arange(self.batch_rows, dtype=np.int64)
-        batch = pa.RecordBatch.from_arrays(
-            [pa.array((ids % 1000).astype(np.int32)), pa.array(ids * 0.5)],
-            schema=pa.schema([("k", pa.int32()), ("v", pa.float64())]),
-        )
+        columns = [pa.array((ids % 1000).astype(np.int32)), pa.array(ids * 0.5)]
+        fields = [("k", pa.int32()), ("v", pa.float64())]
+        if self.filtered:
+            columns.insert(0, pa.array(ids))
+            fields.insert(0, pa.field("id", pa.int64(), False))
+        batch = pa.RecordBatch.from_arrays(columns, schema=pa.schema(fields))
         for start in range(0, partition.rows, self.batch_rows):
             yield batch.slice(0, min(self.batch_rows, partition.rows - start))
 
@@ -64,13 +75,14 @@ class FloorSource(DataSource):
         return "quire_floor"
 
     def schema(self) -> str:
-        return READ_SCHEMA
+        return FILTERED_SCHEMA if self.options.get("filtered") == "true" else READ_SCHEMA
 
     def reader(self, schema) -> FloorReader:
         return FloorReader(
             int(self.options["rows"]),
             int(self.options.get("partitions", "2")),
             int(self.options.get("batch_rows", str(1 << 16))),
+            self.options.get("filtered") == "true",
         )
 
     def writer(self, schema, overwrite: bool) -> FloorWriter:

@@ -1,15 +1,18 @@
 """Commits from many clients at once: published in timestamp order, each before it is
 acknowledged; a log that goes away in the middle loses no acknowledged commit (those refused may
 or may not be there after a restart, and nothing else is), and the committer refuses the rest
-rather than dying."""
+rather than dying, and takes the log up again by itself once it answers."""
 
 import threading
 
 import pyarrow as pa
+import pytest
 
+from be.tn.errors import CommitOutcomeUnknown, TransactionNodeClosed
 from be.tn.write_set import TableWrite, WriteSet
+from tests.harness import wait_until
 from tests.test_overwrite_commit import SCHEMA
-from tests.test_tn_timestamps import started
+from tests.test_tn_timestamps import insert, started
 
 CLIENTS = 4
 COMMITS_PER_CLIENT = 150
@@ -88,3 +91,36 @@ def test_a_log_gone_mid_load_loses_no_acknowledged_commit(tmp_path):
         log.close()
     assert set(acknowledged) <= set(found) <= tried
     assert all(found[key] == ts for key, ts in acknowledged.items())
+
+
+def test_a_log_readable_again_is_taken_up_without_waiting_for_a_commit(tmp_path):
+    """After a failed append whose log could not be read back either, the idle TN tries again
+    by itself: once the log answers, heartbeats move the published timestamp (the CNs'
+    watermarks) before any commit comes, and commits are taken."""
+    log, pipeline, published = started(tmp_path)
+    broken = threading.Event()
+    append, read = log.append, log.read
+
+    def failing(real):
+        def call(*args, **kwargs):
+            if broken.is_set():
+                raise OSError("the disk is gone")
+            return real(*args, **kwargs)
+
+        return call
+
+    log.append, log.read = failing(append), failing(read)
+    try:
+        first = insert(pipeline, [1])
+        broken.set()
+        with pytest.raises(CommitOutcomeUnknown):
+            insert(pipeline, [2])
+        with pytest.raises(TransactionNodeClosed, match="cannot read its log"):
+            insert(pipeline, [3])
+        stalled = published.newest()
+        broken.clear()
+        wait_until(lambda: published.newest() > stalled, 30, "a heartbeat with no commit")
+        assert insert(pipeline, [4]) > first
+    finally:
+        pipeline.close()
+        log.close()

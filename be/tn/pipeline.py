@@ -60,6 +60,7 @@ FORGET_EVERY_SECONDS = (
     1.0  # how often conflict information older than a transaction may be is dropped
 )
 EXPIRE_LOADS_EVERY_SECONDS = 1.0  # how often loads open past load_timeout_seconds are aborted
+RESYNC_EVERY_SECONDS = 0.5  # how often an idle TN tries again to read back a log it could not
 MAX_REMOVED_PER_CHANGE = 4096  # objects one removal commit names
 assert MAX_REMOVED_PER_CHANGE <= MAX_OBJECTS_PER_CHANGE
 
@@ -137,6 +138,7 @@ class CommitPipeline:
         self.committed = 0  # commits published, heartbeats excluded
         self.published_ts = 0  # the newest commit or heartbeat published
         self._unreadable: Exception | None = None  # why the log could not be read back
+        self._resync_tried_at = 0.0
 
     # -- life ---------------------------------------------------------------------------------
 
@@ -267,9 +269,14 @@ class CommitPipeline:
 
     def _idle_work(self, heartbeat: bool = True) -> None:
         """A heartbeat (unless commits just consumed timestamps) and the storage work due; both
-        wait while the log reserves no timestamps."""
+        wait while the log reserves no timestamps, and while it cannot be read back (tried again
+        every RESYNC_EVERY_SECONDS: the CNs' watermarks move again without waiting for a commit)."""
         if self._unreadable is not None:
-            return
+            if time.monotonic() - self._resync_tried_at < RESYNC_EVERY_SECONDS:
+                return
+            if not self._resync():
+                return
+            logger.info("the TN reads its log again: commits are taken")
         try:
             if heartbeat:
                 self._heartbeat()
@@ -1064,6 +1071,7 @@ class CommitPipeline:
         try:
             self._replay()
         except Exception as error:
+            self._resync_tried_at = time.monotonic()
             if self._unreadable is None:
                 logger.error("the TN cannot read its log back (%s): commits are refused", error)
             self._unreadable = error

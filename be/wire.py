@@ -1,6 +1,7 @@
 """What the logtail format and the node service share on the wire: the envelope of a message (a
-format version, a CRC-32 of the body, the body as msgpack, its first field the message's kind) and
-strict readers of the decoded fields. Each raises the format's own error."""
+format version, a CRC-32 of the body, the body as msgpack, its first field the message's kind),
+strict readers of the decoded fields, and Arrow tables as IPC streams. Each raises the format's
+own error."""
 
 from __future__ import annotations
 
@@ -10,8 +11,18 @@ from collections.abc import Collection
 from typing import Any
 
 import msgpack
+import pyarrow as pa
 
 _HEADER = struct.Struct(">BI")  # version, CRC-32 of the body
+_IPC_OPTIONS = pa.ipc.IpcWriteOptions()  # given: Arrow's default reads the environment per writer
+
+
+def arrow_stream(table: pa.Table) -> pa.Buffer:
+    """A table as one Arrow IPC stream."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema, options=_IPC_OPTIONS) as writer:
+        writer.write_table(table)
+    return sink.getvalue()
 
 
 class Envelope:

@@ -29,14 +29,13 @@ from be.logtail.errors import LogtailFormatError
 from be.logtail.limits import LogtailLimits
 from be.storage import meta_codec
 from be.storage.errors import ObjectCorrupt
-from be.wire import Envelope, FieldReader
+from be.wire import Envelope, FieldReader, arrow_stream
 
 FORMAT_VERSION = 3
 SUPPORTED_VERSIONS = frozenset({1, 2, 3})
 MAX_OBJECTS_PER_CHANGE = 1 << 16  # objects (or tombstones, or removals) of one table's change
 
 NONCE_BYTES = 32
-_IPC_OPTIONS = pa.ipc.IpcWriteOptions()  # given: Arrow's default reads the environment per writer
 PROOF_BYTES = 32  # HMAC-SHA256
 MAX_NAME_CHARS = 255
 MAX_ERROR_CHARS = 1000
@@ -118,10 +117,7 @@ def _ipc(table: pa.Table | None, limits: LogtailLimits) -> memoryview | None:
         raise LogtailFormatError(f"{table.num_rows} rows over max_rows_per_batch")
     if table.num_columns > limits.max_columns_per_batch:
         raise LogtailFormatError(f"{table.num_columns} columns over max_columns_per_batch")
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema, options=_IPC_OPTIONS) as writer:
-        writer.write_table(table)
-    return memoryview(sink.getvalue())
+    return memoryview(arrow_stream(table))
 
 
 def _commit_fields(commit: Commit, limits: LogtailLimits) -> list:

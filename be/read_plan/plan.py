@@ -30,7 +30,7 @@ from be.storage.errors import ObjectCorrupt
 from be.storage.meta_codec import decode_object, decode_tombstone, encode_object, encode_tombstone
 from be.storage.tombstones import TombstoneMeta
 from be.table_schema import TableSchema
-from be.wire import Envelope
+from be.wire import Envelope, arrow_stream
 
 VERSION = 1
 KIND = 1
@@ -74,8 +74,8 @@ def encode(plan: ReadPlan, max_bytes: int = MAX_PLAN_BYTES) -> bytes:
         plan.location,
         [encode_object(meta) for meta in plan.objects],
         [encode_tombstone(meta) for meta in plan.tombstones],
-        _ipc(pa.table({ROW_ID: plan.deleted})),
-        _ipc(plan.tail),
+        arrow_stream(pa.table({ROW_ID: plan.deleted})).to_pybytes(),
+        arrow_stream(plan.tail).to_pybytes(),
     ]
     return _ENVELOPE.seal(fields, max_bytes)
 
@@ -111,13 +111,6 @@ def decode(data: bytes | memoryview, max_bytes: int = MAX_PLAN_BYTES) -> ReadPla
         raise ReadPlanFormatError(f"a damaged read plan: {error}") from None
     except AssertionError as error:
         raise ReadPlanFormatError(f"a read plan breaks its invariants: {error}") from None
-
-
-def _ipc(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()
 
 
 def _bytes(value) -> bytes:

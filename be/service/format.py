@@ -47,7 +47,7 @@ from be.storage.errors import ObjectCorrupt
 from be.table_schema import TableSchema
 from be.tn.loads import MAX_LABEL_CHARS, SOURCES, LoadClaim
 from be.tn.write_set import TableWrite, WriteSet
-from be.wire import Envelope, FieldReader
+from be.wire import Envelope, FieldReader, arrow_stream
 
 FORMAT_VERSION = 9
 MAX_STATS = 64  # statistics in a node's status
@@ -384,10 +384,7 @@ def _ipc(table: pa.Table | None, limits: ServiceLimits) -> bytes | None:
     if table is None:
         return None
     _within_limits(table, limits)
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()
+    return arrow_stream(table).to_pybytes()
 
 
 def _table(value: Any, limits: ServiceLimits) -> pa.Table | None:

@@ -16,6 +16,7 @@ import pyarrow as pa
 from be.storage.blocks import BlockMeta, ColumnStats, ObjectMeta
 from be.storage.errors import ObjectCorrupt
 from be.storage.tombstones import TombstoneMeta
+from be.wire import arrow_stream
 
 VERSION = 2  # 2: the object's column checksums
 SUPPORTED_VERSIONS = (1, 2)
@@ -62,10 +63,7 @@ def encode_object(meta: ObjectMeta) -> bytes:
     header.update({field: getattr(meta, field) for field in _OBJECT_FIELDS})
     header["column_checksums"] = list(meta.column_checksums)
     table = pa.table(arrays).replace_schema_metadata({META_KEY: json.dumps(header).encode()})
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()
+    return arrow_stream(table).to_pybytes()
 
 
 def decode_object(data: bytes) -> ObjectMeta:
@@ -92,7 +90,7 @@ def decode_object(data: bytes) -> ObjectMeta:
             for name in names
         ]
         fields = [columns[field] for field in _BLOCK_FIELDS]
-        per_block = zip(*stats) if stats else repeat(())
+        per_block = zip(*stats, strict=True) if stats else repeat(())
         blocks = tuple(map(BlockMeta, range(table.num_rows), *fields, per_block))
         sums = header.pop("column_checksums", [])
         if type(sums) is not list or not all(type(value) is int for value in sums):

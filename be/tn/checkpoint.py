@@ -24,6 +24,7 @@ from be.table_schema import TableSchema
 from be.tn import wal_records
 from be.tn.errors import CheckpointCorrupt
 from be.tn.state import TableWriteState, WriteState
+from be.wire import arrow_stream
 
 MAGIC = b"QCKP"
 VERSION = 1
@@ -76,8 +77,8 @@ def encode(checkpoint: Checkpoint) -> bytes:
                 "overwritten_ts": state.overwritten_ts,
                 "objects": [stream(meta_codec.encode_object(meta)) for meta in table.objects],
                 "tombstones": [meta_codec.encode_tombstone(meta) for meta in table.tombstones],
-                "keys": stream(_ipc(_keys_table(table.schema, state))),
-                "deleted": stream(_ipc(_deleted_table(state))),
+                "keys": stream(arrow_stream(_keys_table(table.schema, state)).to_pybytes()),
+                "deleted": stream(arrow_stream(_deleted_table(state)).to_pybytes()),
             }
         )
         assert table.schema.table_id == table_id
@@ -238,10 +239,3 @@ def _deleted_table(state: TableWriteState) -> pa.Table:
             TS: pa.array(list(state.deleted.values()), pa.int64()),
         }
     )
-
-
-def _ipc(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()

@@ -24,6 +24,7 @@ from be.logtail.entries import Commit, TableChanges
 from be.storage import meta_codec
 from be.storage.errors import ObjectCorrupt
 from be.table_schema import TableSchema
+from be.wire import arrow_stream
 
 # What decoding a damaged record (or checkpoint) raises from the libraries it uses.
 DAMAGED = (struct.error, ValueError, KeyError, TypeError, pa.ArrowException, ObjectCorrupt)
@@ -32,7 +33,6 @@ VERSION = 4
 READABLE_VERSIONS = (1, 2, 3, 4)
 _CHECKPOINT_VERSIONS = (2, 3, 4)  # versions whose records may name a checkpoint
 _HEAD = struct.Struct(">BI")
-_IPC_OPTIONS = pa.ipc.IpcWriteOptions()  # given: Arrow's default reads the environment per writer
 
 
 class WalRecordError(Exception):
@@ -50,7 +50,7 @@ def encode(
         schema = schemas[change.table_id]
         sizes = []
         for batch in (change.inserts, change.deletes):
-            data = _ipc(batch) if batch is not None else b""
+            data = arrow_stream(batch).to_pybytes() if batch is not None else b""
             sizes.append(len(data))
             streams.append(data)
         objects = []
@@ -168,10 +168,3 @@ def _overwrites(table: dict, version: int) -> bool:
     if type(overwrites) is not bool:
         raise WalRecordError("log record's overwrites is damaged")
     return overwrites
-
-
-def _ipc(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema, options=_IPC_OPTIONS) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()

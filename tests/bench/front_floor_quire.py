@@ -1,12 +1,13 @@
-"""`quire up` whose MySQL front answers every execution of a prepared SELECT with the rows of its
-first execution: the session and the data plane are skipped, the rest of the front (event loop,
-packet reading, parameter decoding, result encoding, socket writes) runs as always.
+"""`quire up` whose MySQL front answers every execution of a prepared statement with the answer of
+its first execution (a SELECT's rows, an UPDATE's OK, BEGIN's): the session and the data plane are
+skipped, the rest of the front (event loop, packet reading, parameter decoding, result encoding,
+socket writes) runs as always.
 
     python tests/bench/front_floor_quire.py up --override ...
 
-bench_sysbench.py --floor starts it beside Quire: the transactions per second of
-oltp_point_select against it are what Quire's front allows on this machine whatever the
-statements cost, a floor under the ratio to MariaDB.
+bench_sysbench.py --floor starts it once Quire has stopped: the transactions per second of each
+workload against it are what Quire's front allows on this machine whatever the statements cost,
+a floor under the ratio to MariaDB.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ async def _first_answer_again(self, running, info, command):
         return dataclasses.replace(kept)
     result = await _answered(self, running, info, command)
     streamed = hasattr(result.rows, "__aiter__")
-    if command == "Execute" and info.lstrip().upper().startswith("SELECT") and not streamed:
+    if command == "Execute" and not streamed:
         result.rows = list(result.rows)
         _first_answers[info] = dataclasses.replace(result)
     return result

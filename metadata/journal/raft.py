@@ -417,6 +417,10 @@ class RaftNode(SyncObj):
     def _onTick(self, timeToWait: float = 0.0) -> None:
         self._pre_vote_if_due()
         self._host.apply_pending_members()
+        if self._isLeader():
+            # What was submitted while the thread waited joins the log before the flush below,
+            # so that this tick commits and applies it (the only voter needs no second tick).
+            self._checkCommandsToApply()
         # A leader counts its own log toward commit: what it appended must be on disk first.
         self._host.persist()
         self._host.run_truncations()

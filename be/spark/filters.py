@@ -9,7 +9,7 @@ EqualNullSafe with a value is an equality that a NULL fails."""
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -50,7 +50,7 @@ def split(filters: Iterable[Filter], read: pa.Schema) -> tuple[list[Filter], lis
     return applied, left
 
 
-def kept(rows: pa.Table, filters: list[Filter]) -> pa.Table:
+def kept(rows: pa.Table, filters: Sequence[Filter]) -> pa.Table:
     """The rows that satisfy every filter (each one split() applied)."""
     if not filters or not rows.num_rows:
         return rows

@@ -132,7 +132,8 @@ class QuireReader(DataSourceReader):
     def __init__(self, options: ReadOptions, schema: StructType):
         self.options = options
         self.schema = schema
-        self.filters: list[Filter] = []
+        self.filters: list[Filter] = []  # pushed, with prune_blocks: they prune blocks
+        self.applied: list[Filter] = []  # of those, the ones the read applies, not Spark
 
     def pushFilters(self, filters: list[Filter]):
         """With prune_blocks, the filters prune blocks (by min/max: a block kept may hold rows
@@ -147,7 +148,7 @@ class QuireReader(DataSourceReader):
 
     def partitions(self) -> list[QuirePartition]:
         plan = self.options.fetch()
-        applied = tuple(getattr(self, "applied", ()))
+        applied = tuple(self.applied)
         return [
             QuirePartition(parts, applied)
             for parts in partitioned(plan, self._ranges(plan), self.options.limits)
@@ -172,7 +173,7 @@ class QuireReader(DataSourceReader):
         store = open_store(parts.location, self.options.s3)
         batch_rows = self.options.limits.batch_rows
         for rows in scan(parts, store):
-            rows = kept(to_spark_arrow(rows, target), list(partition.filters))
+            rows = kept(to_spark_arrow(rows, target), partition.filters)
             yield from rows.to_batches(max_chunksize=batch_rows)
 
 

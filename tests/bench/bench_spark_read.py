@@ -20,8 +20,8 @@ before (as parquet's). The full scan is also run by a Python data source that re
 (tests/bench/spark_floor.py: the same rows made once in memory, in as many partitions): the
 ceiling of any Python data source's ratio here; and so is the filtered query, the floor yielding
 the matching rows (id, k, v) in as many partitions as quire's and taking the filter as its own,
-as quire does (so Spark applies none), against parquet's filtered run. The ratios (parquet seconds / quire seconds:
-above 1 means quire is faster) are printed, the full scan's last.
+as quire does (so Spark applies none), against parquet's filtered run. The ratios (parquet
+seconds / quire seconds: above 1 means quire is faster) are printed, the full scan's last.
 """
 
 from __future__ import annotations

@@ -284,6 +284,11 @@ BE_KEYS = (
         2000000,
         comment="A CN indexes a table by its first key column for point and range reads while it has at most this many rows (the index holds a copy of them); 0: never.",
     ),
+    Key(
+        "cn_key_index_history_second",
+        2,
+        comment="A CN's key index forgets the row versions deleted this long before its newest delete; snapshots older than that are read without it.",
+    ),
     # Queries a CN runs for FEs.
     Key(
         "cn_query_workers",

@@ -6,6 +6,7 @@ answered without the engine give the engine's answers and result types."""
 
 import random
 import re
+import time
 from dataclasses import replace
 
 import mysql.connector
@@ -405,5 +406,54 @@ def test_a_tail_past_its_fold_point_is_read_while_it_is_folded_beside(tmp_path, 
         assert not index.broken
         stamps.append(plane.read_ts())
         check(plane, schema, stamps[-1:], generator, reads=20)
+    finally:
+        plane.close()
+
+
+def test_a_fold_forgets_versions_deleted_before_its_history(tmp_path, monkeypatch):
+    """A hot key replaced on every commit keeps few versions in the index (a read of it steps
+    over the versions kept); a snapshot older than the history is read without the index, and
+    still as it was."""
+    monkeypatch.setattr(key_index, "MIN_TAIL_ROWS", 16)
+    plane = plane_of(tmp_path)
+    try:
+        schema = table_schema(KeyModel.UNIQUE)
+        stamps = random_commits(plane, schema, random.Random(9), 3)
+        state = plane.cn.table(1)
+        state.key_index_history_ns = 50_000_000
+        check(plane, schema, stamps, random.Random(10), reads=5)  # the index is made
+        index = state._index
+        old = stamps[-1]
+        before = whole(plane, schema, old, (ColumnBound("k", 7, 7),))
+
+        def replace_hot_key(number: int) -> int:
+            inserts = pa.table(
+                {"k": pa.array([7], pa.int32()), "v": [f"hot{number}"]}, schema=schema.arrow()
+            )
+            return plane.commit(WriteSet(plane.read_ts(), (TableWrite(schema, inserts=inserts),)))
+
+        for number in range(40):
+            ts = replace_hot_key(number)
+        wait_until(lambda: time.time_ns() > ts + 100_000_000, 10, "the history has passed")
+        for number in range(40, 80):
+            ts = replace_hot_key(number)
+        wait_until(lambda: plane.read_ts() >= ts, 10, "the CN has every commit")
+        bound = ColumnBound("k", 7, 7)
+        wait_until(
+            lambda: (
+                plane.values_within(schema, ts, bound, ("k", "v"), 100) is not None
+                and index.valid_from > old
+            ),
+            10,
+            "a fold that forgot",
+        )
+        assert plane.values_within(schema, ts, bound, ("k", "v"), 100) == [(7, "hot79")]
+        versions = sum(1 for key in index._base_keys if key == 7) + len(index._tail.get(7, ()))
+        assert versions < 45, "the versions deleted before the history are forgotten"
+        assert plane.values_within(schema, old, bound, ("k", "v"), 100) is None
+        assert (
+            indexed(plane, schema, old, (bound,)) == before == whole(plane, schema, old, (bound,))
+        )
+        assert not index.broken and index.rows == index._base.num_rows + index._tail_rows
     finally:
         plane.close()

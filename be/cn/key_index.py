@@ -10,7 +10,9 @@ or before ts.
 Rows are in a base sorted by the key, found by binary search, each with the timestamp it was
 deleted at (if it was when the base was made), and a tail of the pieces committed since, found
 through a dict by key; deletes since are in a dict by row id. The tail is folded into the base
-once it outgrows a share of it, so a fold costs little per row."""
+once it outgrows a share of it, so a fold costs little per row. A fold forgets the rows deleted
+longer than history_ns before the newest delete (a hot key would otherwise gather a version per
+write, and every read of it would step over them): the index then answers only snapshots since."""
 
 from __future__ import annotations
 
@@ -40,14 +42,17 @@ DELETED_AT = "__QUIRE_DELETED_AT"  # a base row's delete timestamp (NULL: not de
 
 
 class KeyIndex:
-    def __init__(self, column: str, valid_from: int, max_rows: int):
+    def __init__(self, column: str, valid_from: int, max_rows: int, history_ns: int):
         """column: the integer column rows are found by; valid_from: the first timestamp it
         answers at (older snapshots may hold objects it never saw); max_rows: past this many
-        rows the index gives up (its rows are a copy of the table's)."""
-        assert max_rows > 0
+        rows the index gives up (its rows are a copy of the table's); history_ns: how long
+        before the newest delete a fold keeps the rows deleted."""
+        assert max_rows > 0 and history_ns > 0
         self.column = column
         self.valid_from = valid_from
         self.max_rows = max_rows
+        self.history_ns = history_ns
+        self._newest_delete_ts = 0
         self._lock = threading.Lock()
         self.ready = False  # the base is built
         self.broken = False  # a piece it cannot index (no such integer column, too many rows)
@@ -91,6 +96,7 @@ class KeyIndex:
             for row_id in row_ids:
                 self._deleted_tail[row_id] = delete_ts
             self._later = None
+            self._newest_delete_ts = max(self._newest_delete_ts, delete_ts)
 
     def build(self, pieces: list[pa.Table], delete_ids: list[pa.Array], delete_ts: list[pa.Array]):
         """The base from the table's rows and deletes when the index was made (pieces and deletes
@@ -104,8 +110,12 @@ class KeyIndex:
         deleted = (
             (pa.concat_arrays(delete_ids), pa.concat_arrays(delete_ts)) if delete_ids else None
         )
+        if deleted is not None and len(deleted[1]):
+            newest = pc.max(deleted[1]).as_py()
+            with self._lock:
+                self._newest_delete_ts = max(self._newest_delete_ts, newest)
         try:
-            base, keys = self._sorted(pieces, deleted)
+            base, keys, _ = self._sorted(pieces, deleted)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, _Unindexable):
             with self._lock:
                 self._give_up()
@@ -162,7 +172,7 @@ class KeyIndex:
                 return None
             self._fold()
         with self._lock:
-            if not self._tail_indexed():
+            if ts < self.valid_from or not self._tail_indexed():
                 return None
             found = []
             if self._base is not None:
@@ -227,6 +237,8 @@ class KeyIndex:
         without Arrow's cost per call. None if the index cannot answer at once, a name is not
         a column of its rows, or more than limit rows are in the range."""
         with self._lock:
+            if ts < self.valid_from:
+                return None
             if self.needs_fold() and not self._fold_beside():
                 return None
             if not self._tail_indexed():
@@ -275,17 +287,16 @@ class KeyIndex:
     def _deleted_among(self, ids, start: int, end: int, ts: int) -> tuple[set, set]:
         """Of the rows ids (the base's start..end, then the tail's), those deleted at ts: the
         row ids deleted since the base, and the places in ids of the base's rows it holds as
-        deleted (a delete since the base decides for its row). Found by set operations: a range
-        holds few deleted rows."""
+        deleted (a delete since the base decides for its row). Looked up row by row: the rows
+        are few (a read's limit), the deletes may be many."""
         later, base_deleted = self._deleted_tail, self._base_deleted
-        gone_ids = (
-            {row_id for row_id in later.keys() & ids if later[row_id] <= ts} if later else set()
-        )
+        never = ts + 1
+        gone_ids = {row_id for row_id in ids if later.get(row_id, never) <= ts} if later else set()
         gone_places = set()
         if base_deleted:
             base_ids = self._base_ids
-            for position in base_deleted.keys() & range(start, end):
-                if base_deleted[position] <= ts and base_ids[position] not in later:
+            for position in range(start, end):
+                if base_deleted.get(position, never) <= ts and base_ids[position] not in later:
                     gone_places.add(position - start)
         return gone_ids, gone_places
 
@@ -467,14 +478,16 @@ class KeyIndex:
             self._folding = True
             base, pieces = self._base, list(self._pieces)
             deleted = dict(self._deleted_tail)
+            horizon = self._newest_delete_ts - self.history_ns
+            forget_until = horizon if horizon > self.valid_from else None
         try:
             later = (
                 pa.array(list(deleted), pa.int64()),
                 pa.array(list(deleted.values()), pa.int64()),
             )
             try:
-                sorted_base, keys = self._sorted(
-                    ([base] if base is not None else []) + pieces, later
+                sorted_base, keys, forgotten = self._sorted(
+                    ([base] if base is not None else []) + pieces, later, forget_until
                 )
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, _Unindexable):
                 with self._lock:
@@ -484,6 +497,11 @@ class KeyIndex:
                 if self.broken:
                     return
                 self._set_base(sorted_base, keys)
+                if forget_until is not None:
+                    self.valid_from = forget_until
+                    self.rows -= len(forgotten)
+                    for row_id in forgotten:
+                        self._values.pop(row_id, None)
                 self._pieces = self._pieces[len(pieces) :]
                 self._tail, self._tail_keys, self._tail_pieces, self._tail_rows = {}, [], 0, 0
                 self._tail_table, self._tail_ids, self._tail_layout = None, [], None
@@ -497,13 +515,17 @@ class KeyIndex:
                 self._folding = False
 
     def _sorted(
-        self, pieces: list[pa.Table], deleted: tuple[pa.Array, pa.Array] | None
-    ) -> tuple[pa.Table | None, array]:
+        self,
+        pieces: list[pa.Table],
+        deleted: tuple[pa.Array, pa.Array] | None,
+        forget_until: int | None = None,
+    ) -> tuple[pa.Table | None, array, list[int]]:
         """pieces as one table sorted by the key (rows without a key left out), each row's
-        DELETED_AT its own or deleted's (row ids, delete timestamps)."""
+        DELETED_AT its own or deleted's (row ids, delete timestamps); with forget_until, the rows
+        deleted at or before it are left out too, and their row ids returned."""
         pieces = [piece for piece in pieces if piece.num_rows]
         if not pieces:
-            return None, array("q")
+            return None, array("q"), []
         for piece in pieces:
             _check_indexable(piece, self.column)
         rows = _concat(pieces)
@@ -520,8 +542,14 @@ class KeyIndex:
         if DELETED_AT in rows.column_names:
             rows = rows.drop_columns([DELETED_AT])
         rows = rows.append_column(pa.field(DELETED_AT, pa.int64()), stamps)
+        forgotten = []
+        if forget_until is not None:
+            gone = pc.fill_null(pc.less_equal(stamps, forget_until), False)
+            forgotten = rows.column(ROW_ID).filter(gone).to_pylist()
+            if forgotten:
+                rows = rows.filter(pc.invert(gone))
         rows = rows.take(pc.sort_indices(rows, [(self.column, "ascending")])).combine_chunks()
-        return rows, array("q", rows.column(self.column).to_pylist())
+        return rows, array("q", rows.column(self.column).to_pylist()), forgotten
 
 
 _UNKNOWN = object()

@@ -11,6 +11,9 @@ class ComputeLimits:
     cache_bytes: int = 256 << 20  # decoded objects and tombstones kept for the next snapshot
     max_cached_object_bytes: int = 64 << 20  # a larger decoded object is read, never cached
     key_index_max_rows: int = 2_000_000  # a table with more rows is read without a key index
+    # A key index forgets the rows deleted this long before its newest delete; older snapshots
+    # are read without it.
+    key_index_history_seconds: float = 2.0
     # Snapshots and key indexes kept for the next reads, across every table (least recently
     # read first out); a larger one is used by the read that made it and not kept.
     kept_bytes: int = 256 << 20
@@ -31,6 +34,7 @@ class ComputeLimits:
                 0 < self.max_cached_object_bytes <= self.cache_bytes
             ),
             "key_index_max_rows >= 0": self.key_index_max_rows >= 0,
+            "key_index_history_seconds > 0": self.key_index_history_seconds > 0,
             "0 <= max_kept_entry_bytes <= kept_bytes": (
                 0 <= self.max_kept_entry_bytes <= self.kept_bytes
             ),
@@ -53,6 +57,7 @@ class ComputeLimits:
             cache_bytes=cache,
             max_cached_object_bytes=max(1, min(cache, 64 << 20)),
             key_index_max_rows=config["cn_key_index_max_rows"],
+            key_index_history_seconds=config["cn_key_index_history_second"],
             kept_bytes=kept,
             max_kept_entry_bytes=kept,
             unsubscribe_idle_seconds=idle,

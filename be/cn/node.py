@@ -119,7 +119,12 @@ class ComputeNode:
         with self._reads:
             self._read_at.setdefault(table_id, time.monotonic())
         return TableState(
-            table_id, self.store, self.cache, self.limits.key_index_max_rows, self.kept
+            table_id,
+            self.store,
+            self.cache,
+            self.limits.key_index_max_rows,
+            self.kept,
+            int(self.limits.key_index_history_seconds * 1e9),
         )
 
     def _follow_from_image(self, table_id: int, ts: int) -> None:

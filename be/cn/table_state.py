@@ -89,11 +89,13 @@ class TableState:
         cache: ObjectCache | None = None,
         max_indexed_rows: int = ComputeLimits.key_index_max_rows,
         kept: KeptBytes | None = None,
+        key_index_history_ns: int = int(ComputeLimits.key_index_history_seconds * 1e9),
     ):
         self.table_id = table_id
         self.store = store
         self.cache = cache
         self.max_indexed_rows = max_indexed_rows
+        self.key_index_history_ns = key_index_history_ns
         self.kept = kept or KeptBytes(ComputeLimits())
         self._objects: dict[str, _Stored] = {}
         self._tombstones: list[TombstoneMeta] = []
@@ -469,7 +471,9 @@ class TableState:
             if self.row_count >= self.max_indexed_rows:
                 return None
             let_go = self._drop_index()
-            index = self._index = KeyIndex(column, self._removed_ts, self.max_indexed_rows)
+            index = self._index = KeyIndex(
+                column, self._removed_ts, self.max_indexed_rows, self.key_index_history_ns
+            )
             self._index_schema = schema
             memory = list(zip(self._rows, self._row_partitions, strict=True))
             delete_ids = list(self._delete_ids)

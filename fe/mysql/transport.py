@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 
 READ_AHEAD_BYTES = 64 * 1024  # past this much unread data the socket is not read until it is taken
+COPY_ONCE_BYTES = 4096  # a longer packet is copied out through a view: once, not twice
 
 
 class ClientSocket(asyncio.Protocol):
@@ -91,7 +92,11 @@ class ClientSocket(asyncio.Protocol):
     def taken(self, n: int, skip: int = 0) -> bytes:
         """The first n buffered bytes but the first `skip`, all n removed from the buffer."""
         buffer = self.buffer
-        data = bytes(buffer[skip:n])
+        if n - skip > COPY_ONCE_BYTES:
+            with memoryview(buffer) as view:  # released before the buffer shrinks
+                data = bytes(view[skip:n])
+        else:
+            data = bytes(buffer[skip:n])
         del buffer[:n]
         if self._reading_paused and len(buffer) <= READ_AHEAD_BYTES:
             self._reading_paused = False

@@ -33,17 +33,17 @@ class Ran:
 class StatementHistory:
     def __init__(self, size: int):
         assert size > 0
-        self._ran: deque[Ran] = deque(maxlen=size)
+        self._ran: deque[tuple] = deque(maxlen=size)  # Ran's fields: a tuple is made faster
 
     def add(self, session, text, started: float, seconds: float, error: int) -> None:
-        self._ran.append(Ran(
+        self._ran.append((
             started, seconds, session.username or "", session.connection_id,
             session.database or "", text, error,
         ))  # fmt: skip
 
     def seen_by(self, user: str | None) -> list[Ran]:
         """The newest first; only user's own unless user is None (an admin sees all)."""
-        return [r for r in reversed(list(self._ran)) if user is None or r.user == user]
+        return [Ran(*ran) for ran in reversed(list(self._ran)) if user is None or ran[2] == user]
 
 
 def wall_clock() -> float:

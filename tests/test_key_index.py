@@ -457,3 +457,28 @@ def test_a_fold_forgets_versions_deleted_before_its_history(tmp_path, monkeypatc
         assert not index.broken and index.rows == index._base.num_rows + index._tail_rows
     finally:
         plane.close()
+
+
+def test_a_point_read_keeps_its_window_of_rows_while_they_fit(tmp_path):
+    """The first point read of a row keeps the values of the rows around it (one slice), so
+    that the next reads of them find their values kept; the answers stay the snapshot's."""
+    plane = plane_of(tmp_path)
+    try:
+        schema = table_schema(KeyModel.UNIQUE)
+        stamps = random_commits(plane, schema, random.Random(12), 30)
+        check(plane, schema, stamps, random.Random(13), reads=3)  # the index is made
+        index = plane.cn.table(1)._index
+        index._forget_values()
+        at = stamps[-1]
+        key = whole(plane, schema, at, (ColumnBound("k", 0, KEYS),))[-1][0]
+        bound = ColumnBound("k", key, key)
+        found = plane.values_within(schema, at, bound, ("k", "v"), 100)
+        assert found and sorted(found) == whole(plane, schema, at, (bound,))
+        window = key_index.LOAD_WINDOW_ROWS
+        assert min(window, index._base.num_rows) <= len(index._values) <= 2 * window
+        for key in range(KEYS):
+            bound = ColumnBound("k", key, key)
+            found = plane.values_within(schema, at, bound, ("k", "v"), 100)
+            assert sorted(found) == whole(plane, schema, at, (bound,)), key
+    finally:
+        plane.close()

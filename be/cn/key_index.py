@@ -37,6 +37,7 @@ KEPT_LET_GO_SHARE = 8  # ... at least 1/KEPT_LET_GO_SHARE of them are let go, th
 VALUES_ROW_BYTES = 120  # about what a row kept as a Python tuple costs besides its values
 FEW_ROWS = 16  # more rows found are checked by Arrow, fewer in Python
 FEW_ROWS_ONE_BY_ONE = 2  # rows loaded into the kept values a scalar at a time, not by slices
+LOAD_WINDOW_ROWS = 256  # while the kept values have room, a base row missing loads its window
 TAIL_ENTRY_BYTES = 128  # what a row or delete since the base costs, about (its place, its key)
 DELETED_AT = "__QUIRE_DELETED_AT"  # a base row's delete timestamp (NULL: not deleted)
 
@@ -326,11 +327,19 @@ class KeyIndex:
 
     def _load(self, start: int, end: int, hits: list[int]) -> None:
         """The values of those of the base's rows start..end and the tail's rows at hits not
-        kept yet, kept."""
+        kept yet, kept; while the kept values have room, a short range's whole window of the
+        base with them (one slice, not a scalar a column per row: a table that fits is read
+        whole soon enough)."""
         kept = self._values
         base_ids = self._base_ids[start:end]
         missing = [place for place, row_id in enumerate(base_ids) if row_id not in kept]
         tail_missing = [offset for offset in hits if self._tail_ids[offset] not in kept]
+        window = LOAD_WINDOW_ROWS
+        if missing and end - start <= window and len(kept) + 2 * window <= MAX_KEPT_VALUES:
+            first = start - start % window
+            last = min(len(self._base_ids), max(end, first + window))
+            self._keep(self._base.slice(first, last - first), self._base_ids[first:last])
+            missing = []
         if len(missing) + len(tail_missing) <= FEW_ROWS_ONE_BY_ONE:  # a point read's row or two
             for place in missing:
                 self._keep_one(self._base, start + place, base_ids[place])

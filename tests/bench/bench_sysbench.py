@@ -3,13 +3,14 @@
 Run by hand from the repository root (needs the Debian packages mariadb-server and sysbench):
 
     python tests/bench/bench_sysbench.py [--seconds 10] [--threads 2] [--tables 2]
-        [--table-size 10000] [--profile FILE] [--prepare-option=--auto_inc=off ...]
+        [--table-size 10000] [--rounds 3] [--profile FILE] [--prepare-option=--auto_inc=off ...]
         [--workload oltp_point_select ...] [--quire-only] [--floor]
 
 The benchmark starts a `quire up` process and a MariaDB server (InnoDB, its own temporary datadir,
 a free loopback port), runs `sysbench oltp_common prepare` against each (the same tables, rows
-and secondary index), then each workload against each server in turn with the same options.
-sysbench is the real client: libmariadb, prepared statements over the binary protocol, BEGIN /
+and secondary index), then each workload against each server in turn with the same options, for
+--rounds rounds: each figure is the median of its rounds, so that a slow spell of the machine
+falls on one round of one server, not on the ratio. sysbench is the real client: libmariadb, prepared statements over the binary protocol, BEGIN /
 COMMIT around each read-write transaction. Errors sysbench ignores (1213: a write conflict here,
 a deadlock there) are shown beside the figures. With --profile FILE Quire runs under cProfile on
 every thread and the profile is written to FILE when it stops (`python -m pstats FILE`). With
@@ -110,6 +111,20 @@ def measure(port: int, pid: int, workload: str, options: argparse.Namespace) -> 
     )
 
 
+def median(figures: list[Figure]) -> Figure:
+    """The figure of the median transactions per second (the lower of the middle two)."""
+    ordered = sorted(figures, key=lambda figure: figure.transactions_per_second)
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def shown(figure: Figure) -> str:
+    return (
+        f"{figure.transactions_per_second:9.1f} tps {figure.queries_per_second:9.1f} qps  "
+        f"ignored errors {figure.ignored_errors:4d}  server CPU "
+        f"{figure.cpu_millis_per_transaction:7.2f} ms/txn"
+    )
+
+
 def prepare(connect, port: int, options: argparse.Namespace) -> None:
     connection = connect()
     with connection.cursor() as cursor:
@@ -139,6 +154,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--tables", type=int, default=2)
     parser.add_argument("--table-size", type=int, default=10_000)
+    parser.add_argument("--rounds", type=int, default=3, help="turns of each server")
     parser.add_argument("--profile", type=Path, help="cProfile Quire into this file")
     parser.add_argument(
         "--prepare-option",
@@ -175,24 +191,29 @@ def main() -> None:
             for name, (port, _, connect) in servers.items():
                 prepare(connect, port, options)
                 print(f"{name}: prepared {options.tables} x {options.table_size} rows", flush=True)
-            figures: dict[tuple[str, str], Figure] = {}
-            for workload in workloads:
-                for name, (port, pid, _) in servers.items():
-                    figure = figures[workload, name] = measure(port, pid, workload, options)
-                    print(
-                        f"{workload:18} {name:8} {figure.transactions_per_second:9.1f} tps "
-                        f"{figure.queries_per_second:9.1f} qps  ignored errors "
-                        f"{figure.ignored_errors:4d}  server CPU "
-                        f"{figure.cpu_millis_per_transaction:7.2f} ms/txn",
-                        flush=True,
-                    )
+            rounds: dict[tuple[str, str], list[Figure]] = {}
+            for number in range(options.rounds):
+                for workload in workloads:
+                    for name, (port, pid, _) in servers.items():
+                        figure = measure(port, pid, workload, options)
+                        rounds.setdefault((workload, name), []).append(figure)
+                        print(
+                            f"round {number + 1}  {workload:18} {name:8} {shown(figure)}",
+                            flush=True,
+                        )
+            figures = {key: median(taken) for key, taken in rounds.items()}
+            for (workload, name), figure in figures.items():
+                print(f"median   {workload:18} {name:8} {shown(figure)}")
             if options.floor:
                 quire.stop()  # an idle Quire still heartbeats: not beside the floor
                 for workload in workloads:
                     figures[workload, "Floor"] = front_floor(folder / workload, workload, options)
             if options.quire_only:
                 return
-            print(f"\n{options.threads} threads, {options.seconds} s each; Quire / MariaDB:")
+            print(
+                f"\n{options.threads} threads, {options.seconds} s each, median of "
+                f"{options.rounds} rounds; Quire / MariaDB:"
+            )
             for workload in workloads:
                 quire_figure, mariadb_figure = (
                     figures[workload, "Quire"],

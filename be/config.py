@@ -287,7 +287,7 @@ BE_KEYS = (
     Key(
         "cn_key_index_history_second",
         2,
-        comment="A CN's key index forgets the row versions deleted this long before its newest delete; snapshots older than that are read without it.",
+        comment="A CN's key index forgets the row versions deleted longer ago than this; snapshots older than that are read without it.",
     ),
     # Queries a CN runs for FEs.
     Key(

@@ -482,3 +482,38 @@ def test_a_point_read_keeps_its_window_of_rows_while_they_fit(tmp_path):
             assert sorted(found) == whole(plane, schema, at, (bound,)), key
     finally:
         plane.close()
+
+
+def test_a_tail_short_of_its_fold_point_is_folded_once_writes_stop(tmp_path, monkeypatch):
+    """Reads after the last write fold the tail and forget the versions deleted before the
+    history, though the tail never reached its fold point: reads stop stepping over them."""
+    monkeypatch.setattr(key_index, "IDLE_FOLD_SECONDS", 0.2)
+    plane = plane_of(tmp_path)
+    try:
+        schema = table_schema(KeyModel.UNIQUE)
+        stamps = random_commits(plane, schema, random.Random(14), 3)
+        state = plane.cn.table(1)
+        state.key_index_history_ns = 50_000_000
+        check(plane, schema, stamps, random.Random(15), reads=5)  # the index is made
+        index = state._index
+        stamps += random_commits(plane, schema, random.Random(16), 5)  # a short tail
+        assert index._tail_pieces or index._pieces or index._deleted_tail
+        bound = ColumnBound("k", 0, KEYS)
+        at = stamps[-1]
+        expected = whole(plane, schema, at, (bound,))
+
+        def folded() -> bool:
+            found = plane.values_within(schema, at, bound, ("k", "v"), 10_000)
+            assert found is None or sorted(found) == expected
+            return not index._pieces and not index._tail_rows and not index._deleted_tail
+
+        wait_until(folded, 10, "an idle fold")
+        assert index._base.num_rows == len(expected), "the versions deleted are forgotten"
+        now = plane.read_ts()  # no write since at: the same rows
+        assert sorted(plane.values_within(schema, now, bound, ("k", "v"), 10_000)) == expected
+        assert plane.values_within(schema, stamps[0], bound, ("k", "v"), 10_000) is None
+        assert indexed(plane, schema, stamps[0], (bound,)) == whole(
+            plane, schema, stamps[0], (bound,)
+        )
+    finally:
+        plane.close()

@@ -11,8 +11,9 @@ Rows are in a base sorted by the key, found by binary search, each with the time
 deleted at (if it was when the base was made), and a tail of the pieces committed since, found
 through a dict by key; deletes since are in a dict by row id. The tail is folded into the base
 once it outgrows a share of it, so a fold costs little per row. A fold forgets the rows deleted
-longer than history_ns before the newest delete (a hot key would otherwise gather a version per
-write, and every read of it would step over them): the index then answers only snapshots since."""
+longer than history_ns ago (a hot key would otherwise gather a version per write, and every read
+of it would step over them): the index then answers only snapshots since. A tail short of its
+fold point is folded too once it has waited a while."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import bisect
 import itertools
 import operator
 import threading
+import time
 from array import array
 
 import pyarrow as pa
@@ -30,6 +32,8 @@ from be.logtail.entries import COMMIT_TS, ROW_ID
 MIN_TAIL_ROWS = 256  # the tail is folded past this many rows (or deletes) ...
 TAIL_SHARE = 64  # ... or past 1/TAIL_SHARE of the base, whichever is more
 MAX_TAIL_ROWS = 65_536  # ... and always past this many
+IDLE_FOLD_SECONDS = 5.0  # a shorter tail is folded once it waited this long ...
+IDLE_FOLD_ROWS = 100_000  # ... and as much again per this many rows of the base
 FOLD_BEHIND = 4  # values are read from a tail this many times past its fold point (a fold runs)
 MAX_KEPT_CHOICES = 64  # column lists kept with their positions, per table
 MAX_KEPT_VALUES = 16_384  # rows kept as Python values for point reads; past it ...
@@ -47,13 +51,13 @@ class KeyIndex:
         """column: the integer column rows are found by; valid_from: the first timestamp it
         answers at (older snapshots may hold objects it never saw); max_rows: past this many
         rows the index gives up (its rows are a copy of the table's); history_ns: how long
-        before the newest delete a fold keeps the rows deleted."""
+        a fold keeps the rows deleted (by the wall clock, which timestamps follow)."""
         assert max_rows > 0 and history_ns > 0
         self.column = column
         self.valid_from = valid_from
         self.max_rows = max_rows
         self.history_ns = history_ns
-        self._newest_delete_ts = 0
+        self._folded_at = time.monotonic()  # the base was made or last folded
         self._lock = threading.Lock()
         self.ready = False  # the base is built
         self.broken = False  # a piece it cannot index (no such integer column, too many rows)
@@ -97,7 +101,6 @@ class KeyIndex:
             for row_id in row_ids:
                 self._deleted_tail[row_id] = delete_ts
             self._later = None
-            self._newest_delete_ts = max(self._newest_delete_ts, delete_ts)
 
     def build(self, pieces: list[pa.Table], delete_ids: list[pa.Array], delete_ts: list[pa.Array]):
         """The base from the table's rows and deletes when the index was made (pieces and deletes
@@ -111,10 +114,6 @@ class KeyIndex:
         deleted = (
             (pa.concat_arrays(delete_ids), pa.concat_arrays(delete_ts)) if delete_ids else None
         )
-        if deleted is not None and len(deleted[1]):
-            newest = pc.max(deleted[1]).as_py()
-            with self._lock:
-                self._newest_delete_ts = max(self._newest_delete_ts, newest)
         try:
             base, keys, _ = self._sorted(pieces, deleted)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, _Unindexable):
@@ -240,8 +239,11 @@ class KeyIndex:
         with self._lock:
             if ts < self.valid_from:
                 return None
-            if self.needs_fold() and not self._fold_beside():
-                return None
+            if self.needs_fold():
+                if not self._fold_beside():
+                    return None
+            elif self._idle_fold_due():
+                self._fold_beside()
             if not self._tail_indexed():
                 return None
             start = bisect.bisect_left(self._base_keys, low)
@@ -465,6 +467,19 @@ class KeyIndex:
 
     # -- fold --------------------------------------------------------------------------------
 
+    def _idle_fold_due(self) -> bool:
+        """Whether a tail short of its fold point has waited long enough (longer for a larger
+        base) to be folded anyway, the versions deleted before the history forgotten with it:
+        once writes stop, reads step over no more than they must."""
+        if (
+            not self._tail_rows
+            and not self._deleted_tail
+            and self._tail_pieces == len(self._pieces)
+        ):
+            return False
+        wait = IDLE_FOLD_SECONDS * (1 + len(self._base_keys) // IDLE_FOLD_ROWS)
+        return time.monotonic() - self._folded_at > wait
+
     def _fold_limit(self) -> int:
         """Rows (or deletes) the tail holds before a fold is due."""
         return min(MAX_TAIL_ROWS, max(MIN_TAIL_ROWS, len(self._base_keys) // TAIL_SHARE))
@@ -487,7 +502,7 @@ class KeyIndex:
             self._folding = True
             base, pieces = self._base, list(self._pieces)
             deleted = dict(self._deleted_tail)
-            horizon = self._newest_delete_ts - self.history_ns
+            horizon = time.time_ns() - self.history_ns  # timestamps follow the wall clock
             forget_until = horizon if horizon > self.valid_from else None
         try:
             later = (
@@ -506,6 +521,7 @@ class KeyIndex:
                 if self.broken:
                     return
                 self._set_base(sorted_base, keys)
+                self._folded_at = time.monotonic()
                 if forget_until is not None:
                     self.valid_from = forget_until
                     self.rows -= len(forgotten)

@@ -11,7 +11,7 @@ class ComputeLimits:
     cache_bytes: int = 256 << 20  # decoded objects and tombstones kept for the next snapshot
     max_cached_object_bytes: int = 64 << 20  # a larger decoded object is read, never cached
     key_index_max_rows: int = 2_000_000  # a table with more rows is read without a key index
-    # A key index forgets the rows deleted this long before its newest delete; older snapshots
+    # A key index forgets the rows deleted longer ago than this; older snapshots
     # are read without it.
     key_index_history_seconds: float = 2.0
     # Snapshots and key indexes kept for the next reads, across every table (least recently

@@ -32,7 +32,7 @@ from be.logtail.entries import COMMIT_TS, ROW_ID
 MIN_TAIL_ROWS = 256  # the tail is folded past this many rows (or deletes) ...
 TAIL_SHARE = 64  # ... or past 1/TAIL_SHARE of the base, whichever is more
 MAX_TAIL_ROWS = 65_536  # ... and always past this many
-IDLE_FOLD_SECONDS = 5.0  # a shorter tail is folded once it waited this long ...
+IDLE_FOLD_SECONDS = 2.0  # a shorter tail is folded once it waited this long ...
 IDLE_FOLD_ROWS = 100_000  # ... and as much again per this many rows of the base
 FOLD_BEHIND = 4  # values are read from a tail this many times past its fold point (a fold runs)
 MAX_KEPT_CHOICES = 64  # column lists kept with their positions, per table
@@ -468,17 +468,14 @@ class KeyIndex:
     # -- fold --------------------------------------------------------------------------------
 
     def _idle_fold_due(self) -> bool:
-        """Whether a tail short of its fold point has waited long enough (longer for a larger
-        base) to be folded anyway, the versions deleted before the history forgotten with it:
-        once writes stop, reads step over no more than they must."""
-        if (
-            not self._tail_rows
-            and not self._deleted_tail
-            and self._tail_pieces == len(self._pieces)
-        ):
+        """Whether a tail short of its fold point, or versions deleted in the base, waited long
+        enough (longer for a larger base, and at least the history) to be folded anyway: once
+        writes stop, reads step over no version deleted before the history."""
+        tail = self._tail_rows or self._deleted_tail or self._tail_pieces < len(self._pieces)
+        if not tail and not self._base_deleted:
             return False
         wait = IDLE_FOLD_SECONDS * (1 + len(self._base_keys) // IDLE_FOLD_ROWS)
-        return time.monotonic() - self._folded_at > wait
+        return time.monotonic() - self._folded_at > max(wait, self.history_ns / 1e9)
 
     def _fold_limit(self) -> int:
         """Rows (or deletes) the tail holds before a fold is due."""

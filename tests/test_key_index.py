@@ -410,6 +410,16 @@ def test_a_tail_past_its_fold_point_is_read_while_it_is_folded_beside(tmp_path, 
         plane.close()
 
 
+def short_history_index(plane, seed: int):
+    """A UNIQUE KEY table of a few commits, and its index, made with a history of 50 ms."""
+    schema = table_schema(KeyModel.UNIQUE)
+    stamps = random_commits(plane, schema, random.Random(seed), 3)
+    state = plane.cn.table(1)
+    state.key_index_history_ns = 50_000_000
+    check(plane, schema, stamps, random.Random(seed + 1), reads=5)  # the index is made
+    return schema, stamps, state._index
+
+
 def test_a_fold_forgets_versions_deleted_before_its_history(tmp_path, monkeypatch):
     """A hot key replaced on every commit keeps few versions in the index (a read of it steps
     over the versions kept); a snapshot older than the history is read without the index, and
@@ -417,12 +427,7 @@ def test_a_fold_forgets_versions_deleted_before_its_history(tmp_path, monkeypatc
     monkeypatch.setattr(key_index, "MIN_TAIL_ROWS", 16)
     plane = plane_of(tmp_path)
     try:
-        schema = table_schema(KeyModel.UNIQUE)
-        stamps = random_commits(plane, schema, random.Random(9), 3)
-        state = plane.cn.table(1)
-        state.key_index_history_ns = 50_000_000
-        check(plane, schema, stamps, random.Random(10), reads=5)  # the index is made
-        index = state._index
+        schema, stamps, index = short_history_index(plane, 9)
         old = stamps[-1]
         before = whole(plane, schema, old, (ColumnBound("k", 7, 7),))
 
@@ -490,12 +495,7 @@ def test_a_tail_short_of_its_fold_point_is_folded_once_writes_stop(tmp_path, mon
     monkeypatch.setattr(key_index, "IDLE_FOLD_SECONDS", 0.2)
     plane = plane_of(tmp_path)
     try:
-        schema = table_schema(KeyModel.UNIQUE)
-        stamps = random_commits(plane, schema, random.Random(14), 3)
-        state = plane.cn.table(1)
-        state.key_index_history_ns = 50_000_000
-        check(plane, schema, stamps, random.Random(15), reads=5)  # the index is made
-        index = state._index
+        schema, stamps, index = short_history_index(plane, 14)
         stamps += random_commits(plane, schema, random.Random(16), 5)  # a short tail
         assert index._tail_pieces or index._pieces or index._deleted_tail
         bound = ColumnBound("k", 0, KEYS)

@@ -84,6 +84,7 @@ class KeyIndex:
         self._base_layout: tuple[str, ...] | None = None  # the base's columns but DELETED_AT
         self._tail_layout: tuple[str, ...] | None = None
         self._base_deleted: dict[int, int] = {}  # base position -> its DELETED_AT, if any
+        self._oldest_deleted_at: int | None = None  # the earliest of them
         self._tail_ids: list[int] = []  # the tail table's row ids, by offset
 
     # -- fed by the table --------------------------------------------------------------------
@@ -142,6 +143,7 @@ class KeyIndex:
         self._tail_keys, self._deleted_tail, self._later = [], {}, None
         self._tail_table, self._tail_parts, self._tail_at = None, [], []
         self._base_ids, self._base_deleted, self._tail_ids = array("q"), {}, []
+        self._oldest_deleted_at = None
         self._base_layout = self._tail_layout = None
         self._forget_values()
 
@@ -153,12 +155,14 @@ class KeyIndex:
         self._base, self._base_keys = base, keys
         if base is None:
             self._base_ids, self._base_deleted, self._base_layout = array("q"), {}, None
+            self._oldest_deleted_at = None
             return
         self._base_ids = array("q", base.column(ROW_ID).to_pylist())
         deleted = base.column(DELETED_AT)
         at = pc.indices_nonzero(pc.is_valid(deleted)).to_pylist()
         stamps = deleted.take(pa.array(at, pa.int64())).to_pylist()
         self._base_deleted = dict(zip(at, stamps, strict=True))
+        self._oldest_deleted_at = min(stamps, default=None)
         self._base_layout = _layout(base)
 
     # -- read --------------------------------------------------------------------------------
@@ -468,14 +472,15 @@ class KeyIndex:
     # -- fold --------------------------------------------------------------------------------
 
     def _idle_fold_due(self) -> bool:
-        """Whether a tail short of its fold point, or versions deleted in the base, waited long
-        enough (longer for a larger base, and at least the history) to be folded anyway: once
-        writes stop, reads step over no version deleted before the history."""
+        """Whether a tail short of its fold point, or a version in the base deleted before the
+        history, waited long enough (longer for a larger base) to be folded anyway: once writes
+        stop, reads step over no version deleted before the history."""
         tail = self._tail_rows or self._deleted_tail or self._tail_pieces < len(self._pieces)
-        if not tail and not self._base_deleted:
+        oldest = self._oldest_deleted_at
+        if not tail and (oldest is None or oldest > time.time_ns() - self.history_ns):
             return False
         wait = IDLE_FOLD_SECONDS * (1 + len(self._base_keys) // IDLE_FOLD_ROWS)
-        return time.monotonic() - self._folded_at > max(wait, self.history_ns / 1e9)
+        return time.monotonic() - self._folded_at > wait
 
     def _fold_limit(self) -> int:
         """Rows (or deletes) the tail holds before a fold is due."""

@@ -28,6 +28,10 @@ class ComputeLimits:
     # after it, as the TN deletes their files then.
     replaced_retention_seconds: float = 3600.0
 
+    @property
+    def key_index_history_ns(self) -> int:
+        return int(self.key_index_history_seconds * 1_000_000_000)
+
     def __post_init__(self) -> None:
         rules = {
             "0 < max_cached_object_bytes <= cache_bytes": (

@@ -124,7 +124,7 @@ class ComputeNode:
             self.cache,
             self.limits.key_index_max_rows,
             self.kept,
-            int(self.limits.key_index_history_seconds * 1e9),
+            self.limits.key_index_history_ns,
         )
 
     def _follow_from_image(self, table_id: int, ts: int) -> None:

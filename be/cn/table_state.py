@@ -89,7 +89,7 @@ class TableState:
         cache: ObjectCache | None = None,
         max_indexed_rows: int = ComputeLimits.key_index_max_rows,
         kept: KeptBytes | None = None,
-        key_index_history_ns: int = int(ComputeLimits.key_index_history_seconds * 1e9),
+        key_index_history_ns: int = ComputeLimits().key_index_history_ns,
     ):
         self.table_id = table_id
         self.store = store

@@ -10,8 +10,8 @@ The benchmark starts a `quire up` process and a MariaDB server (InnoDB, its own 
 a free loopback port), runs `sysbench oltp_common prepare` against each (the same tables, rows
 and secondary index), then each workload against each server in turn with the same options, for
 --rounds rounds: each figure is the median of its rounds, so that a slow spell of the machine
-falls on one round of one server, not on the ratio. sysbench is the real client: libmariadb, prepared statements over the binary protocol, BEGIN /
-COMMIT around each read-write transaction. Errors sysbench ignores (1213: a write conflict here,
+falls on one round of one server, not on the ratio. sysbench is the real client: libmariadb,
+prepared statements over the binary protocol, BEGIN / COMMIT around each read-write transaction. Errors sysbench ignores (1213: a write conflict here,
 a deadlock there) are shown beside the figures. With --profile FILE Quire runs under cProfile on
 every thread and the profile is written to FILE when it stops (`python -m pstats FILE`). With
 --floor, once Quire has stopped, each workload runs against a Quire whose front answers every
@@ -140,11 +140,7 @@ def front_floor(workdir: Path, workload: str, options: argparse.Namespace) -> Fi
         figure = measure(floor.query_port, floor.process.pid, workload, options)
     finally:
         floor.stop()
-    print(
-        f"{workload:18} {'Floor':8} {figure.transactions_per_second:9.1f} tps "
-        f"(the front alone)  server CPU {figure.cpu_millis_per_transaction:7.2f} ms/txn",
-        flush=True,
-    )
+    print(f"front    {workload:18} {'Floor':8} {shown(figure)}", flush=True)
     return figure
 
 

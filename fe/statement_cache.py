@@ -92,7 +92,8 @@ class Prepared:
     """A statement parsed when it was prepared. Exactly one of: `statement`, runnable as it is
     (no parameters); `template`, a query, SET, UPDATE or DELETE with each `?` a numbered marker;
     `tokens`, the statement's tokens with its `?` kept, for the grammar to read with values in
-    their place."""
+    their place (and, for an INSERT of plain rows, `insert`: its rows, which values that read
+    as themselves are bound into without the grammar)."""
 
     sql: str
     markers: tuple[int, ...]  # where each `?` is in sql
@@ -102,6 +103,9 @@ class Prepared:
     tokens: tuple[Token, ...] = ()
     read: plain_reads.PreparedRead | None = None  # a point or range read by its parameters
     write: point_writes.PreparedWrite | None = None  # an UPDATE or DELETE of one key's rows
+    # An INSERT ... VALUES of markers and literals: its target, and per row per value the
+    # parameter it is (-1: the literal beside it), for values that read as themselves
+    insert: tuple[exp.Insert, tuple[tuple[tuple[int, object], ...], ...]] | None = None
 
     @property
     def parameters(self) -> int:
@@ -215,6 +219,9 @@ class StatementCache:
         except ParseError:
             bind(prepared, [0] * len(markers))  # a number where a string is refused (KILL ?)
             return prepared
+        insert = _insert_of_markers(statement, len(markers))
+        if insert is not None:
+            return Prepared(sql, markers, is_query, tokens=tuple(tokens), insert=insert)
         if isinstance(statement, st.SetStatement | st.Update | st.Delete):
             expression = statement.expression
             if _markers_in(expression, PARAMETER) == len(markers) and not _marks_a_format(
@@ -421,6 +428,15 @@ def bind(prepared: Prepared, values: list):
     assert len(values) == prepared.parameters, (len(values), prepared.parameters)
     if prepared.statement is not None:
         return prepared.statement
+    if prepared.insert is not None and all(type(value) in AS_THEMSELVES for value in values):
+        target, rows = prepared.insert
+        return st.Insert(
+            target,
+            tuple(
+                tuple(values[index] if index >= 0 else literal for index, literal in row)
+                for row in rows
+            ),
+        )
     if prepared.template is None:
         return _unshaped(_bound_tokens(prepared.tokens, values), prepared.sql)
 
@@ -431,6 +447,35 @@ def bind(prepared: Prepared, values: list):
     bound = queries.substituted(prepared.template.copy(), value_of)
     wrapped = TEMPLATED_STATEMENTS.get(type(bound))
     return wrapped(bound) if wrapped is not None else plan(bound)
+
+
+# Parameter values an INSERT's rows read as they are: bound as tokens, literal_insert reads each
+# back equal and of its type.
+AS_THEMSELVES = (int, str, type(None))
+
+
+def _insert_of_markers(statement, parameters: int):
+    """Prepared.insert of a statement bound with a marker string per parameter, if it is an
+    INSERT whose rows hold each marker once, as a whole value."""
+    if not isinstance(statement, st.Insert) or statement.rows is None:
+        return None
+    rows = []
+    seen = 0
+    for row in statement.rows:
+        values = []
+        for value in row:
+            index = _marker_value_index(value)
+            seen += index >= 0
+            values.append((index, None if index >= 0 else value))
+        rows.append(tuple(values))
+    return (statement.expression, tuple(rows)) if seen == parameters else None
+
+
+def _marker_value_index(value) -> int:
+    if type(value) is not str or not value.startswith(PARAMETER):
+        return -1
+    number = value[len(PARAMETER) :]
+    return int(number) if number.isdigit() else -1
 
 
 # Statements of the grammar whose prepared form is a tree with its parameters as markers.

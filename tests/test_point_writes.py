@@ -4,6 +4,7 @@ checked against SQLite with mysql-connector's prepared statements (the binary pr
 
 from __future__ import annotations
 
+import decimal
 import random
 import sqlite3
 
@@ -171,4 +172,44 @@ def test_prepared_writes_of_many_rows_with_one_key(node):
     finally:
         connection.close()
     assert run(admin, "SELECT id, k, c FROM w.d WHERE id IN (900, 901)") == ((901, 1, "q"),)
+    admin.close()
+
+
+def test_prepared_inserts_store_what_the_text_statement_stores(node):
+    """A prepared INSERT of markers beside literals and DEFAULT, with integer, string and NULL
+    parameters (bound straight into its rows) and with others (decimal, float, bytes, date),
+    stores what the same INSERT written as text stores; a value the column refuses gets
+    MySQL's error and nothing of the statement is written."""
+    admin = node.connect()
+    run(
+        admin,
+        "CREATE TABLE w.p (id INT NOT NULL, k INT NOT NULL DEFAULT '7', c VARCHAR(8), "
+        "e DECIMAL(6,2)) UNIQUE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 2",
+    )
+    connection, cursor = prepared(node)
+    try:
+        sql = "INSERT INTO w.p (id, k, c, e) VALUES (?, DEFAULT, ?, 1.5), (?, ?, 'lit', ?)"
+        cursor.execute(sql, (1, "one", 2, -3, None))
+        assert cursor.rowcount == 2
+        cursor.execute(sql, (3, None, 4, 40, decimal.Decimal("2.25")))
+        cursor.execute(sql, (5, b"bytes", 6, 60.5, 3))
+        run(
+            admin,
+            "INSERT INTO w.p (id, k, c, e) VALUES (11, DEFAULT, 'one', 1.5), (12, -3, 'lit', NULL),"
+            " (13, DEFAULT, NULL, 1.5), (14, 40, 'lit', 2.25), (15, DEFAULT, 'bytes', 1.5),"
+            " (16, 60.5, 'lit', 3)",
+        )
+        for bad, errno in (((7, "x" * 9, 8, 1, 1), 1406), ((7, "a", 8, None, 1), 1048)):
+            with pytest.raises(mysql.connector.Error) as failed:
+                cursor.execute(sql, bad)
+            assert failed.value.errno == errno
+        cursor.execute("INSERT INTO w.p (id, c) VALUES (?, ?)", (1, "again"))  # replaces id 1
+    finally:
+        connection.close()
+    got = run(admin, "SELECT id, k, c, e FROM w.p ORDER BY id")
+    prepared_rows = [row[1:] for row in got if row[0] < 10]
+    text_rows = [row[1:] for row in got if row[0] > 10]
+    assert [row[0] for row in got if row[0] < 10] == [1, 2, 3, 4, 5, 6]
+    assert prepared_rows[1:] == text_rows[1:]
+    assert prepared_rows[0] == (7, "again", None)
     admin.close()

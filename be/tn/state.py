@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 
 from be.logtail.entries import PARTITION_ID, ROW_ID, Commit, TableChanges
@@ -128,9 +129,8 @@ class WriteState:
             inserts = inserts.take(plan.kept_rows)
             partitions = None if partitions is None else partitions.take(plan.kept_rows)
         if inserts is not None and inserts.num_rows:
-            row_ids = pa.array(
-                range(state.next_row_id, state.next_row_id + inserts.num_rows), pa.int64()
-            )
+            first = state.next_row_id
+            row_ids = pa.array(np.arange(first, first + inserts.num_rows, dtype=np.int64))
             inserts = _stored(schema, inserts.add_column(0, _ROW_ID_FIELD, row_ids), partitions)
         else:
             inserts = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -44,6 +45,7 @@ class PendingWrite:
         self._dropped: set[int] = set()  # own row ids no longer written, still in _inserts
         self._gone: set[int] = set()  # every own row id no longer written
         self.deleted_ids: set[int] = set()  # the snapshot's rows deleted
+        self.deleted_keys: set[tuple] = set()  # keys of some of them (of few-row deletes)
         self.own_by_first_key: dict[object, list[int]] = {}  # own row ids, by first key value
         self.written = 0  # rows added (dropped ones too): what the transaction's limit counts
 
@@ -84,7 +86,16 @@ class PendingWrite:
     def add_deletes(self, rows: pa.Table) -> None:
         self._deletes.append(_as_schema(rows, self._deletes_schema))
         self.deleted_ids.update(rows.column(ROW_ID).to_pylist())
+        if self.key_columns and rows.num_rows <= FEW_KEYS:
+            self.deleted_keys.update(_keys_of(rows, self.key_columns))
         self.written += rows.num_rows
+
+    def deleted_every_key_of(self, rows: pa.Table) -> bool:
+        """Whether the transaction deleted a row of the snapshot with each of rows' keys (a UNIQUE
+        KEY table's snapshot has one row a key: rows replace no other)."""
+        if not self.deleted_keys or rows.num_rows > FEW_KEYS:
+            return False
+        return self.deleted_keys.issuperset(_keys_of(rows, self.key_columns))
 
     def set_deletes(self, rows: pa.Table) -> None:
         self._deletes = [rows]
@@ -99,6 +110,10 @@ class PendingWrite:
         for row_id, first in zip(ids, firsts, strict=False):
             self.own_by_first_key.setdefault(first, []).append(row_id)
         self.written += rows.num_rows
+
+
+def _keys_of(rows: pa.Table, key_columns: tuple[str, ...]) -> list[tuple]:
+    return list(zip(*(rows.column(name).to_pylist() for name in key_columns), strict=True))
 
 
 def _as_schema(rows: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -145,14 +160,16 @@ class OpenTransaction:
                 pending.add_deletes(theirs)
         if write.inserts is not None and write.inserts.num_rows:
             count = write.inserts.num_rows
-            ids = pa.array(range(self.next_row_id, self.next_row_id - count, -1), pa.int64())
+            ids = pa.array(
+                np.arange(self.next_row_id, self.next_row_id - count, -1, dtype=np.int64)
+            )
             self.next_row_id -= count
             rows = write.inserts.add_column(0, pa.field(ROW_ID, pa.int64(), False), ids)
             if schema.replaces_on_key:
                 rows = _last_of_each_key(rows, schema.key_columns)
                 self._drop_replaced_own(pending, rows, schema.key_columns)
                 replaced = None
-                if committed is not None:
+                if committed is not None and not pending.deleted_every_key_of(rows):
                     replaced = committed(_key_bounds(rows, schema.key_columns))
                 if replaced is not None:
                     pending.set_deletes(_with_replaced(pending, rows, replaced, schema.key_columns))
@@ -240,10 +257,6 @@ def _with_replaced(
 ) -> pa.Table:
     """pending's deletes plus the committed rows that rows replace (the same key), so that the
     replaced row stays gone even if the transaction later deletes its own row."""
-    if committed.num_rows <= FEW_KEYS:  # sysbench's DELETE then INSERT of a key: no kernel
-        deleted = pending.deleted_ids
-        if all(row_id in deleted for row_id in committed.column(ROW_ID).to_pylist()):
-            return pending.deletes
     if pending.deletes.num_rows:
         gone = pending.deletes.column(ROW_ID)
         committed = committed.filter(pc.invert(pc.is_in(committed.column(ROW_ID), gone)))

@@ -1,7 +1,8 @@
 """A CN's rows in memory arrive one commit at a time and are combined as they pile up, size-tiered:
 after hundreds of commits of mixed sizes over two partitions, every snapshot (any timestamp, either
 partition, both) still reads exactly the rows committed, the pieces stay few, and no commit copies
-every row held (the largest piece is combined a bounded number of times)."""
+every row held (the largest piece is combined a bounded number of times). Pieces of a settled size
+are combined no more: a load's rows are copied once at most."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import random
 
 import pyarrow as pa
 
-from be.cn.table_state import COMBINE_PIECES, TableState
+from be.cn.table_state import SETTLED_TIER, TIER_BITS, TIER_PIECES, TableState
 from be.logtail.entries import PARTITION_ID, ROW_ID, TableChanges
 from be.table_schema import ColumnSchema, PartitionSchema, TableSchema
 from metadata.records import KeyModel
@@ -62,7 +63,10 @@ def test_many_small_commits_read_back_exactly_from_few_pieces():
         made = [piece for piece in pieces if id(piece) not in kept]  # the commit's, or combined
         copied += sum(piece.num_rows for piece in made) - count
         before = list(pieces)
-    assert most_pieces <= COMBINE_PIECES // 2, most_pieces
+    settled_rows = 1 << (SETTLED_TIER * TIER_BITS)  # the fewest rows of a piece combined no more
+    # a settled piece (and the smaller ones before it, as one) per settled_rows, a tier's worth
+    # of pieces of each smaller tier
+    assert most_pieces <= 2 * next_key // settled_rows + TIER_PIECES * SETTLED_TIER, most_pieces
     assert copied <= 6 * next_key, (copied, next_key)  # each row a few times, not every 64 commits
 
     def keys(ts: int, partitions: frozenset[int] | None) -> list[int]:
@@ -78,3 +82,26 @@ def test_many_small_commits_read_back_exactly_from_few_pieces():
                 if at <= ts and (partitions is None or partition in partitions)
             )
             assert keys(ts, partitions) == expected, (ts, partitions)
+
+
+def test_a_load_is_copied_at_most_once_and_small_commits_between_big_ones_are_not_left_alone():
+    """Commits of 1000 rows (a bulk INSERT's) are copied once, into pieces of 8000 combined no
+    more; 3000-row commits with small ones between them leave one piece of small ones before
+    each big one, not a piece per commit. Every row reads back."""
+    # 15 pieces of 8000 and a tier's worth; 40 big ones, a piece of small ones before each
+    for sizes, allowed in (((1000,), 15 + TIER_PIECES), ((3000, 5, 7), 2 * 40 + TIER_PIECES)):
+        state = TableState(SCHEMA.table_id)
+        next_key, copied, most_pieces = 0, 0, 0
+        before: list[pa.Table] = []
+        for number in range(120):
+            count = sizes[number % len(sizes)]
+            state.apply(_change(next_key, count, 72), 1000 + number)
+            next_key += count
+            kept = {id(piece) for piece in before}
+            copied += sum(p.num_rows for p in state._rows if id(p) not in kept) - count
+            most_pieces = max(most_pieces, len(state._rows))
+            before = list(state._rows)
+        assert copied <= next_key, (sizes, copied, next_key)
+        assert most_pieces <= allowed, (sizes, most_pieces)
+        snapshot = state.snapshot(SCHEMA, 1000 + 119)
+        assert sorted(snapshot.column("k").to_pylist()) == list(range(next_key)), sizes

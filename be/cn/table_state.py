@@ -53,10 +53,14 @@ from be.storage.tombstones import DELETE_TS, TombstoneMeta, read_tombstones
 from be.table_schema import TableSchema, column_id
 from metadata.records import KeyModel
 
-COMBINE_PIECES = 64  # pieces of rows (or of deletes) combined into one past this many
+COMBINE_PIECES = 64  # pieces of deletes combined into one past this many
+MAX_ROW_PIECES = 256  # pieces of rows combined into one past this many (settled ones pile up)
 TIER_BITS = 3  # pieces of rows are tiered by size, each tier 8x the one below
 TIER_PIECES = 1 << TIER_BITS  # this many of one tier or below, at the end: combined into one
 MIN_CHUNK_ROWS = 4096  # a kept snapshot whose chunks hold fewer rows on average is combined
+SETTLED_TIER = (
+    MIN_CHUNK_ROWS.bit_length() - 1
+) // TIER_BITS  # pieces this big are combined no more
 MAX_CACHED_SNAPSHOTS = (
     32  # of the newest state: per schema (a scan's columns), with and without row ids
 )
@@ -148,7 +152,7 @@ class TableState:
             assert not self._rows and not self._delete_ids, "restored into an empty table"
             self._rows = [piece for piece in rows if piece.num_rows]
             self._row_partitions = [_partitions_in(piece) for piece in self._rows]
-            if len(self._rows) > COMBINE_PIECES:
+            if len(self._rows) > MAX_ROW_PIECES:
                 self._rows, self._row_partitions = _combined(self._rows, self._row_partitions)
             self._delete_ids, self._delete_ts = list(delete_ids), list(delete_ts)
             self.row_count = sum(piece.num_rows for piece in self._rows)
@@ -203,7 +207,7 @@ class TableState:
                 self.row_count += rows.num_rows
                 self.nbytes += rows.nbytes
                 _combine_tail(self._rows, self._row_partitions)
-                if len(self._rows) > COMBINE_PIECES:
+                if len(self._rows) > MAX_ROW_PIECES:
                     self._rows, self._row_partitions = _combined(self._rows, self._row_partitions)
             if change.deletes is not None and change.deletes.num_rows:
                 ids = change.deletes.column(ROW_ID).combine_chunks()
@@ -757,24 +761,37 @@ def _tier(rows: int) -> int:
 
 def _combine_tail(pieces: list[pa.Table], partitions: list[frozenset[int] | None]) -> None:
     """After a piece is appended: the pieces at the end of its tier or below (by rows, of one
-    schema), once TIER_PIECES of them, combined into one, and so on up. A size-tiered merge:
-    a row is copied about once a tier, and no commit copies every row held (one combined at
-    COMBINE_PIECES pieces would copy them all every COMBINE_PIECES commits)."""
-    while len(pieces) >= TIER_PIECES:
+    schema), once TIER_PIECES of them, combined into one, and so on up to SETTLED_TIER. A
+    size-tiered merge: a row is copied about once a tier, and no commit copies every row held
+    (one combined at MAX_ROW_PIECES pieces would copy them all every MAX_ROW_PIECES commits).
+    Pieces of SETTLED_TIER are big enough to scan as they are: a bulk load's rows are copied
+    once at most, and not at all when its commits are that big; when one comes, the smaller
+    pieces before it are combined into one, so that they are not left behind one by one."""
+    while len(pieces) >= 2:
         last = pieces[-1]
         tier = _tier(last.num_rows)
-        start = len(pieces) - 1
+        settled = tier >= SETTLED_TIER
+        end = len(pieces) - 1 if settled else len(pieces)
+        start = end - 1
         while (
             start > 0
-            and _tier(pieces[start - 1].num_rows) <= tier
-            and pieces[start - 1].schema.equals(last.schema, check_metadata=True)
+            and _tier(pieces[start - 1].num_rows) <= min(tier, SETTLED_TIER - 1)
+            and pieces[start - 1].schema.equals(pieces[end - 1].schema, check_metadata=True)
         ):
             start -= 1
-        if len(pieces) - start < TIER_PIECES:
+        if settled:
+            if end - start >= 2 and _tier(pieces[start].num_rows) < SETTLED_TIER:
+                _combine(pieces, partitions, start, end)
             return
-        held = partitions[start:]
-        pieces[start:] = [pa.concat_tables(pieces[start:]).combine_chunks()]
-        partitions[start:] = [None if None in held else frozenset().union(*held)]
+        if end - start < TIER_PIECES:
+            return
+        _combine(pieces, partitions, start, end)
+
+
+def _combine(pieces: list[pa.Table], partitions: list, start: int, end: int) -> None:
+    held = partitions[start:end]
+    pieces[start:end] = [pa.concat_tables(pieces[start:end]).combine_chunks()]
+    partitions[start:end] = [None if None in held else frozenset().union(*held)]
 
 
 def _runs(pieces) -> list[pa.Table]:

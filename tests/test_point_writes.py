@@ -213,3 +213,52 @@ def test_prepared_inserts_store_what_the_text_statement_stores(node):
     assert prepared_rows[1:] == text_rows[1:]
     assert prepared_rows[0] == (7, "again", None)
     admin.close()
+
+
+def test_point_writes_in_a_transaction_see_each_other(node):
+    """In a transaction, prepared UPDATEs and DELETEs by key of tables with one key column and
+    with two see the transaction's own earlier writes, a rollback leaves nothing and a commit
+    keeps exactly the last values."""
+    admin = node.connect()
+    run(
+        admin,
+        "CREATE TABLE w.two (id INT NOT NULL, part INT NOT NULL, k INT, c VARCHAR(10)) "
+        "UNIQUE KEY(id, part) DISTRIBUTED BY HASH(id) BUCKETS 2",
+    )
+    run(admin, "INSERT INTO w.two VALUES (1, 1, 10, 'a'), (1, 2, 20, 'b'), (2, 1, 30, 'c')")
+    run(admin, "INSERT INTO w.u VALUES (700, 1, 'x'), (701, 2, 'y')")
+    connection, cursor = prepared(node)
+    try:
+        for ending in ("rollback", "commit"):
+            connection.start_transaction()
+            for table, key in (("two", 1), ("u", 700)):
+                cursor.execute(f"UPDATE w.{table} SET k = k + ? WHERE id = ?", (5, key))
+                cursor.execute(f"UPDATE w.{table} SET k = k + ?, c = ? WHERE id = ?", (1, "z", key))
+                cursor.execute(f"SELECT k, c FROM w.{table} WHERE id = ? ORDER BY k", (key,))
+                assert cursor.fetchall() == (
+                    [(16, "z"), (26, "z")] if table == "two" else [(7, "z")]
+                )
+            cursor.execute("DELETE FROM w.two WHERE id = ?", (2,))
+            cursor.execute("DELETE FROM w.u WHERE id = ?", (701,))
+            assert cursor.rowcount == 1
+            cursor.execute("SELECT count(*) FROM w.u WHERE id BETWEEN ? AND ?", (700, 701))
+            assert cursor.fetchall() == [(1,)]
+            getattr(connection, ending)()
+            if ending == "rollback":
+                assert run(admin, "SELECT id, part, k, c FROM w.two ORDER BY id, part") == (
+                    (1, 1, 10, "a"),
+                    (1, 2, 20, "b"),
+                    (2, 1, 30, "c"),
+                )
+                assert run(admin, "SELECT id, k, c FROM w.u WHERE id >= 700 ORDER BY id") == (
+                    (700, 1, "x"),
+                    (701, 2, "y"),
+                )
+    finally:
+        connection.close()
+    assert run(admin, "SELECT id, part, k, c FROM w.two ORDER BY id, part") == (
+        (1, 1, 16, "z"),
+        (1, 2, 26, "z"),
+    )
+    assert run(admin, "SELECT id, k, c FROM w.u WHERE id >= 700 ORDER BY id") == ((700, 7, "z"),)
+    admin.close()

@@ -19,7 +19,7 @@ from be.logtail.entries import ROW_ID
 from be.table_schema import TableSchema
 from be.tn.write_set import TableWrite
 from fe.security import privileges
-from fe.statements import dml
+from fe.statements import dml, transactions
 from fe.statements.column_values import column_value
 from fe.statements.plain_reads import INT64
 from fe.statements.table_data import TableReader, readable_table
@@ -205,8 +205,7 @@ def _as_transaction_sees(rows: list[dict], pending, key: str, value: int, names)
 async def _delete(session, reader: TableReader, table: Table, schema: TableSchema, rows):
     if not rows:
         return dml.Result(affected_rows=0)
-    deletes = dml.deletes_table(table, [_row_id_and_keys(table, row) for row in rows])
-    await dml.commit(session, reader, table, TableWrite(schema, deletes=deletes))
+    await _commit(session, reader, table, schema, [_row_id_and_keys(table, row) for row in rows])
     return dml.Result(affected_rows=len(rows))
 
 
@@ -219,14 +218,34 @@ async def _update(session, reader, table: Table, schema, write: PreparedWrite, r
         if new != row:
             changed.append((row, new))
     if changed:
-        deletes = dml.deletes_table(table, [_row_id_and_keys(table, old) for old, _ in changed])
-        inserts = _stored_rows(schema, [new for _, new in changed])
-        write_of = TableWrite(schema, inserts=inserts, deletes=deletes)
-        await dml.commit(session, reader, table, write_of, replaces_only_deleted=True)
+        deletes = [_row_id_and_keys(table, old) for old, _ in changed]
+        await _commit(session, reader, table, schema, deletes, [new for _, new in changed])
     return dml.Result(
         affected_rows=len(changed),
         info=f"Rows matched: {len(rows)}  Changed: {len(changed)}  Warnings: 0",
     )
+
+
+async def _commit(session, reader, table: Table, schema, deletes: list[tuple], inserts=()):
+    """The write of deletes (row id, *key values) and inserts (rows as dicts, replacing no row
+    but those deleted), as dml.commit does it: into the open transaction (as tuples, where its
+    own rows are found by one key column), else committed at once."""
+    reader.refuse_writes()
+    transaction = transactions.current(session)
+    if transaction is not None and (len(table.key_columns) == 1 or not schema.replaces_on_key):
+        names = schema.names
+        rows = [tuple(row[name] for name in names) for row in inserts]
+        transaction.add_rows(table, schema, deletes, rows)
+        return
+    write = TableWrite(
+        schema,
+        inserts=_stored_rows(schema, inserts) if inserts else None,
+        deletes=dml.deletes_table(table, deletes),
+    )
+    if transaction is not None:
+        transaction.add(table, write, None)  # the inserts replace only the rows deleted
+    else:
+        await dml.commit_writes(session, reader.ts, (write,))
 
 
 def _stored_rows(schema: TableSchema, rows: list[dict]) -> pa.Table:

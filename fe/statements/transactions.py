@@ -32,16 +32,17 @@ FEW_KEYS = 16  # rows whose key range Python finds (Arrow's call costs more for 
 class PendingWrite:
     """A table's writes in a transaction: inserted rows (ROW_ID negative, then the table's
     columns) and deleted rows of the snapshot (ROW_ID, then the key columns). Kept as the pieces
-    statements added, with the own rows dropped since (deleted, or replaced by a newer row with
-    their key) and, per first-key value, the own rows that have it; joined when read."""
+    statements added (Arrow tables, or lists of row tuples from a point write), with the own
+    rows dropped since (deleted, or replaced by a newer row with their key) and, per first-key
+    value, the own rows that have it; joined when read."""
 
     def __init__(self, schema: TableSchema, key_columns: tuple[str, ...]):
         self.schema = schema
         self.key_columns = key_columns
         self._inserts_schema = schema.with_row_ids()
         self._deletes_schema = schema.deletes()
-        self._inserts: list[pa.Table] = []  # pieces, each of _inserts_schema
-        self._deletes: list[pa.Table] = []  # pieces, each of _deletes_schema
+        self._inserts: list[pa.Table | list[tuple]] = []  # pieces, each of _inserts_schema
+        self._deletes: list[pa.Table | list[tuple]] = []  # pieces, each of _deletes_schema
         self._dropped: set[int] = set()  # own row ids no longer written, still in _inserts
         self._gone: set[int] = set()  # every own row id no longer written
         self.deleted_ids: set[int] = set()  # the snapshot's rows deleted
@@ -57,8 +58,8 @@ class PendingWrite:
     def inserts(self) -> pa.Table:
         if not self._inserts:
             self._inserts = [self._inserts_schema.empty_table()]
-        if len(self._inserts) > 1 or self._dropped:
-            rows = pa.concat_tables(self._inserts)
+        if len(self._inserts) > 1 or self._dropped or type(self._inserts[0]) is list:
+            rows = pa.concat_tables(_as_tables(self._inserts, self._inserts_schema))
             if self._dropped:
                 dropped = pa.array(self._dropped, pa.int64())
                 rows = rows.filter(pc.invert(pc.is_in(rows.column(ROW_ID), dropped)))
@@ -69,8 +70,8 @@ class PendingWrite:
     def deletes(self) -> pa.Table:
         if not self._deletes:
             self._deletes = [self._deletes_schema.empty_table()]
-        if len(self._deletes) > 1:
-            self._deletes = [pa.concat_tables(self._deletes)]
+        if len(self._deletes) > 1 or type(self._deletes[0]) is list:
+            self._deletes = [pa.concat_tables(_as_tables(self._deletes, self._deletes_schema))]
         return self._deletes[0]
 
     def own_rows_with(self, value) -> list[int]:
@@ -89,6 +90,23 @@ class PendingWrite:
         if self.key_columns and rows.num_rows <= FEW_KEYS:
             self.deleted_keys.update(_keys_of(rows, self.key_columns))
         self.written += rows.num_rows
+
+    def add_delete_rows(self, rows: list[tuple]) -> None:
+        """add_deletes of rows given as (ROW_ID, *key values) tuples."""
+        self._deletes.append(rows)
+        self.deleted_ids.update(row[0] for row in rows)
+        if self.key_columns:
+            self.deleted_keys.update(row[1:] for row in rows)
+        self.written += len(rows)
+
+    def add_insert_rows(self, rows: list[tuple]) -> None:
+        """add_inserts of rows given as (own ROW_ID, *column values) tuples."""
+        self._inserts.append(rows)
+        if self.key_columns:
+            at = 1 + self.schema.names.index(self.key_columns[0])
+            for row in rows:
+                self.own_by_first_key.setdefault(row[at], []).append(row[0])
+        self.written += len(rows)
 
     def deleted_every_key_of(self, rows: pa.Table) -> bool:
         """Whether the transaction deleted a row of the snapshot with each of rows' keys (a UNIQUE
@@ -116,6 +134,23 @@ def _keys_of(rows: pa.Table, key_columns: tuple[str, ...]) -> list[tuple]:
     return list(zip(*(rows.column(name).to_pylist() for name in key_columns), strict=True))
 
 
+def _as_tables(pieces: list, schema: pa.Schema) -> list[pa.Table]:
+    """The pieces as Arrow tables of schema (a piece of row tuples holds its values as the table
+    keeps them)."""
+    return [
+        piece
+        if type(piece) is not list
+        else pa.Table.from_arrays(
+            [
+                pa.array([row[index] for row in piece], field.type)
+                for index, field in enumerate(schema)
+            ],
+            schema=schema,
+        )
+        for piece in pieces
+    ]
+
+
 def _as_schema(rows: pa.Table, schema: pa.Schema) -> pa.Table:
     return rows if rows.schema.equals(schema) else rows.cast(schema)
 
@@ -141,14 +176,7 @@ class OpenTransaction:
         replaced by write's inserts are found; committed is None when write's deletes name every
         row its inserts replace."""
         schema = write.schema
-        pending = self.writes.get(table.id)
-        if pending is None:
-            pending = self.writes[table.id] = PendingWrite(schema, table.key_columns)
-        elif pending.schema.schema_version != schema.schema_version:
-            raise QueryError(
-                ErrorCode.UNKNOWN_ERROR,
-                f"Table '{table.name}' changed during the transaction; roll it back and retry",
-            )
+        pending = self._pending(table, schema)
         if write.deletes is not None and write.deletes.num_rows:
             ids = write.deletes.column(ROW_ID).to_pylist()
             own = [row_id for row_id in ids if row_id < 0]
@@ -174,6 +202,50 @@ class OpenTransaction:
                 if replaced is not None:
                     pending.set_deletes(_with_replaced(pending, rows, replaced, schema.key_columns))
             pending.add_inserts(rows)
+        self._check_rows()
+
+    def add_rows(
+        self, table: Table, schema: TableSchema, deletes: list[tuple], inserts: list[tuple]
+    ) -> None:
+        """add of a point write's rows as tuples: deletes (ROW_ID, *key values), inserts (the
+        table's columns) that replace no row but deleted ones (an UPDATE of value columns),
+        with at most one row a key where the table replaces rows by their key."""
+        pending = self._pending(table, schema)
+        if deletes:
+            pending.drop_own(row[0] for row in deletes if row[0] < 0)
+            theirs = [row for row in deletes if row[0] >= 0]
+            if theirs:
+                pending.add_delete_rows(theirs)
+        if inserts:
+            first = self.next_row_id
+            self.next_row_id -= len(inserts)
+            rows = [(first - offset, *row) for offset, row in enumerate(inserts)]
+            if schema.replaces_on_key:
+                assert len(schema.key_columns) == 1, "one key column: own rows found by it"
+                at = 1 + schema.names.index(schema.key_columns[0])
+                keys = [row[at] for row in rows]
+                assert len(set(keys)) == len(keys), "one row a key"
+                pending.drop_own(
+                    row_id
+                    for key in keys
+                    if key is not None
+                    for row_id in pending.own_rows_with(key)
+                )
+            pending.add_insert_rows(rows)
+        self._check_rows()
+
+    def _pending(self, table: Table, schema: TableSchema) -> PendingWrite:
+        pending = self.writes.get(table.id)
+        if pending is None:
+            pending = self.writes[table.id] = PendingWrite(schema, table.key_columns)
+        elif pending.schema.schema_version != schema.schema_version:
+            raise QueryError(
+                ErrorCode.UNKNOWN_ERROR,
+                f"Table '{table.name}' changed during the transaction; roll it back and retry",
+            )
+        return pending
+
+    def _check_rows(self) -> None:
         if self.rows > MAX_TRANSACTION_ROWS:
             raise QueryError(
                 ErrorCode.UNKNOWN_ERROR,

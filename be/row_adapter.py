@@ -20,27 +20,58 @@ def adapted(
     rows: pa.Table, schema: TableSchema, hidden: Sequence[pa.Field] = (), stored: bool = False
 ) -> pa.Table:
     """rows as the hidden fields (kept by name) then schema's columns; with stored, each field
-    carries its column id (what a flush writes), else plain fields (what a snapshot answers)."""
+    carries its column id (what a flush writes), else plain fields (what a snapshot answers).
+    How rows of one layout become schema's is worked out once (a commit's rows come the same
+    way every time)."""
     hidden = tuple(hidden)
-    target = schema.after(hidden, stored=True)
-    if not rows.schema.equals(target, check_metadata=True):
-        if _written_as(rows.schema, target):
-            rows = pa.Table.from_arrays(rows.columns, schema=target)
-        else:
-            rows = _picked(rows, target) or _mapped(rows, schema, target, len(hidden))
-    if stored:
+    key = (id(schema), hidden, stored)
+    kept = _PLANS.get(key)
+    if kept is None or kept[0] is not schema or not rows.schema.equals(kept[1], True):
+        kept = (schema, rows.schema, *_plan(rows.schema, schema, hidden, stored))
+        if len(_PLANS) >= MAX_KEPT_PLANS:
+            _PLANS.clear()
+        _PLANS[key] = kept
+    _, _, picked, result = kept
+    if picked is _MAPPED:
+        rows = _mapped(rows, schema, schema.after(hidden, stored=True), len(hidden))
+    elif picked is not None:
+        rows = pa.Table.from_arrays([rows.column(index) for index in picked], schema=result)
+    elif result is not None:
+        rows = pa.Table.from_arrays(rows.columns, schema=result)
+    if stored or picked is not _MAPPED:
         return rows
     return pa.Table.from_arrays(rows.columns, schema=schema.after(hidden, stored=False))
 
 
-def _picked(rows: pa.Table, target: pa.Schema) -> pa.Table | None:
-    """target's columns taken by name, if rows hold each as it is, its column id included (the
-    rows of this schema version with other hidden columns besides: a commit's, on a CN)."""
-    names = rows.schema.names
+MAX_KEPT_PLANS = 4096  # (schema, hidden fields) pairs whose plan is kept; past it all go
+_PLANS: dict[tuple, tuple] = {}
+_MAPPED = object()  # a plan that maps and casts columns (rows of another schema version)
+
+
+def _plan(written: pa.Schema, schema: TableSchema, hidden: tuple, stored: bool) -> tuple:
+    """How rows of the written layout become schema's: (None, None) as they are; (None, result)
+    their columns as they are under result's fields; (indexes, result) the columns at indexes;
+    (_MAPPED, None) by _mapped."""
+    target = schema.after(hidden, stored=True)
+    result = target if stored else schema.after(hidden, stored=False)
+    if written.equals(target, check_metadata=True):
+        return None, None if stored else result
+    if _written_as(written, target):
+        return None, result
+    picked = _picked(written, target)
+    return (_MAPPED, None) if picked is None else (picked, result)
+
+
+def _picked(written: pa.Schema, target: pa.Schema) -> list[int] | None:
+    """The indexes of target's columns taken by name, if rows hold each as it is, its column id
+    included (the rows of this schema version with other hidden columns besides: a commit's,
+    on a CN)."""
+    names = written.names
     if len(names) <= len(target) or not set(target.names).issubset(names):
         return None
-    picked = rows.select(target.names)
-    return picked if picked.schema.equals(target, check_metadata=True) else None
+    picked = [names.index(name) for name in target.names]
+    fields = pa.schema([written.field(index) for index in picked])
+    return picked if fields.equals(target, check_metadata=True) else None
 
 
 def _written_as(written: pa.Schema, target: pa.Schema) -> bool:

@@ -902,7 +902,8 @@ def _visible(
 
 def _adapted(rows: pa.Table, schema: TableSchema) -> pa.Table:
     """rows (read at any schema version) in schema's columns, after the hidden ones they have."""
-    hidden = tuple(field for field in _ROW_FIELDS if field.name in rows.column_names)
+    names = rows.schema.names
+    hidden = tuple(field for field in _ROW_FIELDS if field.name in names)
     return adapted(rows, schema, hidden)
 
 

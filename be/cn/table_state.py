@@ -58,9 +58,8 @@ MAX_ROW_PIECES = 256  # pieces of rows combined into one past this many (settled
 TIER_BITS = 3  # pieces of rows are tiered by size, each tier 8x the one below
 TIER_PIECES = 1 << TIER_BITS  # this many of one tier or below, at the end: combined into one
 MIN_CHUNK_ROWS = 4096  # a kept snapshot whose chunks hold fewer rows on average is combined
-SETTLED_TIER = (
-    MIN_CHUNK_ROWS.bit_length() - 1
-) // TIER_BITS  # pieces this big are combined no more
+# pieces of this tier or above (2048 rows or more) are combined no more
+SETTLED_TIER = (MIN_CHUNK_ROWS.bit_length() - 1) // TIER_BITS
 MAX_CACHED_SNAPSHOTS = (
     32  # of the newest state: per schema (a scan's columns), with and without row ids
 )
@@ -780,7 +779,7 @@ def _combine_tail(pieces: list[pa.Table], partitions: list[frozenset[int] | None
         ):
             start -= 1
         if settled:
-            if end - start >= 2 and _tier(pieces[start].num_rows) < SETTLED_TIER:
+            if end - start >= 2 and _tier(pieces[end - 1].num_rows) < SETTLED_TIER:
                 _combine(pieces, partitions, start, end)
             return
         if end - start < TIER_PIECES:

@@ -262,3 +262,44 @@ def test_point_writes_in_a_transaction_see_each_other(node):
     )
     assert run(admin, "SELECT id, k, c FROM w.u WHERE id >= 700 ORDER BY id") == ((700, 7, "z"),)
     admin.close()
+
+
+def test_one_row_inserts_in_a_transaction(node):
+    """In a transaction, one-row INSERTs (prepared and as text) fill left-out columns with their
+    defaults, a refused value leaves the transaction's other rows as they were, an INSERT of a
+    key the transaction deleted takes its place, and one of a key it did not delete replaces
+    the committed row; a rollback leaves nothing, a commit keeps exactly these rows."""
+    admin = node.connect()
+    run(
+        admin,
+        "CREATE TABLE w.one (id INT NOT NULL, k INT NOT NULL DEFAULT '3', c VARCHAR(4)) "
+        "UNIQUE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 2",
+    )
+    run(admin, "INSERT INTO w.one VALUES (1, 10, 'a'), (2, 20, 'b')")
+    connection, cursor = prepared(node)
+    try:
+        for ending in ("rollback", "commit"):
+            connection.start_transaction()
+            cursor.execute("INSERT INTO w.one (id, c) VALUES (?, ?)", (5, "new"))
+            with pytest.raises(mysql.connector.Error) as failed:
+                cursor.execute("INSERT INTO w.one (id, c) VALUES (?, ?)", (6, "toolong"))
+            assert failed.value.errno == 1406
+            cursor.execute("DELETE FROM w.one WHERE id = ?", (1,))
+            cursor.execute("INSERT INTO w.one (id, k, c) VALUES (?, ?, ?)", (1, 11, "re"))
+            cursor.execute("INSERT INTO w.one VALUES (2, 21, 'rep')")
+            cursor.execute("SELECT id, k, c FROM w.one ORDER BY id")
+            assert cursor.fetchall() == [(1, 11, "re"), (2, 21, "rep"), (5, 3, "new")]
+            getattr(connection, ending)()
+            if ending == "rollback":
+                assert run(admin, "SELECT id, k, c FROM w.one ORDER BY id") == (
+                    (1, 10, "a"),
+                    (2, 20, "b"),
+                )
+    finally:
+        connection.close()
+    assert run(admin, "SELECT id, k, c FROM w.one ORDER BY id") == (
+        (1, 11, "re"),
+        (2, 21, "rep"),
+        (5, 3, "new"),
+    )
+    admin.close()

@@ -28,7 +28,7 @@ from fe.sql import statements as st
 from fe.sql.literal_insert import LiteralColumn
 from fe.sql.parser import INTERNAL_CATALOG
 from fe.statements import queries, transactions, values_expressions
-from fe.statements.column_values import column_array, literal_array
+from fe.statements.column_values import column_array, column_value, literal_array
 from fe.statements.table_data import SchemaChanged, TableReader, data_plane, unavailable
 from metadata.records import Column, KeyModel, Table
 
@@ -73,13 +73,38 @@ async def insert(session, statement: st.Insert) -> Result:
     if not rows:
         return Result(affected_rows=0)
     named, rows, first_generated, last_given = _with_generated_ids(session, table, named, rows)
-    inserts = rows_table(session, table, named, len(rows), _by_position(rows, len(named)))
-    await commit(session, reader, table, TableWrite(TableSchema.of(table), inserts=inserts))
+    if not (len(rows) == 1 and _inserted_as_tuple(session, reader, table, named, rows[0])):
+        inserts = rows_table(session, table, named, len(rows), _by_position(rows, len(named)))
+        await commit(session, reader, table, TableWrite(TableSchema.of(table), inserts=inserts))
     info = f"Records: {len(rows)}  Duplicates: 0  Warnings: 0" if len(rows) > 1 else ""
     if first_generated:
         session.last_insert_id = first_generated
     insert_id = first_generated or last_given
     return Result(affected_rows=len(rows), info=info, last_insert_id=insert_id)
+
+
+def _inserted_as_tuple(session, reader: TableReader, table: Table, named, values: tuple) -> bool:
+    """Whether the one row was added to the open transaction as a tuple (OpenTransaction.
+    add_rows): when it replaces no row of the snapshot, or only one the transaction deleted
+    (sysbench's DELETE then INSERT of a key). Its values are converted as rows_table does."""
+    transaction = transactions.current(session)
+    if transaction is None:
+        return False
+    schema = TableSchema.of(table)
+    position = {column.name: index for index, column in enumerate(named)}
+    row = []
+    for column in table.columns:
+        index = position.get(column.name)
+        value = DEFAULT if index is None else values[index]
+        row.append(column_value(_default(session, column) if value is DEFAULT else value, column))
+    if schema.replaces_on_key:
+        pending = transaction.writes.get(table.id)
+        key = tuple(row[schema.names.index(name)] for name in schema.key_columns)
+        if len(schema.key_columns) != 1 or pending is None or key not in pending.deleted_keys:
+            return False
+    reader.refuse_writes()
+    transaction.add_rows(table, schema, [], [tuple(row)])
+    return True
 
 
 def _target_table(session, reader: TableReader, node: exp.Table) -> Table:

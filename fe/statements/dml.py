@@ -92,18 +92,21 @@ def _inserted_as_tuple(session, reader: TableReader, table: Table, named, values
         return False
     schema = TableSchema.of(table)
     position = {column.name: index for index, column in enumerate(named)}
-    row = []
-    for column in table.columns:
+
+    def value_of(column: Column):
         index = position.get(column.name)
         value = DEFAULT if index is None else values[index]
-        row.append(column_value(_default(session, column) if value is DEFAULT else value, column))
+        return column_value(_default(session, column) if value is DEFAULT else value, column)
+
     if schema.replaces_on_key:
         pending = transaction.writes.get(table.id)
-        key = tuple(row[schema.names.index(name)] for name in schema.key_columns)
-        if len(schema.key_columns) != 1 or pending is None or key not in pending.deleted_keys:
+        if len(table.key_columns) != 1 or pending is None or not pending.deleted_keys:
             return False
+        if (value_of(table.column(table.key_columns[0])),) not in pending.deleted_keys:
+            return False
+    row = tuple(value_of(column) for column in table.columns)
     reader.refuse_writes()
-    transaction.add_rows(table, schema, [], [tuple(row)])
+    transaction.add_rows(table, schema, [], [row])
     return True
 
 

@@ -100,9 +100,9 @@ def _inserted_as_tuple(session, reader: TableReader, table: Table, named, values
 
     if schema.replaces_on_key:
         pending = transaction.writes.get(table.id)
-        if len(table.key_columns) != 1 or pending is None or not pending.deleted_keys:
+        if not transaction.takes_rows(schema) or pending is None or not pending.deleted_keys:
             return False
-        if (value_of(table.column(table.key_columns[0])),) not in pending.deleted_keys:
+        if not pending.deleted_every_key([(value_of(table.column(schema.key_columns[0])),)]):
             return False
     row = tuple(value_of(column) for column in table.columns)
     reader.refuse_writes()

@@ -232,7 +232,7 @@ async def _commit(session, reader, table: Table, schema, deletes: list[tuple], i
     own rows are found by one key column), else committed at once."""
     reader.refuse_writes()
     transaction = transactions.current(session)
-    if transaction is not None and (len(table.key_columns) == 1 or not schema.replaces_on_key):
+    if transaction is not None and transaction.takes_rows(schema):
         names = schema.names
         rows = [tuple(row[name] for name in names) for row in inserts]
         transaction.add_rows(table, schema, deletes, rows)

@@ -84,6 +84,12 @@ class PendingWrite:
         self._dropped |= row_ids
         self._gone |= row_ids
 
+    def drop_own_with(self, first_keys) -> None:
+        """The own rows whose first key column has one of first_keys dropped (NULL matches
+        none)."""
+        own = self.own_rows_with
+        self.drop_own(row_id for key in first_keys if key is not None for row_id in own(key))
+
     def add_deletes(self, rows: pa.Table) -> None:
         self._deletes.append(_as_schema(rows, self._deletes_schema))
         self.deleted_ids.update(rows.column(ROW_ID).to_pylist())
@@ -104,16 +110,19 @@ class PendingWrite:
         self._inserts.append(rows)
         if self.key_columns:
             at = 1 + self.schema.names.index(self.key_columns[0])
-            for row in rows:
-                self.own_by_first_key.setdefault(row[at], []).append(row[0])
+            self._note_own([row[0] for row in rows], [row[at] for row in rows])
         self.written += len(rows)
 
+    def deleted_every_key(self, keys) -> bool:
+        """Whether the transaction deleted a row of the snapshot with each of keys (a UNIQUE KEY
+        table's snapshot has one row a key: rows with these keys replace no other)."""
+        return bool(self.deleted_keys) and self.deleted_keys.issuperset(keys)
+
     def deleted_every_key_of(self, rows: pa.Table) -> bool:
-        """Whether the transaction deleted a row of the snapshot with each of rows' keys (a UNIQUE
-        KEY table's snapshot has one row a key: rows replace no other)."""
+        """deleted_every_key of rows' keys, for a few rows (more are not looked at: False)."""
         if not self.deleted_keys or rows.num_rows > FEW_KEYS:
             return False
-        return self.deleted_keys.issuperset(_keys_of(rows, self.key_columns))
+        return self.deleted_every_key(_keys_of(rows, self.key_columns))
 
     def set_deletes(self, rows: pa.Table) -> None:
         self._deletes = [rows]
@@ -123,11 +132,14 @@ class PendingWrite:
         """rows (own row ids) join the inserts; the own rows with their key it replaces must
         be dropped first."""
         self._inserts.append(_as_schema(rows, self._inserts_schema))
-        ids = rows.column(ROW_ID).to_pylist()
-        firsts = rows.column(self.key_columns[0]).to_pylist() if self.key_columns else ()
-        for row_id, first in zip(ids, firsts, strict=False):
-            self.own_by_first_key.setdefault(first, []).append(row_id)
+        if self.key_columns:
+            ids = rows.column(ROW_ID).to_pylist()
+            self._note_own(ids, rows.column(self.key_columns[0]).to_pylist())
         self.written += rows.num_rows
+
+    def _note_own(self, row_ids: list[int], first_keys: list) -> None:
+        for row_id, first in zip(row_ids, first_keys, strict=True):
+            self.own_by_first_key.setdefault(first, []).append(row_id)
 
 
 def _keys_of(rows: pa.Table, key_columns: tuple[str, ...]) -> list[tuple]:
@@ -221,18 +233,19 @@ class OpenTransaction:
             self.next_row_id -= len(inserts)
             rows = [(first - offset, *row) for offset, row in enumerate(inserts)]
             if schema.replaces_on_key:
-                assert len(schema.key_columns) == 1, "one key column: own rows found by it"
+                assert self.takes_rows(schema), "one key column: own rows found by it"
                 at = 1 + schema.names.index(schema.key_columns[0])
                 keys = [row[at] for row in rows]
                 assert len(set(keys)) == len(keys), "one row a key"
-                pending.drop_own(
-                    row_id
-                    for key in keys
-                    if key is not None
-                    for row_id in pending.own_rows_with(key)
-                )
+                pending.drop_own_with(keys)
             pending.add_insert_rows(rows)
         self._check_rows()
+
+    @staticmethod
+    def takes_rows(schema: TableSchema) -> bool:
+        """Whether add_rows takes the table's rows: its own rows replaced by a newer row with
+        their key are found by one key column."""
+        return not schema.replaces_on_key or len(schema.key_columns) == 1
 
     def _pending(self, table: Table, schema: TableSchema) -> PendingWrite:
         pending = self.writes.get(table.id)
@@ -256,10 +269,7 @@ class OpenTransaction:
     def _drop_replaced_own(pending: PendingWrite, rows: pa.Table, key_columns) -> None:
         """The own rows with a key one of rows has are dropped (UNIQUE KEY: rows replace them)."""
         if len(key_columns) == 1:
-            keys = rows.column(key_columns[0]).to_pylist()
-            pending.drop_own(
-                row_id for key in keys if key is not None for row_id in pending.own_rows_with(key)
-            )
+            pending.drop_own_with(rows.column(key_columns[0]).to_pylist())
             return
         before = pending.inserts
         kept = _without_keys(before, rows, key_columns).column(ROW_ID)

@@ -86,6 +86,8 @@ TabletTotals = dict[int, tuple[int, int]]  # tablet id -> (rows, bytes)
 
 
 class EmbeddedDataPlane:
+    reads_at_hand = True  # its CN is in this process: a read up to its watermark never waits
+
     def __init__(
         self,
         open_log: Callable[[], object],
@@ -324,6 +326,8 @@ def rendezvous_order(table_id: int, nodes: list[DataNode]) -> list[DataNode]:
 
 
 class RemoteDataPlane:
+    reads_at_hand = False  # every read is a round trip to a node: none on the event loop
+
     def __init__(
         self,
         token: str | bytes,
@@ -520,12 +524,6 @@ class RemoteDataPlane:
                     logger.info(
                         "CN %s:%d was not told what may be read: %s", node.host, node.port, error
                     )
-
-    def indexed_snapshot(
-        self, schema: TableSchema, ts: int, row_ids: bool, bounds: tuple[ColumnBound, ...]
-    ) -> pa.Table | None:
-        """Every read of a remote node is a round trip: none is at hand (snapshot() reads)."""
-        return None
 
     def snapshot(
         self,

@@ -825,3 +825,88 @@ def test_a_cn_process_reads_what_the_tn_flushed(tmp_path):
     finally:
         for node in (cn, tn, fe):
             node.stop()
+
+
+def _answers_meanwhile(front, stalled: list[threading.Thread], seconds: float) -> float:
+    """The longest a `SELECT 1` on another connection took while the stalled statements ran
+    (for about seconds; they must still be running at its end)."""
+    connection = front.connect()
+    longest = 0.0
+    deadline = time.monotonic() + seconds
+    try:
+        while time.monotonic() < deadline:
+            started = time.monotonic()
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT 1")
+                assert cursor.fetchall() == ((1,),)
+            longest = max(longest, time.monotonic() - started)
+    finally:
+        connection.close()
+    assert all(thread.is_alive() for thread in stalled), "the statements were not stalled"
+    return longest
+
+
+def test_a_stopped_tn_or_cn_stalls_only_the_statements_that_wait_for_it(tmp_path):
+    """A node that does not answer holds up the statements that need it, off the FE's event
+    loop: every other client of the FE is answered meanwhile."""
+    with fe_with_tn_and_cn(tmp_path) as (front, tn, cn):
+        execute(
+            front,
+            "CREATE DATABASE d",
+            "CREATE TABLE d.t (k INT, v INT) UNIQUE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1",
+            "INSERT INTO d.t VALUES (1, 1), (2, 2)",
+        )
+        answers: dict[str, object] = {}
+
+        def run(name: str, *statements: str) -> threading.Thread:
+            def statements_run():
+                connection = front.connect(database="d")
+                try:
+                    with connection.cursor() as cursor:
+                        for sql in statements:
+                            cursor.execute(sql)
+                        answers[name] = list(cursor.fetchall())
+                    connection.commit()
+                except pymysql.MySQLError as error:
+                    answers[name] = error
+                finally:
+                    connection.close()
+
+            thread = threading.Thread(target=statements_run)
+            thread.start()
+            return thread
+
+        # The TN stopped: the newest timestamp is asked of it (5 s, then of the CNs).
+        tn.process.send_signal(signal.SIGSTOP)
+        try:
+            stalled = [
+                run("point read", "SELECT v FROM t WHERE k = 1"),
+                run("begin", "BEGIN", "SELECT v FROM t WHERE k = 2"),
+                run("insert", "INSERT INTO t VALUES (3, 3)"),
+            ]
+            assert _answers_meanwhile(front, stalled, 3.0) < 2.0
+        finally:
+            tn.process.send_signal(signal.SIGCONT)
+        for thread in stalled:
+            thread.join(timeout=120)
+        assert answers == {"point read": [(1,)], "begin": [(2,)], "insert": []}
+        # The CN stopped: an INSERT in a transaction reads the rows it replaces from it.
+        connection = front.connect(database="d")
+        run_in_transaction = connection.cursor()
+        run_in_transaction.execute("BEGIN")
+        cn.process.send_signal(signal.SIGSTOP)
+        try:
+            stalled = [
+                threading.Thread(
+                    target=run_in_transaction.execute,
+                    args=("INSERT INTO t VALUES (1, 10), (4, 4)",),
+                )
+            ]
+            stalled[0].start()
+            assert _answers_meanwhile(front, stalled, 3.0) < 2.0
+        finally:
+            cn.process.send_signal(signal.SIGCONT)
+        stalled[0].join(timeout=120)
+        connection.commit()
+        connection.close()
+        assert rows(front, "SELECT k, v FROM t ORDER BY k") == [(1, 10), (2, 2), (3, 3), (4, 4)]

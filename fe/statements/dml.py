@@ -459,10 +459,15 @@ async def commit(
     reader.refuse_writes()
     transaction = transactions.current(session)
     if transaction is not None:
-        committed = None if replaces_only_deleted else (lambda b: reader.committed(table, b))
+        committed = None
+        if not replaces_only_deleted and transaction.looks_up(table, write):
+            bounds = transactions.key_bounds(write.inserts, write.schema.key_columns)
+            committed = reader.committed_at_hand(table, bounds)
+            if committed is None:  # a read that may wait, or read objects: off the event loop
+                committed = await asyncio.to_thread(reader.committed, table, bounds)
         transaction.add(table, write, committed)
         return
-    await commit_writes(session, reader.ts, (write,))
+    await commit_writes(session, await reader.settled_ts(), (write,))
 
 
 async def commit_writes(session, snapshot_ts: int, writes: tuple[TableWrite, ...]) -> int:

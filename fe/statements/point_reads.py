@@ -38,8 +38,7 @@ def answer(session, read: PreparedRead, values: list) -> Answer | None:
     if type(low) is not int or type(high) is not int or low not in INT64 or high not in INT64:
         return None
     plane = session.services.data_plane
-    values_within = getattr(plane, "values_within", None)
-    if values_within is None:
+    if plane is None or not plane.reads_at_hand:
         return None
     if not session.reads_now(_known_zone):
         return None
@@ -70,7 +69,7 @@ def answer(session, read: PreparedRead, values: list) -> Answer | None:
     else:
         ts = transaction.snapshot_ts
     bound = ColumnBound(column, low, high)
-    rows = values_within(schema, ts, bound, read.shape.columns, MAX_ROWS)
+    rows = plane.values_within(schema, ts, bound, read.shape.columns, MAX_ROWS)
     if rows is None:
         return None
     found = rows_shaped(rows, read.shape, types)

@@ -140,8 +140,7 @@ async def run(session, write: PreparedWrite, values: list):
     if any(type(value) not in PLAIN_VALUES for value in values):
         return None
     plane = session.services.data_plane
-    values_within = getattr(plane, "values_within", None)
-    if values_within is None or not session.reads_now(lambda zone: True):
+    if plane is None or not plane.reads_at_hand or not session.reads_now(lambda zone: True):
         return None
     db = write.db or session.database or ""
     if db.lower() == "information_schema":
@@ -157,7 +156,7 @@ async def run(session, write: PreparedWrite, values: list):
     if pending is not None and pending.rows > MAX_OWN_ROWS:
         return None
     bound = ColumnBound(write.key, key_value, key_value)
-    found = values_within(schema, reader.ts, bound, names, MAX_MATCHED_ROWS)
+    found = plane.values_within(schema, reader.ts, bound, names, MAX_MATCHED_ROWS)
     if found is None:
         return None
     rows = [dict(zip(names, row, strict=True)) for row in found]

@@ -60,6 +60,13 @@ class TableReader:
             self._ts = self.as_of(self.read_ts) if self.read_ts else self.latest
         return self._ts
 
+    async def settled_ts(self) -> int:
+        """ts, asked of the data plane off the event loop when that is a round trip to a node
+        (a TN that does not answer stalls this statement, not the FE's other clients)."""
+        if self._ts is None and not data_plane(self.session).reads_at_hand:
+            await asyncio.to_thread(lambda: self.ts)
+        return self.ts
+
     @functools.cached_property
     def latest(self) -> int:
         """The newest timestamp readable now (asked of the data plane once per statement)."""
@@ -103,16 +110,23 @@ class TableReader:
         """The table's committed rows at the snapshot, with row ids, without this transaction's
         own writes (those outside bounds may be left out): from the key index when it has
         them at hand."""
+        rows = self.committed_at_hand(table, bounds)
+        return rows if rows is not None else self._read(TableSchema.of(table), True, bounds)
+
+    def committed_at_hand(
+        self, table: Table, bounds: tuple[ColumnBound, ...] = ()
+    ) -> pa.Table | None:
+        """committed(), if the key index has the rows at hand (no wait, no object, no round
+        trip: what the event loop may ask); else None."""
+        plane = data_plane(self.session)
+        if not bounds or self.read_ts or not plane.reads_at_hand:
+            return None
         schema = TableSchema.of(table)
-        if bounds and not self.read_ts:
-            with plane_errors():
-                plane = data_plane(self.session)
-                rows = _committed_values(plane, schema, self.ts, bounds)
-                if rows is None:
-                    rows = plane.indexed_snapshot(schema, self.ts, True, bounds)
-            if rows is not None:
-                return rows
-        return self._read(schema, True, bounds)
+        with plane_errors():
+            rows = _committed_values(plane, schema, self.ts, bounds)
+            if rows is None:
+                rows = plane.indexed_snapshot(schema, self.ts, True, bounds)
+        return rows
 
     def snapshot(
         self,
@@ -197,14 +211,13 @@ class TableReader:
     ) -> pa.Table | None:
         """The rows within bounds (exactly), this transaction's own writes seen, if the data
         plane has them at hand (no wait, no object to read); else None."""
-        if self.read_ts:
+        plane = data_plane(self.session)
+        if self.read_ts or not plane.reads_at_hand:
             return None
         schema = TableSchema.of(table)
         own = self.transaction is not None and table.id in self.transaction.writes
         try:
-            rows = data_plane(self.session).indexed_snapshot(
-                schema, self.ts, row_ids or own, bounds
-            )
+            rows = plane.indexed_snapshot(schema, self.ts, row_ids or own, bounds)
         except ServiceError as error:
             raise unavailable(error) from None
         if rows is None or not own:
@@ -283,14 +296,13 @@ MAX_COMMITTED_VALUES = 64  # committed rows a write looks for as Python values, 
 def _committed_values(plane, schema: TableSchema, ts: int, bounds) -> pa.Table | None:
     """The committed rows within the bound on the first key column, from the key index's
     Python values (a one-row write's look for the row it replaces); None if not at hand."""
-    values_within = getattr(plane, "values_within", None)
-    if values_within is None or not schema.key_columns:
+    if not schema.key_columns:
         return None
     bound = next((bound for bound in bounds if bound.column == schema.key_columns[0]), None)
     if bound is None or bound.low is None or bound.high is None:
         return None
     target = schema.with_row_ids()
-    found = values_within(schema, ts, bound, tuple(target.names), MAX_COMMITTED_VALUES)
+    found = plane.values_within(schema, ts, bound, tuple(target.names), MAX_COMMITTED_VALUES)
     if found is None:
         return None
     columns = zip(*found, strict=True) if found else [()] * len(target)

@@ -8,7 +8,7 @@ UPDATE and DELETE can name them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -181,11 +181,11 @@ class OpenTransaction:
         self,
         table: Table,
         write: TableWrite,
-        committed: Callable[[tuple[ColumnBound, ...]], pa.Table | None] | None,
+        committed: pa.Table | None,
     ) -> None:
-        """write joins the transaction; committed(bounds) gives the table's rows at the snapshot
-        (with row ids; those outside bounds may be left out), where a UNIQUE KEY table's rows
-        replaced by write's inserts are found; committed is None when write's deletes name every
+        """write joins the transaction; committed: the table's rows at the snapshot (with row
+        ids) within key_bounds of write's inserts, where a UNIQUE KEY table's rows they replace
+        are found (looks_up says when they are needed); None when write's deletes name every
         row its inserts replace."""
         schema = write.schema
         pending = self._pending(table, schema)
@@ -208,11 +208,10 @@ class OpenTransaction:
             if schema.replaces_on_key:
                 rows = _last_of_each_key(rows, schema.key_columns)
                 self._drop_replaced_own(pending, rows, schema.key_columns)
-                replaced = None
                 if committed is not None and not pending.deleted_every_key_of(rows):
-                    replaced = committed(_key_bounds(rows, schema.key_columns))
-                if replaced is not None:
-                    pending.set_deletes(_with_replaced(pending, rows, replaced, schema.key_columns))
+                    pending.set_deletes(
+                        _with_replaced(pending, rows, committed, schema.key_columns)
+                    )
             pending.add_inserts(rows)
         self._check_rows()
 
@@ -240,6 +239,15 @@ class OpenTransaction:
                 pending.drop_own_with(keys)
             pending.add_insert_rows(rows)
         self._check_rows()
+
+    def looks_up(self, table: Table, write: TableWrite) -> bool:
+        """Whether add() of write may ask for the committed rows its inserts replace (a UNIQUE
+        KEY table's, unless the transaction deleted a row of every key they have)."""
+        inserts = write.inserts
+        if not write.schema.replaces_on_key or inserts is None or not inserts.num_rows:
+            return False
+        pending = self.writes.get(table.id)
+        return pending is None or not pending.deleted_every_key_of(inserts)
 
     @staticmethod
     def takes_rows(schema: TableSchema) -> bool:
@@ -311,7 +319,7 @@ def _own_rows_last(rows: pa.Table) -> pa.Table:
     return rows.set_column(0, rows.schema.field(0), ordered)
 
 
-def _key_bounds(rows: pa.Table, key_columns: tuple[str, ...]) -> tuple[ColumnBound, ...]:
+def key_bounds(rows: pa.Table, key_columns: tuple[str, ...]) -> tuple[ColumnBound, ...]:
     """The range of rows' keys, when the key is one integer column: the committed rows they
     replace are within it."""
     if len(key_columns) != 1 or not pa.types.is_integer(rows.schema.field(key_columns[0]).type):
@@ -383,7 +391,11 @@ def _has_key_of(rows: pa.Table, newer: pa.Table, key: str) -> pa.ChunkedArray:
 async def transaction_statement(session, statement: st.Transaction) -> Result:
     if statement.kind == "BEGIN":
         await commit(session)
-        begin(session)
+        plane = session.services.data_plane
+        if plane is not None and not plane.reads_at_hand:  # its snapshot is a round trip
+            await asyncio.to_thread(begin, session)
+        else:
+            begin(session)
     elif statement.kind == "COMMIT":
         await commit(session)
     else:

@@ -153,6 +153,8 @@ class QuireSession(BaseSession):
 
     async def execute_prepared(self, prepared, values: list, attrs: dict[str, str]) -> Result:
         with Counted(self, prepared):
+            if prepared.read is not None or prepared.write is not None:
+                await transactions.open_implicitly(self)
             if prepared.read is not None:
                 result = await self._prepared_read(prepared.read, values)
                 if result is not None:
@@ -322,6 +324,8 @@ class QuireSession(BaseSession):
         kind = kind_of(statement)
         if kind.resets_warnings:
             self.warnings = []
+        if kind.touches_data_of(statement):
+            await transactions.open_implicitly(self)
         if not kind.writes:
             if kind.retried_on_schema_change:
                 return await self._run_again_on_schema_change(kind.handler, statement)

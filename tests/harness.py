@@ -283,13 +283,13 @@ class QuireProcess:
     def connect(
         self, user: str = "root", password: str = "", database: str | None = None, **kwargs
     ):
+        kwargs.setdefault("autocommit", True)
         return pymysql.connect(
             host="127.0.0.1",
             port=self.query_port,
             user=user,
             password=password,
             database=database,
-            autocommit=True,
             **kwargs,
         )
 

@@ -858,9 +858,9 @@ def test_a_stopped_tn_or_cn_stalls_only_the_statements_that_wait_for_it(tmp_path
         )
         answers: dict[str, object] = {}
 
-        def run(name: str, *statements: str) -> threading.Thread:
+        def run(name: str, *statements: str, autocommit: bool = True) -> threading.Thread:
             def statements_run():
-                connection = front.connect(database="d")
+                connection = front.connect(database="d", autocommit=autocommit)
                 try:
                     with connection.cursor() as cursor:
                         for sql in statements:
@@ -883,13 +883,19 @@ def test_a_stopped_tn_or_cn_stalls_only_the_statements_that_wait_for_it(tmp_path
                 run("point read", "SELECT v FROM t WHERE k = 1"),
                 run("begin", "BEGIN", "SELECT v FROM t WHERE k = 2"),
                 run("insert", "INSERT INTO t VALUES (3, 3)"),
+                run("autocommit off", "SELECT v FROM t WHERE k = 2", autocommit=False),
             ]
             assert _answers_meanwhile(front, stalled, 3.0) < 2.0
         finally:
             tn.process.send_signal(signal.SIGCONT)
         for thread in stalled:
             thread.join(timeout=120)
-        assert answers == {"point read": [(1,)], "begin": [(2,)], "insert": []}
+        assert answers == {
+            "point read": [(1,)],
+            "begin": [(2,)],
+            "insert": [],
+            "autocommit off": [(2,)],
+        }
         # The CN stopped: an INSERT in a transaction reads the rows it replaces from it.
         connection = front.connect(database="d")
         run_in_transaction = connection.cursor()

@@ -120,6 +120,11 @@ class SelectPlan:
     answers: EncodedAnswers = field(default_factory=EncodedAnswers, compare=False, repr=False)
 
 
+def reads_tables(plan: SelectPlan) -> bool:
+    """Whether the query may read table data (not a constant, not information_schema)."""
+    return plan.constant is None and plan.lookup is None
+
+
 MAX_HEADERS = 4  # result columns a constant SELECT keeps, one list per tuple of its value types
 
 

@@ -46,6 +46,9 @@ class StatementKind:
     resets_warnings: bool = False
     # run again, outside a transaction, when the table changed under it (SchemaChanged)
     retried_on_schema_change: bool = False
+    touches_data: bool | Predicate = (
+        False  # reads or writes table data (autocommit off: opens a transaction)
+    )
 
     def __post_init__(self):
         assert not self.serialised or self.writes, "only writes are serialised"
@@ -55,6 +58,9 @@ class StatementKind:
 
     def runs_when_stale(self, statement) -> bool:
         return _holds(self.readable_when_stale, statement)
+
+    def touches_data_of(self, statement) -> bool:
+        return _holds(self.touches_data, statement)
 
 
 def _holds(rule: bool | Predicate, statement) -> bool:
@@ -92,7 +98,10 @@ def _write(handler: Callable, serialised: bool = False) -> StatementKind:
 
 KINDS: dict[type, StatementKind] = {
     queries.SelectPlan: StatementKind(
-        queries.run_client_select, readable_when_stale=False, resets_warnings=True
+        queries.run_client_select,
+        readable_when_stale=False,
+        resets_warnings=True,
+        touches_data=queries.reads_tables,
     ),
     st.Use: StatementKind(_use, readable_when_stale=False),
     st.Show: StatementKind(show.show, readable_when_stale=shows_node_status),
@@ -112,18 +121,21 @@ KINDS: dict[type, StatementKind] = {
         readable_when_stale=False,
         resets_warnings=True,
         retried_on_schema_change=True,
+        touches_data=True,
     ),
     st.Update: StatementKind(
         dml.update,
         readable_when_stale=False,
         resets_warnings=True,
         retried_on_schema_change=True,
+        touches_data=True,
     ),
     st.Delete: StatementKind(
         dml.delete,
         readable_when_stale=False,
         resets_warnings=True,
         retried_on_schema_change=True,
+        touches_data=True,
     ),
     st.Kill: StatementKind(admin.kill),
     st.AdminShowConfig: StatementKind(admin.show_config),

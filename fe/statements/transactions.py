@@ -414,6 +414,16 @@ def begin(session) -> OpenTransaction:
     return session.transaction
 
 
+async def open_implicitly(session) -> None:
+    """The transaction current() would open (autocommit off), opened off the event loop where
+    its snapshot is a round trip to a node: a TN that does not answer stalls only this session."""
+    plane = session.services.data_plane
+    if plane is None or plane.reads_at_hand or session.transaction is not None:
+        return
+    if not session.autocommits() and plane.available:
+        await asyncio.to_thread(begin, session)
+
+
 def current(session) -> OpenTransaction | None:
     """The open transaction; one is opened when autocommit is off."""
     if session.transaction is None and not session.autocommits():

@@ -916,3 +916,43 @@ def test_a_stopped_tn_or_cn_stalls_only_the_statements_that_wait_for_it(tmp_path
         connection.commit()
         connection.close()
         assert rows(front, "SELECT k, v FROM t ORDER BY k") == [(1, 10), (2, 2), (3, 3), (4, 4)]
+
+
+def test_reads_by_key_through_a_cn_see_a_transactions_own_writes(cluster):
+    leader, follower, tn, cns = cluster
+    execute(
+        leader,
+        "CREATE TABLE d.keyed (k INT, v INT) UNIQUE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 2",
+        "CREATE TABLE d.summed (k INT, v INT SUM) AGGREGATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 2",
+        "INSERT INTO d.keyed VALUES (1, 1), (2, 2), (3, 3)",
+        "INSERT INTO d.summed VALUES (1, 1), (1, 2), (2, 5)",
+    )
+    wait_until(lambda: ("keyed",) in rows(follower, "SHOW TABLES"), 20, "the table everywhere")
+    connection = follower.connect(database="d", autocommit=False)  # PyMySQL's default
+    try:
+        with connection.cursor() as cursor:
+
+            def read(sql: str) -> set:
+                cursor.execute(sql)
+                return set(cursor.fetchall())
+
+            assert read("SELECT v FROM keyed WHERE k = 2") == {(2,)}
+            cursor.execute("UPDATE keyed SET v = 20 WHERE k = 2")
+            cursor.execute("DELETE FROM keyed WHERE k = 3")
+            cursor.execute("INSERT INTO keyed VALUES (4, 4), (1, 10)")
+            assert read("SELECT v FROM keyed WHERE k = 2") == {(20,)}
+            assert read("SELECT k, v FROM keyed WHERE k BETWEEN 1 AND 4") == {
+                (1, 10),
+                (2, 20),
+                (4, 4),
+            }
+            assert read("SELECT v FROM keyed WHERE k = 3") == set()
+            assert read("SELECT v FROM summed WHERE k = 1") == {(3,)}
+            cursor.execute("INSERT INTO summed VALUES (1, 4)")
+            assert read("SELECT v FROM summed WHERE k = 1") == {(7,)}
+        assert rows(leader, "SELECT k, v FROM keyed ORDER BY k") == [(1, 1), (2, 2), (3, 3)]
+        connection.commit()
+    finally:
+        connection.close()
+    assert rows(leader, "SELECT k, v FROM keyed ORDER BY k") == [(1, 10), (2, 20), (4, 4)]
+    assert rows(follower, "SELECT k, v FROM summed ORDER BY k") == [(1, 7), (2, 5)]

@@ -62,6 +62,7 @@ class KeyIndex:
         self.ready = False  # the base is built
         self.broken = False  # a piece it cannot index (no such integer column, too many rows)
         self._base: pa.Table | None = None
+        self._base_bytes = 0
         self._base_keys = array("q")
         self._pieces: list[pa.Table] = []  # committed since the base, in commit order
         self._tail_table: pa.Table | None = None  # the pieces indexed in _tail, as one table
@@ -131,7 +132,7 @@ class KeyIndex:
         since (the tail is folded into the base before it grows large)."""
         if self.broken:
             return 0
-        base = 0 if self._base is None else self._base.nbytes + 8 * len(self._base_keys)
+        base = 0 if self._base is None else self._base_bytes + 8 * len(self._base_keys)
         pending = self.rows - (0 if self._base is None else self._base.num_rows)
         row_bytes = base // max(len(self._base_keys), 1)
         values = len(self._values) * (VALUES_ROW_BYTES + 2 * row_bytes)  # as Python objects
@@ -153,6 +154,7 @@ class KeyIndex:
     def _set_base(self, base: pa.Table | None, keys: array) -> None:
         """The base and what reads of values need of it (under the lock)."""
         self._base, self._base_keys = base, keys
+        self._base_bytes = 0 if base is None else base.nbytes  # Arrow's count: costly per call
         if base is None:
             self._base_ids, self._base_deleted, self._base_layout = array("q"), {}, None
             self._oldest_deleted_at = None

@@ -346,11 +346,28 @@ STREAMED = (ResultPart,)  # replies that more replies to the same request follow
 # Schemas and tables.
 
 
+MAX_KEPT_SCHEMAS = 1024  # schemas kept decoded (a node is asked of the same few again and again)
+_DECODED: dict[bytes, TableSchema] = {}
+
+
 def encode_schema(schema: TableSchema) -> bytes:
     return json.dumps(schema.fields(), separators=(",", ":")).encode()
 
 
 def decode_schema(data: Any, limits: ServiceLimits) -> TableSchema:
+    """The schema data encodes, checked (one decoded before and within limits is kept)."""
+    kept = _DECODED.get(data) if type(data) is bytes else None
+    if kept is not None and len(kept.columns) <= limits.max_columns:
+        return kept
+    schema = _decoded_schema(data, limits)
+    if type(data) is bytes:
+        if len(_DECODED) >= MAX_KEPT_SCHEMAS:
+            _DECODED.clear()
+        _DECODED[data] = schema
+    return schema
+
+
+def _decoded_schema(data: Any, limits: ServiceLimits) -> TableSchema:
     try:
         fields = json.loads(_bytes(data, "schema"))
         if type(fields) is not dict:

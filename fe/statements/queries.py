@@ -338,7 +338,7 @@ async def run_in_engine(
         raise QueryError(1298, f"Unknown or incorrect time zone: '{error}'") from None
     read = read or table_data.TableReader(session)
     if not explain:
-        answered = _plain_at_hand(session, plan, read, row_ids_of)
+        answered = await _plain_read(session, plan, read, row_ids_of)
         if answered is not None:
             return answered
 
@@ -594,12 +594,13 @@ def _result_column(name: str, sql_type: str):
     return kept
 
 
-def _plain_at_hand(
+async def _plain_read(
     session, plan: SelectPlan, read: table_data.TableReader, row_ids_of: str | None
 ) -> Result | None:
     """A plain read bounded on the key (`SELECT c FROM t WHERE id = 5`, the rows a DELETE or an
-    UPDATE by key names) answered on the loop when the data plane has its rows at hand; None
-    otherwise (the engine's worker runs it)."""
+    UPDATE by key names) answered without the engine: on the loop when the data plane has its
+    rows at hand, else from the rows within the bounds read off it; None otherwise (the
+    engine's worker runs it)."""
     expression = plan.expression
     if plan.lists or not isinstance(expression, exp.Select):
         return None
@@ -620,7 +621,7 @@ def _plain_at_hand(
     if not exact:
         return None
     with_row_ids = row_ids_of is not None and row_ids_of == table.alias_or_name
-    rows = read.indexed(record, exact, with_row_ids)
+    rows = await read.within_bounds(record, exact, with_row_ids)
     if rows is None:
         return None
     answer = plain_reads.shaped_answer(rows, shape)  # rows are within the bounds
@@ -656,7 +657,7 @@ async def run_prepared_read(session, read: plain_reads.PreparedRead, values: lis
         if column is None or column.type.base not in INTEGER_BITS or column.type.base == "LARGEINT":
             return None
         exact.append(ColumnBound(column.name, bound.low, bound.high))
-    rows = reader.indexed(record, tuple(exact))
+    rows = await reader.within_bounds(record, tuple(exact))
     if rows is None:
         return None
     answer = plain_reads.shaped_answer(rows, read.shape)  # rows are within the bounds

@@ -22,7 +22,7 @@ from fe.security import privileges
 from fe.statements.column_values import parse_moment
 from fe.statements.mysql_functions import time_zone
 from fe.statements.names import resolve_table
-from metadata.records import Table
+from metadata.records import KeyModel, Table
 
 READ_WAIT_SECONDS = 10.0  # a read waits this long for the CN to reach its timestamp
 SCHEMA_POLL_SECONDS = 0.005
@@ -223,6 +223,21 @@ class TableReader:
         if rows is None or not own:
             return rows
         return within(self.transaction.seen(schema, rows, row_ids), bounds)
+
+    async def within_bounds(
+        self, table: Table, bounds: tuple[ColumnBound, ...], row_ids: bool = False
+    ) -> pa.Table | None:
+        """indexed(); where the data plane has no reads at hand (each is a round trip to a
+        node), the rows within bounds read from it off the event loop (the CN narrows them by
+        its key index), or None for an AGGREGATE KEY table (the engine merges its rows)."""
+        plane = data_plane(self.session)
+        if plane.reads_at_hand or self.read_ts:
+            return self.indexed(table, bounds, row_ids)
+        if not bounds or table.key_model is KeyModel.AGGREGATE:
+            return None
+        return await asyncio.to_thread(
+            lambda: within(self.snapshot(table, row_ids, bounds), bounds)
+        )
 
     def _read(
         self,

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 MAX_BOUNDS = 16  # per table and read; past them the rest are not used
+FEW_ROWS = 16  # rows checked against bounds in Python, not by Arrow
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,19 +27,43 @@ class ColumnBound:
 
 def within(rows: pa.Table, bounds: tuple[ColumnBound, ...]) -> pa.Table:
     """rows whose bounded columns are within every bound (NULL is within none)."""
+    if rows.num_rows <= FEW_ROWS:  # a point read's row or few: Arrow's calls cost more
+        kept = _inside_few(rows, bounds)
+        if kept is None or all(kept):
+            return rows
+        return rows.filter(pa.array(kept, pa.bool_()))
     keep = inside(rows, bounds)
     return rows if keep is None else rows.filter(keep)
+
+
+def _inside_few(rows: pa.Table, bounds: tuple[ColumnBound, ...]) -> list[bool] | None:
+    """inside(), worked out in Python."""
+    keep = None
+    for bound in _applying(rows, bounds):
+        low, high = bound.low, bound.high
+        test = [
+            value is not None and (low is None or value >= low) and (high is None or value <= high)
+            for value in rows.column(bound.column).to_pylist()
+        ]
+        keep = test if keep is None else [a and b for a, b in zip(keep, test, strict=True)]
+    return keep
+
+
+def _applying(rows: pa.Table, bounds: tuple[ColumnBound, ...]) -> list[ColumnBound]:
+    """The bounds on integer columns rows have (the others narrow nothing here)."""
+    names = rows.column_names
+    return [
+        bound
+        for bound in bounds[:MAX_BOUNDS]
+        if bound.column in names and pa.types.is_integer(rows.schema.field(bound.column).type)
+    ]
 
 
 def inside(rows: pa.Table, bounds: tuple[ColumnBound, ...]) -> pa.ChunkedArray | None:
     """Per row, whether it is within every bound; None when no bound applies to rows."""
     keep = None
-    for bound in bounds[:MAX_BOUNDS]:
-        if bound.column not in rows.column_names:
-            continue
+    for bound in _applying(rows, bounds):
         values = rows.column(bound.column)
-        if not pa.types.is_integer(values.type):
-            continue
         if bound.low is not None and bound.low == bound.high:
             test = pc.equal(values, bound.low)
         else:

@@ -531,3 +531,43 @@ def test_a_tail_short_of_its_fold_point_is_folded_once_writes_stop(tmp_path, mon
         )
     finally:
         plane.close()
+
+
+def test_few_rows_are_kept_within_bounds_as_many_are():
+    """within() decides a few rows in Python and many with Arrow: the same rows either way
+    (NULL within no bound, bounds on columns the rows lack or on strings narrow nothing)."""
+    generator = random.Random(7)
+    for _ in range(300):
+        count = generator.choice([0, 1, 2, 5, 16])
+        values = [generator.choice([None, *range(-3, 4)]) for _ in range(count)]
+        other = [generator.randint(0, 9) for _ in range(count)]
+        rows = pa.table(
+            {
+                "k": pa.array(values, pa.int32()),
+                "o": pa.array(other, pa.int64()),
+                "s": pa.array([str(value) for value in other]),
+            }
+        )
+        bounds = []
+        for column in generator.sample(["k", "o", "s", "missing"], generator.randint(1, 3)):
+            low = generator.choice([None, -2, 0, 3])
+            high = generator.choice([None, -1, 0, 2, 8]) if low is not None else 5
+            bounds.append(ColumnBound(column, low, high))
+        many = pa.concat_tables([rows] * 5)  # past FEW_ROWS: Arrow decides
+        expected = [
+            (k, o)
+            for k, o in zip(values, other, strict=True)
+            if all(
+                bound.column not in ("k", "o")
+                or (
+                    (value := k if bound.column == "k" else o) is not None
+                    and (bound.low is None or value >= bound.low)
+                    and (bound.high is None or value <= bound.high)
+                )
+                for bound in bounds
+            )
+        ]
+        for table, times in ((rows, 1), (many, 5)):
+            kept = within(table, tuple(bounds))
+            found = zip(kept.column("k").to_pylist(), kept.column("o").to_pylist(), strict=True)
+            assert sorted(found, key=repr) == sorted(expected * times, key=repr), (bounds, values)

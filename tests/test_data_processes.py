@@ -956,3 +956,43 @@ def test_reads_by_key_through_a_cn_see_a_transactions_own_writes(cluster):
         connection.close()
     assert rows(leader, "SELECT k, v FROM keyed ORDER BY k") == [(1, 10), (2, 20), (4, 4)]
     assert rows(follower, "SELECT k, v FROM summed ORDER BY k") == [(1, 7), (2, 5)]
+
+
+def test_prepared_writes_by_key_through_a_cn(cluster):
+    """sysbench's prepared UPDATE and DELETE by key on an FE whose CN is another process: the
+    row is read from the CN, the write is the one the text statement makes."""
+    import mysql.connector
+
+    leader, follower, tn, cns = cluster
+    execute(
+        leader,
+        "CREATE TABLE d.sb (id INT, k INT, c VARCHAR(20)) UNIQUE KEY(id) "
+        "DISTRIBUTED BY HASH(id) BUCKETS 2",
+        "INSERT INTO d.sb VALUES (1, 10, 'a'), (2, 20, 'b'), (3, 30, 'c')",
+    )
+    wait_until(lambda: ("sb",) in rows(follower, "SHOW TABLES"), 20, "the table everywhere")
+    connection = mysql.connector.connect(
+        host="127.0.0.1", port=follower.query_port, user="root", database="d", use_pure=True
+    )
+    try:
+        connection.autocommit = True
+        cursor = connection.cursor(prepared=True)
+        cursor.execute("UPDATE sb SET k = k + 1 WHERE id = ?", (1,))
+        assert cursor.rowcount == 1
+        cursor.execute("START TRANSACTION")
+        cursor.execute("UPDATE sb SET c = ? WHERE id = ?", ("bb", 2))
+        cursor.execute("DELETE FROM sb WHERE id = ?", (3,))
+        cursor.execute("UPDATE sb SET k = k + 1 WHERE id = ?", (3,))
+        assert cursor.rowcount == 0  # deleted in this transaction
+        cursor.execute("UPDATE sb SET k = k + 1 WHERE id = ?", (2,))
+        cursor.execute("SELECT id, k, c FROM sb WHERE id BETWEEN ? AND ?", (1, 3))
+        assert sorted(cursor.fetchall()) == [(1, 11, "a"), (2, 21, "bb")]
+        assert rows(leader, "SELECT id, k, c FROM sb ORDER BY id") == [
+            (1, 11, "a"),
+            (2, 20, "b"),
+            (3, 30, "c"),
+        ]
+        cursor.execute("COMMIT")
+    finally:
+        connection.close()
+    assert rows(leader, "SELECT id, k, c FROM sb ORDER BY id") == [(1, 11, "a"), (2, 21, "bb")]

@@ -6,6 +6,7 @@ takes their path."""
 
 from __future__ import annotations
 
+import asyncio
 import decimal
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from be.cn.bounds import ColumnBound
+from be.cn.bounds import ColumnBound, within
 from be.logtail.entries import ROW_ID
 from be.table_schema import TableSchema
 from be.tn.write_set import TableWrite
@@ -140,7 +141,7 @@ async def run(session, write: PreparedWrite, values: list):
     if any(type(value) not in PLAIN_VALUES for value in values):
         return None
     plane = session.services.data_plane
-    if plane is None or not plane.reads_at_hand or not session.reads_now(lambda zone: True):
+    if plane is None or not session.reads_now(lambda zone: True):
         return None
     db = write.db or session.database or ""
     if db.lower() == "information_schema":
@@ -156,15 +157,30 @@ async def run(session, write: PreparedWrite, values: list):
     if pending is not None and pending.rows > MAX_OWN_ROWS:
         return None
     bound = ColumnBound(write.key, key_value, key_value)
-    found = plane.values_within(schema, reader.ts, bound, names, MAX_MATCHED_ROWS)
-    if found is None:
+    rows = await _committed_rows(plane, reader, table, schema, bound, names)
+    if rows is None:
         return None
-    rows = [dict(zip(names, row, strict=True)) for row in found]
     if pending is not None:
         rows = _as_transaction_sees(rows, pending, write.key, key_value, names)
     if write.assignments is None:
         return await _delete(session, reader, table, schema, rows)
     return await _update(session, reader, table, schema, write, rows, values)
+
+
+async def _committed_rows(
+    plane, reader: TableReader, table: Table, schema: TableSchema, bound: ColumnBound, names
+) -> list[dict] | None:
+    """The committed rows with the key at the snapshot, by name: from the key index at hand,
+    else read off the event loop (every read a round trip to a node); None if they are not
+    at hand, or more than MAX_MATCHED_ROWS."""
+    if plane.reads_at_hand:
+        found = plane.values_within(schema, reader.ts, bound, names, MAX_MATCHED_ROWS)
+        return None if found is None else [dict(zip(names, row, strict=True)) for row in found]
+    read = await asyncio.to_thread(reader.committed, table, (bound,))
+    read = within(read, (bound,))
+    if read.num_rows > MAX_MATCHED_ROWS:
+        return None
+    return read.select(list(names)).to_pylist()
 
 
 def _plan(write: PreparedWrite, table: Table) -> tuple[TableSchema, tuple[str, ...]] | None:

@@ -147,20 +147,27 @@ def _keys_of(rows: pa.Table, key_columns: tuple[str, ...]) -> list[tuple]:
 
 
 def _as_tables(pieces: list, schema: pa.Schema) -> list[pa.Table]:
-    """The pieces as Arrow tables of schema (a piece of row tuples holds its values as the table
-    keeps them)."""
-    return [
-        piece
-        if type(piece) is not list
-        else pa.Table.from_arrays(
-            [
-                pa.array([row[index] for row in piece], field.type)
-                for index, field in enumerate(schema)
-            ],
-            schema=schema,
-        )
-        for piece in pieces
-    ]
+    """The pieces as Arrow tables of schema, in order (a piece of row tuples holds its values as
+    the table keeps them; pieces of tuples one after another make one table)."""
+    tables: list[pa.Table] = []
+    rows: list[tuple] = []
+    for piece in pieces:
+        if type(piece) is list:
+            rows.extend(piece)
+            continue
+        if rows:
+            tables.append(_tuples_table(rows, schema))
+            rows = []
+        tables.append(piece)
+    if rows:
+        tables.append(_tuples_table(rows, schema))
+    return tables
+
+
+def _tuples_table(rows: list[tuple], schema: pa.Schema) -> pa.Table:
+    columns = zip(*rows, strict=True)
+    arrays = [pa.array(values, field.type) for values, field in zip(columns, schema, strict=True)]
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def _as_schema(rows: pa.Table, schema: pa.Schema) -> pa.Table:

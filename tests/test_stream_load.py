@@ -530,14 +530,15 @@ def test_a_checkpoint_and_a_restart_keep_loads_and_labels(tmp_path):
         for label in ("c0", "c1", "c2"):
             again = curl(node, "/api/d/u/_stream_load", data, f"label:{label}")
             assert again["Status"] == "Label Already Exists", (label, again)
-        # the keys of loaded rows are known again: a new load replaces, never duplicates
+        # the keys of loaded rows are known again: a new load replaces, never duplicates (the
+        # checkpoints counted before it: the one after it may come before the SELECT is answered)
+        taken = node.log_file.read_text().count("checkpoint checkpoints/")
         data.write_text("1,z\n")
         assert curl(node, "/api/d/u/_stream_load", data, "column_separator:,")["Status"] == (
             "Success"
         )
         assert rows(node, "SELECT k, v FROM d.u ORDER BY k") == [(1, "z"), (2, "c"), (3, "d")]
         # the deletes of replaced loaded rows flushed as tombstones into the next checkpoint
-        taken = node.log_file.read_text().count("checkpoint checkpoints/")
         wait_until(
             lambda: node.log_file.read_text().count("checkpoint checkpoints/") > taken,
             30,

@@ -4,7 +4,7 @@ Run by hand from the repository root (needs the Debian packages mariadb-server a
 
     python tests/bench/bench_sysbench.py [--seconds 10] [--threads 2] [--tables 2]
         [--table-size 10000] [--rounds 3] [--profile FILE] [--prepare-option=--auto_inc=off ...]
-        [--workload oltp_point_select ...] [--quire-only] [--floor]
+        [--workload oltp_point_select ...] [--quire-only] [--floor] [--cluster CNS]
 
 The benchmark starts a `quire up` process and a MariaDB server (InnoDB, its own temporary datadir,
 a free loopback port), runs `sysbench oltp_common prepare` against each (the same tables, rows
@@ -16,13 +16,15 @@ a deadlock there) are shown beside the figures. With --profile FILE Quire runs u
 every thread and the profile is written to FILE when it stops (`python -m pstats FILE`). With
 --floor, once Quire has stopped, each workload runs against a Quire whose front answers every
 execution of a prepared statement with the answer of its first (tests/bench/front_floor_quire.py):
-what the MySQL front alone allows, its ratio to MariaDB shown too. The ratios Quire / MariaDB
-come last.
+what the MySQL front alone allows, its ratio to MariaDB shown too. With --cluster CNS, Quire is
+`quire cluster up --followers 1 --cns CNS` instead (an FE, a TN and CNS CNs, each a process of its
+own; the server CPU is theirs together). The ratios Quire / MariaDB come last.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import subprocess
 import sys
@@ -32,8 +34,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+import pymysql  # noqa: E402
+
 from tests.bench.bench_front import MariaDB, cpu_seconds  # noqa: E402
-from tests.harness import QuireProcess  # noqa: E402
+from tests.harness import REPO, QuireProcess  # noqa: E402
 
 DATABASE = "sbtest"
 WORKLOADS = ("oltp_point_select", "oltp_read_write")
@@ -61,6 +65,36 @@ class QuireUnder(QuireProcess):
     def args(self) -> list[str]:
         plain = super().args()  # python -m fe.cli up ...
         return [sys.executable, str(self.script), *self.script_args, *plain[3:]]
+
+
+class LocalCluster:
+    """`quire cluster up --followers 1 --cns CNS` in folder: the FE's query port, every node's
+    process id."""
+
+    def __init__(self, folder: Path, cns: int):
+        self.folder, self.cns = folder, cns
+        self.query_port, self.pids = 0, ()
+
+    def _cluster(self, *args: str) -> None:
+        command = [sys.executable, "-m", "fe.cli", "cluster", *args, "--dir", str(self.folder)]
+        done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
+        if done.returncode != 0:
+            raise SystemExit(f"quire cluster {args[0]} failed:\n{done.stdout}\n{done.stderr}")
+
+    def start(self) -> LocalCluster:
+        self._cluster("up", "--followers", "1", "--cns", str(self.cns))
+        nodes = json.loads((self.folder / "cluster.json").read_text())["nodes"]
+        self.query_port = next(node for node in nodes if node["role"] == "FOLLOWER")["query_port"]
+        self.pids = tuple(node["pid"] for node in nodes)
+        return self
+
+    def connect(self):
+        return pymysql.connect(host="127.0.0.1", port=self.query_port, user="root", autocommit=True)
+
+    def stop(self) -> None:
+        if self.pids:
+            self._cluster("down")
+            self.pids = ()
 
 
 def profiled_quire(workdir: Path, profile_file: Path, overrides: dict | None = None) -> QuireUnder:
@@ -91,12 +125,12 @@ def sysbench(port: int, workload: str, command: str, options: argparse.Namespace
     return done.stdout
 
 
-def measure(port: int, pid: int, workload: str, options: argparse.Namespace) -> Figure:
-    before = cpu_seconds(pid)
+def measure(port: int, pids: tuple[int, ...], workload: str, options) -> Figure:
+    before = sum(cpu_seconds(pid) for pid in pids)
     output = sysbench(
         port, workload, "run", options, f"--threads={options.threads}", f"--time={options.seconds}"
     )
-    used = cpu_seconds(pid) - before
+    used = sum(cpu_seconds(pid) for pid in pids) - before
 
     def number(label: str) -> float:
         return float(re.search(rf"{label}:\s+(\d+)\s+\(([\d.]+) per sec", output).group(2))
@@ -137,7 +171,7 @@ def front_floor(workdir: Path, workload: str, options: argparse.Namespace) -> Fi
     floor = QuireUnder(workdir, FRONT_FLOOR_QUIRE).start()
     try:
         prepare(floor.connect, floor.query_port, options)
-        figure = measure(floor.query_port, floor.process.pid, workload, options)
+        figure = measure(floor.query_port, (floor.process.pid,), workload, options)
     finally:
         floor.stop()
     print(f"front    {workload:18} {'Floor':8} {shown(figure)}", flush=True)
@@ -170,28 +204,34 @@ def main() -> None:
     parser.add_argument(
         "--floor", action="store_true", help="also each workload against the front alone"
     )
+    parser.add_argument(
+        "--cluster", type=int, metavar="CNS", help="Quire as an FE, a TN and CNS CNs"
+    )
     options = parser.parse_args()
     workloads = tuple(options.workload or WORKLOADS)
     with tempfile.TemporaryDirectory(prefix="bench_sysbench-") as folder:
         folder = Path(folder)
-        if options.profile:
+        if options.cluster:
+            quire = LocalCluster(folder / "cluster", options.cluster).start()
+        elif options.profile:
             quire = profiled_quire(folder / "quire", options.profile.resolve()).start()
         else:
             quire = QuireProcess(folder / "quire").start()
+        pids = quire.pids if options.cluster else (quire.process.pid,)
         mariadb = MariaDB(folder / "mariadb")
         try:
-            servers = {"Quire": (quire.query_port, quire.process.pid, quire.connect)}
+            servers = {"Quire": (quire.query_port, pids, quire.connect)}
             if not options.quire_only:
                 mariadb_server = mariadb.start()
-                servers["MariaDB"] = (mariadb_server.port, mariadb_server.pid, mariadb.connect)
+                servers["MariaDB"] = (mariadb_server.port, (mariadb_server.pid,), mariadb.connect)
             for name, (port, _, connect) in servers.items():
                 prepare(connect, port, options)
                 print(f"{name}: prepared {options.tables} x {options.table_size} rows", flush=True)
             rounds: dict[tuple[str, str], list[Figure]] = {}
             for number in range(options.rounds):
                 for workload in workloads:
-                    for name, (port, pid, _) in servers.items():
-                        figure = measure(port, pid, workload, options)
+                    for name, (port, server_pids, _) in servers.items():
+                        figure = measure(port, server_pids, workload, options)
                         rounds.setdefault((workload, name), []).append(figure)
                         print(
                             f"round {number + 1}  {workload:18} {name:8} {shown(figure)}",

@@ -34,7 +34,10 @@ from be.table_schema import TableSchema
 
 logger = logging.getLogger(__name__)
 
-FORGET_CHECK_SECONDS = 1.0  # how often replaced objects past their retention are looked for
+FORGET_CHECK_SECONDS = 1.0  # how often replaced objects are looked for (a quarter of the
+# retention when that is shorter): each is forgotten after half the retention, so that no read
+# picks it once the TN may delete its file (at the whole retention); the objects that replaced
+# it answer every snapshot that may still be read
 
 
 class WatermarkTimeout(Exception):
@@ -169,11 +172,12 @@ class ComputeNode:
             self.forget_replaced()
 
     def forget_replaced(self, now_ns: int | None = None) -> None:
-        """Every table forgets the objects and tombstones replaced longer ago than the TN keeps
-        them (their files are deleted then)."""
-        self._forget_check_at = time.monotonic() + FORGET_CHECK_SECONDS
+        """Every table forgets the objects and tombstones replaced more than half the time ago
+        the TN keeps them (their files are deleted then)."""
+        retention = self.limits.replaced_retention_seconds
+        self._forget_check_at = time.monotonic() + min(FORGET_CHECK_SECONDS, retention / 4)
         now_ns = time.time_ns() if now_ns is None else now_ns
-        cutoff = now_ns - int(self.limits.replaced_retention_seconds * 1_000_000_000)
+        cutoff = now_ns - int(retention / 2 * 1_000_000_000)
         for table in list(self._tables.values()):
             table.forget_replaced(cutoff)
 

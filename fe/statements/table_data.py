@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import functools
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import pyarrow as pa
 
@@ -61,10 +61,9 @@ class TableReader:
         return self._ts
 
     async def settled_ts(self) -> int:
-        """ts, asked of the data plane off the event loop when that is a round trip to a node
-        (a TN that does not answer stalls this statement, not the FE's other clients)."""
-        if self._ts is None and not data_plane(self.session).reads_at_hand:
-            await asyncio.to_thread(lambda: self.ts)
+        """ts, asked of the data plane as asked_of_plane does."""
+        if self._ts is None:
+            await asked_of_plane(self.session, lambda: self.ts)
         return self.ts
 
     @functools.cached_property
@@ -108,10 +107,9 @@ class TableReader:
 
     def committed(self, table: Table, bounds: tuple[ColumnBound, ...] = ()) -> pa.Table:
         """The table's committed rows at the snapshot, with row ids, without this transaction's
-        own writes (those outside bounds may be left out): from the key index when it has
-        them at hand."""
-        rows = self.committed_at_hand(table, bounds)
-        return rows if rows is not None else self._read(TableSchema.of(table), True, bounds)
+        own writes (those outside bounds may be left out), read from the data plane (it may
+        wait, read objects or be a round trip to a node: never on the event loop)."""
+        return self._read(TableSchema.of(table), True, bounds)
 
     def committed_at_hand(
         self, table: Table, bounds: tuple[ColumnBound, ...] = ()
@@ -267,6 +265,15 @@ def plane_errors():
         ) from None
     except ServiceError as error:
         raise unavailable(error) from None
+
+
+async def asked_of_plane(session, work: Callable[[], object]):
+    """work() of the data plane: on the event loop where its reads are at hand, else on a
+    thread (a round trip to a node: one that does not answer stalls this statement, not the
+    FE's other clients)."""
+    if data_plane(session).reads_at_hand:
+        return work()
+    return await asyncio.to_thread(work)
 
 
 def read_ts(session) -> int:

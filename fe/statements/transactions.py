@@ -8,7 +8,6 @@ UPDATE and DELETE can name them."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -398,11 +397,7 @@ def _has_key_of(rows: pa.Table, newer: pa.Table, key: str) -> pa.ChunkedArray:
 async def transaction_statement(session, statement: st.Transaction) -> Result:
     if statement.kind == "BEGIN":
         await commit(session)
-        plane = session.services.data_plane
-        if plane is not None and not plane.reads_at_hand:  # its snapshot is a round trip
-            await asyncio.to_thread(begin, session)
-        else:
-            begin(session)
+        await _opened(session)
     elif statement.kind == "COMMIT":
         await commit(session)
     else:
@@ -421,14 +416,22 @@ def begin(session) -> OpenTransaction:
     return session.transaction
 
 
+async def _opened(session) -> None:
+    """begin(), its snapshot asked of the data plane as table_data.asked_of_plane does (which
+    says why there is none, if none: a transaction needs table data)."""
+    from fe.statements.table_data import asked_of_plane
+
+    await asked_of_plane(session, lambda: begin(session))
+
+
 async def open_implicitly(session) -> None:
-    """The transaction current() would open (autocommit off), opened off the event loop where
-    its snapshot is a round trip to a node: a TN that does not answer stalls only this session."""
+    """The transaction current() would open (autocommit off), opened before the statement so
+    that its snapshot is asked of a remote data plane off the event loop."""
     plane = session.services.data_plane
     if plane is None or plane.reads_at_hand or session.transaction is not None:
         return
     if not session.autocommits() and plane.available:
-        await asyncio.to_thread(begin, session)
+        await _opened(session)
 
 
 def current(session) -> OpenTransaction | None:

@@ -35,7 +35,7 @@ from be.tn.errors import NoPartitionForRow
 from be.tn.objects import TableObjects
 from be.tn.write_set import TableWrite, WriteSet
 from metadata.records import KeyModel
-from tests.harness import QuireProcess, run, start_fails, wait_until
+from tests.harness import QuireProcess, mariadb_error, run, start_fails, wait_until
 
 FLUSH = {"flush_rows": 10, "flush_interval_second": 2}
 
@@ -267,6 +267,37 @@ def test_restart_and_kill_9_after_flushes(tmp_path):
         connection = node.connect()
         got = run(connection, "SELECT k, v FROM f.t ORDER BY k")
         assert got == tuple(sorted(expected + ((998, "acked"),)))
+        connection.close()
+    finally:
+        node.stop()
+
+
+def test_a_missing_object_is_a_clear_error_and_the_node_serves_on(tmp_path):
+    """An object file gone from storage under the node (an operator's mistake, a store that lost
+    it): reads of its table get an error that names it, not an internal one; the rest works."""
+    node = QuireProcess(tmp_path / "node", overrides=FLUSH).start()
+    try:
+        connection = node.connect()
+        connection.storage = node.workdir / "storage" / "objects"
+        create(connection, "lost")
+        run(connection, "CREATE TABLE f.kept (k INT) DISTRIBUTED BY HASH(k) BUCKETS 1")
+        run(connection, f"INSERT INTO f.lost VALUES {values(range(0, 200, 5))}")
+        run(connection, "INSERT INTO f.kept VALUES (1), (2)")
+        wait_until(lambda: sum(tablet_objects(connection, "f.lost").values()), 30, "a flush")
+        tablets = [int(row[0]) for row in run(connection, "SHOW TABLETS FROM f.lost")]
+        connection.close()
+        node.restart()  # nothing of the objects kept in memory
+        for tablet in tablets:
+            for written in connection.storage.glob(f"t*/p*/{tablet}/*.parquet"):
+                written.unlink()
+        connection = node.connect()
+        for read in ("SELECT COUNT(*), MAX(v) FROM f.lost", "SELECT v FROM f.lost WHERE k = 5"):
+            code, message = error_of(connection, read)
+            assert code == 1105 and "no such object" in message, (read, message)
+        assert run(connection, "SELECT COUNT(*) FROM f.kept") == ((2,),)
+        shown = mariadb_error(node, "root", "", "SELECT k, v FROM f.lost WHERE k > 7")
+        assert shown.startswith("ERROR 1105 (HY000)") and "no such object" in shown, shown
+        assert run(connection, "SELECT 1") == ((1,),)
         connection.close()
     finally:
         node.stop()

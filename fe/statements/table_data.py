@@ -16,6 +16,7 @@ from be.cn.bounds import ColumnBound, within
 from be.cn.node import WatermarkTimeout
 from be.engine import Answer
 from be.service.errors import ServiceError
+from be.storage.errors import StorageError
 from be.table_schema import TableSchema
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.security import privileges
@@ -265,6 +266,10 @@ def plane_errors():
         ) from None
     except ServiceError as error:
         raise unavailable(error) from None
+    except StorageError as error:  # an object gone or damaged under the node
+        raise QueryError(
+            ErrorCode.UNKNOWN_ERROR, f"Table data could not be read: {error.message}"
+        ) from None
 
 
 async def asked_of_plane(session, work: Callable[[], object]):

@@ -927,7 +927,8 @@ def test_reads_by_key_through_a_cn_see_a_transactions_own_writes(cluster):
         "INSERT INTO d.keyed VALUES (1, 1), (2, 2), (3, 3)",
         "INSERT INTO d.summed VALUES (1, 1), (1, 2), (2, 5)",
     )
-    wait_until(lambda: ("keyed",) in rows(follower, "SHOW TABLES"), 20, "the table everywhere")
+    both = {("keyed",), ("summed",)}
+    wait_until(lambda: both <= set(rows(follower, "SHOW TABLES")), 20, "the tables everywhere")
     connection = follower.connect(database="d", autocommit=False)  # PyMySQL's default
     try:
         with connection.cursor() as cursor:

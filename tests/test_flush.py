@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import msgpack
+import mysql.connector
 import pyarrow as pa
 import pymysql
 import pytest
@@ -294,6 +295,17 @@ def test_a_missing_object_is_a_clear_error_and_the_node_serves_on(tmp_path):
         for read in ("SELECT COUNT(*), MAX(v) FROM f.lost", "SELECT v FROM f.lost WHERE k = 5"):
             code, message = error_of(connection, read)
             assert code == 1105 and "no such object" in message, (read, message)
+        prepared = mysql.connector.connect(
+            host="127.0.0.1", port=node.query_port, user="root", database="f", use_pure=True
+        )
+        try:  # a prepared read by key (the key index's path, as sysbench and JDBC read)
+            with pytest.raises(mysql.connector.Error) as caught:
+                cursor = prepared.cursor(prepared=True)
+                cursor.execute("SELECT v FROM lost WHERE k = ?", (5,))
+                cursor.fetchall()
+            assert caught.value.errno == 1105 and "no such object" in caught.value.msg
+        finally:
+            prepared.close()
         assert run(connection, "SELECT COUNT(*) FROM f.kept") == ((2,),)
         shown = mariadb_error(node, "root", "", "SELECT k, v FROM f.lost WHERE k > 7")
         assert shown.startswith("ERROR 1105 (HY000)") and "no such object" in shown, shown

@@ -959,6 +959,29 @@ def test_reads_by_key_through_a_cn_see_a_transactions_own_writes(cluster):
     assert rows(follower, "SELECT k, v FROM summed ORDER BY k") == [(1, 7), (2, 5)]
 
 
+def test_an_autocommit_off_snapshot_starts_at_the_first_read_of_a_table(cluster):
+    """As in MySQL, a transaction opened implicitly (autocommit off) reads at the moment it first
+    reads a table: a query that names none before it (SELECT NOW()) does not fix its snapshot."""
+    leader, follower, tn, cns = cluster
+    execute(leader, "CREATE TABLE d.firsts (k INT) DISTRIBUTED BY HASH(k) BUCKETS 1")
+    connection = leader.connect(database="d", autocommit=False)
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT NOW(), 1 + 1")
+            execute(leader, "INSERT INTO d.firsts VALUES (1)")  # another client, committed
+            cursor.execute("SELECT COUNT(*) FROM firsts")
+            assert cursor.fetchall() == ((1,),)
+            execute(leader, "INSERT INTO d.firsts VALUES (2)")
+            cursor.execute("SELECT COUNT(*) FROM firsts")  # the snapshot is now fixed
+            assert cursor.fetchall() == ((1,),)
+        connection.commit()
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT COUNT(*) FROM firsts")
+            assert cursor.fetchall() == ((2,),)
+    finally:
+        connection.close()
+
+
 def test_prepared_writes_by_key_through_a_cn(cluster):
     """sysbench's prepared UPDATE and DELETE by key on an FE whose CN is another process: the
     row is read from the CN, the write is the one the text statement makes."""

@@ -170,3 +170,27 @@ def test_a_snapshot_too_old_refuses_deletes_but_never_plain_appends():
     deletes = pa.table({ROW_ID: pa.array([1], pa.int64()), "k": pa.array([1], pa.int32())})
     with pytest.raises(SnapshotTooOld):
         state.prepare(WriteSet(0, (TableWrite(schema, deletes=deletes),)), 200, 10)
+
+
+def test_an_autocommit_off_snapshot_starts_at_the_first_read_of_a_table(quire, db):
+    """As in MySQL: with autocommit off, a query that reads no table (SELECT NOW(), a constant
+    through the engine) does not fix the transaction's snapshot; the first read of a table does."""
+    run(db, "CREATE TABLE firsts (k INT) DISTRIBUTED BY HASH(k) BUCKETS 1")
+    connection = pymysql.connect(
+        host="127.0.0.1", port=quire.query_port, user="root", database="tx", autocommit=False
+    )
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT NOW(), UPPER('a'), 1 + 1")
+            run(db, "INSERT INTO firsts VALUES (1)")
+            cursor.execute("SELECT COUNT(*) FROM firsts")
+            assert cursor.fetchall() == ((1,),)
+            run(db, "INSERT INTO firsts VALUES (2)")
+            cursor.execute("SELECT COUNT(*) FROM firsts")
+            assert cursor.fetchall() == ((1,),)
+        connection.commit()
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT COUNT(*) FROM firsts")
+            assert cursor.fetchall() == ((2,),)
+    finally:
+        connection.close()

@@ -116,13 +116,15 @@ class SelectPlan:
     lists: tuple[tuple[str, pa.Table], ...] = ()  # long IN lists, by the table name they read
     lookup: schema_lookup.Lookup | None = None  # an information_schema query without the engine
     no_rows: bool = False  # a constant SELECT with LIMIT 0
+    names_a_table: bool = True  # FROM or a subquery names one (a table-less query reads none)
     headers: dict = field(default_factory=dict, compare=False, repr=False)  # a constant's columns
     answers: EncodedAnswers = field(default_factory=EncodedAnswers, compare=False, repr=False)
 
 
 def reads_tables(plan: SelectPlan) -> bool:
-    """Whether the query may read table data (not a constant, not information_schema)."""
-    return plan.constant is None and plan.lookup is None
+    """Whether the query may read table data (not a constant, not information_schema, not one
+    that names no table, such as SELECT NOW())."""
+    return plan.constant is None and plan.lookup is None and plan.names_a_table
 
 
 MAX_HEADERS = 4  # result columns a constant SELECT keeps, one list per tuple of its value types
@@ -145,7 +147,10 @@ def plan_select(expression: exp.Expression, written: list[str] | None = None) ->
             constant = tuple(evaluators)
     lists = in_lists.as_tables(expression)
     lookup = None if constant or lists else schema_lookup.lookup_of(expression)
-    return SelectPlan(expression, names, constant, lists, lookup, _limit_zero(expression))
+    names_a_table = expression.find(exp.Table) is not None
+    return SelectPlan(
+        expression, names, constant, lists, lookup, _limit_zero(expression), names_a_table
+    )
 
 
 def _limit_zero(expression: exp.Expression) -> bool:

@@ -45,20 +45,29 @@ class TableReader:
     set one; a table named `FOR SYSTEM_TIME AS OF` reads at that time instead)."""
 
     def __init__(self, session):
+        self.session = session
+        self.read_ts = str(session.variable("read_ts") or "")
+        self._ts: int | None = None
+
+    @functools.cached_property
+    def transaction(self):
+        """The open transaction, opened (autocommit off) when a read first needs it: a query
+        that reads no table leaves the snapshot to the first that does, as MySQL does."""
         from fe.statements import transactions
 
-        self.session = session
-        self.transaction = transactions.current(session)
-        self.read_ts = str(session.variable("read_ts") or "")
-        # read_ts wins over a transaction's snapshot: a client with autocommit off (JDBC,
-        # mysql-connector) is always in one
-        in_snapshot = self.transaction is not None and not self.read_ts
-        self._ts = self.transaction.snapshot_ts if in_snapshot else None
+        return transactions.current(self.session)
 
     @property
     def ts(self) -> int:
         if self._ts is None:
-            self._ts = self.as_of(self.read_ts) if self.read_ts else self.latest
+            # read_ts wins over a transaction's snapshot: a client with autocommit off (JDBC,
+            # mysql-connector) is always in one
+            if self.read_ts:
+                self._ts = self.as_of(self.read_ts)
+            elif self.transaction is not None:
+                self._ts = self.transaction.snapshot_ts
+            else:
+                self._ts = self.latest
         return self._ts
 
     async def settled_ts(self) -> int:

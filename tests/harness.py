@@ -114,6 +114,28 @@ def execute(node, *statements):
         connection.close()
 
 
+def check_snapshot_starts_at_first_table_read(node, table: str) -> None:
+    """As in MySQL: a transaction opened implicitly (autocommit off) reads at the moment it first
+    reads a table; a query that names none before it (SELECT NOW()) does not fix its snapshot.
+    table: an empty one-INT-column table, written to by another client in between."""
+    connection = node.connect(autocommit=False)
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT NOW(), UPPER('a'), 1 + 1")
+            execute(node, f"INSERT INTO {table} VALUES (1)")  # another client, committed
+            cursor.execute(f"SELECT COUNT(*) FROM {table}")
+            assert cursor.fetchall() == ((1,),)
+            execute(node, f"INSERT INTO {table} VALUES (2)")
+            cursor.execute(f"SELECT COUNT(*) FROM {table}")  # the snapshot is now fixed
+            assert cursor.fetchall() == ((1,),)
+        connection.commit()
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT COUNT(*) FROM {table}")
+            assert cursor.fetchall() == ((2,),)
+    finally:
+        connection.close()
+
+
 def add_and_start(leader: QuireProcess, node: QuireProcess, role: str) -> None:
     """Add node to leader's cluster as a FOLLOWER or OBSERVER, then start it."""
     execute(leader, f'ALTER SYSTEM ADD {role} "127.0.0.1:{node.edit_log_port}"')

@@ -59,6 +59,7 @@ from tests.harness import (
     REPO,
     QuireProcess,
     add_and_start,
+    check_snapshot_starts_at_first_table_read,
     cluster_token,
     execute,
     free_port,
@@ -960,26 +961,9 @@ def test_reads_by_key_through_a_cn_see_a_transactions_own_writes(cluster):
 
 
 def test_an_autocommit_off_snapshot_starts_at_the_first_read_of_a_table(cluster):
-    """As in MySQL, a transaction opened implicitly (autocommit off) reads at the moment it first
-    reads a table: a query that names none before it (SELECT NOW()) does not fix its snapshot."""
     leader, follower, tn, cns = cluster
     execute(leader, "CREATE TABLE d.firsts (k INT) DISTRIBUTED BY HASH(k) BUCKETS 1")
-    connection = leader.connect(database="d", autocommit=False)
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT NOW(), 1 + 1")
-            execute(leader, "INSERT INTO d.firsts VALUES (1)")  # another client, committed
-            cursor.execute("SELECT COUNT(*) FROM firsts")
-            assert cursor.fetchall() == ((1,),)
-            execute(leader, "INSERT INTO d.firsts VALUES (2)")
-            cursor.execute("SELECT COUNT(*) FROM firsts")  # the snapshot is now fixed
-            assert cursor.fetchall() == ((1,),)
-        connection.commit()
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT COUNT(*) FROM firsts")
-            assert cursor.fetchall() == ((2,),)
-    finally:
-        connection.close()
+    check_snapshot_starts_at_first_table_read(leader, "d.firsts")
 
 
 def test_prepared_writes_by_key_through_a_cn(cluster):

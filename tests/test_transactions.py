@@ -5,7 +5,7 @@ wins (the second of two transactions writing the same row fails at COMMIT)."""
 import pymysql
 import pytest
 
-from tests.harness import error_of, mariadb, run
+from tests.harness import check_snapshot_starts_at_first_table_read, error_of, mariadb, run
 
 
 @pytest.fixture(scope="module")
@@ -173,24 +173,5 @@ def test_a_snapshot_too_old_refuses_deletes_but_never_plain_appends():
 
 
 def test_an_autocommit_off_snapshot_starts_at_the_first_read_of_a_table(quire, db):
-    """As in MySQL: with autocommit off, a query that reads no table (SELECT NOW(), a constant
-    through the engine) does not fix the transaction's snapshot; the first read of a table does."""
     run(db, "CREATE TABLE firsts (k INT) DISTRIBUTED BY HASH(k) BUCKETS 1")
-    connection = pymysql.connect(
-        host="127.0.0.1", port=quire.query_port, user="root", database="tx", autocommit=False
-    )
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT NOW(), UPPER('a'), 1 + 1")
-            run(db, "INSERT INTO firsts VALUES (1)")
-            cursor.execute("SELECT COUNT(*) FROM firsts")
-            assert cursor.fetchall() == ((1,),)
-            run(db, "INSERT INTO firsts VALUES (2)")
-            cursor.execute("SELECT COUNT(*) FROM firsts")
-            assert cursor.fetchall() == ((1,),)
-        connection.commit()
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT COUNT(*) FROM firsts")
-            assert cursor.fetchall() == ((2,),)
-    finally:
-        connection.close()
+    check_snapshot_starts_at_first_table_read(quire, "tx.firsts")

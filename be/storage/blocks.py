@@ -28,6 +28,7 @@ from be.storage.errors import (
     ObjectTooLarge,
     StoreUnavailable,
     UnknownColumn,
+    without_paths,
 )
 from be.storage.footer import FOOTER_KEY, Footer, FooterError
 from be.storage.names import Tablet
@@ -237,7 +238,7 @@ def _checked_schema(
             metadata = pq.read_metadata(file)
             schema = metadata.schema.to_arrow_schema()
         except (pa.ArrowException, OSError) as error:
-            raise ObjectCorrupt(f"unreadable Parquet: {error}", meta.name) from None
+            raise decoding_failure(error, meta.name) from None
         _check_footer(meta, metadata)
         if not len(meta.column_checksums) == metadata.num_columns == len(schema):
             raise ObjectCorrupt("does not match its metadata", meta.name)
@@ -422,10 +423,11 @@ def _footer(name: str, metadata: pq.FileMetaData) -> Footer:
 
 
 def decoding_failure(error: Exception, name: str) -> ObjectStoreError:
-    text = str(error).splitlines()[0] if str(error) else type(error).__name__
+    text = without_paths(str(error)) or type(error).__name__
     if isinstance(error, OSError) and ("AWS Error" in text or "curl" in text.lower()):
+        logger.warning("read of %s failed: %s", name, error)
         return StoreUnavailable(f"read failed: {text}", name)
-    logger.warning("object %s is unreadable: %s", name, text)
+    logger.warning("object %s is unreadable: %s", name, error)
     return ObjectCorrupt(f"unreadable Parquet: {text}", name)
 
 

@@ -2,6 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
+PATH = re.compile(r"(?<![\w.])/[^\s'\"]+")  # an absolute path or the path part of a URI
+
+
+def without_paths(text: str) -> str:
+    """A store's or a decoder's message as a client may see it: its first line, with no path of
+    the node's folders (or of a bucket) in it."""
+    first = text.splitlines()[0] if text else ""
+    return PATH.sub("...", first)
+
 
 class StorageError(Exception):
     def __init__(self, message: str):

@@ -6,12 +6,15 @@ caller, as pyarrow checks its page checksums."""
 
 from __future__ import annotations
 
+import logging
 import threading
 
 import duckdb
 import pyarrow as pa
 
-from be.storage.errors import ObjectCorrupt
+from be.storage.errors import ObjectCorrupt, without_paths
+
+logger = logging.getLogger(__name__)
 
 DECODER_THREADS = 2  # per decode (of one object, or of a snapshot's objects at once)
 _CONNECTIONS = threading.local()
@@ -46,9 +49,11 @@ def decoded(paths: list[str], name: str, schema: pa.Schema) -> pa.Table:
     try:
         table = _connection().sql(sql).to_arrow_table()
     except duckdb.IOException as error:
-        raise ObjectCorrupt(f"unreadable: {error}", name) from None
+        logger.warning("objects %s are unreadable: %s", paths, error)
+        raise ObjectCorrupt(f"unreadable: {without_paths(str(error))}", name) from None
     except duckdb.Error as error:
-        raise ObjectCorrupt(f"unreadable Parquet: {error}", name) from None
+        logger.warning("objects %s are unreadable: %s", paths, error)
+        raise ObjectCorrupt(f"unreadable Parquet: {without_paths(str(error))}", name) from None
     try:
         return table.cast(schema)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:

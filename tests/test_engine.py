@@ -58,6 +58,8 @@ def test_no_file_or_extension_is_reachable(sql, tmp_path):
         "memory_limit = '100GB'",
         "threads = 64",
         "temp_directory = '.'",
+        "error_on_division_by_zero = true",
+        "lock_configuration = false",
     ],
 )
 def test_settings_are_locked(setting):

@@ -287,6 +287,10 @@ CONVERSIONS = [
     ("12 < DATE '2024-01-02'", 1, "1"),
     ("IFNULL(12, DATE '2024-01-02')", "12", "12"),
     ("HOUR(NULL)", None, "NULL"),
+    ("5 DIV 0", None, "NULL"),
+    ("5 % 0", None, "NULL"),
+    ("MOD(5.5, 0)", None, "NULL"),
+    ("-7 MOD 3", -1, "-1"),
     (
         "'2024-01-02 03:04:05' + INTERVAL 1 DAY",
         datetime.datetime(2024, 1, 3, 3, 4, 5),
@@ -315,3 +319,70 @@ def test_implicit_conversions_answer_as_mysql_does(quire, root, expression, answ
     assert run(root, f"SELECT {expression}") == ((answer,),)
     done = mariadb(quire, "--batch", "--skip-column-names", "--raw", "-e", f"SELECT {expression}")
     assert done.stdout == f"{cli}\n", done.stderr
+
+
+def test_a_string_beside_a_column_makes_ifnull_coalesce_if_and_case_strings(quire, root):
+    """MySQL's IFNULL(d, 'none') is a string whatever d's type (DuckDB would read 'none' as a
+    DATETIME and fail); NULLIF keeps its first argument's type."""
+    run(root, "CREATE DATABASE IF NOT EXISTS mixed")
+    run(
+        root,
+        "CREATE TABLE mixed.t (id INT, ts DATETIME, amount DECIMAL(10,2), n INT, s VARCHAR(8)) "
+        "UNIQUE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 2",
+    )
+    run(
+        root,
+        "INSERT INTO mixed.t VALUES (1, '2024-01-01 10:00:00', 10.50, 7, 'a'), (2, NULL, NULL, NULL, '')",
+    )
+    query = (
+        "SELECT IFNULL(ts, 'none'), COALESCE(n, amount, ''), IF(amount > 6, amount, '-'), "
+        "CASE WHEN id = 1 THEN ts ELSE 'n/a' END, NULLIF(s, ''), NULLIF(n, 7) FROM mixed.t ORDER BY id"
+    )
+    assert run(root, query) == (
+        ("2024-01-01 10:00:00", "7", "10.50", "2024-01-01 10:00:00", "a", None),
+        ("none", "", "-", "n/a", None, None),
+    )
+    done = mariadb(quire, "--batch", "--skip-column-names", "-e", query)
+    assert done.stdout == (
+        "2024-01-01 10:00:00\t7\t10.50\t2024-01-01 10:00:00\ta\tNULL\nnone\t\t-\tn/a\tNULL\tNULL\n"
+    ), done.stderr
+    assert run(root, "SELECT id FROM mixed.t WHERE IFNULL(ts, 'none') = 'none'") == ((2,),)
+
+
+def test_uuid_is_a_new_36_character_string_a_row(quire, root):
+    rows = run(root, "SELECT UUID(), UUID() FROM (SELECT 1 UNION ALL SELECT 2) two")
+    values = [value for row in rows for value in row]
+    assert len(set(values)) == 4 and all(
+        len(value) == 36 and value.count("-") == 4 for value in values
+    )
+    done = mariadb(
+        quire, "--batch", "--skip-column-names", "-e", "SELECT LENGTH(UUID()), UUID() <> UUID()"
+    )
+    assert done.stdout == "36\t1\n", done.stderr
+
+
+def test_doris_functions_of_everyday_reports(quire, root):
+    """NDV, APPROX_COUNT_DISTINCT, PERCENTILE, PERCENTILE_APPROX and TO_DATE, as Doris answers."""
+    run(root, "CREATE DATABASE IF NOT EXISTS reports")
+    run(
+        root,
+        "CREATE TABLE reports.t (id INT, ts DATETIME, amount DECIMAL(10,2)) "
+        "DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 2",
+    )
+    run(
+        root,
+        "INSERT INTO reports.t VALUES (1, '2024-05-06 07:08:09', 10.00), "
+        "(2, '2024-05-07 00:00:00', 20.00), (2, NULL, 40.00), (3, NULL, NULL)",
+    )
+    query = (
+        "SELECT NDV(id), APPROX_COUNT_DISTINCT(id), PERCENTILE(amount, 0.5), "
+        "PERCENTILE_APPROX(amount, 0.25), MIN(TO_DATE(ts)), TO_DATE('2024-05-06 07:08:09') "
+        "FROM reports.t"
+    )
+    assert run(root, query) == (
+        (3, 3, 20.0, 15.0, datetime.date(2024, 5, 6), datetime.date(2024, 5, 6)),
+    )
+    done = mariadb(quire, "--batch", "--skip-column-names", "-e", query)
+    assert done.stdout == "3\t3\t20\t15\t2024-05-06\t2024-05-06\n", done.stderr  # not 20.0
+    grouped = "SELECT id, NDV(amount) FROM reports.t GROUP BY id ORDER BY id"
+    assert run(root, grouped) == ((1, 1), (2, 2), (3, 0))

@@ -31,7 +31,7 @@ DATE_FUNCTIONS = (
     exp.TimeToStr, exp.TsOrDsToDate, exp.TsOrDsToTimestamp, exp.UnixToTime, exp.Week, exp.Year,
 )  # fmt: skip
 AGGREGATE_FUNCTIONS = (
-    exp.AnyValue, exp.Avg, exp.BitwiseAndAgg, exp.BitwiseOrAgg, exp.BitwiseXorAgg, exp.Count,
+    exp.AnyValue, exp.ApproxDistinct, exp.Avg, exp.BitwiseAndAgg, exp.BitwiseOrAgg, exp.BitwiseXorAgg, exp.Count,
     exp.Max, exp.Min, exp.Stddev, exp.StddevPop, exp.StddevSamp, exp.Sum, exp.Variance,
     exp.VariancePop,
 )  # fmt: skip
@@ -43,6 +43,7 @@ CONDITIONAL_FUNCTIONS = (exp.Case, exp.Coalesce, exp.If, exp.Nullif)
 OPERATORS = (exp.And, exp.Collate, exp.Exists, exp.Or, exp.Xor)  # sqlglot models these as functions
 CAST_FUNCTIONS = (exp.Cast, exp.TryCast)
 JSON_FUNCTIONS = (exp.JSONExtract, exp.JSONExtractScalar, exp.JSONObject)
+OTHER_FUNCTIONS = (exp.Uuid,)
 
 ALLOWED_FUNCTIONS: frozenset[type[exp.Func]] = frozenset(
     STRING_FUNCTIONS
@@ -53,12 +54,15 @@ ALLOWED_FUNCTIONS: frozenset[type[exp.Func]] = frozenset(
     + CONDITIONAL_FUNCTIONS
     + CAST_FUNCTIONS
     + JSON_FUNCTIONS
+    + OTHER_FUNCTIONS
     + OPERATORS
 )
-# MySQL functions sqlglot does not model: DuckDB's with MySQL's meaning, or rewritten by the FE.
+# MySQL's and Doris's functions sqlglot does not model: DuckDB's with their meaning, or
+# rewritten by the FE.
 ALLOWED_ANONYMOUS = frozenset(
-    {"ADDDATE", "BIN", "FIELD", "FIND_IN_SET", "INET_ATON", "JSON_ARRAY", "MID", "OCT",
-     "OCTET_LENGTH", "ORD", "QUOTE", "STRCMP", "SUBDATE", "UNIX_TIMESTAMP", "WEEKDAY"}
+    {"ADDDATE", "BIN", "FIELD", "FIND_IN_SET", "INET_ATON", "JSON_ARRAY", "MID", "NDV", "OCT",
+     "OCTET_LENGTH", "ORD", "PERCENTILE", "PERCENTILE_APPROX", "QUOTE", "STRCMP", "SUBDATE",
+     "TO_DATE", "UNIX_TIMESTAMP", "WEEKDAY"}
 )  # fmt: skip
 
 

@@ -101,8 +101,17 @@ UNKNOWN_FUNCTION = re.compile(
 )
 
 
+def opened_database(memory_limit_bytes: int, threads: int) -> duckdb.DuckDBPyConnection:
+    """A new engine database with database_config's settings and MySQL's x DIV 0 and x % 0
+    (NULL, not an error: a setting DuckDB takes only once open), then locked."""
+    database = duckdb.connect(":memory:", config=database_config(memory_limit_bytes, threads))
+    database.execute("SET GLOBAL error_on_division_by_zero = false")
+    database.execute("SET lock_configuration = true")
+    return database
+
+
 def database_config(memory_limit_bytes: int, threads: int) -> dict[str, object]:
-    """The settings of every engine database; lock_configuration makes them final."""
+    """The settings of every engine database (locked once it is open: opened_database)."""
     return {
         "enable_external_access": False,
         "autoload_known_extensions": False,
@@ -115,7 +124,6 @@ def database_config(memory_limit_bytes: int, threads: int) -> dict[str, object]:
         "temp_directory": "",
         "max_temp_directory_size": "0B",
         "threads": threads,
-        "lock_configuration": True,
     }
 
 
@@ -282,9 +290,7 @@ class Engine:
             idle = self._idle.get(memory_limit_bytes)
             if idle:
                 return idle.pop()
-        return duckdb.connect(
-            ":memory:", config=database_config(memory_limit_bytes, self.threads_per_query)
-        )
+        return opened_database(memory_limit_bytes, self.threads_per_query)
 
     def _release(self, memory_limit_bytes: int, database: duckdb.DuckDBPyConnection) -> None:
         with self._lock:

@@ -417,10 +417,16 @@ def _text_decimal(scale: int) -> TextEncoder:
     return encode
 
 
+def float_text(value: float) -> str:
+    """MySQL's and Doris's text of a DOUBLE: the shortest that reads back, 20 not 20.0."""
+    text = repr(value)
+    return text[:-2] if text.endswith(".0") else text
+
+
 def _text_float(value: Any) -> bytes:
     if isinstance(value, str):
         return value.encode()
-    return repr(float(value)).encode()
+    return float_text(float(value)).encode()
 
 
 def _text_datetime(fsp: int) -> TextEncoder:

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from fe.mysql.results import Column
+from fe.mysql.results import Column, float_text
 
 MAX_PAYLOAD = 0xFFFFFF  # a longer payload continues in the next packet (MySQL's framing)
 NULL_CELL = 0xFB
@@ -23,8 +23,8 @@ SHORT_CELL_BYTES = 251  # a cell this long or longer has a longer length prefix
 LONG_LENGTHS = ((SHORT_CELL_BYTES, 2), (2**16, 3), (2**24, 8))
 LONG_MARKERS = (0xFC, 0xFD, 0xFE)
 # A DOUBLE's text: Arrow and Python both print the shortest digits that read back the same, but
-# in other forms: Python writes plain digits from 1e-4 up to 1e16 (1.0 with its ".0"), beyond
-# d.dddde+XX as Arrow does; Arrow writes some of Python's plain numbers with an exponent and its
+# in other forms: Python writes plain digits from 1e-4 up to 1e16 (float_text drops the ".0"
+# of a whole number, as Arrow does), beyond d.dddde+XX as Arrow does; Arrow writes some of Python's plain numbers with an exponent and its
 # small exponents with one digit. A value Arrow writes otherwise is written by Python.
 PLAIN_FLOAT_LOW = 1e-4
 PLAIN_FLOAT_HIGH = 1e16
@@ -77,37 +77,9 @@ def _float_cells(values: pa.Array) -> pa.Array:
     arrow_exponent = pc.match_substring(text, "e").to_numpy(zero_copy_only=False)
     by_python = finite & (tiny | (python_exponent != arrow_exponent))
     if by_python.any():
-        chosen = pa.array(map(repr, numbers[by_python].tolist()), pa.string())
+        chosen = pa.array(map(float_text, numbers[by_python].tolist()), pa.string())
         text = pc.replace_with_mask(text, pa.array(by_python), chosen)
-    whole = finite & ~python_exponent & ~by_python & (np.floor(numbers) == numbers)
-    return _with_suffix(_binary(text), whole, b".0")  # Python's 1.0 where Arrow writes 1
-
-
-def _with_suffix(text: pa.Array, chosen: np.ndarray, suffix: bytes) -> pa.Array:
-    """A binary array's values with suffix appended to the chosen ones."""
-    if not chosen.any():
-        return text
-    count = len(text)
-    offsets = np.frombuffer(text.buffers()[1], np.int32, count + 1, text.offset)
-    data = np.frombuffer(text.buffers()[2], np.uint8, offsets[-1] - offsets[0], offsets[0])
-    lengths = np.diff(offsets)
-    added = np.zeros(count + 1, dtype=np.int64)
-    np.cumsum(chosen * len(suffix), out=added[1:])
-    new_offsets = (offsets - offsets[0]) + added
-    moved = np.empty(int(new_offsets[-1]), dtype=np.uint8)
-    moved[np.arange(len(data)) + np.repeat(added[:-1], lengths)] = data
-    ends = new_offsets[1:][chosen]
-    for i, byte in enumerate(suffix):
-        moved[ends - len(suffix) + i] = byte
-    validity = text.buffers()[0]
-    if validity is not None and text.offset:
-        validity = pa.array(text.is_valid()).buffers()[1]
-    return pa.Array.from_buffers(
-        pa.binary(),
-        count,
-        [validity, pa.py_buffer(new_offsets.astype(np.int32)), pa.py_buffer(moved)],
-        null_count=text.null_count,
-    )
+    return _binary(text)
 
 
 def _cells_one_by_one(values: pa.Array, column: Column) -> pa.Array:

@@ -121,12 +121,24 @@ def coerced(tree: exp.Expression) -> exp.Expression:
             _convert(node, TAKES_DATE.get(type(node), ("expressions",)), TEMPORAL, as_date)
         if isinstance(node, exp.ToBase64) and kind(node.this) and not _is_string(node.this):
             node.set("this", exp.Anonymous(this="ENCODE", expressions=[as_text(node.this)]))
-        if type(node) in ONE_KIND:
-            _one_kind(node, [node.args.get(key) for key in ONE_KIND[type(node)]])
-        if isinstance(node, exp.Case):
-            results = [branch.args.get("true") for branch in node.args["ifs"]]
-            _one_kind(node, [*results, node.args.get("default")])
+        if type(node) in ONE_KIND or isinstance(node, exp.Case):
+            _one_kind(node)
     return tree
+
+
+def _results(node: exp.Expression) -> list[exp.Expression]:
+    """The values node may give: IFNULL's and COALESCE's arguments, IF's and CASE's results."""
+    if isinstance(node, exp.Case):
+        values = [branch.args.get("true") for branch in node.args["ifs"]]
+        values.append(node.args.get("default"))
+    else:
+        values = [node.args.get(key) for key in ONE_KIND[type(node)]]
+    return [
+        value
+        for item in values
+        for value in (item if isinstance(item, list) else [item])
+        if isinstance(value, exp.Expression)
+    ]
 
 
 def _replace(node: exp.Expression, new: exp.Expression) -> exp.Expression:
@@ -189,15 +201,16 @@ def _converted(value: exp.Expression, wanted: str, conversion) -> exp.Expression
     return conversion(value)
 
 
-def _one_kind(node: exp.Expression, values: list) -> None:
-    """Values of different kinds where one is needed are compared and given as strings."""
-    values = [
-        value
-        for item in values
-        for value in (item if isinstance(item, list) else [item])
-        if isinstance(value, exp.Expression)
-    ]
+def _one_kind(node: exp.Expression) -> None:
+    """Values of different kinds where one is needed are compared and given as strings; so are
+    the values of unknown kind (a column's) beside a string (MySQL's IFNULL(d, 'none') is a
+    string, where DuckDB would read 'none' as d's type), but for NULLIF, GREATEST and LEAST."""
+    values = _results(node)
     kinds = {kind(value) for value in values} - {None}
+    if TEXT in kinds and isinstance(node, exp.Coalesce | exp.If | exp.Case):
+        for value in values:
+            if kind(value) is None and not isinstance(value, exp.Null):
+                value.replace(as_text(value.copy()))
     if len(kinds) < 2:
         return
     for value in values:

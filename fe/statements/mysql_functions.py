@@ -462,6 +462,35 @@ def _cast(node: exp.Cast, time: StatementTime) -> exp.Expression:
     return node
 
 
+def _to_date(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
+    """Doris's TO_DATE(x): the date of a DATETIME or of its text."""
+    arguments = _arguments(node)
+    if len(arguments) != 1:
+        return node
+    return exp.cast(arguments[0], exp.DataType.Type.DATE)
+
+
+def _ndv(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
+    """Doris's NDV(x): the approximate count of distinct values."""
+    arguments = _arguments(node)
+    return exp.ApproxDistinct(this=arguments[0]) if len(arguments) == 1 else node
+
+
+def _percentile(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
+    """Doris's PERCENTILE(x, p) and PERCENTILE_APPROX(x, p[, compression]): the p-th quantile,
+    interpolated between values, as a DOUBLE (answered exactly)."""
+    arguments = _arguments(node)
+    if len(arguments) not in (2, 3) or (len(arguments) == 3 and _name(node) == "PERCENTILE"):
+        return node
+    value = exp.cast(arguments[0], exp.DataType.Type.DOUBLE)
+    return exp.cast(_function("QUANTILE_CONT", value, arguments[1]), exp.DataType.Type.DOUBLE)
+
+
+def _uuid(node: exp.Uuid, time: StatementTime) -> exp.Expression:
+    """A new UUID a row, as MySQL's text of 36 characters (DuckDB's is a UUID value)."""
+    return exp.cast(exp.Uuid(), exp.DataType.Type.VARCHAR)
+
+
 def _bitwise_not(node: exp.BitwiseNot, time: StatementTime) -> exp.Expression:
     """MySQL's ~ works on 64-bit unsigned integers: ~0 is 18446744073709551615."""
     inverted = exp.BitwiseNot(this=exp.cast(node.this, exp.DataType.Type.BIGINT))
@@ -504,6 +533,11 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     "UNHEX": _unhex,
     "J_S_O_N_OBJECT": _json_object,  # sqlglot's name of JSON_OBJECT
     "CAST": _cast,
+    "UUID": _uuid,
+    "TO_DATE": _to_date,
+    "NDV": _ndv,
+    "PERCENTILE": _percentile,
+    "PERCENTILE_APPROX": _percentile,
     **{name: _one_argument for name in ONE_ARGUMENT_FUNCTIONS},
 }
 

@@ -65,6 +65,28 @@ ANSWERS = [
     ("ELT(2, 'a', 'b')", "b"),
     ("ELT(3, 'a', 'b')", None),
     ("FORMAT(1234567.891, 2)", "1,234,567.89"),
+    # Doris's date functions
+    ("DATE_TRUNC('2024-05-06 07:08:09', 'month')", datetime.datetime(2024, 5, 1)),
+    ("DATE_TRUNC('week', '2024-05-08 10:00:00')", datetime.datetime(2024, 5, 6)),
+    ("DAYS_ADD('2024-05-06', 3)", datetime.date(2024, 5, 9)),
+    ("DAYS_SUB('2024-05-06', 6)", datetime.date(2024, 4, 30)),
+    ("MONTHS_ADD('2024-01-31', 1)", datetime.date(2024, 2, 29)),
+    ("YEARS_SUB('2024-02-29', 1)", datetime.date(2023, 2, 28)),
+    ("WEEKS_ADD('2024-05-06', 1)", datetime.date(2024, 5, 13)),
+    ("HOURS_ADD('2024-05-06 07:00:00', 2)", datetime.datetime(2024, 5, 6, 9)),
+    ("MINUTES_SUB('2024-05-06 07:00:00', 1)", datetime.datetime(2024, 5, 6, 6, 59)),
+    ("SECONDS_ADD('2024-05-06 07:00:00', 61)", datetime.datetime(2024, 5, 6, 7, 1, 1)),
+    ("TIMESTAMPADD(DAY, 1, '2024-05-06')", datetime.date(2024, 5, 7)),
+    ("TIMESTAMPADD(HOUR, 1, '2024-05-06')", datetime.datetime(2024, 5, 6, 1)),
+    ("WEEKOFYEAR('2024-05-06')", 19),
+    ("MAKEDATE(2024, 60)", datetime.date(2024, 2, 29)),
+    ("MAKEDATE(2024, 0)", None),
+    # and others
+    ("REGEXP_EXTRACT('abc123', '([a-z]+)([0-9]+)', 2)", "123"),
+    ("NULL_OR_EMPTY('')", 1),
+    ("NULL_OR_EMPTY(NULL)", 1),
+    ("NULL_OR_EMPTY('a')", 0),
+    ("BIT_COUNT(7)", 3),
 ]
 
 

@@ -15,20 +15,21 @@ from be.engine.errors import SourceNotAllowed, UnknownFunction
 STRING_FUNCTIONS = (
     exp.Ascii, exp.BitLength, exp.Chr, exp.Concat, exp.ConcatWs, exp.Elt, exp.EndsWith, exp.FromBase64, exp.GroupConcat,
     exp.Hex, exp.Left, exp.Length, exp.Lower, exp.MD5, exp.NumberToStr, exp.Pad, exp.RegexpLike,
-    exp.RegexpReplace, exp.Repeat, exp.Replace, exp.Reverse, exp.Right, exp.SHA, exp.SHA2,
+    exp.RegexpExtract, exp.RegexpReplace, exp.Repeat, exp.Replace, exp.Reverse, exp.Right, exp.SHA, exp.SHA2,
     exp.Space, exp.SplitPart, exp.StartsWith, exp.StrPosition, exp.Stuff, exp.Substring,
     exp.SubstringIndex, exp.ToBase64, exp.Trim, exp.Unhex, exp.Upper,
 )  # fmt: skip
 MATH_FUNCTIONS = (
     exp.Abs, exp.Acos, exp.Asin, exp.Atan, exp.Atan2, exp.Ceil, exp.Cos, exp.Cot, exp.Degrees,
     exp.Exp, exp.Floor, exp.Greatest, exp.Least, exp.Ln, exp.Log, exp.Pi, exp.Pow, exp.Radians,
-    exp.Rand, exp.Round, exp.Sign, exp.Sin, exp.Sqrt, exp.Tan, exp.Trunc,
+    exp.Rand, exp.Round, exp.Sign, exp.BitwiseCount, exp.Sin, exp.Sqrt, exp.Tan, exp.Trunc,
 )  # fmt: skip
 DATE_FUNCTIONS = (
     exp.ConvertTimezone, exp.CurrentDate, exp.CurrentTime, exp.DateAdd, exp.DateDiff, exp.DateSub, exp.Day,
     exp.DayOfMonth, exp.DayOfWeek, exp.DayOfYear, exp.Dayname, exp.Extract, exp.Hour,
     exp.LastDay, exp.Minute, exp.Month, exp.Quarter, exp.Second, exp.StrToDate, exp.TimestampDiff,
-    exp.TimeToStr, exp.TsOrDsToDate, exp.TsOrDsToTimestamp, exp.UnixToTime, exp.Week, exp.Year,
+    exp.TimeToStr, exp.TimestampAdd, exp.TsOrDsToDate, exp.TsOrDsToTimestamp, exp.UnixToTime,
+    exp.Week, exp.WeekOfYear, exp.Year,
 )  # fmt: skip
 AGGREGATE_FUNCTIONS = (
     exp.AnyValue, exp.ApproxDistinct, exp.Avg, exp.BitwiseAndAgg, exp.BitwiseOrAgg, exp.BitwiseXorAgg, exp.Count,
@@ -60,9 +61,11 @@ ALLOWED_FUNCTIONS: frozenset[type[exp.Func]] = frozenset(
 # MySQL's and Doris's functions sqlglot does not model: DuckDB's with their meaning, or
 # rewritten by the FE.
 ALLOWED_ANONYMOUS = frozenset(
-    {"ADDDATE", "BIN", "FIELD", "FIND_IN_SET", "INET_ATON", "JSON_ARRAY", "MID", "NDV", "OCT",
-     "OCTET_LENGTH", "ORD", "PERCENTILE", "PERCENTILE_APPROX", "QUOTE", "STRCMP", "SUBDATE",
-     "TO_DATE", "UNIX_TIMESTAMP", "WEEKDAY"}
+    {"ADDDATE", "BIN", "DATE_TRUNC", "FIELD", "FIND_IN_SET", "INET_ATON", "JSON_ARRAY",
+     "MAKEDATE", "MID", "NDV", "NULL_OR_EMPTY", "OCT", "OCTET_LENGTH", "ORD", "PERCENTILE",
+     "PERCENTILE_APPROX", "QUOTE", "STRCMP", "SUBDATE", "TO_DATE", "UNIX_TIMESTAMP", "WEEKDAY"}
+    | {f"{unit}S_{way}" for unit in ("YEAR", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND")
+       for way in ("ADD", "SUB")}  # Doris's DAYS_ADD(d, n), ...
 )  # fmt: skip
 
 

@@ -32,6 +32,12 @@ MySQL.Parser.TRANSACTION_CHARACTERISTICS = {
         ("LEVEL", "READ", "UNCOMMITTED"),
     ),
 }
+# Doris's DATE_TRUNC(datetime, 'unit') (and 'unit' first, as newer Dorises take it too): sqlglot's
+# MySQL reading takes the first argument for the unit, a column's name made a string.
+MySQL.Parser.FUNCTIONS = {
+    **MySQL.Parser.FUNCTIONS,
+    "DATE_TRUNC": lambda arguments: exp.Anonymous(this="DATE_TRUNC", expressions=arguments),
+}
 _per_thread = threading.local()  # a sqlglot tokenizer is reusable, but not across threads
 
 WORD_TOKENS_EXCLUDED = {

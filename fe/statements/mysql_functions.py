@@ -240,13 +240,15 @@ def _convert_tz(node: exp.ConvertTimezone, time: StatementTime) -> exp.Expressio
     )
 
 
-def _add_days(subtract: bool) -> Callable:
+def _add_days(subtract: bool, unit: str = "DAY") -> Callable:
+    """ADDDATE and SUBDATE (days, or an interval); Doris's DAYS_ADD, MONTHS_SUB, ... (unit)."""
+
     def rewrite(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
         if len(node.expressions) != 2:
             return node
         value, amount = node.expressions
         if not isinstance(amount, exp.Interval):
-            amount = exp.Interval(this=amount, unit=exp.var("DAY"))
+            amount = exp.Interval(this=amount, unit=exp.var(unit))
         kind = exp.DateSub if subtract else exp.DateAdd
         added = kind(this=value, expression=amount.this, unit=amount.args.get("unit"))
         return _date_arithmetic(added, time)
@@ -255,6 +257,66 @@ def _add_days(subtract: bool) -> Callable:
 
 
 DATE_UNITS = {"DAY", "WEEK", "MONTH", "QUARTER", "YEAR"}
+DORIS_ADD_UNITS = ("YEAR", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND")
+TRUNCATION_UNITS = {"YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND"}
+
+
+def _timestamp_add(node: exp.TimestampAdd, time: StatementTime) -> exp.Expression:
+    """TIMESTAMPADD(unit, n, x): DATE_ADD(x, INTERVAL n unit)."""
+    added = exp.DateAdd(this=node.this, expression=node.expression, unit=node.args.get("unit"))
+    return _date_arithmetic(added, time)
+
+
+def _date_trunc(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
+    """Doris's DATE_TRUNC(x, 'unit'), or DATE_TRUNC('unit', x): x cut to the unit's start."""
+    if len(node.expressions) != 2:
+        return node
+    first, second = node.expressions
+    if _is_unit(first) and not _is_unit(second):
+        first, second = second, first
+    if not _is_unit(second):
+        return node
+    unit = exp.Literal.string(second.this.lower())
+    return _function("DATE_TRUNC", unit, exp.cast(_timestamp(first), exp.DataType.Type.TIMESTAMP))
+
+
+def _is_unit(node: exp.Expression) -> bool:
+    return _is_string(node) and node.this.upper() in TRUNCATION_UNITS
+
+
+def _makedate(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
+    """MAKEDATE(year, day of the year): NULL for a day below 1, as in MySQL."""
+    if len(node.expressions) != 2:
+        return node
+    year, day = node.expressions
+    first = _function("MAKE_DATE", exp.cast(year, exp.DataType.Type.BIGINT), exp.Literal.number(1),
+                      exp.Literal.number(1))  # fmt: skip
+    later = exp.Add(
+        this=first,
+        expression=exp.cast(
+            exp.Sub(this=day, expression=exp.Literal.number(1)), exp.DataType.Type.INT
+        ),
+    )
+    return exp.Case(
+        ifs=[exp.If(this=exp.GT(this=day.copy(), expression=exp.Literal.number(0)), true=later)]
+    )
+
+
+def _null_or_empty(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
+    """Doris's NULL_OR_EMPTY(s): s IS NULL OR s = ''."""
+    if len(node.expressions) != 1:
+        return node
+    value = node.expressions[0]
+    empty = exp.EQ(this=value.copy(), expression=exp.Literal.string(""))
+    return exp.paren(exp.Or(this=exp.Is(this=value, expression=exp.null()), expression=empty))
+
+
+def _regexp_extract(node: exp.RegexpExtract, time: StatementTime) -> exp.Expression:
+    """Doris's REGEXP_EXTRACT(s, pattern, group): the group's text of the first match."""
+    group = node.args.get("position") or node.args.get("group")
+    if group is None:
+        return node
+    return _function("REGEXP_EXTRACT", node.this, node.expression, group)
 
 
 def _date_arithmetic(node: exp.DateAdd | exp.DateSub, time: StatementTime) -> exp.Expression:
@@ -534,6 +596,13 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     "J_S_O_N_OBJECT": _json_object,  # sqlglot's name of JSON_OBJECT
     "CAST": _cast,
     "UUID": _uuid,
+    "TIMESTAMP_ADD": _timestamp_add,
+    "DATE_TRUNC": _date_trunc,
+    "MAKEDATE": _makedate,
+    "NULL_OR_EMPTY": _null_or_empty,
+    "REGEXP_EXTRACT": _regexp_extract,
+    **{f"{unit}S_ADD": _add_days(subtract=False, unit=unit) for unit in DORIS_ADD_UNITS},
+    **{f"{unit}S_SUB": _add_days(subtract=True, unit=unit) for unit in DORIS_ADD_UNITS},
     "TO_DATE": _to_date,
     "NDV": _ndv,
     "PERCENTILE": _percentile,

@@ -408,3 +408,21 @@ def test_doris_functions_of_everyday_reports(quire, root):
     assert done.stdout == "3\t3\t20\t15\t2024-05-06\t2024-05-06\n", done.stderr  # not 20.0
     grouped = "SELECT id, NDV(amount) FROM reports.t GROUP BY id ORDER BY id"
     assert run(root, grouped) == ((1, 1), (2, 2), (3, 0))
+
+
+def test_group_by_with_rollup_adds_the_totals(quire, root):
+    run(root, "CREATE DATABASE IF NOT EXISTS rolled")
+    run(
+        root,
+        "CREATE TABLE rolled.t (region VARCHAR(8), city VARCHAR(8), amount INT) "
+        "DUPLICATE KEY(region) DISTRIBUTED BY HASH(region) BUCKETS 2",
+    )
+    run(root, "INSERT INTO rolled.t VALUES ('n', 'a', 1), ('n', 'b', 2), ('s', 'c', 4)")
+    query = (
+        "SELECT region, city, SUM(amount) FROM rolled.t GROUP BY region, city WITH ROLLUP "
+        "ORDER BY region IS NULL, region, city IS NULL, city"
+    )
+    rows = (("n", "a", 1), ("n", "b", 2), ("n", None, 3), ("s", "c", 4), ("s", None, 4))
+    assert run(root, query) == (*rows, (None, None, 7))
+    done = mariadb(quire, "--batch", "--skip-column-names", "-e", query)
+    assert done.stdout == "n\ta\t1\nn\tb\t2\nn\tNULL\t3\ns\tc\t4\ns\tNULL\t4\nNULL\tNULL\t7\n"

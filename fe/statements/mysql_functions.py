@@ -610,6 +610,15 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     **{name: _one_argument for name in ONE_ARGUMENT_FUNCTIONS},
 }
 
+def _with_rollup(node: exp.Group, time: StatementTime) -> exp.Expression:
+    """MySQL's GROUP BY a, b WITH ROLLUP: GROUP BY ROLLUP (a, b), which DuckDB reads."""
+    rollups = node.args.get("rollup") or []
+    if not (node.expressions and any(not rollup.expressions for rollup in rollups)):
+        return node
+    return exp.Group(expressions=[exp.Rollup(expressions=list(node.expressions))])
+
+
 OPERATOR_REWRITES: dict[type, Callable[[exp.Expression, StatementTime], exp.Expression]] = {
     exp.BitwiseNot: _bitwise_not,
+    exp.Group: _with_rollup,
 }

@@ -204,6 +204,11 @@ FE_KEYS = (
         comment="Memory the information_schema tables built for queries may take together (kept until the catalog changes); the least recently used go.",
     ),
     Key(
+        "max_user_variables",
+        1024,
+        comment="User variables (SET @x = ...) one session may hold; a SET of one more is refused.",
+    ),
+    Key(
         "max_statement_tokens",
         200_000,
         comment="Statements with more tokens are refused with 1064 (sqlglot parses about 30,000 tokens a second).",

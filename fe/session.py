@@ -107,6 +107,7 @@ class QuireSession(BaseSession):
         self.last_insert_id = 0  # the first AUTO_INCREMENT value its last such INSERT generated
         self.transaction: OpenTransaction | None = None  # BEGIN, or autocommit off
         self.warnings: list[tuple] = []
+        self.user_variables: dict[str, object] = {}  # SET @x = ...: by lower-case name
         self.started = time.monotonic()
 
     # -- BaseSession ---------------------------------------------------------------------------
@@ -126,6 +127,7 @@ class QuireSession(BaseSession):
 
     async def reset(self) -> None:
         self.variables = QuireSessionVariables(self.services.global_variables)
+        self.user_variables = {}
         self.warnings = []
         self.transaction = None
 

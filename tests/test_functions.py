@@ -5,7 +5,7 @@ import datetime
 
 import pytest
 
-from tests.harness import error_of, mariadb, run
+from tests.harness import QuireProcess, error_of, mariadb, run
 
 ANSWERS = [
     # date and time
@@ -426,3 +426,35 @@ def test_group_by_with_rollup_adds_the_totals(quire, root):
     assert run(root, query) == (*rows, (None, None, 7))
     done = mariadb(quire, "--batch", "--skip-column-names", "-e", query)
     assert done.stdout == "n\ta\t1\nn\tb\t2\nn\tNULL\t3\ns\tc\t4\ns\tNULL\t4\nNULL\tNULL\t7\n"
+
+
+def test_user_variables_hold_a_value_for_the_session(tmp_path):
+    node = QuireProcess(tmp_path / "node", overrides={"max_user_variables": 2}).start()
+    try:
+        connection = node.connect()
+        run(connection, "CREATE DATABASE uv")
+        run(
+            connection,
+            "CREATE TABLE uv.t (k INT, v VARCHAR(4)) UNIQUE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1",
+        )
+        run(connection, "INSERT INTO uv.t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+        assert run(connection, "SELECT @top") == ((None,),)
+        run(connection, "SET @top = (SELECT MAX(k) FROM uv.t)")
+        run(connection, "SET @word = 'z'")
+        assert run(connection, "SELECT @top + 1, CONCAT(@word, '!')") == ((4, "z!"),)
+        assert run(connection, "SELECT k FROM uv.t WHERE k < @top ORDER BY k") == ((1,), (2,))
+        run(connection, "UPDATE uv.t SET v = @word WHERE k = @top")
+        assert run(connection, "SELECT v FROM uv.t WHERE k = 3") == (("z",),)
+        run(connection, "SET @top = 1")  # set again: still two
+        code, message = error_of(connection, "SET @third = 3")
+        assert code == 1105 and "max_user_variables" in message
+        other = node.connect()
+        try:
+            assert run(other, "SELECT @top") == ((None,),), "another session's variables"
+        finally:
+            other.close()
+        connection.close()
+        done = mariadb(node, "--batch", "--skip-column-names", "-e", "SET @n = 41; SELECT @n + 1")
+        assert done.stdout == "42\n", done.stderr
+    finally:
+        node.stop()

@@ -610,6 +610,7 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     **{name: _one_argument for name in ONE_ARGUMENT_FUNCTIONS},
 }
 
+
 def _with_rollup(node: exp.Group, time: StatementTime) -> exp.Expression:
     """MySQL's GROUP BY a, b WITH ROLLUP: GROUP BY ROLLUP (a, b), which DuckDB reads."""
     rollups = node.args.get("rollup") or []

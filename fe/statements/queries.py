@@ -850,6 +850,8 @@ def _bind(node: exp.Expression, session, time) -> exp.Expression:
     if isinstance(node, exp.SessionParameter):
         value = session.variable(node.name, (node.args.get("kind") or "").upper())
         return _literal(value)
+    if isinstance(node, exp.Parameter):  # a user variable, NULL until it is set
+        return _literal(session.user_variables.get(node.name.lower()))
     if isinstance(node, exp.Func):
         function = _session_function(node)
         if function is not None:

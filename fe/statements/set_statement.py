@@ -1,5 +1,5 @@
 """SET: session variables on this FE, SET GLOBAL journaled (a non-leader forwards it), SET NAMES,
-user variables and SET TRANSACTION accepted and ignored."""
+user variables (@x, the session's until it ends) and SET TRANSACTION accepted and ignored."""
 
 from __future__ import annotations
 
@@ -56,12 +56,26 @@ async def _set_item(session, item: exp.SetItem) -> None:
     if isinstance(target, exp.SessionParameter):
         scope = (target.args.get("kind") or scope or "SESSION").upper()
         name = target.name
-    elif isinstance(target, exp.Parameter | exp.Placeholder):
-        return  # user variables (@x) are accepted and ignored
+    elif isinstance(target, exp.Parameter):
+        await _set_user_variable(session, target.name.lower(), assignment.expression)
+        return
+    elif isinstance(target, exp.Placeholder):
+        return
     else:
         name = target.name
     value = await _evaluate(session, assignment.expression)
     await set_variable(session, name.lower(), value, scope)
+
+
+async def _set_user_variable(session, name: str, expression: exp.Expression) -> None:
+    held = session.user_variables
+    if name not in held and len(held) >= session.services.config["max_user_variables"]:
+        raise QueryError(
+            1105, f"A session holds at most {len(held)} user variables (max_user_variables)"
+        )
+    plan = queries.plan_select(exp.select(expression.copy()))
+    result = await queries.run_select(session, plan)
+    held[name] = result.rows[0][0] if result.rows else None
 
 
 async def _evaluate(session, expression: exp.Expression):

@@ -227,3 +227,34 @@ def test_fractional_seconds_survive_the_trip(quire, db):
     )
     done = mariadb(quire, "dml", "--batch", "-N", "-e", "SELECT at FROM moments ORDER BY k")
     assert done.stdout.split("\n")[:2] == ["2024-01-01 10:00:00.123", "2024-01-01 10:00:01.000"]
+
+
+def test_on_duplicate_key_update_is_an_upsert_or_refused(quire, db):
+    """The loading tools' upsert (every column, each set to VALUES(itself)) replaces the row of a
+    UNIQUE KEY table; on a DUPLICATE KEY table it inserts (no unique key: MySQL never updates);
+    any other ON DUPLICATE KEY UPDATE is refused, not quietly run as a plain INSERT."""
+    run(
+        db,
+        "CREATE TABLE odku_u (id INT, name VARCHAR(8), n INT) UNIQUE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 2",
+    )
+    run(db, "INSERT INTO odku_u VALUES (1, 'a', 1)")
+    upsert = (
+        "INSERT INTO odku_u (id, name, n) VALUES (1, 'b', 2), (2, 'c', 3) "
+        "ON DUPLICATE KEY UPDATE name = VALUES(name), n = VALUES(n)"
+    )
+    run(db, upsert)
+    assert run(db, "SELECT id, name, n FROM odku_u ORDER BY id") == ((1, "b", 2), (2, "c", 3))
+    for refused in (
+        "INSERT INTO odku_u VALUES (1, 'x', 9) ON DUPLICATE KEY UPDATE n = n + 1",
+        "INSERT INTO odku_u (id, name) VALUES (1, 'x') ON DUPLICATE KEY UPDATE name = VALUES(name)",
+        "INSERT INTO odku_u VALUES (1, 'x', 9) ON DUPLICATE KEY UPDATE name = VALUES(name)",
+    ):
+        code, message = error_of(db, refused)
+        assert code == 1235 and "ON DUPLICATE KEY UPDATE" in message, (refused, message)
+        shown = mariadb(quire, "-e", f"USE dml; {refused}").stderr
+        assert "ERROR 1235 (42000)" in shown, shown
+    assert run(db, "SELECT id, name, n FROM odku_u ORDER BY id") == ((1, "b", 2), (2, "c", 3))
+    run(db, "CREATE TABLE odku_d (id INT, n INT) DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 1")
+    run(db, "INSERT INTO odku_d VALUES (1, 1) ON DUPLICATE KEY UPDATE n = n + 1")
+    run(db, "INSERT INTO odku_d VALUES (1, 1) ON DUPLICATE KEY UPDATE n = n + 1")
+    assert run(db, "SELECT id, n FROM odku_d") == ((1, 1), (1, 1))

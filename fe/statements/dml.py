@@ -39,6 +39,37 @@ NOT_LITERAL = object()
 # -- INSERT -------------------------------------------------------------------------------------
 
 
+def _check_on_duplicate_key(conflict: exp.Expression | None, table: Table, named) -> None:
+    """ON DUPLICATE KEY UPDATE where it means what an INSERT does here: on a DUPLICATE KEY table
+    (no unique key: it never updates, as in MySQL), or on a UNIQUE KEY table when the INSERT
+    writes every column and the update sets each other column to VALUES(itself) (the upsert of
+    loading tools), which replaces the row. Any other is refused, never quietly ignored."""
+    if conflict is None:
+        return
+    if table.key_model is KeyModel.DUPLICATE:
+        return
+    names = {column.name.lower() for column in named}
+    keys = {column.name.lower() for column in table.columns if column.is_key}
+    assigned = {}
+    for assignment in conflict.expressions:
+        if not isinstance(assignment, exp.EQ):
+            continue
+        target, value = assignment.this, assignment.expression
+        if isinstance(value, exp.Anonymous) and value.name.upper() == "VALUES":
+            value = value.expressions[0] if len(value.expressions) == 1 else None
+            if isinstance(target, exp.Column) and isinstance(value, exp.Identifier | exp.Column):
+                assigned[target.name.lower()] = value.name.lower()
+    every_column = names == {column.name.lower() for column in table.columns}
+    upsert = table.key_model is KeyModel.UNIQUE and every_column
+    if upsert and all(assigned.get(name) == name for name in names - keys):
+        return
+    raise QueryError(
+        ErrorCode.NOT_SUPPORTED_YET,
+        "This version of Quire doesn't yet support 'INSERT ... ON DUPLICATE KEY UPDATE' other "
+        "than on a UNIQUE KEY table with every column written and set to VALUES(column)",
+    )
+
+
 async def insert(session, statement: st.Insert) -> Result:
     expression = statement.expression
     target = expression.this
@@ -46,6 +77,7 @@ async def insert(session, statement: st.Insert) -> Result:
     reader = TableReader(session)
     table = _target_table(session, reader, table_node)
     named = _named_columns(table, target.expressions if isinstance(target, exp.Schema) else None)
+    _check_on_duplicate_key(expression.args.get("conflict"), table, named)
     source = expression.expression
     literals = statement.literals
     if literals is not None and not any(column.auto_increment for column in table.columns):

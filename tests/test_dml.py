@@ -254,7 +254,10 @@ def test_on_duplicate_key_update_is_an_upsert_or_refused(quire, db):
         shown = mariadb(quire, "-e", f"USE dml; {refused}").stderr
         assert "ERROR 1235 (42000)" in shown, shown
     assert run(db, "SELECT id, name, n FROM odku_u ORDER BY id") == ((1, "b", 2), (2, "c", 3))
-    run(db, "CREATE TABLE odku_d (id INT, n INT) DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 1")
+    run(
+        db,
+        "CREATE TABLE odku_d (id INT, n INT) DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 1",
+    )
     run(db, "INSERT INTO odku_d VALUES (1, 1) ON DUPLICATE KEY UPDATE n = n + 1")
     run(db, "INSERT INTO odku_d VALUES (1, 1) ON DUPLICATE KEY UPDATE n = n + 1")
     assert run(db, "SELECT id, n FROM odku_d") == ((1, 1), (1, 1))

@@ -23,9 +23,10 @@ SHORT_CELL_BYTES = 251  # a cell this long or longer has a longer length prefix
 LONG_LENGTHS = ((SHORT_CELL_BYTES, 2), (2**16, 3), (2**24, 8))
 LONG_MARKERS = (0xFC, 0xFD, 0xFE)
 # A DOUBLE's text: Arrow and Python both print the shortest digits that read back the same, but
-# in other forms: Python writes plain digits from 1e-4 up to 1e16 (float_text drops the ".0"
-# of a whole number, as Arrow does), beyond d.dddde+XX as Arrow does; Arrow writes some of Python's plain numbers with an exponent and its
-# small exponents with one digit. A value Arrow writes otherwise is written by Python.
+# in other forms: Python writes plain digits from 1e-4 up to 1e16 (float_text drops the ".0" of
+# a whole number, as Arrow does), beyond d.dddde+XX as Arrow does; Arrow writes some of Python's
+# plain numbers with an exponent and its small exponents with one digit. A value Arrow writes
+# otherwise is written by Python.
 PLAIN_FLOAT_LOW = 1e-4
 PLAIN_FLOAT_HIGH = 1e16
 

@@ -1,5 +1,5 @@
 """SET: session variables on this FE, SET GLOBAL journaled (a non-leader forwards it), SET NAMES,
-user variables (@x, the session's until it ends) and SET TRANSACTION accepted and ignored."""
+user variables (@x, kept by the session until it ends); SET TRANSACTION accepted and ignored."""
 
 from __future__ import annotations
 
@@ -73,9 +73,7 @@ async def _set_user_variable(session, name: str, expression: exp.Expression) -> 
         raise QueryError(
             1105, f"A session holds at most {len(held)} user variables (max_user_variables)"
         )
-    plan = queries.plan_select(exp.select(expression.copy()))
-    result = await queries.run_select(session, plan)
-    held[name] = result.rows[0][0] if result.rows else None
+    held[name] = await _evaluate(session, expression)
 
 
 async def _evaluate(session, expression: exp.Expression):

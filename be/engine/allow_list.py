@@ -58,14 +58,14 @@ ALLOWED_FUNCTIONS: frozenset[type[exp.Func]] = frozenset(
     + OTHER_FUNCTIONS
     + OPERATORS
 )
+DORIS_DATE_ADD_UNITS = ("YEAR", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND")  # DAYS_ADD, ...
 # MySQL's and Doris's functions sqlglot does not model: DuckDB's with their meaning, or
 # rewritten by the FE.
 ALLOWED_ANONYMOUS = frozenset(
     {"ADDDATE", "BIN", "DATE_TRUNC", "FIELD", "FIND_IN_SET", "INET_ATON", "JSON_ARRAY",
      "MAKEDATE", "MID", "NDV", "NULL_OR_EMPTY", "OCT", "OCTET_LENGTH", "ORD", "PERCENTILE",
      "PERCENTILE_APPROX", "QUOTE", "STRCMP", "SUBDATE", "TO_DATE", "UNIX_TIMESTAMP", "WEEKDAY"}
-    | {f"{unit}S_{way}" for unit in ("YEAR", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND")
-       for way in ("ADD", "SUB")}  # Doris's DAYS_ADD(d, n), ...
+    | {f"{unit}S_{way}" for unit in DORIS_DATE_ADD_UNITS for way in ("ADD", "SUB")}
 )  # fmt: skip
 
 

@@ -313,19 +313,15 @@ class ObjectStore:
             raise self._failure(error, name, "write") from None
 
     def _failure(self, error: OSError, name: str, action: str) -> ObjectStoreError:
-        return store_failure(error, name, action, self.location)
-
-
-def store_failure(error: OSError, name: str, action: str, where: str) -> ObjectStoreError:
-    """The store's failure as the error a client may see: what failed and the system's reason,
-    never the node's folders or the store's own message (those go to the log)."""
-    logger.warning("%s of %s failed in %s: %s", action, name, where, error)
-    reason = os.strerror(error.errno) if error.errno else without_paths(str(error))
-    text = f"{action} failed: {reason or type(error).__name__}"
-    refused = error.errno in _REFUSALS or "ACCESS_DENIED" in str(error).upper()
-    if action in ("write", "delete") and refused:
-        return WriteRefused(text, name)
-    return StoreUnavailable(text, name)
+        """The store's failure as the error a client may see: what failed and the system's
+        reason, never the node's folders or the store's own message (those go to the log)."""
+        logger.warning("%s of %s failed in %s: %s", action, name, self.location, error)
+        reason = os.strerror(error.errno) if error.errno else without_paths(str(error))
+        text = f"{action} failed: {reason or type(error).__name__}"
+        refused = error.errno in _REFUSALS or "ACCESS_DENIED" in str(error).upper()
+        if action in ("write", "delete") and refused:
+            return WriteRefused(text, name)
+        return StoreUnavailable(text, name)
 
 
 def _fsync_folder(folder: Path) -> None:

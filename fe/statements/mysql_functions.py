@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
+from be.engine.allow_list import DORIS_DATE_ADD_UNITS
 from fe.mysql.errors import ErrorCode, QueryError
 
 UTC = datetime.UTC
@@ -257,7 +258,6 @@ def _add_days(subtract: bool, unit: str = "DAY") -> Callable:
 
 
 DATE_UNITS = {"DAY", "WEEK", "MONTH", "QUARTER", "YEAR"}
-DORIS_ADD_UNITS = ("YEAR", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND")
 TRUNCATION_UNITS = {"YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND"}
 
 
@@ -289,8 +289,8 @@ def _makedate(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
     if len(node.expressions) != 2:
         return node
     year, day = node.expressions
-    first = _function("MAKE_DATE", exp.cast(year, exp.DataType.Type.BIGINT), exp.Literal.number(1),
-                      exp.Literal.number(1))  # fmt: skip
+    one = exp.Literal.number(1)
+    first = _function("MAKE_DATE", exp.cast(year, exp.DataType.Type.BIGINT), one, one.copy())
     later = exp.Add(
         this=first,
         expression=exp.cast(
@@ -313,7 +313,7 @@ def _null_or_empty(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
 
 def _regexp_extract(node: exp.RegexpExtract, time: StatementTime) -> exp.Expression:
     """Doris's REGEXP_EXTRACT(s, pattern, group): the group's text of the first match."""
-    group = node.args.get("position") or node.args.get("group")
+    group = node.args.get("position")  # where sqlglot's MySQL reading puts the third argument
     if group is None:
         return node
     return _function("REGEXP_EXTRACT", node.this, node.expression, group)
@@ -601,8 +601,8 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     "MAKEDATE": _makedate,
     "NULL_OR_EMPTY": _null_or_empty,
     "REGEXP_EXTRACT": _regexp_extract,
-    **{f"{unit}S_ADD": _add_days(subtract=False, unit=unit) for unit in DORIS_ADD_UNITS},
-    **{f"{unit}S_SUB": _add_days(subtract=True, unit=unit) for unit in DORIS_ADD_UNITS},
+    **{f"{unit}S_ADD": _add_days(subtract=False, unit=unit) for unit in DORIS_DATE_ADD_UNITS},
+    **{f"{unit}S_SUB": _add_days(subtract=True, unit=unit) for unit in DORIS_DATE_ADD_UNITS},
     "TO_DATE": _to_date,
     "NDV": _ndv,
     "PERCENTILE": _percentile,

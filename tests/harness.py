@@ -26,8 +26,18 @@ CLI_TIMEOUT_SECONDS = 60
 # Ports for test servers come from below the kernel's ephemeral range, where the local ends of
 # client connections (and of the servers' own connections to each other) never land, so a port
 # handed out here is not taken by some connection before its server binds it. None is handed
-# out twice in one test run.
-PORT_RANGE = range(15_000, 32_000)
+# out twice in one test run: pytest-xdist's workers each take their own share of the range.
+ALL_TEST_PORTS = range(15_000, 32_000)
+
+
+def _ports_of_this_worker() -> range:
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+    share = len(ALL_TEST_PORTS) // workers
+    return ALL_TEST_PORTS[worker * share : (worker + 1) * share]
+
+
+PORT_RANGE = _ports_of_this_worker()
 _ports_handed_out: set[int] = set()
 _port_lock = threading.Lock()
 _port_picker = random.Random(os.getpid() ^ time.time_ns())

@@ -165,12 +165,13 @@ class StatementCache:
             self._long_admitted -= 1
 
     def cached(self, sql: str):
-        """The runnable form of a text seen before, else None."""
-        return self.by_text.get(sql)
+        """The runnable form of a text seen before, else None (a long text is never kept: it is
+        not hashed for the lookup)."""
+        return self.by_text.get(sql) if len(sql) <= self.max_sql_bytes else None
 
     def statement(self, sql: str):
         """The runnable form of `sql`: a SelectPlan for queries, a statement record otherwise."""
-        cached = self.by_text.get(sql)
+        cached = self.cached(sql)
         if cached is not None:
             return cached
         return self._literal_insert(sql) or self._parsed(self._tokens(sql), sql)

@@ -81,6 +81,12 @@ ANSWERS = [
     ("WEEKOFYEAR('2024-05-06')", 19),
     ("MAKEDATE(2024, 60)", datetime.date(2024, 2, 29)),
     ("MAKEDATE(2024, 0)", None),
+    ("TO_DAYS('1995-05-01')", 728779),
+    ("FROM_DAYS(730669)", datetime.date(2000, 7, 3)),
+    ("FROM_DAYS(365)", None),
+    ("TIME('2024-01-02 03:04:05')", datetime.timedelta(hours=3, minutes=4, seconds=5)),
+    ("WEEK('2024-01-02')", 0),
+    ("YEARWEEK('2024-01-02')", 202353),
     # and others
     ("REGEXP_EXTRACT('abc123', '([a-z]+)([0-9]+)', 2)", "123"),
     ("NULL_OR_EMPTY('')", 1),
@@ -101,15 +107,64 @@ def test_functions_through_the_mariadb_cli(quire):
     done = mariadb(quire, "--batch", "--skip-column-names", "-e", f"SET time_zone='+00:00'; {sql}")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    expected = [
-        "NULL"
-        if answer is None
-        else answer.isoformat(" ")
-        if isinstance(answer, datetime.datetime)
-        else str(answer)
-        for _, answer in ANSWERS
+    assert lines == [_text(answer) for _, answer in ANSWERS]
+
+
+def _text(answer) -> str:
+    """A value as MySQL's text protocol writes it."""
+    if answer is None:
+        return "NULL"
+    if isinstance(answer, datetime.datetime):
+        return answer.isoformat(" ")
+    if isinstance(answer, datetime.timedelta):  # a TIME
+        seconds = int(answer.total_seconds())
+        return f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+    return str(answer)
+
+
+# MySQL's (MariaDB's) WEEK(d, mode) and YEARWEEK(d, mode) for modes 0 to 7, and TO_DAYS(d): the
+# days where the modes part (the first week's start, 0-53 or 1-53, a year's last days).
+WEEK_MODES = {
+    "2021-01-03": ([1, 0, 1, 53, 1, 0, 1, 52], [202101, 202053, 202101, 202053, 202101, 202052, 202101, 202052], 738158),
+    "2024-01-02": ([0, 1, 53, 1, 1, 1, 1, 1], [202353, 202401, 202353, 202401, 202401, 202401, 202401, 202401], 739252),
+    "2024-12-30": ([52, 53, 52, 1, 53, 53, 1, 53], [202452, 202501, 202452, 202501, 202501, 202453, 202501, 202453], 739615),
+    "2026-12-31": ([52, 53, 52, 53, 52, 52, 52, 52], [202652, 202653, 202652, 202653, 202652, 202652, 202652, 202652], 740346),
+    "2027-01-01": ([0, 0, 52, 53, 0, 0, 52, 52], [202652, 202653, 202652, 202653, 202652, 202652, 202652, 202652], 740347),
+    "2032-01-01": ([0, 1, 52, 1, 0, 0, 53, 52], [203152, 203201, 203152, 203201, 203153, 203152, 203153, 203152], 742173),
+}  # fmt: skip
+
+
+def test_week_modes_and_day_numbers_are_mysqls(quire):
+    """DuckDB's WEEK is ISO's (MySQL's mode 3) and sqlglot counted TO_DAYS one day high; a DATE
+    column and the mariadb CLI give the same, and a mode that is no constant is refused."""
+    connection = quire.connect()
+    run(connection, "CREATE DATABASE IF NOT EXISTS weeks")
+    run(connection, "CREATE TABLE weeks.days (d DATE) DISTRIBUTED BY HASH(d) BUCKETS 1")
+    run(connection, "INSERT INTO weeks.days VALUES " + ", ".join(f"('{d}')" for d in WEEK_MODES))
+    columns = [f"WEEK(d, {mode})" for mode in range(8)]
+    columns += [f"YEARWEEK(d, {mode})" for mode in range(8)] + [
+        "TO_DAYS(d)",
+        "FROM_DAYS(TO_DAYS(d))",
     ]
-    assert lines == expected
+    sql = f"SELECT d, {', '.join(columns)} FROM weeks.days ORDER BY d"
+    expected = [
+        (
+            datetime.date.fromisoformat(day),
+            *weeks,
+            *year_weeks,
+            days,
+            datetime.date.fromisoformat(day),
+        )
+        for day, (weeks, year_weeks, days) in WEEK_MODES.items()
+    ]
+    assert [tuple(row) for row in run(connection, sql)] == expected
+    done = mariadb(quire, "--batch", "--skip-column-names", "-e", sql)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["\t".join(str(value) for value in row) for row in expected]
+    code, message = error_of(connection, "SELECT WEEK(d, LENGTH('ab')) FROM weeks.days")
+    assert (code, message) == (1235, "WEEK's mode must be an integer from 0 to 7")
+    assert run(connection, "SELECT 1") == ((1,),)
+    connection.close()
 
 
 CLOCKS = ["NOW()", "CURRENT_TIMESTAMP()", "CURRENT_TIMESTAMP", "SYSDATE()", "LOCALTIME()"]

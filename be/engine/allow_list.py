@@ -29,7 +29,7 @@ DATE_FUNCTIONS = (
     exp.DayOfMonth, exp.DayOfWeek, exp.DayOfYear, exp.Dayname, exp.Extract, exp.Hour,
     exp.LastDay, exp.Minute, exp.Month, exp.Quarter, exp.Second, exp.StrToDate, exp.TimestampDiff,
     exp.TimeToStr, exp.TimestampAdd, exp.TsOrDsToDate, exp.TsOrDsToTimestamp, exp.UnixToTime,
-    exp.Week, exp.WeekOfYear, exp.Year,
+    exp.Time, exp.Week, exp.WeekOfYear, exp.Year,
 )  # fmt: skip
 AGGREGATE_FUNCTIONS = (
     exp.AnyValue, exp.ApproxDistinct, exp.Avg, exp.BitwiseAndAgg, exp.BitwiseOrAgg, exp.BitwiseXorAgg, exp.Count,
@@ -62,9 +62,10 @@ DORIS_DATE_ADD_UNITS = ("YEAR", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECON
 # MySQL's and Doris's functions sqlglot does not model: DuckDB's with their meaning, or
 # rewritten by the FE.
 ALLOWED_ANONYMOUS = frozenset(
-    {"ADDDATE", "BIN", "DATE_TRUNC", "FIELD", "FIND_IN_SET", "INET_ATON", "JSON_ARRAY",
+    {"ADDDATE", "BIN", "DATE_TRUNC", "FIELD", "FIND_IN_SET", "FROM_DAYS", "INET_ATON", "JSON_ARRAY",
      "MAKEDATE", "MID", "NDV", "NULL_OR_EMPTY", "OCT", "OCTET_LENGTH", "ORD", "PERCENTILE",
-     "PERCENTILE_APPROX", "QUOTE", "STRCMP", "SUBDATE", "TO_DATE", "UNIX_TIMESTAMP", "WEEKDAY"}
+     "PERCENTILE_APPROX", "QUOTE", "STRCMP", "SUBDATE", "TO_DATE", "TO_DAYS", "UNIX_TIMESTAMP", "WEEKDAY",
+     "YEARWEEK"}
     | {f"{unit}S_{way}" for unit in DORIS_DATE_ADD_UNITS for way in ("ADD", "SUB")}
 )  # fmt: skip
 

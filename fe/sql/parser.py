@@ -37,6 +37,8 @@ MySQL.Parser.TRANSACTION_CHARACTERISTICS = {
 MySQL.Parser.FUNCTIONS = {
     **MySQL.Parser.FUNCTIONS,
     "DATE_TRUNC": lambda arguments: exp.Anonymous(this="DATE_TRUNC", expressions=arguments),
+    # sqlglot reads TO_DAYS as a day count from DuckDB's 0000-01-01, one day more than MySQL's
+    "TO_DAYS": lambda arguments: exp.Anonymous(this="TO_DAYS", expressions=arguments),
 }
 _per_thread = threading.local()  # a sqlglot tokenizer is reusable, but not across threads
 

@@ -9,6 +9,7 @@ and at the statement's time otherwise.
 from __future__ import annotations
 
 import datetime
+import functools
 import zoneinfo
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -424,6 +425,110 @@ def _elt(node: exp.Elt, time: StatementTime) -> exp.Expression:
     return _function("LIST_EXTRACT", _function("LIST_VALUE", *strings), node.this)
 
 
+def _to_days(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
+    """MySQL's TO_DAYS(x): day 1 is the year 0's January 1st, 366 days before 0001-01-01."""
+    arguments = _arguments(node)
+    if len(arguments) != 1:
+        return node
+    days = _function("DATE_DIFF", exp.Literal.string("day"), _DAY_ONE.copy(), _date(arguments[0]))
+    return exp.paren(exp.Add(this=days, expression=exp.Literal.number(FIRST_DAY_NUMBER)))
+
+
+def _from_days(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
+    """MySQL's FROM_DAYS(n), TO_DAYS's inverse; NULL outside the years 1 to 9999 (MySQL's
+    zero date)."""
+    arguments = _arguments(node)
+    if len(arguments) != 1:
+        return node
+    number = arguments[0]
+    offset = exp.Sub(this=number.copy(), expression=exp.Literal.number(FIRST_DAY_NUMBER))
+    day = exp.Add(this=_DAY_ONE.copy(), expression=exp.cast(offset, exp.DataType.Type.INT))
+    valid = exp.Between(
+        this=number,
+        low=exp.Literal.number(FIRST_DAY_NUMBER),
+        high=exp.Literal.number(LAST_DAY_NUMBER),
+    )
+    return exp.Case(ifs=[exp.If(this=valid, true=day)])
+
+
+def _week(node: exp.Expression, time: StatementTime) -> exp.Expression:
+    """MySQL's WEEK(x[, mode]) and YEARWEEK(x[, mode]) in each of the eight modes (DuckDB's WEEK
+    is ISO's week, MySQL's mode 3); a mode that is no integer constant is refused."""
+    arguments = _arguments(node)
+    if not 1 <= len(arguments) <= 2:
+        return node
+    value, *mode = arguments
+    if mode and not (_is_integer(mode[0]) and int(mode[0].this) < 8):
+        raise QueryError(
+            ErrorCode.NOT_SUPPORTED_YET, f"{_name(node)}'s mode must be an integer from 0 to 7"
+        )
+    template = _week_tree(int(mode[0].this) if mode else 0, _name(node) == "YEARWEEK").copy()
+    for column in list(template.find_all(exp.Column)):
+        if column.name == "x":
+            column.replace(_date(value.copy()))
+    return template
+
+
+@functools.cache
+def _week_tree(mode: int, with_year: bool) -> exp.Expression:
+    """MySQL's week of x in mode (its week_format bits: Monday first, 1 to 53, four days) as a
+    DuckDB expression of the column x."""
+    monday_first = bool(mode & 1)
+    four_days = monday_first != bool(mode & 4)  # else week 1 starts on the year's first start day
+    one_to_53 = with_year or bool(mode & 2)
+
+    def weekday(day: str) -> str:  # days since the week's start
+        return f"(isodow({day}) - 1)" if monday_first else f"dayofweek({day})"
+
+    def first_week(year_start: str) -> str:
+        gone = weekday(year_start)
+        shift = (
+            f"CASE WHEN {gone} <= 3 THEN -{gone} ELSE 7 - {gone} END"
+            if four_days
+            else (f"(7 - {gone}) % 7")
+        )
+        return f"(CAST({year_start} AS DATE) + CAST({shift} AS INTEGER))"
+
+    def weeks_since(start: str) -> str:
+        return f"(date_diff('day', {start}, x) // 7 + 1)"
+
+    year_start = "date_trunc('year', x)"
+    this_year = first_week(year_start)
+    last_year = first_week(f"({year_start} - INTERVAL 1 YEAR)")
+    next_year = first_week(f"({year_start} + INTERVAL 1 YEAR)")
+    if not one_to_53:
+        text = f"CASE WHEN x < {this_year} THEN 0 ELSE {weeks_since(this_year)} END"
+    elif not with_year:
+        text = (
+            f"CASE WHEN x < {this_year} THEN {weeks_since(last_year)} "
+            f"WHEN x >= {next_year} THEN 1 ELSE {weeks_since(this_year)} END"
+        )
+    else:
+        text = (
+            f"CASE WHEN x < {this_year} THEN (year(x) - 1) * 100 + {weeks_since(last_year)} "
+            f"WHEN x >= {next_year} THEN (year(x) + 1) * 100 + 1 "
+            f"ELSE year(x) * 100 + {weeks_since(this_year)} END"
+        )
+    return sqlglot.parse_one(text, read="duckdb")
+
+
+def _time(node: exp.Time, time: StatementTime) -> exp.Expression:
+    """MySQL's TIME(x): the time of day of a DATETIME or of its text, NULL if x is none."""
+    arguments = _arguments(node)
+    if len(arguments) != 1:
+        return node
+    return exp.TryCast(this=arguments[0], to=exp.DataType.build("TIME"))
+
+
+def _date(node: exp.Expression) -> exp.Expression:
+    return exp.cast(_timestamp(node), exp.DataType.Type.DATE)
+
+
+FIRST_DAY_NUMBER = 366  # TO_DAYS('0001-01-01')
+LAST_DAY_NUMBER = 3_652_424  # TO_DAYS('9999-12-31')
+_DAY_ONE = exp.cast(exp.Literal.string("0001-01-01"), exp.DataType.Type.DATE)
+
+
 UNSIGNED_64_TEXT = str(2**64)
 # MySQL's functions of one argument that DuckDB lacks or answers otherwise, as DuckDB
 # expressions of the column `x`, which stands for the argument.
@@ -604,6 +709,11 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     **{f"{unit}S_ADD": _add_days(subtract=False, unit=unit) for unit in DORIS_DATE_ADD_UNITS},
     **{f"{unit}S_SUB": _add_days(subtract=True, unit=unit) for unit in DORIS_DATE_ADD_UNITS},
     "TO_DATE": _to_date,
+    "TO_DAYS": _to_days,
+    "FROM_DAYS": _from_days,
+    "WEEK": _week,
+    "YEARWEEK": _week,
+    "TIME": _time,
     "NDV": _ndv,
     "PERCENTILE": _percentile,
     "PERCENTILE_APPROX": _percentile,

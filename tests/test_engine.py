@@ -87,6 +87,14 @@ def test_allow_list_names_the_refused_function_first():
     engine.check(sqlglot.parse_one("SELECT LOWER(x), COUNT(*) FROM t GROUP BY 1", read="mysql"))
 
 
+def test_duckdb_s_advice_stays_out_of_the_message():
+    """The message says what is wrong, not which DuckDB function or setting would help."""
+    with pytest.raises(engine.QueryFailed) as caught:
+        run("SELECT name + 1 FROM c")
+    assert caught.value.message.endswith("'+(VARCHAR, INTEGER_LITERAL)'."), caught.value.message
+    assert "cast" not in caught.value.message
+
+
 def test_timeout_interrupts_duckdb():
     names = [f"c{i}" for i in range(16)]
     sql = (

@@ -90,8 +90,17 @@ SQL_TYPE_NAMES = {
 DUCKDB_TYPE = re.compile(r"\b(" + "|".join(SQL_TYPE_NAMES) + r")\b")
 
 
+# DuckDB's advice after its message names its own functions and settings (TRY(...), SET ...),
+# which a MySQL client cannot use.
+DUCKDB_ADVICE = re.compile(
+    r"(?<=\.)\s+(?:You might need|Use TRY|Consider|Did you mean|Try |Set |If you)\b.*$"
+)
+
+
 def sql_type_names(message: str) -> str:
-    """DuckDB's message with its type names as SQL's (INT128 is a DECIMAL(38,0))."""
+    """DuckDB's message with its type names as SQL's (INT128 is a DECIMAL(38,0)), without its
+    advice."""
+    message = DUCKDB_ADVICE.sub("", message)
     return DUCKDB_TYPE.sub(lambda match: SQL_TYPE_NAMES[match.group(1)], message)
 
 

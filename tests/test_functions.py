@@ -494,8 +494,7 @@ def test_user_variables_hold_a_value_for_the_session(tmp_path):
         )
         run(connection, "INSERT INTO uv.t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
         assert run(connection, "SELECT @top") == ((None,),)
-        run(connection, "SET @top = (SELECT MAX(k) FROM uv.t)")
-        run(connection, "SET @word = 'z'")
+        run(connection, "SET @top = (SELECT MAX(k) FROM uv.t), @word = 'z'")  # subquery first
         assert run(connection, "SELECT @top + 1, CONCAT(@word, '!')") == ((4, "z!"),)
         assert run(connection, "SELECT k FROM uv.t WHERE k < @top ORDER BY k") == ((1,), (2,))
         run(connection, "UPDATE uv.t SET v = @word WHERE k = @top")
@@ -511,5 +510,8 @@ def test_user_variables_hold_a_value_for_the_session(tmp_path):
         connection.close()
         done = mariadb(node, "--batch", "--skip-column-names", "-e", "SET @n = 41; SELECT @n + 1")
         assert done.stdout == "42\n", done.stderr
+        sql = "SET @n = (SELECT 1), = 2"  # an item neither form reads
+        done = mariadb(node, "--batch", "-e", sql)
+        assert "ERROR 1064 (42000)" in done.stderr, done.stderr
     finally:
         node.stop()

@@ -351,10 +351,27 @@ class Grammar:
                 return st.SetPassword(user, password=password)
             return st.SetPassword(user, password_hash=self.string())
         expression = parse_with_sqlglot(self.tokens, self.sql)
-        self.position = len(self.tokens)
         if not isinstance(expression, exp.Set):
-            self.fail("unsupported SET")
+            expression = self._set_items_one_by_one()
+        self.position = len(self.tokens)
         return st.SetStatement(expression)
+
+    def _set_items_one_by_one(self) -> exp.Set:
+        """`SET @a = (SELECT ...), @b = 2`, which sqlglot reads as one item only when the
+        subquery is last: each item read as a SET of its own."""
+        items, depth, start = [], 0, 1
+        for index, token in enumerate(self.tokens[1:] + [None], 1):
+            kind = token.token_type if token is not None else TokenType.COMMA
+            depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(kind, 0)
+            if kind != TokenType.COMMA or depth:
+                continue
+            one = parse_with_sqlglot([self.tokens[0], *self.tokens[start:index]], self.sql)
+            if not isinstance(one, exp.Set) or len(one.expressions) != 1:
+                self.position = start
+                self.fail("unsupported SET")
+            items.extend(one.expressions)
+            start = index + 1
+        return exp.Set(expressions=items)
 
     def _use(self):
         self.expect("USE")

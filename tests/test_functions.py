@@ -93,6 +93,14 @@ ANSWERS = [
     ("NULL_OR_EMPTY(NULL)", 1),
     ("NULL_OR_EMPTY('a')", 0),
     ("BIT_COUNT(7)", 3),
+    ("CRC32('MySQL')", 3259397556),
+    ("CRC32(NULL)", None),
+    ("CONV('a', 16, 2)", "1010"),
+    ("CONV('6E', 18, 8)", "172"),
+    ("CONV(-17, 10, -18)", "-H"),
+    ("CONV(-1, 10, 16)", "FFFFFFFFFFFFFFFF"),
+    ("CONV('12abc', 10, 10)", "12"),
+    ("CONV('5', 1, 10)", None),
 ]
 
 
@@ -165,6 +173,12 @@ def test_week_modes_and_day_numbers_are_mysqls(quire):
     assert (code, message) == (1235, "WEEK's mode must be an integer from 0 to 7")
     assert run(connection, "SELECT 1") == ((1,),)
     connection.close()
+
+
+def test_conv_takes_constant_bases(root):
+    code, message = error_of(root, "SELECT CONV('1', LENGTH('ab'), 10)")
+    assert (code, message) == (1235, "CONV's bases must be integer constants")
+    assert run(root, "SELECT CONV(255, 10, 16)") == (("FF",),)
 
 
 CLOCKS = ["NOW()", "CURRENT_TIMESTAMP()", "CURRENT_TIMESTAMP", "SYSDATE()", "LOCALTIME()"]

@@ -512,6 +512,64 @@ def _week_tree(mode: int, with_year: bool) -> exp.Expression:
     return sqlglot.parse_one(text, read="duckdb")
 
 
+DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _conv(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
+    """MySQL's CONV(n, from_base, to_base): n's digits in from_base (read up to the first that is
+    none) written in to_base, as 64-bit unsigned, or signed if to_base is negative; NULL for a
+    base outside 2 to 36. Bases must be integer constants."""
+    arguments = _arguments(node)
+    if len(arguments) != 3:
+        return node
+    value, *bases = arguments
+    numbers = [_signed_integer(base) for base in bases]
+    if None in numbers:
+        raise QueryError(ErrorCode.NOT_SUPPORTED_YET, "CONV's bases must be integer constants")
+    source, target = numbers
+    if not (2 <= abs(source) <= 36 and 2 <= abs(target) <= 36):
+        return exp.null()
+    return sqlglot.parse_one(_conv_sql(abs(source), target), read="duckdb").transform(
+        lambda column: (
+            value.copy() if isinstance(column, exp.Column) and column.name == "x" else column
+        )
+    )
+
+
+def _conv_sql(source: int, target: int) -> str:
+    text = "upper(ltrim(CAST(x AS VARCHAR)))"
+    digits = f"regexp_extract({text}, '^-?([{DIGITS[:source]}]*)', 1)"
+    read = (
+        f"list_reduce(list_transform(string_split({digits}, ''), "
+        f"lambda d: CAST(greatest(instr('{DIGITS}', d) - 1, 0) AS HUGEINT)), "
+        f"lambda a, d: least(a * {source} + d, {UNSIGNED_64 - 1}), CAST(0 AS HUGEINT))"
+    )
+    signed = f"CASE WHEN starts_with({text}, '-') THEN -{read} ELSE {read} END"
+    powers = []
+    power = 1
+    while power < UNSIGNED_64:
+        powers.append(str(power))
+        power *= abs(target)
+
+    def written(number: str) -> str:  # its digits, most significant first, no leading zeros
+        digits = (
+            f"list_transform([{', '.join(powers)}], lambda p: substr('{DIGITS}', "
+            f"CAST(({number}) // p % {abs(target)} AS INTEGER) + 1, 1))"
+        )
+        return f"coalesce(nullif(ltrim(array_to_string(list_reverse({digits}), ''), '0'), ''), '0')"
+
+    if target > 0:  # a negative number as its 64-bit two's complement
+        return f"CASE WHEN x IS NOT NULL THEN {written(f'(({signed}) + {UNSIGNED_64}) % {UNSIGNED_64}')} END"
+    sign = f"CASE WHEN ({signed}) < 0 THEN '-' ELSE '' END"
+    return f"CASE WHEN x IS NOT NULL THEN {sign} || {written(f'abs({signed})')} END"
+
+
+def _signed_integer(node: exp.Expression) -> int | None:
+    if isinstance(node, exp.Neg) and _is_integer(node.this):
+        return -int(node.this.this)
+    return int(node.this) if _is_integer(node) else None
+
+
 def _time(node: exp.Time, time: StatementTime) -> exp.Expression:
     """MySQL's TIME(x): the time of day of a DATETIME or of its text, NULL if x is none."""
     arguments = _arguments(node)
@@ -551,6 +609,13 @@ ONE_ARGUMENT_FUNCTIONS = {
         "(p, i) -> CAST(TRY_CAST(p AS UTINYINT) AS BIGINT) * CASE WHEN i = "
         "len(string_split(CAST(x AS VARCHAR), '.')) THEN 1 ELSE CAST(pow(256, 4 - i) AS BIGINT) "
         "END), (a, b) -> a + b) END"
+    ),
+    # CRC-32 (zlib's) of the text's UTF-8 bytes, a bit at a time
+    "CRC32": (
+        "xor(list_reduce(list_transform(range(0, strlen(hex(encode(CAST(x AS VARCHAR)))), 2), "
+        "lambda i: CAST('0x' || substr(hex(encode(CAST(x AS VARCHAR))), i + 1, 2) AS BIGINT)), "
+        "lambda crc, b: list_reduce(range(8), lambda c, k: xor(c >> 1, "
+        "CASE WHEN c & 1 = 1 THEN 3988292384 ELSE 0 END), xor(crc, b)), 4294967295), 4294967295)"
     ),
     "OCTET_LENGTH": "strlen(CAST(x AS VARCHAR))",
     "BIT_LENGTH": "strlen(CAST(x AS VARCHAR)) * 8",
@@ -714,6 +779,7 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     "WEEK": _week,
     "YEARWEEK": _week,
     "TIME": _time,
+    "CONV": _conv,
     "NDV": _ndv,
     "PERCENTILE": _percentile,
     "PERCENTILE_APPROX": _percentile,

@@ -62,10 +62,10 @@ DORIS_DATE_ADD_UNITS = ("YEAR", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECON
 # MySQL's and Doris's functions sqlglot does not model: DuckDB's with their meaning, or
 # rewritten by the FE.
 ALLOWED_ANONYMOUS = frozenset(
-    {"ADDDATE", "BIN", "CONV", "CRC32", "DATE_TRUNC", "FIELD", "FIND_IN_SET", "FROM_DAYS", "INET_ATON", "JSON_ARRAY",
-     "MAKEDATE", "MID", "NDV", "NULL_OR_EMPTY", "OCT", "OCTET_LENGTH", "ORD", "PERCENTILE",
-     "PERCENTILE_APPROX", "QUOTE", "STRCMP", "SUBDATE", "TO_DATE", "TO_DAYS", "UNIX_TIMESTAMP", "WEEKDAY",
-     "YEARWEEK"}
+    {"ADDDATE", "BIN", "CONV", "CRC32", "DATE_TRUNC", "FIELD", "FIND_IN_SET", "FROM_DAYS",
+     "INET_ATON", "JSON_ARRAY", "MAKEDATE", "MID", "NDV", "NULL_OR_EMPTY", "OCT", "OCTET_LENGTH",
+     "ORD", "PERCENTILE", "PERCENTILE_APPROX", "QUOTE", "STRCMP", "SUBDATE", "TO_DATE", "TO_DAYS",
+     "UNIX_TIMESTAMP", "WEEKDAY", "YEARWEEK"}
     | {f"{unit}S_{way}" for unit in DORIS_DATE_ADD_UNITS for way in ("ADD", "SUB")}
 )  # fmt: skip
 

@@ -462,11 +462,8 @@ def _week(node: exp.Expression, time: StatementTime) -> exp.Expression:
         raise QueryError(
             ErrorCode.NOT_SUPPORTED_YET, f"{_name(node)}'s mode must be an integer from 0 to 7"
         )
-    template = _week_tree(int(mode[0].this) if mode else 0, _name(node) == "YEARWEEK").copy()
-    for column in list(template.find_all(exp.Column)):
-        if column.name == "x":
-            column.replace(_date(value.copy()))
-    return template
+    template = _week_tree(int(mode[0].this) if mode else 0, _name(node) == "YEARWEEK")
+    return _filled(template, _date(value))
 
 
 @functools.cache
@@ -482,11 +479,10 @@ def _week_tree(mode: int, with_year: bool) -> exp.Expression:
 
     def first_week(year_start: str) -> str:
         gone = weekday(year_start)
-        shift = (
-            f"CASE WHEN {gone} <= 3 THEN -{gone} ELSE 7 - {gone} END"
-            if four_days
-            else (f"(7 - {gone}) % 7")
-        )
+        if four_days:  # the week holding January 1st if four of its days are in the year
+            shift = f"CASE WHEN {gone} <= 3 THEN -{gone} ELSE 7 - {gone} END"
+        else:
+            shift = f"(7 - {gone}) % 7"
         return f"(CAST({year_start} AS DATE) + CAST({shift} AS INTEGER))"
 
     def weeks_since(start: str) -> str:
@@ -529,11 +525,7 @@ def _conv(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
     source, target = numbers
     if not (2 <= abs(source) <= 36 and 2 <= abs(target) <= 36):
         return exp.null()
-    return sqlglot.parse_one(_conv_sql(abs(source), target), read="duckdb").transform(
-        lambda column: (
-            value.copy() if isinstance(column, exp.Column) and column.name == "x" else column
-        )
-    )
+    return _filled(sqlglot.parse_one(_conv_sql(abs(source), target), read="duckdb"), value)
 
 
 def _conv_sql(source: int, target: int) -> str:
@@ -629,11 +621,16 @@ def _one_argument(node: exp.Expression, time: StatementTime) -> exp.Expression:
     arguments = _arguments(node)
     if len(arguments) != 1:
         return node
-    template = _ONE_ARGUMENT_TREES[_name(node)].copy()
-    for column in list(template.find_all(exp.Column)):
+    return _filled(_ONE_ARGUMENT_TREES[_name(node)], arguments[0])
+
+
+def _filled(template: exp.Expression, value: exp.Expression) -> exp.Expression:
+    """A copy of a DuckDB expression of the column x with value in each place of x."""
+    filled = template.copy()
+    for column in list(filled.find_all(exp.Column)):
         if column.name == "x":
-            column.replace(arguments[0].copy())
-    return template
+            column.replace(value.copy())
+    return filled
 
 
 def _str_to_date(node: exp.StrToDate, time: StatementTime) -> exp.Expression:

@@ -61,6 +61,9 @@ ANSWERS = [
     ("RPAD('hi', 5, '?')", "hi???"),
     ("LPAD('hello', 2, '?')", "he"),
     ("REPEAT('ab', 3)", "ababab"),
+    ("REPEAT('x', 100000000)", None),  # longer than max_allowed_packet, as in MySQL
+    ("LPAD('a', 100000000, 'b')", None),
+    ("SPACE(100000000)", None),
     ("CONCAT('[', SPACE(3), ']')", "[   ]"),
     ("ELT(2, 'a', 'b')", "b"),
     ("ELT(3, 'a', 'b')", None),

@@ -51,14 +51,17 @@ def time_zone(name: str) -> datetime.tzinfo:
 
 @dataclass(frozen=True)
 class StatementTime:
-    """The statement's clock reading in the session's zone."""
+    """The statement's clock reading in the session's zone, and the longest text its functions may
+    make (max_allowed_packet, as in MySQL)."""
 
     now: datetime.datetime  # aware
+    max_text_bytes: int = 64 * 1024 * 1024
 
     @classmethod
     def of(cls, session) -> StatementTime:
         zone = time_zone(str(session.variable("time_zone") or "SYSTEM"))
-        return cls(datetime.datetime.now(UTC).astimezone(zone))
+        limit = session.services.config["max_allowed_packet"]
+        return cls(datetime.datetime.now(UTC).astimezone(zone), limit)
 
     @property
     def zone(self) -> datetime.tzinfo:
@@ -570,6 +573,24 @@ def _time(node: exp.Time, time: StatementTime) -> exp.Expression:
     return exp.TryCast(this=arguments[0], to=exp.DataType.build("TIME"))
 
 
+def _made_text_within_limit(length: Callable[[exp.Expression], exp.Expression]) -> Callable:
+    """REPEAT, SPACE, LPAD and RPAD make a text as long as they are told: NULL where it would be
+    longer than max_allowed_packet, as MySQL answers (DuckDB would make it, outside its memory
+    limit)."""
+
+    def rewrite(node: exp.Expression, time: StatementTime) -> exp.Expression:
+        made = exp.cast(length(node), exp.DataType.Type.DOUBLE)
+        too_long = exp.GT(this=made, expression=exp.Literal.number(time.max_text_bytes))
+        return exp.Case(ifs=[exp.If(this=too_long, true=exp.null())], default=node.copy())
+
+    return rewrite
+
+
+def _repeated_length(node: exp.Repeat) -> exp.Expression:
+    text = exp.cast(node.this.copy(), exp.DataType.Type.VARCHAR)
+    return exp.Mul(this=_function("STRLEN", text), expression=node.args["times"].copy())
+
+
 def _date(node: exp.Expression) -> exp.Expression:
     return exp.cast(_timestamp(node), exp.DataType.Type.DATE)
 
@@ -777,6 +798,9 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     "YEARWEEK": _week,
     "TIME": _time,
     "CONV": _conv,
+    "REPEAT": _made_text_within_limit(_repeated_length),
+    "SPACE": _made_text_within_limit(lambda node: node.this.copy()),
+    "PAD": _made_text_within_limit(lambda node: node.expression.copy()),
     "NDV": _ndv,
     "PERCENTILE": _percentile,
     "PERCENTILE_APPROX": _percentile,

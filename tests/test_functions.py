@@ -64,6 +64,9 @@ ANSWERS = [
     ("REPEAT('x', 100000000)", None),  # longer than max_allowed_packet, as in MySQL
     ("LPAD('a', 100000000, 'b')", None),
     ("SPACE(100000000)", None),
+    ("REPLACE(REPEAT('a', 10000), 'a', REPEAT('b', 100000))", None),
+    ("REPLACE('banana', 'an', 'AN!')", "bAN!AN!a"),
+    ("REPLACE('banana', '', 'x')", "banana"),
     ("CONCAT('[', SPACE(3), ']')", "[   ]"),
     ("ELT(2, 'a', 'b')", "b"),
     ("ELT(3, 'a', 'b')", None),

@@ -574,9 +574,9 @@ def _time(node: exp.Time, time: StatementTime) -> exp.Expression:
 
 
 def _made_text_within_limit(length: Callable[[exp.Expression], exp.Expression]) -> Callable:
-    """REPEAT, SPACE, LPAD and RPAD make a text as long as they are told: NULL where it would be
-    longer than max_allowed_packet, as MySQL answers (DuckDB would make it, outside its memory
-    limit)."""
+    """REPEAT, SPACE, LPAD, RPAD and REPLACE make a text as long as they are told: NULL where it
+    would be longer than max_allowed_packet, as MySQL answers (DuckDB would make it, outside its
+    memory limit)."""
 
     def rewrite(node: exp.Expression, time: StatementTime) -> exp.Expression:
         made = exp.cast(length(node), exp.DataType.Type.DOUBLE)
@@ -589,6 +589,22 @@ def _made_text_within_limit(length: Callable[[exp.Expression], exp.Expression]) 
 def _repeated_length(node: exp.Repeat) -> exp.Expression:
     text = exp.cast(node.this.copy(), exp.DataType.Type.VARCHAR)
     return exp.Mul(this=_function("STRLEN", text), expression=node.args["times"].copy())
+
+
+def _replaced_length(node: exp.Replace) -> exp.Expression:
+    """REPLACE(s, from, to)'s length: s's, and to's less from's for each time from is in s (found
+    by taking each out, which only shortens s)."""
+    text, found, put = (
+        exp.cast(node.args[key].copy(), exp.DataType.Type.VARCHAR)
+        for key in ("this", "expression", "replacement")
+    )
+    without = _function("REPLACE", text.copy(), found.copy(), exp.Literal.string(""))
+    taken = exp.Sub(this=_function("STRLEN", text.copy()), expression=_function("STRLEN", without))
+    times = exp.IntDiv(this=exp.paren(taken), expression=_function("STRLEN", found.copy()))
+    grown = exp.Sub(this=_function("STRLEN", put), expression=_function("STRLEN", found))
+    return exp.Add(
+        this=_function("STRLEN", text), expression=exp.Mul(this=times, expression=exp.paren(grown))
+    )
 
 
 def _date(node: exp.Expression) -> exp.Expression:
@@ -801,6 +817,7 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     "REPEAT": _made_text_within_limit(_repeated_length),
     "SPACE": _made_text_within_limit(lambda node: node.this.copy()),
     "PAD": _made_text_within_limit(lambda node: node.expression.copy()),
+    "REPLACE": _made_text_within_limit(_replaced_length),
     "NDV": _ndv,
     "PERCENTILE": _percentile,
     "PERCENTILE_APPROX": _percentile,

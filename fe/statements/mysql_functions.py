@@ -55,7 +55,7 @@ class StatementTime:
     make (max_allowed_packet, as in MySQL)."""
 
     now: datetime.datetime  # aware
-    max_text_bytes: int = 64 * 1024 * 1024
+    max_text_bytes: int  # fe.conf's max_allowed_packet
 
     @classmethod
     def of(cls, session) -> StatementTime:

@@ -159,7 +159,11 @@ FE_KEYS = (
         comment="How often the leader moves each ALTER job on to its next state (Doris waits 10000 between rounds of real work).",
     ),
     Key("qe_max_connection", 1024, mutable=True, comment="Maximum concurrent MySQL connections."),
-    Key("max_allowed_packet", 16 * 1024 * 1024, comment="Largest MySQL packet accepted, in bytes."),
+    Key(
+        "max_allowed_packet",
+        16 * 1024 * 1024,
+        comment="Largest MySQL packet accepted, in bytes, and the longest text REPEAT, SPACE, LPAD, RPAD and REPLACE make (a longer one is NULL, as in MySQL).",
+    ),
     Key(
         "enable_ssl",
         True,

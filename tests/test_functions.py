@@ -175,6 +175,11 @@ def test_week_modes_and_day_numbers_are_mysqls(quire):
     done = mariadb(quire, "--batch", "--skip-column-names", "-e", sql)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["\t".join(str(value) for value in row) for row in expected]
+    run(connection, "SET default_week_format = 3")  # WEEK(d)'s mode; YEARWEEK(d) keeps 0
+    day = "2024-01-02"
+    assert run(connection, f"SELECT WEEK('{day}'), YEARWEEK('{day}')") == (
+        (WEEK_MODES[day][0][3], WEEK_MODES[day][1][0]),
+    )
     code, message = error_of(connection, "SELECT WEEK(d, LENGTH('ab')) FROM weeks.days")
     assert (code, message) == (1235, "WEEK's mode must be an integer from 0 to 7")
     assert run(connection, "SELECT 1") == ((1,),)

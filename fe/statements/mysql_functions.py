@@ -21,6 +21,7 @@ from be.engine.allow_list import DORIS_DATE_ADD_UNITS
 from fe.mysql.errors import ErrorCode, QueryError
 
 UTC = datetime.UTC
+WEEK_MODES = 8  # MySQL's week modes: 0 to 7
 MAX_FRACTIONAL_DIGITS = 6
 MAX_DECIMAL_DIGITS = 38  # DuckDB's widest DECIMAL
 UNSIGNED_64 = 2**64
@@ -51,17 +52,20 @@ def time_zone(name: str) -> datetime.tzinfo:
 
 @dataclass(frozen=True)
 class StatementTime:
-    """The statement's clock reading in the session's zone, and the longest text its functions may
-    make (max_allowed_packet, as in MySQL)."""
+    """The statement's clock reading in the session's zone, and what else its functions read of
+    the session: the longest text they may make (max_allowed_packet, as in MySQL) and WEEK's mode
+    when none is given (default_week_format)."""
 
     now: datetime.datetime  # aware
     max_text_bytes: int  # fe.conf's max_allowed_packet
+    week_format: int = 0
 
     @classmethod
     def of(cls, session) -> StatementTime:
         zone = time_zone(str(session.variable("time_zone") or "SYSTEM"))
         limit = session.services.config["max_allowed_packet"]
-        return cls(datetime.datetime.now(UTC).astimezone(zone), limit)
+        week_format = int(session.variable("default_week_format") or 0) % WEEK_MODES
+        return cls(datetime.datetime.now(UTC).astimezone(zone), limit, week_format)
 
     @property
     def zone(self) -> datetime.tzinfo:
@@ -461,11 +465,13 @@ def _week(node: exp.Expression, time: StatementTime) -> exp.Expression:
     if not 1 <= len(arguments) <= 2:
         return node
     value, *mode = arguments
-    if mode and not (_is_integer(mode[0]) and int(mode[0].this) < 8):
+    if mode and not (_is_integer(mode[0]) and int(mode[0].this) < WEEK_MODES):
         raise QueryError(
             ErrorCode.NOT_SUPPORTED_YET, f"{_name(node)}'s mode must be an integer from 0 to 7"
         )
-    template = _week_tree(int(mode[0].this) if mode else 0, _name(node) == "YEARWEEK")
+    with_year = _name(node) == "YEARWEEK"
+    default = 0 if with_year else time.week_format  # YEARWEEK's is 0 whatever the session says
+    template = _week_tree(int(mode[0].this) if mode else default, with_year)
     return _filled(template, _date(value))
 
 

@@ -98,9 +98,7 @@ DUCKDB_ADVICE = re.compile(
 
 
 def sql_type_names(message: str) -> str:
-    """DuckDB's message with its type names as SQL's (INT128 is a DECIMAL(38,0)), without its
-    advice."""
-    message = DUCKDB_ADVICE.sub("", message)
+    """DuckDB's message with its type names as SQL's (INT128 is a DECIMAL(38,0))."""
     return DUCKDB_TYPE.sub(lambda match: SQL_TYPE_NAMES[match.group(1)], message)
 
 
@@ -466,7 +464,7 @@ class _Query:
         if isinstance(error, duckdb.OutOfMemoryException):
             return MemoryLimitExceeded(self.memory_limit_bytes)
         message = str(error).splitlines()[0]
-        detail = message.split(":", 1)[-1].strip()
+        detail = DUCKDB_ADVICE.sub("", message.split(":", 1)[-1].strip())
         if match := UNKNOWN_COLUMN.search(message):
             return UnknownColumn(match.group(1))
         if match := UNKNOWN_FUNCTION.search(message):

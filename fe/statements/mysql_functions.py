@@ -534,7 +534,13 @@ def _conv(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
     source, target = numbers
     if not (2 <= abs(source) <= 36 and 2 <= abs(target) <= 36):
         return exp.null()
-    return _filled(sqlglot.parse_one(_conv_sql(abs(source), target), read="duckdb"), value)
+    return _filled(_conv_tree(abs(source), target), value)
+
+
+@functools.cache
+def _conv_tree(source: int, target: int) -> exp.Expression:
+    """CONV from base source to base target as a DuckDB expression of the column x."""
+    return sqlglot.parse_one(_conv_sql(source, target), read="duckdb")
 
 
 def _conv_sql(source: int, target: int) -> str:

@@ -4,7 +4,8 @@ A function or operator given a value of another kind than it takes gets it conve
 converts it where DuckDB would refuse it: a number or a date to a string function (LENGTH(1)), a
 string or a date to arithmetic ('3' * '4', DATE '2024-01-02' + 1), a number to a date function
 (YEAR(20240102)), values of different kinds where one kind is needed (IFNULL(1, DATE '2024-01-02')).
-Kinds come from sqlglot's type annotation; a value of unknown type is left as it is.
+Kinds come from sqlglot's type annotation, a table's columns from its definition (typed_columns);
+a value of unknown type is left as it is.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import re
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.annotate_types import annotate_types
+from sqlglot.optimizer.scope import traverse_scope
 
 from fe.mysql.errors import ErrorCode, QueryError
 
@@ -24,6 +26,7 @@ TEXT, NUMBER, INTEGER, TEMPORAL, BOOLEAN = "text", "number", "integer", "tempora
 NUMBER_PREFIX = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?", re.IGNORECASE)
 NUMBER_PREFIX_SQL = r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?"
 DATE_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d", "%Y%m%d%H%M%S", "%Y%m%d")  # MySQL's readings
+ZERO = exp.Literal.string("0")
 NUMBER_FORMATS = {Type.DATE: "%Y%m%d", Type.TIME: "%H%M%S"}  # other temporals: %Y%m%d%H%M%S
 
 _ALL = ("this", "expression", "expressions")
@@ -47,7 +50,9 @@ TAKES_NUMBER: dict[type[exp.Expression], tuple[str, ...]] = {
     exp.Degrees: ("this",), exp.Radians: ("this",), exp.Pow: ("this", "expression"),
     exp.Round: ("this",), exp.Trunc: ("this",), exp.UnixToTime: ("this",),
     exp.Add: _ALL, exp.Sub: _ALL, exp.Mul: _ALL, exp.Div: _ALL, exp.IntDiv: _ALL, exp.Mod: _ALL,
-    exp.Neg: _ALL,
+    exp.Neg: _ALL, exp.Sum: ("this",), exp.Avg: ("this",), exp.Stddev: ("this",),
+    exp.StddevPop: ("this",), exp.StddevSamp: ("this",), exp.Variance: ("this",),
+    exp.VariancePop: ("this",),
 }  # fmt: skip
 TAKES_NUMBER_ANONYMOUS: set[str] = set()
 TAKES_INTEGER: dict[type[exp.Expression], tuple[str, ...]] = {
@@ -76,6 +81,59 @@ ONE_KIND: dict[type[exp.Expression], tuple[str, ...]] = {
 }  # fmt: skip
 
 
+COLUMN_TYPES = {
+    "CHAR": Type.VARCHAR,
+    "VARCHAR": Type.VARCHAR,
+    "STRING": Type.VARCHAR,
+    "TINYINT": Type.TINYINT,
+    "SMALLINT": Type.SMALLINT,
+    "MEDIUMINT": Type.INT,
+    "INT": Type.INT,
+    "BIGINT": Type.BIGINT,
+    "LARGEINT": Type.INT128,
+    "FLOAT": Type.FLOAT,
+    "DOUBLE": Type.DOUBLE,
+    "DECIMAL": Type.DECIMAL,
+    "DECIMALV2": Type.DECIMAL,
+    "DECIMALV3": Type.DECIMAL,
+    "DATE": Type.DATE,
+    "DATEV1": Type.DATE,
+    "DATEV2": Type.DATE,
+    "DATETIME": Type.DATETIME,
+    "DATETIMEV1": Type.DATETIME,
+    "DATETIMEV2": Type.DATETIME,
+    "TIMESTAMP": Type.DATETIME,
+    "BOOLEAN": Type.BOOLEAN,
+}  # fmt: skip; a table column's type as far as conversions care (others are left unknown)
+
+
+def typed_columns(tree: exp.Expression, columns_of) -> None:
+    """The columns of tree that name a column of a table get its type: columns_of(table) gives
+    a table node's column types by lower-case name (metadata ColumnType), None if not a table
+    of the catalog (a WITH name, information_schema). A column is typed where it names one
+    column of one table of its scope: unqualified beside a derived table, it is left as it is."""
+    for scope in traverse_scope(tree):
+        sources: dict[str, dict | None] = {}
+        for name, (_, source) in scope.selected_sources.items():
+            columns = columns_of(source) if isinstance(source, exp.Table) else None
+            sources[name] = columns
+        for column in scope.columns:
+            columns = _holder(column, sources)
+            column_type = None if columns is None else columns.get(column.name.lower())
+            data_type = None if column_type is None else COLUMN_TYPES.get(column_type.base)
+            if data_type is not None:
+                column.type = exp.DataType.build(data_type)
+
+
+def _holder(column: exp.Column, sources: dict[str, dict | None]) -> dict | None:
+    if column.table:
+        return sources.get(column.table)
+    if any(columns is None for columns in sources.values()):
+        return None
+    holders = [columns for columns in sources.values() if column.name.lower() in columns]
+    return holders[0] if len(holders) == 1 else None
+
+
 def kind(node: exp.Expression) -> str | None:
     """The kind of value node gives, if its type is known."""
     data_type = node.type
@@ -97,7 +155,7 @@ def kind(node: exp.Expression) -> str | None:
 def coerced(tree: exp.Expression) -> exp.Expression:
     """tree with a conversion wherever MySQL converts implicitly and DuckDB would not."""
     try:
-        annotate_types(tree, dialect="mysql")
+        annotate_types(tree, dialect="mysql", overwrite_types=False)
     except SqlglotError:
         return tree
     for node in reversed(list(tree.walk())):
@@ -108,6 +166,8 @@ def coerced(tree: exp.Expression) -> exp.Expression:
             continue
         if isinstance(node, COMPARISONS):
             _compared(node)
+        if isinstance(node, exp.In | exp.Between):
+            _compared_with_each(node)
         name = node.name.upper() if isinstance(node, exp.Anonymous) else None
         if type(node) in TAKES_TEXT or name in TAKES_TEXT_ANONYMOUS:
             _convert(node, TAKES_TEXT.get(type(node), ("expressions",)), TEXT, as_text)
@@ -181,6 +241,27 @@ def _compared(node: exp.Binary) -> None:
             node.set(key, as_number(node.args[key]))
 
 
+def _compared_with_each(node: exp.In | exp.Between) -> None:
+    """`x IN (...)` and `x BETWEEN a AND b` compare as numbers where x is a string or a date and
+    the others numbers, or x a number and the others strings, as MySQL's do."""
+    others = node.args.get("expressions") or [node.args.get("low"), node.args.get("high")]
+    others_kinds = {kind(other) for other in others if isinstance(other, exp.Expression)}
+    this_kind = kind(node.this)
+    if this_kind in (TEXT, TEMPORAL) and others_kinds and others_kinds <= {NUMBER, INTEGER}:
+        node.set("this", as_number(node.this))
+    elif this_kind in (NUMBER, INTEGER) and TEXT in others_kinds:
+        for key in ("expressions", "low", "high"):
+            value = node.args.get(key)
+            if isinstance(value, list):
+                node.set(key, [_as_number_if_text(item) for item in value])
+            elif isinstance(value, exp.Expression):
+                node.set(key, _as_number_if_text(value))
+
+
+def _as_number_if_text(value: exp.Expression) -> exp.Expression:
+    return as_number(value) if kind(value) == TEXT else value
+
+
 def _convert(node: exp.Expression, keys: tuple[str, ...], wanted: str, conversion) -> None:
     for key in keys:
         value = node.args.get(key)
@@ -201,12 +282,15 @@ def _converted(value: exp.Expression, wanted: str, conversion) -> exp.Expression
     return conversion(value)
 
 
+ONE_KIND_OF = {INTEGER: NUMBER, BOOLEAN: NUMBER}  # numbers of any kind make one kind
+
+
 def _one_kind(node: exp.Expression) -> None:
     """Values of different kinds where one is needed are compared and given as strings; so are
     the values of unknown kind (a column's) beside a string (MySQL's IFNULL(d, 'none') is a
     string, where DuckDB would read 'none' as d's type), but for NULLIF, GREATEST and LEAST."""
     values = _results(node)
-    kinds = {kind(value) for value in values} - {None}
+    kinds = {ONE_KIND_OF.get(kind(value), kind(value)) for value in values} - {None}
     if TEXT in kinds and isinstance(node, exp.Coalesce | exp.If | exp.Case):
         for value in values:
             if kind(value) is None and not isinstance(value, exp.Null):
@@ -255,10 +339,10 @@ def as_number(value: exp.Expression) -> exp.Expression:
         this="REGEXP_EXTRACT",
         expressions=[exp.cast(value, Type.VARCHAR), exp.Literal.string(NUMBER_PREFIX_SQL)],
     )
-    number = exp.Coalesce(
-        this=exp.Nullif(this=prefix, expression=exp.Literal.string("")),
-        expressions=[exp.Literal.string("0")],
-    )
+    number = exp.Case(
+        ifs=[exp.If(this=exp.EQ(this=prefix, expression=exp.Literal.string("")), true=ZERO)],
+        default=prefix.copy(),
+    )  # NULL stays NULL
     return _typed(exp.cast(number, Type.DOUBLE), Type.DOUBLE)
 
 

@@ -39,6 +39,7 @@ from fe.statements import (
 )
 from fe.statements.information_schema import INFORMATION_SCHEMA
 from fe.variables import SCHEMA
+from metadata.records import Table
 from metadata.types import INTEGER_BITS
 
 SESSION_FUNCTIONS = {
@@ -355,20 +356,13 @@ async def run_in_engine(
         _check_group_positions(expression)
         _drop_constant_order(expression)
         _name_derived_columns(expression)
+        records = {id(table): record for table, _, record in _resolved(expression, session, read)}
+        coercions.typed_columns(expression, lambda table: _column_types(records.get(id(table))))
         expression = mysql_functions.rewritten(coercions.coerced(expression), time)
         tables: dict[str, str] = {}
         data: dict[str, tuple] = {}
         plain = None
-        common_tables = _common_table_references(expression)
-        resolved = []
-        for table in list(expression.find_all(exp.Table)):
-            if id(table) in common_tables or table.meta.get(in_lists.LIST_TABLE):
-                continue
-            if table.catalog and table.catalog.lower() != INTERNAL_CATALOG:
-                raise QueryError(ErrorCode.UNKNOWN_CATALOG, f"Unknown catalog '{table.catalog}'")
-            db = table.db or session.database or ""
-            record = None if db.lower() == INFORMATION_SCHEMA else read.table(db, table.name)
-            resolved.append((table, db, record))
+        resolved = _resolved(expression, session, read)  # conversions may have copied some
         prunings = _prunings(resolved, plan.lists)
         in_lists.typed(expression, plan.lists, resolved)
         for table, db, record in resolved:
@@ -791,6 +785,30 @@ def _reads_no_column(star: exp.Star) -> bool:
         return True
     select = star.parent
     return isinstance(select, exp.Select) and isinstance(select.parent, exp.Exists)
+
+
+def _resolved(
+    expression: exp.Expression, session, read
+) -> list[tuple[exp.Table, str, Table | None]]:
+    """The tables expression reads from the catalog, each with its database and record (None
+    for information_schema's); WITH names and IN lists made tables are not among them."""
+    common_tables = _common_table_references(expression)
+    resolved = []
+    for table in list(expression.find_all(exp.Table)):
+        if id(table) in common_tables or table.meta.get(in_lists.LIST_TABLE):
+            continue
+        if table.catalog and table.catalog.lower() != INTERNAL_CATALOG:
+            raise QueryError(ErrorCode.UNKNOWN_CATALOG, f"Unknown catalog '{table.catalog}'")
+        db = table.db or session.database or ""
+        record = None if db.lower() == INFORMATION_SCHEMA else read.table(db, table.name)
+        resolved.append((table, db, record))
+    return resolved
+
+
+def _column_types(record: Table | None) -> dict | None:
+    return (
+        None if record is None else {column.name.lower(): column.type for column in record.columns}
+    )
 
 
 def _common_table_references(expression: exp.Expression) -> set[int]:

@@ -108,6 +108,39 @@ ANSWERS = [
     ("CONV(-1, 10, 16)", "FFFFFFFFFFFFFFFF"),
     ("CONV('12abc', 10, 10)", "12"),
     ("CONV('5', 1, 10)", None),
+    # MySQL's and Doris's everyday functions DuckDB lacks (MariaDB's answers)
+    ("SUBSTRING_INDEX('a.b.c', '.', 2)", "a.b"),
+    ("SUBSTRING_INDEX('a.b.c', '.', -1)", "c"),
+    ("SUBSTRING_INDEX('a.b.c', '.', -5)", "a.b.c"),
+    ("SUBSTRING_INDEX('a.b.c', '.', 0)", ""),
+    ("SUBSTRING_INDEX('a..b', '..', 1)", "a"),
+    ("SUBSTRING_INDEX('a.b', NULL, 1)", None),
+    (
+        "STR_TO_DATE('02/01/2024 10:11:12', '%d/%m/%Y %H:%i:%s')",
+        datetime.datetime(2024, 1, 2, 10, 11, 12),
+    ),
+    ("STR_TO_DATE('x', '%Y-%m-%d %H')", None),
+    ("TIME_TO_SEC('01:01:01')", 3661),
+    ("TIME_TO_SEC('2024-01-02 10:00:00')", 36000),
+    ("SEC_TO_TIME(3661)", datetime.timedelta(seconds=3661)),
+    ("SEC_TO_TIME(-3661)", datetime.timedelta(seconds=-3661)),
+    ("SEC_TO_TIME(4000000)", datetime.timedelta(hours=838, minutes=59, seconds=59)),
+    ("SEC_TO_TIME(NULL)", None),
+    ("TIMEDIFF('10:00:00', '09:00:01')", datetime.timedelta(seconds=3599)),
+    ("TIMEDIFF('2024-01-02 01:00:00', '2024-01-01 00:00:00')", datetime.timedelta(hours=25)),
+    ("TIMEDIFF('09:00:00', '10:00:00')", datetime.timedelta(hours=-1)),
+    ("TIME_TO_SEC(TIMEDIFF('2024-01-02 00:00:00', '2024-01-01 00:00:00'))", 86400),
+    ("PERIOD_DIFF(202403, 202401)", 2),
+    ("PERIOD_DIFF(2403, 2312)", 3),
+    ("JSON_UNQUOTE(JSON_EXTRACT('{\"a\": \"x\"}', '$.a'))", "x"),
+    ("JSON_UNQUOTE('abc')", "abc"),
+    ("GET_JSON_STRING('{\"b\": {\"c\": [1, 2]}}', '$.b.c[1]')", "2"),
+    ("GET_JSON_STRING('no json', '$.a')", None),
+    ("GET_JSON_INT('{\"a\": 7}', '$.a')", 7),
+    ("GET_JSON_INT('{\"a\": \"7\"}', '$.a')", None),
+    ("GET_JSON_BIGINT('{\"a\": 12345678901}', '$.a')", 12345678901),
+    ("GET_JSON_DOUBLE('{\"a\": 1.5}', '$.a')", 1.5),
+    ("MONTHS_BETWEEN('2024-03-01', '2024-01-01')", 2.0),
 ]
 
 
@@ -131,9 +164,14 @@ def _text(answer) -> str:
         return "NULL"
     if isinstance(answer, datetime.datetime):
         return answer.isoformat(" ")
+    if isinstance(answer, float) and answer.is_integer():  # a DOUBLE's shortest text
+        return str(int(answer))
     if isinstance(answer, datetime.timedelta):  # a TIME
-        seconds = int(answer.total_seconds())
-        return f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+        sign, seconds = (
+            ("-" if answer.total_seconds() < 0 else ""),
+            abs(int(answer.total_seconds())),
+        )
+        return f"{sign}{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
     return str(answer)
 
 

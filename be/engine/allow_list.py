@@ -27,7 +27,8 @@ MATH_FUNCTIONS = (
 DATE_FUNCTIONS = (
     exp.ConvertTimezone, exp.CurrentDate, exp.CurrentTime, exp.DateAdd, exp.DateDiff, exp.DateSub, exp.Day,
     exp.DayOfMonth, exp.DayOfWeek, exp.DayOfYear, exp.Dayname, exp.Extract, exp.Hour,
-    exp.LastDay, exp.Minute, exp.Month, exp.Quarter, exp.Second, exp.StrToDate, exp.TimestampDiff,
+    exp.LastDay, exp.Minute, exp.Month, exp.MonthsBetween, exp.Quarter, exp.Second, exp.StrToDate,
+    exp.StrToTime, exp.TimestampDiff,
     exp.TimeToStr, exp.TimestampAdd, exp.TsOrDsToDate, exp.TsOrDsToTimestamp, exp.UnixToTime,
     exp.Time, exp.Week, exp.WeekOfYear, exp.Year,
 )  # fmt: skip
@@ -59,14 +60,17 @@ ALLOWED_FUNCTIONS: frozenset[type[exp.Func]] = frozenset(
     + OPERATORS
 )
 DORIS_DATE_ADD_UNITS = ("YEAR", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND")  # DAYS_ADD, ...
+DORIS_JSON_GETTERS = ("GET_JSON_STRING", "GET_JSON_INT", "GET_JSON_BIGINT", "GET_JSON_DOUBLE")
 # MySQL's and Doris's functions sqlglot does not model: DuckDB's with their meaning, or
 # rewritten by the FE.
 ALLOWED_ANONYMOUS = frozenset(
     {"ADDDATE", "BIN", "CONV", "CRC32", "DATE_TRUNC", "FIELD", "FIND_IN_SET", "FROM_DAYS",
      "INET_ATON", "JSON_ARRAY", "MAKEDATE", "MID", "NDV", "NULL_OR_EMPTY", "OCT", "OCTET_LENGTH",
      "ORD", "PERCENTILE", "PERCENTILE_APPROX", "QUOTE", "STRCMP", "SUBDATE", "TO_DATE", "TO_DAYS",
-     "UNIX_TIMESTAMP", "WEEKDAY", "YEARWEEK"}
+     "UNIX_TIMESTAMP", "WEEKDAY", "YEARWEEK", "SEC_TO_TIME", "TIME_TO_SEC", "TIMEDIFF",
+     "PERIOD_DIFF", "JSON_UNQUOTE"}
     | {f"{unit}S_{way}" for unit in DORIS_DATE_ADD_UNITS for way in ("ADD", "SUB")}
+    | set(DORIS_JSON_GETTERS)
 )  # fmt: skip
 
 

@@ -41,7 +41,7 @@ TAKES_TEXT: dict[type[exp.Expression], tuple[str, ...]] = {
     exp.Like: ("this", "expression"), exp.RegexpLike: ("this", "expression"),
     exp.TimeToStr: ("format",),
 }  # fmt: skip
-TAKES_TEXT_ANONYMOUS = {"FIND_IN_SET", "STRCMP"}
+TAKES_TEXT_ANONYMOUS = {"FIND_IN_SET", "STRCMP", "JSON_UNQUOTE"}
 TAKES_NUMBER: dict[type[exp.Expression], tuple[str, ...]] = {
     exp.Abs: ("this",), exp.Ceil: ("this",), exp.Floor: ("this",), exp.Sign: ("this",),
     exp.Sqrt: ("this",), exp.Exp: ("this",), exp.Ln: ("this",), exp.Log: ("this", "expression"),
@@ -54,7 +54,7 @@ TAKES_NUMBER: dict[type[exp.Expression], tuple[str, ...]] = {
     exp.StddevPop: ("this",), exp.StddevSamp: ("this",), exp.Variance: ("this",),
     exp.VariancePop: ("this",),
 }  # fmt: skip
-TAKES_NUMBER_ANONYMOUS: set[str] = set()
+TAKES_NUMBER_ANONYMOUS = {"SEC_TO_TIME"}
 TAKES_INTEGER: dict[type[exp.Expression], tuple[str, ...]] = {
     exp.Round: ("decimals",), exp.Trunc: ("decimals",), exp.Space: ("this",),
     exp.Left: ("expression",), exp.Right: ("expression",), exp.Repeat: ("times",),
@@ -63,7 +63,7 @@ TAKES_INTEGER: dict[type[exp.Expression], tuple[str, ...]] = {
     exp.BitwiseXor: _ALL, exp.BitwiseNot: _ALL, exp.BitwiseLeftShift: _ALL,
     exp.BitwiseRightShift: _ALL,
 }  # fmt: skip
-TAKES_INTEGER_ANONYMOUS = {"BIN"}
+TAKES_INTEGER_ANONYMOUS = {"BIN", "PERIOD_DIFF"}
 TAKES_DATE: dict[type[exp.Expression], tuple[str, ...]] = {
     exp.TsOrDsToDate: ("this",), exp.TsOrDsToTimestamp: ("this",), exp.Dayname: ("this",),
     exp.Monthname: ("this",), exp.LastDay: ("this",), exp.Hour: ("this",), exp.Minute: ("this",),

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
-from be.engine.allow_list import DORIS_DATE_ADD_UNITS
+from be.engine.allow_list import DORIS_DATE_ADD_UNITS, DORIS_JSON_GETTERS
 from fe.mysql.errors import ErrorCode, QueryError
 
 UTC = datetime.UTC
@@ -673,13 +673,127 @@ def _one_argument(node: exp.Expression, time: StatementTime) -> exp.Expression:
     return _filled(_ONE_ARGUMENT_TREES[_name(node)], arguments[0])
 
 
-def _filled(template: exp.Expression, value: exp.Expression) -> exp.Expression:
-    """A copy of a DuckDB expression of the column x with value in each place of x."""
+def _filled(template: exp.Expression, x: exp.Expression, **more: exp.Expression) -> exp.Expression:
+    """A copy of a DuckDB expression of the columns x (and those named in more) with the values
+    given in their places."""
+    values = {"x": x, **more}
     filled = template.copy()
     for column in list(filled.find_all(exp.Column)):
-        if column.name == "x":
+        value = values.get(column.name)
+        if value is not None:
             column.replace(value.copy())
     return filled
+
+
+MAX_TIME_SECONDS = 838 * 3600 + 59 * 60 + 59  # MySQL's TIME goes to 838:59:59
+TEMPLATES = {
+    "SUBSTRING_INDEX": (
+        "CASE WHEN x IS NULL OR d IS NULL OR n IS NULL THEN NULL WHEN n = 0 OR d = '' THEN '' "
+        "WHEN n > 0 THEN array_to_string(list_slice(string_split(x, d), 1, n), d) "
+        "ELSE array_to_string(list_slice(string_split(x, d), n, -1), d) END"
+    ),
+    # x seconds as a duration (an INTERVAL, answered as MySQL's TIME) within MySQL's TIME range
+    "SEC_TO_TIME": (
+        "to_microseconds(CAST(round(CASE WHEN x < 0 THEN -1 ELSE 1 END * CASE WHEN "
+        f"abs(CAST(x AS DOUBLE)) > {MAX_TIME_SECONDS} THEN {MAX_TIME_SECONDS} "
+        "ELSE abs(CAST(x AS DOUBLE)) END * 1000000) AS BIGINT))"
+    ),
+    "TIME_TO_SEC": "CAST(trunc(epoch(TRY_CAST(CAST(x AS VARCHAR) AS TIME))) AS BIGINT)",
+    "DURATION_TO_SEC": "CAST(trunc(epoch(x)) AS BIGINT)",
+    "TIMEDIFF_SECONDS": (
+        "coalesce(epoch(TRY_CAST(CAST(x AS VARCHAR) AS TIMESTAMP)) "
+        "- epoch(TRY_CAST(CAST(y AS VARCHAR) AS TIMESTAMP)), "
+        "epoch(TRY_CAST(CAST(x AS VARCHAR) AS TIME)) - epoch(TRY_CAST(CAST(y AS VARCHAR) AS TIME)))"
+    ),
+    # a period YYMM or YYYYMM as a count of months (YY below 70 is 20YY, as in MySQL)
+    "PERIOD_MONTHS": (
+        "(CASE WHEN x // 100 < 70 THEN x // 100 + 2000 WHEN x // 100 < 100 THEN x // 100 + 1900 "
+        "ELSE x // 100 END) * 12 + x % 100"
+    ),
+    "JSON_UNQUOTE": (
+        "CASE WHEN CAST(x AS VARCHAR) LIKE '\"%\"' AND json_valid(CAST(x AS VARCHAR)) "
+        "THEN json_extract_string(CAST(x AS VARCHAR), '$') ELSE CAST(x AS VARCHAR) END"
+    ),
+    "GET_JSON_STRING": "CASE WHEN json_valid(x) THEN json_extract_string(x, p) END",
+    "GET_JSON_INT": (
+        "CASE WHEN json_valid(x) AND json_type(x, p) IN ('BIGINT', 'UBIGINT') "
+        "THEN TRY_CAST(json_extract_string(x, p) AS INTEGER) END"
+    ),
+    "GET_JSON_BIGINT": (
+        "CASE WHEN json_valid(x) AND json_type(x, p) IN ('BIGINT', 'UBIGINT') "
+        "THEN TRY_CAST(json_extract_string(x, p) AS BIGINT) END"
+    ),
+    "GET_JSON_DOUBLE": (
+        "CASE WHEN json_valid(x) AND json_type(x, p) IN ('BIGINT', 'UBIGINT', 'DOUBLE') "
+        "THEN TRY_CAST(json_extract_string(x, p) AS DOUBLE) END"
+    ),
+}
+_TEMPLATE_TREES = {name: sqlglot.parse_one(text, read="duckdb") for name, text in TEMPLATES.items()}
+
+
+def _substring_index(node: exp.SubstringIndex, time: StatementTime) -> exp.Expression:
+    """MySQL's SUBSTRING_INDEX(s, d, n): s up to its n-th d, or after its n-th d from the end
+    for a negative n (DuckDB has none)."""
+    count = node.args.get("count")
+    delimiter = node.args.get("delimiter")
+    if count is None or delimiter is None:
+        return node
+    return _filled(_TEMPLATE_TREES["SUBSTRING_INDEX"], node.this, d=delimiter, n=count)
+
+
+def _with_arguments(count: int, build: Callable[..., exp.Expression]):
+    """A rewrite of a function of count arguments (others are left to fail as DuckDB's)."""
+
+    def rewrite(node: exp.Expression, time: StatementTime) -> exp.Expression:
+        arguments = _arguments(node)
+        return build(*arguments) if len(arguments) == count else node
+
+    return rewrite
+
+
+DURATION = "quire_duration"  # meta of the rewritten SEC_TO_TIME and TIMEDIFF: an INTERVAL
+
+
+def _duration(seconds: exp.Expression) -> exp.Expression:
+    duration = _filled(_TEMPLATE_TREES["SEC_TO_TIME"], seconds)
+    duration.meta[DURATION] = True
+    return duration
+
+
+def _timediff(first: exp.Expression, second: exp.Expression) -> exp.Expression:
+    """MySQL's TIMEDIFF of two DATETIMEs or two TIMEs, a duration as SEC_TO_TIME's."""
+    return _duration(_filled(_TEMPLATE_TREES["TIMEDIFF_SECONDS"], first, y=second))
+
+
+def _time_to_sec(value: exp.Expression) -> exp.Expression:
+    """The seconds of a TIME, of a DATETIME's time, or of a duration SEC_TO_TIME or TIMEDIFF
+    made (a TIME past 24 hours is a duration: DuckDB's TIME stops there)."""
+    name = "DURATION_TO_SEC" if value.meta.get(DURATION) else "TIME_TO_SEC"
+    return _filled(_TEMPLATE_TREES[name], value)
+
+
+def _period_diff(first: exp.Expression, second: exp.Expression) -> exp.Expression:
+    months = _TEMPLATE_TREES["PERIOD_MONTHS"]
+    return exp.Sub(
+        this=exp.paren(_filled(months, first)), expression=exp.paren(_filled(months, second))
+    )
+
+
+def _json_value(name: str):
+    """Doris's GET_JSON_STRING / _INT / _BIGINT / _DOUBLE(json, path): NULL where the text is no
+    JSON, the path finds nothing or a value of another kind."""
+    return lambda value, path: _filled(_TEMPLATE_TREES[name], exp.cast(value, "VARCHAR"), p=path)
+
+
+def _str_to_time(node: exp.StrToTime, time: StatementTime) -> exp.Expression:
+    """STR_TO_DATE with a format of times: a DATETIME, NULL where the value does not fit."""
+    format_ = node.args.get("format")
+    if isinstance(format_, exp.Literal) and format_.is_string:
+        node.set("safe", True)
+        return node
+    text = exp.DataType.Type.VARCHAR
+    parsed = _function("TRY_STRPTIME", exp.cast(node.this, text), exp.cast(format_, text))
+    return exp.cast(parsed, exp.DataType.Type.DATETIME)
 
 
 def _str_to_date(node: exp.StrToDate, time: StatementTime) -> exp.Expression:
@@ -807,6 +921,14 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     "STRCMP": _strcmp,
     "ELT": _elt,
     "STR_TO_DATE": _str_to_date,
+    "STR_TO_TIME": _str_to_time,
+    "SUBSTRING_INDEX": _substring_index,
+    "SEC_TO_TIME": _with_arguments(1, _duration),
+    "TIME_TO_SEC": _with_arguments(1, _time_to_sec),
+    "TIMEDIFF": _with_arguments(2, _timediff),
+    "PERIOD_DIFF": _with_arguments(2, _period_diff),
+    "JSON_UNQUOTE": _with_arguments(1, lambda x: _filled(_TEMPLATE_TREES["JSON_UNQUOTE"], x)),
+    **{name: _with_arguments(2, _json_value(name)) for name in DORIS_JSON_GETTERS},
     "XOR": _xor,
     "UNHEX": _unhex,
     "J_S_O_N_OBJECT": _json_object,  # sqlglot's name of JSON_OBJECT

@@ -73,6 +73,7 @@ DUCKDB_TYPES = {
     "DATE": "DATE",
     "TIMESTAMP": "DATETIME",
     "TIME": "TIME",
+    "INTERVAL": "TIME",  # MySQL's TIME is a duration too (SEC_TO_TIME, TIMEDIFF)
     "VARCHAR": "VARCHAR",
     "BLOB": "VARBINARY",
     "NULL": "VARCHAR",

@@ -3,6 +3,7 @@ and the mariadb CLI against a real `quire up`."""
 
 import datetime
 import decimal
+from pathlib import Path
 
 import pytest
 
@@ -529,6 +530,27 @@ def test_string_and_date_columns_convert_as_mysqls_do(quire, root):
         assert done.stdout == "".join(
             "\t".join("NULL" if v is None else str(v) for v in row) + "\n" for row in rows
         ), (sql, done.stderr)
+
+
+def test_texts_made_a_row_stay_within_the_querys_memory(quire, root):
+    """DuckDB makes a function's values for a batch of 2048 rows at once, outside its memory
+    limit: a REPEAT of a row's value is NULL past exec_mem_limit's share of one row (1 MB), where
+    3000 rows of 10 MB each took the node's memory; a constant one is made once, to
+    max_allowed_packet (one of 1 GB was made, 2 GB resident, before it was found too long)."""
+    run(root, "CREATE DATABASE IF NOT EXISTS texts")
+    run(root, "CREATE TABLE texts.n (id INT) DISTRIBUTED BY HASH(id) BUCKETS 1")
+    run(root, "INSERT INTO texts.n VALUES " + ", ".join(f"({i})" for i in range(3000)))
+    sql = (
+        "SELECT COUNT(REPEAT('x', 10000000 + id)), MAX(LENGTH(REPEAT('x', 1000 + id))), "
+        "MAX(LENGTH(LPAD('a', 5000000 + id, 'b'))), LENGTH(REPEAT('x', 10000000)), "
+        "REPEAT('x', 1000000000) IS NULL FROM texts.n"
+    )
+    assert run(root, sql) == ((0, 3999, None, 10000000, 1),)
+    done = mariadb(quire, "--batch", "--skip-column-names", "-e", sql)
+    assert done.stdout == "0\t3999\tNULL\t10000000\t1\n", done.stderr
+    status = Path(f"/proc/{quire.process.pid}/status").read_text()
+    peak_kb = int(next(line for line in status.splitlines() if line.startswith("VmHWM")).split()[1])
+    assert peak_kb < 1_500_000, f"the node's memory peaked at {peak_kb} KB"
 
 
 def test_uuid_is_a_new_36_character_string_a_row(quire, root):

@@ -25,6 +25,7 @@ WEEK_MODES = 8  # MySQL's week modes: 0 to 7
 MAX_FRACTIONAL_DIGITS = 6
 MAX_DECIMAL_DIGITS = 38  # DuckDB's widest DECIMAL
 UNSIGNED_64 = 2**64
+ENGINE_BATCH_ROWS = 2048  # DuckDB's vector: the rows whose values an expression makes at once
 
 
 class UnknownTimeZone(ValueError):
@@ -59,13 +60,21 @@ class StatementTime:
     now: datetime.datetime  # aware
     max_text_bytes: int  # fe.conf's max_allowed_packet
     week_format: int = 0
+    max_row_text_bytes: int = 0  # a text made a row: a batch of rows of them within the memory
+
+    def __post_init__(self) -> None:
+        if not self.max_row_text_bytes:
+            object.__setattr__(self, "max_row_text_bytes", self.max_text_bytes)
+        assert 0 < self.max_row_text_bytes <= self.max_text_bytes
 
     @classmethod
     def of(cls, session) -> StatementTime:
         zone = time_zone(str(session.variable("time_zone") or "SYSTEM"))
         limit = session.services.config["max_allowed_packet"]
         week_format = int(session.variable("default_week_format") or 0) % WEEK_MODES
-        return cls(datetime.datetime.now(UTC).astimezone(zone), limit, week_format)
+        memory = int(session.variable("exec_mem_limit") or 0)
+        row_limit = max(min(limit, memory // ENGINE_BATCH_ROWS), 1)
+        return cls(datetime.datetime.now(UTC).astimezone(zone), limit, week_format, row_limit)
 
     @property
     def zone(self) -> datetime.tzinfo:
@@ -585,17 +594,32 @@ def _time(node: exp.Time, time: StatementTime) -> exp.Expression:
     return exp.TryCast(this=arguments[0], to=exp.DataType.build("TIME"))
 
 
-def _made_text_within_limit(length: Callable[[exp.Expression], exp.Expression]) -> Callable:
+def _made_text_within_limit(length: Callable[[exp.Expression], exp.Expression], told: str):
     """REPEAT, SPACE, LPAD, RPAD and REPLACE make a text as long as they are told: NULL where it
     would be longer than max_allowed_packet, as MySQL answers (DuckDB would make it, outside its
-    memory limit)."""
+    memory limit). A text made from a row's values is made for a batch of rows at once: it is
+    NULL past the share of the query's memory (exec_mem_limit) one row of a batch has. The
+    argument that tells the length (told) is made NULL, which makes the function's value NULL:
+    DuckDB works a constant out before the query, whatever a CASE around it would choose."""
 
     def rewrite(node: exp.Expression, time: StatementTime) -> exp.Expression:
         made = exp.cast(length(node), exp.DataType.Type.DOUBLE)
-        too_long = exp.GT(this=made, expression=exp.Literal.number(time.max_text_bytes))
-        return exp.Case(ifs=[exp.If(this=too_long, true=exp.null())], default=node.copy())
+        limit = time.max_text_bytes if _made_once(node) else time.max_row_text_bytes
+        too_long = exp.GT(this=made, expression=exp.Literal.number(limit))
+        within = node.copy()
+        size = within.args[told]
+        within.set(told, exp.Case(ifs=[exp.If(this=too_long, true=exp.null())], default=size))
+        return within
 
     return rewrite
+
+
+def _made_once(node: exp.Expression) -> bool:
+    """Whether node's value is the same for every row (DuckDB makes it once)."""
+    return not any(isinstance(part, ROW_VALUES) for part in node.walk())
+
+
+ROW_VALUES = (exp.Column, exp.Rand, exp.Uuid, exp.Query, exp.Subquery, exp.Placeholder)
 
 
 def _repeated_length(node: exp.Repeat) -> exp.Expression:
@@ -948,10 +972,10 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     "YEARWEEK": _week,
     "TIME": _time,
     "CONV": _conv,
-    "REPEAT": _made_text_within_limit(_repeated_length),
-    "SPACE": _made_text_within_limit(lambda node: node.this.copy()),
-    "PAD": _made_text_within_limit(lambda node: node.expression.copy()),
-    "REPLACE": _made_text_within_limit(_replaced_length),
+    "REPEAT": _made_text_within_limit(_repeated_length, "times"),
+    "SPACE": _made_text_within_limit(lambda node: node.this.copy(), "this"),
+    "PAD": _made_text_within_limit(lambda node: node.expression.copy(), "expression"),
+    "REPLACE": _made_text_within_limit(_replaced_length, "replacement"),
     "NDV": _ndv,
     "PERCENTILE": _percentile,
     "PERCENTILE_APPROX": _percentile,

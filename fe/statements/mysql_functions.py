@@ -603,8 +603,10 @@ def _made_text_within_limit(length: Callable[[exp.Expression], exp.Expression], 
     DuckDB works a constant out before the query, whatever a CASE around it would choose."""
 
     def rewrite(node: exp.Expression, time: StatementTime) -> exp.Expression:
-        made = exp.cast(length(node), exp.DataType.Type.DOUBLE)
         limit = time.max_text_bytes if _made_once(node) else time.max_row_text_bytes
+        if _within_as_written(node, limit):
+            return node
+        made = exp.cast(length(node), exp.DataType.Type.DOUBLE)
         too_long = exp.GT(this=made, expression=exp.Literal.number(limit))
         within = node.copy()
         size = within.args[told]
@@ -612,6 +614,20 @@ def _made_text_within_limit(length: Callable[[exp.Expression], exp.Expression], 
         return within
 
     return rewrite
+
+
+def _within_as_written(node: exp.Expression, limit: int) -> bool:
+    """Whether node's text is within limit whatever its rows hold, as written: LPAD and RPAD to
+    a constant length within it, REPLACE of a constant by a constant no longer (its text is never
+    longer than the text it is given)."""
+    if isinstance(node, exp.Pad):
+        told = node.expression
+        return _is_integer(told) and int(told.this) <= limit
+    if isinstance(node, exp.Replace):
+        found, put = node.expression, node.args.get("replacement")
+        if _is_string(found) and _is_string(put):
+            return len(put.this.encode()) <= len(found.this.encode())
+    return False
 
 
 def _made_once(node: exp.Expression) -> bool:

@@ -29,6 +29,7 @@ from fe.mysql.errors import QueryError
 from fe.security import privileges
 from fe.security.lockout import LoginTracker
 from fe.session import QuireSession
+from fe.statements import views
 from fe.statements.table_data import data_plane, readable_table
 from metadata.catalog import Catalog
 
@@ -74,6 +75,10 @@ class ReadPlans:
         except QueryError as error:
             status = 403 if error.code == ACCESS_DENIED else 404
             return _refused(status, error.message)
+        if views.is_view(table):
+            return _refused(
+                400, f"'{db}.{name}' is a view: read it over JDBC, its rows are a query's"
+            )
         try:
             plan = await asyncio.to_thread(self._plan, session, TableSchema.of(table), *asked)
             body = await asyncio.to_thread(read_plan.encode, plan)

@@ -34,6 +34,7 @@ from be.tn.loads import SPARK, LoadClaim
 from fe.cluster.http_logins import basic_auth_login
 from fe.security import privileges
 from fe.security.lockout import LoginTracker
+from fe.statements import views
 from metadata.catalog import Catalog
 
 logger = logging.getLogger(__name__)
@@ -96,6 +97,8 @@ class SparkWrites:
         table = self.catalog.table(database.id, table_name) if database is not None else None
         if table is None:
             return _refused(404, f"Unknown table '{db_name}.{table_name}'")
+        if views.is_view(table):
+            return _refused(400, f"'{db_name}.{table_name}' is a view: it takes no rows")
         if self.data_plane is None:
             return _refused(503, "this FE runs without a data plane")
         schema = TableSchema.of(table)

@@ -22,6 +22,7 @@ from be.table_schema import TableSchema
 from fe.cluster.http_logins import basic_auth_login
 from fe.security import privileges
 from fe.security.lockout import LoginTracker
+from fe.statements import views
 from metadata.catalog import Catalog
 
 logger = logging.getLogger(__name__)
@@ -81,6 +82,8 @@ class StreamLoadFront:
             return _failure(
                 f"errCode = 2, detailMessage = Unknown table '{table_name}' in {db_name}", 404
             )
+        if views.is_view(table):
+            return _failure(f"errCode = 2, detailMessage = '{db_name}.{table_name}' is a view", 400)
         try:
             where = _where(request.headers.get("where", ""))
         except ValueError as error:

@@ -443,6 +443,11 @@ class Grammar:
 
     def _create(self):
         self.expect("CREATE")
+        if self.accept("OR", "REPLACE"):
+            self.expect("VIEW")
+            return self.create_view(or_replace=True)
+        if self.accept("VIEW"):
+            return self.create_view()
         if self.accept("DATABASE") or self.accept("SCHEMA"):
             if_not_exists = self.if_not_exists()
             name = self.database_name()
@@ -456,6 +461,27 @@ class Grammar:
         if self.accept("TABLE"):
             return self.create_table()
         self.fail("unsupported CREATE")
+
+    def create_view(self, or_replace: bool = False, alter: bool = False):
+        """[IF NOT EXISTS] name [(column [COMMENT '...'], ...)] [COMMENT '...'] AS query"""
+        if_not_exists = False if alter else self.if_not_exists()
+        view = self.table_name()
+        names: list[str] = []
+        if self.accept_type(TokenType.L_PAREN):
+            while True:
+                names.append(self.identifier())
+                if self.accept("COMMENT"):
+                    self.string()
+                if not self.accept_type(TokenType.COMMA):
+                    break
+            self.expect_type(TokenType.R_PAREN, ")")
+        comment = self.string() if self.accept("COMMENT") else ""
+        self.expect("AS")
+        if not self._at_query():
+            self.fail("expected a query after AS")
+        query = self.sql[self.tokens[self.position].start :]
+        self.position = len(self.tokens)
+        return st.CreateView(view, query, tuple(names), if_not_exists, or_replace, alter, comment)
 
     def create_index(self):
         """CREATE INDEX name [USING ...] ON t (column [(length)] [ASC|DESC], ...) [options]"""
@@ -482,6 +508,12 @@ class Grammar:
             return st.DropDatabase(name, if_exists, force=self.accept("FORCE"))
         if self.accept("TABLE"):
             return self.drop_tables()
+        if self.accept("VIEW"):
+            if_exists = self.if_exists()
+            names = [self.table_name()]
+            while self.accept_type(TokenType.COMMA):
+                names.append(self.table_name())
+            return st.DropView(tuple(names), if_exists)
         if self.accept("USER"):
             if_exists = self.if_exists()
             return st.DropUser(self.user_name(), if_exists)
@@ -645,6 +677,8 @@ class Grammar:
 
     def _alter(self):
         self.expect("ALTER")
+        if self.accept("VIEW"):
+            return self.create_view(alter=True)
         if self.accept("USER"):
             if_exists = self.if_exists()
             user = self.user_name()
@@ -1151,6 +1185,8 @@ class Grammar:
                 return st.Show("CREATE DATABASE", db=self.database_name())
             if self.accept("USER"):
                 return st.Show("CREATE USER", user=self.user_name())
+            if self.accept("VIEW"):
+                return st.Show("CREATE VIEW", table=self.table_name())
             self.expect("TABLE")
             return st.Show("CREATE TABLE", table=self.table_name())
         if word == "GRANTS":

@@ -98,6 +98,25 @@ class CreateTableLike:
 
 
 @dataclass(frozen=True)
+class CreateView:
+    """CREATE [OR REPLACE] VIEW and ALTER VIEW (alter: the view must exist)."""
+
+    view: TableName
+    query: str  # the query's text, as written
+    column_names: tuple[str, ...] = ()
+    if_not_exists: bool = False
+    or_replace: bool = False
+    alter: bool = False
+    comment: str = ""
+
+
+@dataclass(frozen=True)
+class DropView:
+    views: tuple[TableName, ...]
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
 class DropTable:
     table: TableName
     if_exists: bool = False

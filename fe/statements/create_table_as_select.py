@@ -48,8 +48,11 @@ FUNCTION_TYPES = {
 }  # fmt: skip
 
 
-def with_query_columns(session, statement: st.CreateTable) -> st.CreateTable:
-    """The statement with the columns (and, if it names none, the distribution) of its query."""
+def with_query_columns(
+    session, statement: st.CreateTable, unknown_type: str | None = None
+) -> st.CreateTable:
+    """The statement with the columns (and, if it names none, the distribution) of its query;
+    a computed column whose type is not known has unknown_type (if None, it is an error)."""
     assert statement.query is not None
     tokens = parser.tokenize(statement.query)
     query = parser.parse_with_sqlglot(tokens, statement.query)
@@ -64,7 +67,10 @@ def with_query_columns(session, statement: st.CreateTable) -> st.CreateTable:
     texts = written_projections(tokens, statement.query)
     if texts is None or len(texts) != len(query.selects):
         texts = [None] * len(query.selects)
-    written = [projection_name(p, text) for p, text in zip(query.selects, texts, strict=True)]
+    written = [
+        None if p.is_star else projection_name(p, text)
+        for p, text in zip(query.selects, texts, strict=True)
+    ]
     try:
         qualified = qualify(
             query.copy(), schema=schema, db=session.database, dialect="mysql", identify=False
@@ -82,7 +88,7 @@ def with_query_columns(session, statement: st.CreateTable) -> st.CreateTable:
     columns = []
     for position, projection in enumerate(qualified.selects):
         name = written[position] if len(written) == len(qualified.selects) else None
-        columns.append(_query_column(projection, name, by_alias))
+        columns.append(_query_column(projection, name, by_alias, unknown_type))
     if statement.column_names:
         if len(statement.column_names) != len(columns):
             raise QueryError(
@@ -123,7 +129,10 @@ def _sqlglot_type(column: Column) -> exp.DataType:
 
 
 def _query_column(
-    projection: exp.Expression, written: str | None, by_alias: dict[str, Table]
+    projection: exp.Expression,
+    written: str | None,
+    by_alias: dict[str, Table],
+    unknown_type: str | None,
 ) -> Column:
     name = written or projection.alias_or_name
     value = projection.unalias()
@@ -132,10 +141,10 @@ def _query_column(
         source = table.column(value.name) if table is not None else None
         if source is not None:
             return Column(name=name, type=source.type, nullable=source.nullable)
-    return Column(name=name, type=_computed_type(value, name), nullable=True)
+    return Column(name=name, type=_computed_type(value, name, unknown_type), nullable=True)
 
 
-def _computed_type(value: exp.Expression, name: str) -> str:
+def _computed_type(value: exp.Expression, name: str, unknown_type: str | None) -> str:
     if isinstance(value, exp.Null):
         return "TINYINT"
     if isinstance(value, exp.Literal) and not value.is_string:
@@ -157,7 +166,13 @@ def _computed_type(value: exp.Expression, name: str) -> str:
     if data_type.this in COMPUTED_TYPES:
         return COMPUTED_TYPES[data_type.this]
     if data_type.this == exp.DataType.Type.DECIMAL:
-        return parse_column_type(data_type.sql(dialect="mysql").replace(" ", "")).sql
+        decimal_type = parse_column_type(data_type.sql(dialect="mysql").replace(" ", ""))
+        if isinstance(value, exp.Sum):  # Doris's SUM of a DECIMAL(p, s): DECIMAL(38, s)
+            scale = decimal_type.arguments[1] if len(decimal_type.arguments) > 1 else 0
+            return f"DECIMAL(38,{scale})"
+        return decimal_type.sql
+    if unknown_type is not None:
+        return unknown_type
     raise QueryError(
         1105, f"Cannot infer the type of column '{name}' of CREATE TABLE ... AS SELECT"
     )

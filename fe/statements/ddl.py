@@ -11,7 +11,7 @@ import time
 from fe.mysql.errors import QueryError
 from fe.security import privileges
 from fe.sql import statements as st
-from fe.statements import alter_jobs, create_table_as_select, partitioning, schema_change
+from fe.statements import alter_jobs, create_table_as_select, partitioning, schema_change, views
 from fe.statements.names import database_name, resolve_database, resolve_table
 from fe.statements.partitioning import PartitionColumns
 from metadata import ops
@@ -105,13 +105,80 @@ def create_table(session, statement: st.CreateTable) -> list[ops.Op]:
     return [ops.CreateTable(table)]
 
 
+def create_view(session, statement: st.CreateView) -> list[ops.Op]:
+    db = database_name(session, statement.view.db)
+    name = statement.view.name
+    session.require(privileges.ALTER if statement.alter else privileges.CREATE, db, name)
+    database = resolve_database(session, statement.view.db)
+    existing = session.catalog.table(database.id, name)
+    if existing is not None and not views.is_view(existing):
+        if statement.or_replace or statement.alter:
+            raise QueryError(1347, f"'{database.name}.{name}' is not VIEW")
+        raise QueryError(1050, f"Table '{name}' already exists")
+    if existing is not None and statement.if_not_exists:
+        return []
+    if existing is not None and not (statement.or_replace or statement.alter):
+        raise QueryError(1050, f"Table '{name}' already exists")
+    if existing is None and statement.alter:
+        raise QueryError(1146, f"Table '{database.name}.{name}' doesn't exist")
+    text = views.qualified_query(statement.query, database.name)
+    shaped = create_table_as_select.with_query_columns(
+        session,
+        st.CreateTable(
+            st.TableName(database.name, name),
+            (),
+            query=text,
+            column_names=statement.column_names,
+        ),
+        unknown_type="STRING",
+    )
+    columns = tuple(dataclasses.replace(column, is_key=False) for column in shaped.columns)
+    if len({column.name.lower() for column in columns}) != len(columns):
+        duplicate = next(
+            c.name for c in columns if [d.name.lower() for d in columns].count(c.name.lower()) > 1
+        )
+        raise QueryError(1060, f"Duplicate column name '{duplicate}'")
+    view = Table(
+        id=existing.id if existing is not None else session.services.writer.allocate_ids(1),
+        db_id=database.id,
+        name=name,
+        columns=columns,
+        properties=((views.DEFINITION, text),),
+        comment=statement.comment,
+        engine=views.VIEW,
+    )
+    if existing is not None:
+        return [ops.ReplaceTable(dataclasses.replace(view, schema_version=existing.schema_version))]
+    return [ops.CreateTable(view)]
+
+
+def drop_view(session, statement: st.DropView) -> list[ops.Op]:
+    """DROP VIEW [IF EXISTS] a, db.b: all or nothing (IF EXISTS passes over the missing)."""
+    dropped: list[ops.Op] = []
+    missing: list[str] = []
+    for name in statement.views:
+        session.require(privileges.DROP, database_name(session, name.db), name.name)
+        database = resolve_database(session, name.db)
+        view = session.catalog.table(database.id, name.name)
+        if view is None:
+            missing.append(f"{database.name}.{name.name}")
+        elif not views.is_view(view):
+            raise QueryError(1347, f"'{database.name}.{view.name}' is not VIEW")
+        elif all(op.table_id != view.id for op in dropped):
+            dropped.append(ops.DropTable(view.id))
+    if missing and not statement.if_exists:
+        raise QueryError(1051, f"Unknown table '{','.join(missing)}'")
+    return dropped
+
+
 def create_table_like(session, statement: st.CreateTableLike) -> list[ops.Op]:
     source_db = database_name(session, statement.source.db)
     session.require(privileges.SELECT, source_db, statement.source.name)
     session.require(
         privileges.CREATE, database_name(session, statement.table.db), statement.table.name
     )
-    _, source = resolve_table(session, statement.source)
+    source_database, source = resolve_table(session, statement.source)
+    views.check_base_table(source_database.name, source)
     database = _new_table_database(session, statement)
     if database is None:
         return []
@@ -423,6 +490,7 @@ def alter_table(session, statement: st.AlterTable) -> list[ops.Op]:
         privileges.ALTER, database_name(session, statement.table.db), statement.table.name
     )
     database, table = resolve_table(session, statement.table)
+    views.check_base_table(database.name, table)
     alter_jobs.check_normal(session.catalog, table)
     if any(isinstance(action, st.ReplaceWithTable) for action in statement.actions):
         if len(statement.actions) != 1:
@@ -634,6 +702,8 @@ def drop_tables(session, statement: st.DropTable) -> list[ops.Op]:
             missing.append(f"{database.name}.{name.name}")
         elif table.id in {t.id for t in found}:
             raise QueryError(1066, f"Not unique table/alias: '{name.name}'")
+        elif views.is_view(table):
+            raise QueryError(1347, f"'{database.name}.{table.name}' is not BASE TABLE")
         else:
             found.append(table)
     if missing and not statement.if_exists:

@@ -179,7 +179,7 @@ TABLES = SchemaTable(
         "TABLE_CATALOG": (STRING, constant(CATALOG_NAME)),
         "TABLE_SCHEMA": (STRING, lambda row: row[0]),
         "TABLE_NAME": (STRING, lambda row: row[1].name),
-        "TABLE_TYPE": (STRING, constant("BASE TABLE")),
+        "TABLE_TYPE": (STRING, lambda row: "VIEW" if row[1].engine == "view" else "BASE TABLE"),
         "ENGINE": (STRING, lambda row: row[1].engine.upper()),
         "VERSION": (INT, constant(10)),
         "ROW_FORMAT": (STRING, constant("Dynamic")),

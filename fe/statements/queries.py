@@ -25,6 +25,7 @@ from fe.client_errors import engine_error
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.results import EncodedAnswers, Result, column
 from fe.mysql.text_batches import arrow_fractional_digits
+from fe.security import privileges
 from fe.sql.parser import INTERNAL_CATALOG
 from fe.statements import (
     coercions,
@@ -36,6 +37,7 @@ from fe.statements import (
     row_bounds,
     schema_lookup,
     table_data,
+    views,
 )
 from fe.statements.information_schema import INFORMATION_SCHEMA
 from fe.variables import SCHEMA
@@ -353,6 +355,7 @@ async def run_in_engine(
         """On the engine's worker: a long query's copy, checks and SQL take no time of the loop.
         With CNs to run queries, a query of table data is sent whole to one, which answers."""
         expression = substituted(plan.expression.copy(), lambda node: _bind(node, session, time))
+        expression = views.expanded(expression, lambda table: _view_of(table, session, read))
         engine.check(expression)
         _check_group_positions(expression)
         _drop_constant_order(expression)
@@ -617,6 +620,8 @@ async def _plain_read(
     ):
         return None
     record = read.table(db, table.name)
+    if views.is_view(record):
+        return None
     exact = row_bounds.exact_bounds(expression, table, record)
     if not exact:
         return None
@@ -801,9 +806,32 @@ def _resolved(
         if table.catalog and table.catalog.lower() != INTERNAL_CATALOG:
             raise QueryError(ErrorCode.UNKNOWN_CATALOG, f"Unknown catalog '{table.catalog}'")
         db = table.db or session.database or ""
-        record = None if db.lower() == INFORMATION_SCHEMA else read.table(db, table.name)
+        if db.lower() == INFORMATION_SCHEMA:
+            record = None
+        else:
+            record = read.table(db, table.name, _privilege(table))
         resolved.append((table, db, record))
     return resolved
+
+
+def _view_of(table: exp.Table, session, read) -> Table | None:
+    """The view table names, if it names one (its reader may SELECT from it)."""
+    if (
+        table.meta.get(in_lists.LIST_TABLE)
+        or table.catalog
+        or not isinstance(table.this, exp.Identifier)
+    ):
+        return None
+    db = table.db or session.database or ""
+    if db.lower() == INFORMATION_SCHEMA:
+        return None
+    record = read.table(db, table.name, _privilege(table))
+    return record if views.is_view(record) else None
+
+
+def _privilege(table: exp.Table) -> str | None:
+    """What the reader needs on a table: SELECT, nothing for one a view reads."""
+    return None if table.meta.get(views.READ_BY_VIEW) else privileges.SELECT
 
 
 def _column_types(record: Table | None) -> dict | None:

@@ -13,7 +13,7 @@ from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
 from fe.security import privileges
 from fe.sql import statements as st
-from fe.statements import ddl, mysql_functions, partitioning, schema_change, show
+from fe.statements import ddl, mysql_functions, partitioning, schema_change, show, views
 from fe.statements.information_schema import unquote_default
 from fe.statements.partitioning import PartitionColumns
 from metadata import ops
@@ -61,7 +61,8 @@ INDEX_KEYS_TYPES = {
 def truncate_table(session, statement: st.TruncateTable) -> list[ops.Op]:
     db_name = ddl.database_name(session, statement.table.db)
     session.require(privileges.LOAD, db_name, statement.table.name)
-    _, table = ddl.resolve_table(session, statement.table)
+    database, table = ddl.resolve_table(session, statement.table)
+    views.check_base_table(database.name, table)
     state = session.catalog.table_state(table.id)
     if state != "NORMAL":
         raise QueryError(1105, f"Table' state is not NORMAL: {state}")

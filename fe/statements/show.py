@@ -11,7 +11,7 @@ from fe.mysql.results import Result, column
 from fe.security import privileges
 from fe.sql import statements as st
 from fe.sql.parser import INTERNAL_CATALOG
-from fe.statements import accounts, data_sizes, ddl
+from fe.statements import accounts, data_sizes, ddl, views
 from fe.statements.information_schema import (
     INFORMATION_SCHEMA,
     column_key,
@@ -131,15 +131,20 @@ def _tables(session, statement: st.Show) -> Result:
     database = visible_database(session, statement.db)
     match = like_matcher(statement.like)
     user = session.user
-    names = [
-        table.name
+    tables = [
+        table
         for table in session.catalog.tables_of(database.id)
         if match(table.name) and privileges.has_any(user, database.name, table.name)
     ]
     header = f"Tables_in_{database.name}"
     if statement.full:
-        return text_result([header, "Table_type"], [(name, "BASE TABLE") for name in names])
-    return text_result([header], [(name,) for name in names])
+        rows = [(table.name, table_type(table)) for table in tables]
+        return text_result([header, "Table_type"], rows)
+    return text_result([header], [(table.name,) for table in tables])
+
+
+def table_type(table: Table) -> str:
+    return "VIEW" if views.is_view(table) else "BASE TABLE"
 
 
 def readable_table(session, name: st.TableName, command: str) -> tuple:
@@ -295,7 +300,25 @@ def _rollup_sql(table: Table, rollup: Rollup) -> str:
 
 def _create_table(session, statement: st.Show) -> Result:
     _, table = readable_table(session, statement.table, "SHOW")
+    if views.is_view(table):
+        return _create_view_result(table)
     return text_result(["Table", "Create Table"], [(table.name, create_table_sql(table))])
+
+
+def _create_view(session, statement: st.Show) -> Result:
+    database, table = readable_table(session, statement.table, "SHOW")
+    if not views.is_view(table):
+        raise QueryError(1347, f"'{database.name}.{table.name}' is not VIEW")
+    return _create_view_result(table)
+
+
+def _create_view_result(view: Table) -> Result:
+    """Doris's SHOW CREATE VIEW: the view's statement, and the client's character set."""
+    names = ", ".join(quote(column.name) for column in view.columns)
+    comment = f" COMMENT {quote_string(view.comment)}" if view.comment else ""
+    text = f"CREATE VIEW {quote(view.name)} ({names}){comment} AS {views.definition(view)}"
+    columns = ["View", "Create View", "character_set_client", "collation_connection"]
+    return text_result(columns, [(view.name, text, "utf8mb4", "utf8mb4_0900_bin")])
 
 
 def _create_database(session, statement: st.Show) -> Result:
@@ -586,6 +609,7 @@ SHOW_HANDLERS = {
     "TABLES": _tables,
     "COLUMNS": _columns,
     "CREATE TABLE": _create_table,
+    "CREATE VIEW": _create_view,
     "CREATE DATABASE": _create_database,
     "CREATE USER": _create_user,
     "GRANTS": _grants,

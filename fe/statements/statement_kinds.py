@@ -146,6 +146,8 @@ KINDS: dict[type, StatementKind] = {
     st.CreateTable: _write(ddl.create_table),
     st.CreateTableLike: _write(ddl.create_table_like),
     st.DropTable: _write(ddl.drop_table),
+    st.CreateView: _write(ddl.create_view),
+    st.DropView: _write(ddl.drop_view),
     st.AlterTable: _write(ddl.alter_table),
     st.CreateIndex: _write(ddl.create_index),
     st.DropIndex: _write(ddl.drop_index),

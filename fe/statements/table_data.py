@@ -20,6 +20,7 @@ from be.storage.errors import StorageError
 from be.table_schema import TableSchema
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.security import privileges
+from fe.statements import views
 from fe.statements.column_values import parse_moment
 from fe.statements.mysql_functions import time_zone
 from fe.statements.names import resolve_table
@@ -352,8 +353,9 @@ MAX_KEPT_TABLES = 4096  # readable_table's answers kept; past it all are let go
 _READABLE: dict[tuple, Table] = {}
 
 
-def readable_table(session, db: str, name: str, privilege: str = privileges.SELECT) -> Table:
-    """The table, once the user may use it so (checked before whether it exists, as MySQL).
+def readable_table(session, db: str, name: str, privilege: str | None = privileges.SELECT) -> Table:
+    """The table, once the user may use it so (checked before whether it exists, as MySQL; not
+    for a table a view reads, privilege None: the view's reader needs SELECT on the view only).
     An answer is kept until the catalog changes (its journal id moves with every change, grants
     and drops included; found under the catalog's lock, so never half an apply)."""
     from fe.sql.statements import TableName
@@ -366,10 +368,14 @@ def readable_table(session, db: str, name: str, privilege: str = privileges.SELE
     if not db:
         raise QueryError(ErrorCode.NO_DB_ERROR, "No database selected")
     with catalog.lock:
-        if not privileges.has(session.user, privilege, db, name):
+        if privilege is not None and not privileges.has(session.user, privilege, db, name):
             command = "SELECT" if privilege == privileges.SELECT else "INSERT"
             raise session.table_denied(command, db, name)
         table = resolve_table(session, TableName(db, name))[1]
+        if privilege not in (privileges.SELECT, None) and views.is_view(table):
+            raise QueryError(
+                1471, f"The target table {table.name} is a view, not insertable-into or updatable"
+            )
         if len(_READABLE) >= MAX_KEPT_TABLES:
             _READABLE.clear()
         _READABLE[id(catalog), catalog.journal_id, asked] = table

@@ -4,6 +4,7 @@ operations. The leader allocates every id here; `apply` only records them.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import re
 import time
@@ -133,11 +134,10 @@ def create_view(session, statement: st.CreateView) -> list[ops.Op]:
         unknown_type="STRING",
     )
     columns = tuple(dataclasses.replace(column, is_key=False) for column in shaped.columns)
-    if len({column.name.lower() for column in columns}) != len(columns):
-        duplicate = next(
-            c.name for c in columns if [d.name.lower() for d in columns].count(c.name.lower()) > 1
-        )
-        raise QueryError(1060, f"Duplicate column name '{duplicate}'")
+    names = collections.Counter(column.name.lower() for column in columns)
+    for column in columns:
+        if names[column.name.lower()] > 1:
+            raise QueryError(1060, f"Duplicate column name '{column.name}'")
     view = Table(
         id=existing.id if existing is not None else session.services.writer.allocate_ids(1),
         db_id=database.id,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 
 from sqlglot import exp
+from sqlglot.errors import OptimizeError
 from sqlglot.optimizer.scope import traverse_scope
 
 from fe.mysql.errors import QueryError
@@ -53,9 +54,13 @@ def qualified_query(text: str, db: str) -> str:
 
 def _catalog_tables(query: exp.Expression) -> list[exp.Table]:
     """The tables query reads from the catalog (not the names of its WITH queries)."""
+    try:
+        scopes = traverse_scope(query)
+    except OptimizeError as error:
+        raise QueryError(1064, f"You have an error in your SQL syntax: {error}") from None
     common = {
         id(table)
-        for scope in traverse_scope(query)
+        for scope in scopes
         for table in scope.tables
         if not table.db and table.name in scope.cte_sources
     }

@@ -81,6 +81,7 @@ ONE_KIND: dict[type[exp.Expression], tuple[str, ...]] = {
 }  # fmt: skip
 
 
+# A table column's type as far as conversions care (others are left unknown).
 COLUMN_TYPES = {
     "CHAR": Type.VARCHAR,
     "VARCHAR": Type.VARCHAR,
@@ -104,7 +105,7 @@ COLUMN_TYPES = {
     "DATETIMEV2": Type.DATETIME,
     "TIMESTAMP": Type.DATETIME,
     "BOOLEAN": Type.BOOLEAN,
-}  # fmt: skip; a table column's type as far as conversions care (others are left unknown)
+}
 
 
 def typed_columns(tree: exp.Expression, columns_of) -> None:

@@ -700,6 +700,10 @@ ONE_ARGUMENT_FUNCTIONS = {
     ),
     "OCTET_LENGTH": "strlen(CAST(x AS VARCHAR))",
     "BIT_LENGTH": "strlen(CAST(x AS VARCHAR)) * 8",
+    "JSON_UNQUOTE": (
+        "CASE WHEN CAST(x AS VARCHAR) LIKE '\"%\"' AND json_valid(CAST(x AS VARCHAR)) "
+        "THEN json_extract_string(CAST(x AS VARCHAR), '$') ELSE CAST(x AS VARCHAR) END"
+    ),
 }
 _ONE_ARGUMENT_TREES = {
     name: sqlglot.parse_one(text, read="duckdb") for name, text in ONE_ARGUMENT_FUNCTIONS.items()
@@ -749,10 +753,6 @@ TEMPLATES = {
     "PERIOD_MONTHS": (
         "(CASE WHEN x // 100 < 70 THEN x // 100 + 2000 WHEN x // 100 < 100 THEN x // 100 + 1900 "
         "ELSE x // 100 END) * 12 + x % 100"
-    ),
-    "JSON_UNQUOTE": (
-        "CASE WHEN CAST(x AS VARCHAR) LIKE '\"%\"' AND json_valid(CAST(x AS VARCHAR)) "
-        "THEN json_extract_string(CAST(x AS VARCHAR), '$') ELSE CAST(x AS VARCHAR) END"
     ),
     "GET_JSON_STRING": "CASE WHEN json_valid(x) THEN json_extract_string(x, p) END",
     "GET_JSON_INT": (
@@ -825,20 +825,10 @@ def _json_value(name: str):
     return lambda value, path: _filled(_TEMPLATE_TREES[name], exp.cast(value, "VARCHAR"), p=path)
 
 
-def _str_to_time(node: exp.StrToTime, time: StatementTime) -> exp.Expression:
-    """STR_TO_DATE with a format of times: a DATETIME, NULL where the value does not fit."""
-    format_ = node.args.get("format")
-    if isinstance(format_, exp.Literal) and format_.is_string:
-        node.set("safe", True)
-        return node
-    text = exp.DataType.Type.VARCHAR
-    parsed = _function("TRY_STRPTIME", exp.cast(node.this, text), exp.cast(format_, text))
-    return exp.cast(parsed, exp.DataType.Type.DATETIME)
-
-
-def _str_to_date(node: exp.StrToDate, time: StatementTime) -> exp.Expression:
+def _str_to_date(node: exp.StrToDate | exp.StrToTime, time: StatementTime) -> exp.Expression:
     """NULL where the value does not fit the format, as MySQL answers; a format computed by an
-    expression is handed to DuckDB as it is (sqlglot translates only a literal one)."""
+    expression is handed to DuckDB as it is (sqlglot translates only a literal one). A format
+    with times in it (sqlglot's StrToTime) makes a DATETIME, one without a DATE."""
     format_ = node.args.get("format")
     if format_ is None:
         raise QueryError(
@@ -850,7 +840,8 @@ def _str_to_date(node: exp.StrToDate, time: StatementTime) -> exp.Expression:
         return node
     text = exp.DataType.Type.VARCHAR
     parsed = _function("TRY_STRPTIME", exp.cast(node.this, text), exp.cast(format_, text))
-    return exp.cast(parsed, exp.DataType.Type.DATE)
+    made = exp.DataType.Type.DATETIME if isinstance(node, exp.StrToTime) else exp.DataType.Type.DATE
+    return exp.cast(parsed, made)
 
 
 def _xor(node: exp.Xor, time: StatementTime) -> exp.Expression:
@@ -961,13 +952,12 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     "STRCMP": _strcmp,
     "ELT": _elt,
     "STR_TO_DATE": _str_to_date,
-    "STR_TO_TIME": _str_to_time,
+    "STR_TO_TIME": _str_to_date,
     "SUBSTRING_INDEX": _substring_index,
     "SEC_TO_TIME": _with_arguments(1, _duration),
     "TIME_TO_SEC": _with_arguments(1, _time_to_sec),
     "TIMEDIFF": _with_arguments(2, _timediff),
     "PERIOD_DIFF": _with_arguments(2, _period_diff),
-    "JSON_UNQUOTE": _with_arguments(1, lambda x: _filled(_TEMPLATE_TREES["JSON_UNQUOTE"], x)),
     **{name: _with_arguments(2, _json_value(name)) for name in DORIS_JSON_GETTERS},
     "XOR": _xor,
     "UNHEX": _unhex,

@@ -3,7 +3,8 @@
 A view is a catalog table of engine VIEW (as Doris's View is a Table): its columns are its query's
 (named and typed as CREATE TABLE ... AS SELECT types them), its query is kept as SQL text with its
 tables named with their database, so that it reads the same tables from any session. A query
-reading a view reads its query in its place, with the privileges of the user who runs it.
+reading a view reads its query in its place; its reader needs SELECT on the view alone (as in
+Doris), its creator needed SELECT on what the view reads.
 """
 
 from __future__ import annotations

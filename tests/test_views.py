@@ -59,8 +59,9 @@ def test_a_view_reads_as_its_query(quire, root):
     assert created == (
         (
             "spend",
-            'CREATE VIEW `spend` (`who`, `total`) COMMENT "per customer" AS SELECT customer, '
-            "SUM(amount) FROM shop.orders GROUP BY customer",
+            'CREATE VIEW `spend` (`who`, `total`) COMMENT "per customer" AS SELECT '
+            "orders.customer AS customer, SUM(orders.amount) FROM shop.orders AS orders "
+            "GROUP BY orders.customer",
             "utf8mb4",
             "utf8mb4_0900_bin",
         ),
@@ -138,6 +139,17 @@ def test_a_user_reads_a_view_with_select_on_the_view_alone(quire, root):
         viewer.close()
     done = mariadb(quire, "-e", "SELECT * FROM shop.public", user="viewer", password="pw")
     assert done.stdout.split() == ["id", "1", "2"], done.stderr
+
+
+def test_a_view_keeps_the_columns_it_was_made_with(quire, root):
+    """As in MySQL, `*` is the table's columns when the view is made: a column added later is
+    not the view's, and a column dropped makes the view an error, not another column's values."""
+    _shop(root)
+    run(root, "CREATE OR REPLACE VIEW shop.every AS SELECT * FROM shop.orders WHERE id = 1")
+    run(root, "ALTER TABLE shop.orders ADD COLUMN note VARCHAR(10) DEFAULT 'n'")
+    assert run(root, "SELECT * FROM shop.every") == ((1, "ann", decimal.Decimal("10.50")),)
+    run(root, "ALTER TABLE shop.orders DROP COLUMN customer")
+    assert error_of(root, "SELECT * FROM shop.every")[0] in (1054, 1105)
 
 
 def test_views_outlive_a_restart(quire, root):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import decimal
+import re
 
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError, SqlglotError
@@ -22,6 +23,7 @@ from fe.statements.queries import projection_name, written_projections
 from metadata.records import Column, Table
 from metadata.types import parse_column_type
 
+MADE_UP_NAME = re.compile(r"_col_\d+")  # sqlglot's name for an item its query names not
 CTAS_BUCKETS = 10  # Doris's, with a HASH of the first column, when the statement names none
 MAX_VARCHAR = "VARCHAR(65533)"
 INTEGER_RANGES = [("TINYINT", 8), ("SMALLINT", 16), ("INT", 32), ("BIGINT", 64), ("LARGEINT", 128)]
@@ -60,10 +62,6 @@ def with_query_columns(
         raise QueryError(
             1064, "You have an error in your SQL syntax: AS must be followed by a query"
         )
-    sources = _source_tables(session, query)
-    schema: dict = {}
-    for (db, name), table in sources.items():
-        schema.setdefault(db, {})[name] = {c.name: _sqlglot_type(c) for c in table.columns}
     texts = written_projections(tokens, statement.query)
     if texts is None or len(texts) != len(query.selects):
         texts = [None] * len(query.selects)
@@ -71,15 +69,7 @@ def with_query_columns(
         None if p.is_star else projection_name(p, text)
         for p, text in zip(query.selects, texts, strict=True)
     ]
-    try:
-        qualified = qualify(
-            query.copy(), schema=schema, db=session.database, dialect="mysql", identify=False
-        )
-        annotate_types(qualified, schema=schema, dialect="mysql")
-    except OptimizeError as error:
-        raise QueryError(1054, str(error).split(". Line:")[0]) from None
-    except SqlglotError:
-        raise QueryError(1064, "You have an error in your SQL syntax") from None
+    qualified, sources = _qualified(session, query)
     by_alias = {}
     for table in qualified.find_all(exp.Table):
         found = sources.get((table.db.lower(), table.name.lower()))
@@ -105,6 +95,37 @@ def with_query_columns(
     return dataclasses.replace(
         statement, columns=tuple(columns), distribution_columns=distribution, buckets=buckets
     )
+
+
+def expanded_text(session, text: str) -> str:
+    """A query's text with every column named with its table and `*` written out as the
+    columns it stands for now (as MySQL keeps a view's query: a column added to a table later is
+    not one of the view's)."""
+    query = parser.parse_with_sqlglot(parser.tokenize(text), text)
+    qualified = _qualified(session, query)[0]
+    for alias in list(qualified.find_all(exp.Alias)):
+        if MADE_UP_NAME.fullmatch(alias.alias):  # qualify's name for an unnamed item: dropped
+            alias.replace(alias.this)
+    return qualified.sql(dialect="mysql")
+
+
+def _qualified(session, query: exp.Query) -> tuple[exp.Query, dict[tuple[str, str], Table]]:
+    """A copy of query with its columns named with their tables and typed, and the tables it
+    reads (the user needs SELECT on each)."""
+    sources = _source_tables(session, query)
+    schema: dict = {}
+    for (db, name), table in sources.items():
+        schema.setdefault(db, {})[name] = {c.name: _sqlglot_type(c) for c in table.columns}
+    try:
+        qualified = qualify(
+            query.copy(), schema=schema, db=session.database, dialect="mysql", identify=False
+        )
+        annotate_types(qualified, schema=schema, dialect="mysql")
+    except OptimizeError as error:
+        raise QueryError(1054, str(error).split(". Line:")[0]) from None
+    except SqlglotError:
+        raise QueryError(1064, "You have an error in your SQL syntax") from None
+    return qualified, sources
 
 
 def _source_tables(session, query: exp.Query) -> dict[tuple[str, str], Table]:

@@ -143,7 +143,7 @@ def create_view(session, statement: st.CreateView) -> list[ops.Op]:
         db_id=database.id,
         name=name,
         columns=columns,
-        properties=((views.DEFINITION, text),),
+        properties=((views.DEFINITION, create_table_as_select.expanded_text(session, text)),),
         comment=statement.comment,
         engine=views.VIEW,
     )

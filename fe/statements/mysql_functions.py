@@ -705,16 +705,6 @@ ONE_ARGUMENT_FUNCTIONS = {
         "THEN json_extract_string(CAST(x AS VARCHAR), '$') ELSE CAST(x AS VARCHAR) END"
     ),
 }
-_ONE_ARGUMENT_TREES = {
-    name: sqlglot.parse_one(text, read="duckdb") for name, text in ONE_ARGUMENT_FUNCTIONS.items()
-}
-
-
-def _one_argument(node: exp.Expression, time: StatementTime) -> exp.Expression:
-    arguments = _arguments(node)
-    if len(arguments) != 1:
-        return node
-    return _filled(_ONE_ARGUMENT_TREES[_name(node)], arguments[0])
 
 
 def _filled(template: exp.Expression, x: exp.Expression, **more: exp.Expression) -> exp.Expression:
@@ -755,20 +745,29 @@ TEMPLATES = {
         "ELSE x // 100 END) * 12 + x % 100"
     ),
     "GET_JSON_STRING": "CASE WHEN json_valid(x) THEN json_extract_string(x, p) END",
-    "GET_JSON_INT": (
-        "CASE WHEN json_valid(x) AND json_type(x, p) IN ('BIGINT', 'UBIGINT') "
-        "THEN TRY_CAST(json_extract_string(x, p) AS INTEGER) END"
-    ),
-    "GET_JSON_BIGINT": (
-        "CASE WHEN json_valid(x) AND json_type(x, p) IN ('BIGINT', 'UBIGINT') "
-        "THEN TRY_CAST(json_extract_string(x, p) AS BIGINT) END"
-    ),
-    "GET_JSON_DOUBLE": (
-        "CASE WHEN json_valid(x) AND json_type(x, p) IN ('BIGINT', 'UBIGINT', 'DOUBLE') "
-        "THEN TRY_CAST(json_extract_string(x, p) AS DOUBLE) END"
-    ),
 }
-_TEMPLATE_TREES = {name: sqlglot.parse_one(text, read="duckdb") for name, text in TEMPLATES.items()}
+INTEGER_JSON = ("BIGINT", "UBIGINT")
+JSON_NUMBERS = {  # Doris's getter: the type it answers, the JSON value types it reads
+    "GET_JSON_INT": ("INTEGER", INTEGER_JSON),
+    "GET_JSON_BIGINT": ("BIGINT", INTEGER_JSON),
+    "GET_JSON_DOUBLE": ("DOUBLE", (*INTEGER_JSON, "DOUBLE")),
+}
+TEMPLATES.update(
+    {
+        getter: f"CASE WHEN json_valid(x) AND json_type(x, p) IN ({', '.join(map(repr, read))}) "
+        f"THEN TRY_CAST(json_extract_string(x, p) AS {answered}) END"
+        for getter, (answered, read) in JSON_NUMBERS.items()
+    }
+)
+_TEMPLATE_TREES = {
+    name: sqlglot.parse_one(text, read="duckdb")
+    for name, text in {**ONE_ARGUMENT_FUNCTIONS, **TEMPLATES}.items()
+}
+
+
+def _template(name: str) -> Callable[[exp.Expression], exp.Expression]:
+    """The template's expression of one value x (a copy, x in its places)."""
+    return lambda x: _filled(_TEMPLATE_TREES[name], x)
 
 
 def _substring_index(node: exp.SubstringIndex, time: StatementTime) -> exp.Expression:
@@ -985,7 +984,7 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     "NDV": _ndv,
     "PERCENTILE": _percentile,
     "PERCENTILE_APPROX": _percentile,
-    **{name: _one_argument for name in ONE_ARGUMENT_FUNCTIONS},
+    **{name: _with_arguments(1, _template(name)) for name in ONE_ARGUMENT_FUNCTIONS},
 }
 
 

@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 from sqlglot import exp
-from sqlglot.errors import OptimizeError
-from sqlglot.optimizer.scope import traverse_scope
 from sqlglot.tokens import Token, TokenType
 
 from be import engine
@@ -798,10 +796,9 @@ def _resolved(
 ) -> list[tuple[exp.Table, str, Table | None]]:
     """The tables expression reads from the catalog, each with its database and record (None
     for information_schema's); WITH names and IN lists made tables are not among them."""
-    common_tables = _common_table_references(expression)
     resolved = []
-    for table in list(expression.find_all(exp.Table)):
-        if id(table) in common_tables or table.meta.get(in_lists.LIST_TABLE):
+    for table in views.catalog_tables(expression):
+        if table.meta.get(in_lists.LIST_TABLE):
             continue
         if table.catalog and table.catalog.lower() != INTERNAL_CATALOG:
             raise QueryError(ErrorCode.UNKNOWN_CATALOG, f"Unknown catalog '{table.catalog}'")
@@ -838,20 +835,6 @@ def _column_types(record: Table | None) -> dict | None:
     return (
         None if record is None else {column.name.lower(): column.type for column in record.columns}
     )
-
-
-def _common_table_references(expression: exp.Expression) -> set[int]:
-    """The Table nodes that name a common table expression (WITH) in their scope, by id."""
-    try:
-        scopes = traverse_scope(expression)
-    except OptimizeError as error:
-        raise QueryError(1064, f"You have an error in your SQL syntax: {error}") from None
-    return {
-        id(table)
-        for scope in scopes
-        for table in scope.tables
-        if not table.db and table.name in scope.cte_sources
-    }
 
 
 def _positive_variable(session, name: str) -> int:

@@ -47,13 +47,13 @@ def qualified_query(text: str, db: str) -> str:
         raise QueryError(
             1064, "You have an error in your SQL syntax: AS must be followed by a query"
         )
-    for table in _catalog_tables(query):
+    for table in catalog_tables(query):
         if not table.db:
             table.set("db", exp.to_identifier(db))
     return query.sql(dialect="mysql")
 
 
-def _catalog_tables(query: exp.Expression) -> list[exp.Table]:
+def catalog_tables(query: exp.Expression) -> list[exp.Table]:
     """The tables query reads from the catalog (not the names of its WITH queries)."""
     try:
         scopes = traverse_scope(query)
@@ -82,7 +82,7 @@ def expanded(expression: exp.Expression, view_of) -> exp.Expression:
     for _ in range(MAX_VIEW_DEPTH + 1):
         found = [
             (table, view)
-            for table in _catalog_tables(expression)
+            for table in catalog_tables(expression)
             if (view := view_of(table)) is not None
         ]
         if not found:

@@ -51,7 +51,7 @@ def _inside_few(rows: pa.Table, bounds: tuple[ColumnBound, ...]) -> list[bool] |
 
 def _applying(rows: pa.Table, bounds: tuple[ColumnBound, ...]) -> list[ColumnBound]:
     """The bounds on integer columns rows have (the others narrow nothing here)."""
-    names = rows.column_names
+    names = rows.schema.names
     return [
         bound
         for bound in bounds[:MAX_BOUNDS]

@@ -65,7 +65,8 @@ class KeyIndex:
         self._base_bytes = 0
         self._base_keys = array("q")
         self._pieces: list[pa.Table] = []  # committed since the base, in commit order
-        self._tail_table: pa.Table | None = None  # the pieces indexed in _tail, as one table
+        self._tail_table: pa.Table | None = None  # the first _joined_parts of the tail, as one
+        self._joined_parts = 0
         self._tail_parts: list[pa.Table] = []  # the same pieces, as they came
         self._tail_at: list[tuple[int, int]] = []  # offset -> (part, position in it)
         self._tail: dict[int, list[int]] = {}  # key -> its rows' offsets in _tail_table
@@ -142,7 +143,7 @@ class KeyIndex:
         self.broken = True
         self._base, self._base_keys, self._pieces, self._tail = None, array("q"), [], {}
         self._tail_keys, self._deleted_tail, self._later = [], {}, None
-        self._tail_table, self._tail_parts, self._tail_at = None, [], []
+        self._tail_table, self._joined_parts, self._tail_parts, self._tail_at = None, 0, [], []
         self._base_ids, self._base_deleted, self._tail_ids = array("q"), {}, []
         self._oldest_deleted_at = None
         self._base_layout = self._tail_layout = None
@@ -207,7 +208,7 @@ class KeyIndex:
                 )
         if rows.num_rows > FEW_ROWS:
             visible = pc.less_equal(rows.column(COMMIT_TS), ts)
-            if DELETED_AT in rows.column_names:
+            if DELETED_AT in rows.schema.names:
                 gone = pc.fill_null(pc.less_equal(rows.column(DELETED_AT), ts), False)
                 visible = pc.and_(visible, pc.invert(gone))
             if later_arrays is not None:
@@ -219,7 +220,7 @@ class KeyIndex:
         stamps = rows.column(COMMIT_TS).to_pylist()
         gone = (
             rows.column(DELETED_AT).to_pylist()
-            if DELETED_AT in rows.column_names
+            if DELETED_AT in rows.schema.names
             else [None] * len(stamps)
         )
         if deleted_later is not None:
@@ -428,7 +429,18 @@ class KeyIndex:
         offset = self._tail_rows
         for piece in new:
             part = len(self._tail_parts)
-            for position, key in enumerate(_keys(piece, self.column)):
+            layout = _layout(piece)
+            if piece.num_rows <= FEW_ROWS:  # read soon, most likely: its values kept at once
+                _check_indexable(piece, self.column)
+                values = [column.to_pylist() for column in piece.columns]
+                columns = dict(zip(piece.schema.names, values, strict=True))
+                keys, ids = columns[self.column], columns[ROW_ID]
+                if layout == self._layout and self._made_room(len(ids)):
+                    rows = zip(*(columns[name] for name in layout), strict=True)
+                    self._values.update(zip(ids, rows, strict=True))
+            else:
+                keys, ids = _keys(piece, self.column), piece.column(ROW_ID).to_pylist()
+            for position, key in enumerate(keys):
                 if key is not None:
                     places = self._tail.get(key)
                     if places is None:
@@ -438,23 +450,21 @@ class KeyIndex:
                 self._tail_at.append((part, position))
                 offset += 1
             self._tail_parts.append(piece)
-            ids = piece.column(ROW_ID).to_pylist()
             self._tail_ids.extend(ids)
-            layout = _layout(piece)
-            if piece.num_rows <= FEW_ROWS and layout == self._layout:  # read soon, most likely
-                self._keep(piece, ids)
             if self._tail_layout is not None and layout != self._tail_layout:
                 layout = _MIXED  # values are read from one layout only
             self._tail_layout = layout
-        self._tail_table = None  # joined when a read takes rows from it
         self._tail_rows = offset
         self._tail_pieces = len(self._pieces)
 
     def _joined_tail(self) -> pa.Table:
         """The tail's pieces as one table (under the lock), kept until the next piece."""
-        if self._tail_table is None:
-            table = _concat(self._tail_parts)
+        parts = self._tail_parts
+        if self._joined_parts < len(parts):  # the parts since joined to it: not all again
+            joined = [] if self._tail_table is None else [self._tail_table]
+            table = _concat(joined + parts[self._joined_parts :])
             self._tail_table = table.combine_chunks()  # small; a take from chunks would join them
+            self._joined_parts = len(parts)
         return self._tail_table
 
     def _fold_beside(self) -> bool:
@@ -505,6 +515,7 @@ class KeyIndex:
                 return
             self._folding = True
             base, pieces = self._base, list(self._pieces)
+            joined, in_joined = self._tail_table, self._joined_parts  # the tail as one, if made
             deleted = dict(self._deleted_tail)
             horizon = time.time_ns() - self.history_ns  # timestamps follow the wall clock
             forget_until = horizon if horizon > self.valid_from else None
@@ -514,8 +525,9 @@ class KeyIndex:
                 pa.array(list(deleted.values()), pa.int64()),
             )
             try:
+                parts = pieces if joined is None else [joined, *pieces[in_joined:]]
                 sorted_base, keys, forgotten = self._sorted(
-                    ([base] if base is not None else []) + pieces, later, forget_until
+                    ([base] if base is not None else []) + parts, later, forget_until
                 )
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, _Unindexable):
                 with self._lock:
@@ -533,7 +545,8 @@ class KeyIndex:
                         self._values.pop(row_id, None)
                 self._pieces = self._pieces[len(pieces) :]
                 self._tail, self._tail_keys, self._tail_pieces, self._tail_rows = {}, [], 0, 0
-                self._tail_table, self._tail_ids, self._tail_layout = None, [], None
+                self._tail_table, self._joined_parts = None, 0
+                self._tail_ids, self._tail_layout = [], None
                 self._tail_parts, self._tail_at = [], []
                 for row_id, stamp in deleted.items():
                     if self._deleted_tail.get(row_id) == stamp:
@@ -555,20 +568,21 @@ class KeyIndex:
         pieces = [piece for piece in pieces if piece.num_rows]
         if not pieces:
             return None, array("q"), []
-        for piece in pieces:
-            _check_indexable(piece, self.column)
-        rows = _concat(pieces)
+        if any(self.column not in piece.schema.names for piece in pieces):
+            raise _Unindexable(self.column)
+        rows = _concat(pieces).combine_chunks()  # Arrow's kernels are slow over many chunks
+        _check_indexable(rows, self.column)
         rows = rows.filter(pc.is_valid(rows.column(self.column)))
         stamps = (
             rows.column(DELETED_AT)
-            if DELETED_AT in rows.column_names
+            if DELETED_AT in rows.schema.names
             else pa.nulls(rows.num_rows, pa.int64())
         )
         if deleted is not None and len(deleted[0]):
             ids, at = deleted
             found = pc.index_in(rows.column(ROW_ID), value_set=ids)
             stamps = pc.if_else(pc.is_valid(found), pc.take(at, found), stamps)
-        if DELETED_AT in rows.column_names:
+        if DELETED_AT in rows.schema.names:
             rows = rows.drop_columns([DELETED_AT])
         rows = rows.append_column(pa.field(DELETED_AT, pa.int64()), stamps)
         forgotten = []
@@ -587,7 +601,7 @@ _MIXED = ("<pieces of several layouts>",)
 
 def _layout(table: pa.Table) -> tuple[str, ...]:
     """The columns values are kept in: table's, but a base's delete timestamps."""
-    return tuple(name for name in table.column_names if name != DELETED_AT)
+    return tuple(name for name in table.schema.names if name != DELETED_AT)
 
 
 class _Unindexable(Exception):
@@ -595,7 +609,7 @@ class _Unindexable(Exception):
 
 
 def _check_indexable(piece: pa.Table, column: str) -> None:
-    if column not in piece.column_names or not pa.types.is_integer(piece.schema.field(column).type):
+    if column not in piece.schema.names or not pa.types.is_integer(piece.schema.field(column).type):
         raise _Unindexable(column)
     if pa.types.is_uint64(piece.schema.field(column).type):
         raise _Unindexable(column)

@@ -663,14 +663,14 @@ class TableState:
                 columns,
                 lambda missing: (
                     decoded.select(missing)
-                    if decoded is not None and set(missing) <= set(decoded.column_names)
+                    if decoded is not None and set(missing) <= set(decoded.schema.names)
                     else read_blocks(self.store, meta, missing)
                 ),
             )
         usable = {
             name: bounds
             for name, bounds in (ranges or {}).items()
-            if name in rows.column_names
+            if name in rows.schema.names
             and (schema is None or _same_column(rows.schema.field(name), schema, name))
         }
         if not usable:
@@ -706,7 +706,7 @@ _ROW_FIELDS = (pa.field(ROW_ID, pa.int64(), False), pa.field(COMMIT_TS, pa.int64
 
 
 def _partitions_in(rows: pa.Table) -> frozenset[int] | None:
-    if PARTITION_ID not in rows.column_names:
+    if PARTITION_ID not in rows.schema.names:
         return None
     ids = rows.column(PARTITION_ID)
     if len(ids) <= FEW_PARTITION_IDS:
@@ -887,7 +887,7 @@ def _visible(
     if bounds:  # first: what is left to check is a few rows
         rows = within(rows, bounds)
     keep = None
-    if COMMIT_TS in rows.column_names:
+    if COMMIT_TS in rows.schema.names:
         keep = pc.less_equal(rows.column(COMMIT_TS), ts)
     if gone is not None and len(gone) and rows.num_rows:
         present = pc.invert(pc.is_in(rows.column(ROW_ID), gone))
@@ -895,7 +895,7 @@ def _visible(
     if keep is not None and not pc.all(keep).as_py():  # else shared, not copied
         rows = rows.filter(keep)
     hidden = [COMMIT_TS] if keep_row_ids else [COMMIT_TS, ROW_ID]
-    dropped = [name for name in hidden if name in rows.column_names]
+    dropped = [name for name in hidden if name in rows.schema.names]
     return rows.drop_columns(dropped) if dropped else rows
 
 
@@ -933,7 +933,7 @@ def _projected(rows: pa.Table, target: pa.Schema) -> pa.Table:
         )
     arrays = []
     for field in target:
-        if field.name in rows.column_names:
+        if field.name in rows.schema.names:
             arrays.append(rows.column(field.name).cast(field.type))
         else:
             arrays.append(pa.nulls(rows.num_rows, field.type))
@@ -960,5 +960,5 @@ def merged(rows: pa.Table, schema: TableSchema) -> pa.Table:
         aggregations.append((column.name, function, options))
     grouped = rows.group_by(keys, use_threads=False).aggregate(aggregations)
     names = {f"{name}_{function}": name for name, function, _ in aggregations}
-    grouped = grouped.rename_columns([names.get(name, name) for name in grouped.column_names])
+    grouped = grouped.rename_columns([names.get(name, name) for name in grouped.schema.names])
     return grouped.select(list(schema.names))

@@ -30,7 +30,7 @@ def typed(
     bad = _falses(count)
     columns = []
     for column in schema.columns:
-        if column.name in source.column_names:
+        if column.name in source.schema.names:
             values, failed = _converted(source.column(column.name).combine_chunks(), column.type)
             longest = (lengths or {}).get(column.name)
             if longest is not None and pa.types.is_string(values.type):

@@ -54,7 +54,7 @@ def kept(rows: pa.Table, filters: Sequence[Filter]) -> pa.Table:
     """The rows that satisfy every filter (each one split() applied)."""
     if not filters or not rows.num_rows:
         return rows
-    names = {name.lower(): name for name in rows.column_names}
+    names = {name.lower(): name for name in rows.schema.names}
     mask = None
     for item in filters:
         column = rows.column(names[item.attribute[0].lower()])

@@ -125,7 +125,7 @@ def _object_rows(
     if keep is not None:
         rows = rows.filter(keep)
     hidden = (_ROW_ID_FIELD,) if aggregate else ()
-    extra = [name for name in (ROW_ID, COMMIT_TS) if name in rows.column_names]
+    extra = [name for name in (ROW_ID, COMMIT_TS) if name in rows.schema.names]
     if not aggregate:
         rows = rows.drop_columns(extra)
     elif COMMIT_TS in extra:

@@ -77,7 +77,7 @@ def decode_object(data: bytes) -> ObjectMeta:
         expected = (*_OBJECT_FIELDS, "column_checksums") if version >= 2 else _OBJECT_FIELDS
         if set(header) != set(expected):
             raise ObjectCorrupt(f"object metadata fields {sorted(header)} are not expected")
-        columns = {name: table.column(name).to_pylist() for name in table.column_names}
+        columns = {name: table.column(name).to_pylist() for name in table.schema.names}
         stats = [
             map(
                 ColumnStats,

@@ -266,8 +266,8 @@ def _placed(schema: TableSchema, pieces: list[pa.Table]) -> dict[Tablet, pa.Tabl
     """The pieces' rows in schema's columns (by column id: rows written before a schema change
     read as the schema now says), by tablet, in the partition each row was placed in when it was
     written (by schema's placement for rows logged before rows carried it)."""
-    placed_rows = [piece for piece in pieces if PARTITION_ID in piece.column_names]
-    older = [piece for piece in pieces if PARTITION_ID not in piece.column_names]
+    placed_rows = [piece for piece in pieces if PARTITION_ID in piece.schema.names]
+    older = [piece for piece in pieces if PARTITION_ID not in piece.schema.names]
     placed: dict[Tablet, pa.Table] = {}
     if placed_rows:
         hidden = (*_ROW_FIELDS, _PARTITION_ID_FIELD)

@@ -601,7 +601,7 @@ class CommitPipeline:
         pieces = []
         for piece in memory.rows:
             row_ids = piece.column(ROW_ID)
-            if listed and PARTITION_ID in piece.column_names:
+            if listed and PARTITION_ID in piece.schema.names:
                 row_ids = row_ids.filter(pc.is_in(piece.column(PARTITION_ID), value_set=value_set))
             pieces.append(row_ids)
         live = pa.chunked_array(pieces, pa.int64())

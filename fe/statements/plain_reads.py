@@ -226,13 +226,13 @@ def answer(rows: pa.Table, columns: list[str], bounds: tuple[ColumnBound, ...]) 
     """The answer of a plain read of rows (a snapshot that may hold rows outside bounds); None if
     a column or a bound is not plainly one of rows' (the engine answers then)."""
     for bound in bounds:
-        if bound.column not in rows.column_names:
+        if bound.column not in rows.schema.names:
             return None
         if not pa.types.is_integer(rows.schema.field(bound.column).type):
             return None
     described = []
     for name in columns:
-        if name not in rows.column_names:
+        if name not in rows.schema.names:
             return None
         field = rows.schema.field(name)
         engine_type = _engine_type(field.type)

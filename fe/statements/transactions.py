@@ -380,7 +380,7 @@ def _without_keys(rows: pa.Table, newer: pa.Table, key_columns: tuple[str, ...])
     keys = keys.append_column(marker, pa.array([True] * keys.num_rows))
     joined = rows.join(keys, list(key_columns), join_type="left outer", use_threads=False)
     kept = joined.filter(pc.is_null(joined.column(marker))).drop_columns([marker])
-    return kept.select(rows.column_names)
+    return kept.select(rows.schema.names)
 
 
 def _has_key_of(rows: pa.Table, newer: pa.Table, key: str) -> pa.ChunkedArray:

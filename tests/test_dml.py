@@ -5,6 +5,7 @@ nothing of the statement is written."""
 import datetime
 import decimal
 
+import mysql.connector
 import pymysql
 import pytest
 
@@ -261,3 +262,77 @@ def test_on_duplicate_key_update_is_an_upsert_or_refused(quire, db):
     run(db, "INSERT INTO odku_d VALUES (1, 1) ON DUPLICATE KEY UPDATE n = n + 1")
     run(db, "INSERT INTO odku_d VALUES (1, 1) ON DUPLICATE KEY UPDATE n = n + 1")
     assert run(db, "SELECT id, n FROM odku_d") == ((1, 1), (1, 1))
+
+
+# Each statement, then what `SELECT ROW_COUNT()` or `SELECT FOUND_ROWS()` after it answers in
+# MariaDB 10/11 (checked there): affected rows after DML and DDL, -1 after rows or an error;
+# the rows of the last answer with rows, or with SQL_CALC_FOUND_ROWS those without its LIMIT.
+ROW_COUNTS = [
+    (
+        "CREATE TABLE {t} (id INT, v INT) UNIQUE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 2",
+        "ROW_COUNT",
+        0,
+    ),
+    ("INSERT INTO {t} VALUES (1, 1), (2, 2), (3, 3), (4, 4), (5, 5)", "ROW_COUNT", 5),
+    ("SELECT 1", "ROW_COUNT", -1),
+    ("UPDATE {t} SET v = v + 1 WHERE id > 2", "ROW_COUNT", 3),
+    ("DELETE FROM {t} WHERE id = 5", "ROW_COUNT", 1),
+    ("SET @a = 1", "ROW_COUNT", 0),
+    ("SELECT * FROM {t}", "FOUND_ROWS", 4),
+    ("SELECT * FROM {t} ORDER BY id LIMIT 2", "FOUND_ROWS", 2),
+    ("SELECT SQL_CALC_FOUND_ROWS * FROM {t} ORDER BY id LIMIT 2", "FOUND_ROWS", 4),
+    ("SELECT SQL_CALC_FOUND_ROWS id FROM {t} WHERE id > 1 ORDER BY id LIMIT 1, 1", "FOUND_ROWS", 3),
+    ("SELECT SQL_CALC_FOUND_ROWS id FROM {t} LIMIT 0", "FOUND_ROWS", 4),
+    ("SELECT SQL_CALC_FOUND_ROWS v, COUNT(*) FROM {t} GROUP BY v LIMIT 1", "FOUND_ROWS", 4),
+    ("SELECT SQL_CALC_FOUND_ROWS 7", "FOUND_ROWS", 1),
+    ("SELECT SQL_NO_CACHE HIGH_PRIORITY id FROM {t} WHERE id = 2", "FOUND_ROWS", 1),
+    ("INSERT INTO {t} VALUES (9, 9)", "FOUND_ROWS", 1),
+    ("SELECT * FROM {t} WHERE id = 100", "FOUND_ROWS", 0),
+    ("SELECT * FROM no_such_table", "ROW_COUNT", -1),
+]
+
+
+def test_row_count_and_found_rows_answer_as_mysqls_do(quire, db):
+    script = "".join(
+        f"{sql.format(t='by_cli')};\nSELECT 'after', {function}();\n"
+        for sql, function, _ in ROW_COUNTS
+    )
+    done = mariadb(quire, "dml", "--batch", "--skip-column-names", "--force", stdin=script)
+    assert "ERROR 1146 (42S02)" in done.stderr, done.stderr
+    answers = [line for line in done.stdout.splitlines() if line.startswith("after\t")]
+    assert answers == [f"after\t{expected}" for _, _, expected in ROW_COUNTS]
+    for sql, function, expected in ROW_COUNTS:
+        sql = sql.format(t="counted")
+        if "no_such_table" in sql:
+            assert error_of(db, sql)[0] == 1146
+        else:
+            run(db, sql)
+        assert run(db, f"SELECT {function}()") == ((expected,),), sql
+    assert run(db, "SELECT ROW_COUNT()") == ((-1,),)  # after the SELECT just answered
+
+    connection = mysql.connector.connect(
+        host="127.0.0.1", port=quire.query_port, user="root", database="dml", use_pure=True
+    )
+    try:
+        cursor = connection.cursor(prepared=True)
+        cursor.execute("SELECT SQL_CALC_FOUND_ROWS id FROM counted ORDER BY id LIMIT ?", (1,))
+        assert cursor.fetchall() == [(1,)]
+        cursor.execute("SELECT FOUND_ROWS(), ROW_COUNT()")
+        assert cursor.fetchall() == [(5, -1)]
+        cursor.execute("UPDATE counted SET v = ? WHERE id < ?", (0, 3))
+        cursor.execute("SELECT ROW_COUNT(), FOUND_ROWS()")
+        assert cursor.fetchall() == [(2, 1)]
+    finally:
+        connection.close()
+
+
+def test_sql_calc_found_rows_only_in_the_first_select(quire, db):
+    run(db, "CREATE TABLE calc (id INT) DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 1")
+    run(db, "INSERT INTO calc VALUES (1), (2), (3), (4), (9)")
+    nested = "SELECT 1 FROM calc WHERE id = (SELECT SQL_CALC_FOUND_ROWS 1)"
+    code, message = error_of(db, nested)
+    assert (code, message) == (1234, "Incorrect usage/placement of 'SQL_CALC_FOUND_ROWS'")
+    done = mariadb(quire, "dml", "-e", nested)
+    assert "ERROR 1234 (42000)" in done.stderr, done.stderr
+    run(db, "SELECT SQL_CALC_FOUND_ROWS id FROM calc UNION SELECT 100 LIMIT 1")
+    assert run(db, "SELECT FOUND_ROWS()") == ((6,),)

@@ -805,6 +805,7 @@ class Connection:
                 )
 
     async def _fail(self, code: int, message: str, sqlstate: str | None = None) -> None:
+        self._answered(-1)
         self.stream.discard()
         self._write_error(code, message, sqlstate)
         await self.stream.flush()
@@ -872,6 +873,7 @@ class Connection:
     async def _send_result(self, result: Result, binary: bool) -> None:
         stream = self.stream
         if not result.columns:
+            self._answered(result.affected_rows)
             self._write_ok(
                 affected_rows=result.affected_rows,
                 last_insert_id=result.last_insert_id,
@@ -886,6 +888,7 @@ class Connection:
             key += (self.deprecate_eof,)
             encoded = answers.get(key)
             if encoded is not None:
+                self._answered(-1, _found(result, len(result.rows)))
                 stream.write_packets(*encoded)
                 await stream.flush()
                 return
@@ -893,6 +896,7 @@ class Connection:
         columns = [as_column(c) for c in result.columns]
         self._write_columns(columns)
         if not binary and isinstance(result.rows, ArrowRows):
+            self._answered(-1, _found(result, len(result.rows)))
             await self._write_arrow_rows(result.rows, columns)
             self._write_end_of_rows(warnings=result.warnings)
             await stream.flush()
@@ -902,8 +906,10 @@ class Connection:
             return
         rows = iter(result.rows)
         encoding = BinaryRows(columns) if binary else None
+        sent = 0
         while True:
             batch = list(itertools.islice(rows, ROWS_PER_BATCH))
+            sent += len(batch)
             if encoding is not None:
                 stream.write_binary_rows(batch, encoding)
             else:
@@ -913,18 +919,29 @@ class Connection:
             if len(stream.buffer) >= FLUSH_BYTES:
                 answers = None
                 await stream.flush()
+        self._answered(-1, _found(result, sent))
         self._write_end_of_rows(warnings=result.warnings)
         if answers is not None:
             answers.put(key, bytes(stream.buffer[start:]), (stream.seq - first_seq) & 0xFF)
         await stream.flush()
+
+    def _answered(self, row_count: int, found_rows: int | None = None) -> None:
+        """What ROW_COUNT() and FOUND_ROWS() answer next (Result says when what)."""
+        session = self.session
+        session.row_count = row_count
+        if found_rows is not None:
+            session.found_rows = found_rows
 
     async def _send_streamed_rows(self, result: Result, columns: list, binary: bool) -> None:
         """Rows that come in parts (an answer too big to hold), each sent on as it comes; the
         rows' source is closed whatever happens (a client gone stops the query)."""
         stream = self.stream
         encoding = BinaryRows(columns) if binary else None
+        sent = 0
+        self._answered(-1)
         async with contextlib.aclosing(result.rows) as parts:
             async for part in parts:
+                sent += len(part)
                 if not binary and isinstance(part, ArrowRows):
                     await self._write_arrow_rows(part, columns)
                     continue
@@ -936,6 +953,7 @@ class Connection:
                         stream.write_text_rows(batch, columns)
                     if len(stream.buffer) >= FLUSH_BYTES:
                         await stream.flush()
+        self._answered(-1, _found(result, sent))
         self._write_end_of_rows(warnings=result.warnings)
         await stream.flush()
 
@@ -1183,6 +1201,7 @@ class Connection:
             async with contextlib.aclosing(rows) as parts:
                 rows = [row async for part in parts for row in part]
         stmt.cursor = (binary_row(row, columns) for row in rows)
+        self._answered(-1, _found(result, len(rows)) if hasattr(rows, "__len__") else None)
         self.stream.write(lenenc_int(len(columns)))
         for c in columns:
             self.stream.write(c.definition())
@@ -1276,3 +1295,7 @@ __all__ = [
     "User",
     "native_password_hash",
 ]
+
+
+def _found(result: Result, sent: int) -> int:
+    return sent if result.found_rows is None else result.found_rows

@@ -146,6 +146,10 @@ class Result:
 
     A session whose answer is the same whenever answer_key is (a constant SELECT's values) may give
     `answers`, where the connection keeps the encoded answer to send again as it is.
+
+    The connection keeps what MySQL's ROW_COUNT() and FOUND_ROWS() answer next on the session
+    (`row_count`, `found_rows`): affected_rows after an OK, -1 after rows or an error, and the
+    rows sent (or found_rows) after rows.
     """
 
     columns: Sequence[Column | ResultColumn | str] = ()
@@ -156,6 +160,9 @@ class Result:
     warnings: int = 0
     answers: EncodedAnswers | None = None
     answer_key: Hashable = None
+    found_rows: int | None = (
+        None  # FOUND_ROWS() after it, if not the rows sent (SQL_CALC_FOUND_ROWS)
+    )
 
 
 def column(

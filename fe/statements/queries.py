@@ -54,6 +54,8 @@ SESSION_FUNCTIONS = {
     "CURRENT_SCHEMA": lambda session: session.database,
     "CONNECTION_ID": lambda session: session.connection_id,
     "LAST_INSERT_ID": lambda session: session.last_insert_id,
+    "ROW_COUNT": lambda session: session.row_count,
+    "FOUND_ROWS": lambda session: session.found_rows,
 }
 
 
@@ -119,6 +121,7 @@ class SelectPlan:
     lookup: schema_lookup.Lookup | None = None  # an information_schema query without the engine
     no_rows: bool = False  # a constant SELECT with LIMIT 0
     names_a_table: bool = True  # FROM or a subquery names one (a table-less query reads none)
+    found_rows: SelectPlan | None = None  # SQL_CALC_FOUND_ROWS: the count of rows without LIMIT
     headers: dict = field(default_factory=dict, compare=False, repr=False)  # a constant's columns
     answers: EncodedAnswers = field(default_factory=EncodedAnswers, compare=False, repr=False)
 
@@ -134,6 +137,7 @@ MAX_HEADERS = 4  # result columns a constant SELECT keeps, one list per tuple of
 
 def plan_select(expression: exp.Expression, written: list[str] | None = None) -> SelectPlan:
     """written: each projection's text as the client wrote it, which MySQL names a column by."""
+    found_rows = _found_rows_plan(expression) if _without_modifiers(expression) else None
     names = ()
     if isinstance(expression, exp.Select):
         if written is None or len(written) != len(expression.expressions):
@@ -151,8 +155,48 @@ def plan_select(expression: exp.Expression, written: list[str] | None = None) ->
     lookup = None if constant or lists else schema_lookup.lookup_of(expression)
     names_a_table = expression.find(exp.Table) is not None
     return SelectPlan(
-        expression, names, constant, lists, lookup, _limit_zero(expression), names_a_table
+        expression,
+        names,
+        constant,
+        lists,
+        lookup,
+        _limit_zero(expression),
+        names_a_table,
+        found_rows,
     )
+
+
+CALC_FOUND_ROWS = "SQL_CALC_FOUND_ROWS"
+
+
+def _without_modifiers(expression: exp.Expression) -> bool:
+    """The query with its SELECTs' modifiers dropped (MySQL's hints, SQL_NO_CACHE, STRAIGHT_JOIN,
+    ...: none changes an answer); whether its first SELECT asked for SQL_CALC_FOUND_ROWS (1234
+    anywhere else, as in MySQL)."""
+    first = expression
+    while isinstance(first, exp.SetOperation):
+        first = first.this
+    counts = False
+    for select in expression.find_all(exp.Select):
+        modifiers = select.args.get("operation_modifiers")
+        if not modifiers:
+            continue
+        if any(modifier.name.upper() == CALC_FOUND_ROWS for modifier in modifiers):
+            if select is not first:
+                raise QueryError(
+                    ErrorCode.WRONG_USAGE, f"Incorrect usage/placement of '{CALC_FOUND_ROWS}'"
+                )
+            counts = True
+        select.set("operation_modifiers", None)
+    return counts
+
+
+def _found_rows_plan(expression: exp.Expression) -> SelectPlan:
+    """The count of the rows the query finds without its LIMIT (FOUND_ROWS() after it)."""
+    every = expression.copy()
+    for clause in ("limit", "offset", "order"):
+        every.set(clause, None)
+    return plan_select(exp.select(exp.Count(this=exp.Star())).from_(every.subquery("found")))
 
 
 def _limit_zero(expression: exp.Expression) -> bool:
@@ -273,6 +317,9 @@ async def run_select(session, plan: SelectPlan, stream: bool = False) -> Result:
 async def run_client_select(session, plan: SelectPlan) -> Result:
     """A client's SELECT: its answer streams once it outgrows what the engine holds."""
     result = await run_select(session, plan, stream=True)
+    if plan.found_rows is not None:
+        counted = await run_select(session, plan.found_rows)
+        result.found_rows = next(iter(counted.rows))[0]
     metrics = session.services.metrics
     if isinstance(result.rows, StreamedRows):
         result.rows.metrics = metrics

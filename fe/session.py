@@ -414,7 +414,7 @@ class ParseErrors:
         if issubclass(kind, UnknownCatalog):
             raise QueryError(ErrorCode.UNKNOWN_CATALOG, str(error)) from None
         if issubclass(kind, ParseError):
-            raise QueryError(1064, str(error)) from None
+            raise QueryError(error.code, str(error)) from None
         if issubclass(kind, LongStatementsBusy):
             raise QueryError(
                 1105, "Too many long statements are being parsed on this FE; retry later"

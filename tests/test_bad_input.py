@@ -55,6 +55,9 @@ def test_show_like_that_would_backtrack_answers_at_once(quire, root):
         ("SELECT CAST(18446744073709551616 AS SIGNED)", 1292, "22007", "DECIMAL(38,0)"),
         ("SELECT * * 1 FROM information_schema.tables", 1064, "42000", "SQL syntax"),
         ("SELECT 1 FROM information_schema.tables LIMIT -1", 1064, "42000", "SQL syntax"),
+        # a file written on the server: refused saying so, not as a syntax error
+        ("SELECT 1 INTO OUTFILE '/tmp/x'", 1235, "42000", "'SELECT ... INTO OUTFILE'"),
+        ("SELECT 1 INTO DUMPFILE '/tmp/x'", 1235, "42000", "'SELECT ... INTO DUMPFILE'"),
     ],
 )
 def test_bad_statements_get_mysqls_error_not_an_internal_one(

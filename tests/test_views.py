@@ -89,7 +89,7 @@ def test_replace_alter_nest_and_drop(quire, root):
     run(root, "CREATE OR REPLACE VIEW shop.loop AS SELECT a FROM shop.loop")
     assert error_of(root, "SELECT * FROM shop.loop")[0] == 1462
     run(root, "DROP VIEW shop.big, shop.loop")
-    assert error_of(root, "SELECT * FROM shop.biggest")[0] == 1146
+    assert error_of(root, "SELECT * FROM shop.biggest")[0] == 1356  # its view is gone
     run(root, "DROP VIEW IF EXISTS shop.big, shop.biggest")
     assert run(root, "SHOW TABLES FROM shop LIKE 'big%'") == ()
 
@@ -150,6 +150,25 @@ def test_a_view_keeps_the_columns_it_was_made_with(quire, root):
     assert run(root, "SELECT * FROM shop.every") == ((1, "ann", decimal.Decimal("10.50")),)
     run(root, "ALTER TABLE shop.orders DROP COLUMN customer")
     assert error_of(root, "SELECT * FROM shop.every")[0] in (1054, 1105)
+
+
+def test_a_view_whose_table_is_gone_is_invalid_as_in_mysql(quire, root):
+    """MySQL's 1356, naming the view the query read (the outermost), not the table."""
+    _shop(root)
+    run(root, "CREATE TABLE shop.gone (id INT) DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 1")
+    run(root, "CREATE OR REPLACE VIEW shop.over_gone AS SELECT id FROM shop.gone")
+    run(root, "CREATE OR REPLACE VIEW shop.over_view AS SELECT id FROM shop.over_gone")
+    run(root, "DROP TABLE shop.gone")
+    invalid = "references invalid table(s) or column(s) or function(s) or definer/invoker"
+    for view in ("over_gone", "over_view"):
+        code, message = error_of(root, f"SELECT * FROM shop.{view}")
+        assert (code, message) == (
+            1356,
+            f"View 'shop.{view}' {invalid} of view lack rights to use them",
+        )
+    done = mariadb(quire, "shop", "-e", "SELECT o.id FROM orders o JOIN over_gone g ON o.id = g.id")
+    assert f"ERROR 1356 (HY000) at line 1: View 'shop.over_gone' {invalid}" in done.stderr
+    assert error_of(root, "SELECT * FROM shop.no_such_table")[0] == 1146
 
 
 def test_views_outlive_a_restart(quire, root):

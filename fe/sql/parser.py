@@ -9,6 +9,7 @@ sqlglot's compiled parser cannot be subclassed from Python, so the grammar lives
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 import threading
 
@@ -100,6 +101,17 @@ EXPLAIN_LEVELS = {
 class ParseError(Exception):
     """Malformed SQL: reported to the client as 1064."""
 
+    code = 1064
+
+
+class NotSupported(ParseError):
+    """MySQL's syntax Quire does not take: reported as 1235 (MySQL's "doesn't yet support")."""
+
+    code = 1235
+
+    def __init__(self, what: str):
+        super().__init__(f"This version of Quire doesn't yet support '{what}'")
+
 
 class UnknownCatalog(ParseError):
     """A name under a catalog other than Doris's internal one, Quire's only catalog."""
@@ -136,6 +148,7 @@ def parse_with_sqlglot(tokens: list[Token], sql: str) -> exp.Expression:
     try:
         expressions = DIALECT.parser().parse(tokens, sql)
     except SqlglotParseError as error:
+        _check_supported(tokens)
         if not error.errors:  # raised by a function's builder, which says not where
             raise syntax_error("", tokens[-1].line) from None
         where = error.errors[0]
@@ -145,6 +158,16 @@ def parse_with_sqlglot(tokens: list[Token], sql: str) -> exp.Expression:
     if len(expressions) != 1 or expressions[0] is None:
         raise ParseError("You have an error in your SQL syntax")
     return expressions[0]
+
+
+UNSUPPORTED_INTO = ("OUTFILE", "DUMPFILE")  # SELECT ... INTO OUTFILE: files on the server
+
+
+def _check_supported(tokens: list[Token]) -> None:
+    """NotSupported for a query sqlglot could not read because it writes a file on the server."""
+    for into, target in itertools.pairwise(tokens):
+        if into.token_type == TokenType.INTO and target.text.upper() in UNSUPPORTED_INTO:
+            raise NotSupported(f"SELECT ... INTO {target.text.upper()}")
 
 
 def syntax_error(near: str, line: int) -> ParseError:

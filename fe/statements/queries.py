@@ -853,7 +853,7 @@ def _resolved(
         if db.lower() == INFORMATION_SCHEMA:
             record = None
         else:
-            record = read.table(db, table.name, _privilege(table))
+            record = _catalog_table(table, db, session, read)
         resolved.append((table, db, record))
     return resolved
 
@@ -869,13 +869,23 @@ def _view_of(table: exp.Table, session, read) -> Table | None:
     db = table.db or session.database or ""
     if db.lower() == INFORMATION_SCHEMA:
         return None
-    record = read.table(db, table.name, _privilege(table))
+    record = _catalog_table(table, db, session, read)
     return record if views.is_view(record) else None
 
 
-def _privilege(table: exp.Table) -> str | None:
-    """What the reader needs on a table: SELECT, nothing for one a view reads."""
-    return None if table.meta.get(views.READ_BY_VIEW) else privileges.SELECT
+def _catalog_table(table: exp.Table, db: str, session, read) -> Table:
+    """The record of a table the query reads: the reader needs SELECT on it, nothing on one a
+    view reads; a view's table or database gone makes the view invalid (1356, as MySQL)."""
+    by_view = table.meta.get(views.READ_BY_VIEW)
+    if by_view is None:
+        return read.table(db, table.name, privileges.SELECT)
+    try:
+        return read.table(db, table.name, None)
+    except QueryError as error:
+        if error.code not in (ErrorCode.NO_SUCH_TABLE, ErrorCode.BAD_DB_ERROR):
+            raise
+        view_db, view = by_view
+        raise views.invalid(view_db or session.database or "", view) from None
 
 
 def _column_types(record: Table | None) -> dict | None:

@@ -22,7 +22,7 @@ from metadata.records import Table
 VIEW = "view"  # the engine of a view's table record
 DEFINITION = "view_definition"  # the property holding its query's text
 MAX_VIEW_DEPTH = 16  # views within views a query may read through
-READ_BY_VIEW = "quire_read_by_view"  # meta of a table a view's query reads
+READ_BY_VIEW = "quire_read_by_view"  # meta of a table a view's query reads: (db or "", view)
 
 
 def is_view(table: Table) -> bool:
@@ -93,7 +93,17 @@ def expanded(expression: exp.Expression, view_of) -> exp.Expression:
                 columns=[exp.to_identifier(column.name) for column in view.columns],
             )
             query = _parsed(definition(view)).copy()
+            outermost = table.meta.get(READ_BY_VIEW) or (table.db, view.name)  # MySQL names it
             for read in query.find_all(exp.Table):
-                read.meta[READ_BY_VIEW] = True
+                read.meta[READ_BY_VIEW] = outermost
             table.replace(exp.Subquery(this=query, alias=alias))
     raise QueryError(1462, f"View '{found[0][1].name}' reads views more than {MAX_VIEW_DEPTH} deep")
+
+
+def invalid(db: str, view: str) -> QueryError:
+    """A view whose query reads a table or database that is gone (MySQL's answer)."""
+    return QueryError(
+        1356,
+        f"View '{db}.{view}' references invalid table(s) or column(s) or function(s) or "
+        "definer/invoker of view lack rights to use them",
+    )

@@ -35,6 +35,7 @@ from metadata.records import (
     Frontend,
     RecycledObject,
     RequestOutcome,
+    Role,
     Table,
     User,
 )
@@ -66,6 +67,7 @@ SECTIONS: tuple[tuple[str, type | None], ...] = (
     ("requests", RequestOutcome),  # since codec version 3
     ("recycle_bin", RecycledObject),  # since the recycle bin (older images: none)
     ("alter_jobs", AlterJob),  # since ALTER jobs (older images: none)
+    ("roles", Role),  # since codec version 6 (older images: none)
 )
 _HEADER_COUNTERS = ("journal_id", "raft_index", "next_id", "last_timestamp_ms")
 
@@ -248,6 +250,7 @@ def load_image(path: str | Path) -> Catalog:
         requests={outcome.request_id: outcome for outcome in sections["requests"]},
         recycle_bin={recycled.id: recycled for recycled in sections["recycle_bin"]},
         alter_jobs={job.id: job for job in sections["alter_jobs"]},
+        roles={role.name: role for role in sections["roles"]},
     )
     try:
         catalog = Catalog.from_snapshot(snapshot)
@@ -277,6 +280,7 @@ def _write_image(file: BinaryIO, snapshot: CatalogSnapshot) -> None:
         "requests": snapshot.requests.values(),
         "recycle_bin": snapshot.recycle_bin.values(),
         "alter_jobs": snapshot.alter_jobs.values(),
+        "roles": snapshot.roles.values(),
     }
     header = msgpack.packb(
         {
@@ -397,6 +401,8 @@ def _parse_header(raw: bytes) -> dict:
         counts["recycle_bin"] = 0  # written before the recycle bin
     if isinstance(counts, dict) and "alter_jobs" not in counts:
         counts["alter_jobs"] = 0  # written before ALTER jobs
+    if isinstance(counts, dict) and "roles" not in counts:
+        counts["roles"] = 0  # written before roles
     if not isinstance(counts, dict) or any(
         type(counts.get(name)) is not int or counts[name] < 0 for name, _ in SECTIONS
     ):

@@ -20,15 +20,19 @@ from metadata.ops import (
     ClientRequest,
     CreateAlterJob,
     CreateDatabase,
+    CreateRole,
     CreateTable,
     CreateUser,
     DropBackend,
     DropDatabase,
     DropFrontend,
+    DropRole,
     DropTable,
     DropUser,
     EraseRecycled,
     GrantPrivileges,
+    GrantRole,
+    GrantToRole,
     NextId,
     Op,
     RecoverDatabase,
@@ -39,7 +43,9 @@ from metadata.ops import (
     RecycleTable,
     RemoveAlterJobs,
     ReplaceTable,
+    RevokeFromRole,
     RevokePrivileges,
+    RevokeRole,
     SetGlobalVariable,
     SetLockoutPolicy,
     SetPassword,
@@ -64,6 +70,7 @@ from metadata.records import (
     RecycledKind,
     RecycledObject,
     RequestOutcome,
+    Role,
     Table,
     User,
 )
@@ -121,6 +128,14 @@ class NoSuchGrant(ApplyError):
     pass
 
 
+class RoleExists(ApplyError):
+    pass
+
+
+class UnknownRole(ApplyError):
+    pass
+
+
 @dataclass(frozen=True)
 class CatalogSnapshot:
     """The catalog at one journal id. The dicts are private copies; the records are shared."""
@@ -141,6 +156,7 @@ class CatalogSnapshot:
     requests: dict[str, RequestOutcome] = field(default_factory=dict)  # oldest first
     recycle_bin: dict[int, RecycledObject] = field(default_factory=dict)  # oldest drop first
     alter_jobs: dict[int, AlterJob] = field(default_factory=dict)  # oldest first
+    roles: dict[str, Role] = field(default_factory=dict)
 
     def tablet_count(self) -> int:
         return sum(
@@ -174,6 +190,7 @@ class Catalog:
         self.dbs: dict[int, Database] = {}
         self.tables: dict[int, Table] = {}
         self.users: dict[tuple[str, str], User] = {}
+        self.roles: dict[str, Role] = {}
         self.frontends: dict[str, Frontend] = {}
         self.backends: dict[int, Backend] = {}
         self.global_variables: dict[str, str] = {}
@@ -315,6 +332,7 @@ class Catalog:
                 requests=self.requests.copy(),
                 recycle_bin=self.recycle_bin.copy(),
                 alter_jobs=self.alter_jobs.copy(),
+                roles=self.roles.copy(),
             )
 
     @classmethod
@@ -336,6 +354,7 @@ class Catalog:
         catalog.requests = dict(snap.requests)
         catalog.recycle_bin = dict(snap.recycle_bin)
         catalog.alter_jobs = dict(snap.alter_jobs)
+        catalog.roles = dict(snap.roles)
         catalog._rebuild_indexes()
         return catalog
 
@@ -352,6 +371,7 @@ class Catalog:
             ("database", (snap.dbs[key] for key in sorted(snap.dbs))),
             ("table", (snap.tables[key] for key in sorted(snap.tables))),
             ("user", (snap.users[key] for key in sorted(snap.users))),
+            ("role", (snap.roles[key] for key in sorted(snap.roles))),
             ("frontend", (snap.frontends[key] for key in sorted(snap.frontends))),
             ("backend", (snap.backends[key] for key in sorted(snap.backends))),
             ("request", snap.requests.values()),
@@ -488,7 +508,8 @@ class Catalog:
         return user
 
     def _existing_user(
-        self, op: SetPassword | SetLockoutPolicy | GrantPrivileges | RevokePrivileges
+        self,
+        op: SetPassword | SetLockoutPolicy | GrantPrivileges | RevokePrivileges | GrantRole,
     ) -> User:
         user = self.users.get((op.name, op.host))
         if user is None:
@@ -514,34 +535,80 @@ class Catalog:
 
     def _grant(self, op: GrantPrivileges) -> User:
         user = self._existing_user(op)
-        target = (op.grant.db, op.grant.table)
-        grants = []
-        merged = False
-        for grant in user.grants:
-            if (grant.db, grant.table) == target:
-                grant = replace(grant, privileges=grant.privileges | op.grant.privileges)
-                merged = True
-            grants.append(grant)
-        if not merged:
-            grants.append(op.grant)
-        user = replace(user, grants=tuple(grants))
+        user = replace(user, grants=_with_grant(user.grants, op.grant))
         self.users[(op.name, op.host)] = user
         return user
 
     def _revoke(self, op: RevokePrivileges) -> User:
         user = self._existing_user(op)
-        target = (op.grant.db, op.grant.table)
-        if not any((grant.db, grant.table) == target for grant in user.grants):
+        if not _holds_grant_on(user.grants, op.grant):
             raise NoSuchGrant(
                 op, f"user '{op.name}'@'{op.host}' holds no grant on {op.grant.db}.{op.grant.table}"
             )
-        grants = []
-        for grant in user.grants:
-            if (grant.db, grant.table) == target:
-                grant = replace(grant, privileges=grant.privileges - op.grant.privileges)
-            if grant.privileges:
-                grants.append(grant)
-        user = replace(user, grants=tuple(grants))
+        user = replace(user, grants=_without_grant(user.grants, op.grant))
+        self.users[(op.name, op.host)] = user
+        return user
+
+    def effective_user(self, user: User) -> User:
+        """The user with the grants of its roles as its own (what privilege checks read)."""
+        if not user.roles:
+            return user
+        grants = user.grants
+        with self.lock:
+            for name in user.roles:
+                role = self.roles.get(name)
+                for grant in () if role is None else role.grants:
+                    grants = _with_grant(grants, grant)
+        return replace(user, grants=grants)
+
+    def _existing_role(self, op: DropRole | GrantToRole | RevokeFromRole | GrantRole) -> Role:
+        name = op.name if isinstance(op, DropRole) else op.role
+        role = self.roles.get(name)
+        if role is None:
+            raise UnknownRole(op, f"no role '{name}'")
+        return role
+
+    def _create_role(self, op: CreateRole) -> Role:
+        if op.role.name in self.roles:
+            raise RoleExists(op, f"role '{op.role.name}' exists")
+        self.roles[op.role.name] = op.role
+        return op.role
+
+    def _drop_role(self, op: DropRole) -> Role:
+        role = self._existing_role(op)
+        del self.roles[op.name]
+        for key, user in list(self.users.items()):
+            if op.name in user.roles:
+                roles = tuple(name for name in user.roles if name != op.name)
+                self.users[key] = replace(user, roles=roles)
+        return role
+
+    def _grant_to_role(self, op: GrantToRole) -> Role:
+        role = self._existing_role(op)
+        role = self.roles[op.role] = replace(role, grants=_with_grant(role.grants, op.grant))
+        return role
+
+    def _revoke_from_role(self, op: RevokeFromRole) -> Role:
+        role = self._existing_role(op)
+        if not _holds_grant_on(role.grants, op.grant):
+            raise NoSuchGrant(
+                op, f"role '{op.role}' holds no grant on {op.grant.db}.{op.grant.table}"
+            )
+        role = self.roles[op.role] = replace(role, grants=_without_grant(role.grants, op.grant))
+        return role
+
+    def _grant_role(self, op: GrantRole) -> User:
+        user = self._existing_user(op)
+        self._existing_role(op)
+        user = replace(user, roles=tuple(sorted({*user.roles, op.role})))
+        self.users[(op.name, op.host)] = user
+        return user
+
+    def _revoke_role(self, op: RevokeRole) -> User:
+        user = self._existing_user(op)
+        if op.role not in user.roles:
+            raise NoSuchGrant(op, f"user '{op.name}'@'{op.host}' does not hold role '{op.role}'")
+        user = replace(user, roles=tuple(name for name in user.roles if name != op.role))
         self.users[(op.name, op.host)] = user
         return user
 
@@ -955,6 +1022,34 @@ def _check_lockout_policy(
         )
 
 
+def _with_grant(grants: tuple[Grant, ...], granted: Grant) -> tuple[Grant, ...]:
+    """grants with granted's privileges added to the grant on its object (or as a new one)."""
+    target = (granted.db, granted.table)
+    if not any((grant.db, grant.table) == target for grant in grants):
+        return (*grants, granted)
+    return tuple(
+        replace(grant, privileges=grant.privileges | granted.privileges)
+        if (grant.db, grant.table) == target
+        else grant
+        for grant in grants
+    )
+
+
+def _holds_grant_on(grants: tuple[Grant, ...], revoked: Grant) -> bool:
+    return any((grant.db, grant.table) == (revoked.db, revoked.table) for grant in grants)
+
+
+def _without_grant(grants: tuple[Grant, ...], revoked: Grant) -> tuple[Grant, ...]:
+    """grants with revoked's privileges taken from the grant on its object (gone if empty)."""
+    kept = []
+    for grant in grants:
+        if (grant.db, grant.table) == (revoked.db, revoked.table):
+            grant = replace(grant, privileges=grant.privileges - revoked.privileges)
+        if grant.privileges:
+            kept.append(grant)
+    return tuple(kept)
+
+
 _HANDLERS = {
     CreateDatabase: Catalog._create_database,
     DropDatabase: Catalog._drop_database,
@@ -967,6 +1062,12 @@ _HANDLERS = {
     GrantPrivileges: Catalog._grant,
     RevokePrivileges: Catalog._revoke,
     SetLockoutPolicy: Catalog._set_lockout_policy,
+    CreateRole: Catalog._create_role,
+    DropRole: Catalog._drop_role,
+    GrantToRole: Catalog._grant_to_role,
+    RevokeFromRole: Catalog._revoke_from_role,
+    GrantRole: Catalog._grant_role,
+    RevokeRole: Catalog._revoke_role,
     AddFrontend: Catalog._add_frontend,
     UpdateFrontend: Catalog._update_frontend,
     DropFrontend: Catalog._drop_frontend,

@@ -18,11 +18,14 @@ reading the old ones. Versions:
         UPDATE_ALTER_JOB, REMOVE_ALTER_JOBS
     5   a Column record ends with its id and backfill (older columns get their ids from the
         Table they are in, their backfill is their default)
+    6   a User record ends with its roles; the Role record and operations CREATE_ROLE,
+        DROP_ROLE, GRANT_TO_ROLE, REVOKE_FROM_ROLE, GRANT_ROLE, REVOKE_ROLE
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import msgpack
@@ -34,14 +37,18 @@ from metadata.ops import (
     CreateAlterJob,
     CreateDatabase,
     CreateTable,
+    CreateRole,
     CreateUser,
     DropBackend,
     DropDatabase,
     DropFrontend,
+    DropRole,
     DropTable,
     DropUser,
     EraseRecycled,
     GrantPrivileges,
+    GrantRole,
+    GrantToRole,
     NextId,
     Op,
     OpCode,
@@ -53,7 +60,9 @@ from metadata.ops import (
     RecycleTable,
     RemoveAlterJobs,
     ReplaceTable,
+    RevokeFromRole,
     RevokePrivileges,
+    RevokeRole,
     SetGlobalVariable,
     SetLockoutPolicy,
     SetPassword,
@@ -81,14 +90,15 @@ from metadata.records import (
     RecycledKind,
     RecycledObject,
     RequestOutcome,
+    Role,
     Rollup,
     Table,
     User,
 )
 from metadata.types import parse_column_type
 
-FORMAT_VERSION = 5
-SUPPORTED_VERSIONS = frozenset({1, 2, 3, 4, 5})
+FORMAT_VERSION = 6
+SUPPORTED_VERSIONS = frozenset({1, 2, 3, 4, 5, 6})
 
 MAX_OPS_PER_BATCH = 65_536
 MAX_BATCH_BYTES = 64 * 1024 * 1024
@@ -401,20 +411,38 @@ def _encode_user(user: User) -> tuple:
         user.failed_login_attempts,
         user.password_lock_seconds,
         user.lockout_epoch,
+        user.roles,
     )
 
 
-_USER_FIELDS = ((str,), (str,), (str,), (tuple,), (int,), (int,), (int,))
+_USER_FIELDS_VERSION_5 = ((str,), (str,), (str,), (tuple,), (int,), (int,), (int,))
+_USER_FIELDS = (*_USER_FIELDS_VERSION_5, (tuple,))
 
 
 def _decode_user(value: tuple) -> User:
     _expect(value, _USER_FIELDS, "User")
+    *older, roles = value
+    return replace(_decode_user_version_5(tuple(older)), roles=tuple(map(_str, roles)))
+
+
+def _decode_user_version_5(value: tuple) -> User:
+    _expect(value, _USER_FIELDS_VERSION_5, "User")
     name, host, password_hash, grants, *lockout_policy = value
     return User(name, host, password_hash, tuple(map(_decode_grant, grants)), *lockout_policy)
 
 
+def _encode_role(role: Role) -> tuple:
+    return (role.name, role.comment, tuple(map(_encode_grant, role.grants)))
+
+
+def _decode_role(value: tuple) -> Role:
+    _expect(value, ((str,), (str,), (tuple,)), "Role")
+    name, comment, grants = value
+    return Role(name, comment, tuple(map(_decode_grant, grants)))
+
+
 def _decode_user_version_1(value: tuple) -> User:
-    _expect(value, _USER_FIELDS[:4], "User")
+    _expect(value, _USER_FIELDS_VERSION_5[:4], "User")
     name, host, password_hash, grants = value
     return User(name, host, password_hash, tuple(map(_decode_grant, grants)))
 
@@ -620,6 +648,7 @@ _RECORD_CODECS: dict[type, tuple[Callable[[Any], tuple], Callable[[Sequence], An
     Database: (_encode_database, _decode_database),
     Grant: (_encode_grant, _decode_grant),
     User: (_encode_user, _decode_user),
+    Role: (_encode_role, _decode_role),
     Frontend: (_encode_frontend, _decode_frontend),
     Backend: (_encode_backend, _decode_backend),
     RequestOutcome: (_encode_request_outcome, _decode_request_outcome),
@@ -643,19 +672,26 @@ _RECORD_DECODERS_OF_VERSION: dict[int, dict[type, Callable[[Sequence], Any]]] = 
         Table: _decode_table_version_2,
         Frontend: _decode_frontend_version_3,
     },
-    2: {Table: _decode_table_version_2, Frontend: _decode_frontend_version_3},
+    2: {
+        User: _decode_user_version_5,
+        Table: _decode_table_version_2,
+        Frontend: _decode_frontend_version_3,
+    },
     3: {
+        User: _decode_user_version_5,
         Frontend: _decode_frontend_version_3,
         Table: _decode_table_version_3,
         Partition: _decode_partition_version_3,
         RecycledObject: _decode_recycled_version_3,
     },
     4: {
+        User: _decode_user_version_5,
         Column: _decode_column_version_4,
         Table: _decode_table_version_4,
         RecycledObject: _decode_recycled_version_4,
         AlterJob: _decode_alter_job_version_4,
     },
+    5: {User: _decode_user_version_5},
 }
 
 
@@ -751,6 +787,37 @@ _OP_CODECS: dict[OpCode, tuple[type, int, _OpEncoder, _OpDecoder]] = {
             op.lockout_epoch,
         ),
         lambda a: SetLockoutPolicy(_str(a[1]), _str(a[2]), _int(a[3]), _int(a[4]), _int(a[5])),
+    ),
+    OpCode.CREATE_ROLE: (
+        CreateRole,
+        1,
+        lambda op: (_encode_role(op.role),),
+        lambda a: CreateRole(_decode_role(a[1])),
+    ),
+    OpCode.DROP_ROLE: (DropRole, 1, lambda op: (op.name,), lambda a: DropRole(_str(a[1]))),
+    OpCode.GRANT_TO_ROLE: (
+        GrantToRole,
+        2,
+        lambda op: (op.role, _encode_grant(op.grant)),
+        lambda a: GrantToRole(_str(a[1]), _decode_grant(a[2])),
+    ),
+    OpCode.REVOKE_FROM_ROLE: (
+        RevokeFromRole,
+        2,
+        lambda op: (op.role, _encode_grant(op.grant)),
+        lambda a: RevokeFromRole(_str(a[1]), _decode_grant(a[2])),
+    ),
+    OpCode.GRANT_ROLE: (
+        GrantRole,
+        3,
+        lambda op: (op.name, op.host, op.role),
+        lambda a: GrantRole(_str(a[1]), _str(a[2]), _str(a[3])),
+    ),
+    OpCode.REVOKE_ROLE: (
+        RevokeRole,
+        3,
+        lambda op: (op.name, op.host, op.role),
+        lambda a: RevokeRole(_str(a[1]), _str(a[2]), _str(a[3])),
     ),
     OpCode.ADD_FRONTEND: (
         AddFrontend,
@@ -884,8 +951,22 @@ _OP_ENCODERS = {op_class: (code, encode) for code, (op_class, _, encode, _) in _
 _OP_DECODERS = {
     int(code): (arity + 1, decode) for code, (_, arity, _, decode) in _OP_CODECS.items()
 }
+ROLE_OP_CODES = frozenset(
+    {
+        OpCode.CREATE_ROLE,
+        OpCode.DROP_ROLE,
+        OpCode.GRANT_TO_ROLE,
+        OpCode.REVOKE_FROM_ROLE,
+        OpCode.GRANT_ROLE,
+        OpCode.REVOKE_ROLE,
+    }
+)
+_OP_DECODERS_VERSION_5 = {
+    **{code: entry for code, entry in _OP_DECODERS.items() if code not in ROLE_OP_CODES},
+    int(OpCode.CREATE_USER): (2, lambda a: CreateUser(_decode_user_version_5(a[1]))),
+}
 _OP_DECODERS_VERSION_4 = {
-    **_OP_DECODERS,
+    **_OP_DECODERS_VERSION_5,
     int(OpCode.CREATE_TABLE): (2, lambda a: CreateTable(_decode_table_version_4(a[1]))),
     int(OpCode.REPLACE_TABLE): (2, lambda a: ReplaceTable(_decode_table_version_4(a[1]))),
     int(OpCode.CREATE_ALTER_JOB): (2, lambda a: CreateAlterJob(_decode_alter_job_version_4(a[1]))),
@@ -912,6 +993,7 @@ _OP_DECODERS_VERSION_2 = {
 }
 _OP_DECODERS_OF_VERSION = {
     FORMAT_VERSION: _OP_DECODERS,
+    5: _OP_DECODERS_VERSION_5,
     4: _OP_DECODERS_VERSION_4,
     3: _OP_DECODERS_VERSION_3,
     2: _OP_DECODERS_VERSION_2,

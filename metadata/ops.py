@@ -18,6 +18,7 @@ from metadata.records import (
     Frontend,
     Grant,
     Partition,
+    Role,
     Table,
     User,
 )
@@ -35,6 +36,12 @@ class OpCode(IntEnum):
     GRANT = 23
     REVOKE = 24
     SET_LOCKOUT_POLICY = 25  # FAILED_LOGIN_ATTEMPTS, PASSWORD_LOCK_TIME, ACCOUNT UNLOCK
+    CREATE_ROLE = 26
+    DROP_ROLE = 27  # its users lose it too
+    GRANT_TO_ROLE = 28
+    REVOKE_FROM_ROLE = 29
+    GRANT_ROLE = 35  # a role to a user
+    REVOKE_ROLE = 36
     ADD_FRONTEND = 30
     DROP_FRONTEND = 31
     UPDATE_FRONTEND = 34  # a joined FE reports its HTTP and query ports
@@ -137,6 +144,48 @@ class SetLockoutPolicy:
     failed_login_attempts: int
     password_lock_seconds: int
     lockout_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class CreateRole:
+    CODE = OpCode.CREATE_ROLE
+    role: Role
+
+
+@dataclass(frozen=True, slots=True)
+class DropRole:
+    CODE = OpCode.DROP_ROLE
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class GrantToRole:
+    CODE = OpCode.GRANT_TO_ROLE
+    role: str
+    grant: Grant
+
+
+@dataclass(frozen=True, slots=True)
+class RevokeFromRole:
+    CODE = OpCode.REVOKE_FROM_ROLE
+    role: str
+    grant: Grant
+
+
+@dataclass(frozen=True, slots=True)
+class GrantRole:
+    CODE = OpCode.GRANT_ROLE
+    name: str
+    host: str
+    role: str
+
+
+@dataclass(frozen=True, slots=True)
+class RevokeRole:
+    CODE = OpCode.REVOKE_ROLE
+    name: str
+    host: str
+    role: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,6 +366,12 @@ Op = (
     | GrantPrivileges
     | RevokePrivileges
     | SetLockoutPolicy
+    | CreateRole
+    | DropRole
+    | GrantToRole
+    | RevokeFromRole
+    | GrantRole
+    | RevokeRole
     | AddFrontend
     | DropFrontend
     | UpdateFrontend

@@ -185,6 +185,7 @@ class User:
     # An id the leader draws whenever the account's failed-login count and lock must start
     # afresh (creation, a new policy, ACCOUNT UNLOCK): each FE's login tracker compares it.
     lockout_epoch: int = 0
+    roles: tuple[str, ...] = ()  # granted to it, sorted: their privileges are its own too
 
     @property
     def identity(self) -> str:
@@ -193,6 +194,15 @@ class User:
     @property
     def tracks_failed_logins(self) -> bool:
         return self.failed_login_attempts > 0 and self.password_lock_seconds != 0
+
+
+@dataclass(frozen=True, slots=True)
+class Role:
+    """Privileges held under a name and granted to users as one (Doris's and MySQL's roles)."""
+
+    name: str
+    comment: str = ""
+    grants: tuple[Grant, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,15 +11,19 @@ from metadata.ops import (
     ClientRequest,
     CreateAlterJob,
     CreateDatabase,
+    CreateRole,
     CreateTable,
     CreateUser,
     DropBackend,
     DropDatabase,
     DropFrontend,
+    DropRole,
     DropTable,
     DropUser,
     EraseRecycled,
     GrantPrivileges,
+    GrantRole,
+    GrantToRole,
     NextId,
     OpCode,
     RecoverDatabase,
@@ -30,7 +34,9 @@ from metadata.ops import (
     RecycleTable,
     RemoveAlterJobs,
     ReplaceTable,
+    RevokeFromRole,
     RevokePrivileges,
+    RevokeRole,
     SetGlobalVariable,
     SetLockoutPolicy,
     SetPassword,
@@ -53,6 +59,7 @@ from metadata.records import (
     KeyModel,
     Partition,
     PartitionKind,
+    Role,
     Rollup,
     Table,
     User,
@@ -119,6 +126,7 @@ ONE_OP_PER_CODE = {
             failed_login_attempts=3,
             password_lock_seconds=-1,
             lockout_epoch=10_077,
+            roles=("analyst", "loader"),
         )
     ),
     OpCode.DROP_USER: DropUser("jürgen", "%"),
@@ -126,6 +134,14 @@ ONE_OP_PER_CODE = {
     OpCode.GRANT: GrantPrivileges("u", "%", Grant("db1", "*", frozenset({"ALTER", "DROP"}))),
     OpCode.REVOKE: RevokePrivileges("u", "%", Grant("db1", "t1", frozenset({"DROP"}))),
     OpCode.SET_LOCKOUT_POLICY: SetLockoutPolicy("u", "10.0.0.%", 5, 86_400, 10_078),
+    OpCode.CREATE_ROLE: CreateRole(
+        Role("analyst", "reads", (Grant("db1", "*", frozenset({"SELECT_PRIV"})),))
+    ),
+    OpCode.DROP_ROLE: DropRole("analyst"),
+    OpCode.GRANT_TO_ROLE: GrantToRole("analyst", Grant("*", "*", frozenset({"LOAD_PRIV"}))),
+    OpCode.REVOKE_FROM_ROLE: RevokeFromRole("analyst", Grant("db1", "t", frozenset({"DROP"}))),
+    OpCode.GRANT_ROLE: GrantRole("jürgen", "%", "analyst"),
+    OpCode.REVOKE_ROLE: RevokeRole("jürgen", "%", "analyst"),
     OpCode.ADD_FRONTEND: AddFrontend(
         Frontend("fe_1", "127.0.0.1", 9010, 8030, 9030, FrontendRole.OBSERVER)
     ),
@@ -191,7 +207,9 @@ def test_a_batch_round_trips_in_order_with_equal_types():
     assert isinstance(table.partitions[0].upper, tuple)
     assert table.partitions[0].lower == ()
     assert table.columns[0].default is None
-    assert decoded[11].frontend.role is FrontendRole.OBSERVER
+    assert decoded[list(ONE_OP_PER_CODE).index(OpCode.ADD_FRONTEND)].frontend.role is (
+        FrontendRole.OBSERVER
+    )
 
 
 def test_equal_ops_encode_to_equal_bytes_whatever_the_set_order():
@@ -218,6 +236,9 @@ def test_encoding_is_compact():
         Database(1, "d"),
         User("root"),
         User("u", "h", "", (), failed_login_attempts=2, password_lock_seconds=3, lockout_epoch=4),
+        User("u", roles=("r",)),
+        Role("r"),
+        Role("r", "a comment", (Grant("d", "*", frozenset({"LOAD"})),)),
         Frontend("fe", "::1", 1),
         Backend(7, "h", 2),
         Grant("d", "*", frozenset({"LOAD"})),
@@ -378,8 +399,12 @@ def test_records_decode_as_the_version_that_wrote_them():
     assert decode_record(User, version_1_user, version=1) == User(
         "u", "%", "", (Grant("*", "*", frozenset({"SELECT_PRIV"})),)
     )
-    with pytest.raises(CodecError, match="expected 7 fields"):
+    with pytest.raises(CodecError, match="expected 8 fields"):
         decode_record(User, version_1_user)
+    version_5_user = encode_record(User("u", failed_login_attempts=1))[:7]
+    assert decode_record(User, version_5_user, version=5) == User("u", failed_login_attempts=1)
+    with pytest.raises(CodecError, match="expected 8 fields"):
+        decode_record(User, version_5_user)
     with pytest.raises(CodecError, match="expected 4 fields"):
         decode_record(User, encode_record(User("u", failed_login_attempts=1)), version=1)
     assert decode_record(Database, (1, "d", ()), version=1) == Database(1, "d")

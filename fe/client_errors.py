@@ -9,7 +9,15 @@ from __future__ import annotations
 from be import engine
 from fe.mysql.errors import ErrorCode, QueryError
 from metadata import catalog
-from metadata.ops import CreateDatabase, CreateUser, DropDatabase, DropTable, DropUser
+from metadata.ops import (
+    CreateDatabase,
+    CreateUser,
+    DropDatabase,
+    DropRole,
+    DropTable,
+    DropUser,
+    RevokeFromRole,
+)
 
 
 def catalog_error(error: catalog.ApplyError) -> QueryError:
@@ -50,6 +58,17 @@ def catalog_error(error: catalog.ApplyError) -> QueryError:
             return QueryError(
                 ErrorCode.PASSWORD_NO_MATCH,
                 f"Can't find any matching row in the user table for '{op.name}'@'{op.host}'",
+            )
+        case catalog.RoleExists():
+            return QueryError(
+                ErrorCode.CANNOT_USER, f"Operation CREATE ROLE failed for '{op.role.name}'@'%'"
+            )
+        case catalog.UnknownRole():
+            name = op.name if isinstance(op, DropRole) else op.role
+            return QueryError(ErrorCode.UNKNOWN_AUTHID, f"Unknown authorization ID `{name}`@`%`")
+        case catalog.NoSuchGrant() if isinstance(op, RevokeFromRole):
+            return QueryError(
+                ErrorCode.NONEXISTING_GRANT, f"There is no such grant defined for role '{op.role}'"
             )
         case catalog.NoSuchGrant():
             return QueryError(

@@ -222,7 +222,7 @@ class QuireSession(BaseSession):
                 1045,
                 f"Access denied for user '{self.username}'@'{self.user_host}': the account was dropped",
             )
-        return user
+        return self.catalog.effective_user(user)  # its roles' privileges are its own
 
     @property
     def client_host(self) -> str:

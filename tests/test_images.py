@@ -22,10 +22,12 @@ from metadata.ops import (
     AddBackend,
     AddFrontend,
     CreateDatabase,
+    CreateRole,
     CreateTable,
     CreateUser,
     DropTable,
     GrantPrivileges,
+    GrantRole,
     ReplaceTable,
     SetGlobalVariable,
     SetLockoutPolicy,
@@ -40,6 +42,7 @@ from metadata.records import (
     Grant,
     KeyModel,
     Partition,
+    Role,
     Table,
     User,
 )
@@ -92,6 +95,8 @@ def full_catalog():
         GrantPrivileges("admin", "%", Grant("db_1", "*", frozenset({"SELECT"}))),
         CreateUser(User("guarded", "10.%", "", (), 3, 86_400, 80_000)),
         SetLockoutPolicy("admin", "%", 5, -1, 80_001),
+        CreateRole(Role("readers", "reads db_1", (Grant("db_1", "*", frozenset({"SELECT"})),))),
+        GrantRole("guarded", "10.%", "readers"),
         AddFrontend(Frontend("fe_a", "127.0.0.1", 9010, 8030, 9030)),
         AddFrontend(Frontend("fe_b", "127.0.0.2", 9010, role=FrontendRole.OBSERVER)),
         AddBackend(Backend(90_000, "127.0.0.3", 9050, (("tag", "x"),))),
@@ -119,6 +124,7 @@ def test_image_round_trip_preserves_the_whole_catalog(tmp_path):
     loaded, loaded_info = store.load_newest()
     assert loaded_info == info
     assert loaded.canonical_dump() == catalog.canonical_dump()
+    assert loaded.roles == catalog.roles and loaded.users[("guarded", "10.%")].roles == ("readers",)
     assert loaded.tablet_count() == catalog.tablet_count() > 0
     some_table = next(iter(catalog.tables.values()))
     tablet_id = some_table.partitions[0].tablet_start + 3

@@ -70,6 +70,7 @@ PRIVILEGES = {
     "CREATE_PRIV", "DROP_PRIV", "USAGE_PRIV", "SHOW_VIEW_PRIV",
 }  # fmt: skip
 LOCK_TIME_UNITS = {"DAY": 86_400, "HOUR": 3_600, "SECOND": 1}
+MAX_ROLE_NAME = 64  # Doris's and MySQL's bound on a role's name
 MAX_LOCKOUT_NUMBER = 32_767  # MySQL's bound on FAILED_LOGIN_ATTEMPTS and PASSWORD_LOCK_TIME
 # Words that end a column's definition in ALTER TABLE (its position, its rollup, its properties).
 COLUMN_DEF_ENDS = ("AFTER", "FIRST", "TO", "IN", "FROM", "PROPERTIES")
@@ -478,6 +479,11 @@ class Grammar:
             return st.CreateDatabase(name, if_not_exists, properties)
         if self.accept("USER"):
             return self.create_user()
+        if self.accept("ROLE"):
+            if_not_exists = self.if_not_exists()
+            names = self.role_names()
+            comment = self.string() if self.accept("COMMENT") else ""
+            return st.CreateRole(names, if_not_exists, comment)
         if self.accept("INDEX"):
             return self.create_index()
         self.accept("EXTERNAL")
@@ -540,6 +546,9 @@ class Grammar:
         if self.accept("USER"):
             if_exists = self.if_exists()
             return st.DropUser(self.user_name(), if_exists)
+        if self.accept("ROLE"):
+            if_exists = self.if_exists()
+            return st.DropRole(self.role_names(), if_exists)
         if self.accept("INDEX"):
             if_exists = self.if_exists()
             name = self.identifier()
@@ -599,11 +608,12 @@ class Grammar:
         if_not_exists = self.if_not_exists()
         user = self.user_name()
         password = self.identified(user)
+        role = self.role_name() if self.accept("DEFAULT", "ROLE") else None
         lockout = self.lockout_options(may_unlock=False)
         if password is None:
-            return st.CreateUser(user, if_not_exists=if_not_exists, lockout=lockout)
+            password = st.SetPassword(user)
         return st.CreateUser(
-            user, password.password, password.password_hash, if_not_exists, lockout
+            user, password.password, password.password_hash, if_not_exists, lockout, role
         )
 
     def identified(self, user: st.UserName) -> st.SetPassword | None:
@@ -657,6 +667,10 @@ class Grammar:
 
     def grant(self, revoke: bool):
         self.next()
+        if not self._names_an_object():  # GRANT 'r1', 'r2' TO user
+            roles = self.role_names()
+            self.expect("FROM" if revoke else "TO")
+            return st.GrantRoles(roles, self.user_name(), revoke)
         privileges = []
         while True:
             word = self._word()
@@ -675,8 +689,27 @@ class Grammar:
         self.accept("TABLE")
         db, table = self.grant_object()
         self.expect("FROM" if revoke else "TO")
+        if self.accept("ROLE"):
+            return st.GrantStatement(tuple(privileges), db, table, None, revoke, self.role_name())
         user = self.user_name()
         return st.GrantStatement(tuple(privileges), db, table, user, revoke)
+
+    def _names_an_object(self) -> bool:
+        """Whether a GRANT or REVOKE grants privileges ON an object (not roles to a user)."""
+        return any(words == ("ON",) for words in self.words[self.position :])
+
+    def role_name(self) -> str:
+        name = self.name_or_string()
+        if not name or len(name) > MAX_ROLE_NAME:
+            self.position -= 1
+            self.fail(f"a role's name is 1 to {MAX_ROLE_NAME} characters")
+        return name
+
+    def role_names(self) -> tuple[str, ...]:
+        names = [self.role_name()]
+        while self.accept_type(TokenType.COMMA):
+            names.append(self.role_name())
+        return tuple(names)
 
     def grant_object(self) -> tuple[str, str]:
         """`*.*`, `db.*`, `db.t`, or under Doris's catalog: `internal.db.t`, `*.*.*`, ..."""
@@ -1215,6 +1248,8 @@ class Grammar:
         if word == "GRANTS":
             user = self.user_name() if self.accept("FOR") else None
             return st.Show("GRANTS", user=user)
+        if word == "ROLES":
+            return st.Show("ROLES")
         if word in ("VARIABLES", "STATUS"):
             if self.accept("WHERE"):
                 self.fail("SHOW ... WHERE is not supported; use LIKE")

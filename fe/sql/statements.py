@@ -265,6 +265,7 @@ class CreateUser:
     password_hash: str | None = None  # IDENTIFIED BY PASSWORD '*...'
     if_not_exists: bool = False
     lockout: LockoutOptions = LockoutOptions()
+    default_role: str | None = None  # Doris's DEFAULT ROLE: the role granted to the new user
 
 
 @dataclass(frozen=True)
@@ -293,8 +294,31 @@ class GrantStatement:
     privileges: tuple[str, ...]
     db: str  # "*" for all
     table: str  # "*" for all
+    user: UserName | None  # None: to (from) a role
+    revoke: bool = False
+    role: str | None = None
+
+
+@dataclass(frozen=True)
+class GrantRoles:
+    """GRANT 'r1', 'r2' TO user (REVOKE ... FROM user)."""
+
+    roles: tuple[str, ...]
     user: UserName
     revoke: bool = False
+
+
+@dataclass(frozen=True)
+class CreateRole:
+    names: tuple[str, ...]
+    if_not_exists: bool = False
+    comment: str = ""
+
+
+@dataclass(frozen=True)
+class DropRole:
+    names: tuple[str, ...]
+    if_exists: bool = False
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,9 @@
-"""Users, passwords and grants: statements to journal operations, and the identity provider the
-MySQL front authenticates against.
+"""Users, passwords, roles and grants: statements to journal operations, and the identity provider
+the MySQL front authenticates against.
+
+A role holds privileges under a name; a user granted it holds them too (privileges are checked on
+the user with its roles' grants as its own). Changing a role, or granting it, needs every
+privilege it holds: GRANT_PRIV alone never reaches more than its holder has.
 
 An account is user@host, as in MySQL: a client logs in as the account of its user name whose host
 pattern matches the client's address, the most specific pattern first (a literal host or IP, then
@@ -15,13 +19,13 @@ import re
 from mysql_mimic.auth import IdentityProvider
 
 from fe.mysql.connection import Account, NativePasswordPlugin, native_password_hash
-from fe.mysql.errors import QueryError
+from fe.mysql.errors import ErrorCode, QueryError
 from fe.security import privileges
 from fe.security.lockout import SECONDS_PER_DAY, LoginTracker
 from fe.sql import statements as st
 from metadata import ops
 from metadata.catalog import Catalog
-from metadata.records import LOCKED_UNTIL_UNLOCK, Grant, User
+from metadata.records import LOCKED_UNTIL_UNLOCK, Grant, Role, User
 
 BUILT_IN_USERS = ("root", "admin")
 HASH_LENGTH = 41
@@ -92,7 +96,7 @@ def password_login(
     expected = native_password_hash(password) if password else ""
     password_ok = hmac.compare_digest(user.password_hash, expected)
     refusal = tracker.login(user, password_ok, client_host)
-    return (user if password_ok else None), refusal
+    return (catalog.effective_user(user) if password_ok else None), refusal
 
 
 class CatalogIdentityProvider(IdentityProvider):
@@ -145,9 +149,10 @@ def _require_user_admin(session) -> None:
 
 
 def _require_may_change(session, target: User) -> None:
-    """An account holding ADMIN_PRIV or NODE_PRIV is changed only by one holding it too (else
-    GRANT_PRIV would reach them by setting their password)."""
+    """An account holding ADMIN_PRIV or NODE_PRIV (its own or a role's) is changed only by one
+    holding it too (else GRANT_PRIV would reach them by setting their password)."""
     user = session.user
+    target = session.catalog.effective_user(target)
     if privileges.is_admin(target) and not privileges.is_admin(user):
         raise access_denied(privileges.ADMIN)
     if privileges.is_node_operator(target) and not privileges.is_node_operator(user):
@@ -177,6 +182,10 @@ def create_user(session, statement: st.CreateUser) -> list[ops.Op]:
         raise QueryError(1396, f"Operation CREATE USER failed for '{name}'@'{host}'")
     password_hash = _hash(statement.password, statement.password_hash)
     lockout = statement.lockout
+    granted = []
+    if statement.default_role is not None:  # Doris's DEFAULT ROLE: the user holds the role
+        role = _require_may_grant(session, statement.default_role)
+        granted.append(ops.GrantRole(name, host, role.name))
     return [
         ops.CreateUser(
             User(
@@ -188,7 +197,8 @@ def create_user(session, statement: st.CreateUser) -> list[ops.Op]:
                 password_lock_seconds=lockout.password_lock_seconds or 0,
                 lockout_epoch=session.services.writer.allocate_ids(1),
             )
-        )
+        ),
+        *granted,
     ]
 
 
@@ -237,9 +247,10 @@ def drop_user(session, statement: st.DropUser) -> list[ops.Op]:
 
 
 def _named_user(session, target: st.UserName | None, code: int, message: str) -> User:
-    """The account a statement names (the session's own when it names none)."""
+    """The account a statement names (the session's own when it names none), as kept."""
     if target is None:
-        return session.user
+        session.user  # noqa: B018 (1045 if the account was dropped)
+        return session.catalog.users[(session.username, session.user_host)]
     user = session.catalog.users.get((target.name, target.host))
     if user is None:
         raise QueryError(code, message.format(name=target.name, host=target.host))
@@ -271,6 +282,8 @@ def grant(session, statement: st.GrantStatement) -> list[ops.Op]:
     if not is_global and names & set(privileges.GLOBAL_ONLY):
         raise QueryError(1221, "ADMIN_PRIV and NODE_PRIV can only be granted on *.*")
     _require_grantor(session, statement.db, statement.table, names)
+    if statement.role is not None:
+        return _grant_to_role(session, statement, names)
     target = session.catalog.users.get((statement.user.name, statement.user.host))
     if target is None:
         raise QueryError(
@@ -290,6 +303,129 @@ def grant(session, statement: st.GrantStatement) -> list[ops.Op]:
             )
         return [ops.RevokePrivileges(target.name, target.host, entry)]
     return [ops.GrantPrivileges(target.name, target.host, entry)]
+
+
+def _grant_to_role(session, statement: st.GrantStatement, names: frozenset[str]) -> list[ops.Op]:
+    role = _role(session, statement.role)
+    entry = Grant(statement.db, statement.table, names)
+    if not statement.revoke:
+        return [ops.GrantToRole(role.name, entry)]
+    held = next((g for g in role.grants if (g.db, g.table) == (entry.db, entry.table)), None)
+    if held is None or not (held.privileges & names):
+        raise QueryError(
+            ErrorCode.NONEXISTING_GRANT, f"There is no such grant defined for role '{role.name}'"
+        )
+    return [ops.RevokeFromRole(role.name, entry)]
+
+
+def _role(session, name: str) -> Role:
+    role = session.catalog.roles.get(name)
+    if role is None:
+        raise QueryError(ErrorCode.UNKNOWN_AUTHID, f"Unknown authorization ID `{name}`@`%`")
+    return role
+
+
+def _require_may_grant(session, name: str) -> Role:
+    """The role, if the session holds every privilege it holds (with GRANT_PRIV at each level):
+    granting, changing or dropping a role never reaches past what the granter has."""
+    role = _role(session, name)
+    for grant in role.grants:
+        _require_grantor(session, grant.db, grant.table, grant.privileges)
+    return role
+
+
+def create_role(session, statement: st.CreateRole) -> list[ops.Op]:
+    _require_user_admin(session)
+    created = []
+    for name in statement.names:
+        if name in session.catalog.roles:
+            if statement.if_not_exists:
+                continue
+            raise QueryError(
+                ErrorCode.CANNOT_USER, f"Operation CREATE ROLE failed for '{name}'@'%'"
+            )
+        created.append(ops.CreateRole(Role(name, statement.comment)))
+    return created
+
+
+def drop_role(session, statement: st.DropRole) -> list[ops.Op]:
+    _require_user_admin(session)
+    dropped = []
+    for name in statement.names:
+        if name not in session.catalog.roles:
+            if statement.if_exists:
+                continue
+            raise QueryError(ErrorCode.CANNOT_USER, f"Operation DROP ROLE failed for '{name}'@'%'")
+        dropped.append(ops.DropRole(_require_may_grant(session, name).name))
+    return dropped
+
+
+def grant_roles(session, statement: st.GrantRoles) -> list[ops.Op]:
+    """GRANT 'r', ... TO user and REVOKE 'r', ... FROM user."""
+    _require_user_admin(session)
+    user = statement.user
+    target = session.catalog.users.get((user.name, user.host))
+    if target is None:
+        raise QueryError(
+            ErrorCode.PASSWORD_NO_MATCH,
+            f"Can't find any matching row in the user table for '{user.name}'@'{user.host}'",
+        )
+    _require_may_change(session, target)
+    changes = []
+    for name in dict.fromkeys(statement.roles):
+        role = _require_may_grant(session, name)
+        if not statement.revoke:
+            if role.name not in target.roles:
+                changes.append(ops.GrantRole(target.name, target.host, role.name))
+            continue
+        if role.name not in target.roles:
+            raise QueryError(
+                ErrorCode.NONEXISTING_GRANT,
+                f"There is no such grant defined for user '{target.name}' on host '{target.host}'",
+            )
+        changes.append(ops.RevokeRole(target.name, target.host, role.name))
+    return changes
+
+
+def show_roles_rows(session) -> list[tuple]:
+    """Doris's SHOW ROLES: each role, its users and its privileges by level (GRANT_PRIV)."""
+    _require_user_admin(session)
+    holders: dict[str, list[str]] = {}
+    for user in list(session.catalog.users.values()):
+        for name in user.roles:
+            holders.setdefault(name, []).append(user.identity)
+    rows = []
+    for role in sorted(list(session.catalog.roles.values()), key=lambda role: role.name):
+        levels = _privileges_by_level(role.grants)
+        users = ", ".join(sorted(holders.get(role.name, ()))) or None
+        rows.append((role.name, role.comment, users, *levels, None, None))
+    return rows
+
+
+def _privileges_by_level(grants: tuple[Grant, ...]) -> tuple[str | None, ...]:
+    """Global, catalog, database and table privileges as Doris's SHOW ROLES and SHOW GRANTS
+    write them: `Select_priv,Load_priv`, by object `internal.db: ...; internal.db.t: ...`."""
+
+    def names(grant: Grant) -> str:
+        return ",".join(sorted(name.capitalize() for name in grant.privileges))
+
+    global_ = [names(grant) for grant in grants if grant.db == "*"]
+    databases = [
+        f"internal.{grant.db}: {names(grant)}"
+        for grant in grants
+        if grant.db != "*" and grant.table == "*"
+    ]
+    tables = [
+        f"internal.{grant.db}.{grant.table}: {names(grant)}"
+        for grant in grants
+        if grant.table != "*"
+    ]
+    return (
+        ",".join(global_) or None,
+        None,
+        "; ".join(databases) or None,
+        "; ".join(tables) or None,
+    )
 
 
 def show_create_user(session, target: st.UserName) -> str:
@@ -329,4 +465,7 @@ def show_grants_rows(session, target: st.UserName | None) -> list[tuple]:
     lines = [privileges.grant_text(user, grant) for grant in user.grants]
     if not lines:
         lines = [f"GRANT USAGE_PRIV ON *.* TO {user.identity}"]
+    if user.roles:
+        roles = ", ".join(f"'{name}'" for name in user.roles)
+        lines.append(f"GRANT {roles} TO {user.identity}")
     return [(line,) for line in lines]

@@ -339,6 +339,23 @@ def _grants(session, statement: st.Show) -> Result:
     return text_result([f"Grants for {target.name}@{target.host}"], rows)
 
 
+def _roles(session, statement: st.Show) -> Result:
+    return text_result(SHOW_ROLES_COLUMNS, accounts.show_roles_rows(session))
+
+
+SHOW_ROLES_COLUMNS = [
+    "Name",
+    "Comment",
+    "Users",
+    "GlobalPrivs",
+    "CatalogPrivs",
+    "DatabasePrivs",
+    "TablePrivs",
+    "ResourcePrivs",
+    "WorkloadGroupPrivs",
+]
+
+
 def _create_user(session, statement: st.Show) -> Result:
     text = accounts.show_create_user(session, statement.user)
     return text_result([f"CREATE USER for {statement.user.name}@{statement.user.host}"], [(text,)])
@@ -613,6 +630,7 @@ SHOW_HANDLERS = {
     "CREATE DATABASE": _create_database,
     "CREATE USER": _create_user,
     "GRANTS": _grants,
+    "ROLES": _roles,
     "VARIABLES": _variables,
     "STATUS": _status,
     "PROCESSLIST": _processlist,

@@ -161,6 +161,9 @@ KINDS: dict[type, StatementKind] = {
     st.SetPassword: _write(accounts.set_password),
     st.AlterUser: _write(accounts.alter_user),
     st.GrantStatement: _write(accounts.grant),
+    st.GrantRoles: _write(accounts.grant_roles),
+    st.CreateRole: _write(accounts.create_role),
+    st.DropRole: _write(accounts.drop_role),
     # Raft needs single-server membership changes and pysyncobj does not serialise them.
     st.AlterSystem: _write(admin.alter_system, serialised=True),
 }

@@ -140,6 +140,38 @@ def test_grant_priv_alone_reaches_no_further_through_a_role(quire, root):
     nobody.close()
 
 
+def test_show_all_grants_lists_every_account_with_its_roles_privileges(quire, root):
+    run(root, "CREATE ROLE IF NOT EXISTS auditors")
+    run(root, "GRANT SELECT_PRIV ON payroll.* TO ROLE auditors")
+    run(root, "CREATE USER audrey IDENTIFIED BY 'pw' DEFAULT ROLE auditors")
+    run(root, "GRANT LOAD_PRIV ON sales.orders TO audrey")
+    rows = {row[0]: row for row in run(root, "SHOW ALL GRANTS")}
+    assert rows["'audrey'@'%'"] == (
+        "'audrey'@'%'",
+        None,
+        "Yes",
+        "auditors",
+        None,
+        None,
+        "internal.payroll: Select_priv",
+        "internal.sales.orders: Load_priv",
+        None,
+        None,
+        None,
+    )
+    assert rows["'root'@'%'"][4].startswith("Admin_priv,")
+    done = mariadb(quire, "--batch", "-e", "SHOW ALL GRANTS")
+    assert done.stdout.splitlines()[0].split("\t")[:4] == [
+        "UserIdentity",
+        "Comment",
+        "Password",
+        "Roles",
+    ], done.stderr
+    audrey = quire.connect("audrey", "pw")
+    assert code_of(audrey, "SHOW ALL GRANTS") == 1227
+    audrey.close()
+
+
 def test_roles_outlive_a_checkpoint_and_a_restart(quire, root):
     run(root, "CREATE ROLE kept COMMENT 'kept'")
     run(root, "GRANT SELECT ON sales.orders TO ROLE kept")

@@ -1216,6 +1216,8 @@ class Grammar:
 
     def _show(self):
         self.expect("SHOW")
+        if self.accept("ALL", "GRANTS"):
+            return st.Show("ALL GRANTS")
         full = self.accept("FULL")
         is_global = self.accept("GLOBAL")
         self.accept("SESSION")

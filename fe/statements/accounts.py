@@ -402,6 +402,26 @@ def show_roles_rows(session) -> list[tuple]:
     return rows
 
 
+def show_all_grants_rows(session) -> list[tuple]:
+    """Doris's SHOW ALL GRANTS: every account with what it holds, its roles' included
+    (GRANT_PRIV)."""
+    _require_user_admin(session)
+    catalog = session.catalog
+    rows = []
+    for key in sorted(list(catalog.users)):
+        user = catalog.users[key]
+        global_, catalogs, databases, tables = _privileges_by_level(
+            catalog.effective_user(user).grants
+        )
+        password = "Yes" if user.password_hash else "No"
+        roles = ",".join(user.roles) or None
+        rows.append(
+            (user.identity, None, password, roles, global_, catalogs, databases, tables)
+            + (None, None, None)
+        )
+    return rows
+
+
 def _privileges_by_level(grants: tuple[Grant, ...]) -> tuple[str | None, ...]:
     """Global, catalog, database and table privileges as Doris's SHOW ROLES and SHOW GRANTS
     write them: `Select_priv,Load_priv`, by object `internal.db: ...; internal.db.t: ...`."""

@@ -356,6 +356,25 @@ SHOW_ROLES_COLUMNS = [
 ]
 
 
+def _all_grants(session, statement: st.Show) -> Result:
+    return text_result(SHOW_ALL_GRANTS_COLUMNS, accounts.show_all_grants_rows(session))
+
+
+SHOW_ALL_GRANTS_COLUMNS = [
+    "UserIdentity",
+    "Comment",
+    "Password",
+    "Roles",
+    "GlobalPrivs",
+    "CatalogPrivs",
+    "DatabasePrivs",
+    "TablePrivs",
+    "ColPrivs",
+    "ResourcePrivs",
+    "WorkloadGroupPrivs",
+]
+
+
 def _create_user(session, statement: st.Show) -> Result:
     text = accounts.show_create_user(session, statement.user)
     return text_result([f"CREATE USER for {statement.user.name}@{statement.user.host}"], [(text,)])
@@ -631,6 +650,7 @@ SHOW_HANDLERS = {
     "CREATE USER": _create_user,
     "GRANTS": _grants,
     "ROLES": _roles,
+    "ALL GRANTS": _all_grants,
     "VARIABLES": _variables,
     "STATUS": _status,
     "PROCESSLIST": _processlist,

@@ -17,6 +17,7 @@ from metadata.ops import (
     DropTable,
     DropUser,
     RevokeFromRole,
+    SetUserProperties,
 )
 
 
@@ -54,6 +55,8 @@ def catalog_error(error: catalog.ApplyError) -> QueryError:
             return QueryError(
                 ErrorCode.CANNOT_USER, f"Operation DROP USER failed for '{op.name}'@'{op.host}'"
             )
+        case catalog.UnknownUser() if isinstance(op, SetUserProperties):
+            return QueryError(ErrorCode.UNKNOWN_ERROR, f"Unknown user '{op.name}'")
         case catalog.UnknownUser():
             return QueryError(
                 ErrorCode.PASSWORD_NO_MATCH,

@@ -116,8 +116,16 @@ class QuireSession(BaseSession):
 
     async def init(self, connection) -> None:
         self.connection = connection
+        self._take_user_properties()
         if self.database:
             self.check_database(self.database)
+
+    def _take_user_properties(self) -> None:
+        """Session variables the user's properties set (Doris's SET PROPERTY query_timeout,
+        ...), over the global defaults."""
+        user = self.catalog.users.get((self.username or "", self.user_host or ""))
+        for name, value in () if user is None else accounts.session_defaults(user):
+            self.variables.set(name, value)
 
     async def use(self, database: str) -> None:
         try:
@@ -129,6 +137,7 @@ class QuireSession(BaseSession):
 
     async def reset(self) -> None:
         self.variables = QuireSessionVariables(self.services.global_variables)
+        self._take_user_properties()
         self.user_variables = {}
         self.warnings = []
         self.transaction = None

@@ -49,6 +49,7 @@ from metadata.ops import (
     SetGlobalVariable,
     SetLockoutPolicy,
     SetPassword,
+    SetUserProperties,
     SwapTables,
     Timestamp,
     TruncateTable,
@@ -597,6 +598,18 @@ class Catalog:
         role = self.roles[op.role] = replace(role, grants=_without_grant(role.grants, op.grant))
         return role
 
+    def _set_user_properties(self, op: SetUserProperties) -> tuple[User, ...]:
+        accounts = [key for key in self.users if key[0] == op.name]
+        if not accounts:
+            raise UnknownUser(op, f"no user '{op.name}'")
+        changed = []
+        for key in accounts:
+            user = self.users[key]
+            properties = tuple(sorted({**dict(user.properties), **dict(op.properties)}.items()))
+            changed.append(replace(user, properties=properties))
+            self.users[key] = changed[-1]
+        return tuple(changed)
+
     def _grant_role(self, op: GrantRole) -> User:
         user = self._existing_user(op)
         self._existing_role(op)
@@ -1068,6 +1081,7 @@ _HANDLERS = {
     RevokeFromRole: Catalog._revoke_from_role,
     GrantRole: Catalog._grant_role,
     RevokeRole: Catalog._revoke_role,
+    SetUserProperties: Catalog._set_user_properties,
     AddFrontend: Catalog._add_frontend,
     UpdateFrontend: Catalog._update_frontend,
     DropFrontend: Catalog._drop_frontend,

@@ -18,8 +18,9 @@ reading the old ones. Versions:
         UPDATE_ALTER_JOB, REMOVE_ALTER_JOBS
     5   a Column record ends with its id and backfill (older columns get their ids from the
         Table they are in, their backfill is their default)
-    6   a User record ends with its roles; the Role record and operations CREATE_ROLE,
-        DROP_ROLE, GRANT_TO_ROLE, REVOKE_FROM_ROLE, GRANT_ROLE, REVOKE_ROLE
+    6   a User record ends with its roles and properties; the Role record and operations
+        CREATE_ROLE, DROP_ROLE, GRANT_TO_ROLE, REVOKE_FROM_ROLE, GRANT_ROLE, REVOKE_ROLE,
+        SET_USER_PROPERTIES
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ from metadata.ops import (
     SetGlobalVariable,
     SetLockoutPolicy,
     SetPassword,
+    SetUserProperties,
     SwapTables,
     Timestamp,
     TruncateTable,
@@ -412,17 +414,28 @@ def _encode_user(user: User) -> tuple:
         user.password_lock_seconds,
         user.lockout_epoch,
         user.roles,
+        user.properties,
     )
 
 
 _USER_FIELDS_VERSION_5 = ((str,), (str,), (str,), (tuple,), (int,), (int,), (int,))
-_USER_FIELDS = (*_USER_FIELDS_VERSION_5, (tuple,))
+_USER_FIELDS = (*_USER_FIELDS_VERSION_5, (tuple,), (tuple,))
 
 
 def _decode_user(value: tuple) -> User:
     _expect(value, _USER_FIELDS, "User")
-    *older, roles = value
-    return replace(_decode_user_version_5(tuple(older)), roles=tuple(map(_str, roles)))
+    *older, roles, properties = value
+    user = _decode_user_version_5(tuple(older))
+    return replace(user, roles=tuple(map(_str, roles)), properties=_str_pairs(properties))
+
+
+def _str_pairs(value: Any) -> tuple[tuple[str, str], ...]:
+    if type(value) is not tuple or not all(
+        type(pair) is tuple and len(pair) == 2 and all(type(item) is str for item in pair)
+        for pair in value
+    ):
+        raise CodecError(f"expected an array of string pairs, got {value!r:.200}")
+    return value
 
 
 def _decode_user_version_5(value: tuple) -> User:
@@ -819,6 +832,12 @@ _OP_CODECS: dict[OpCode, tuple[type, int, _OpEncoder, _OpDecoder]] = {
         lambda op: (op.name, op.host, op.role),
         lambda a: RevokeRole(_str(a[1]), _str(a[2]), _str(a[3])),
     ),
+    OpCode.SET_USER_PROPERTIES: (
+        SetUserProperties,
+        2,
+        lambda op: (op.name, op.properties),
+        lambda a: SetUserProperties(_str(a[1]), _str_pairs(a[2])),
+    ),
     OpCode.ADD_FRONTEND: (
         AddFrontend,
         1,
@@ -959,6 +978,7 @@ ROLE_OP_CODES = frozenset(
         OpCode.REVOKE_FROM_ROLE,
         OpCode.GRANT_ROLE,
         OpCode.REVOKE_ROLE,
+        OpCode.SET_USER_PROPERTIES,
     }
 )
 _OP_DECODERS_VERSION_5 = {

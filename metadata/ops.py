@@ -42,6 +42,7 @@ class OpCode(IntEnum):
     REVOKE_FROM_ROLE = 29
     GRANT_ROLE = 35  # a role to a user
     REVOKE_ROLE = 36
+    SET_USER_PROPERTIES = 37  # every account of the name
     ADD_FRONTEND = 30
     DROP_FRONTEND = 31
     UPDATE_FRONTEND = 34  # a joined FE reports its HTTP and query ports
@@ -186,6 +187,16 @@ class RevokeRole:
     name: str
     host: str
     role: str
+
+
+@dataclass(frozen=True, slots=True)
+class SetUserProperties:
+    """Doris's SET PROPERTY FOR 'name': the properties of every account of the name (merged
+    into theirs, by key)."""
+
+    CODE = OpCode.SET_USER_PROPERTIES
+    name: str
+    properties: tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -372,6 +383,7 @@ Op = (
     | RevokeFromRole
     | GrantRole
     | RevokeRole
+    | SetUserProperties
     | AddFrontend
     | DropFrontend
     | UpdateFrontend

@@ -186,6 +186,9 @@ class User:
     # afresh (creation, a new policy, ACCOUNT UNLOCK): each FE's login tracker compares it.
     lockout_epoch: int = 0
     roles: tuple[str, ...] = ()  # granted to it, sorted: their privileges are its own too
+    # Doris's user properties (SET PROPERTY), by key, sorted: kept alike on every account of
+    # the name, as Doris keeps them for the user name
+    properties: tuple[tuple[str, str], ...] = ()
 
     @property
     def identity(self) -> str:

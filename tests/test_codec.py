@@ -40,6 +40,7 @@ from metadata.ops import (
     SetGlobalVariable,
     SetLockoutPolicy,
     SetPassword,
+    SetUserProperties,
     SwapTables,
     Timestamp,
     TruncateTable,
@@ -127,6 +128,7 @@ ONE_OP_PER_CODE = {
             password_lock_seconds=-1,
             lockout_epoch=10_077,
             roles=("analyst", "loader"),
+            properties=(("query_timeout", "60"),),
         )
     ),
     OpCode.DROP_USER: DropUser("jürgen", "%"),
@@ -142,6 +144,9 @@ ONE_OP_PER_CODE = {
     OpCode.REVOKE_FROM_ROLE: RevokeFromRole("analyst", Grant("db1", "t", frozenset({"DROP"}))),
     OpCode.GRANT_ROLE: GrantRole("jürgen", "%", "analyst"),
     OpCode.REVOKE_ROLE: RevokeRole("jürgen", "%", "analyst"),
+    OpCode.SET_USER_PROPERTIES: SetUserProperties(
+        "jürgen", (("max_user_connections", "10"), ("query_timeout", "60"))
+    ),
     OpCode.ADD_FRONTEND: AddFrontend(
         Frontend("fe_1", "127.0.0.1", 9010, 8030, 9030, FrontendRole.OBSERVER)
     ),
@@ -399,11 +404,11 @@ def test_records_decode_as_the_version_that_wrote_them():
     assert decode_record(User, version_1_user, version=1) == User(
         "u", "%", "", (Grant("*", "*", frozenset({"SELECT_PRIV"})),)
     )
-    with pytest.raises(CodecError, match="expected 8 fields"):
+    with pytest.raises(CodecError, match="expected 9 fields"):
         decode_record(User, version_1_user)
     version_5_user = encode_record(User("u", failed_login_attempts=1))[:7]
     assert decode_record(User, version_5_user, version=5) == User("u", failed_login_attempts=1)
-    with pytest.raises(CodecError, match="expected 8 fields"):
+    with pytest.raises(CodecError, match="expected 9 fields"):
         decode_record(User, version_5_user)
     with pytest.raises(CodecError, match="expected 4 fields"):
         decode_record(User, encode_record(User("u", failed_login_attempts=1)), version=1)

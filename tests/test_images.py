@@ -31,6 +31,7 @@ from metadata.ops import (
     ReplaceTable,
     SetGlobalVariable,
     SetLockoutPolicy,
+    SetUserProperties,
     Timestamp,
 )
 from metadata.records import (
@@ -97,6 +98,7 @@ def full_catalog():
         SetLockoutPolicy("admin", "%", 5, -1, 80_001),
         CreateRole(Role("readers", "reads db_1", (Grant("db_1", "*", frozenset({"SELECT"})),))),
         GrantRole("guarded", "10.%", "readers"),
+        SetUserProperties("guarded", (("max_user_connections", "5"),)),
         AddFrontend(Frontend("fe_a", "127.0.0.1", 9010, 8030, 9030)),
         AddFrontend(Frontend("fe_b", "127.0.0.2", 9010, role=FrontendRole.OBSERVER)),
         AddBackend(Backend(90_000, "127.0.0.3", 9050, (("tag", "x"),))),
@@ -124,7 +126,9 @@ def test_image_round_trip_preserves_the_whole_catalog(tmp_path):
     loaded, loaded_info = store.load_newest()
     assert loaded_info == info
     assert loaded.canonical_dump() == catalog.canonical_dump()
-    assert loaded.roles == catalog.roles and loaded.users[("guarded", "10.%")].roles == ("readers",)
+    guarded = loaded.users[("guarded", "10.%")]
+    assert loaded.roles == catalog.roles and guarded.roles == ("readers",)
+    assert guarded.properties == (("max_user_connections", "5"),)
     assert loaded.tablet_count() == catalog.tablet_count() > 0
     some_table = next(iter(catalog.tables.values()))
     tablet_id = some_table.partitions[0].tablet_start + 3

@@ -46,9 +46,8 @@ def test_a_role_gives_its_users_its_privileges_until_revoked_or_dropped(quire, r
     assert code_of(bob, "SELECT * FROM sales.orders") == 1142
     run(root, "GRANT 'analyst' TO bob")
     assert run(bob, "SELECT COUNT(*) FROM sales.orders") == ((3,),)
-    done = mariadb(
-        quire, "-u", "bob", "-ppw", "--batch", "-e", "SELECT id FROM sales.orders ORDER BY id"
-    )
+    sql = "SELECT id FROM sales.orders ORDER BY id"
+    done = mariadb(quire, "--batch", "-e", sql, user="bob", password="pw")
     assert done.stdout.splitlines() == ["id", "1", "2", "3"], done.stderr
     assert grants_of(root, "bob") == [
         "GRANT USAGE_PRIV ON *.* TO 'bob'@'%'",

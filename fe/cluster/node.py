@@ -206,7 +206,9 @@ class FrontendNode:
         )
         self.front = MysqlFront(
             session_factory=self.new_session,
-            identity_provider=CatalogIdentityProvider(catalog, self.login_tracker),
+            identity_provider=CatalogIdentityProvider(
+                catalog, self.login_tracker, lambda name: self.front.connections_of(name)
+            ),
             host=this.host,
             port=config["query_port"],
             max_connections=config["qe_max_connection"],

@@ -107,6 +107,10 @@ class MysqlFront:
     def connection_count(self) -> int:
         return len(self._connections)
 
+    def connections_of(self, user: str) -> int:
+        """The connections logged in as that user name."""
+        return sum(1 for connection in list(self._connections.values()) if connection.user == user)
+
     def processlist(self) -> list[ProcessInfo]:
         now = time.monotonic()
         return [c.process_info(now) for c in list(self._connections.values())]

@@ -363,6 +363,12 @@ class Grammar:
 
     def _set(self):
         self.expect("SET")
+        if self.accept("PROPERTY"):
+            name = self.name_or_string() if self.accept("FOR") else None
+            properties = [self.property_pair()]
+            while self.accept_type(TokenType.COMMA):
+                properties.append(self.property_pair())
+            return st.SetProperty(name, tuple(properties))
         if self.accept("PASSWORD"):
             user = None
             if self.accept("FOR"):
@@ -379,6 +385,11 @@ class Grammar:
             expression = self._set_items_one_by_one()
         self.position = len(self.tokens)
         return st.SetStatement(expression)
+
+    def property_pair(self) -> tuple[str, str]:
+        key = self.string()
+        self.expect_type(TokenType.EQ, "=")
+        return key, self.string()
 
     def _set_items_one_by_one(self) -> exp.Set:
         """`SET @a = (SELECT ...), @b = 2`, which sqlglot reads as one item only when the
@@ -1252,6 +1263,9 @@ class Grammar:
             return st.Show("GRANTS", user=user)
         if word == "ROLES":
             return st.Show("ROLES")
+        if word == "PROPERTY":
+            name = self.name_or_string() if self.accept("FOR") else None
+            return st.ShowProperty(name, self.like())
         if word in ("VARIABLES", "STATUS"):
             if self.accept("WHERE"):
                 self.fail("SHOW ... WHERE is not supported; use LIKE")

@@ -309,6 +309,20 @@ class GrantRoles:
 
 
 @dataclass(frozen=True)
+class SetProperty:
+    """Doris's SET PROPERTY [FOR 'name'] 'key' = 'value', ..."""
+
+    name: str | None  # None: the current user
+    properties: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class ShowProperty:
+    name: str | None  # None: the current user
+    like: str | None = None
+
+
+@dataclass(frozen=True)
 class CreateRole:
     names: tuple[str, ...]
     if_not_exists: bool = False

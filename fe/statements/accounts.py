@@ -28,6 +28,15 @@ from metadata.catalog import Catalog
 from metadata.records import LOCKED_UNTIL_UNLOCK, Grant, Role, User
 
 BUILT_IN_USERS = ("root", "admin")
+# Doris's user properties Quire keeps (SET PROPERTY), by key: (default, least, greatest); -1
+# in the others: not set, the session variable of that name keeps its own default.
+USER_PROPERTIES = {
+    "max_user_connections": (100, 1, 10_000),
+    "query_timeout": (-1, 1, 2**31 - 1),
+    "insert_timeout": (-1, 1, 2**31 - 1),
+    "exec_mem_limit": (-1, 1, 2**63 - 1),
+}
+SESSION_PROPERTIES = ("query_timeout", "insert_timeout", "exec_mem_limit")
 HASH_LENGTH = 41
 LOOPBACK = ipaddress.ip_network("127.0.0.0/8")
 
@@ -100,9 +109,12 @@ def password_login(
 
 
 class CatalogIdentityProvider(IdentityProvider):
-    def __init__(self, catalog: Catalog, login_tracker: LoginTracker):
+    def __init__(self, catalog: Catalog, login_tracker: LoginTracker, connections_of=None):
+        """connections_of(name): the connections of that user name on this FE (for its
+        max_user_connections)."""
         self.catalog = catalog
         self.login_tracker = login_tracker
+        self.connections_of = connections_of
 
     def get_plugins(self):
         return [NativePasswordPlugin()]
@@ -122,7 +134,69 @@ class CatalogIdentityProvider(IdentityProvider):
         user = self.catalog.users.get((account.name, account.host))
         if user is None:
             return None
-        return self.login_tracker.login(user, password_ok, client_host)
+        refusal = self.login_tracker.login(user, password_ok, client_host)
+        if refusal is not None or not password_ok or self.connections_of is None:
+            return refusal
+        limit = user_property(user, "max_user_connections")
+        if self.connections_of(user.name) >= limit:
+            return QueryError(
+                ErrorCode.TOO_MANY_USER_CONNECTIONS,
+                f"User {user.name} already has more than 'max_user_connections' active "
+                f"connections ({limit})",
+            )
+        return None
+
+
+def user_property(user: User, key: str) -> int:
+    """The account's property (SET PROPERTY), or its default."""
+    value = dict(user.properties).get(key)
+    return USER_PROPERTIES[key][0] if value is None else int(value)
+
+
+def session_defaults(user: User) -> list[tuple[str, int]]:
+    """The session variables the user's properties set at login (those set, not -1)."""
+    return [(key, value) for key in SESSION_PROPERTIES if (value := user_property(user, key)) != -1]
+
+
+def set_property(session, statement: st.SetProperty) -> list[ops.Op]:
+    """Doris's SET PROPERTY: the properties of every account of the user name (ADMIN_PRIV)."""
+    if not privileges.is_admin(session.user):
+        raise access_denied(privileges.ADMIN)
+    name = session.username if statement.name is None else statement.name
+    if not any(user_name == name for user_name, _ in list(session.catalog.users)):
+        raise QueryError(ErrorCode.UNKNOWN_ERROR, f"Unknown user '{name}'")
+    properties = {}
+    for key, value in statement.properties:
+        bounds = USER_PROPERTIES.get(key.lower())
+        if bounds is None:
+            raise QueryError(ErrorCode.UNKNOWN_ERROR, f"Unknown property key: {key}")
+        _, least, greatest = bounds
+        try:
+            number = int(value)
+        except ValueError:
+            number = None
+        if number is None or not (least <= number <= greatest or number == bounds[0] == -1):
+            raise QueryError(
+                ErrorCode.WRONG_VALUE_FOR_VAR,
+                f"{key.lower()} is {least} to {greatest}, not '{value}'",
+            )
+        properties[key.lower()] = str(number)
+    return [ops.SetUserProperties(name, tuple(sorted(properties.items())))]
+
+
+def show_property_rows(session, statement: st.ShowProperty) -> list[tuple]:
+    """Doris's SHOW PROPERTY: each property of the user, set or not (another user's needs
+    GRANT_PRIV)."""
+    name = session.username if statement.name is None else statement.name
+    if name != session.username:
+        _require_user_admin(session)
+    user = next(
+        (user for (user_name, _), user in list(session.catalog.users.items()) if user_name == name),
+        None,
+    )
+    if user is None:
+        raise QueryError(ErrorCode.UNKNOWN_ERROR, f"Unknown user '{name}'")
+    return [(key, str(user_property(user, key))) for key in USER_PROPERTIES]
 
 
 def _hash(password: str | None, password_hash: str | None) -> str:
@@ -182,6 +256,10 @@ def create_user(session, statement: st.CreateUser) -> list[ops.Op]:
         raise QueryError(1396, f"Operation CREATE USER failed for '{name}'@'{host}'")
     password_hash = _hash(statement.password, statement.password_hash)
     lockout = statement.lockout
+    namesake = next(  # Doris keeps properties by user name: a new account of it shares them
+        (user for (user_name, _), user in list(session.catalog.users.items()) if user_name == name),
+        None,
+    )
     granted = []
     if statement.default_role is not None:  # Doris's DEFAULT ROLE: the user holds the role
         role = _require_may_grant(session, statement.default_role)
@@ -196,6 +274,7 @@ def create_user(session, statement: st.CreateUser) -> list[ops.Op]:
                 failed_login_attempts=lockout.failed_login_attempts or 0,
                 password_lock_seconds=lockout.password_lock_seconds or 0,
                 lockout_epoch=session.services.writer.allocate_ids(1),
+                properties=() if namesake is None else namesake.properties,
             )
         ),
         *granted,

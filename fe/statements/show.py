@@ -375,6 +375,12 @@ SHOW_ALL_GRANTS_COLUMNS = [
 ]
 
 
+async def show_property(session, statement: st.ShowProperty) -> Result:
+    match = like_matcher(statement.like, case_sensitive=False)
+    rows = [row for row in accounts.show_property_rows(session, statement) if match(row[0])]
+    return text_result(["Key", "Value"], rows)
+
+
 def _create_user(session, statement: st.Show) -> Result:
     text = accounts.show_create_user(session, statement.user)
     return text_result([f"CREATE USER for {statement.user.name}@{statement.user.host}"], [(text,)])

@@ -164,6 +164,8 @@ KINDS: dict[type, StatementKind] = {
     st.GrantRoles: _write(accounts.grant_roles),
     st.CreateRole: _write(accounts.create_role),
     st.DropRole: _write(accounts.drop_role),
+    st.SetProperty: _write(accounts.set_property),
+    st.ShowProperty: StatementKind(show.show_property),
     # Raft needs single-server membership changes and pysyncobj does not serialise them.
     st.AlterSystem: _write(admin.alter_system, serialised=True),
 }

@@ -3,6 +3,7 @@ and the mariadb CLI against a real `quire up`."""
 
 import datetime
 import decimal
+import threading
 from pathlib import Path
 
 import pytest
@@ -551,6 +552,44 @@ def test_texts_made_a_row_stay_within_the_querys_memory(quire, root):
     status = Path(f"/proc/{quire.process.pid}/status").read_text()
     peak_kb = int(next(line for line in status.splitlines() if line.startswith("VmHWM")).split()[1])
     assert peak_kb < 1_500_000, f"the node's memory peaked at {peak_kb} KB"
+
+
+def _nested(function: str, inner: str, depth: int) -> str:
+    for _ in range(depth):
+        inner = function.format(inner)
+    return inner
+
+
+def test_nested_texts_stay_small_and_answer_at_once(quire, root):
+    """QUOTE, HEX, TO_BASE64, CONCAT, CONCAT_WS and REPEAT nested 40 deep: each read its
+    argument twice once rewritten, so the query grew as 2^depth (QUOTE 14 deep took 89 s and
+    1.5 GB, 16 deep did not end; REPEAT 20 deep, a minute), and QUOTE and HEX double their text
+    (2^40 bytes): now each argument is worked out once and a text past max_allowed_packet is
+    NULL, as MySQL answers. Another client is answered meanwhile."""
+    deep = [
+        _nested("QUOTE({})", "'a'", 40),
+        _nested("HEX(CONCAT({}, 'b'))", "REPEAT('a', 1000)", 40),
+        _nested("TO_BASE64(CONCAT_WS(',', {}, 'x'))", "'abc'", 40),
+        _nested("REPEAT({}, 2)", "'a'", 40),
+        _nested("REPEAT({}, 2)", "'a'", 20),
+        _nested("QUOTE({})", "'a'", 12),
+    ]
+    sql = "SELECT " + ", ".join(f"LENGTH({text})" for text in deep)
+    answers = {}
+    asking = quire.connect(read_timeout=120)
+    thread = threading.Thread(target=lambda: answers.setdefault("deep", run(asking, sql)))
+    thread.start()
+    assert run(root, "SELECT 1") == ((1,),)
+    thread.join(timeout=120)
+    # as MariaDB answers: a QUOTE past the limit is NULL, and the next QUOTE of it 'NULL'
+    # (MySQL's TO_BASE64 breaks its lines, Doris's and Quire's do not: 1468228, not 2296480)
+    assert answers["deep"] == ((65538, None, 1468228, None, 1 << 20, 8191),)
+    done = mariadb(quire, "--batch", "--skip-column-names", "-e", sql)
+    assert done.stdout == "65538\tNULL\t1468228\tNULL\t1048576\t8191\n", done.stderr
+    status = Path(f"/proc/{quire.process.pid}/status").read_text()
+    peak_kb = int(next(line for line in status.splitlines() if line.startswith("VmHWM")).split()[1])
+    assert peak_kb < 1_500_000, f"the node's memory peaked at {peak_kb} KB"
+    asking.close()
 
 
 def test_uuid_is_a_new_36_character_string_a_row(quire, root):

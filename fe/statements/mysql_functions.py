@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import itertools
 import zoneinfo
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -133,18 +134,33 @@ CLOCKS: dict[str, Callable[[StatementTime], object]] = {
 }
 
 
+REWRITE_GROWTH = 64  # rewrites add at most this many nodes a node of the query, ...
+REWRITE_SLACK = 100_000  # ... and this many more
+
+
 def rewritten(tree: exp.Expression, time: StatementTime) -> exp.Expression:
-    """tree with MySQL's functions and operators turned into DuckDB's, innermost first."""
-    for node in reversed(list(tree.walk())):
+    """tree with MySQL's functions and operators turned into DuckDB's, innermost first. The
+    nodes the rewrites add are counted: past REWRITE_GROWTH a node of the query (a rewrite
+    copying an argument into two places, nested: 2^depth) the query is refused, not made."""
+    nodes = list(tree.walk())
+    budget = REWRITE_GROWTH * len(nodes) + REWRITE_SLACK
+    for node in reversed(nodes):
         if isinstance(node, exp.Func):
             rewrite = REWRITES.get(_name(node))
         else:
             rewrite = OPERATOR_REWRITES.get(type(node))
         if rewrite is None:
             continue
+        before = sum(1 for _ in node.walk())
         new = rewrite(node, time)
         if new is node:
             continue
+        budget -= sum(1 for _ in new.walk()) - before  # what the rewrite added
+        if budget < 0:
+            raise QueryError(
+                ErrorCode.PARSE_ERROR,
+                "You have an error in your SQL syntax: the statement's functions nest too deeply",
+            )
         if node is tree:
             tree = new
         else:
@@ -606,14 +622,27 @@ def _made_text_within_limit(length: Callable[[exp.Expression], exp.Expression], 
         limit = time.max_text_bytes if _made_once(node) else time.max_row_text_bytes
         if _within_as_written(node, limit):
             return node
-        made = exp.cast(length(node), exp.DataType.Type.DOUBLE)
+        within, bound = _arguments_by_name(node)  # each read twice: worked out once
+        made = exp.cast(length(within), exp.DataType.Type.DOUBLE)
         too_long = exp.GT(this=made, expression=exp.Literal.number(limit))
-        within = node.copy()
-        size = within.args[told]
+        size = within.args[told].copy()
         within.set(told, exp.Case(ifs=[exp.If(this=too_long, true=exp.null())], default=size))
-        return within
+        return _worked_out_once(bound, within) if bound else within
 
     return rewrite
+
+
+def _arguments_by_name(node: exp.Expression) -> tuple[exp.Expression, list]:
+    """A copy of node with each argument that is more than a name or a constant read as a
+    column, and those arguments by the columns' names (for _worked_out_once)."""
+    copy = node.copy()
+    bound = []
+    for key, value in list(copy.args.items()):
+        if isinstance(value, exp.Expression) and not _cheap(value):
+            name = f"a_{key}"
+            bound.append((name, node.args[key]))
+            copy.set(key, exp.column(name))
+    return copy, bound
 
 
 def _within_as_written(node: exp.Expression, limit: int) -> bool:
@@ -631,8 +660,18 @@ def _within_as_written(node: exp.Expression, limit: int) -> bool:
 
 
 def _made_once(node: exp.Expression) -> bool:
-    """Whether node's value is the same for every row (DuckDB makes it once)."""
-    return not any(isinstance(part, ROW_VALUES) for part in node.walk())
+    """Whether node's value is the same for every row (DuckDB makes it once): no column in it
+    but a lambda's parameter (a value worked out once, _worked_out_once)."""
+    parameters = {
+        identifier.name
+        for lambda_ in node.find_all(exp.Lambda)
+        for identifier in lambda_.expressions
+    }
+    return not any(
+        isinstance(part, ROW_VALUES)
+        and not (isinstance(part, exp.Column) and (part.table or part.name) in parameters)
+        for part in node.walk()
+    )
 
 
 ROW_VALUES = (exp.Column, exp.Rand, exp.Uuid, exp.Query, exp.Subquery, exp.Placeholder)
@@ -709,14 +748,131 @@ ONE_ARGUMENT_FUNCTIONS = {
 
 def _filled(template: exp.Expression, x: exp.Expression, **more: exp.Expression) -> exp.Expression:
     """A copy of a DuckDB expression of the columns x (and those named in more) with the values
-    given in their places."""
+    given in their places; a value the template reads more than once that is more than a name
+    or a constant is worked out once (_worked_out_once), not copied into each place."""
     values = {"x": x, **more}
     filled = template.copy()
-    for column in list(filled.find_all(exp.Column)):
-        value = values.get(column.name)
-        if value is not None:
-            column.replace(value.copy())
-    return filled
+    uses: dict[str, list[exp.Column]] = {}
+    for column in filled.find_all(exp.Column):
+        if column.name in values:
+            uses.setdefault(column.name, []).append(column)
+    bound = []
+    for name, columns in uses.items():
+        value = values[name]
+        if len(columns) > 1 and not _cheap(value):
+            for column in columns:
+                column.replace(exp.column(name))
+            bound.append((name, value))
+        else:
+            for column in columns:
+                column.replace(value.copy())
+    return _worked_out_once(bound, filled) if bound else filled
+
+
+_BOUND = sqlglot.parse_one("list_transform([v], LAMBDA p : b)[1]", read="duckdb")
+
+
+CHEAP_NODES = 16  # a constant of no more nodes is copied into each place it is read
+
+
+def _cheap(value: exp.Expression) -> bool:
+    """Whether a copy of value in each place it is read costs little: a name, or a small
+    constant (DuckDB works it out before the query; some of its functions take only those)."""
+    if isinstance(value, exp.Column | exp.Literal | exp.Null | exp.Boolean | exp.Placeholder):
+        return True
+    nodes = list(itertools.islice(value.walk(), CHEAP_NODES + 1))
+    return len(nodes) <= CHEAP_NODES and not any(isinstance(n, ROW_VALUES) for n in nodes)
+
+
+def _worked_out_once(values: list[tuple[str, exp.Expression]], body: exp.Expression):
+    """body, which reads each value as a column of its name, with the values worked out once:
+    the fields of a struct a DuckDB lambda takes. A function that reads its argument twice
+    would otherwise copy it twice at each depth of nesting: a tree, and work, of 2^depth."""
+    names = {name for name, _ in values}
+    depth = sum(1 for _ in body.find_all(exp.Lambda))
+    depth += sum(1 for _, value in values for _ in value.find_all(exp.Lambda))
+    parameter = f"quire_bound_{depth}"  # not the name of a lambda around or within it
+    for column in body.find_all(exp.Column):
+        if column.name in names and not column.table:
+            column.set("table", exp.to_identifier(parameter))
+    fields = [
+        exp.PropertyEQ(this=exp.to_identifier(name), expression=value) for name, value in values
+    ]
+    bound = _BOUND.copy()
+    lambda_ = bound.find(exp.Lambda)
+    lambda_.set("expressions", [exp.to_identifier(parameter)])
+    next(c for c in bound.find_all(exp.Column) if c.name == "v").replace(
+        exp.Struct(expressions=fields)
+    )
+    lambda_.this.replace(body)
+    return bound
+
+
+def _text_within_limit(longest: Callable[[list[exp.Expression]], exp.Expression], then=None):
+    """HEX, TO_BASE64, QUOTE, CONCAT and CONCAT_WS make a text longer than what they are given:
+    NULL where it would be longer than max_allowed_packet (a text made from a row's values: its
+    share of exec_mem_limit, as REPEAT's), told by their arguments' lengths before it is made
+    (longest: the greatest length from theirs). Each argument is worked out once, so nesting
+    them grows neither the query nor the text past the limit. then: the function's own rewrite."""
+
+    def rewrite(node: exp.Expression, time: StatementTime) -> exp.Expression:
+        arguments = _text_arguments(node)
+        if not arguments:
+            return node
+        limit = time.max_text_bytes if _made_once(node) else time.max_row_text_bytes
+        made = node.copy()
+        bound, read = [], []
+        for index, argument in enumerate(_text_arguments(made)):
+            if _cheap(argument):
+                read.append(argument.copy())
+                continue
+            name = f"a{index}"
+            argument.replace(exp.column(name))
+            bound.append((name, arguments[index]))
+            read.append(exp.column(name))
+        if then is not None:
+            made = then(made, time)
+        lengths = [
+            exp.Coalesce(
+                this=_function("STRLEN", exp.cast(value, exp.DataType.Type.VARCHAR)),
+                expressions=[exp.Literal.number(0)],
+            )
+            for value in read
+        ]
+        too_long = exp.GT(this=longest(lengths), expression=exp.Literal.number(limit))
+        guarded = exp.Case(ifs=[exp.If(this=too_long, true=exp.null())], default=made)
+        return _worked_out_once(bound, guarded) if bound else guarded
+
+    return rewrite
+
+
+def _text_arguments(node: exp.Expression) -> list[exp.Expression]:
+    """The texts a function joins or converts: its list of arguments (CONCAT's), or its one."""
+    if node.expressions:
+        return list(node.expressions)
+    return [node.this] if isinstance(node.this, exp.Expression) else []
+
+
+def _sum(lengths: list[exp.Expression]) -> exp.Expression:
+    total = lengths[0]
+    for length in lengths[1:]:
+        total = exp.Add(this=total, expression=length)
+    return total
+
+
+def _times(factor: int, plus: int = 0):
+    return lambda lengths: exp.Add(
+        this=exp.Mul(this=exp.paren(_sum(lengths)), expression=exp.Literal.number(factor)),
+        expression=exp.Literal.number(plus),
+    )
+
+
+def _separated(lengths: list[exp.Expression]) -> exp.Expression:
+    """CONCAT_WS(separator, a, b, ...): the separator between each two, the texts."""
+    separators = exp.Mul(this=lengths[0], expression=exp.Literal.number(max(len(lengths) - 2, 0)))
+    return exp.Add(
+        this=separators, expression=_sum(lengths[1:]) if len(lengths) > 1 else lengths[0]
+    )
 
 
 MAX_TIME_SECONDS = 838 * 3600 + 59 * 60 + 59  # MySQL's TIME goes to 838:59:59
@@ -981,10 +1137,15 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     "SPACE": _made_text_within_limit(lambda node: node.this.copy(), "this"),
     "PAD": _made_text_within_limit(lambda node: node.expression.copy(), "expression"),
     "REPLACE": _made_text_within_limit(_replaced_length, "replacement"),
+    "HEX": _text_within_limit(_times(2)),
+    "TO_BASE64": _text_within_limit(_times(2, 4)),
+    "CONCAT": _text_within_limit(_sum),
+    "CONCAT_WS": _text_within_limit(_separated),
     "NDV": _ndv,
     "PERCENTILE": _percentile,
     "PERCENTILE_APPROX": _percentile,
     **{name: _with_arguments(1, _template(name)) for name in ONE_ARGUMENT_FUNCTIONS},
+    "QUOTE": _text_within_limit(_times(2, 2), then=_with_arguments(1, _template("QUOTE"))),
 }
 
 

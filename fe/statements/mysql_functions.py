@@ -634,15 +634,15 @@ def _made_text_within_limit(length: Callable[[exp.Expression], exp.Expression], 
 
 def _arguments_by_name(node: exp.Expression) -> tuple[exp.Expression, list]:
     """A copy of node with each argument that is more than a name or a constant read as a
-    column, and those arguments by the columns' names (for _worked_out_once)."""
-    copy = node.copy()
+    column, and those arguments by the columns' names (for _worked_out_once): taken out of
+    node, not copied (node is replaced by what they go into)."""
     bound = []
-    for key, value in list(copy.args.items()):
+    for key, value in list(node.args.items()):
         if isinstance(value, exp.Expression) and not _cheap(value):
             name = f"a_{key}"
-            bound.append((name, node.args[key]))
-            copy.set(key, exp.column(name))
-    return copy, bound
+            value.replace(exp.column(name))
+            bound.append((name, value))
+    return node.copy(), bound
 
 
 def _within_as_written(node: exp.Expression, limit: int) -> bool:
@@ -820,16 +820,16 @@ def _text_within_limit(longest: Callable[[list[exp.Expression]], exp.Expression]
         if not arguments:
             return node
         limit = time.max_text_bytes if _made_once(node) else time.max_row_text_bytes
-        made = node.copy()
         bound, read = [], []
-        for index, argument in enumerate(_text_arguments(made)):
+        for index, argument in enumerate(arguments):
             if _cheap(argument):
                 read.append(argument.copy())
                 continue
             name = f"a{index}"
-            argument.replace(exp.column(name))
-            bound.append((name, arguments[index]))
+            argument.replace(exp.column(name))  # taken out of node: moved, not copied
+            bound.append((name, argument))
             read.append(exp.column(name))
+        made = node.copy()  # its arguments names and constants now
         if then is not None:
             made = then(made, time)
         lengths = [
@@ -841,9 +841,23 @@ def _text_within_limit(longest: Callable[[list[exp.Expression]], exp.Expression]
         ]
         too_long = exp.GT(this=longest(lengths), expression=exp.Literal.number(limit))
         guarded = exp.Case(ifs=[exp.If(this=too_long, true=exp.null())], default=made)
-        return _worked_out_once(bound, guarded) if bound else guarded
+        if not bound:
+            return guarded
+        # a text, said so: a function of it need not ask its type (LENGTH would: x thrice)
+        return exp.cast(_worked_out_once(bound, guarded), exp.DataType.Type.VARCHAR, copy=False)
 
     return rewrite
+
+
+def _arguments_once(node: exp.Expression, time: StatementTime) -> exp.Expression:
+    """A function sqlglot writes for DuckDB reading an argument more than once (LENGTH of a
+    value of unknown type: CASE TYPEOF(x) ... x ... x; INITCAP, REGEXP_INSTR, MONTHS_BETWEEN):
+    its arguments worked out once, not copied, and so not 3^depth times nested."""
+    copy, bound = _arguments_by_name(node)
+    return _worked_out_once(bound, copy) if bound else node
+
+
+ARGUMENTS_READ_AGAIN = ("LENGTH", "INITCAP", "REGEXP_INSTR", "MONTHS_BETWEEN")
 
 
 def _text_arguments(node: exp.Expression) -> list[exp.Expression]:
@@ -1137,6 +1151,7 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     "SPACE": _made_text_within_limit(lambda node: node.this.copy(), "this"),
     "PAD": _made_text_within_limit(lambda node: node.expression.copy(), "expression"),
     "REPLACE": _made_text_within_limit(_replaced_length, "replacement"),
+    **{name: _arguments_once for name in ARGUMENTS_READ_AGAIN},
     "HEX": _text_within_limit(_times(2)),
     "TO_BASE64": _text_within_limit(_times(2, 4)),
     "CONCAT": _text_within_limit(_sum),

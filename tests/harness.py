@@ -85,6 +85,15 @@ def error_of(connection, sql) -> tuple[int, str]:
     raise AssertionError(f"{sql!r} did not fail")
 
 
+def logs_in(node, user: str, password: str) -> bool:
+    """Whether the user logs in (the connection is closed at once)."""
+    try:
+        node.connect(user, password).close()
+    except pymysql.MySQLError:
+        return False
+    return True
+
+
 def login_error(node, user: str, password: str, **kwargs) -> tuple[int, str]:
     """The MySQL error code and message a login is refused with (it must be refused)."""
     try:

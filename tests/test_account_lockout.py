@@ -2,26 +2,25 @@
 and the account's owner see it: PyMySQL, the mariadb CLI (which shows the SQLSTATE) and HTTP basic
 auth against a real `quire up`."""
 
-import pymysql
 import pytest
 import requests
 
 from fe.security.lockout import LoginTracker
 from metadata.records import User
-from tests.harness import QuireProcess, error_of, login_error, mariadb_error, run, wait_until
+from tests.harness import (
+    QuireProcess,
+    error_of,
+    login_error,
+    logs_in,
+    mariadb_error,
+    run,
+    wait_until,
+)
 
 HTTP_TIMEOUT_SECONDS = 30
 EXPIRY_DEADLINE_SECONDS = 60
 REPLICATION_DEADLINE_SECONDS = 60
 BLOCKED = 3955
-
-
-def logs_in(quire, user: str, password: str) -> bool:
-    try:
-        quire.connect(user, password).close()
-    except pymysql.MySQLError:
-        return False
-    return True
 
 
 def http_get(quire, user: str, password: str) -> requests.Response:

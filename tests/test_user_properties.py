@@ -3,10 +3,9 @@ the user name; max_user_connections bounds its connections to an FE, query_timeo
 insert_timeout and exec_mem_limit set its sessions' variables. Through PyMySQL and the mariadb
 CLI against a real `quire up`."""
 
-import pymysql
 import pytest
 
-from tests.harness import error_of, login_error, mariadb, mariadb_error, run, wait_until
+from tests.harness import error_of, login_error, logs_in, mariadb, mariadb_error, run, wait_until
 
 
 def test_max_user_connections_bounds_the_users_connections(quire, root):
@@ -20,17 +19,9 @@ def test_max_user_connections_bounds_the_users_connections(quire, root):
     assert login_error(quire, "jack", "wrong")[0] == 1045  # a wrong password is told as such
     quire.connect().close()  # other users are not held back
     second.close()
-    wait_until(lambda: _logs_in(quire, "jack", "pw"), 30, "a connection closed lets another in")
+    wait_until(lambda: logs_in(quire, "jack", "pw"), 30, "a connection closed lets another in")
     assert run(first, "SELECT 1") == ((1,),)
     first.close()
-
-
-def _logs_in(quire, user: str, password: str) -> bool:
-    try:
-        quire.connect(user, password).close()
-    except pymysql.MySQLError:
-        return False
-    return True
 
 
 def test_session_properties_set_the_users_session_variables(quire, root):

@@ -343,16 +343,15 @@ def _roles(session, statement: st.Show) -> Result:
     return text_result(SHOW_ROLES_COLUMNS, accounts.show_roles_rows(session))
 
 
+# What Doris's SHOW ROLES and SHOW ALL GRANTS tell of privileges, by level
+PRIVILEGE_LEVEL_COLUMNS = ["GlobalPrivs", "CatalogPrivs", "DatabasePrivs", "TablePrivs"]
+OTHER_PRIVILEGE_COLUMNS = ["ResourcePrivs", "WorkloadGroupPrivs"]
 SHOW_ROLES_COLUMNS = [
     "Name",
     "Comment",
     "Users",
-    "GlobalPrivs",
-    "CatalogPrivs",
-    "DatabasePrivs",
-    "TablePrivs",
-    "ResourcePrivs",
-    "WorkloadGroupPrivs",
+    *PRIVILEGE_LEVEL_COLUMNS,
+    *OTHER_PRIVILEGE_COLUMNS,
 ]
 
 
@@ -361,17 +360,10 @@ def _all_grants(session, statement: st.Show) -> Result:
 
 
 SHOW_ALL_GRANTS_COLUMNS = [
-    "UserIdentity",
-    "Comment",
-    "Password",
-    "Roles",
-    "GlobalPrivs",
-    "CatalogPrivs",
-    "DatabasePrivs",
-    "TablePrivs",
+    *("UserIdentity", "Comment", "Password", "Roles"),
+    *PRIVILEGE_LEVEL_COLUMNS,
     "ColPrivs",
-    "ResourcePrivs",
-    "WorkloadGroupPrivs",
+    *OTHER_PRIVILEGE_COLUMNS,
 ]
 
 

@@ -769,7 +769,13 @@ def _filled(template: exp.Expression, x: exp.Expression, **more: exp.Expression)
     return _worked_out_once(bound, filled) if bound else filled
 
 
-_BOUND = sqlglot.parse_one("list_transform([v], LAMBDA p : b)[1]", read="duckdb")
+# list_transform(...)[1], its index said to be DuckDB's own (offset 1): sqlglot would move it
+# to 0-based and back, logging each move
+_BOUND = exp.Bracket(
+    this=sqlglot.parse_one("list_transform([v], LAMBDA p : b)", read="duckdb"),
+    expressions=[exp.Literal.number(1)],
+    offset=1,
+)
 
 
 CHEAP_NODES = 16  # a constant of no more nodes is copied into each place it is read

@@ -154,3 +154,32 @@ def test_a_rollup_is_an_index_of_its_own_in_show_data_and_show_tablets(quire, sh
     assert (tablet[2], tablet[3]) == ("p1", "r_day")
     done = mariadb(quire, "--batch", "-e", f"SHOW TABLET {rollup[1]}")
     assert "\tr_day\t" in done.stdout, done.stderr
+
+
+def test_show_partitions_counts_each_partitions_rows_and_bytes(quire, shop):
+    run(
+        shop,
+        "CREATE TABLE sd.parted (d DATE, k INT) DUPLICATE KEY(d) PARTITION BY RANGE(d) "
+        "(PARTITION p1 VALUES LESS THAN ('2025-01-01'), PARTITION p2 VALUES LESS THAN "
+        "('2026-01-01'), PARTITION p3 VALUES LESS THAN MAXVALUE) DISTRIBUTED BY HASH(k) BUCKETS 3",
+    )
+    run(
+        shop, "INSERT INTO sd.parted VALUES ('2024-05-01', 1), ('2024-06-01', 2), ('2024-07-01', 3)"
+    )
+    run(shop, "INSERT INTO sd.parted VALUES ('2025-05-01', 4), ('2025-06-01', 5)")
+    names, rows = titles(shop, "SHOW PARTITIONS FROM sd.parted")
+    by_name = {row[1]: dict(zip(names, row, strict=True)) for row in rows}
+    assert [by_name[name]["RowCount"] for name in ("p1", "p2", "p3")] == [3, 2, 0]
+    assert by_name["p3"]["DataSize"] == ".000 "
+    sizes = {name: by_name[name]["DataSize"] for name in ("p1", "p2")}
+    assert all(size.endswith(" B") and float(size[:-2]) > 0 for size in sizes.values()), sizes
+    (table_row, _) = run(shop, "SHOW DATA FROM sd.parted")
+    tablets = run(shop, "SHOW TABLETS FROM sd.parted PARTITION (p1)")
+    assert sum(int(tablet[10]) for tablet in tablets) == 3
+    assert float(table_row[2][:-2]) == sum(float(size[:-2]) for size in sizes.values())
+    run(shop, "DELETE FROM sd.parted WHERE k = 5")
+    done = mariadb(quire, "--batch", "-D", "sd", "-e", "SHOW PARTITIONS FROM parted")
+    assert done.returncode == 0, done.stderr
+    lines = [line.split("\t") for line in done.stdout.splitlines()]
+    counted = {line[1]: line[lines[0].index("RowCount")] for line in lines[1:]}
+    assert counted["p1"] == "3" and counted["p3"] == "0" and counted["p2"] in ("1", "2")

@@ -1,7 +1,7 @@
 """Rows and bytes of tables' tablets, as the data plane counts them (SHOW DATA, SHOW TABLETS,
-SHOW TABLE STATUS and the web console read them here). A statement asks about all its tables at
-once: with a remote TN that is one request (per ServiceLimits.max_stats_tables tables), not one
-per table."""
+SHOW PARTITIONS, SHOW TABLE STATUS and the web console read them here), and Doris's text of a
+size. A statement asks about all its tables at once: with a remote TN that is one request (per
+ServiceLimits.max_stats_tables tables), not one per table."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from collections.abc import Iterable
 
 from be.table_schema import TableSchema
 from metadata.records import Table
+
+SIZE_UNITS = (("TB", 1024**4), ("GB", 1024**3), ("MB", 1024**2), ("KB", 1024))
 
 
 def tables_stats(session, tables: Iterable[Table]) -> dict[int, dict[int, tuple[int, int]]]:
@@ -41,3 +43,14 @@ def table_size(session, table: Table) -> tuple[int, int]:
 def total(tablets: dict[int, tuple[int, int]]) -> tuple[int, int]:
     """Rows and bytes of the tablets together."""
     return sum(rows for rows, _ in tablets.values()), sum(size for _, size in tablets.values())
+
+
+def readable_size(size: int) -> str:
+    """Doris's size text: three decimals (no leading zero) and a binary unit, none for 0."""
+    unit, value = ("", 0.0) if size == 0 else ("B", float(size))
+    for name, factor in SIZE_UNITS:
+        if size > factor:
+            unit, value = name, size / factor
+            break
+    number = f"{value:.3f}"
+    return f"{number.removeprefix('0')} {unit}"

@@ -442,10 +442,12 @@ NEVER = "9999-12-31 23:59:59"  # Doris's CooldownTime of a partition that never 
 
 
 def _partitions(session, statement: st.Show) -> Result:
-    """SHOW [TEMPORARY] PARTITIONS FROM t: Doris's columns."""
+    """SHOW [TEMPORARY] PARTITIONS FROM t: Doris's columns, DataSize and RowCount those of the
+    partition's base index as the data plane counts them (SHOW TABLETS')."""
     _, table = readable_table(session, statement.table, "SHOW")
     temporary = statement.what == "TEMPORARY PARTITIONS"
     columns = PartitionColumns.of(table) if table.partition_columns else None
+    stats = data_sizes.tablet_stats(session, table)
     rows = []
     for partition in table.temporary_partitions if temporary else table.partitions:
         if columns is None:
@@ -456,14 +458,15 @@ def _partitions(session, statement: st.Show) -> Result:
             range_text = columns.range_text(partition.lower, partition.upper)
         properties = {**dict(table.properties), **dict(partition.properties)}
         replicas = int(properties.get("replication_num", ddl.DEFAULT_REPLICATION_NUM))
+        row_count, size = data_sizes.total({i: stats.get(i, (0, 0)) for i in partition.tablet_ids})
         rows.append((
             partition.id, partition.name, 1, None, "NORMAL", ", ".join(table.partition_columns),
             range_text, ", ".join(table.distribution_columns) or "RANDOM", partition.buckets,
             replicas, properties.get("storage_medium", "HDD").upper(),
             properties.get("storage_cooldown_time", NEVER), properties.get("storage_policy", ""),
-            None, "0.000 ", properties.get("in_memory", "false"),
+            None, data_sizes.readable_size(size), properties.get("in_memory", "false"),
             properties.get("replication_allocation", f"tag.location.default: {replicas}"),
-            properties.get("mutable", "true"), "true", "", 1, 0,
+            properties.get("mutable", "true"), "true", "", 1, row_count,
         ))  # fmt: skip
     return text_result(list(PARTITION_COLUMNS), rows)
 

@@ -13,12 +13,10 @@ from fe.mysql.results import Result
 from fe.security import privileges
 from fe.sql import statements as st
 from fe.statements import ddl
-from fe.statements.data_sizes import table_size, table_sizes, tablet_stats
+from fe.statements.data_sizes import readable_size, table_size, table_sizes, tablet_stats
 from fe.statements.names import resolve_database
 from fe.statements.show import readable_table, text_result, title_index
 from metadata.records import Partition, Table
-
-SIZE_UNITS = (("TB", 1024**4), ("GB", 1024**3), ("MB", 1024**2), ("KB", 1024))
 
 TABLE_DATA_TITLES = ("TableName", "Size", "ReplicaCount", "RemoteSize")
 INDEX_DATA_TITLES = ("TableName", "IndexName", "Size", "ReplicaCount", "RowCount", "RemoteSize")
@@ -37,17 +35,6 @@ WHERE_HINT = (
     '"NORMAL|ROLLUP|CLONE|DECOMMISSION", or BackendId = 10000, indexname="rollup_name" '
     "or compound predicate with operator AND"
 )
-
-
-def readable_size(size: int) -> str:
-    """Doris's size text: three decimals (no leading zero) and a binary unit, none for 0."""
-    unit, value = ("", 0.0) if size == 0 else ("B", float(size))
-    for name, factor in SIZE_UNITS:
-        if size > factor:
-            unit, value = name, size / factor
-            break
-    number = f"{value:.3f}"
-    return f"{number.removeprefix('0')} {unit}"
 
 
 def replication_num(table: Table) -> int:

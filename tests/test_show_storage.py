@@ -183,3 +183,25 @@ def test_show_partitions_counts_each_partitions_rows_and_bytes(quire, shop):
     lines = [line.split("\t") for line in done.stdout.splitlines()]
     counted = {line[1]: line[lines[0].index("RowCount")] for line in lines[1:]}
     assert counted["p1"] == "3" and counted["p3"] == "0" and counted["p2"] in ("1", "2")
+
+
+def test_information_schema_and_show_proc_count_what_tables_hold(quire, shop):
+    run(shop, "CREATE TABLE sd.counted (k INT, v VARCHAR(10)) DISTRIBUTED BY HASH(k) BUCKETS 2")
+    run(shop, "CREATE VIEW sd.counted_view AS SELECT k FROM sd.counted")
+    lookup = (
+        "SELECT TABLE_NAME, TABLE_ROWS, DATA_LENGTH, AVG_ROW_LENGTH FROM information_schema.tables "
+        "WHERE TABLE_SCHEMA = 'sd' AND TABLE_NAME LIKE 'counted%' ORDER BY TABLE_NAME"
+    )
+    assert run(shop, lookup) == (("counted", 0, 0, 0), ("counted_view", None, None, None))
+    run(shop, "INSERT INTO sd.counted VALUES (1, 'a'), (2, 'bb'), (3, 'ccc')")
+    (counted, view) = run(shop, lookup)  # not the answer kept from before the insert
+    status = {row[0]: row for row in run(shop, "SHOW TABLE STATUS FROM sd LIKE 'counted'")}
+    assert counted[1:] == (3, status["counted"][6], status["counted"][5]) and counted[2] > 0
+    assert view[1:] == (None, None, None)
+    done = mariadb(quire, "--batch", "-N", "-e", lookup)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == f"counted\t3\t{counted[2]}\t{counted[3]}"
+    dbs = {row[1]: row for row in run(shop, "SHOW PROC '/dbs'")}
+    (total,) = [row for row in run(shop, "SHOW DATA") if row[0] == "Total"]
+    assert dbs["sd"][3] == total[1] and dbs["sd"][3] != ".000 "
+    assert dbs["sd"][4] == "8388608.000 TB"  # default_db_data_quota_bytes, as SHOW DATA's Quota

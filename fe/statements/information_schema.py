@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from fe.security import privileges
 from fe.sql.parser import INTERNAL_CATALOG as CATALOG_NAME
+from fe.statements import data_sizes
 from metadata.records import Column, Table
 from metadata.types import STRING_LENGTH
 
@@ -98,7 +99,13 @@ class SchemaTables:
                     return table
             if not build:
                 return None
-            table = definition.build(session, names)
+            if not definition.counted.intersection(names):
+                table = definition.build(session, names)
+            else:
+                items = definition.rows(session)
+        if definition.counted.intersection(names):  # asked of the data plane, never kept
+            tables = [item[1] for item in items]
+            return definition.build(session, names, items, data_sizes.table_sizes(session, tables))
         with self._lock:
             if version == self._version and table.nbytes <= self.max_bytes:
                 self._keep(key, table)
@@ -121,6 +128,9 @@ class SchemaTable:
 
     rows: Callable[[object], list]
     columns: dict[str, tuple[pa.DataType, Callable[[object], object]]]
+    # Columns the data plane counts (rows and bytes of the table an item's second value is):
+    # their values change with every commit, not with the catalog, so they are never kept.
+    counted: frozenset[str] = frozenset()
 
     def selected(self, names: Collection[str] | None) -> tuple[str, ...]:
         """The table's columns among names, in table order; at least one, which carries the
@@ -131,8 +141,13 @@ class SchemaTable:
         chosen = tuple(column for column in self.columns if column.lower() in wanted)
         return chosen or tuple(self.columns)[:1]
 
-    def build(self, session, names: tuple[str, ...]) -> BuiltTable:
-        items = self.rows(session)
+    def build(self, session, names: tuple[str, ...], items=None, sizes=None) -> BuiltTable:
+        """The table of names; items (the rows' items) and sizes (rows and bytes by table id)
+        when a counted column is among names."""
+        if items is None:
+            items = self.rows(session)
+        if sizes is not None:
+            items = [(*item, sizes[item[1].id]) for item in items]
         return BuiltTable(
             {name: [self.columns[name][1](item) for item in items] for name in names},
             {name: self.columns[name][0] for name in names},
@@ -183,9 +198,9 @@ TABLES = SchemaTable(
         "ENGINE": (STRING, lambda row: row[1].engine.upper()),
         "VERSION": (INT, constant(10)),
         "ROW_FORMAT": (STRING, constant("Dynamic")),
-        "TABLE_ROWS": (INT, constant(0)),
-        "AVG_ROW_LENGTH": (INT, constant(0)),
-        "DATA_LENGTH": (INT, constant(0)),
+        "TABLE_ROWS": (INT, lambda row: _counted(row, row[2][0])),
+        "AVG_ROW_LENGTH": (INT, lambda row: _counted(row, row[2][1] // max(row[2][0], 1))),
+        "DATA_LENGTH": (INT, lambda row: _counted(row, row[2][1])),
         "MAX_DATA_LENGTH": (INT, constant(0)),
         "INDEX_LENGTH": (INT, constant(0)),
         "DATA_FREE": (INT, constant(0)),
@@ -198,7 +213,13 @@ TABLES = SchemaTable(
         "CREATE_OPTIONS": (STRING, constant("")),
         "TABLE_COMMENT": (STRING, lambda row: row[1].comment),
     },
+    counted=frozenset({"TABLE_ROWS", "AVG_ROW_LENGTH", "DATA_LENGTH"}),
 )
+
+
+def _counted(row, value: int) -> int | None:
+    """A count of a table's data (SHOW TABLE STATUS's); NULL for a view, as MySQL's."""
+    return None if row[1].engine == "view" else value
 
 
 def visible_columns(session) -> list[tuple[str, Table, int, Column]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fe.mysql.errors import QueryError
+from fe.statements import data_sizes
 
 ROOT = ("dbs", "frontends", "backends", "journal", "images")
 # The paths about nodes, not data: NODE_PRIV reads them as ADMIN_PRIV does.
@@ -18,10 +19,15 @@ def show_proc(session, path: str) -> tuple[list[str], list[tuple]]:
         return ["name"], [(name,) for name in ROOT]
     head, rest = parts[0], parts[1:]
     if head == "dbs" and not rest:
+        databases = sorted(list(catalog.dbs.values()), key=lambda d: d.id)
+        tables = {db.id: list(catalog.tables_of(db.id)) for db in databases}
+        sizes = data_sizes.table_sizes(session, [t for listed in tables.values() for t in listed])
+        quota = data_sizes.readable_size(session.services.config["default_db_data_quota_bytes"])
         rows = []
-        for db in sorted(list(catalog.dbs.values()), key=lambda d: d.id):
+        for db in databases:
+            size = sum(sizes[table.id][1] for table in tables[db.id])
             rows.append(
-                (db.id, db.name, len(catalog.tables_of(db.id)), "0.000", "1024.000 TB", "NULL")
+                (db.id, db.name, len(tables[db.id]), data_sizes.readable_size(size), quota, "NULL")
             )
         return ["DbId", "DbName", "TableNum", "Size", "Quota", "LastConsistencyCheckTime"], rows
     if head == "dbs" and len(rest) == 1:

@@ -106,6 +106,7 @@ class Prepared:
     # An INSERT ... VALUES of markers and literals: its target, and per row per value the
     # parameter it is (-1: the literal beside it), for values that read as themselves
     insert: tuple[exp.Insert, tuple[tuple[tuple[int, object], ...], ...]] | None = None
+    written: tuple[str, ...] | None = None  # a query's items as written, which name its columns
 
     @property
     def parameters(self) -> int:
@@ -213,7 +214,15 @@ class StatementCache:
                 read = plain_reads.prepared_read(
                     marked[0], lambda node: _marker_index(node, PARAMETER), queries.projection_name
                 )
-                return Prepared(sql, markers, is_query, template=marked[0], read=read)
+                written = queries.written_projections(tokens, sql)
+                return Prepared(
+                    sql,
+                    markers,
+                    is_query,
+                    template=marked[0],
+                    read=read,
+                    written=None if written is None else tuple(written),
+                )
         prepared = Prepared(sql, markers, is_query, tokens=tuple(tokens))
         try:
             statement = bind(prepared, [f"{PARAMETER}{i}" for i in range(len(markers))])
@@ -348,10 +357,13 @@ def _statement(tokens: list[Token], sql: str):
     return parse_tokens(tokens, sql)
 
 
-def plan(expression: exp.Expression, tokens: list[Token] = (), sql: str = ""):
+def plan(expression: exp.Expression, tokens: list[Token] = (), sql: str = "", written=None):
+    """The query's plan, its columns named by written (or by its items' text in sql)."""
     if not isinstance(expression, exp.Select | exp.Union):
         raise ParseError("Only SELECT queries are supported here")
-    return queries.plan_select(expression, queries.written_projections(tokens, sql))
+    if written is None:
+        written = queries.written_projections(tokens, sql)
+    return queries.plan_select(expression, written)
 
 
 def _template(tokens: list[Token], sql: str) -> exp.Expression | None:
@@ -447,7 +459,9 @@ def bind(prepared: Prepared, values: list):
 
     bound = queries.substituted(prepared.template.copy(), value_of)
     wrapped = TEMPLATED_STATEMENTS.get(type(bound))
-    return wrapped(bound) if wrapped is not None else plan(bound)
+    if wrapped is not None:
+        return wrapped(bound)
+    return plan(bound, written=None if prepared.written is None else list(prepared.written))
 
 
 # Parameter values an INSERT's rows read as they are: bound as tokens, literal_insert reads each

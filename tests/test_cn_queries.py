@@ -226,6 +226,8 @@ QUERIES = [
     "SELECT g, count(*) FROM big WHERE k IN (" + ", ".join(map(str, range(0, 900, 7))) + ") "
     "GROUP BY g ORDER BY g",  # a long IN list: a table the FE gives
     "SELECT max(k), CAST(sum(k) AS DECIMAL(38, 0)), INTERVAL 3 DAY FROM big WHERE g = 2",
+    "SELECT g, array_sort(collect_list(k)), collect_set(g), [v, 'x'] FROM big WHERE k < 40 "
+    "GROUP BY g, v ORDER BY g, v",  # arrays come back from the CN as Arrow lists
 ]
 
 

@@ -46,6 +46,13 @@ OPERATORS = (exp.And, exp.Collate, exp.Exists, exp.Or, exp.Xor)  # sqlglot model
 CAST_FUNCTIONS = (exp.Cast, exp.TryCast)
 JSON_FUNCTIONS = (exp.JSONExtract, exp.JSONExtractScalar, exp.JSONObject)
 OTHER_FUNCTIONS = (exp.Uuid,)
+ARRAY_FUNCTIONS = (
+    exp.Array, exp.ArrayAgg, exp.ArrayContains, exp.ArrayMax, exp.ArrayMin, exp.ArraySize,
+    exp.ArraySort, exp.ArraySum, exp.ArrayToString, exp.StringToArray,
+)  # fmt: skip
+# Doris's array functions sqlglot does not model, rewritten by the FE (fe/statements/arrays.py)
+ARRAY_ANONYMOUS = ("COLLECT_LIST", "GROUP_ARRAY", "COLLECT_SET", "GROUP_UNIQ_ARRAY", "SIZE",
+                   "CARDINALITY", "ELEMENT_AT", "ARRAY_AVG")  # fmt: skip
 
 ALLOWED_FUNCTIONS: frozenset[type[exp.Func]] = frozenset(
     STRING_FUNCTIONS
@@ -57,6 +64,7 @@ ALLOWED_FUNCTIONS: frozenset[type[exp.Func]] = frozenset(
     + CAST_FUNCTIONS
     + JSON_FUNCTIONS
     + OTHER_FUNCTIONS
+    + ARRAY_FUNCTIONS
     + OPERATORS
 )
 DORIS_DATE_ADD_UNITS = ("YEAR", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND")  # DAYS_ADD, ...
@@ -71,6 +79,7 @@ ALLOWED_ANONYMOUS = frozenset(
      "PERIOD_DIFF", "JSON_UNQUOTE"}
     | {f"{unit}S_{way}" for unit in DORIS_DATE_ADD_UNITS for way in ("ADD", "SUB")}
     | set(DORIS_JSON_GETTERS)
+    | set(ARRAY_ANONYMOUS)
 )  # fmt: skip
 
 

@@ -20,6 +20,7 @@ from sqlglot import exp
 
 from be.engine.allow_list import DORIS_DATE_ADD_UNITS, DORIS_JSON_GETTERS
 from fe.mysql.errors import ErrorCode, QueryError
+from fe.statements import arrays
 
 UTC = datetime.UTC
 WEEK_MODES = 8  # MySQL's week modes: 0 to 7
@@ -1167,6 +1168,7 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     "PERCENTILE_APPROX": _percentile,
     **{name: _with_arguments(1, _template(name)) for name in ONE_ARGUMENT_FUNCTIONS},
     "QUOTE": _text_within_limit(_times(2, 2), then=_with_arguments(1, _template("QUOTE"))),
+    **arrays.REWRITES,
 }
 
 
@@ -1181,4 +1183,5 @@ def _with_rollup(node: exp.Group, time: StatementTime) -> exp.Expression:
 OPERATOR_REWRITES: dict[type, Callable[[exp.Expression, StatementTime], exp.Expression]] = {
     exp.BitwiseNot: _bitwise_not,
     exp.Group: _with_rollup,
+    **arrays.OPERATOR_REWRITES,
 }

@@ -26,6 +26,7 @@ from fe.mysql.text_batches import arrow_fractional_digits
 from fe.security import privileges
 from fe.sql.parser import INTERNAL_CATALOG
 from fe.statements import (
+    arrays,
     coercions,
     in_lists,
     mysql_functions,
@@ -59,6 +60,7 @@ SESSION_FUNCTIONS = {
 }
 
 
+ARRAY_TYPE = "STRING"  # an array is answered as its text
 DUCKDB_TYPES = {
     "BOOLEAN": "BOOLEAN",
     "TINYINT": "TINYINT",
@@ -222,6 +224,10 @@ PROJECTION_ENDS = {
 }  # fmt: skip
 
 
+OPENING_TOKENS = (TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE)  # [1, 2] is one item
+CLOSING_TOKENS = (TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE)
+
+
 def written_projections(tokens: list[Token], sql: str) -> list[str] | None:
     """The text of each item of the query's select list as written, if the query starts with
     SELECT (None otherwise)."""
@@ -242,8 +248,8 @@ def written_projections(tokens: list[Token], sql: str) -> list[str] | None:
             continue
         if depth == 0 and begin is None and token.token_type in (TokenType.DISTINCT, TokenType.ALL):
             continue
-        depth += token.token_type == TokenType.L_PAREN
-        depth -= token.token_type == TokenType.R_PAREN
+        depth += token.token_type in OPENING_TOKENS
+        depth -= token.token_type in CLOSING_TOKENS
         begin = token.start if begin is None else begin
         end = token.end
     if begin is None:
@@ -518,9 +524,20 @@ def _streamed_result(names: list[str], answer: engine.StreamedAnswer) -> Result:
     that decide how many digits they need are not all known yet)."""
     columns = []
     for name, (_, duck_type) in zip(names, answer.columns, strict=True):
-        sql_type = DUCKDB_TYPES.get(duck_type.split("(")[0], _decimal_type(duck_type))
+        sql_type = _sql_type(duck_type)
         columns.append(_result_column(name, "DATETIME(6)" if sql_type == "DATETIME" else sql_type))
-    return Result(columns=columns, rows=StreamedRows(answer))
+    return Result(columns=columns, rows=StreamedRows(answer, _arrays_at(answer.columns)))
+
+
+def _sql_type(duck_type: str) -> str:
+    if arrays.is_array(duck_type):
+        return ARRAY_TYPE
+    return DUCKDB_TYPES.get(duck_type.split("(")[0], _decimal_type(duck_type))
+
+
+def _arrays_at(columns: list[tuple[str, str]]) -> frozenset[int]:
+    """The positions of an answer's array columns (answered as their text)."""
+    return frozenset(at for at, (_, duck_type) in enumerate(columns) if arrays.is_array(duck_type))
 
 
 class StreamedRows:
@@ -528,8 +545,9 @@ class StreamedRows:
     of rows; an engine error on the way comes as the client's QueryError; aclose() stops the
     query."""
 
-    def __init__(self, answer: engine.StreamedAnswer):
+    def __init__(self, answer: engine.StreamedAnswer, arrays_at: frozenset[int] = frozenset()):
         self._parts = answer.parts()
+        self._arrays_at = arrays_at
         self.metrics = None  # counts the rows sent, when set
 
     def __aiter__(self):
@@ -542,6 +560,8 @@ class StreamedRows:
             raise engine_error(error) from None
         if self.metrics is not None:
             self.metrics.rows_answered += len(part)
+        if self._arrays_at:
+            return arrays.rows_with_text(part, self._arrays_at)
         return part
 
     async def aclose(self) -> None:
@@ -618,9 +638,12 @@ def _scan_lines(
 def _answer_result(names: list[str], answer: engine.Answer) -> Result:
     """The engine's answer as MySQL's result, its columns named names."""
     rows = answer.rows
+    arrays_at = _arrays_at(answer.columns)
+    if arrays_at:  # never ArrowRows: DuckDB's lists do not read as Python from Arrow alike
+        rows = arrays.rows_with_text(rows, arrays_at)
     columns = []
     for position, (name, (_, duck_type)) in enumerate(zip(names, answer.columns, strict=True)):
-        sql_type = DUCKDB_TYPES.get(duck_type.split("(")[0], _decimal_type(duck_type))
+        sql_type = _sql_type(duck_type)
         if sql_type == "DATETIME":
             sql_type = f"DATETIME({_fractional_digits(rows, position)})"
         columns.append(_result_column(name, sql_type))

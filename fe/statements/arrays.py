@@ -1,0 +1,130 @@
+"""Doris's arrays in queries: the functions that make and read them, as DuckDB lists, and an
+array's text in an answer, as Doris's MySQL result writer gives it (`[1, 2]`, `["a", null]`:
+elements apart by ", ", texts in double quotes, NULL as null, booleans as 1 and 0).
+
+The array functions come whole from sqlglot where it models them as DuckDB means them
+(ARRAY_AGG, ARRAY_CONTAINS, ARRAY_SIZE, ARRAY_JOIN, ARRAY_MAX / MIN / SUM, SPLIT_BY_STRING, the
+ARRAY(...) and [...] constructors); the rest are rewritten here. Indexes are Doris's: 1 is the
+first element, -1 the last."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from collections.abc import Callable
+
+from sqlglot import exp
+
+NULL_ELEMENT = "null"
+SEPARATOR = ", "
+
+
+def is_array(duck_type: str) -> bool:
+    """Whether a DuckDB result type is a list (`INTEGER[]`, `DECIMAL(10,2)[]`, `VARCHAR[][]`)."""
+    return duck_type.endswith("]")
+
+
+def text(value: list | None) -> str | None:
+    """An array's text in an answer; NULL stays NULL."""
+    return None if value is None else _array(value)
+
+
+def _array(values: list) -> str:
+    return "[" + SEPARATOR.join(map(_element, values)) + "]"
+
+
+def _element(value) -> str:
+    if value is None:
+        return NULL_ELEMENT
+    kind = type(value)
+    if kind is str:
+        return f'"{value}"'
+    if kind is bool:
+        return "1" if value else "0"
+    if kind is list:
+        return _array(value)
+    if kind is float:
+        return repr(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
+    if kind is datetime.datetime:
+        return value.isoformat(" ")
+    if kind is bytes:
+        return f'"{value.decode(errors="replace")}"'
+    if kind in (int, decimal.Decimal, datetime.date):
+        return str(value)
+    return f'"{value}"'
+
+
+def rows_with_text(rows: list[tuple], positions: frozenset[int]) -> list[tuple]:
+    """rows with the arrays at positions as their text."""
+    return [
+        tuple(text(value) if at in positions else value for at, value in enumerate(row))
+        for row in rows
+    ]
+
+
+def _collected(distinct: bool):
+    """Doris's COLLECT_LIST / COLLECT_SET(x [, most]): x's values but NULLs, [] for none (NULL
+    for none in a window)."""
+
+    def rewrite(node: exp.Anonymous, time) -> exp.Expression:
+        if len(node.expressions) not in (1, 2):
+            return node
+        value = node.expressions[0]
+        gathered = exp.Distinct(expressions=[value]) if distinct else value
+        kept = exp.Filter(
+            this=exp.ArrayAgg(this=gathered),
+            expression=exp.Where(this=exp.not_(exp.Is(this=value.copy(), expression=exp.Null()))),
+        )
+        if isinstance(node.parent, exp.Window):  # OVER (...) takes the aggregate itself
+            array = kept
+        else:
+            array = exp.Coalesce(this=kept, expressions=[exp.Array(expressions=[])])
+        if len(node.expressions) == 1:
+            return array
+        return _function("list_slice", array, exp.Literal.number(1), node.expressions[1])
+
+    return rewrite
+
+
+def _renamed(name: str, count: int) -> Callable:
+    """A function of count arguments that is DuckDB's `name`."""
+
+    def rewrite(node: exp.Anonymous, time) -> exp.Expression:
+        if len(node.expressions) != count:
+            return node
+        return _function(name, *node.expressions)
+
+    return rewrite
+
+
+def _element_at(node: exp.Bracket, time) -> exp.Expression:
+    """a[i] as Doris reads it (1 the first element; sqlglot takes MySQL's brackets as 0-based)."""
+    if len(node.expressions) != 1 or node.args.get("offset") == 1:
+        return node
+    return _function("list_extract", node.this, node.expressions[0])
+
+
+def _function(name: str, *arguments: exp.Expression) -> exp.Expression:
+    return exp.Anonymous(this=name, expressions=list(arguments))
+
+
+def _sorted(node: exp.ArraySort, time) -> exp.Expression:
+    """Doris's ARRAY_SORT: ascending, NULLs first."""
+    if node.expression is not None:
+        return node
+    first = exp.Literal.string("NULLS FIRST")
+    return _function("list_sort", node.this, exp.Literal.string("ASC"), first)
+
+
+REWRITES = {
+    "COLLECT_LIST": _collected(distinct=False),
+    "GROUP_ARRAY": _collected(distinct=False),
+    "COLLECT_SET": _collected(distinct=True),
+    "GROUP_UNIQ_ARRAY": _collected(distinct=True),
+    "SIZE": _renamed("len", 1),
+    "CARDINALITY": _renamed("len", 1),
+    "ELEMENT_AT": _renamed("list_extract", 2),
+    "ARRAY_AVG": _renamed("list_avg", 1),
+    "ARRAY_SORT": _sorted,
+}
+OPERATOR_REWRITES = {exp.Bracket: _element_at}

@@ -1,0 +1,129 @@
+"""Doris's arrays in queries: COLLECT_LIST / COLLECT_SET and the functions that make and read
+arrays, answered as Doris's MySQL result writer writes an array (`[1, 2]`, `["a", null]`),
+through PyMySQL, the mariadb CLI and prepared statements (mysql-connector's binary protocol)."""
+
+import mysql.connector
+import pytest
+
+from tests.harness import error_of, mariadb, run
+
+
+@pytest.fixture(scope="module")
+def tagged(quire, root):
+    run(root, "CREATE DATABASE arr")
+    run(
+        root,
+        "CREATE TABLE arr.visits (k INT, tag VARCHAR(10), amount DECIMAL(10,2), day DATE, "
+        "seen BOOLEAN) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 2",
+    )
+    run(
+        root,
+        "INSERT INTO arr.visits VALUES (1, 'a', 1.5, '2024-01-01', true), "
+        "(1, NULL, NULL, NULL, NULL), (2, 'b', 2, '2024-01-02', false), "
+        "(2, 'b', 2, '2024-01-02', false), (3, NULL, NULL, NULL, NULL)",
+    )
+    connection = quire.connect(database="arr")
+    yield connection
+    connection.close()
+
+
+def test_collected_arrays_leave_nulls_out_and_read_as_doris_writes_them(tagged):
+    rows = run(
+        tagged,
+        "SELECT k, array_sort(collect_list(tag)), collect_set(tag), collect_list(amount), "
+        "collect_list(day), collect_list(seen), size(collect_list(k)), collect_list(tag, 1) "
+        "FROM visits GROUP BY k ORDER BY k",
+    )
+    assert rows == (
+        (1, '["a"]', '["a"]', "[1.50]", "[2024-01-01]", "[1]", 2, '["a"]'),
+        (
+            2,
+            '["b", "b"]',
+            '["b"]',
+            "[2.00, 2.00]",
+            "[2024-01-02, 2024-01-02]",
+            "[0, 0]",
+            2,
+            '["b"]',
+        ),
+        (3, "[]", "[]", "[]", "[]", "[]", 1, "[]"),
+    )
+    assert run(tagged, "SELECT collect_list(k) FROM visits WHERE k > 100") == (("[]",),)
+    assert run(tagged, "SELECT k, array_agg(tag) FROM visits WHERE k = 1 GROUP BY k") == (
+        (1, '["a", null]'),
+    )
+    in_window = run(
+        tagged, "SELECT k, collect_list(tag) OVER (PARTITION BY k) FROM visits ORDER BY k"
+    )
+    assert in_window[0] == (1, '["a"]') and in_window[-1] == (3, None)
+    having = "SELECT k FROM visits GROUP BY k HAVING array_contains(collect_set(tag), 'b')"
+    assert run(tagged, having) == ((2,),)
+
+
+ARRAYS = [
+    ("[1, NULL, 3]", "[1, null, 3]"),
+    ("array('x', 'y')", '["x", "y"]'),
+    ("[[1, 2], [3]]", "[[1, 2], [3]]"),
+    ("split_by_string('a,b,,c', ',')", '["a", "b", "", "c"]'),
+    ("array_sort([3, NULL, 1])", "[null, 1, 3]"),
+    ("element_at([1, 2, 3], -1)", 3),
+    ("([10, 20, 30])[1]", 10),
+    ("[1, 2][5]", None),
+    ("array_contains([1, 2], 2)", 1),
+    ("array_join([1, NULL, 3], '-')", "1-3"),
+    ("array_size([1, 2])", 2),
+    ("cardinality([])", 0),
+    ("array_max([3, 9])", 9),
+    ("array_avg([1, 2])", 1.5),
+    ("split_by_string(NULL, ',')", None),
+]
+
+
+@pytest.mark.parametrize("item, answer", ARRAYS)
+def test_array_functions(tagged, item, answer):
+    assert run(tagged, f"SELECT {item}") == ((answer,),)
+
+
+def test_columns_are_named_as_written_and_the_cli_prints_the_text(quire, tagged):
+    with tagged.cursor() as cursor:
+        cursor.execute("SELECT [1, 2] AS x, ifnull(NULL, 1), array(3, 4)")
+        assert [column[0] for column in cursor.description] == [
+            "x",
+            "ifnull(NULL, 1)",
+            "array(3, 4)",
+        ]
+    done = mariadb(
+        quire,
+        "--batch",
+        "arr",
+        "-e",
+        "SELECT k, collect_set(tag) FROM visits GROUP BY k ORDER BY k",
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["k\tcollect_set(tag)", '1\t["a"]', '2\t["b"]', "3\t[]"]
+
+
+def test_prepared_statements_answer_arrays_and_name_columns_as_written(quire, tagged):
+    connection = mysql.connector.connect(
+        host="127.0.0.1", port=quire.query_port, user="root", database="arr"
+    )
+    try:
+        cursor = connection.cursor(prepared=True)
+        cursor.execute(
+            "SELECT k, collect_list(tag), [1, ?], ifnull(k, 0) FROM visits WHERE k < ? "
+            "GROUP BY k ORDER BY k",
+            (5, 3),
+        )
+        names = [column[0] for column in cursor.description]
+        assert names == ["k", "collect_list(tag)", "[1, ?]", "ifnull(k, 0)"]
+        assert cursor.fetchall() == [(1, '["a"]', "[1, 5]", 1), (2, '["b", "b"]', "[1, 5]", 2)]
+    finally:
+        connection.close()
+
+
+def test_what_is_not_an_array_function_stays_an_error(tagged):
+    assert error_of(tagged, "SELECT array_union([1], [2])")[0] == 1305
+    assert (
+        error_of(tagged, "CREATE TABLE arr.copied AS SELECT collect_list(k) AS c FROM visits")[0]
+        == 1105
+    )

@@ -5,6 +5,7 @@ through PyMySQL, the mariadb CLI and prepared statements (mysql-connector's bina
 import mysql.connector
 import pytest
 
+from be.engine.executor import estimated_bytes
 from tests.harness import error_of, mariadb, run
 
 
@@ -127,3 +128,10 @@ def test_what_is_not_an_array_function_stays_an_error(tagged):
         error_of(tagged, "CREATE TABLE arr.copied AS SELECT collect_list(k) AS c FROM visits")[0]
         == 1105
     )
+
+
+def test_an_answers_arrays_count_against_its_memory_limit():
+    one = estimated_bytes([(1, ["x" * 10])])
+    many = estimated_bytes([(1, ["x" * 10] * 10_000)])
+    nested = estimated_bytes([(1, [["x" * 10] * 100] * 100)])
+    assert many > 10_000 * 20 > one and nested > 10_000 * 20

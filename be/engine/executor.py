@@ -317,6 +317,18 @@ def estimated_bytes(rows: list[tuple]) -> int:
         for value in row:
             if isinstance(value, str | bytes):
                 total += len(value)
+            elif isinstance(value, list):  # an array: its elements, and their text once answered
+                total += _list_bytes(value)
+    return total
+
+
+def _list_bytes(values: list) -> int:
+    total = 2 * VALUE_BYTES * len(values)
+    for value in values:
+        if isinstance(value, str | bytes):
+            total += 2 * len(value)
+        elif isinstance(value, list):
+            total += _list_bytes(value)
     return total
 
 

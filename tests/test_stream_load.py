@@ -32,6 +32,7 @@ from tests.harness import (
     QuireProcess,
     add_and_start,
     cluster_token,
+    error_of,
     execute,
     free_port,
     run,
@@ -272,6 +273,52 @@ def test_show_load_by_pymysql_and_the_mariadb_cli(up, tmp_path):
     assert header.split("\t")[:3] == ["Label", "Db", "Table"] and line.startswith("shown\td\t")
     hidden = pymysql_rows(up, "reader", "SHOW STREAM LOAD FROM d")
     assert any(row[0] == "shown" for row in hidden)  # reader sees d's tables
+
+
+def test_show_transaction_finds_a_load_by_id_label_or_status(up, tmp_path):
+    name = table(up, "x")
+    data = tmp_path / "x.csv"
+    data.write_text("1,a\n2,b\n")
+    done = curl(up, f"/api/d/{name}/_stream_load", data, "label:txn1", "column_separator:,")
+    held = curl(up, f"/api/d/{name}/_stream_load", data, "label:txn2", "column_separator:,",
+                "two_phase_commit:true")  # fmt: skip
+    connection = up.connect(database="d")
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(f"SHOW TRANSACTION WHERE id = {done['TxnId']}")
+            titles = [entry[0] for entry in cursor.description]
+            (visible,) = cursor.fetchall()
+        assert titles[:5] == ["TransactionId", "Label", "Coordinator", "TransactionStatus",
+                              "LoadJobSourceType"] and titles[-1] == "ErrMsg"  # fmt: skip
+        shown = dict(zip(titles, visible, strict=True))
+        assert (shown["Label"], shown["TransactionStatus"]) == ("txn1", "VISIBLE")
+        assert shown["Coordinator"].startswith("BE: ")
+        assert shown["LoadJobSourceType"] == "BACKEND_STREAMING"
+        assert None not in (shown["PrepareTime"], shown["CommitTime"], shown["FinishTime"])
+        (waiting,) = run(connection, "SHOW TRANSACTION FROM d WHERE label = 'txn2'")
+        assert waiting[0] == held["TxnId"] and waiting[3] == "PRECOMMITTED"
+        assert waiting[6] is not None and waiting[7] is None  # pre-committed, not committed
+        precommitted = run(connection, "SHOW TRANSACTION WHERE status = 'precommitted'")
+        assert "txn2" in [row[1] for row in precommitted]
+        assert error_of(connection, "SHOW TRANSACTION") == (1105, "Missing transaction id")
+        assert error_of(connection, "SHOW TRANSACTION WHERE id = 987654321") == (
+            1105, "transaction with id 987654321 does not exist")  # fmt: skip
+        assert "id = 123 or label" in error_of(connection, "SHOW TRANSACTION WHERE k = 1")[1]
+    finally:
+        connection.close()
+    reader = up.connect(user="reader", password="pw", database="d")
+    try:
+        assert error_of(reader, "SHOW TRANSACTION WHERE label = 'txn1'")[0] == 1227
+    finally:
+        reader.close()
+    out = subprocess.run(
+        ["mariadb", "-h", "127.0.0.1", "-P", str(up.query_port), "-u", "root", "--batch", "d",
+         "-e", f"SHOW TRANSACTION WHERE id = {done['TxnId']}"],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[1].startswith(f"{done['TxnId']}\ttxn1\tBE: ")
+    put(up, f"/api/d/{name}/_stream_load_2pc", b"", {"label": "txn2", "txn_operation": "abort"})
 
 
 def pymysql_rows(up, user: str, sql: str) -> list[tuple]:

@@ -160,7 +160,7 @@ class StreamLoads:
             committed_at = time.monotonic()
             if options.two_phase:
                 self._hold(_Held(bulk, writer, record, time.monotonic()))
-                record = replace(record, state=loads.PRECOMMITTED)
+                record = loads.finished(record, loads.PRECOMMITTED)  # its pre-commit time
                 pipeline.labels.put(record)
             else:
                 commit_ts = pipeline.commit_load(bulk)

@@ -325,7 +325,7 @@ class Labels:
 
 
 def finished(record: LoadRecord, state: str, **changes) -> LoadRecord:
-    """record at its end (VISIBLE or ABORTED), stamped now."""
+    """record at its end (VISIBLE or ABORTED) or pre-committed, stamped now."""
     assert state in (VISIBLE, ABORTED, PRECOMMITTED)
     message = str(changes.pop("message", record.message))[:MAX_MESSAGE_CHARS]
     return replace(

@@ -1285,6 +1285,9 @@ class Grammar:
             return st.Show("TEMPORARY PARTITIONS", table=self.table_name())
         if word == "LOAD" or (word == "STREAM" and self.accept("LOAD")):
             return self.show_load("LOAD" if word == "LOAD" else "STREAM LOAD")
+        if word == "TRANSACTION":
+            db = self.database_name() if (self.accept("FROM") or self.accept("IN")) else None
+            return st.ShowTransaction(db, self.equality() if self.accept("WHERE") else None)
         if word == "CATALOG" and self.at("RECYCLE"):
             return self.show_recycle_bin()
         if word == "TABLET":

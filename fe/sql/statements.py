@@ -350,6 +350,14 @@ class Show:
 
 
 @dataclass(frozen=True)
+class ShowTransaction:
+    """Doris's SHOW TRANSACTION [FROM db] WHERE id = n | label = 'l' | status = 's'."""
+
+    db: str | None
+    where: tuple[str, object] | None
+
+
+@dataclass(frozen=True)
 class OrderBy:
     column: str  # a title of the SHOW's result, matched without regard to case
     descending: bool = False

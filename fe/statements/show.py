@@ -638,6 +638,69 @@ def _loads(session, statement: st.Show) -> Result:
     return text_result(LOAD_TITLES, rows)
 
 
+TRANSACTION_TITLES = [
+    "TransactionId", "Label", "Coordinator", "TransactionStatus", "LoadJobSourceType",
+    "PrepareTime", "PreCommitTime", "CommitTime", "PublishTime", "FinishTime", "Reason",
+    "ErrorReplicasCount", "ListenerId", "TimeoutMs", "ErrMsg",
+]  # fmt: skip
+TRANSACTION_STATES = ("PREPARE", "PRECOMMITTED", "COMMITTED", "VISIBLE", "ABORTED")
+LOAD_SOURCE_TYPES = {"stream_load": "BACKEND_STREAMING", "spark": "BATCH_LOAD_JOB"}
+TRANSACTION_WHERE_HINT = (
+    "Where clause should looks like one of them: id = 123 or label = 'label' or status = "
+    "'prepare/precommitted/committed/visible/aborted'"
+)
+
+
+async def show_transaction(session, statement: st.ShowTransaction) -> Result:
+    """Doris's SHOW TRANSACTION: a load's transaction by its id or label, or the loads in a
+    state, of the loads the TN keeps of the database; each needs LOAD on its table."""
+    database = visible_database(session, statement.db)
+    if statement.where is None:
+        raise QueryError(1105, "Missing transaction id")
+    name, value = statement.where
+    key = name.lower()
+    if (key, type(value)) not in (("id", int), ("label", str), ("status", str)):
+        raise QueryError(1105, TRANSACTION_WHERE_HINT)
+    if key == "status" and value.upper() not in TRANSACTION_STATES:
+        raise QueryError(1105, "status should be prepare/precommitted/committed/visible/aborted")
+    plane = session.services.data_plane
+    try:
+        records = plane.load_records(database.name) if plane is not None else []
+        address = plane.load_address() if plane is not None and records else None
+    except ServiceError as error:  # the TN could not be asked
+        raise QueryError(1105, f"the transactions could not be listed: {error}") from None
+    if key == "status":
+        chosen = [r for r in records if r.state == value.upper()]
+    else:
+        chosen = [r for r in records if (r.txn_id if key == "id" else r.label) == value]
+        if not chosen:
+            raise QueryError(1105, f"transaction with {key} {value} does not exist")
+    for record in chosen:
+        if not privileges.has(session.user, privileges.LOAD, database.name, record.table):
+            raise QueryError(
+                1227,
+                "Access denied; you need (at least one of) the LOAD privilege(s) for this "
+                "operation",
+            )
+    coordinator = f"BE: {(address and address[0]) or '127.0.0.1'}"
+    rows = [_transaction_row(r, coordinator) for r in sorted(chosen, key=lambda r: r.txn_id)]
+    return text_result(TRANSACTION_TITLES, rows)
+
+
+def _transaction_row(record, coordinator: str) -> tuple:
+    def when(ms: int, *states: str) -> str | None:
+        return load_time(ms) if ms and record.state in states else None
+
+    finished = when(record.finished_ms, "VISIBLE", "ABORTED")
+    return (
+        record.txn_id, record.label, coordinator, record.state,
+        LOAD_SOURCE_TYPES.get(record.source, "BACKEND_STREAMING"), load_time(record.started_ms),
+        when(record.finished_ms, "PRECOMMITTED"), when(record.finished_ms, "VISIBLE"),
+        when(record.finished_ms, "VISIBLE"), finished,
+        record.message if record.state == "ABORTED" else "", 0, -1, None, "",
+    )  # fmt: skip
+
+
 SHOW_HANDLERS = {
     "LOAD": _loads,
     "STREAM LOAD": _loads,

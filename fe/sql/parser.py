@@ -145,7 +145,40 @@ def parse_tokens(tokens: list[Token], sql: str) -> object:
     return Grammar(tokens, sql).statement()
 
 
+NAME_TOKENS = (TokenType.VAR, TokenType.IDENTIFIER)
+
+
+def with_partition_lists(tokens: list[Token]) -> list[Token]:
+    """Doris's partition clauses of a table read as MySQL's `t PARTITION (p, ...)`, the one
+    sqlglot reads: `t PARTITION p` and `t PARTITIONS (p, ...)`."""
+    if not any(
+        t.token_type == TokenType.PARTITION or t.text.upper() == "PARTITIONS" for t in tokens
+    ):
+        return tokens
+    read: list[Token] = []
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        after = tokens[index + 1] if index + 1 < len(tokens) else None
+        index += 1
+        if not read or read[-1].token_type not in NAME_TOKENS or after is None:
+            read.append(token)
+            continue
+        if token.text.upper() == "PARTITIONS" and after.token_type == TokenType.L_PAREN:
+            token = Token(TokenType.PARTITION, "PARTITION", token.line, token.col, token.start,
+                          token.end)  # fmt: skip
+        read.append(token)
+        if token.token_type == TokenType.PARTITION and after.token_type in NAME_TOKENS:
+            line, col = after.line, after.col
+            read.append(Token(TokenType.L_PAREN, "(", line, col, after.start, after.start))
+            read.append(after)
+            read.append(Token(TokenType.R_PAREN, ")", line, col, after.end, after.end))
+            index += 1
+    return read
+
+
 def parse_with_sqlglot(tokens: list[Token], sql: str) -> exp.Expression:
+    tokens = with_partition_lists(tokens)
     try:
         expressions = DIALECT.parser().parse(tokens, sql)
     except SqlglotParseError as error:

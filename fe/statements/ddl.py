@@ -9,7 +9,7 @@ import dataclasses
 import re
 import time
 
-from fe.mysql.errors import QueryError
+from fe.mysql.errors import ErrorCode, QueryError
 from fe.security import privileges
 from fe.sql import statements as st
 from fe.statements import alter_jobs, create_table_as_select, partitioning, schema_change, views
@@ -593,7 +593,9 @@ def _modify_partition(session, database, table: Table, action: st.ModifyPartitio
         raise QueryError(1105, f"Table[{table.name}] is not partitioned")
     for name in action.names:
         if name.lower() not in named:
-            raise QueryError(1735, f"Unknown partition '{name}' in table '{table.name}'")
+            raise QueryError(
+                ErrorCode.UNKNOWN_PARTITION, f"Unknown partition '{name}' in table '{table.name}'"
+            )
     wanted = {name.lower() for name in action.names} or set(named)
     return dataclasses.replace(
         table,

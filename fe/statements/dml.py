@@ -13,12 +13,14 @@ import datetime
 import decimal
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from sqlglot import exp
 
 from be.logtail.entries import ROW_ID
 from be.service.errors import ServiceError
 from be.table_schema import TableSchema
 from be.tn import errors as commit_errors
+from be.tn import placement
 from be.tn.state import deletes_table as deletes_of
 from be.tn.write_set import TableWrite, WriteSet
 from fe.mysql.errors import ErrorCode, QueryError
@@ -27,7 +29,7 @@ from fe.security import privileges
 from fe.sql import statements as st
 from fe.sql.literal_insert import LiteralColumn
 from fe.sql.parser import INTERNAL_CATALOG
-from fe.statements import queries, transactions, values_expressions
+from fe.statements import partition_pruning, queries, transactions, values_expressions
 from fe.statements.column_values import column_array, column_value, literal_array
 from fe.statements.table_data import SchemaChanged, TableReader, data_plane, unavailable
 from metadata.records import Column, KeyModel, Table
@@ -85,7 +87,7 @@ async def insert(session, statement: st.Insert) -> Result:
             raise _count_mismatch(1)
         schema = TableSchema.of(table)
         inserts = rows_table(session, table, named, literals.row_count, literals.columns, schema)
-        await commit(session, reader, table, TableWrite(schema, inserts=inserts))
+        await _commit_inserts(session, reader, table, table_node, inserts, expression)
         info = f"Records: {literals.row_count}  Duplicates: 0  Warnings: 0"
         return Result(affected_rows=literals.row_count, info=info if literals.row_count > 1 else "")
     if literals is not None:
@@ -102,17 +104,54 @@ async def insert(session, statement: st.Insert) -> Result:
             raise _count_mismatch(1)
     else:
         raise QueryError(ErrorCode.PARSE_ERROR, "You have an error in your SQL syntax")
-    if not rows:
+    if not rows and not expression.args.get("overwrite"):
         return Result(affected_rows=0)
     named, rows, first_generated, last_given = _with_generated_ids(session, table, named, rows)
-    if not (len(rows) == 1 and _inserted_as_tuple(session, reader, table, named, rows[0])):
+    as_given = expression.args.get("overwrite") or table_node.args.get("partition") is not None
+    if as_given or not (
+        len(rows) == 1 and _inserted_as_tuple(session, reader, table, named, rows[0])
+    ):
         inserts = rows_table(session, table, named, len(rows), _by_position(rows, len(named)))
-        await commit(session, reader, table, TableWrite(TableSchema.of(table), inserts=inserts))
+        await _commit_inserts(session, reader, table, table_node, inserts, expression)
     info = f"Records: {len(rows)}  Duplicates: 0  Warnings: 0" if len(rows) > 1 else ""
     if first_generated:
         session.last_insert_id = first_generated
     insert_id = first_generated or last_given
     return Result(affected_rows=len(rows), info=info, last_insert_id=insert_id)
+
+
+async def _commit_inserts(
+    session, reader: TableReader, table: Table, node: exp.Table, inserts: pa.Table, insert
+) -> None:
+    """INSERT [OVERWRITE] INTO t [PARTITION (p, ...)]: the rows, each of a partition named if
+    some are (MySQL's 1748 otherwise); OVERWRITE replaces every row of the table, or of the
+    partitions named, in the same commit (Doris's), also with no rows."""
+    schema = TableSchema.of(table)
+    if node.args.get("partition") is not None:
+        _in_named_partitions(node, table, schema, inserts)
+    deletes = None
+    if insert.args.get("overwrite"):
+        alias = node.alias_or_name
+        keys = [exp.column(key, table=alias) for key in table.key_columns]
+        select = exp.select(exp.column(ROW_ID, table=alias), *keys).from_(node.copy())
+        answer = await queries.run_in_engine(session, queries.plan_select(select), reader, alias)
+        replaced = list(answer.rows)
+        deletes = deletes_table(table, replaced) if replaced else None
+    if inserts.num_rows or deletes is not None:
+        await commit(session, reader, table, TableWrite(schema, inserts=inserts, deletes=deletes))
+
+
+def _in_named_partitions(node: exp.Table, table: Table, schema: TableSchema, rows: pa.Table):
+    named = {partition.id for partition in partition_pruning.named_partitions(node, table)}
+    if not rows.num_rows or not placement.placeable(schema):
+        return
+    kept = [index for index, partition in enumerate(schema.partitions) if partition.id in named]
+    indexes = placement.partition_indexes(schema, rows, strict=False).fill_null(-1)
+    if not pc.all(pc.is_in(indexes, pa.array(kept, pa.int32()))).as_py():
+        raise QueryError(
+            ErrorCode.ROW_DOES_NOT_MATCH_GIVEN_PARTITION_SET,
+            "Found a row not matching the given partition set",
+        )
 
 
 def _inserted_as_tuple(session, reader: TableReader, table: Table, named, values: tuple) -> bool:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from fe.mysql.errors import ErrorCode, QueryError
 from metadata.records import KeyModel, Partition, PartitionKind, Table
 from metadata.types import INTEGER_BITS
 
@@ -119,9 +120,9 @@ class Surroundings:
 
 def pruned(table_node: exp.Table, table: Table, around: Surroundings = Surroundings()) -> Pruning:
     """The partitions of table (read as table_node) the WHERE of the SELECT reading it can keep
-    rows of."""
-    everything = Pruning(table, table.partitions)
-    if not table.partition_columns or len(table.partitions) <= 1:
+    rows of; of those it names, if it names some (`t PARTITION (p1, p2)`: it reads no others)."""
+    everything = Pruning(table, named_partitions(table_node, table))
+    if not table.partition_columns or len(everything.kept) <= 1:
         return everything
     keys = {name.lower() for name in table.key_columns}
     if table.key_model is KeyModel.AGGREGATE and any(
@@ -146,8 +147,27 @@ def pruned(table_node: exp.Table, table: Table, around: Surroundings = Surroundi
             return everything
     if intervals == EVERYTHING:
         return everything
-    kept = tuple(p for p in table.partitions if _may_hold(table, p, kind, intervals))
+    kept = tuple(p for p in everything.kept if _may_hold(table, p, kind, intervals))
     return Pruning(table, kept)
+
+
+def named_partitions(table_node: exp.Table, table: Table) -> tuple[Partition, ...]:
+    """The partitions a read names (`t PARTITION (p1, p2)`), in the table's order; all of them
+    if it names none. 1735 for a name the table has no partition of, as MySQL and Doris."""
+    clause = table_node.args.get("partition")
+    if clause is None:
+        return table.partitions
+    by_name = {partition.name.lower(): partition for partition in table.partitions}
+    named = set()
+    for node in clause.expressions:
+        partition = by_name.get(node.name.lower()) if isinstance(node, exp.Column) else None
+        if partition is None:
+            raise QueryError(
+                ErrorCode.UNKNOWN_PARTITION,
+                f"Unknown partition '{node.name}' in table '{table.name}'",
+            )
+        named.add(partition.id)
+    return tuple(partition for partition in table.partitions if partition.id in named)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 
-from fe.mysql.errors import QueryError
+from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.results import Result
 from fe.security import privileges
 from fe.sql import statements as st
@@ -71,7 +71,9 @@ def truncate_table(session, statement: st.TruncateTable) -> list[ops.Op]:
     for name in statement.partitions:
         partition = by_name.get(name.lower())
         if partition is None:
-            raise QueryError(1735, f"Unknown partition '{name}' in table '{table.name}'")
+            raise QueryError(
+                ErrorCode.UNKNOWN_PARTITION, f"Unknown partition '{name}' in table '{table.name}'"
+            )
         if partition not in chosen:
             chosen.append(partition)
     if not statement.partitions:

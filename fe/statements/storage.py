@@ -8,7 +8,7 @@ shows as Doris shows a tablet without replicas: one row, -1 where a replica's va
 
 from __future__ import annotations
 
-from fe.mysql.errors import QueryError
+from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.results import Result
 from fe.security import privileges
 from fe.sql import statements as st
@@ -215,7 +215,9 @@ def _chosen_partitions(table: Table, names: tuple[str, ...]) -> list[Partition]:
     for name in names:
         partition = by_name.get(name.lower())
         if partition is None:
-            raise QueryError(1735, f"Unknown partition '{name}' in table '{table.name}'")
+            raise QueryError(
+                ErrorCode.UNKNOWN_PARTITION, f"Unknown partition '{name}' in table '{table.name}'"
+            )
         if partition not in chosen:
             chosen.append(partition)
     return chosen

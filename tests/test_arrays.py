@@ -135,3 +135,39 @@ def test_an_answers_arrays_count_against_its_memory_limit():
     many = estimated_bytes([(1, ["x" * 10] * 10_000)])
     nested = estimated_bytes([(1, [["x" * 10] * 100] * 100)])
     assert many > 10_000 * 20 > one and nested > 10_000 * 20
+
+
+def test_lateral_views_unnest_arrays_and_split_texts(quire, root):
+    run(
+        root,
+        "CREATE TABLE arr.tags (k INT, v VARCHAR(20)) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 2",
+    )
+    run(root, "INSERT INTO arr.tags VALUES (1, 'a,b'), (2, NULL), (3, 'c'), (4, '')")
+    connection = quire.connect(database="arr")
+    try:
+        split = "SELECT k, t.s FROM tags LATERAL VIEW explode_split(v, ',') t AS s ORDER BY k, s"
+        assert run(connection, split) == ((1, "a"), (1, "b"), (3, "c"), (4, ""))
+        outer = (
+            "SELECT k, s FROM tags LATERAL VIEW explode_split_outer(v, ',') t AS s ORDER BY k, s"
+        )
+        assert run(connection, outer) == ((1, "a"), (1, "b"), (2, None), (3, "c"), (4, ""))
+        numbers = (
+            "SELECT k, n FROM tags LATERAL VIEW explode_numbers(2) t AS n WHERE k < 3 ORDER BY k, n"
+        )
+        assert run(connection, numbers) == ((1, 0), (1, 1), (2, 0), (2, 1))
+        two = (
+            "SELECT a, b FROM tags LATERAL VIEW explode(split_by_string(v, ',')) t1 AS a "
+            "LATERAL VIEW explode_outer([]) t2 AS b WHERE k = 1 ORDER BY a"
+        )
+        assert run(connection, two) == (("a", None), ("b", None))
+        counted = (
+            "SELECT s, count(*) FROM tags LATERAL VIEW explode_split(v, ',') t AS s "
+            "WHERE s <> '' GROUP BY s ORDER BY s"
+        )
+        assert run(connection, counted) == (("a", 1), ("b", 1), ("c", 1))
+        assert error_of(connection, "SELECT explode([1])")[0] == 1305  # in a LATERAL VIEW only
+        assert error_of(connection, "SELECT * FROM tags LATERAL VIEW nope(v) t AS s")[0] == 1305
+    finally:
+        connection.close()
+    done = mariadb(quire, "--batch", "-N", "arr", "-e", split)
+    assert done.returncode == 0 and done.stdout.splitlines()[:2] == ["1\ta", "1\tb"], done.stderr

@@ -228,6 +228,7 @@ QUERIES = [
     "SELECT max(k), CAST(sum(k) AS DECIMAL(38, 0)), INTERVAL 3 DAY FROM big WHERE g = 2",
     "SELECT g, array_sort(collect_list(k)), collect_set(g), [v, 'x'] FROM big WHERE k < 40 "
     "GROUP BY g, v ORDER BY g, v",  # arrays come back from the CN as Arrow lists
+    "SELECT k, w FROM big LATERAL VIEW explode_split(v, ' ') t AS w WHERE k < 3 ORDER BY k, w",
 ]
 
 

@@ -53,6 +53,14 @@ ARRAY_FUNCTIONS = (
 # Doris's array functions sqlglot does not model, rewritten by the FE (fe/statements/arrays.py)
 ARRAY_ANONYMOUS = ("COLLECT_LIST", "GROUP_ARRAY", "COLLECT_SET", "GROUP_UNIQ_ARRAY", "SIZE",
                    "CARDINALITY", "ELEMENT_AT", "ARRAY_AVG")  # fmt: skip
+# Doris's table functions, in a LATERAL VIEW only
+TABLE_FUNCTIONS = (exp.Explode, exp.ExplodeOuter)
+TABLE_ANONYMOUS = (
+    "EXPLODE_SPLIT",
+    "EXPLODE_SPLIT_OUTER",
+    "EXPLODE_NUMBERS",
+    "EXPLODE_NUMBERS_OUTER",
+)
 
 ALLOWED_FUNCTIONS: frozenset[type[exp.Func]] = frozenset(
     STRING_FUNCTIONS
@@ -87,7 +95,10 @@ def check(expression: exp.Expression) -> None:
     """Raise UnknownFunction or SourceNotAllowed for anything outside what Quire offers; a
     function is named before the FROM item it sits in."""
     for node in expression.find_all(exp.Func):
-        if isinstance(node, exp.Anonymous):
+        if _is_table_function(node):
+            if not (isinstance(node.parent, exp.Lateral) and node.parent.args.get("view")):
+                raise UnknownFunction(_function_name(node))  # Doris's: in a LATERAL VIEW only
+        elif isinstance(node, exp.Anonymous):
             if node.name.upper() not in ALLOWED_ANONYMOUS:
                 raise UnknownFunction(node.name)
         elif type(node) not in ALLOWED_FUNCTIONS:
@@ -95,7 +106,20 @@ def check(expression: exp.Expression) -> None:
     for node in expression.walk():
         if isinstance(node, exp.Table) and not isinstance(node.this, exp.Identifier):
             raise SourceNotAllowed("only table names can be read, not table functions")
-        if isinstance(node, exp.Lateral) and not isinstance(node.this, exp.Subquery):
-            raise SourceNotAllowed("LATERAL takes a subquery")
+        if isinstance(node, exp.Lateral) and not (
+            isinstance(node.this, exp.Subquery)
+            or (node.args.get("view") and _is_table_function(node.this))
+        ):
+            raise SourceNotAllowed("LATERAL takes a subquery, LATERAL VIEW a table function")
         if isinstance(node, exp.Unnest | exp.Values | exp.Pivot | exp.Into):
             raise SourceNotAllowed(f"{node.key.upper()} is not supported")
+
+
+def _is_table_function(node: exp.Expression) -> bool:
+    if isinstance(node, exp.Anonymous):
+        return node.name.upper() in TABLE_ANONYMOUS
+    return isinstance(node, TABLE_FUNCTIONS)
+
+
+def _function_name(node: exp.Func) -> str:
+    return node.name if isinstance(node, exp.Anonymous) else node.sql_name().lower()

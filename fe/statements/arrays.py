@@ -116,6 +116,58 @@ def _sorted(node: exp.ArraySort, time) -> exp.Expression:
     return _function("list_sort", node.this, exp.Literal.string("ASC"), first)
 
 
+# Doris's table functions of a LATERAL VIEW: (the array they unnest, whether they keep a row
+# whose array is NULL or empty: the _OUTER ones)
+TABLE_FUNCTIONS: dict[str, tuple[Callable[..., exp.Expression], bool]] = {
+    "EXPLODE_SPLIT": (lambda text, separator: _function("string_split", text, separator), False),
+    "EXPLODE_SPLIT_OUTER": (
+        lambda text, separator: _function("string_split", text, separator),
+        True,
+    ),
+    "EXPLODE_NUMBERS": (lambda count: _function("range", count), False),
+    "EXPLODE_NUMBERS_OUTER": (lambda count: _function("range", count), True),
+}
+
+
+def _lateral_views(select: exp.Select, time) -> exp.Expression:
+    """Doris's `FROM t LATERAL VIEW [OUTER] explode(a) v AS c`: t joined to the unnested
+    array, a row per element (the OUTER forms keep a row of an empty or NULL array, with NULL)."""
+    laterals = select.args.get("laterals")
+    if not laterals or not all(lateral.args.get("view") for lateral in laterals):
+        return select
+    joins = []
+    for lateral in laterals:
+        unnested = _unnested(lateral.this)
+        if unnested is None:
+            return select
+        array, outer = unnested
+        alias = lateral.args.get("alias")
+        unnest = exp.Unnest(expressions=[array], alias=alias.copy() if alias else None)
+        outer = outer or bool(lateral.args.get("outer"))
+        if outer:
+            joins.append(exp.Join(this=unnest, side="LEFT", on=exp.true()))
+        else:
+            joins.append(exp.Join(this=unnest, kind="CROSS"))
+    select.set("laterals", None)
+    select.set("joins", [*(select.args.get("joins") or []), *joins])
+    return select
+
+
+def _unnested(function: exp.Expression) -> tuple[exp.Expression, bool] | None:
+    if isinstance(function, exp.ExplodeOuter | exp.Explode):
+        return function.this, isinstance(function, exp.ExplodeOuter)
+    if not isinstance(function, exp.Anonymous):
+        return None
+    made = TABLE_FUNCTIONS.get(function.name.upper())
+    if made is None:
+        return None
+    build, outer = made
+    try:
+        return build(*function.expressions), outer
+    except TypeError:  # another count of arguments
+        return None
+
+
 REWRITES = {
     "COLLECT_LIST": _collected(distinct=False),
     "GROUP_ARRAY": _collected(distinct=False),
@@ -127,4 +179,4 @@ REWRITES = {
     "ARRAY_AVG": _renamed("list_avg", 1),
     "ARRAY_SORT": _sorted,
 }
-OPERATOR_REWRITES = {exp.Bracket: _element_at}
+OPERATOR_REWRITES = {exp.Bracket: _element_at, exp.Select: _lateral_views}

@@ -453,6 +453,10 @@ CONVERSIONS = [
     ("INET_ATON('127.1')", 2130706433, "2130706433"),
     ("INET_ATON('1.2.3.400')", None, "NULL"),
     ("OCTET_LENGTH('é')", 2, "2"),
+    ("LENGTH('é')", 2, "2"),  # bytes, as MySQL's and Doris's
+    ("LENGTH(CONCAT('é', 1))", 3, "3"),
+    ("CHAR_LENGTH('é')", 1, "1"),
+    ("LENGTH(x'ff00')", 2, "2"),
     ("BIT_LENGTH('ab')", 16, "16"),
 ]
 

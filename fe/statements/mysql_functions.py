@@ -867,6 +867,13 @@ def _arguments_once(node: exp.Expression, time: StatementTime) -> exp.Expression
 ARGUMENTS_READ_AGAIN = ("LENGTH", "INITCAP", "REGEXP_INSTR", "MONTHS_BETWEEN")
 
 
+def _length(node: exp.Expression, time: StatementTime) -> exp.Expression:
+    """LENGTH(x): its bytes (CHAR_LENGTH, the same node but not binary, its characters)."""
+    if isinstance(node, exp.Length) and node.args.get("binary"):
+        return _filled(_TEMPLATE_TREES["BYTE_LENGTH"], node.this)
+    return _arguments_once(node, time)
+
+
 def _text_arguments(node: exp.Expression) -> list[exp.Expression]:
     """The texts a function joins or converts: its list of arguments (CONCAT's), or its one."""
     if node.expressions:
@@ -898,6 +905,11 @@ def _separated(lengths: list[exp.Expression]) -> exp.Expression:
 
 MAX_TIME_SECONDS = 838 * 3600 + 59 * 60 + 59  # MySQL's TIME goes to 838:59:59
 TEMPLATES = {
+    # MySQL's and Doris's LENGTH: bytes (sqlglot's DuckDB LENGTH of a text counts characters)
+    "BYTE_LENGTH": (
+        "CASE typeof(x) WHEN 'BLOB' THEN octet_length(CAST(x AS BLOB)) "
+        "ELSE strlen(CAST(x AS VARCHAR)) END"
+    ),
     "SUBSTRING_INDEX": (
         "CASE WHEN x IS NULL OR d IS NULL OR n IS NULL THEN NULL WHEN n = 0 OR d = '' THEN '' "
         "WHEN n > 0 THEN array_to_string(list_slice(string_split(x, d), 1, n), d) "
@@ -1159,6 +1171,7 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     "PAD": _made_text_within_limit(lambda node: node.expression.copy(), "expression"),
     "REPLACE": _made_text_within_limit(_replaced_length, "replacement"),
     **{name: _arguments_once for name in ARGUMENTS_READ_AGAIN},
+    "LENGTH": _length,
     "HEX": _text_within_limit(_times(2)),
     "TO_BASE64": _text_within_limit(_times(2, 4)),
     "CONCAT": _text_within_limit(_sum),

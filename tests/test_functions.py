@@ -458,6 +458,21 @@ CONVERSIONS = [
     ("CHAR_LENGTH('é')", 1, "1"),
     ("LENGTH(x'ff00')", 2, "2"),
     ("BIT_LENGTH('ab')", 16, "16"),
+    ("JSON_LENGTH('[1,2]')", 2, "2"),
+    ("JSON_LENGTH('{\"a\":1,\"b\":[1,2]}', '$.b')", 2, "2"),
+    ("JSON_LENGTH('{\"a\":1}', '$.z')", None, "NULL"),
+    ("JSON_LENGTH('3')", 1, "1"),
+    ("JSON_CONTAINS('[1,2]', '3')", 0, "0"),
+    ('JSON_CONTAINS(\'{"a":1,"b":2}\', \'{"a":1}\')', 1, "1"),
+    ("JSON_CONTAINS('{\"a\":{\"c\":1},\"b\":2}', '1', '$.a.c')", 1, "1"),
+    ('JSON_KEYS(\'{"a":1,"b":2}\')', '["a", "b"]', '["a", "b"]'),
+    ("JSON_KEYS('[1]')", None, "NULL"),
+    ("JSON_VALID('{')", 0, "0"),
+    ("JSON_VALID(NULL)", None, "NULL"),
+    ("JSON_QUOTE('ab')", '"ab"', '"ab"'),
+    ("INET_NTOA(3232235777)", "192.168.1.1", "192.168.1.1"),
+    ("INET_NTOA(NULL)", None, "NULL"),
+    ("MAKETIME(1, 2, 3)", datetime.timedelta(seconds=3723), "01:02:03"),
 ]
 
 

@@ -30,7 +30,7 @@ DATE_FUNCTIONS = (
     exp.LastDay, exp.Minute, exp.Month, exp.MonthsBetween, exp.Quarter, exp.Second, exp.StrToDate,
     exp.StrToTime, exp.TimestampDiff,
     exp.TimeToStr, exp.TimestampAdd, exp.TsOrDsToDate, exp.TsOrDsToTimestamp, exp.UnixToTime,
-    exp.Time, exp.Week, exp.WeekOfYear, exp.Year,
+    exp.Time, exp.TimeFromParts, exp.Week, exp.WeekOfYear, exp.Year,
 )  # fmt: skip
 AGGREGATE_FUNCTIONS = (
     exp.AnyValue, exp.ApproxDistinct, exp.Avg, exp.BitwiseAndAgg, exp.BitwiseOrAgg, exp.BitwiseXorAgg, exp.Count,
@@ -44,7 +44,7 @@ WINDOW_FUNCTIONS = (
 CONDITIONAL_FUNCTIONS = (exp.Case, exp.Coalesce, exp.If, exp.Nullif)
 OPERATORS = (exp.And, exp.Collate, exp.Exists, exp.Or, exp.Xor)  # sqlglot models these as functions
 CAST_FUNCTIONS = (exp.Cast, exp.TryCast)
-JSON_FUNCTIONS = (exp.JSONExtract, exp.JSONExtractScalar, exp.JSONObject)
+JSON_FUNCTIONS = (exp.JSONExtract, exp.JSONExtractScalar, exp.JSONObject, exp.JSONKeys)
 OTHER_FUNCTIONS = (exp.Uuid,)
 ARRAY_FUNCTIONS = (
     exp.Array, exp.ArrayAgg, exp.ArrayContains, exp.ArrayMax, exp.ArrayMin, exp.ArraySize,
@@ -84,7 +84,8 @@ ALLOWED_ANONYMOUS = frozenset(
      "INET_ATON", "JSON_ARRAY", "MAKEDATE", "MID", "NDV", "NULL_OR_EMPTY", "OCT", "OCTET_LENGTH",
      "ORD", "PERCENTILE", "PERCENTILE_APPROX", "QUOTE", "STRCMP", "SUBDATE", "TO_DATE", "TO_DAYS",
      "UNIX_TIMESTAMP", "WEEKDAY", "YEARWEEK", "SEC_TO_TIME", "TIME_TO_SEC", "TIMEDIFF",
-     "PERIOD_DIFF", "JSON_UNQUOTE"}
+     "PERIOD_DIFF", "JSON_UNQUOTE", "JSON_LENGTH", "JSON_CONTAINS", "JSON_VALID", "JSON_QUOTE",
+     "INET_NTOA"}
     | {f"{unit}S_{way}" for unit in DORIS_DATE_ADD_UNITS for way in ("ADD", "SUB")}
     | set(DORIS_JSON_GETTERS)
     | set(ARRAY_ANONYMOUS)

@@ -744,6 +744,16 @@ ONE_ARGUMENT_FUNCTIONS = {
         "CASE WHEN CAST(x AS VARCHAR) LIKE '\"%\"' AND json_valid(CAST(x AS VARCHAR)) "
         "THEN json_extract_string(CAST(x AS VARCHAR), '$') ELSE CAST(x AS VARCHAR) END"
     ),
+    "JSON_VALID": "json_valid(CAST(x AS VARCHAR))",
+    "JSON_QUOTE": "CAST(to_json(CAST(x AS VARCHAR)) AS VARCHAR)",
+    # an object's keys (an array, answered as its text: MySQL's ["a", "b"]); NULL for others
+    "JSON_KEYS": (
+        "CASE WHEN json_type(CAST(x AS VARCHAR)) = 'OBJECT' THEN json_keys(CAST(x AS VARCHAR)) END"
+    ),
+    "INET_NTOA": (
+        "CASE WHEN x BETWEEN 0 AND 4294967295 THEN concat_ws('.', CAST(x AS BIGINT) // 16777216, "
+        "CAST(x AS BIGINT) // 65536 % 256, CAST(x AS BIGINT) // 256 % 256, CAST(x AS BIGINT) % 256) END"
+    ),
 }
 
 
@@ -905,6 +915,11 @@ def _separated(lengths: list[exp.Expression]) -> exp.Expression:
 
 MAX_TIME_SECONDS = 838 * 3600 + 59 * 60 + 59  # MySQL's TIME goes to 838:59:59
 TEMPLATES = {
+    # the members of an array or object, 1 for another value (x: JSON text or a JSON value)
+    "JSON_LENGTH": (
+        "CASE json_type(x) WHEN 'ARRAY' THEN json_array_length(x) WHEN 'OBJECT' THEN "
+        "len(json_keys(x)) ELSE CASE WHEN x IS NULL THEN NULL ELSE 1 END END"
+    ),
     # MySQL's and Doris's LENGTH: bytes (sqlglot's DuckDB LENGTH of a text counts characters)
     "BYTE_LENGTH": (
         "CASE typeof(x) WHEN 'BLOB' THEN octet_length(CAST(x AS BLOB)) "
@@ -998,6 +1013,29 @@ def _time_to_sec(value: exp.Expression) -> exp.Expression:
     made (a TIME past 24 hours is a duration: DuckDB's TIME stops there)."""
     name = "DURATION_TO_SEC" if value.meta.get(DURATION) else "TIME_TO_SEC"
     return _filled(_TEMPLATE_TREES[name], value)
+
+
+def _json_at(arguments: list[exp.Expression]) -> exp.Expression:
+    """JSON_LENGTH's and JSON_CONTAINS's (json[, path]): the JSON, or its value at path."""
+    text = exp.cast(arguments[0], exp.DataType.Type.VARCHAR)
+    return text if len(arguments) == 1 else _function("json_extract", text, arguments[1])
+
+
+def _json_length(node: exp.Expression, time: StatementTime) -> exp.Expression:
+    arguments = _arguments(node)
+    if len(arguments) not in (1, 2):
+        return node
+    return _filled(_TEMPLATE_TREES["JSON_LENGTH"], _json_at(arguments))
+
+
+def _json_contains(node: exp.Expression, time: StatementTime) -> exp.Expression:
+    """JSON_CONTAINS(target, candidate[, path]): whether candidate is in target (at path)."""
+    arguments = _arguments(node)
+    if len(arguments) not in (2, 3):
+        return node
+    target = _json_at([arguments[0], *arguments[2:]])
+    candidate = exp.cast(arguments[1], exp.DataType.Type.VARCHAR)
+    return _function("json_contains", target, candidate)
 
 
 def _period_diff(first: exp.Expression, second: exp.Expression) -> exp.Expression:
@@ -1177,6 +1215,8 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     "CONCAT": _text_within_limit(_sum),
     "CONCAT_WS": _text_within_limit(_separated),
     "NDV": _ndv,
+    "JSON_LENGTH": _json_length,
+    "JSON_CONTAINS": _json_contains,
     "PERCENTILE": _percentile,
     "PERCENTILE_APPROX": _percentile,
     **{name: _with_arguments(1, _template(name)) for name in ONE_ARGUMENT_FUNCTIONS},

@@ -76,6 +76,7 @@ ALLOWED_FUNCTIONS: frozenset[type[exp.Func]] = frozenset(
     + OPERATORS
 )
 DORIS_DATE_ADD_UNITS = ("YEAR", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND")  # DAYS_ADD, ...
+DORIS_DIFF_UNITS = (*DORIS_DATE_ADD_UNITS, "MICROSECOND")  # DAYS_DIFF, ...
 DORIS_JSON_GETTERS = ("GET_JSON_STRING", "GET_JSON_INT", "GET_JSON_BIGINT", "GET_JSON_DOUBLE")
 # MySQL's and Doris's functions sqlglot does not model: DuckDB's with their meaning, or
 # rewritten by the FE.
@@ -85,9 +86,11 @@ ALLOWED_ANONYMOUS = frozenset(
      "ORD", "PERCENTILE", "PERCENTILE_APPROX", "QUOTE", "STRCMP", "SUBDATE", "TO_DATE", "TO_DAYS",
      "UNIX_TIMESTAMP", "WEEKDAY", "YEARWEEK", "SEC_TO_TIME", "TIME_TO_SEC", "TIMEDIFF",
      "PERIOD_DIFF", "JSON_UNQUOTE", "JSON_LENGTH", "JSON_CONTAINS", "JSON_VALID", "JSON_QUOTE",
-     "INET_NTOA"}
+     "INET_NTOA", "NOT_NULL_OR_EMPTY", "STRLEFT", "STRRIGHT", "MONEY_FORMAT", "REGEXP_REPLACE_ONE",
+     "E"}
     | {f"{unit}S_{way}" for unit in DORIS_DATE_ADD_UNITS for way in ("ADD", "SUB")}
     | set(DORIS_JSON_GETTERS)
+    | {f"{unit}S_DIFF" for unit in DORIS_DIFF_UNITS}
     | set(ARRAY_ANONYMOUS)
 )  # fmt: skip
 

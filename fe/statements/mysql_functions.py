@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
-from be.engine.allow_list import DORIS_DATE_ADD_UNITS, DORIS_JSON_GETTERS
+from be.engine.allow_list import DORIS_DATE_ADD_UNITS, DORIS_DIFF_UNITS, DORIS_JSON_GETTERS
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.statements import arrays
 
@@ -334,6 +334,46 @@ def _makedate(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
     return exp.Case(
         ifs=[exp.If(this=exp.GT(this=day.copy(), expression=exp.Literal.number(0)), true=later)]
     )
+
+
+def _diff(unit: str):
+    """Doris's YEARS_DIFF(end, start), DAYS_DIFF, ...: TIMESTAMPDIFF(unit, start, end)."""
+
+    def rewrite(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
+        if len(node.expressions) != 2:
+            return node
+        end, start = node.expressions
+        diff = exp.TimestampDiff(this=end, expression=start, unit=exp.var(unit))
+        return _timestamp_diff(diff, time)
+
+    return rewrite
+
+
+def _doris_alias(build: Callable[..., exp.Expression], count: int):
+    """A Doris function of count arguments that is another's (STRLEFT is LEFT, ...)."""
+
+    def rewrite(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
+        return build(*node.expressions) if len(node.expressions) == count else node
+
+    return rewrite
+
+
+DORIS_ALIASES = {
+    "STRLEFT": _doris_alias(lambda s, n: exp.Left(this=s, expression=n), 2),
+    "STRRIGHT": _doris_alias(lambda s, n: exp.Right(this=s, expression=n), 2),
+    "MONEY_FORMAT": _doris_alias(
+        lambda x: exp.NumberToStr(this=x, format=exp.Literal.number(2)), 1
+    ),
+    # DuckDB's regexp_replace replaces the first match only, without the 'g' option
+    "REGEXP_REPLACE_ONE": _doris_alias(lambda s, p, r: _function("regexp_replace", s, p, r), 3),
+    "E": _doris_alias(lambda: exp.Exp(this=exp.Literal.number(1)), 0),
+}
+
+
+def _not_null_or_empty(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
+    """Doris's NOT_NULL_OR_EMPTY(s): s IS NOT NULL AND s <> ''."""
+    either = _null_or_empty(node, time)
+    return node if either is node else exp.Not(this=either)
 
 
 def _null_or_empty(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
@@ -1194,6 +1234,9 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     "DATE_TRUNC": _date_trunc,
     "MAKEDATE": _makedate,
     "NULL_OR_EMPTY": _null_or_empty,
+    "NOT_NULL_OR_EMPTY": _not_null_or_empty,
+    **DORIS_ALIASES,
+    **{f"{unit}S_DIFF": _diff(unit) for unit in DORIS_DIFF_UNITS},
     "REGEXP_EXTRACT": _regexp_extract,
     **{f"{unit}S_ADD": _add_days(subtract=False, unit=unit) for unit in DORIS_DATE_ADD_UNITS},
     **{f"{unit}S_SUB": _add_days(subtract=True, unit=unit) for unit in DORIS_DATE_ADD_UNITS},

@@ -171,3 +171,18 @@ def test_lateral_views_unnest_arrays_and_split_texts(quire, root):
         connection.close()
     done = mariadb(quire, "--batch", "-N", "arr", "-e", split)
     assert done.returncode == 0 and done.stdout.splitlines()[:2] == ["1\ta", "1\tb"], done.stderr
+
+
+def test_arrays_made_from_a_row_stay_within_the_querys_memory(quire, tagged):
+    """explode_numbers(3e9) took the node down (a list of 24 GB); an array made from a row's
+    values is refused past its share of exec_mem_limit (as texts are: 1 MB a row by default,
+    at 16 bytes an element)."""
+    numbers = "SELECT count(*) FROM visits LATERAL VIEW explode_numbers({}) t AS n WHERE k = 3"
+    assert run(tagged, numbers.format(65536)) == ((65536,),)
+    code, message = error_of(tagged, numbers.format(3_000_000_000))
+    assert code == 1292 and "at most 65536" in message, message
+    split = "SELECT size(split_by_string(repeat('x,', {}), ','))"
+    assert run(tagged, split.format(1000)) == ((1001,),)
+    assert "at most 65536" in error_of(tagged, split.format(500_000))[1]
+    assert error_of(tagged, "SELECT size(split_by_string(repeat('ab', 40000), ''))")[0] == 1292
+    assert run(tagged, "SELECT 1") == ((1,),)

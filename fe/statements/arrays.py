@@ -17,6 +17,7 @@ from sqlglot import exp
 
 NULL_ELEMENT = "null"
 SEPARATOR = ", "
+ELEMENT_BYTES = 16  # what DuckDB keeps of a list's element at least (a text's header)
 
 
 def is_array(duck_type: str) -> bool:
@@ -116,19 +117,6 @@ def _sorted(node: exp.ArraySort, time) -> exp.Expression:
     return _function("list_sort", node.this, exp.Literal.string("ASC"), first)
 
 
-# Doris's table functions of a LATERAL VIEW: (the array they unnest, whether they keep a row
-# whose array is NULL or empty: the _OUTER ones)
-TABLE_FUNCTIONS: dict[str, tuple[Callable[..., exp.Expression], bool]] = {
-    "EXPLODE_SPLIT": (lambda text, separator: _function("string_split", text, separator), False),
-    "EXPLODE_SPLIT_OUTER": (
-        lambda text, separator: _function("string_split", text, separator),
-        True,
-    ),
-    "EXPLODE_NUMBERS": (lambda count: _function("range", count), False),
-    "EXPLODE_NUMBERS_OUTER": (lambda count: _function("range", count), True),
-}
-
-
 def _lateral_views(select: exp.Select, time) -> exp.Expression:
     """Doris's `FROM t LATERAL VIEW [OUTER] explode(a) v AS c`: t joined to the unnested
     array, a row per element (the OUTER forms keep a row of an empty or NULL array, with NULL)."""
@@ -154,18 +142,21 @@ def _lateral_views(select: exp.Select, time) -> exp.Expression:
 
 
 def _unnested(function: exp.Expression) -> tuple[exp.Expression, bool] | None:
+    """The array a table function unnests, and whether it keeps a row without elements (the
+    _OUTER forms); EXPLODE_SPLIT and EXPLODE_NUMBERS are EXPLODE's by now (mysql_functions)."""
     if isinstance(function, exp.ExplodeOuter | exp.Explode):
-        return function.this, isinstance(function, exp.ExplodeOuter)
-    if not isinstance(function, exp.Anonymous):
-        return None
-    made = TABLE_FUNCTIONS.get(function.name.upper())
-    if made is None:
-        return None
-    build, outer = made
-    try:
-        return build(*function.expressions), outer
-    except TypeError:  # another count of arguments
-        return None
+        outer = isinstance(function, exp.ExplodeOuter) or function.meta.get(OUTER, False)
+        return function.this, outer
+    return None
+
+
+OUTER = "quire_outer"  # meta of an EXPLODE made for an _OUTER table function
+
+
+def exploded(array: exp.Expression, outer: bool) -> exp.Expression:
+    explode = exp.Explode(this=array)
+    explode.meta[OUTER] = outer
+    return explode
 
 
 REWRITES = {

@@ -370,6 +370,47 @@ DORIS_ALIASES = {
 }
 
 
+def _most_elements(time: StatementTime) -> exp.Expression:
+    """The elements an array made from a row's values may have: its share of the memory."""
+    return exp.Literal.number(time.max_row_text_bytes // arrays.ELEMENT_BYTES)
+
+
+def _split(text: exp.Expression, separator: exp.Expression, time: StatementTime):
+    text, separator = (exp.cast(value, exp.DataType.Type.VARCHAR) for value in (text, separator))
+    limit = _most_elements(time)
+    return _filled(_TEMPLATE_TREES["SPLIT_WITHIN_LIMIT"], text, d=separator, n=limit)
+
+
+def _numbers(count: exp.Expression, time: StatementTime) -> exp.Expression:
+    return _filled(_TEMPLATE_TREES["NUMBERS_WITHIN_LIMIT"], count, n=_most_elements(time))
+
+
+def _table_function(make: Callable, count: int, outer: bool):
+    """Doris's EXPLODE_SPLIT[_OUTER](text, separator), EXPLODE_NUMBERS[_OUTER](n): EXPLODE of
+    the array they make, for the LATERAL VIEW around them (arrays._lateral_views)."""
+
+    def rewrite(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
+        if len(node.expressions) != count:
+            return node
+        return arrays.exploded(make(*node.expressions, time), outer)
+
+    return rewrite
+
+
+TABLE_FUNCTIONS = {
+    "EXPLODE_SPLIT": _table_function(_split, 2, outer=False),
+    "EXPLODE_SPLIT_OUTER": _table_function(_split, 2, outer=True),
+    "EXPLODE_NUMBERS": _table_function(_numbers, 1, outer=False),
+    "EXPLODE_NUMBERS_OUTER": _table_function(_numbers, 1, outer=True),
+}
+
+
+def _split_by_string(node: exp.Expression, time: StatementTime) -> exp.Expression:
+    """SPLIT_BY_STRING(text, separator) (sqlglot's STRING_TO_ARRAY), within the memory."""
+    arguments = _arguments(node)
+    return _split(*arguments, time) if len(arguments) == 2 else node
+
+
 def _not_null_or_empty(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
     """Doris's NOT_NULL_OR_EMPTY(s): s IS NOT NULL AND s <> ''."""
     either = _null_or_empty(node, time)
@@ -955,6 +996,16 @@ def _separated(lengths: list[exp.Expression]) -> exp.Expression:
 
 MAX_TIME_SECONDS = 838 * 3600 + 59 * 60 + 59  # MySQL's TIME goes to 838:59:59
 TEMPLATES = {
+    # a text split at d, refused past n elements (a row's share of the query's memory)
+    "SPLIT_WITHIN_LIMIT": (
+        "CASE WHEN CASE WHEN d = '' THEN length(x) ELSE (strlen(x) - strlen(replace(x, d, ''))) "
+        "// strlen(d) + 1 END > n THEN error('split_by_string makes at most ' || n || "
+        "' parts of a row (exec_mem_limit / 2048 / 16)') ELSE string_split(x, d) END"
+    ),
+    "NUMBERS_WITHIN_LIMIT": (
+        "CASE WHEN x > n THEN error('explode_numbers makes at most ' || n || "
+        "' numbers a row (exec_mem_limit / 2048 / 16)') ELSE range(x) END"
+    ),
     # the members of an array or object, 1 for another value (x: JSON text or a JSON value)
     "JSON_LENGTH": (
         "CASE json_type(x) WHEN 'ARRAY' THEN json_array_length(x) WHEN 'OBJECT' THEN "
@@ -1235,6 +1286,8 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     "MAKEDATE": _makedate,
     "NULL_OR_EMPTY": _null_or_empty,
     "NOT_NULL_OR_EMPTY": _not_null_or_empty,
+    **TABLE_FUNCTIONS,
+    "STRING_TO_ARRAY": _split_by_string,
     **DORIS_ALIASES,
     **{f"{unit}S_DIFF": _diff(unit) for unit in DORIS_DIFF_UNITS},
     "REGEXP_EXTRACT": _regexp_extract,

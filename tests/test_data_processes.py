@@ -297,6 +297,29 @@ def test_auto_increment_tablet_stats_and_point_reads_through_the_nodes(cluster):
     assert sum(counted) == 4 and len(counted) == 3, counted
 
 
+def test_statements_naming_partitions_keep_to_them_through_the_nodes(cluster):
+    """Reads by the first key column are answered from a CN's key index, which holds every
+    partition's rows: a statement naming partitions gets only theirs (it deleted a row of p1)."""
+    leader, follower, tn, cns = cluster
+    execute(
+        leader,
+        "CREATE TABLE d.parted (k INT, dt DATE, n INT) DUPLICATE KEY(k, dt) PARTITION BY "
+        "RANGE(dt) (PARTITION p1 VALUES LESS THAN ('2024-02-01'), PARTITION p2 VALUES LESS "
+        "THAN ('2024-03-01')) DISTRIBUTED BY HASH(k) BUCKETS 2",
+        "INSERT INTO d.parted VALUES (1, '2024-01-05', 1), (3, '2024-01-06', 3), "
+        "(4, '2024-02-07', 4), (5, '2024-02-09', 5)",
+    )
+    assert rows(leader, "SELECT k FROM parted PARTITION (p2) WHERE k = 3") == []
+    execute(
+        leader,
+        "DELETE FROM d.parted PARTITION (p2) WHERE k = 3",  # k = 3 is in p1
+        "UPDATE d.parted PARTITION p2 SET n = 0 WHERE k = 1",
+    )
+    assert rows(leader, "SELECT k, n FROM parted ORDER BY k") == [(1, 1), (3, 3), (4, 4), (5, 5)]
+    execute(leader, "DELETE FROM d.parted PARTITION (p1) WHERE k = 3")
+    assert rows(leader, "SELECT k FROM parted ORDER BY k") == [(1,), (4,), (5,)]
+
+
 def test_show_data_and_table_status_count_every_table_through_the_tn(cluster):
     """SHOW DATA and SHOW TABLE STATUS ask the TN about all of a database's tables at once: each
     table's rows and bytes are what SHOW TABLETS counts for it alone."""

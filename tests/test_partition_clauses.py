@@ -62,6 +62,40 @@ def test_deletes_and_updates_touch_only_the_named_partitions(parted):
     assert error_of(parted, "DELETE FROM e PARTITION (nope) WHERE k = 1")[0] == 1735
 
 
+def test_reads_and_writes_by_the_first_key_keep_to_the_named_partitions(quire, parted):
+    """A read bounded on the first key column is answered from the rows within the bounds (no
+    engine): of every partition, unless the statement names some."""
+    run(
+        parted,
+        "CREATE TABLE byk (k INT, dt DATE, n INT) DUPLICATE KEY(k, dt) PARTITION BY RANGE(dt) "
+        "(PARTITION p1 VALUES LESS THAN ('2024-02-01'), PARTITION p2 VALUES LESS THAN "
+        "('2024-03-01')) DISTRIBUTED BY HASH(k) BUCKETS 2",
+    )
+    values = ", ".join(f"({k}, '{day}', {k})" for day, k in ROWS)
+    run(parted, f"INSERT INTO byk VALUES {values}")
+    assert keys(parted, "SELECT k FROM byk PARTITION (p2) WHERE k = 3") == []
+    run(parted, "DELETE FROM byk PARTITION (p2) WHERE k = 3")  # k = 3 is in p1
+    run(parted, "UPDATE byk PARTITION (p2) SET n = 0 WHERE k = 1")
+    assert run(parted, "SELECT k, n FROM byk ORDER BY k") == ((1, 1), (3, 3), (4, 4), (5, 5))
+    connection = mysql.connector.connect(
+        host="127.0.0.1", port=quire.query_port, user="root", database="pc", autocommit=True
+    )
+    try:
+        cursor = connection.cursor(prepared=True)
+        cursor.execute("SELECT k FROM byk PARTITION (p1) WHERE k = ?", (5,))
+        assert cursor.fetchall() == []
+        cursor.execute("DELETE FROM byk PARTITION (p1) WHERE k = ?", (5,))
+        cursor.execute("UPDATE byk PARTITION p1 SET n = 0 WHERE k = ?", (4,))
+    finally:
+        connection.close()
+    assert run(parted, "SELECT k, n FROM byk ORDER BY k") == ((1, 1), (3, 3), (4, 4), (5, 5))
+    run(parted, "BEGIN")
+    run(parted, "INSERT INTO byk VALUES (7, '2024-01-10', 7)")  # of p1, in the transaction
+    assert keys(parted, "SELECT k FROM byk PARTITION (p2) ORDER BY k") == [4, 5]
+    assert keys(parted, "SELECT k FROM byk PARTITION (p1) WHERE k >= 3 ORDER BY k") == [3, 7]
+    run(parted, "ROLLBACK")
+
+
 def test_prepared_reads_and_writes_by_key_keep_to_the_named_partitions(quire, parted):
     connection = mysql.connector.connect(
         host="127.0.0.1", port=quire.query_port, user="root", database="pc", autocommit=True

@@ -50,6 +50,7 @@ from be.storage.objects import ObjectStore
 from be.table_schema import TableSchema
 from be.tn import checkpoint
 from be.tn.errors import CheckpointCorrupt
+from be.tn.placement import in_partitions
 
 logger = logging.getLogger(__name__)
 
@@ -201,11 +202,14 @@ class ComputeNodeService:
         self.node.advance(request.ts)
         try:
             with self.node.reading(table_id, 0):
-                return self.node.indexed_snapshot(
+                rows = self.node.indexed_snapshot(
                     schema, request.ts, request.row_ids, request.bounds
                 )
         except WatermarkTimeout:  # a table let go: read as any other
             return None
+        if rows is None or request.partitions is None:
+            return rows
+        return in_partitions(schema, rows, frozenset(request.partitions))  # the index: every one
 
     def snapshot(
         self,

@@ -51,6 +51,7 @@ from be.storage.errors import StorageError
 from be.storage.objects import ObjectStore
 from be.storage.tombstones import DELETE_TS, TombstoneMeta, read_tombstones
 from be.table_schema import TableSchema, column_id
+from be.tn.placement import in_partitions
 from metadata.records import KeyModel
 
 COMBINE_PIECES = 64  # pieces of deletes combined into one past this many
@@ -328,12 +329,13 @@ class TableState:
         rows merge first): the caller still applies its whole WHERE. columns (lower-case
         names): the columns the caller reads, if it knows; others may be left out (objects are
         read only in the columns given and the partition columns: _scanned). partitions: the
-        ids of the schema's partitions the caller reads (a partition pruning), None for all."""
+        ids of the schema's partitions the caller reads (a pruning, or the partitions a statement
+        names), None for all: no row of another partition is answered."""
         bounded = bool(bounds) and schema.key_model is not KeyModel.AGGREGATE
         if bounded:  # the index holds whole rows: made for the whole schema
             found = self._indexed(schema, ts, row_ids, bounds, may_wait=True)
-            if found is not None:
-                return found
+            if found is not None:  # of every partition: a read that names some reads those
+                return found if partitions is None else in_partitions(schema, found, partitions)
         if columns is not None and schema.key_model is not KeyModel.AGGREGATE:
             schema = _scanned(schema, columns, bounds)
         if partitions is not None:  # after the index, which holds every partition's rows

@@ -50,6 +50,18 @@ def partition_indexes(schema: TableSchema, rows: pa.Table, strict: bool = True) 
     return found
 
 
+def in_partitions(schema: TableSchema, rows: pa.Table, partition_ids: frozenset[int]) -> pa.Table:
+    """Of rows (with the partition columns), those whose partition is one of partition_ids."""
+    assert placeable(schema)
+    kept = [
+        index for index, partition in enumerate(schema.partitions) if partition.id in partition_ids
+    ]
+    if len(kept) == len(schema.partitions) or not rows.num_rows:
+        return rows
+    indexes = partition_indexes(schema, rows, strict=False)
+    return rows.filter(pc.is_in(indexes, pa.array(kept, pa.int32())))
+
+
 def by_tablet(schema: TableSchema, rows: pa.Table) -> dict[Tablet, pa.Table]:
     """rows (ROW_ID first) split by tablet, in row order within each; rows of no partition (one
     dropped since they were written) are left out."""

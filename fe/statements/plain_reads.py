@@ -290,7 +290,7 @@ def prepared_read(
     table = source.this if source is not None else None
     if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier):
         return None
-    if table.catalog or table.args.get("version") or table.alias:
+    if table.catalog or table.args.get("version") or table.alias or table.args.get("partition"):
         return None
     shape = shape_of(template, table)
     where = template.args.get("where")

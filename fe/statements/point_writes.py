@@ -71,7 +71,7 @@ def prepared_write(template: exp.Expression, parameter: Callable) -> PreparedWri
     table = template.this
     if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier):
         return None
-    if table.catalog or table.alias or table.args.get("version"):
+    if table.catalog or table.alias or table.args.get("version") or table.args.get("partition"):
         return None
     where = template.args.get("where")
     term = where.this if where is not None else None

@@ -679,6 +679,8 @@ async def _plain_read(
     table = source.this if source is not None else None
     if not isinstance(table, exp.Table) or table.catalog or table.args.get("version"):
         return None
+    if table.args.get("partition"):  # its rows within the bounds are every partition's
+        return None
     shape = plain_reads.shape_of(expression, table)
     db = table.db or session.database or ""
     if (

@@ -18,6 +18,7 @@ from be.engine import Answer
 from be.service.errors import ServiceError
 from be.storage.errors import StorageError
 from be.table_schema import TableSchema
+from be.tn import placement
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.security import privileges
 from fe.statements import views
@@ -157,7 +158,10 @@ class TableReader:
         if own:
             columns = None
         rows = self._read(schema, row_ids or own, bounds, columns=columns, partitions=partitions)
-        return self.transaction.seen(schema, rows, row_ids) if own else rows
+        if not own:
+            return rows
+        seen = self.transaction.seen(schema, rows, row_ids)  # its own rows of every partition
+        return seen if partitions is None else placement.in_partitions(schema, seen, partitions)
 
     def runs_remotely(self, tables: Iterable[Table]) -> bool:
         """Whether a query of these tables goes whole to the data plane (query()): there are

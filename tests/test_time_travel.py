@@ -41,6 +41,8 @@ def test_a_table_as_of_an_earlier_time(quire, db):
         "JOIN t AS new ON old.k = new.k",
     )
     assert joined == (("first", "second"),)
+    short = f"SELECT k, v FROM t AS OF TIMESTAMP '{before}' AS old WHERE old.k < 3 ORDER BY k"
+    assert run(db, short) == ((1, "first"), (2, "two"))  # TiDB's form, as the issue names it
     done = mariadb(
         quire,
         "tt",

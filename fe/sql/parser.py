@@ -177,8 +177,34 @@ def with_partition_lists(tokens: list[Token]) -> list[Token]:
     return read
 
 
+TIMESTAMP_TOKENS = (TokenType.TIMESTAMP, TokenType.TIMESTAMPTZ, TokenType.DATETIME)
+
+
+def with_system_time(tokens: list[Token]) -> list[Token]:
+    """`t AS OF TIMESTAMP '...'` (TiDB's) read as MariaDB's `t FOR SYSTEM_TIME AS OF TIMESTAMP
+    '...'`, the time travel sqlglot reads."""
+    read: list[Token] = []
+    for index, token in enumerate(tokens):
+        if (
+            token.token_type == TokenType.ALIAS
+            and read
+            and read[-1].token_type in NAME_TOKENS
+            and read[-1].text.upper() != "SYSTEM_TIME"  # MariaDB's form already
+            and index + 2 < len(tokens)
+            and tokens[index + 1].text.upper() == "OF"
+            and tokens[index + 2].token_type in TIMESTAMP_TOKENS
+        ):
+            line, col, start = token.line, token.col, token.start
+            read.append(Token(TokenType.FOR, "FOR", line, col, start, start))
+            read.append(Token(TokenType.VAR, "SYSTEM_TIME", line, col, start, start))
+        read.append(token)
+    return read
+
+
 def parse_with_sqlglot(tokens: list[Token], sql: str) -> exp.Expression:
     tokens = with_partition_lists(tokens)
+    if any(token.text.upper() == "OF" for token in tokens):
+        tokens = with_system_time(tokens)
     try:
         expressions = DIALECT.parser().parse(tokens, sql)
     except SqlglotParseError as error:

@@ -336,3 +336,80 @@ def test_sql_calc_found_rows_only_in_the_first_select(quire, db):
     assert "ERROR 1234 (42000)" in done.stderr, done.stderr
     run(db, "SELECT SQL_CALC_FOUND_ROWS id FROM calc UNION SELECT 100 LIMIT 1")
     assert run(db, "SELECT FOUND_ROWS()") == ((6,),)
+
+
+def test_updates_and_deletes_matched_through_other_tables(quire, db):
+    """MySQL's multiple-table forms and Doris's UPDATE ... FROM and DELETE ... USING: the target's
+    rows that the join keeps, each written once however many rows it joins ("Referenced table
+    not found" before); the other tables need SELECT only."""
+    run(db, "CREATE TABLE joined_t (k INT, v INT) UNIQUE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 2")
+    run(
+        db,
+        "CREATE TABLE joined_src (k INT, w INT) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 2",
+    )
+    run(db, "INSERT INTO joined_t VALUES (1, 10), (2, 20), (3, 30), (4, 40)")
+    run(db, "INSERT INTO joined_src VALUES (1, 100), (3, 300), (3, 300), (4, 400)")
+
+    def table() -> tuple:
+        return run(db, "SELECT k, v FROM joined_t ORDER BY k")
+
+    with db.cursor() as cursor:
+        cursor.execute(
+            "UPDATE joined_t SET v = joined_src.w FROM joined_src WHERE joined_t.k = joined_src.k AND joined_src.w < 400"
+        )
+        assert cursor.rowcount == 2  # k = 3 joins two rows of joined_src: updated once
+    assert table() == ((1, 100), (2, 20), (3, 300), (4, 40))
+    run(
+        db,
+        "UPDATE joined_t JOIN joined_src ON joined_t.k = joined_src.k SET joined_t.v = joined_src.w + 1 WHERE joined_src.k = 1",
+    )
+    assert table() == ((1, 101), (2, 20), (3, 300), (4, 40))
+    run(
+        db,
+        "DELETE FROM joined_t USING joined_t JOIN joined_src ON joined_t.k = joined_src.k WHERE joined_src.w = 300",
+    )
+    run(db, "DELETE joined_t FROM joined_t JOIN joined_src s ON joined_t.k = s.k WHERE s.w = 400")
+    assert table() == ((1, 101), (2, 20))
+    run(db, "DELETE FROM joined_t USING joined_src WHERE joined_t.k = joined_src.k")
+    assert table() == ((2, 20),)
+    connection = mysql.connector.connect(
+        host="127.0.0.1", port=quire.query_port, user="root", database="dml", autocommit=True
+    )
+    try:
+        cursor = connection.cursor(prepared=True)
+        run(db, "INSERT INTO joined_t VALUES (1, 1), (5, 5)")
+        cursor.execute(
+            "UPDATE joined_t JOIN joined_src ON joined_t.k = joined_src.k SET joined_t.v = ? WHERE joined_t.k = ?",
+            (7, 1),
+        )
+        cursor.execute(
+            "DELETE FROM joined_t USING joined_src WHERE joined_t.k = joined_src.k AND joined_t.k = ?",
+            (5,),
+        )
+        cursor.execute(
+            "UPDATE joined_t JOIN joined_src ON joined_t.k = joined_src.k SET joined_t.v = ? WHERE joined_t.k = ?",
+            (9, 2),
+        )
+    finally:
+        connection.close()
+    assert table() == ((1, 7), (2, 20), (5, 5))  # 5 and 2 join no row of joined_src
+    assert (
+        error_of(
+            db, "UPDATE joined_t JOIN joined_src ON joined_t.k = joined_src.k SET joined_src.w = 1"
+        )[0]
+        == 1235
+    )
+    assert (
+        error_of(
+            db,
+            "DELETE joined_t, joined_src FROM joined_t JOIN joined_src ON joined_t.k = joined_src.k",
+        )[0]
+        == 1235
+    )
+    done = mariadb(
+        quire,
+        "dml",
+        "-e",
+        "UPDATE joined_t SET v = joined_src.w FROM joined_src WHERE joined_t.k = joined_src.k; SELECT v FROM joined_t WHERE k = 1",
+    )
+    assert done.returncode == 0 and done.stdout.split()[-1] == "100", done.stderr

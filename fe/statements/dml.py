@@ -394,15 +394,15 @@ def _default(session, column: Column):
 async def delete(session, statement: st.Delete) -> Result:
     expression = statement.expression
     reader = TableReader(session)
-    node = expression.this
+    node, joins = _target_and_joins(expression)
     table = _target_table(session, reader, node)
     alias = node.alias_or_name
     select = exp.select(
         exp.column(ROW_ID, table=alias), *[exp.column(k, table=alias) for k in table.key_columns]
     ).from_(node.copy())
-    select = _with_clauses(select, expression)
+    select = _with_clauses(select, expression, joins)
     answer = await queries.run_in_engine(session, queries.plan_select(select), reader, alias)
-    rows = list(answer.rows)
+    rows = _once_each(answer.rows)
     if not rows:
         return Result(affected_rows=0)
     deletes = deletes_table(table, rows)
@@ -413,7 +413,7 @@ async def delete(session, statement: st.Delete) -> Result:
 async def update(session, statement: st.Update) -> Result:
     expression = statement.expression
     reader = TableReader(session)
-    node = expression.this
+    node, joins = _target_and_joins(expression)
     table = _target_table(session, reader, node)
     if table.key_model is KeyModel.AGGREGATE:
         raise QueryError(
@@ -424,6 +424,11 @@ async def update(session, statement: st.Update) -> Result:
     for assignment in expression.expressions:
         if not isinstance(assignment, exp.EQ) or not isinstance(assignment.this, exp.Column):
             raise QueryError(ErrorCode.PARSE_ERROR, "You have an error in your SQL syntax")
+        if assignment.this.table not in ("", alias):
+            raise QueryError(
+                ErrorCode.NOT_SUPPORTED_YET,
+                "This version of Quire doesn't yet support an UPDATE of more than one table",
+            )
         column = table.column(assignment.this.name)
         if column is None:
             raise QueryError(
@@ -440,9 +445,9 @@ async def update(session, statement: st.Update) -> Result:
     constants = _constant_assignments(table, changes)
     if constants is not None:  # the old rows are all the engine is needed for, if at all
         select = exp.select(exp.column(ROW_ID, table=alias), *old).from_(node.copy())
-        select = _with_clauses(select, expression)
+        select = _with_clauses(select, expression, joins)
         answer = await queries.run_in_engine(session, queries.plan_select(select), reader, alias)
-        rows = list(answer.rows)
+        rows = _once_each(answer.rows)
         values = _converted(table, constants) if rows else {}  # no row: nothing to refuse
         matched = [(*row, *_assigned(row[1:], values)) for row in rows]
     else:
@@ -451,9 +456,9 @@ async def update(session, statement: st.Update) -> Result:
             for c in table.columns
         ]
         select = exp.select(exp.column(ROW_ID, table=alias), *old, *new).from_(node.copy())
-        select = _with_clauses(select, expression)
+        select = _with_clauses(select, expression, joins)
         answer = await queries.run_in_engine(session, queries.plan_select(select), reader, alias)
-        matched = list(answer.rows)
+        matched = _once_each(answer.rows)
     changed = [row for row in matched if tuple(row[1 : 1 + width]) != tuple(row[1 + width :])]
     if changed:
         deletes = deletes_table(
@@ -503,12 +508,67 @@ def _position(table: Table, name: str) -> int:
     return [column.name for column in table.columns].index(name)
 
 
-def _with_clauses(select: exp.Select, statement: exp.Expression) -> exp.Select:
+def _with_clauses(select: exp.Select, statement: exp.Expression, joins=()) -> exp.Select:
     for clause in ("where", "order", "limit"):
         value = statement.args.get(clause)
         if value is not None:
             select.set(clause, value.copy())
+    if joins:
+        select.set("joins", [join.copy() for join in joins])
     return select
+
+
+def _target_and_joins(statement: exp.Update | exp.Delete) -> tuple[exp.Table, list[exp.Join]]:
+    """The table an UPDATE or DELETE writes (its node, without joins) and the joins its rows
+    are matched through: MySQL's `UPDATE t JOIN u ON ... SET`, `DELETE t FROM t JOIN u ...`
+    and `DELETE FROM t USING t JOIN u ...`; Doris's `UPDATE t SET ... FROM u WHERE ...` and
+    `DELETE FROM t USING u WHERE ...` (u beside t)."""
+    node = statement.this
+    targets = statement.args.get("tables") or []
+    using = statement.args.get("using") or []
+    beside = []  # Doris's FROM u / USING u: u joined to the target
+    if isinstance(statement, exp.Update) and statement.args.get("from_") is not None:
+        beside = [statement.args["from_"].this]
+    if using:
+        names = {table.alias_or_name for source in using for table in _tables_of(source)}
+        if node.alias_or_name in names:  # MySQL's: the target among the sources
+            node, *rest = using
+            beside = rest
+        else:
+            beside = list(using)
+    if not isinstance(node, exp.Table):
+        raise QueryError(ErrorCode.PARSE_ERROR, "You have an error in your SQL syntax")
+    if len(targets) > 1 or (targets and targets[0].alias_or_name != node.alias_or_name):
+        raise QueryError(
+            ErrorCode.NOT_SUPPORTED_YET,
+            "This version of Quire doesn't yet support a DELETE of more than one table, or of "
+            "a table not first among its sources",
+        )
+    joins = [join for join in node.args.get("joins") or []]
+    for source in beside:
+        joins.append(exp.Join(this=_without_joins(source)))
+        joins.extend(source.args.get("joins") or [])
+    return _without_joins(node), joins
+
+
+def _tables_of(source: exp.Expression) -> list[exp.Table]:
+    return [source, *(join.this for join in source.args.get("joins") or [])]
+
+
+def _without_joins(node: exp.Expression) -> exp.Expression:
+    if not node.args.get("joins"):
+        return node
+    bare = node.copy()
+    bare.set("joins", None)
+    return bare
+
+
+def _once_each(rows) -> list[tuple]:
+    """Rows by their row id (first), each once: a row joined to several is written once."""
+    seen: dict = {}
+    for row in rows:
+        seen.setdefault(row[0], row)
+    return list(seen.values())
 
 
 def deletes_table(table: Table, rows: list) -> pa.Table:

@@ -71,7 +71,11 @@ def prepared_write(template: exp.Expression, parameter: Callable) -> PreparedWri
     table = template.this
     if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier):
         return None
-    if table.catalog or table.alias or table.args.get("version") or table.args.get("partition"):
+    if (
+        table.catalog
+        or table.alias
+        or any(table.args.get(a) for a in ("version", "partition", "joins"))
+    ):
         return None
     where = template.args.get("where")
     term = where.this if where is not None else None
@@ -95,7 +99,7 @@ def prepared_write(template: exp.Expression, parameter: Callable) -> PreparedWri
     return PreparedWrite(table.db, table.name, key, key_parameter, tuple(assignments))
 
 
-KNOWN_ARGS = ("this", "expressions", "where", "hint", "using", "cluster")
+KNOWN_ARGS = ("this", "expressions", "where", "hint", "cluster")  # a USING or FROM: the engine's
 
 
 def _column_of(node: exp.Expression, table: str) -> str | None:

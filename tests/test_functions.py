@@ -491,6 +491,19 @@ CONVERSIONS = [
     ("INET_NTOA(3232235777)", "192.168.1.1", "192.168.1.1"),
     ("INET_NTOA(NULL)", None, "NULL"),
     ("MAKETIME(1, 2, 3)", datetime.timedelta(seconds=3723), "01:02:03"),
+    ("TIMESTAMP('2024-01-02')", datetime.datetime(2024, 1, 2), "2024-01-02 00:00:00"),
+    (
+        "TIMESTAMP('2024-01-02 10:00:00', '01:30:00')",
+        datetime.datetime(2024, 1, 2, 11, 30),
+        "2024-01-02 11:30:00",
+    ),
+    (
+        "TIMESTAMP('2024-01-02', '-02:00:00')",
+        datetime.datetime(2024, 1, 1, 22),
+        "2024-01-01 22:00:00",
+    ),
+    ("TIMESTAMP(NULL)", None, "NULL"),
+    ("TIMESTAMP(DATE '2024-03-01')", datetime.datetime(2024, 3, 1), "2024-03-01 00:00:00"),
 ]
 
 

@@ -30,7 +30,7 @@ DATE_FUNCTIONS = (
     exp.LastDay, exp.Minute, exp.Month, exp.MonthsBetween, exp.Quarter, exp.Second, exp.StrToDate,
     exp.StrToTime, exp.TimestampDiff,
     exp.TimeToStr, exp.TimestampAdd, exp.TsOrDsToDate, exp.TsOrDsToTimestamp, exp.UnixToTime,
-    exp.Time, exp.TimeFromParts, exp.Week, exp.WeekOfYear, exp.Year,
+    exp.Time, exp.TimeFromParts, exp.Timestamp, exp.Week, exp.WeekOfYear, exp.Year,
 )  # fmt: skip
 AGGREGATE_FUNCTIONS = (
     exp.AnyValue, exp.ApproxDistinct, exp.Avg, exp.BitwiseAndAgg, exp.BitwiseOrAgg, exp.BitwiseXorAgg, exp.Count,

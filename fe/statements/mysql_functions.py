@@ -411,6 +411,15 @@ def _split_by_string(node: exp.Expression, time: StatementTime) -> exp.Expressio
     return _split(*arguments, time) if len(arguments) == 2 else node
 
 
+def _timestamp_of(node: exp.Timestamp, time: StatementTime) -> exp.Expression:
+    """MySQL's TIMESTAMP(x[, t]): x as a DATETIME, the time t added."""
+    value = exp.cast(node.this, exp.DataType.Type.TIMESTAMP)
+    added = node.args.get("zone")  # sqlglot's name of the second argument
+    if added is None:
+        return value
+    return exp.Add(this=value, expression=exp.cast(added, exp.DataType.Type.INTERVAL))
+
+
 def _not_null_or_empty(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
     """Doris's NOT_NULL_OR_EMPTY(s): s IS NOT NULL AND s <> ''."""
     either = _null_or_empty(node, time)
@@ -1286,6 +1295,7 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     "MAKEDATE": _makedate,
     "NULL_OR_EMPTY": _null_or_empty,
     "NOT_NULL_OR_EMPTY": _not_null_or_empty,
+    "TIMESTAMP": _timestamp_of,
     **TABLE_FUNCTIONS,
     "STRING_TO_ARRAY": _split_by_string,
     **DORIS_ALIASES,

@@ -359,7 +359,12 @@ class ComputeNode:
         return table.read_plan(schema, ts, columns)
 
     def indexed_snapshot(
-        self, schema: TableSchema, ts: int, row_ids: bool, bounds: tuple
+        self,
+        schema: TableSchema,
+        ts: int,
+        row_ids: bool,
+        bounds: tuple,
+        partitions: frozenset[int] | None = None,
     ) -> pa.Table | None:
         """snapshot() from the table's key index, if it answers at once; else None."""
         assert ts <= self._watermark, "never read above the watermark"
@@ -367,7 +372,7 @@ class ComputeNode:
         if table is None:
             return None
         self._read_at[schema.table_id] = time.monotonic()
-        return table.indexed_snapshot(schema, ts, row_ids, bounds)
+        return table.indexed_snapshot(schema, ts, row_ids, bounds, partitions)
 
     def values_within(
         self, schema: TableSchema, ts: int, bound, names: tuple[str, ...], limit: int

@@ -50,7 +50,6 @@ from be.storage.objects import ObjectStore
 from be.table_schema import TableSchema
 from be.tn import checkpoint
 from be.tn.errors import CheckpointCorrupt
-from be.tn.placement import in_partitions
 
 logger = logging.getLogger(__name__)
 
@@ -200,16 +199,14 @@ class ComputeNodeService:
         if not self.subscriber.is_active(table_id):
             return None
         self.node.advance(request.ts)
+        partitions = None if request.partitions is None else frozenset(request.partitions)
         try:
             with self.node.reading(table_id, 0):
-                rows = self.node.indexed_snapshot(
-                    schema, request.ts, request.row_ids, request.bounds
+                return self.node.indexed_snapshot(
+                    schema, request.ts, request.row_ids, request.bounds, partitions
                 )
         except WatermarkTimeout:  # a table let go: read as any other
             return None
-        if rows is None or request.partitions is None:
-            return rows
-        return in_partitions(schema, rows, frozenset(request.partitions))  # the index: every one
 
     def snapshot(
         self,

@@ -333,9 +333,9 @@ class TableState:
         names), None for all: no row of another partition is answered."""
         bounded = bool(bounds) and schema.key_model is not KeyModel.AGGREGATE
         if bounded:  # the index holds whole rows: made for the whole schema
-            found = self._indexed(schema, ts, row_ids, bounds, may_wait=True)
-            if found is not None:  # of every partition: a read that names some reads those
-                return found if partitions is None else in_partitions(schema, found, partitions)
+            found = self._indexed(schema, ts, row_ids, bounds, may_wait=True, partitions=partitions)
+            if found is not None:
+                return found
         if columns is not None and schema.key_model is not KeyModel.AGGREGATE:
             schema = _scanned(schema, columns, bounds)
         if partitions is not None:  # after the index, which holds every partition's rows
@@ -392,13 +392,18 @@ class TableState:
                 del self._newest[key]
 
     def indexed_snapshot(
-        self, schema: TableSchema, ts: int, row_ids: bool, bounds: tuple[ColumnBound, ...]
+        self,
+        schema: TableSchema,
+        ts: int,
+        row_ids: bool,
+        bounds: tuple[ColumnBound, ...],
+        partitions: frozenset[int] | None = None,
     ) -> pa.Table | None:
         """snapshot(), if the key index answers it at once (no object to read, no fold to do):
-        then exactly the rows within bounds; else None."""
+        then exactly the rows within bounds (of those partitions); else None."""
         if not bounds or schema.key_model is KeyModel.AGGREGATE:
             return None
-        return self._indexed(schema, ts, row_ids, bounds, may_wait=False)
+        return self._indexed(schema, ts, row_ids, bounds, may_wait=False, partitions=partitions)
 
     def values_within(
         self, schema: TableSchema, ts: int, bound: ColumnBound, names: tuple[str, ...], limit: int
@@ -425,9 +430,11 @@ class TableState:
         row_ids: bool,
         bounds: tuple[ColumnBound, ...],
         may_wait: bool,
+        partitions: frozenset[int] | None = None,
     ) -> pa.Table | None:
-        """The rows within the bound on the first key column, from the key index (made now if
-        may_wait); None if there is no such bound or the index cannot answer."""
+        """The rows within the bound on the first key column (of those partitions: the index
+        holds every partition's rows), from the key index (made now if may_wait); None if there
+        is no such bound or the index cannot answer."""
         if not schema.key_columns:
             return None
         column = schema.key_columns[0]
@@ -459,6 +466,8 @@ class TableState:
         others = tuple(other for other in bounds if other is not bound)
         if others:
             rows = within(rows, others)
+        if partitions is not None:
+            rows = in_partitions(schema, rows, partitions)
         target = _target(schema, row_ids)
         try:
             chosen = rows.select(target.names)

@@ -104,9 +104,9 @@ def check(expression: exp.Expression) -> None:
                 raise UnknownFunction(_function_name(node))  # Doris's: in a LATERAL VIEW only
         elif isinstance(node, exp.Anonymous):
             if node.name.upper() not in ALLOWED_ANONYMOUS:
-                raise UnknownFunction(node.name)
+                raise UnknownFunction(_function_name(node))
         elif type(node) not in ALLOWED_FUNCTIONS:
-            raise UnknownFunction(node.sql_name().lower())
+            raise UnknownFunction(_function_name(node))
     for node in expression.walk():
         if isinstance(node, exp.Table) and not isinstance(node.this, exp.Identifier):
             raise SourceNotAllowed("only table names can be read, not table functions")

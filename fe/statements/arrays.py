@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime
 import decimal
-from collections.abc import Callable
 
 from sqlglot import exp
 
@@ -87,17 +86,6 @@ def _collected(distinct: bool):
     return rewrite
 
 
-def _renamed(name: str, count: int) -> Callable:
-    """A function of count arguments that is DuckDB's `name`."""
-
-    def rewrite(node: exp.Anonymous, time) -> exp.Expression:
-        if len(node.expressions) != count:
-            return node
-        return _function(name, *node.expressions)
-
-    return rewrite
-
-
 def _element_at(node: exp.Bracket, time) -> exp.Expression:
     """a[i] as Doris reads it (1 the first element; sqlglot takes MySQL's brackets as 0-based)."""
     if len(node.expressions) != 1 or node.args.get("offset") == 1:
@@ -164,10 +152,13 @@ REWRITES = {
     "GROUP_ARRAY": _collected(distinct=False),
     "COLLECT_SET": _collected(distinct=True),
     "GROUP_UNIQ_ARRAY": _collected(distinct=True),
-    "SIZE": _renamed("len", 1),
-    "CARDINALITY": _renamed("len", 1),
-    "ELEMENT_AT": _renamed("list_extract", 2),
-    "ARRAY_AVG": _renamed("list_avg", 1),
     "ARRAY_SORT": _sorted,
+}
+# Doris's array functions that are DuckDB's of the same arguments: its name, how many
+LIST_FUNCTIONS = {
+    "SIZE": ("len", 1),
+    "CARDINALITY": ("len", 1),
+    "ELEMENT_AT": ("list_extract", 2),
+    "ARRAY_AVG": ("list_avg", 1),
 }
 OPERATOR_REWRITES = {exp.Bracket: _element_at, exp.Select: _lateral_views}

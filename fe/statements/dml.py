@@ -13,7 +13,6 @@ import datetime
 import decimal
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from sqlglot import exp
 
 from be.logtail.entries import ROW_ID
@@ -131,23 +130,17 @@ async def _commit_inserts(
         _in_named_partitions(node, table, schema, inserts)
     deletes = None
     if insert.args.get("overwrite"):
-        alias = node.alias_or_name
-        keys = [exp.column(key, table=alias) for key in table.key_columns]
-        select = exp.select(exp.column(ROW_ID, table=alias), *keys).from_(node.copy())
-        answer = await queries.run_in_engine(session, queries.plan_select(select), reader, alias)
-        replaced = list(answer.rows)
+        replaced = await _deleted_rows(session, reader, table, node)
         deletes = deletes_table(table, replaced) if replaced else None
     if inserts.num_rows or deletes is not None:
         await commit(session, reader, table, TableWrite(schema, inserts=inserts, deletes=deletes))
 
 
 def _in_named_partitions(node: exp.Table, table: Table, schema: TableSchema, rows: pa.Table):
-    named = {partition.id for partition in partition_pruning.named_partitions(node, table)}
-    if not rows.num_rows or not placement.placeable(schema):
+    named = frozenset(partition.id for partition in partition_pruning.named_partitions(node, table))
+    if not placement.placeable(schema):
         return
-    kept = [index for index, partition in enumerate(schema.partitions) if partition.id in named]
-    indexes = placement.partition_indexes(schema, rows, strict=False).fill_null(-1)
-    if not pc.all(pc.is_in(indexes, pa.array(kept, pa.int32()))).as_py():
+    if placement.in_partitions(schema, rows, named).num_rows < rows.num_rows:
         raise QueryError(
             ErrorCode.ROW_DOES_NOT_MATCH_GIVEN_PARTITION_SET,
             "Found a row not matching the given partition set",
@@ -396,18 +389,27 @@ async def delete(session, statement: st.Delete) -> Result:
     reader = TableReader(session)
     node, joins = _target_and_joins(expression)
     table = _target_table(session, reader, node)
-    alias = node.alias_or_name
-    select = exp.select(
-        exp.column(ROW_ID, table=alias), *[exp.column(k, table=alias) for k in table.key_columns]
-    ).from_(node.copy())
-    select = _with_clauses(select, expression, joins)
-    answer = await queries.run_in_engine(session, queries.plan_select(select), reader, alias)
-    rows = _once_each(answer.rows)
+    rows = await _deleted_rows(session, reader, table, node, expression, joins)
     if not rows:
         return Result(affected_rows=0)
     deletes = deletes_table(table, rows)
     await commit(session, reader, table, TableWrite(TableSchema.of(table), deletes=deletes))
     return Result(affected_rows=len(rows))
+
+
+async def _deleted_rows(
+    session, reader: TableReader, table: Table, node: exp.Table, statement=None, joins=()
+) -> list[tuple]:
+    """(row id, *key values) of the rows of table (read as node) a DELETE's clauses keep, or,
+    without a statement, of all of them (every named partition's: an INSERT OVERWRITE's)."""
+    alias = node.alias_or_name
+    select = exp.select(
+        exp.column(ROW_ID, table=alias), *[exp.column(k, table=alias) for k in table.key_columns]
+    ).from_(node.copy())
+    if statement is not None:
+        select = _with_clauses(select, statement, joins)
+    answer = await queries.run_in_engine(session, queries.plan_select(select), reader, alias)
+    return _once_each(answer.rows, joins)
 
 
 async def update(session, statement: st.Update) -> Result:
@@ -447,7 +449,7 @@ async def update(session, statement: st.Update) -> Result:
         select = exp.select(exp.column(ROW_ID, table=alias), *old).from_(node.copy())
         select = _with_clauses(select, expression, joins)
         answer = await queries.run_in_engine(session, queries.plan_select(select), reader, alias)
-        rows = _once_each(answer.rows)
+        rows = _once_each(answer.rows, joins)
         values = _converted(table, constants) if rows else {}  # no row: nothing to refuse
         matched = [(*row, *_assigned(row[1:], values)) for row in rows]
     else:
@@ -458,7 +460,7 @@ async def update(session, statement: st.Update) -> Result:
         select = exp.select(exp.column(ROW_ID, table=alias), *old, *new).from_(node.copy())
         select = _with_clauses(select, expression, joins)
         answer = await queries.run_in_engine(session, queries.plan_select(select), reader, alias)
-        matched = _once_each(answer.rows)
+        matched = _once_each(answer.rows, joins)
     changed = [row for row in matched if tuple(row[1 : 1 + width]) != tuple(row[1 + width :])]
     if changed:
         deletes = deletes_table(
@@ -544,7 +546,7 @@ def _target_and_joins(statement: exp.Update | exp.Delete) -> tuple[exp.Table, li
             "This version of Quire doesn't yet support a DELETE of more than one table, or of "
             "a table not first among its sources",
         )
-    joins = [join for join in node.args.get("joins") or []]
+    joins = list(node.args.get("joins") or [])
     for source in beside:
         joins.append(exp.Join(this=_without_joins(source)))
         joins.extend(source.args.get("joins") or [])
@@ -563,8 +565,11 @@ def _without_joins(node: exp.Expression) -> exp.Expression:
     return bare
 
 
-def _once_each(rows) -> list[tuple]:
-    """Rows by their row id (first), each once: a row joined to several is written once."""
+def _once_each(rows, joins) -> list[tuple]:
+    """Rows by their row id (first), each once, when joins may have made one several: a row
+    joined to several rows is written once."""
+    if not joins:
+        return list(rows)
     seen: dict = {}
     for row in rows:
         seen.setdefault(row[0], row)

@@ -99,13 +99,14 @@ class SchemaTables:
                     return table
             if not build:
                 return None
-            if not definition.counted.intersection(names):
-                table = definition.build(session, names)
-            else:
+            counted = not definition.counted.isdisjoint(names)
+            if counted:
                 items = definition.rows(session)
-        if definition.counted.intersection(names):  # asked of the data plane, never kept
-            tables = [item[1] for item in items]
-            return definition.build(session, names, items, data_sizes.table_sizes(session, tables))
+            else:
+                table = definition.build(session, names)
+        if counted:  # asked of the data plane outside the lock, never kept
+            sizes = data_sizes.table_sizes(session, [item[1] for item in items])
+            return definition.build(session, names, items, sizes)
         with self._lock:
             if version == self._version and table.nbytes <= self.max_bytes:
                 self._keep(key, table)

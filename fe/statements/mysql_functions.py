@@ -349,27 +349,6 @@ def _diff(unit: str):
     return rewrite
 
 
-def _doris_alias(build: Callable[..., exp.Expression], count: int):
-    """A Doris function of count arguments that is another's (STRLEFT is LEFT, ...)."""
-
-    def rewrite(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
-        return build(*node.expressions) if len(node.expressions) == count else node
-
-    return rewrite
-
-
-DORIS_ALIASES = {
-    "STRLEFT": _doris_alias(lambda s, n: exp.Left(this=s, expression=n), 2),
-    "STRRIGHT": _doris_alias(lambda s, n: exp.Right(this=s, expression=n), 2),
-    "MONEY_FORMAT": _doris_alias(
-        lambda x: exp.NumberToStr(this=x, format=exp.Literal.number(2)), 1
-    ),
-    # DuckDB's regexp_replace replaces the first match only, without the 'g' option
-    "REGEXP_REPLACE_ONE": _doris_alias(lambda s, p, r: _function("regexp_replace", s, p, r), 3),
-    "E": _doris_alias(lambda: exp.Exp(this=exp.Literal.number(1)), 0),
-}
-
-
 def _most_elements(time: StatementTime) -> exp.Expression:
     """The elements an array made from a row's values may have: its share of the memory."""
     return exp.Literal.number(time.max_row_text_bytes // arrays.ELEMENT_BYTES)
@@ -1249,6 +1228,23 @@ def _bitwise_not(node: exp.BitwiseNot, time: StatementTime) -> exp.Expression:
     )
     return exp.paren(exp.Mod(this=exp.paren(wrapped), expression=exp.Literal.number(UNSIGNED_64)))
 
+
+# Doris's functions that are another's (STRLEFT is LEFT, ...), and Doris's array functions that
+# are DuckDB's list functions: the other's of the same arguments
+DORIS_ALIASES = {
+    "STRLEFT": _with_arguments(2, lambda s, n: exp.Left(this=s, expression=n)),
+    "STRRIGHT": _with_arguments(2, lambda s, n: exp.Right(this=s, expression=n)),
+    "MONEY_FORMAT": _with_arguments(
+        1, lambda x: exp.NumberToStr(this=x, format=exp.Literal.number(2))
+    ),
+    # DuckDB's regexp_replace replaces the first match only, without the 'g' option
+    "REGEXP_REPLACE_ONE": _with_arguments(3, functools.partial(_function, "regexp_replace")),
+    "E": _with_arguments(0, lambda: exp.Exp(this=exp.Literal.number(1))),
+    **{
+        name: _with_arguments(count, functools.partial(_function, duckdb_name))
+        for name, (duckdb_name, count) in arrays.LIST_FUNCTIONS.items()
+    },
+}
 
 REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] = {
     "UNIX_TIMESTAMP": _unix_timestamp,

@@ -523,21 +523,19 @@ def _streamed_result(names: list[str], answer: engine.StreamedAnswer) -> Result:
     """A streaming answer as MySQL's result: its DATETIME columns show microseconds (the rows
     that decide how many digits they need are not all known yet)."""
     columns = []
-    for name, (_, duck_type) in zip(names, answer.columns, strict=True):
+    arrays_at = set()
+    for position, (name, (_, duck_type)) in enumerate(zip(names, answer.columns, strict=True)):
         sql_type = _sql_type(duck_type)
+        if sql_type == ARRAY_TYPE:
+            arrays_at.add(position)
         columns.append(_result_column(name, "DATETIME(6)" if sql_type == "DATETIME" else sql_type))
-    return Result(columns=columns, rows=StreamedRows(answer, _arrays_at(answer.columns)))
+    return Result(columns=columns, rows=StreamedRows(answer, frozenset(arrays_at)))
 
 
 def _sql_type(duck_type: str) -> str:
     if arrays.is_array(duck_type):
         return ARRAY_TYPE
     return DUCKDB_TYPES.get(duck_type.split("(")[0], _decimal_type(duck_type))
-
-
-def _arrays_at(columns: list[tuple[str, str]]) -> frozenset[int]:
-    """The positions of an answer's array columns (answered as their text)."""
-    return frozenset(at for at, (_, duck_type) in enumerate(columns) if arrays.is_array(duck_type))
 
 
 class StreamedRows:
@@ -638,15 +636,17 @@ def _scan_lines(
 def _answer_result(names: list[str], answer: engine.Answer) -> Result:
     """The engine's answer as MySQL's result, its columns named names."""
     rows = answer.rows
-    arrays_at = _arrays_at(answer.columns)
-    if arrays_at:  # never ArrowRows: DuckDB's lists do not read as Python from Arrow alike
-        rows = arrays.rows_with_text(rows, arrays_at)
     columns = []
+    arrays_at = set()
     for position, (name, (_, duck_type)) in enumerate(zip(names, answer.columns, strict=True)):
         sql_type = _sql_type(duck_type)
         if sql_type == "DATETIME":
             sql_type = f"DATETIME({_fractional_digits(rows, position)})"
+        elif sql_type == ARRAY_TYPE:
+            arrays_at.add(position)
         columns.append(_result_column(name, sql_type))
+    if arrays_at:  # never ArrowRows: DuckDB's lists do not read as Python from Arrow alike
+        rows = arrays.rows_with_text(rows, frozenset(arrays_at))
     return Result(columns=columns, rows=rows)
 
 

@@ -595,14 +595,19 @@ LOAD_STATES = {"PREPARE": "LOADING", "PRECOMMITTED": "COMMITTED", "VISIBLE": "FI
                "ABORTED": "CANCELLED"}  # fmt: skip
 
 
+def _load_records(session, db: str, what: str) -> list:
+    """The loads the TN keeps of the database; 1105 if it cannot be asked."""
+    plane = session.services.data_plane
+    try:
+        return plane.load_records(db) if plane is not None else []
+    except ServiceError as error:  # the TN could not be asked
+        raise QueryError(1105, f"the {what} could not be listed: {error}") from None
+
+
 def _loads(session, statement: st.Show) -> Result:
     """SHOW LOAD / SHOW STREAM LOAD: the loads the TN keeps of the database (its labels)."""
     database = visible_database(session, statement.db)
-    plane = session.services.data_plane
-    try:
-        records = plane.load_records(database.name) if plane is not None else []
-    except ServiceError as error:  # the TN could not be asked
-        raise QueryError(1105, f"the loads could not be listed: {error}") from None
+    records = _load_records(session, database.name, "loads")
     match = like_matcher(statement.like)
     user = session.user
     shown = [
@@ -663,10 +668,10 @@ async def show_transaction(session, statement: st.ShowTransaction) -> Result:
         raise QueryError(1105, TRANSACTION_WHERE_HINT)
     if key == "status" and value.upper() not in TRANSACTION_STATES:
         raise QueryError(1105, "status should be prepare/precommitted/committed/visible/aborted")
+    records = _load_records(session, database.name, "transactions")
     plane = session.services.data_plane
     try:
-        records = plane.load_records(database.name) if plane is not None else []
-        address = plane.load_address() if plane is not None and records else None
+        address = plane.load_address() if records else None
     except ServiceError as error:  # the TN could not be asked
         raise QueryError(1105, f"the transactions could not be listed: {error}") from None
     if key == "status":
@@ -677,11 +682,7 @@ async def show_transaction(session, statement: st.ShowTransaction) -> Result:
             raise QueryError(1105, f"transaction with {key} {value} does not exist")
     for record in chosen:
         if not privileges.has(session.user, privileges.LOAD, database.name, record.table):
-            raise QueryError(
-                1227,
-                "Access denied; you need (at least one of) the LOAD privilege(s) for this "
-                "operation",
-            )
+            raise accounts.access_denied("LOAD")
     coordinator = f"BE: {(address and address[0]) or '127.0.0.1'}"
     rows = [_transaction_row(r, coordinator) for r in sorted(chosen, key=lambda r: r.txn_id)]
     return text_result(TRANSACTION_TITLES, rows)

@@ -489,6 +489,7 @@ def test_a_killed_tn_loses_no_acknowledged_commit(cluster):
         loader.start()
     wait_until(lambda: len(acknowledged) >= 20, 30, "some commits")
     assert rows(follower, "SELECT count(*) FROM durable")[0][0] >= 20  # a CN follows it now
+    execute(follower, "INSERT INTO d.durable WITH LABEL kept VALUES (-10)")  # a labelled load
     tn.kill()
     time.sleep(0.3)  # the loaders see the TN gone  # noqa: TID251
     stop.set()
@@ -509,7 +510,12 @@ def test_a_killed_tn_loses_no_acknowledged_commit(cluster):
     found = wait_until(
         lambda: rows(leader, "SELECT k FROM durable"), 30, "the table readable again"
     )
-    assert set(acknowledged) | {-2, -3} <= {k for (k,) in found}
+    assert set(acknowledged) | {-2, -3, -10} <= {k for (k,) in found}
+    # The load's label came back with the TN's log: the same label is refused on any FE.
+    refused = pytest.raises(
+        pymysql.MySQLError, execute, leader, "INSERT INTO d.durable WITH LABEL kept VALUES (-11)"
+    )
+    assert refused.value.args[0] == 1105 and "Label [kept]" in refused.value.args[1]
     schema = TableSchema(
         table_id(leader, "durable"), 1, (ColumnSchema("k", pa.int32()),), KeyModel.DUPLICATE, ("k",)
     )

@@ -25,6 +25,7 @@ the old ones. Versions:
     8   BeginLoad ends with the load's claim (a label the TN keeps its record under) or nil
     9   tablet statistics are asked for many tables at once (TabletStatsRequest carries their
         schemas, TabletStats answers each table's tablets)
+    10  a commit request ends with its write set's claim (an INSERT or transaction WITH LABEL) or nil
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ from be.tn.loads import MAX_LABEL_CHARS, SOURCES, LoadClaim
 from be.tn.write_set import TableWrite, WriteSet
 from be.wire import Envelope, FieldReader, arrow_stream
 
-FORMAT_VERSION = 9
+FORMAT_VERSION = 10
 MAX_STATS = 64  # statistics in a node's status
 SUPPORTED_VERSIONS = (FORMAT_VERSION,)  # nodes and FEs of one build talk: no older version is read
 
@@ -458,7 +459,14 @@ def _fields(message: Message, limits: ServiceLimits) -> list:
                 [encode_schema(w.schema), _ipc(w.inserts, limits), _ipc(w.deletes, limits)]
                 for w in write_set.writes
             ]
-            return [Kind.COMMIT_REQUEST, write_set.snapshot_ts, write_set.request_id, writes]
+            claimed = _claim_fields(write_set.claim)
+            return [
+                Kind.COMMIT_REQUEST,
+                write_set.snapshot_ts,
+                write_set.request_id,
+                writes,
+                claimed,
+            ]
         case Committed(commit_ts):
             return [Kind.COMMITTED, commit_ts]
         case ReadTsRequest():
@@ -509,18 +517,7 @@ def _fields(message: Message, limits: ServiceLimits) -> list:
         case ResultEnd(columns, row_count):
             return [Kind.RESULT_END, [list(column) for column in columns], row_count]
         case BeginLoad(schema, claim):
-            claimed = None
-            if claim is not None:
-                claimed = [
-                    claim.label,
-                    claim.db,
-                    claim.table,
-                    claim.user,
-                    claim.client_ip,
-                    claim.source,
-                    claim.overwrite,
-                ]
-            return [Kind.BEGIN_LOAD, encode_schema(schema), claimed]
+            return [Kind.BEGIN_LOAD, encode_schema(schema), _claim_fields(claim)]
         case ReserveRowIds(txn_id, count):
             return [Kind.RESERVE_ROW_IDS, txn_id, count]
         case LoadNumber(value):
@@ -713,6 +710,20 @@ def _failure_argument(value: Any) -> str | int | float | bool | None:
     raise ServiceFormatError(f"malformed error argument: {value!r:.100}")
 
 
+def _claim_fields(claim: LoadClaim | None) -> list | None:
+    if claim is None:
+        return None
+    return [
+        claim.label,
+        claim.db,
+        claim.table,
+        claim.user,
+        claim.client_ip,
+        claim.source,
+        claim.overwrite,
+    ]
+
+
 def _claim(value: Any) -> LoadClaim | None:
     if value is None:
         return None
@@ -797,7 +808,7 @@ def _message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
                 tuple(_stat(stat) for stat in _items(stats, MAX_STATS, "statistics")),
             )
         case Kind.COMMIT_REQUEST:
-            snapshot_ts, request_id, writes = _shape(fields, 3, "commit request")
+            snapshot_ts, request_id, writes, claimed = _shape(fields, 4, "commit request")
             decoded = tuple(
                 _table_write(write, limits)
                 for write in _items(writes, limits.max_columns, "writes")
@@ -810,6 +821,7 @@ def _message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
                     _int(snapshot_ts, "snapshot timestamp"),
                     decoded,
                     _str(request_id, "request id", MAX_REQUEST_ID_CHARS),
+                    _claim(claimed),
                 )
             )
         case Kind.COMMITTED:

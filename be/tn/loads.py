@@ -20,6 +20,10 @@ A CN serves a load's objects from its commit on (the rows carry the load's begin
 is older); a CN that starts again from a checkpoint, or a merge that rewrites them, serves them
 by those row stamps, so a read AS OF a moment while the load ran may see them there.
 
+An INSERT WITH LABEL (or a transaction begun WITH LABEL) is a load of rows: its write set carries
+a LoadClaim, the committer refuses it if a load not aborted holds the label, and its record (its
+transaction id is its commit timestamp) travels in the commit's log record as a bulk load's does.
+
 Labels: the record of a committed load travels in its commit's log record and in checkpoints, so
 "Label Already Exists" survives a restart; loads still open or aborted are kept in memory only.
 Records are kept label_keep_seconds after they finish, at most max_labels of them. Stream Load
@@ -48,7 +52,8 @@ ABORTED = "ABORTED"
 STATES = (PREPARE, PRECOMMITTED, VISIBLE, ABORTED)
 STREAM_LOAD = "stream_load"
 SPARK = "spark"
-SOURCES = (STREAM_LOAD, SPARK)  # what wrote a load's objects
+INSERT = "insert"  # an INSERT (or a transaction) given a label: its rows, not objects
+SOURCES = (STREAM_LOAD, SPARK, INSERT)  # what wrote a load
 MAX_LABEL_CHARS = 128  # Doris: a label is at most 128 characters
 MAX_MESSAGE_CHARS = 1024
 

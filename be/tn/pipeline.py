@@ -320,15 +320,23 @@ class CommitPipeline:
                 schemas = {request.bulk.schema.table_id: request.bulk.schema}
             else:
                 schemas = {write.schema.table_id: write.schema for write in write_set.writes}
+            labelled = None
             try:
                 if request.bulk is not None:
                     commit, record = self._prepare_bulk(request.bulk)
                 else:
                     self.flusher.check(write_set)
+                    self._check_label(write_set.claim)
                     commit = self.state.prepare(
                         write_set, self._next_ts(), self.limits.max_commit_rows
                     )
-                    record = wal_records.encode(commit, write_set.request_id, schemas)
+                    labelled = _labelled(write_set, commit)
+                    record = wal_records.encode(
+                        commit,
+                        write_set.request_id,
+                        schemas,
+                        load=None if labelled is None else labelled.fields(),
+                    )
                 if len(record) > self.limits.max_record_bytes:
                     raise CommitTooLarge(
                         f"the statement writes {len(record)} bytes at once; the log takes at most "
@@ -345,6 +353,8 @@ class CommitPipeline:
             self._apply(commit, schemas)
             if request.bulk is not None:
                 self._apply_bulk(request.bulk, commit)
+            elif labelled is not None:
+                self.labels.put(labelled)
             batch.append((request, commit))
             records.append(record)
             size += len(record)
@@ -352,6 +362,11 @@ class CommitPipeline:
                 self._remember(write_set.request_id, commit.commit_ts)
         if records:
             self._log_and_publish(batch, records)
+
+    def _check_label(self, claim: loads.LoadClaim | None) -> None:
+        held = None if claim is None else self.labels.get(claim.db, claim.label)
+        if held is not None and held.state != loads.ABORTED:
+            raise LabelTaken(held.label, held.txn_id, held.state)
 
     def _apply(self, commit: Commit, schemas: dict[int, TableSchema]) -> None:
         self.state.apply(commit, schemas)
@@ -1043,8 +1058,7 @@ class CommitPipeline:
                     for change in commit.changes:
                         self.merger.replaced(change.objects_removed, commit.commit_ts)
                 self._observe_auto_increments(commit, schemas)
-                if not request_id:
-                    self._replayed_load(record, commit, schemas)
+                self._replayed_load(record, commit, schemas)
                 if request_id:
                     self._remember(request_id, commit.commit_ts)
                 if commit.commit_ts > self.published_ts:
@@ -1120,3 +1134,19 @@ def bulk_commit(
     return loads.BulkCommit(
         txn_id, schema, tuple(objects), None, tuple(row_ids), tuple(keys), overwrite
     )
+
+
+def _labelled(write_set: WriteSet, commit: Commit) -> loads.LoadRecord | None:
+    """The record of a write set given a label: a load of its rows, its transaction id its
+    commit timestamp."""
+    if write_set.claim is None:
+        return None
+    rows = sum(write.inserts.num_rows for write in write_set.writes if write.inserts is not None)
+    table_id = write_set.writes[0].schema.table_id if write_set.writes else 0
+    record = replace(
+        write_set.claim.record(commit.commit_ts, table_id),
+        total_rows=rows,
+        loaded_rows=rows,
+        load_bytes=write_set.nbytes,
+    )
+    return loads.finished(record, loads.VISIBLE, commit_ts=commit.commit_ts)

@@ -9,6 +9,7 @@ import pyarrow as pa
 
 from be.logtail.entries import ROW_ID
 from be.table_schema import TableSchema
+from be.tn.loads import LoadClaim
 
 SMALL_TABLE_BYTES = 1 << 16  # below this, a table's buffers are counted whole (a slice's too)
 
@@ -53,6 +54,7 @@ class WriteSet:
     snapshot_ts: int  # what the transaction read at; its deletes name rows visible there
     writes: tuple[TableWrite, ...]
     request_id: str = ""  # a retry with the same id gets the first commit's answer
+    claim: LoadClaim | None = None  # a label: refused if a load not aborted holds it
 
     def __post_init__(self):
         tables = [write.schema.table_id for write in self.writes]

@@ -19,6 +19,7 @@ from sqlglot.errors import ParseError as SqlglotParseError
 from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
+from be.load.options import LABEL as LABEL_NAME
 from fe.sql import statements as st
 from metadata.records import LOCKED_UNTIL_UNLOCK, Column, KeyModel, PartitionKind
 from metadata.types import ALIASES, TYPE_NAMES, ColumnType, parse_column_type
@@ -105,6 +106,12 @@ class ParseError(Exception):
     code = 1064
 
 
+class BadLabel(ParseError):
+    """A load's label Doris would not take (its FE answers 1105)."""
+
+    code = 1105
+
+
 class NotSupported(ParseError):
     """MySQL's syntax Quire does not take: reported as 1235 (MySQL's "doesn't yet support")."""
 
@@ -175,6 +182,43 @@ def with_partition_lists(tokens: list[Token]) -> list[Token]:
             read.append(Token(TokenType.R_PAREN, ")", line, col, after.end, after.end))
             index += 1
     return read
+
+
+def _label_part(token: Token) -> bool:
+    """A word of an unquoted label: a name, a number (`2024label` is both) or a keyword."""
+    return token.token_type not in NOT_LABEL_WORDS and bool(LABEL_WORD.fullmatch(token.text))
+
+
+NOT_LABEL_WORDS = (
+    TokenType.STRING, TokenType.IDENTIFIER, TokenType.VALUES, TokenType.SELECT, TokenType.WITH
+)  # fmt: skip
+
+
+LABEL_WORD = re.compile(r"\w+", re.ASCII)
+
+
+def without_label(tokens: list[Token]) -> tuple[list[Token], str | None]:
+    """Doris's `WITH LABEL l` taken out of the tokens, and l (None if there is none): a name,
+    backquoted or not, of the characters a load's label may hold."""
+    for index, token in enumerate(tokens[:-2]):
+        if token.token_type != TokenType.WITH or tokens[index + 1].text.upper() != "LABEL":
+            continue
+        end = index + 3
+        first = tokens[index + 2]
+        if _label_part(first):
+            while (
+                end < len(tokens)
+                and _label_part(tokens[end])
+                and tokens[end].start == tokens[end - 1].end + 1
+            ):
+                end += 1
+        elif first.token_type != TokenType.IDENTIFIER:
+            raise ParseError("You have an error in your SQL syntax; WITH LABEL takes a name")
+        label = "".join(t.text for t in tokens[index + 2 : end])
+        if not LABEL_NAME.fullmatch(label):
+            raise BadLabel(f"Label format error. regex: ^{LABEL_NAME.pattern}$, label: {label}")
+        return tokens[:index] + tokens[end:], label
+    return tokens, None
 
 
 TIMESTAMP_TOKENS = (TokenType.TIMESTAMP, TokenType.TIMESTAMPTZ, TokenType.DATETIME)
@@ -496,8 +540,14 @@ class Grammar:
         return st.Explain(query)
 
     def _begin(self):
+        """BEGIN [WORK] | BEGIN WITH LABEL l (Doris's: the transaction's commit is a load of that
+        label)."""
+        self.expect("BEGIN")
+        tokens, label = without_label(self.tokens[self.position :])
         self.position = len(self.tokens)
-        return st.Transaction("BEGIN")
+        if label is not None and tokens:
+            self.fail("BEGIN WITH LABEL takes a label only")
+        return st.Transaction("BEGIN", label or "")
 
     def _start(self):
         self.expect("START", "TRANSACTION")
@@ -513,7 +563,15 @@ class Grammar:
         return st.Transaction("ROLLBACK")
 
     def _insert(self):
-        return st.Insert(self._whole_with_sqlglot(exp.Insert))
+        """INSERT ..., with Doris's WITH LABEL l after the table (and its partitions)."""
+        tokens, label = without_label(self.tokens[self.position :])
+        if label is None:
+            return st.Insert(self._whole_with_sqlglot(exp.Insert))
+        expression = parse_with_sqlglot(tokens, self.sql)
+        self.position = len(self.tokens)
+        if not isinstance(expression, exp.Insert):
+            self.fail("expected INSERT")
+        return st.Insert(expression, label=label)
 
     def _update(self):
         return st.Update(self._whole_with_sqlglot(exp.Update))

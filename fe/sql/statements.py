@@ -437,6 +437,7 @@ class Transaction:
     """BEGIN / COMMIT / ROLLBACK: accepted, as metadata statements commit on their own."""
 
     kind: str
+    label: str = ""  # BEGIN WITH LABEL l
 
 
 @dataclass(frozen=True)
@@ -475,6 +476,7 @@ class Insert:
     # Or the same rows read straight from the text by position (fe.sql.literal_insert's
     # LiteralColumns), for Arrow to convert a column at a time.
     literals: object = None
+    label: str = ""  # Doris's WITH LABEL: the INSERT is a load of that label
 
 
 @dataclass(frozen=True)

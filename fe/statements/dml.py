@@ -20,6 +20,8 @@ from be.service.errors import ServiceError
 from be.table_schema import TableSchema
 from be.tn import errors as commit_errors
 from be.tn import placement
+from be.tn.loads import INSERT as INSERT_LOAD
+from be.tn.loads import LoadClaim
 from be.tn.state import deletes_table as deletes_of
 from be.tn.write_set import TableWrite, WriteSet
 from fe.mysql.errors import ErrorCode, QueryError
@@ -79,6 +81,7 @@ async def insert(session, statement: st.Insert) -> Result:
     table = _target_table(session, reader, table_node)
     named = _named_columns(table, target.expressions if isinstance(target, exp.Schema) else None)
     _check_on_duplicate_key(expression.args.get("conflict"), table, named)
+    claim = _claim(session, statement.label, reader, table_node, table, expression)
     source = expression.expression
     literals = statement.literals
     if literals is not None and not any(column.auto_increment for column in table.columns):
@@ -107,12 +110,19 @@ async def insert(session, statement: st.Insert) -> Result:
         return Result(affected_rows=0)
     named, rows, first_generated, last_given = _with_generated_ids(session, table, named, rows)
     as_given = expression.args.get("overwrite") or table_node.args.get("partition") is not None
-    if as_given or not (
-        len(rows) == 1 and _inserted_as_tuple(session, reader, table, named, rows[0])
+    commit_ts = 0
+    if (
+        as_given
+        or claim is not None
+        or not (len(rows) == 1 and _inserted_as_tuple(session, reader, table, named, rows[0]))
     ):
         inserts = rows_table(session, table, named, len(rows), _by_position(rows, len(named)))
-        await _commit_inserts(session, reader, table, table_node, inserts, expression)
+        commit_ts = await _commit_inserts(
+            session, reader, table, table_node, inserts, expression, claim
+        )
     info = f"Records: {len(rows)}  Duplicates: 0  Warnings: 0" if len(rows) > 1 else ""
+    if claim is not None and commit_ts:
+        info = load_info(claim.label, commit_ts)
     if first_generated:
         session.last_insert_id = first_generated
     insert_id = first_generated or last_given
@@ -120,11 +130,18 @@ async def insert(session, statement: st.Insert) -> Result:
 
 
 async def _commit_inserts(
-    session, reader: TableReader, table: Table, node: exp.Table, inserts: pa.Table, insert
-) -> None:
+    session,
+    reader: TableReader,
+    table: Table,
+    node: exp.Table,
+    inserts: pa.Table,
+    insert,
+    claim: LoadClaim | None = None,
+) -> int:
     """INSERT [OVERWRITE] INTO t [PARTITION (p, ...)]: the rows, each of a partition named if
     some are (MySQL's 1748 otherwise); OVERWRITE replaces every row of the table, or of the
-    partitions named, in the same commit (Doris's), also with no rows."""
+    partitions named, in the same commit (Doris's), also with no rows. The commit timestamp
+    when committed at once (0 if not: into the open transaction, or nothing to write)."""
     schema = TableSchema.of(table)
     if node.args.get("partition") is not None:
         _in_named_partitions(node, table, schema, inserts)
@@ -132,8 +149,36 @@ async def _commit_inserts(
     if insert.args.get("overwrite"):
         replaced = await _deleted_rows(session, reader, table, node)
         deletes = deletes_table(table, replaced) if replaced else None
-    if inserts.num_rows or deletes is not None:
-        await commit(session, reader, table, TableWrite(schema, inserts=inserts, deletes=deletes))
+    if not inserts.num_rows and deletes is None:
+        return 0
+    write = TableWrite(schema, inserts=inserts, deletes=deletes)
+    if claim is not None:
+        reader.refuse_writes()
+        return await commit_writes(session, await reader.settled_ts(), (write,), claim)
+    await commit(session, reader, table, write)
+    return 0
+
+
+def _claim(session, label: str, reader, node: exp.Table, table: Table, insert) -> LoadClaim | None:
+    """A labelled INSERT's claim on its label (Doris's: the INSERT is a load of that label); it
+    commits on its own, so not inside a transaction (BEGIN WITH LABEL labels one)."""
+    if not label:
+        return None
+    if transactions.current(session) is not None:
+        raise QueryError(
+            ErrorCode.UNKNOWN_ERROR,
+            "An INSERT WITH LABEL commits on its own and cannot run in a transaction; label the "
+            "transaction with BEGIN WITH LABEL",
+        )
+    db = node.db or session.database or ""
+    overwrite = bool(insert.args.get("overwrite"))
+    return LoadClaim(label, db, table.name, session.username or "", session.client_host,
+                     INSERT_LOAD, overwrite)  # fmt: skip
+
+
+def load_info(label: str, txn_id: int, status: str = "VISIBLE") -> str:
+    """What Doris answers a load made by an INSERT or a transaction with a label."""
+    return f"{{'label':'{label}', 'status':'{status}', 'txnId':'{txn_id or ''}'}}"
 
 
 def _in_named_partitions(node: exp.Table, table: Table, schema: TableSchema, rows: pa.Table):
@@ -606,9 +651,11 @@ async def commit(
     await commit_writes(session, await reader.settled_ts(), (write,))
 
 
-async def commit_writes(session, snapshot_ts: int, writes: tuple[TableWrite, ...]) -> int:
+async def commit_writes(
+    session, snapshot_ts: int, writes: tuple[TableWrite, ...], claim: LoadClaim | None = None
+) -> int:
     plane = data_plane(session)
-    write_set = WriteSet(snapshot_ts, writes, request_id=session.request_id or "")
+    write_set = WriteSet(snapshot_ts, writes, request_id=session.request_id or "", claim=claim)
     try:
         future = plane.submit(write_set)
         ts = await asyncio.wait_for(asyncio.wrap_future(future), COMMIT_WAIT_SECONDS)
@@ -622,6 +669,8 @@ async def commit_writes(session, snapshot_ts: int, writes: tuple[TableWrite, ...
         raise QueryError(
             ErrorCode.LOCK_DEADLOCK, f"Write conflict: {error}; try restarting transaction"
         ) from None
+    except commit_errors.LabelTaken as error:
+        raise QueryError(ErrorCode.UNKNOWN_ERROR, str(error)) from None
     except commit_errors.StaleSchema as error:
         raise SchemaChanged(error.table_id, error.known) from None
     except commit_errors.CommitOutcomeUnknown as error:

@@ -6,6 +6,7 @@ import json
 import time
 
 from be.service.errors import ServiceError
+from be.tn.loads import INSERT as INSERT_LOAD
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.results import Result, column
 from fe.security import privileges
@@ -617,6 +618,7 @@ def _loads(session, statement: st.Show) -> Result:
     shown.sort(key=lambda r: r.started_ms)
 
     if statement.what == "STREAM LOAD":
+        shown = [r for r in shown if r.source != INSERT_LOAD]
         rows = [
             (r.label, r.db, r.table, r.client_ip,
              "Fail" if r.state == "ABORTED" else "Success", r.message or "OK", "N/A",
@@ -635,7 +637,7 @@ def _loads(session, statement: st.Show) -> Result:
                              separators=(",", ":"))  # fmt: skip
         rows.append((
             r.txn_id, r.label, LOAD_STATES[r.state],
-            "100.00% (1/1)" if r.finished else "0.00% (0/1)", "STREAM_LOAD", etl,
+            "100.00% (1/1)" if r.finished else "0.00% (0/1)", LOAD_TYPES.get(r.source, "STREAM_LOAD"), etl,
             "cluster:N/A; timeout(s):N/A; max_filter_ratio:N/A",
             f"type:LOAD_RUN_FAIL; msg:{r.message}" if r.state == "ABORTED" else "NULL",
             *[load_time(r.started_ms)] * 4, load_time(r.finished_ms), "NULL", details, r.txn_id, "{}", r.user, "",
@@ -649,7 +651,10 @@ TRANSACTION_TITLES = [
     "ErrorReplicasCount", "ListenerId", "TimeoutMs", "ErrMsg",
 ]  # fmt: skip
 TRANSACTION_STATES = ("PREPARE", "PRECOMMITTED", "COMMITTED", "VISIBLE", "ABORTED")
-LOAD_SOURCE_TYPES = {"stream_load": "BACKEND_STREAMING", "spark": "BATCH_LOAD_JOB"}
+LOAD_SOURCE_TYPES = {
+    "stream_load": "BACKEND_STREAMING", "spark": "BATCH_LOAD_JOB", INSERT_LOAD: "INSERT_STREAMING"
+}  # fmt: skip
+LOAD_TYPES = {INSERT_LOAD: "INSERT"}  # SHOW LOAD's Type, STREAM_LOAD for others
 TRANSACTION_WHERE_HINT = (
     "Where clause should looks like one of them: id = 123 or label = 'label' or status = "
     "'prepare/precommitted/committed/visible/aborted'"

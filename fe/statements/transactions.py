@@ -18,6 +18,8 @@ from be.cn.bounds import ColumnBound
 from be.cn.table_state import merged
 from be.logtail.entries import ROW_ID
 from be.table_schema import TableSchema
+from be.tn.loads import INSERT as INSERT_LOAD
+from be.tn.loads import LoadClaim
 from be.tn.write_set import TableWrite
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.results import Result
@@ -178,6 +180,11 @@ class OpenTransaction:
     snapshot_ts: int
     writes: dict[int, PendingWrite] = field(default_factory=dict)
     next_row_id: int = -1
+    label: str = ""  # BEGIN WITH LABEL: its commit is a load of that label
+
+    @property
+    def first_table_id(self) -> int:
+        return next(iter(self.writes), 0)
 
     @property
     def rows(self) -> int:
@@ -395,11 +402,21 @@ def _has_key_of(rows: pa.Table, newer: pa.Table, key: str) -> pa.ChunkedArray:
 
 
 async def transaction_statement(session, statement: st.Transaction) -> Result:
+    """BEGIN [WITH LABEL l], COMMIT, ROLLBACK: a labelled transaction's commit is a load of
+    that label, answered as Doris answers it."""
+    from fe.statements.dml import load_info
+
     if statement.kind == "BEGIN":
         await commit(session)
         await _opened(session)
+        if statement.label:
+            session.transaction.label = statement.label
+            return Result(info=load_info(statement.label, 0, "PREPARE"))
     elif statement.kind == "COMMIT":
-        await commit(session)
+        label = session.transaction.label if session.transaction is not None else ""
+        commit_ts = await commit(session)
+        if label:
+            return Result(info=load_info(label, commit_ts))
     else:
         session.transaction = None
     return Result()
@@ -443,12 +460,32 @@ def current(session) -> OpenTransaction | None:
     return session.transaction
 
 
-async def commit(session) -> None:
+async def commit(session) -> int:
+    """The open transaction committed: its commit timestamp (0 if it wrote nothing)."""
     transaction, session.transaction = session.transaction, None
     if transaction is None:
-        return
+        return 0
     writes = transaction.table_writes()
-    if writes:
-        from fe.statements.dml import commit_writes
+    if not writes:
+        return 0
+    from fe.statements.dml import commit_writes
 
-        await commit_writes(session, transaction.snapshot_ts, writes)
+    return await commit_writes(
+        session, transaction.snapshot_ts, writes, _claim(session, transaction)
+    )
+
+
+def _claim(session, transaction: OpenTransaction) -> LoadClaim | None:
+    """A labelled transaction's claim, named after the first table it wrote."""
+    if not transaction.label:
+        return None
+    table = session.catalog.tables.get(transaction.first_table_id)
+    database = session.catalog.dbs.get(table.db_id) if table is not None else None
+    return LoadClaim(
+        transaction.label,
+        database.name if database is not None else session.database or "",
+        table.name if table is not None else "",
+        session.username or "",
+        session.client_host,
+        INSERT_LOAD,
+    )

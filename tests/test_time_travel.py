@@ -1,6 +1,7 @@
 """Reading an older snapshot: `FOR SYSTEM_TIME AS OF` (MariaDB's syntax) on a table, or the
 session variable read_ts for every read; such a session cannot write."""
 
+import datetime
 import time
 
 import pytest
@@ -70,3 +71,45 @@ def test_read_ts_reads_every_table_as_of_then_and_refuses_writes(quire, db):
         connection.close()
     code, message = error_of(db, "SELECT * FROM t FOR SYSTEM_TIME AS OF TIMESTAMP 'not a time'")
     assert code == 1292, message
+
+
+def test_as_of_an_expression_as_mariadb_takes_it(quire, db):
+    """MariaDB's AS OF takes any expression giving a time, with or without TIMESTAMP before it;
+    it is worked out when the query runs (a prepared query's NOW() moves on)."""
+    run(db, "INSERT INTO t VALUES (20, 'x')")
+    before = wall_clock(db)
+    run(db, "UPDATE t SET v = 'y' WHERE k = 20")
+    back = f"TIMESTAMP('{before}') + INTERVAL 0 SECOND"
+    for written in (
+        f"FOR SYSTEM_TIME AS OF TIMESTAMP {back}",
+        f"FOR SYSTEM_TIME AS OF {back}",
+        f"AS OF TIMESTAMP {back}",
+        f"FOR SYSTEM_TIME AS OF TIMESTAMP DATE_SUB('{before}', INTERVAL 0 MICROSECOND)",
+        f"FOR SYSTEM_TIME AS OF CONCAT('{before}')",
+    ):
+        assert run(db, f"SELECT v FROM t {written} WHERE k = 20") == (("x",),), written
+    assert run(db, "SELECT v FROM t FOR SYSTEM_TIME AS OF NOW(6) WHERE k = 20") == (("y",),)
+    assert error_of(db, "SELECT v FROM t FOR SYSTEM_TIME AS OF NULL") == (
+        1292,
+        "Incorrect datetime value: 'NULL'",
+    )
+    done = mariadb(
+        quire, "tt", "--batch", "-N", "-e", f"SELECT v FROM t AS OF TIMESTAMP {back} WHERE k = 20"
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "x", done.stderr
+
+
+def test_a_string_plus_an_interval_is_a_time(db):
+    """MySQL reads a string beside an INTERVAL as a time: in parentheses and from a column too
+    (DuckDB has no string + interval); a string that is no time gives NULL."""
+    assert run(db, "SELECT ('2024-01-01 10:00:00') + INTERVAL 1 SECOND")[0][0].isoformat() == (
+        "2024-01-01T10:00:01"
+    )
+    run(db, "CREATE TABLE texts (s VARCHAR(20)) DUPLICATE KEY(s) DISTRIBUTED BY HASH(s) BUCKETS 1")
+    run(db, "INSERT INTO texts VALUES ('2024-01-31 12:00:00'), ('no time')")
+    assert run(
+        db, "SELECT s + INTERVAL 1 DAY, DATE_ADD(s, INTERVAL 1 MONTH) FROM texts ORDER BY s"
+    ) == (
+        (datetime.datetime(2024, 2, 1, 12), datetime.datetime(2024, 2, 29, 12)),
+        (None, None),
+    )

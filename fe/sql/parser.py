@@ -226,7 +226,8 @@ TIMESTAMP_TOKENS = (TokenType.TIMESTAMP, TokenType.TIMESTAMPTZ, TokenType.DATETI
 
 def with_system_time(tokens: list[Token]) -> list[Token]:
     """`t AS OF TIMESTAMP '...'` (TiDB's) read as MariaDB's `t FOR SYSTEM_TIME AS OF TIMESTAMP
-    '...'`, the time travel sqlglot reads."""
+    '...'`, the time travel sqlglot reads; `AS OF TIMESTAMP <expression>` as `AS OF <expression>`
+    (sqlglot reads TIMESTAMP before a string only)."""
     read: list[Token] = []
     for index, token in enumerate(tokens):
         if (
@@ -241,6 +242,15 @@ def with_system_time(tokens: list[Token]) -> list[Token]:
             line, col, start = token.line, token.col, token.start
             read.append(Token(TokenType.FOR, "FOR", line, col, start, start))
             read.append(Token(TokenType.VAR, "SYSTEM_TIME", line, col, start, start))
+        if (
+            token.token_type in TIMESTAMP_TOKENS
+            and len(read) >= 2
+            and read[-1].text.upper() == "OF"
+            and read[-2].token_type == TokenType.ALIAS
+            and index + 1 < len(tokens)
+            and tokens[index + 1].token_type != TokenType.STRING
+        ):
+            continue  # AS OF TIMESTAMP <an expression>: the expression is the moment
         read.append(token)
     return read
 

@@ -423,8 +423,11 @@ def _regexp_extract(node: exp.RegexpExtract, time: StatementTime) -> exp.Express
 
 
 def _date_arithmetic(node: exp.DateAdd | exp.DateSub, time: StatementTime) -> exp.Expression:
-    """A date written as a string stays a date when whole days are added, as in MySQL."""
-    value = node.this
+    """A date written as a string stays a date when whole days are added, as in MySQL; a
+    string of another kind (a column's, say) is read as a DATETIME, NULL if it is none."""
+    value = node.this.unnest()
+    if not isinstance(value, exp.Literal) and value.is_type(*exp.DataType.TEXT_TYPES):
+        value = exp.TryCast(this=value, to=exp.DataType.build("DATETIME"))
     unit = (node.args.get("unit") or exp.var("DAY")).name.upper()
     is_date = value.is_type(exp.DataType.Type.DATE) or (
         _is_string(value) and _is_date_text(value.this)

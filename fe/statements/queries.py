@@ -10,7 +10,7 @@ import datetime
 import decimal
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 from sqlglot import exp
@@ -124,6 +124,7 @@ class SelectPlan:
     no_rows: bool = False  # a constant SELECT with LIMIT 0
     names_a_table: bool = True  # FROM or a subquery names one (a table-less query reads none)
     found_rows: SelectPlan | None = None  # SQL_CALC_FOUND_ROWS: the count of rows without LIMIT
+    moments: bool = False  # FOR SYSTEM_TIME AS OF an expression, worked out as the query runs
     headers: dict = field(default_factory=dict, compare=False, repr=False)  # a constant's columns
     answers: EncodedAnswers = field(default_factory=EncodedAnswers, compare=False, repr=False)
 
@@ -165,7 +166,38 @@ def plan_select(expression: exp.Expression, written: list[str] | None = None) ->
         _limit_zero(expression),
         names_a_table,
         found_rows,
+        names_a_table and any(_moment_expressions(expression)),
     )
+
+
+def _moment_expressions(expression: exp.Expression) -> list[exp.Version]:
+    """The versions of tables read `FOR SYSTEM_TIME AS OF` something other than a literal."""
+    return [
+        version
+        for version in expression.find_all(exp.Version)
+        if not isinstance(_moment(version), exp.Literal)
+    ]
+
+
+def _moment(version: exp.Version) -> exp.Expression:
+    moment = version.expression
+    return moment.this if isinstance(moment, exp.Cast) else moment
+
+
+async def _with_moments(session, plan: SelectPlan) -> SelectPlan:
+    """plan with each AS OF expression replaced by its value (MariaDB takes any expression
+    giving a time: `AS OF NOW() - INTERVAL 1 HOUR`)."""
+    from fe.statements.values_expressions import evaluated
+
+    expression = plan.expression.copy()
+    versions = _moment_expressions(expression)
+    values = await evaluated(session, [version.expression for version in versions])
+    for version, value in zip(versions, values, strict=True):
+        if value is None:
+            raise QueryError(ErrorCode.TRUNCATED_WRONG_VALUE, "Incorrect datetime value: 'NULL'")
+        text = value.isoformat(" ") if isinstance(value, datetime.datetime) else str(value)
+        version.set("expression", exp.Literal.string(text))
+    return replace(plan, expression=expression, moments=False, headers={}, answers=EncodedAnswers())
 
 
 CALC_FOUND_ROWS = "SQL_CALC_FOUND_ROWS"
@@ -397,6 +429,8 @@ async def run_in_engine(
     except mysql_functions.UnknownTimeZone as error:
         raise QueryError(1298, f"Unknown or incorrect time zone: '{error}'") from None
     read = read or table_data.TableReader(session)
+    if plan.moments:
+        plan = await _with_moments(session, plan)
     if not explain:
         answered = await _plain_read(session, plan, read, row_ids_of)
         if answered is not None:
@@ -762,9 +796,7 @@ def _as_of(read: table_data.TableReader, version: exp.Expression | None) -> int 
     """The timestamp of `t FOR SYSTEM_TIME AS OF <time>` (MariaDB's time travel), else None."""
     if version is None:
         return None
-    moment = version.expression
-    if isinstance(moment, exp.Cast):
-        moment = moment.this
+    moment = _moment(version)
     if str(version.args.get("kind", "")).upper() != "AS OF" or not isinstance(moment, exp.Literal):
         raise QueryError(
             ErrorCode.NOT_SUPPORTED_YET,

@@ -152,6 +152,14 @@ ANSWERS = [
     ("TIME_TO_SEC(TIMEDIFF('2024-01-02 00:00:00', '2024-01-01 00:00:00'))", 86400),
     ("PERIOD_DIFF(202403, 202401)", 2),
     ("PERIOD_DIFF(2403, 2312)", 3),
+    ("PERIOD_ADD(202401, 2)", 202403),
+    ("PERIOD_ADD(202412, 1)", 202501),
+    ("PERIOD_ADD(2401, 13)", 202502),
+    ("PERIOD_ADD(202403, -3)", 202312),
+    ("TIME_FORMAT('10:05:03', '%H %i %s')", "10 05 03"),
+    ("TIME_FORMAT('2024-01-01 22:05:03.5', '%h:%i %p %f')", "10:05 PM 500000"),
+    ("TIME_FORMAT(SEC_TO_TIME(3661), '%T')", "01:01:01"),
+    ("TIME_FORMAT(NULL, '%H')", None),
     ("JSON_UNQUOTE(JSON_EXTRACT('{\"a\": \"x\"}', '$.a'))", "x"),
     ("JSON_UNQUOTE('abc')", "abc"),
     ("GET_JSON_STRING('{\"b\": {\"c\": [1, 2]}}', '$.b.c[1]')", "2"),
@@ -698,6 +706,16 @@ def test_group_by_with_rollup_adds_the_totals(quire, root):
     assert run(root, query) == (*rows, (None, None, 7))
     done = mariadb(quire, "--batch", "--skip-column-names", "-e", query)
     assert done.stdout == "n\ta\t1\nn\tb\t2\nn\tNULL\t3\ns\tc\t4\ns\tNULL\t4\nNULL\tNULL\t7\n"
+    # GROUPING() and Doris's GROUPING_ID() tell a total's NULL from a NULL of the data
+    query = (
+        "SELECT region, GROUPING(region), GROUPING_ID(region, city), SUM(amount) FROM rolled.t "
+        "GROUP BY GROUPING SETS ((region), (region, city), ()) HAVING GROUPING(city) = 1 "
+        "ORDER BY 3, 1"
+    )
+    assert run(root, query) == (("n", 0, 1, 3), ("s", 0, 1, 4), (None, 1, 3, 7))
+    cubed = "SELECT COUNT(*) FROM (SELECT 1 FROM rolled.t GROUP BY CUBE(region, city)) q"
+    done = mariadb(quire, "--batch", "--skip-column-names", "-e", f"{query}; {cubed}")
+    assert done.stdout == "n\t0\t1\t3\ns\t0\t1\t4\nNULL\t1\t3\t7\n9\n", done.stderr
 
 
 def test_user_variables_hold_a_value_for_the_session(tmp_path):

@@ -34,7 +34,7 @@ DATE_FUNCTIONS = (
 )  # fmt: skip
 AGGREGATE_FUNCTIONS = (
     exp.AnyValue, exp.ApproxDistinct, exp.Avg, exp.BitwiseAndAgg, exp.BitwiseOrAgg, exp.BitwiseXorAgg, exp.Count,
-    exp.Max, exp.Min, exp.Stddev, exp.StddevPop, exp.StddevSamp, exp.Sum, exp.Variance,
+    exp.Grouping, exp.GroupingId, exp.Max, exp.Min, exp.Stddev, exp.StddevPop, exp.StddevSamp, exp.Sum, exp.Variance,
     exp.VariancePop,
 )  # fmt: skip
 WINDOW_FUNCTIONS = (
@@ -87,7 +87,7 @@ ALLOWED_ANONYMOUS = frozenset(
      "UNIX_TIMESTAMP", "WEEKDAY", "YEARWEEK", "SEC_TO_TIME", "TIME_TO_SEC", "TIMEDIFF",
      "PERIOD_DIFF", "JSON_UNQUOTE", "JSON_LENGTH", "JSON_CONTAINS", "JSON_VALID", "JSON_QUOTE",
      "INET_NTOA", "NOT_NULL_OR_EMPTY", "STRLEFT", "STRRIGHT", "MONEY_FORMAT", "REGEXP_REPLACE_ONE",
-     "E"}
+     "E", "PERIOD_ADD", "TIME_FORMAT"}
     | {f"{unit}S_{way}" for unit in DORIS_DATE_ADD_UNITS for way in ("ADD", "SUB")}
     | set(DORIS_JSON_GETTERS)
     | {f"{unit}S_DIFF" for unit in DORIS_DIFF_UNITS}

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import build_formatted_time
+from sqlglot.dialects.mysql import MySQL
 
 from be.engine.allow_list import DORIS_DATE_ADD_UNITS, DORIS_DIFF_UNITS, DORIS_JSON_GETTERS
 from fe.mysql.errors import ErrorCode, QueryError
@@ -1031,7 +1033,12 @@ TEMPLATES = {
         "ELSE x // 100 END) * 12 + x % 100"
     ),
     "GET_JSON_STRING": "CASE WHEN json_valid(x) THEN json_extract_string(x, p) END",
+    # a time of day (or the time of a datetime) on a day, for DATE_FORMAT's specifiers
+    "TIME_OF_DAY": "DATE '2000-01-01' + TRY_CAST(CAST(x AS VARCHAR) AS TIME)",
 }
+MONTHS_OF_PERIOD = f"({TEMPLATES['PERIOD_MONTHS']}) - 1 + n"  # months since year 0, n added
+# PERIOD_ADD(x, n): the period YYYYMM n months after x
+TEMPLATES["PERIOD_ADD"] = f"({MONTHS_OF_PERIOD}) // 12 * 100 + ({MONTHS_OF_PERIOD}) % 12 + 1"
 INTEGER_JSON = ("BIGINT", "UBIGINT")
 JSON_NUMBERS = {  # Doris's getter: the type it answers, the JSON value types it reads
     "GET_JSON_INT": ("INTEGER", INTEGER_JSON),
@@ -1118,6 +1125,18 @@ def _json_contains(node: exp.Expression, time: StatementTime) -> exp.Expression:
     target = _json_at([arguments[0], *arguments[2:]])
     candidate = exp.cast(arguments[1], exp.DataType.Type.VARCHAR)
     return _function("json_contains", target, candidate)
+
+
+def _period_add(period: exp.Expression, months: exp.Expression) -> exp.Expression:
+    return _filled(_TEMPLATE_TREES["PERIOD_ADD"], period, n=months)
+
+
+def _time_format(value: exp.Expression, form: exp.Expression) -> exp.Expression:
+    """MySQL's TIME_FORMAT(t, f): DATE_FORMAT's specifiers of hours, minutes and seconds, of a
+    time (within a day) or of a datetime's time."""
+    formatted = build_formatted_time(exp.TimeToStr, "mysql")([value, form], MySQL())
+    formatted.set("this", _filled(_TEMPLATE_TREES["TIME_OF_DAY"], value))
+    return formatted
 
 
 def _period_diff(first: exp.Expression, second: exp.Expression) -> exp.Expression:
@@ -1283,6 +1302,8 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     "TIME_TO_SEC": _with_arguments(1, _time_to_sec),
     "TIMEDIFF": _with_arguments(2, _timediff),
     "PERIOD_DIFF": _with_arguments(2, _period_diff),
+    "PERIOD_ADD": _with_arguments(2, _period_add),
+    "TIME_FORMAT": _with_arguments(2, _time_format),
     **{name: _with_arguments(2, _json_value(name)) for name in DORIS_JSON_GETTERS},
     "XOR": _xor,
     "UNHEX": _unhex,

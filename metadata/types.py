@@ -181,7 +181,8 @@ class ColumnType:
         if base == "MAP":
             return pa.map_(self.elements[0].arrow, self.elements[1].arrow)
         if base == "STRUCT":
-            return pa.struct([pa.field(n, t.arrow) for n, t in self.fields])
+            # field names are kept upper case, shown lower case (as SHOW CREATE TABLE shows them)
+            return pa.struct([pa.field(n.lower(), t.arrow) for n, t in self.fields])
         if base in DECIMAL_TYPES:
             precision, scale = (self.arguments + DEFAULT_DECIMAL[len(self.arguments) :])[:2]
             return (pa.decimal128 if precision <= 38 else pa.decimal256)(precision, scale)
@@ -223,8 +224,8 @@ def _arrow_scalar(base: str) -> pa.DataType:
         "JSON": pa.string(),
         "JSONB": pa.string(),
         "VARIANT": pa.string(),
-        "IPV4": pa.uint32(),
-        "IPV6": pa.binary(16),
+        "IPV4": pa.string(),  # an address's canonical text (what Doris shows of it)
+        "IPV6": pa.string(),
         "HLL": pa.binary(),
         "BITMAP": pa.binary(),
         "QUANTILE_STATE": pa.binary(),

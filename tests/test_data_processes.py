@@ -272,6 +272,18 @@ def test_insert_on_a_follower_reads_on_another_fe(cluster):
     assert rows(leader, "SELECT count(*) FROM t WHERE v > 'a'") == [(2,)]
 
 
+def test_nested_values_read_as_doris_shows_them_from_a_cn(cluster):
+    leader, follower, tn, cns = cluster
+    execute(
+        leader,
+        "CREATE TABLE d.nest (k INT, arr ARRAY<INT>, m MAP<STRING, INT>, s STRUCT<a:INT>) "
+        "DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1",
+    )
+    wait_until(lambda: ("nest",) in rows(follower, "SHOW TABLES"), 20, "the table on the follower")
+    execute(follower, """INSERT INTO d.nest VALUES (1, [1, NULL], '{"a": 2}', '{"a": 3}')""")
+    assert rows(leader, "SELECT arr, m, s FROM nest") == [("[1, null]", '{"a":2}', '{"a":3}')]
+
+
 def test_auto_increment_tablet_stats_and_point_reads_through_the_nodes(cluster):
     leader, follower, tn, cns = cluster
     execute(

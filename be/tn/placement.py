@@ -27,7 +27,7 @@ LEAST_TIME = "0000-01-01"  # the values a refusal quotes
 
 def placeable(schema: TableSchema) -> bool:
     """Whether the schema names the table's tablets (a schema built without the catalog may not)."""
-    return bool(schema.partitions)
+    return bool(schema.partitions or schema.partition_columns)
 
 
 def partition_indexes(schema: TableSchema, rows: pa.Table, strict: bool = True) -> pa.Array:

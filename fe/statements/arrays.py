@@ -20,17 +20,25 @@ ELEMENT_BYTES = 16  # what DuckDB keeps of a list's element at least (a text's h
 
 
 def is_array(duck_type: str) -> bool:
-    """Whether a DuckDB result type is a list (`INTEGER[]`, `DECIMAL(10,2)[]`, `VARCHAR[][]`)."""
-    return duck_type.endswith("]")
+    """Whether a DuckDB result type is a list (`INTEGER[]`, `DECIMAL(10,2)[]`, `VARCHAR[][]`),
+    a map or a struct (a column of those types): answered as their text."""
+    return duck_type.endswith("]") or duck_type.startswith(("MAP(", "STRUCT("))
 
 
-def text(value: list | None) -> str | None:
-    """An array's text in an answer; NULL stays NULL."""
-    return None if value is None else _array(value)
+def text(value: list | dict | None) -> str | None:
+    """An array's (map's, struct's) text in an answer; NULL stays NULL."""
+    return None if value is None else _element(value)
 
 
 def _array(values: list) -> str:
+    if values and all(type(value) is tuple for value in values):  # a map, as Arrow gives it
+        return _members(values)
     return "[" + SEPARATOR.join(map(_element, values)) + "]"
+
+
+def _members(pairs) -> str:
+    """A map's or struct's text as Doris writes it: `{"a":1, "b":null}`."""
+    return "{" + SEPARATOR.join(f"{_element(k)}:{_element(v)}" for k, v in pairs) + "}"
 
 
 def _element(value) -> str:
@@ -43,6 +51,8 @@ def _element(value) -> str:
         return "1" if value else "0"
     if kind is list:
         return _array(value)
+    if kind is dict:
+        return _members(value.items())
     if kind is float:
         return repr(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
     if kind is datetime.datetime:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import ipaddress
+import json
 import re
 from collections.abc import Sequence
 
@@ -186,7 +188,93 @@ def _converter(column: Column):
     if column.type.is_character or base in ("JSON", "JSONB", "VARIANT"):
         length = column.type.character_length if column.type.name in ("CHAR", "VARCHAR") else None
         return lambda value, row: _text(value, row, column, length)
+    if base in NESTED:
+        return _nested_converter(column)
+    if base in ("IPV4", "IPV6"):
+        kind = ipaddress.IPv4Address if base == "IPV4" else ipaddress.IPv6Address
+        return lambda value, row: _address(value, row, column, kind)
+    if base in STATE_TYPES:
+        return lambda value, row: _not_written(column)
     return lambda value, row: value
+
+
+NESTED = ("ARRAY", "MAP", "STRUCT")
+STATE_TYPES = ("HLL", "BITMAP", "QUANTILE_STATE")  # written by their functions, none offered yet
+
+
+def _not_written(column: Column):
+    raise QueryError(
+        ErrorCode.NOT_SUPPORTED_YET,
+        f"This version of Quire doesn't yet support writing {column.type.base} values "
+        f"(column '{column.name}')",
+    )
+
+
+def _nested_converter(column: Column):
+    """An ARRAY, MAP or STRUCT value: as the engine gives it, or its text as Doris writes it
+    (`[1, 2]`, `{"k": 1}`, `{"a": 1, "b": "x"}`); each element converted as a column of its
+    type converts it."""
+    column_type = column.type
+    if column_type.base == "ARRAY":
+        element = _converter(_element(column, column_type.elements[0]))
+        return lambda value, row: [
+            None if item is None else element(item, row)
+            for item in _parsed(value, row, column, list)
+        ]
+    if column_type.base == "MAP":
+        key_type, value_type = column_type.elements
+        key, item = _converter(_element(column, key_type)), _converter(_element(column, value_type))
+
+        def as_map(value, row):
+            pairs = (
+                value.items()
+                if isinstance(value, dict)
+                else _parsed(value, row, column, dict).items()
+            )
+            return [(key(k, row), None if v is None else item(v, row)) for k, v in pairs]
+
+        return as_map
+    fields = [(name, _converter(_element(column, kind))) for name, kind in column_type.fields]
+
+    def as_struct(value, row):
+        given = _parsed(value, row, column, dict)
+        by_name = {str(name).lower(): item for name, item in given.items()}
+        if len(by_name) != len(given) or not set(by_name) <= {n.lower() for n, _ in fields}:
+            raise _incorrect("STRUCT", value, row, column)
+        return {
+            name.lower(): None
+            if by_name.get(name.lower()) is None
+            else convert(by_name[name.lower()], row)
+            for name, convert in fields
+        }
+
+    return as_struct
+
+
+def _element(column: Column, element_type) -> Column:
+    return Column(column.name, element_type)
+
+
+def _parsed(value, row: int, column: Column, wanted: type):
+    """value (a list or dict as given, or its JSON text) as wanted, else MySQL's 1366."""
+    if isinstance(value, wanted):
+        return value
+    if isinstance(value, str | bytes):
+        try:
+            parsed = json.loads(value)
+        except (ValueError, RecursionError):
+            parsed = None
+        if isinstance(parsed, wanted):
+            return parsed
+    raise _incorrect(column.type.base, value, row, column)
+
+
+def _address(value, row: int, column: Column, kind) -> str:
+    """An IPv4 or IPv6 address, kept as its canonical text."""
+    try:
+        return str(kind(value.strip() if isinstance(value, str) else value))
+    except (ValueError, TypeError):
+        raise _incorrect(column.type.base, value, row, column) from None
 
 
 def _incorrect(

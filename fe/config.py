@@ -123,6 +123,18 @@ FE_KEYS = (
         comment="How often the leader looks for expired recycle bin entries and journals their erase.",
     ),
     Key(
+        "dynamic_partition_enable",
+        True,
+        mutable=True,
+        comment="Whether the leader keeps dynamic partition tables' partitions (dynamic_partition.* table properties) up to date.",
+    ),
+    Key(
+        "dynamic_partition_check_interval_seconds",
+        600,
+        mutable=True,
+        comment="How often the leader adds the partitions dynamic partition tables want and drops the expired ones.",
+    ),
+    Key(
         "default_db_data_quota_bytes",
         2**63 - 1,
         mutable=True,

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from be.engine import Engine
     from fe.cluster.backends import BackendMonitor
     from fe.cluster.checkpoints import Checkpointer
+    from fe.cluster.dynamic_partition_scheduler import DynamicPartitionScheduler
     from fe.cluster.forwarding import Forwarder
     from fe.cluster.freshness import Freshness
     from fe.cluster.frontends import FrontendMonitor
@@ -80,6 +81,7 @@ class FrontendServices:
     started_at: float  # wall clock
     history: StatementHistory
     backends: BackendMonitor | None = None  # None when the data plane is embedded
+    dynamic_partitions: DynamicPartitionScheduler | None = None
 
     def uptime(self) -> float:
         return time.time() - self.started_at

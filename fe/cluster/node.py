@@ -21,6 +21,7 @@ from fe.cluster import connection_ids
 from fe.cluster.alter_job_runner import AlterJobRunner
 from fe.cluster.backends import BackendMonitor
 from fe.cluster.checkpoints import Checkpointer, sync_image_from_cluster
+from fe.cluster.dynamic_partition_scheduler import DynamicPartitionScheduler
 from fe.cluster.forwarding import Forwarder
 from fe.cluster.freshness import Freshness, TimePrinter
 from fe.cluster.frontends import FrontendMonitor
@@ -204,6 +205,9 @@ class FrontendNode:
         self.recycle_bin_cleaner = RecycleBinCleaner(
             catalog, self.writer, config, self.stopping, self.data_plane
         )
+        self.dynamic_partitions = DynamicPartitionScheduler(
+            catalog, self.writer, config, self.stopping
+        )
         self.front = MysqlFront(
             session_factory=self.new_session,
             identity_provider=CatalogIdentityProvider(
@@ -248,6 +252,7 @@ class FrontendNode:
             started_at=self.started_at,
             history=StatementHistory(config["statement_history_size"]),
             backends=self.backend_monitor,
+            dynamic_partitions=self.dynamic_partitions,
         )
         self.http = HttpApi(
             this=this,
@@ -385,6 +390,7 @@ class FrontendNode:
         self.checkpointer.start()
         self.time_printer.start()
         self.recycle_bin_cleaner.start()
+        self.dynamic_partitions.start()
         self.alter_job_runner.start()
         if self.backend_monitor is not None:
             self.backend_monitor.start()

@@ -1390,6 +1390,10 @@ class Grammar:
             return st.Show("GRANTS", user=user)
         if word == "ROLES":
             return st.Show("ROLES")
+        if word == "DYNAMIC":
+            self.expect("PARTITION", "TABLES")
+            db = self.database_name() if (self.accept("FROM") or self.accept("IN")) else None
+            return st.Show("DYNAMIC PARTITION TABLES", db=db)
         if word == "PROPERTY":
             name = self.name_or_string() if self.accept("FOR") else None
             return st.ShowProperty(name, self.like())

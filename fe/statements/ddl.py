@@ -12,7 +12,14 @@ import time
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.security import privileges
 from fe.sql import statements as st
-from fe.statements import alter_jobs, create_table_as_select, partitioning, schema_change, views
+from fe.statements import (
+    alter_jobs,
+    create_table_as_select,
+    dynamic_partitions,
+    partitioning,
+    schema_change,
+    views,
+)
 from fe.statements.names import database_name, resolve_database, resolve_table
 from fe.statements.partitioning import PartitionColumns
 from metadata import ops
@@ -278,7 +285,19 @@ def build_table(session, database: Database, statement: st.CreateTable) -> Table
     else:
         planned = [Partition(0, statement.table.name)]
     first = session.services.writer.allocate_ids(1 + len(planned) * (1 + buckets))
-    return dataclasses.replace(table, id=first, partitions=with_ids(planned, first + 1, buckets))
+    table = dataclasses.replace(table, id=first, partitions=with_ids(planned, first + 1, buckets))
+    return _with_dynamic_partitions(session, table)
+
+
+def _with_dynamic_partitions(session, table: Table) -> Table:
+    """The table with the partitions its dynamic partition rules want now (checked: Doris's
+    1105 for rules it would not take)."""
+    rules = dynamic_partitions.rules_of(table)
+    if rules is None or not rules.enabled:
+        return table
+    now = dynamic_partitions.local_now(rules)
+    done = dynamic_partitions.scheduled(table, now, session.services.writer.allocate_ids)
+    return table if done is None else done.table
 
 
 def with_ids(planned: list[Partition], first: int, buckets: int) -> tuple[Partition, ...]:
@@ -398,6 +417,14 @@ def planned_partitions(
             flat.extend(partitioning.expanded(definition, limit))
         else:
             flat.append(definition)
+    return checked_partitions(table, flat, temporary)
+
+
+def checked_partitions(
+    table: Table, flat: list[st.PartitionDef], temporary: bool = False
+) -> list[Partition]:
+    """planned_partitions of definitions of one partition each."""
+    columns = PartitionColumns.of(table)
     if len(flat) > MAX_PARTITIONS:
         raise QueryError(1105, f"Too many partitions (at most {MAX_PARTITIONS})")
     taken = {p.name.lower() for p in (*table.partitions, *table.temporary_partitions)}
@@ -663,7 +690,8 @@ def _replace_partition(session, database, table: Table, action: st.ReplacePartit
 def _set_properties(session, database, table: Table, action: st.SetTableProperties) -> Table:
     merged = dict(table.properties)
     merged.update(checked_properties(action.properties))
-    return dataclasses.replace(table, properties=tuple(sorted(merged.items())))
+    table = dataclasses.replace(table, properties=tuple(sorted(merged.items())))
+    return _with_dynamic_partitions(session, table)
 
 
 ALTER_ACTIONS = {

@@ -12,7 +12,7 @@ from fe.mysql.results import Result, column
 from fe.security import privileges
 from fe.sql import statements as st
 from fe.sql.parser import INTERNAL_CATALOG
-from fe.statements import accounts, data_sizes, ddl, views
+from fe.statements import accounts, data_sizes, ddl, dynamic_partitions, views
 from fe.statements.information_schema import (
     INFORMATION_SCHEMA,
     column_key,
@@ -142,6 +142,47 @@ def _tables(session, statement: st.Show) -> Result:
         rows = [(table.name, table_type(table)) for table in tables]
         return text_result([header, "Table_type"], rows)
     return text_result([header], [(table.name,) for table in tables])
+
+
+DYNAMIC_PARTITION_TITLES = [
+    "TableName", "Enable", "TimeUnit", "Start", "End", "Prefix", "Buckets", "ReplicationNum",
+    "ReplicaAllocation", "StartOf", "LastUpdateTime", "LastSchedulerTime", "State",
+    "LastCreatePartitionMsg", "LastDropPartitionMsg", "ReservedHistoryPeriods",
+]  # fmt: skip
+
+
+def _dynamic_partition_tables(session, statement: st.Show) -> Result:
+    """Doris's SHOW DYNAMIC PARTITION TABLES: each table of the database with dynamic partition
+    rules, and what this FE's scheduler last did of it (NULL on an FE that did not lead)."""
+    database = visible_database(session, statement.db)
+    user = session.user
+    scheduler = session.services.dynamic_partitions
+    rows = []
+    for table in session.catalog.tables_of(database.id):
+        if not privileges.has_any(user, database.name, table.name):
+            continue
+        try:
+            rules = dynamic_partitions.rules_of(table)
+        except QueryError:
+            continue
+        if rules is None:
+            continue
+        run = scheduler.runs.get(table.id) if scheduler is not None else None
+        properties = {k.lower(): v for k, v in table.properties}
+        replicas = properties.get("dynamic_partition.replication_num") or properties.get(
+            "replication_num", "3"
+        )
+        rows.append((
+            table.name, str(rules.enabled).lower(), rules.unit, str(rules.start), str(rules.end),
+            rules.prefix, str(rules.buckets or table.buckets), replicas,
+            f"tag.location.default: {replicas}", rules.start_of,
+            load_time(int(run.updated_at * 1000)) if run and run.updated_at else "NULL",
+            load_time(int(run.scheduled_at * 1000)) if run and run.scheduled_at else "NULL",
+            run.state if run else "NORMAL", (run.create_message if run else "") or "NULL",
+            (run.drop_message if run else "") or "NULL",
+            properties.get("dynamic_partition.reserved_history_periods", "NULL"),
+        ))  # fmt: skip
+    return text_result(DYNAMIC_PARTITION_TITLES, rows)
 
 
 def table_type(table: Table) -> str:
@@ -720,6 +761,7 @@ SHOW_HANDLERS = {
     "CREATE USER": _create_user,
     "GRANTS": _grants,
     "ROLES": _roles,
+    "DYNAMIC PARTITION TABLES": _dynamic_partition_tables,
     "ALL GRANTS": _all_grants,
     "VARIABLES": _variables,
     "STATUS": _status,

@@ -1,0 +1,105 @@
+"""The leader keeps dynamic partition tables' partitions (fe/statements/dynamic_partitions.py)
+up to date: every dynamic_partition_check_interval_seconds it adds the periods each table's rules
+want now and drops the expired ones, one ReplaceTable entry a table changed. What it did last is
+kept for SHOW DYNAMIC PARTITION TABLES on this node (a follower shows its own runs: none)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+
+from be.config import Config
+from fe.cluster.write_path import MetadataWriter, repeat_while_leading
+from fe.mysql.errors import QueryError
+from fe.statements import dynamic_partitions
+from metadata import ops
+from metadata.catalog import Catalog
+
+logger = logging.getLogger(__name__)
+
+MIN_CHECK_INTERVAL_SECONDS = 0.2
+MAX_TABLES_A_RUN = 10_000
+
+
+@dataclass
+class TableRun:
+    """SHOW DYNAMIC PARTITION TABLES' LastUpdateTime, LastSchedulerTime, State and messages."""
+
+    scheduled_at: float = 0.0
+    updated_at: float = 0.0
+    state: str = "NORMAL"
+    create_message: str = ""
+    drop_message: str = ""
+
+
+class DynamicPartitionScheduler:
+    def __init__(
+        self, catalog: Catalog, writer: MetadataWriter, config: Config, stopping: threading.Event
+    ):
+        self.catalog = catalog
+        self.writer = writer
+        self.config = config
+        self.stopping = stopping
+        self.runs: dict[int, TableRun] = {}
+
+    def start(self) -> None:
+        repeat_while_leading(
+            "dynamic-partitions", self.writer, self.stopping, self.interval, self.run, at_once=True
+        )
+
+    def interval(self) -> float:
+        return max(
+            self.config["dynamic_partition_check_interval_seconds"], MIN_CHECK_INTERVAL_SECONDS
+        )
+
+    def run(self) -> int:
+        """Schedule every dynamic partition table once: how many changed."""
+        if not self.config["dynamic_partition_enable"]:
+            return 0
+        with self.catalog.lock:
+            ids = [t.id for t in self.catalog.tables.values() if _has_rules(t)][:MAX_TABLES_A_RUN]
+        changed = sum(self._schedule(table_id) for table_id in ids)
+        live = set(ids)
+        for gone in [table_id for table_id in self.runs if table_id not in live]:
+            del self.runs[gone]
+        return changed
+
+    def _schedule(self, table_id: int) -> bool:
+        run = self.runs.setdefault(table_id, TableRun())
+        run.scheduled_at = time.time()
+        with self.catalog.lock:  # the newest record, read just before its change is journaled
+            table = self.catalog.tables.get(table_id)
+            busy = table is None or self.catalog.table_state(table_id) != "NORMAL"
+        if busy:
+            return False
+        try:
+            rules = dynamic_partitions.rules_of(table)
+            if rules is None or not rules.enabled:
+                return False
+            now = dynamic_partitions.local_now(rules)
+            done = dynamic_partitions.scheduled(table, now, self.writer.allocate_ids)
+        except QueryError as error:
+            run.state, run.create_message = "ERROR", error.message
+            return False
+        if done is None:
+            run.state = "NORMAL"
+            return False
+        self.writer.commit_blocking([ops.ReplaceTable(done.table)])
+        run.updated_at = time.time()
+        run.state = "NORMAL"
+        run.create_message = done.create_message
+        if done.dropped:
+            run.drop_message = "dropped " + ", ".join(p.name for p in done.dropped)
+        logger.info(
+            "dynamic partitions of table %s: added %s, dropped %s",
+            table.name,
+            ", ".join(done.added) or "none",
+            ", ".join(p.name for p in done.dropped) or "none",
+        )
+        return True
+
+
+def _has_rules(table) -> bool:
+    return any(k.lower().startswith(dynamic_partitions.PREFIX) for k, _ in table.properties)

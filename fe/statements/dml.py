@@ -20,7 +20,6 @@ from be.service.errors import ServiceError
 from be.table_schema import TableSchema
 from be.tn import errors as commit_errors
 from be.tn import placement
-from be.tn.loads import INSERT as INSERT_LOAD
 from be.tn.loads import LoadClaim
 from be.tn.state import deletes_table as deletes_of
 from be.tn.write_set import TableWrite, WriteSet
@@ -81,7 +80,7 @@ async def insert(session, statement: st.Insert) -> Result:
     table = _target_table(session, reader, table_node)
     named = _named_columns(table, target.expressions if isinstance(target, exp.Schema) else None)
     _check_on_duplicate_key(expression.args.get("conflict"), table, named)
-    claim = _claim(session, statement.label, reader, table_node, table, expression)
+    claim = _claim(session, statement.label, table_node, table, expression)
     source = expression.expression
     literals = statement.literals
     if literals is not None and not any(column.auto_increment for column in table.columns):
@@ -159,7 +158,7 @@ async def _commit_inserts(
     return 0
 
 
-def _claim(session, label: str, reader, node: exp.Table, table: Table, insert) -> LoadClaim | None:
+def _claim(session, label: str, node: exp.Table, table: Table, insert) -> LoadClaim | None:
     """A labelled INSERT's claim on its label (Doris's: the INSERT is a load of that label); it
     commits on its own, so not inside a transaction (BEGIN WITH LABEL labels one)."""
     if not label:
@@ -172,8 +171,7 @@ def _claim(session, label: str, reader, node: exp.Table, table: Table, insert) -
         )
     db = node.db or session.database or ""
     overwrite = bool(insert.args.get("overwrite"))
-    return LoadClaim(label, db, table.name, session.username or "", session.client_host,
-                     INSERT_LOAD, overwrite)  # fmt: skip
+    return transactions.label_claim(session, label, db, table.name, overwrite)
 
 
 def load_info(label: str, txn_id: int, status: str = "VISIBLE") -> str:

@@ -481,11 +481,12 @@ def _claim(session, transaction: OpenTransaction) -> LoadClaim | None:
         return None
     table = session.catalog.tables.get(transaction.first_table_id)
     database = session.catalog.dbs.get(table.db_id) if table is not None else None
+    db = database.name if database is not None else session.database or ""
+    return label_claim(session, transaction.label, db, table.name if table is not None else "")
+
+
+def label_claim(session, label: str, db: str, table: str, overwrite: bool = False) -> LoadClaim:
+    """The session's claim on a label for a load of rows (an INSERT's or a transaction's)."""
     return LoadClaim(
-        transaction.label,
-        database.name if database is not None else session.database or "",
-        table.name if table is not None else "",
-        session.username or "",
-        session.client_host,
-        INSERT_LOAD,
+        label, db, table, session.username or "", session.client_host, INSERT_LOAD, overwrite
     )

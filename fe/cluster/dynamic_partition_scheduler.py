@@ -59,7 +59,9 @@ class DynamicPartitionScheduler:
         if not self.config["dynamic_partition_enable"]:
             return 0
         with self.catalog.lock:
-            ids = [t.id for t in self.catalog.tables.values() if _has_rules(t)][:MAX_TABLES_A_RUN]
+            ids = [t.id for t in self.catalog.tables.values() if dynamic_partitions.has_rules(t)][
+                :MAX_TABLES_A_RUN
+            ]
         changed = sum(self._schedule(table_id) for table_id in ids)
         live = set(ids)
         for gone in [table_id for table_id in self.runs if table_id not in live]:
@@ -75,11 +77,7 @@ class DynamicPartitionScheduler:
         if busy:
             return False
         try:
-            rules = dynamic_partitions.rules_of(table)
-            if rules is None or not rules.enabled:
-                return False
-            now = dynamic_partitions.local_now(rules)
-            done = dynamic_partitions.scheduled(table, now, self.writer.allocate_ids)
+            done = dynamic_partitions.scheduled(table, self.writer.allocate_ids)
         except QueryError as error:
             run.state, run.create_message = "ERROR", error.message
             return False
@@ -91,15 +89,11 @@ class DynamicPartitionScheduler:
         run.state = "NORMAL"
         run.create_message = done.create_message
         if done.dropped:
-            run.drop_message = "dropped " + ", ".join(p.name for p in done.dropped)
+            run.drop_message = "dropped " + ", ".join(done.dropped)
         logger.info(
             "dynamic partitions of table %s: added %s, dropped %s",
             table.name,
             ", ".join(done.added) or "none",
-            ", ".join(p.name for p in done.dropped) or "none",
+            ", ".join(done.dropped) or "none",
         )
         return True
-
-
-def _has_rules(table) -> bool:
-    return any(k.lower().startswith(dynamic_partitions.PREFIX) for k, _ in table.properties)

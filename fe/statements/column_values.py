@@ -216,25 +216,26 @@ def _nested_converter(column: Column):
     type converts it."""
     column_type = column.type
     if column_type.base == "ARRAY":
-        element = _converter(_element(column, column_type.elements[0]))
+        element = _converter(_element_column(column, column_type.elements[0]))
         return lambda value, row: [
             None if item is None else element(item, row)
             for item in _parsed(value, row, column, list)
         ]
     if column_type.base == "MAP":
         key_type, value_type = column_type.elements
-        key, item = _converter(_element(column, key_type)), _converter(_element(column, value_type))
+        key, item = (
+            _converter(_element_column(column, key_type)),
+            _converter(_element_column(column, value_type)),
+        )
 
         def as_map(value, row):
-            pairs = (
-                value.items()
-                if isinstance(value, dict)
-                else _parsed(value, row, column, dict).items()
-            )
+            pairs = _parsed(value, row, column, dict).items()
             return [(key(k, row), None if v is None else item(v, row)) for k, v in pairs]
 
         return as_map
-    fields = [(name, _converter(_element(column, kind))) for name, kind in column_type.fields]
+    fields = [
+        (name, _converter(_element_column(column, kind))) for name, kind in column_type.fields
+    ]
 
     def as_struct(value, row):
         given = _parsed(value, row, column, dict)
@@ -251,7 +252,7 @@ def _nested_converter(column: Column):
     return as_struct
 
 
-def _element(column: Column, element_type) -> Column:
+def _element_column(column: Column, element_type) -> Column:
     return Column(column.name, element_type)
 
 

@@ -292,11 +292,7 @@ def build_table(session, database: Database, statement: st.CreateTable) -> Table
 def _with_dynamic_partitions(session, table: Table) -> Table:
     """The table with the partitions its dynamic partition rules want now (checked: Doris's
     1105 for rules it would not take)."""
-    rules = dynamic_partitions.rules_of(table)
-    if rules is None or not rules.enabled:
-        return table
-    now = dynamic_partitions.local_now(rules)
-    done = dynamic_partitions.scheduled(table, now, session.services.writer.allocate_ids)
+    done = dynamic_partitions.scheduled(table, session.services.writer.allocate_ids)
     return table if done is None else done.table
 
 

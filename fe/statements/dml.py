@@ -121,7 +121,7 @@ async def insert(session, statement: st.Insert) -> Result:
         )
     info = f"Records: {len(rows)}  Duplicates: 0  Warnings: 0" if len(rows) > 1 else ""
     if claim is not None and commit_ts:
-        info = load_info(claim.label, commit_ts)
+        info = transactions.load_info(claim.label, commit_ts)
     if first_generated:
         session.last_insert_id = first_generated
     insert_id = first_generated or last_given
@@ -150,12 +150,7 @@ async def _commit_inserts(
         deletes = deletes_table(table, replaced) if replaced else None
     if not inserts.num_rows and deletes is None:
         return 0
-    write = TableWrite(schema, inserts=inserts, deletes=deletes)
-    if claim is not None:
-        reader.refuse_writes()
-        return await commit_writes(session, await reader.settled_ts(), (write,), claim)
-    await commit(session, reader, table, write)
-    return 0
+    return await commit(session, reader, table, TableWrite(schema, inserts, deletes), claim=claim)
 
 
 def _claim(session, label: str, node: exp.Table, table: Table, insert) -> LoadClaim | None:
@@ -172,11 +167,6 @@ def _claim(session, label: str, node: exp.Table, table: Table, insert) -> LoadCl
     db = node.db or session.database or ""
     overwrite = bool(insert.args.get("overwrite"))
     return transactions.label_claim(session, label, db, table.name, overwrite)
-
-
-def load_info(label: str, txn_id: int, status: str = "VISIBLE") -> str:
-    """What Doris answers a load made by an INSERT or a transaction with a label."""
-    return f"{{'label':'{label}', 'status':'{status}', 'txnId':'{txn_id or ''}'}}"
 
 
 def _in_named_partitions(node: exp.Table, table: Table, schema: TableSchema, rows: pa.Table):
@@ -630,11 +620,17 @@ def deletes_table(table: Table, rows: list) -> pa.Table:
 
 
 async def commit(
-    session, reader: TableReader, table: Table, write: TableWrite, replaces_only_deleted=False
-) -> None:
-    """The statement's write: into the open transaction, else committed at once.
-    replaces_only_deleted: write's inserts replace no row but those its deletes name (an UPDATE
-    of value columns), so the transaction need not look for the rows they replace."""
+    session,
+    reader: TableReader,
+    table: Table,
+    write: TableWrite,
+    replaces_only_deleted=False,
+    claim: LoadClaim | None = None,
+) -> int:
+    """The statement's write: into the open transaction (0), else committed at once (its commit
+    timestamp; claim: the label it is a load of). replaces_only_deleted: write's inserts replace
+    no row but those its deletes name (an UPDATE of value columns), so the transaction need not
+    look for the rows they replace."""
     reader.refuse_writes()
     transaction = transactions.current(session)
     if transaction is not None:
@@ -645,8 +641,8 @@ async def commit(
             if committed is None:  # a read that may wait, or read objects: off the event loop
                 committed = await asyncio.to_thread(reader.committed, table, bounds)
         transaction.add(table, write, committed)
-        return
-    await commit_writes(session, await reader.settled_ts(), (write,))
+        return 0
+    return await commit_writes(session, await reader.settled_ts(), (write,), claim)
 
 
 async def commit_writes(

@@ -55,6 +55,10 @@ class Rules:
         return "NULL"
 
 
+def has_rules(table: Table) -> bool:
+    return any(key.lower().startswith(PREFIX) for key, _ in table.properties)
+
+
 def rules_of(table: Table) -> Rules | None:
     """The table's dynamic partition rules, None if it has none; QueryError (Doris's 1105) when
     they are not ones Doris takes."""
@@ -203,7 +207,7 @@ def wanted(table: Table, rules: Rules, now: datetime.datetime) -> list[st.Partit
         if rules.history_count >= 0:
             first = max(first, -rules.history_count)
         first = max(first, -MAX_PERIODS)
-    is_date = "TIME" not in table.column(table.partition_columns[0]).type.base
+    is_date = _is_date(table)
     definitions = []
     for offset in range(first, rules.end + 1):
         lower, upper = period_start(rules, now, offset), period_start(rules, now, offset + 1)
@@ -215,6 +219,11 @@ def wanted(table: Table, rules: Rules, now: datetime.datetime) -> list[st.Partit
     return definitions
 
 
+def _is_date(table: Table) -> bool:
+    """Whether the partition column is a DATE (not a DATETIME)."""
+    return "TIME" not in table.column(table.partition_columns[0]).type.base
+
+
 def _literal(moment: datetime.datetime, is_date: bool) -> str:
     return f"{moment:%Y-%m-%d}" if is_date else f"{moment:%Y-%m-%d %H:%M:%S}"
 
@@ -223,13 +232,8 @@ def expired(table: Table, rules: Rules, now: datetime.datetime) -> list[Partitio
     """The partitions wholly before start periods back (none when start is Doris's default)."""
     if rules.start == NO_START:
         return []
-    is_date = "TIME" not in table.column(table.partition_columns[0]).type.base
-    limit = _literal(period_start(rules, now, rules.start), is_date)
-    return [p for p in table.partitions if p.upper and _unquoted(p.upper[0]) <= limit]
-
-
-def _unquoted(literal: str) -> str:
-    return literal.strip("'\"")
+    limit = _literal(period_start(rules, now, rules.start), _is_date(table))
+    return [p for p in table.partitions if p.upper and p.upper[0] <= limit]  # canonical literals
 
 
 @dataclass(frozen=True)
@@ -238,20 +242,21 @@ class Scheduled:
     were left out."""
 
     table: Table
-    added: tuple[str, ...]
-    dropped: tuple[Partition, ...]
+    added: tuple[str, ...]  # partition names
+    dropped: tuple[str, ...]
     create_message: str = ""
 
 
-def scheduled(table: Table, now: datetime.datetime, allocate_ids) -> Scheduled | None:
-    """The table with the partitions its rules want at now added and the expired ones dropped;
-    None if it has no rules, they are off, or nothing is to change. allocate_ids(n): the first
-    of n new ids."""
-    from fe.statements.ddl import checked_partitions, with_ids
+def scheduled(table: Table, allocate_ids, now: datetime.datetime | None = None) -> Scheduled | None:
+    """The table with the partitions its rules want now (or at now) added and the expired ones
+    dropped; None if it has no rules, they are off, or nothing is to change; QueryError if its
+    rules are not Doris's. allocate_ids(n): the first of n new ids."""
+    from fe.statements.ddl import checked_partitions, with_ids  # ddl makes tables with these
 
     rules = rules_of(table)
     if rules is None or not rules.enabled:
         return None
+    now = now or local_now(rules)
     dropped = tuple(expired(table, rules, now))
     gone = {p.id for p in dropped}
     current = replace(table, partitions=tuple(p for p in table.partitions if p.id not in gone))
@@ -272,10 +277,10 @@ def scheduled(table: Table, now: datetime.datetime, allocate_ids) -> Scheduled |
     added = ()
     if planned:
         added = with_ids(planned, allocate_ids(len(planned) * (1 + buckets)), buckets)
-    in_order = sorted((*current.partitions, *added), key=lambda p: [_unquoted(v) for v in p.lower])
+    in_order = sorted((*current.partitions, *added), key=lambda p: p.lower)
     return Scheduled(
         replace(current, partitions=tuple(in_order)),
         tuple(p.name for p in added),
-        dropped,
+        tuple(p.name for p in dropped),
         "; ".join(messages)[:1024],
     )

@@ -1036,6 +1036,7 @@ TEMPLATES = {
     # a time of day (or the time of a datetime) on a day, for DATE_FORMAT's specifiers
     "TIME_OF_DAY": "DATE '2000-01-01' + TRY_CAST(CAST(x AS VARCHAR) AS TIME)",
 }
+MYSQL = MySQL()  # the dialect a format of MySQL's specifiers is read with
 MONTHS_OF_PERIOD = f"({TEMPLATES['PERIOD_MONTHS']}) - 1 + n"  # months since year 0, n added
 # PERIOD_ADD(x, n): the period YYYYMM n months after x
 TEMPLATES["PERIOD_ADD"] = f"({MONTHS_OF_PERIOD}) // 12 * 100 + ({MONTHS_OF_PERIOD}) % 12 + 1"
@@ -1134,9 +1135,8 @@ def _period_add(period: exp.Expression, months: exp.Expression) -> exp.Expressio
 def _time_format(value: exp.Expression, form: exp.Expression) -> exp.Expression:
     """MySQL's TIME_FORMAT(t, f): DATE_FORMAT's specifiers of hours, minutes and seconds, of a
     time (within a day) or of a datetime's time."""
-    formatted = build_formatted_time(exp.TimeToStr, "mysql")([value, form], MySQL())
-    formatted.set("this", _filled(_TEMPLATE_TREES["TIME_OF_DAY"], value))
-    return formatted
+    of_day = _filled(_TEMPLATE_TREES["TIME_OF_DAY"], value)
+    return build_formatted_time(exp.TimeToStr, "mysql")([of_day, form], MYSQL)
 
 
 def _period_diff(first: exp.Expression, second: exp.Expression) -> exp.Expression:

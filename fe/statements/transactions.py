@@ -404,8 +404,6 @@ def _has_key_of(rows: pa.Table, newer: pa.Table, key: str) -> pa.ChunkedArray:
 async def transaction_statement(session, statement: st.Transaction) -> Result:
     """BEGIN [WITH LABEL l], COMMIT, ROLLBACK: a labelled transaction's commit is a load of
     that label, answered as Doris answers it."""
-    from fe.statements.dml import load_info
-
     if statement.kind == "BEGIN":
         await commit(session)
         await _opened(session)
@@ -483,6 +481,11 @@ def _claim(session, transaction: OpenTransaction) -> LoadClaim | None:
     database = session.catalog.dbs.get(table.db_id) if table is not None else None
     db = database.name if database is not None else session.database or ""
     return label_claim(session, transaction.label, db, table.name if table is not None else "")
+
+
+def load_info(label: str, txn_id: int, status: str = "VISIBLE") -> str:
+    """What Doris answers a load made by an INSERT or a transaction with a label."""
+    return f"{{'label':'{label}', 'status':'{status}', 'txnId':'{txn_id or ''}'}}"
 
 
 def label_claim(session, label: str, db: str, table: str, overwrite: bool = False) -> LoadClaim:

@@ -586,3 +586,26 @@ def test_deletes_find_their_tablet_with_a_bounded_row_id_cache(tmp_path):
         12: [8],
         13: [18],
     }
+
+
+def test_nested_columns_read_back_from_their_objects(root):
+    """ARRAY, MAP and STRUCT columns are several Parquet leaves each: their objects (a flush's,
+    then a merge's and a delete's tombstone) still read back whole."""
+    run(root, "CREATE DATABASE IF NOT EXISTS f")
+    run(
+        root,
+        "CREATE TABLE f.nested (k INT, arr ARRAY<INT>, m MAP<STRING, INT>, s STRUCT<a:INT>) "
+        "UNIQUE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1",
+    )
+    values = ", ".join(
+        f"""({k}, [{k}, NULL], '{{"k{k}": {k}}}', '{{"a": {k}}}')""" for k in range(12)
+    )
+    run(root, f"INSERT INTO f.nested VALUES {values}")  # over flush_rows: flushed
+    wait_until(lambda: sum(tablet_objects(root, "f.nested").values()) > 0, 30, "the flush")
+    run(root, "DELETE FROM f.nested WHERE k = 0")
+    run(root, "UPDATE f.nested SET arr = [7] WHERE k = 1")
+    assert run(root, "SELECT k, arr, m, s FROM f.nested WHERE k < 3 ORDER BY k") == (
+        (1, "[7]", '{"k1":1}', '{"a":1}'),
+        (2, "[2, null]", '{"k2":2}', '{"a":2}'),
+    )
+    assert run(root, "SELECT count(*) FROM f.nested WHERE arr[1] > 5") == ((7,),)

@@ -6,6 +6,7 @@ refused with 1235. A partitioned table with no partition yet takes no row. Throu
 mariadb CLI and a CN of `quire cluster up` (tests/test_data_processes.py reads them there too)."""
 
 import pytest
+import requests
 
 from tests.harness import error_of, mariadb, run
 
@@ -55,6 +56,33 @@ def test_arrays_maps_and_structs_hold_values_and_read_as_doris_shows_them(quire,
     done = mariadb(quire, "nested", "--batch", "-N", "-e", "SELECT arr, m, s FROM n WHERE k = 1")
     assert done.returncode == 0, done.stderr
     assert done.stdout == '[1, 2]\t{"a":1}\t{"a":1, "b":"x"}\n'
+
+
+def test_stream_load_writes_nested_values_as_doris_writes_them(quire, db):
+    run(db, "CREATE TABLE loaded (k INT, arr ARRAY<INT>, m MAP<STRING, INT>) DUPLICATE KEY(k) "
+            "DISTRIBUTED BY HASH(k) BUCKETS 1")  # fmt: skip
+    url = f"http://127.0.0.1:{quire.http_port}/api/nested/loaded/_stream_load"
+
+    def load(label: str, body: bytes, **headers) -> dict:
+        answer = requests.put(
+            url, data=body, auth=("root", ""), timeout=30, headers={"label": label, **headers}
+        )
+        return answer.json()
+
+    done = load("csv", b'1\t[1,2]\t{"a":1}\n2\t\\N\t\\N\n', column_separator="\\x09")
+    assert done["Status"] == "Success", done
+    lines = b'{"k": 3, "arr": [3, 4], "m": {"b": 2}}\n{"k": 4, "arr": ["x"]}\n'
+    done = load("json", lines, format="json", read_json_by_line="true", max_filter_ratio="0.6")
+    assert (done["Status"], done["NumberLoadedRows"], done["NumberFilteredRows"]) == (
+        "Success",
+        1,
+        1,
+    )
+    assert run(db, "SELECT * FROM loaded ORDER BY k") == (
+        (1, "[1, 2]", '{"a":1}'),
+        (2, None, None),
+        (3, "[3, 4]", '{"b":2}'),
+    )
 
 
 def test_addresses_are_checked_and_kept_as_their_text(quire, db):

@@ -7,6 +7,8 @@ NULL instead, and only the row's NULL in a NOT NULL column filters it."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -52,6 +54,8 @@ def _converted(values: pa.Array, arrow_type: pa.DataType) -> tuple[pa.Array, pa.
         return pc.cast(values, arrow_type, safe=True), _falses(len(values))
     except _CAST_FAILURES:
         pass
+    if pa.types.is_nested(arrow_type) and pa.types.is_string(values.type):
+        return _nested(values, arrow_type)
     converted, failed = [], []
     for value in values.to_pylist():  # one bad value: find which, one by one
         if value is None:
@@ -65,6 +69,26 @@ def _converted(values: pa.Array, arrow_type: pa.DataType) -> tuple[pa.Array, pa.
             converted.append(None)
             failed.append(True)
     return pa.array(converted, arrow_type), pa.array(failed)
+
+
+def _nested(texts: pa.Array, arrow_type: pa.DataType) -> tuple[pa.Array, pa.Array]:
+    """ARRAY, MAP and STRUCT values written as Doris shows them (JSON: `[1, 2]`, `{"k": 1}`),
+    each converted strictly to the column's type (a value that does not fit is a failure)."""
+    converted, failed = [], []
+    is_map = pa.types.is_map(arrow_type)
+    for text in texts.to_pylist():
+        value = None
+        if text is not None:
+            try:
+                value = json.loads(text)
+                if is_map:
+                    value = list(value.items())
+                pa.array([value], arrow_type)  # raises if a part does not fit
+            except (ValueError, AttributeError, TypeError, RecursionError, *_CAST_FAILURES):
+                value = None
+        converted.append(value)
+        failed.append(text is not None and value is None)
+    return pa.array(converted, arrow_type), pa.array(failed, pa.bool_())
 
 
 def _falses(count: int) -> pa.Array:

@@ -240,7 +240,7 @@ def _checked_schema(
         except (pa.ArrowException, OSError) as error:
             raise decoding_failure(error, meta.name) from None
         _check_footer(meta, metadata)
-        if not len(meta.column_checksums) == metadata.num_columns == len(schema):
+        if len(meta.column_checksums) != metadata.num_columns:  # a checksum a Parquet leaf
             raise ObjectCorrupt("does not match its metadata", meta.name)
         wanted = schema.names if columns is None else list(columns)
         unknown = [name for name in wanted if name not in schema.names]
@@ -249,7 +249,7 @@ def _checked_schema(
         schema = pa.schema([schema.field(name) for name in wanted])
         if not parquet_decoder.decodes_exactly(schema):
             return None
-        for name in wanted:
+        for name in wanted:  # each a leaf of its own (an ARRAY, MAP or STRUCT was let go above)
             leaf = _leaf(meta.name, metadata, name)
             checksum = _chunks_checksum(lambda at, length: file.read_at(length, at), metadata, leaf)
             if checksum != meta.column_checksums[leaf]:

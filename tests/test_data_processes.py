@@ -281,7 +281,9 @@ def test_nested_values_read_as_doris_shows_them_from_a_cn(cluster):
     )
     wait_until(lambda: ("nest",) in rows(follower, "SHOW TABLES"), 20, "the table on the follower")
     execute(follower, """INSERT INTO d.nest VALUES (1, [1, NULL], '{"a": 2}', '{"a": 3}')""")
-    assert rows(leader, "SELECT arr, m, s FROM nest") == [("[1, null]", '{"a":2}', '{"a":3}')]
+    assert rows(leader, "SELECT arr, m, s, m['a'] FROM nest") == [
+        ("[1, null]", '{"a":2}', '{"a":3}', 2)
+    ]
 
 
 def test_auto_increment_tablet_stats_and_point_reads_through_the_nodes(cluster):

@@ -1,9 +1,10 @@
 """Columns of Doris's ARRAY, MAP and STRUCT types hold values written as literals (`[1, 2]`) or as
 the text Doris shows (`'{"a":1}'`), each element converted as a column of its type converts it;
-they read back as Doris shows them. IPV4 and IPV6 columns hold addresses (refused when not one:
-1366); BITMAP, HLL and QUANTILE_STATE values, written by functions Quire does not offer yet, are
-refused with 1235. A partitioned table with no partition yet takes no row. Through PyMySQL, the
-mariadb CLI and a CN of `quire cluster up` (tests/test_data_processes.py reads them there too)."""
+they read back as Doris shows them, and Doris's m['k'], MAP_KEYS, STRUCT_ELEMENT, ... read them.
+IPV4 and IPV6 columns hold addresses (refused when not one: 1366); BITMAP, HLL and QUANTILE_STATE
+values, written by functions Quire does not offer yet, are refused with 1235. A partitioned table
+with no partition yet takes no row. Through PyMySQL, the mariadb CLI, Stream Load and a CN of
+`quire cluster up` (tests/test_data_processes.py reads them there too)."""
 
 import pytest
 import requests
@@ -42,6 +43,13 @@ def test_arrays_maps_and_structs_hold_values_and_read_as_doris_shows_them(quire,
         (1, 1, 2, 1),
         (2, None, None, None),
     )
+    reads = (
+        "SELECT m['a'], m['none'], ELEMENT_AT(m, 'a'), arr[-1], MAP_KEYS(m), MAP_VALUES(m), "
+        "MAP_SIZE(m), MAP_CONTAINS_KEY(m, 'a'), STRUCT_ELEMENT(s, 'b'), s.a FROM n WHERE k = 1"
+    )
+    assert run(db, reads) == ((1, None, 1, 2, '["a"]', "[1]", 1, 1, "x", 1),)
+    done = mariadb(quire, "nested", "--batch", "-N", "-e", reads)
+    assert done.stdout == '1\tNULL\t1\t2\t["a"]\t[1]\t1\t1\tx\t1\n', done.stderr
     assert error_of(db, """INSERT INTO n (k, arr) VALUES (5, '[1, "x"]')""") == (
         1366,
         "Incorrect integer value: 'x' for column 'arr' at row 1",

@@ -96,11 +96,24 @@ def _collected(distinct: bool):
     return rewrite
 
 
-def _element_at(node: exp.Bracket, time) -> exp.Expression:
-    """a[i] as Doris reads it (1 the first element; sqlglot takes MySQL's brackets as 0-based)."""
+def _bracket(node: exp.Bracket, time) -> exp.Expression:
+    """a[i] as Doris reads it (sqlglot takes MySQL's brackets as 0-based)."""
     if len(node.expressions) != 1 or node.args.get("offset") == 1:
         return node
-    return _function("list_extract", node.this, node.expressions[0])
+    return _item(node.this, node.expressions[0])
+
+
+def _element_at(node: exp.Anonymous, time) -> exp.Expression:
+    """Doris's ELEMENT_AT(a, i), as a[i]."""
+    return _item(*node.expressions) if len(node.expressions) == 2 else node
+
+
+def _item(container: exp.Expression, index: exp.Expression) -> exp.Expression:
+    """An array's element (1 the first, -1 the last), or a MAP column's value of a key (NULL if
+    it has none)."""
+    if container.is_type(exp.DataType.Type.MAP):
+        return _function("map_extract_value", container, index)
+    return _function("list_extract", container, index)
 
 
 def _function(name: str, *arguments: exp.Expression) -> exp.Expression:
@@ -163,12 +176,17 @@ REWRITES = {
     "COLLECT_SET": _collected(distinct=True),
     "GROUP_UNIQ_ARRAY": _collected(distinct=True),
     "ARRAY_SORT": _sorted,
+    "ELEMENT_AT": _element_at,
+    # sqlglot writes DuckDB's as ARRAY_CONTAINS(MAP_KEYS(key), map)
+    "MAP_CONTAINS_KEY": lambda node, time: _function("map_contains", node.this, node.args["key"]),
 }
-# Doris's array functions that are DuckDB's of the same arguments: its name, how many
+# Doris's array, map and struct functions that are DuckDB's of the same arguments: its name,
+# how many
 LIST_FUNCTIONS = {
     "SIZE": ("len", 1),
     "CARDINALITY": ("len", 1),
-    "ELEMENT_AT": ("list_extract", 2),
     "ARRAY_AVG": ("list_avg", 1),
+    "MAP_VALUES": ("map_values", 1),
+    "STRUCT_ELEMENT": ("struct_extract", 2),
 }
-OPERATOR_REWRITES = {exp.Bracket: _element_at, exp.Select: _lateral_views}
+OPERATOR_REWRITES = {exp.Bracket: _bracket, exp.Select: _lateral_views}

@@ -105,6 +105,7 @@ COLUMN_TYPES = {
     "DATETIMEV2": Type.DATETIME,
     "TIMESTAMP": Type.DATETIME,
     "BOOLEAN": Type.BOOLEAN,
+    "MAP": Type.MAP,  # m['k'] is its value, not an element of a list
 }
 
 

@@ -193,6 +193,36 @@ def test_writes_need_load_priv_and_reads_select_priv(quire, db):
     assert run(db, "SELECT COUNT(*) FROM guarded") == ((0,),)
 
 
+def test_deletes_and_updates_need_load_priv_on_their_table_alone(quire, db):
+    """As in Doris: LOAD on the table a DELETE or an UPDATE writes, whatever its WHERE reads of
+    it; SELECT on any other table it reads (USING, a subquery), as any query needs."""
+    run(
+        db,
+        "CREATE TABLE loaded_only (k INT, v VARCHAR(4)) UNIQUE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 2",
+    )
+    run(db, "CREATE TABLE other_t (k INT) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1")
+    run(db, "INSERT INTO loaded_only VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd')")
+    run(db, "INSERT INTO other_t VALUES (3)")
+    run(db, "CREATE USER loader IDENTIFIED BY 'pw'")
+    run(db, "GRANT LOAD_PRIV ON dml.loaded_only TO loader")
+    connection = quire.connect("loader", "pw", database="dml", autocommit=True)
+    try:
+        run(connection, "DELETE FROM loaded_only WHERE k = 1")
+        run(connection, "UPDATE loaded_only SET v = CONCAT(v, '!') WHERE v > 'b'")
+        for sql in (
+            "SELECT * FROM loaded_only",
+            "DELETE FROM loaded_only USING other_t WHERE loaded_only.k = other_t.k",
+            "DELETE FROM loaded_only WHERE k IN (SELECT k FROM loaded_only)",
+        ):
+            assert error_of(connection, sql)[0] == 1142, sql
+    finally:
+        connection.close()
+    sql = "DELETE FROM loaded_only WHERE v = 'd!'"
+    done = mariadb(quire, "dml", "-e", sql, user="loader", password="pw")
+    assert done.returncode == 0, done.stderr
+    assert run(db, "SELECT k, v FROM loaded_only ORDER BY k") == ((2, "b"), (3, "c!"))
+
+
 def test_prepared_inserts_with_typed_parameters(quire, db):
     run(
         db,

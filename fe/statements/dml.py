@@ -438,7 +438,7 @@ async def _deleted_rows(
     alias = node.alias_or_name
     select = exp.select(
         exp.column(ROW_ID, table=alias), *[exp.column(k, table=alias) for k in table.key_columns]
-    ).from_(node.copy())
+    ).from_(_written(node))
     if statement is not None:
         select = _with_clauses(select, statement, joins)
     answer = await queries.run_in_engine(session, queries.plan_select(select), reader, alias)
@@ -479,7 +479,7 @@ async def update(session, statement: st.Update) -> Result:
     width = len(table.columns)
     constants = _constant_assignments(table, changes)
     if constants is not None:  # the old rows are all the engine is needed for, if at all
-        select = exp.select(exp.column(ROW_ID, table=alias), *old).from_(node.copy())
+        select = exp.select(exp.column(ROW_ID, table=alias), *old).from_(_written(node))
         select = _with_clauses(select, expression, joins)
         answer = await queries.run_in_engine(session, queries.plan_select(select), reader, alias)
         rows = _once_each(answer.rows, joins)
@@ -490,7 +490,7 @@ async def update(session, statement: st.Update) -> Result:
             changes[c.name].copy() if c.name in changes else exp.column(c.name, table=alias)
             for c in table.columns
         ]
-        select = exp.select(exp.column(ROW_ID, table=alias), *old, *new).from_(node.copy())
+        select = exp.select(exp.column(ROW_ID, table=alias), *old, *new).from_(_written(node))
         select = _with_clauses(select, expression, joins)
         answer = await queries.run_in_engine(session, queries.plan_select(select), reader, alias)
         matched = _once_each(answer.rows, joins)
@@ -541,6 +541,13 @@ def _assigned(old: tuple, constants: dict[int, object]) -> tuple:
 
 def _position(table: Table, name: str) -> int:
     return [column.name for column in table.columns].index(name)
+
+
+def _written(node: exp.Table) -> exp.Table:
+    """The target of a DELETE or an UPDATE, read for the rows it writes (LOAD on it suffices)."""
+    target = node.copy()
+    target.meta[queries.WRITTEN] = True
+    return target
 
 
 def _with_clauses(select: exp.Select, statement: exp.Expression, joins=()) -> exp.Select:

@@ -723,7 +723,7 @@ async def _plain_read(
         or not isinstance(table.this, exp.Identifier)
     ):
         return None
-    record = read.table(db, table.name)
+    record = read.table(db, table.name, _privilege_to_read(table))
     if views.is_view(record):
         return None
     exact = row_bounds.exact_bounds(expression, table, record)
@@ -930,12 +930,22 @@ def _view_of(table: exp.Table, session, read) -> Table | None:
     return record if views.is_view(record) else None
 
 
+WRITTEN = "quire_written"  # meta of the table node a DELETE's or an UPDATE's rows are read from
+
+
+def _privilege_to_read(table: exp.Table) -> str:
+    """SELECT, or LOAD for the table a DELETE or an UPDATE writes (Doris asks LOAD alone of
+    them, whatever their WHERE reads of it)."""
+    return privileges.LOAD if table.meta.get(WRITTEN) else privileges.SELECT
+
+
 def _catalog_table(table: exp.Table, db: str, session, read) -> Table:
-    """The record of a table the query reads: the reader needs SELECT on it, nothing on one a
-    view reads; a view's table or database gone makes the view invalid (1356, as MySQL)."""
+    """The record of a table the query reads: the reader needs SELECT on it (LOAD on the one a
+    DELETE or an UPDATE writes), nothing on one a view reads; a view's table or database gone
+    makes the view invalid (1356, as MySQL)."""
     by_view = table.meta.get(views.READ_BY_VIEW)
     if by_view is None:
-        return read.table(db, table.name, privileges.SELECT)
+        return read.table(db, table.name, _privilege_to_read(table))
     try:
         return read.table(db, table.name, None)
     except QueryError as error:

@@ -443,3 +443,42 @@ def test_updates_and_deletes_matched_through_other_tables(quire, db):
         "UPDATE joined_t SET v = joined_src.w FROM joined_src WHERE joined_t.k = joined_src.k; SELECT v FROM joined_t WHERE k = 1",
     )
     assert done.returncode == 0 and done.stdout.split()[-1] == "100", done.stderr
+
+
+def test_replace_into_is_an_insert_that_replaces_by_key(quire, db):
+    """MySQL's REPLACE [INTO]: a UNIQUE KEY table's row of the same key is replaced (what its
+    INSERT does too), a DUPLICATE KEY table (no unique key) takes every row; an AGGREGATE KEY
+    table, whose rows of one key merge, refuses it (1235). Prepared too (JDBC's way)."""
+    run(
+        db,
+        "CREATE TABLE replaced (k INT, v VARCHAR(4)) UNIQUE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 2",
+    )
+    run(db, "CREATE TABLE replaced_dup (k INT) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1")
+    run(
+        db,
+        "CREATE TABLE replaced_agg (k INT, n INT SUM) AGGREGATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1",
+    )
+    run(db, "REPLACE INTO replaced (k, v) VALUES (1, 'a'), (2, 'b')")
+    run(db, "REPLACE replaced VALUES (1, 'z')")
+    run(db, "REPLACE INTO replaced SELECT k + 10, v FROM replaced")
+    run(db, "REPLACE INTO replaced_dup VALUES (1), (1)")
+    assert run(db, "SELECT k, v FROM replaced ORDER BY k") == (
+        (1, "z"), (2, "b"), (11, "z"), (12, "b"),
+    )  # fmt: skip
+    assert run(db, "SELECT count(*) FROM replaced_dup") == ((2,),)
+    assert error_of(db, "REPLACE INTO replaced_agg VALUES (1, 2)")[0] == 1235
+    assert run(db, "SELECT REPLACE('abc', 'b', 'x')") == (("axc",),)  # the function stays one
+    connection = mysql.connector.connect(
+        host="127.0.0.1", port=quire.query_port, user="root", database="dml", autocommit=True
+    )
+    try:
+        cursor = connection.cursor(prepared=True)
+        for v in ("p", "q"):
+            cursor.execute("REPLACE INTO replaced (k, v) VALUES (?, ?)", (5, v))
+        cursor.execute("SELECT v FROM replaced WHERE k = ?", (5,))
+        assert cursor.fetchall() == [("q",)]
+    finally:
+        connection.close()
+    done = mariadb(quire, "dml", "-e", "REPLACE INTO replaced VALUES (2, 'cli')")
+    assert done.returncode == 0, done.stderr
+    assert run(db, "SELECT v FROM replaced WHERE k = 2") == (("cli",),)

@@ -334,3 +334,17 @@ def test_create_table_as_select_refusals(quire, ctas_source, sql, code, message)
     assert done.returncode == 1
     assert done.stderr.strip().endswith(f"at line 1: {message}"), done.stderr
     assert run(ctas_source, "SHOW TABLES LIKE 'ctas_bad'") == ()
+
+
+def test_modify_comment_changes_the_tables_comment(quire, suite):
+    run(suite, "CREATE TABLE commented (k INT) DISTRIBUTED BY HASH(k) BUCKETS 1 COMMENT 'old'")
+    run(suite, "ALTER TABLE commented MODIFY COMMENT 'new one'")
+    through_pymysql, through_cli = show_create_table(quire, "commented")
+    assert 'COMMENT "new one"' in through_pymysql and 'COMMENT "new one"' in through_cli
+    asked = (
+        "SELECT table_comment FROM information_schema.tables "
+        "WHERE table_schema = 'regression_test' AND table_name = 'commented'"
+    )
+    assert run(suite, asked) == (("new one",),)
+    code, _ = error_of(suite, "ALTER TABLE commented MODIFY COMMENT 'x', ADD COLUMN c INT")
+    assert code == 1105  # one kind of clause an ALTER TABLE, as Doris's

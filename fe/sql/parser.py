@@ -42,6 +42,15 @@ MySQL.Parser.FUNCTIONS = {
     # sqlglot reads TO_DAYS as a day count from DuckDB's 0000-01-01, one day more than MySQL's
     "TO_DAYS": lambda arguments: exp.Anonymous(this="TO_DAYS", expressions=arguments),
 }
+
+
+class _Tokenizer(MySQL.Tokenizer):
+    """MySQL's, but for REPLACE at a statement's start: MySQL's REPLACE INTO, tokens as an
+    INSERT's (sqlglot takes it for a command and the rest for one string)."""
+
+    COMMANDS = MySQL.Tokenizer.COMMANDS - {TokenType.REPLACE}
+
+
 _per_thread = threading.local()  # a sqlglot tokenizer is reusable, but not across threads
 
 WORD_TOKENS_EXCLUDED = {
@@ -132,7 +141,7 @@ def tokenize(sql: str) -> list[Token]:
     """sqlglot's tokens of one statement (trailing semicolons dropped); ParseError if malformed."""
     tokenizer = getattr(_per_thread, "tokenizer", None)
     if tokenizer is None:
-        tokenizer = _per_thread.tokenizer = DIALECT.tokenizer_class(dialect=DIALECT)
+        tokenizer = _per_thread.tokenizer = _Tokenizer(dialect=DIALECT)
     try:
         tokens = tokenizer.tokenize(sql)
     except TokenError as error:
@@ -573,15 +582,21 @@ class Grammar:
         return st.Transaction("ROLLBACK")
 
     def _insert(self):
-        """INSERT ..., with Doris's WITH LABEL l after the table (and its partitions)."""
+        """INSERT ..., with Doris's WITH LABEL l after the table (and its partitions); MySQL's
+        REPLACE [INTO] ..., an INSERT that replaces the rows of the same unique key."""
         tokens, label = without_label(self.tokens[self.position :])
-        if label is None:
-            return st.Insert(self._whole_with_sqlglot(exp.Insert))
+        first = tokens[0]
+        replaces = first.token_type == TokenType.REPLACE
+        if replaces:
+            insert = Token(
+                TokenType.INSERT, "INSERT", first.line, first.col, first.start, first.end
+            )
+            tokens = [insert, *tokens[1:]]
         expression = parse_with_sqlglot(tokens, self.sql)
         self.position = len(self.tokens)
         if not isinstance(expression, exp.Insert):
             self.fail("expected INSERT")
-        return st.Insert(expression, label=label)
+        return st.Insert(expression, label=label or "", replaces=replaces)
 
     def _update(self):
         return st.Update(self._whole_with_sqlglot(exp.Update))
@@ -982,6 +997,8 @@ class Grammar:
         if self.accept("MODIFY"):
             if self.accept("PARTITION"):
                 return self.modify_partition()
+            if self.accept("COMMENT"):
+                return st.ModifyTableComment(self.string())
             self.accept("COLUMN")
             column = self.column_def()
             after, first = self.column_position()

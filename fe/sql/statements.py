@@ -224,6 +224,13 @@ class SetTableProperties:
     properties: tuple[tuple[str, str], ...]
 
 
+@dataclass(frozen=True)
+class ModifyTableComment:
+    """Doris's ALTER TABLE t MODIFY COMMENT 'text'."""
+
+    comment: str
+
+
 AlterAction = (
     AddColumn
     | DropColumn
@@ -239,6 +246,7 @@ AlterAction = (
     | ReplacePartition
     | ReplaceWithTable
     | SetTableProperties
+    | ModifyTableComment
 )
 
 
@@ -477,6 +485,7 @@ class Insert:
     # LiteralColumns), for Arrow to convert a column at a time.
     literals: object = None
     label: str = ""  # Doris's WITH LABEL: the INSERT is a load of that label
+    replaces: bool = False  # MySQL's REPLACE: rows of the same unique key are replaced
 
 
 @dataclass(frozen=True)

@@ -690,6 +690,10 @@ def _set_properties(session, database, table: Table, action: st.SetTableProperti
     return _with_dynamic_partitions(session, table)
 
 
+def _modify_comment(session, database, table: Table, action: st.ModifyTableComment) -> Table:
+    return dataclasses.replace(table, comment=action.comment)
+
+
 ALTER_ACTIONS = {
     **schema_change.ACTIONS,
     st.RenameTable: _rename_table,
@@ -698,6 +702,7 @@ ALTER_ACTIONS = {
     st.ModifyPartition: _modify_partition,
     st.ReplacePartition: _replace_partition,
     st.SetTableProperties: _set_properties,
+    st.ModifyTableComment: _modify_comment,
 }
 
 

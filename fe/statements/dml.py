@@ -80,6 +80,12 @@ async def insert(session, statement: st.Insert) -> Result:
     table = _target_table(session, reader, table_node)
     named = _named_columns(table, target.expressions if isinstance(target, exp.Schema) else None)
     _check_on_duplicate_key(expression.args.get("conflict"), table, named)
+    if statement.replaces and table.key_model is KeyModel.AGGREGATE:
+        raise QueryError(
+            ErrorCode.NOT_SUPPORTED_YET,
+            "This version of Quire doesn't yet support 'REPLACE' into an AGGREGATE KEY table "
+            "(its rows of one key are merged)",
+        )
     claim = _claim(session, statement.label, table_node, table, expression)
     source = expression.expression
     literals = statement.literals

@@ -37,6 +37,7 @@ OPERATION_TYPES = {
     st.AddPartition: "ADD_PARTITION",
     st.DropPartition: "DROP_PARTITION",
     st.SetTableProperties: "MODIFY_TABLE_PROPERTY",
+    st.ModifyTableComment: "MODIFY_TABLE_COMMENT",
 }
 BATCHED = {SCHEMA_CHANGE, ADD_ROLLUP, DROP_ROLLUP, "DROP_PARTITION"}
 

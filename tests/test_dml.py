@@ -482,3 +482,53 @@ def test_replace_into_is_an_insert_that_replaces_by_key(quire, db):
     done = mariadb(quire, "dml", "-e", "REPLACE INTO replaced VALUES (2, 'cli')")
     assert done.returncode == 0, done.stderr
     assert run(db, "SELECT v FROM replaced WHERE k = 2") == (("cli",),)
+
+
+def test_a_non_strict_insert_filters_the_rows_that_do_not_fit(quire, db):
+    """Doris's enable_insert_strict = false: the rows whose values do not fit their columns (or
+    that have no partition) are left out, each a warning, the rest written; more of them than
+    insert_max_filter_ratio of the rows fails the INSERT whole."""
+    run(
+        db,
+        "CREATE TABLE lenient (k INT, v VARCHAR(3), n INT NOT NULL) UNIQUE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 2",
+    )
+    run(
+        db,
+        "CREATE TABLE lenient_p (k INT, d DATE) DUPLICATE KEY(k) PARTITION BY RANGE(d) (PARTITION p1 VALUES LESS THAN ('2024-01-01')) DISTRIBUTED BY HASH(k) BUCKETS 1",
+    )
+    connection = quire.connect(database="dml", autocommit=True)
+    try:
+        run(connection, "SET enable_insert_strict = false")
+        sql = "INSERT INTO lenient VALUES (1, 'a', 1), (2, 'long', 2), (3, 'c', NULL), (4, 'd', 'x'), (5, 'e', 5)"
+        with connection.cursor() as cursor:
+            assert cursor.execute(sql) == 2
+            assert connection._result.warning_count == 3
+            cursor.execute("SHOW WARNINGS")
+            assert [row[1] for row in cursor.fetchall()] == [1406, 1048, 1366]
+        run(
+            connection,
+            "INSERT INTO lenient SELECT k + 10, v, n FROM lenient UNION ALL SELECT 20, 'way too long', 1",
+        )
+        run(connection, "INSERT INTO lenient_p VALUES (1, '2023-05-01'), (2, '2025-05-01')")
+        run(connection, "SET insert_max_filter_ratio = 0.1")
+        code, message = error_of(
+            connection, "INSERT INTO lenient VALUES (6, 'f', 6), (7, 'long', 7)"
+        )
+        assert (code, message) == (
+            1105,
+            "Insert has too many filtered data 1/2 insert_max_filter_ratio is 0.100000",
+        )
+        run(connection, "SET enable_insert_strict = true")
+        assert error_of(connection, "INSERT INTO lenient VALUES (8, 'long', 8)")[0] == 1406
+    finally:
+        connection.close()
+    assert run(db, "SELECT k FROM lenient ORDER BY k") == ((1,), (5,), (11,), (15,))
+    assert run(db, "SELECT k FROM lenient_p") == ((1,),)
+    done = mariadb(
+        quire,
+        "dml",
+        "-vvv",
+        "-e",
+        "SET enable_insert_strict = false; INSERT INTO lenient VALUES (30, 'long', 1), (31, 'z', 1)",
+    )
+    assert done.returncode == 0 and "1 row affected, 1 warning" in done.stdout, done.stdout

@@ -13,6 +13,7 @@ import datetime
 import decimal
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from sqlglot import exp
 
 from be.logtail.entries import ROW_ID
@@ -92,11 +93,9 @@ async def insert(session, statement: st.Insert) -> Result:
     if literals is not None and not any(column.auto_increment for column in table.columns):
         if len(literals.columns) != len(named):
             raise _count_mismatch(1)
-        schema = TableSchema.of(table)
-        inserts = rows_table(session, table, named, literals.row_count, literals.columns, schema)
+        inserts = kept_rows(session, table, named, literals.row_count, literals.columns)
         await _commit_inserts(session, reader, table, table_node, inserts, expression)
-        info = f"Records: {literals.row_count}  Duplicates: 0  Warnings: 0"
-        return Result(affected_rows=literals.row_count, info=info if literals.row_count > 1 else "")
+        return _inserted(session, literals.row_count, inserts.num_rows)
     if literals is not None:
         rows = _literal_rows(literals.rows(), len(named))
     elif statement.rows is not None:
@@ -114,24 +113,94 @@ async def insert(session, statement: st.Insert) -> Result:
     if not rows and not expression.args.get("overwrite"):
         return Result(affected_rows=0)
     named, rows, first_generated, last_given = _with_generated_ids(session, table, named, rows)
-    as_given = expression.args.get("overwrite") or table_node.args.get("partition") is not None
-    commit_ts = 0
-    if (
-        as_given
+    as_given = (
+        expression.args.get("overwrite")
+        or table_node.args.get("partition") is not None
         or claim is not None
-        or not (len(rows) == 1 and _inserted_as_tuple(session, reader, table, named, rows[0]))
+        or not _insert_strict(session)
+    )
+    commit_ts = 0
+    kept = len(rows)
+    if as_given or not (
+        len(rows) == 1 and _inserted_as_tuple(session, reader, table, named, rows[0])
     ):
-        inserts = rows_table(session, table, named, len(rows), _by_position(rows, len(named)))
+        inserts = kept_rows(session, table, named, len(rows), _by_position(rows, len(named)))
+        kept = inserts.num_rows
         commit_ts = await _commit_inserts(
             session, reader, table, table_node, inserts, expression, claim
         )
-    info = f"Records: {len(rows)}  Duplicates: 0  Warnings: 0" if len(rows) > 1 else ""
+    result = _inserted(session, len(rows), kept)
     if claim is not None and commit_ts:
-        info = transactions.load_info(claim.label, commit_ts)
+        result.info = transactions.load_info(claim.label, commit_ts)
     if first_generated:
         session.last_insert_id = first_generated
-    insert_id = first_generated or last_given
-    return Result(affected_rows=len(rows), info=info, last_insert_id=insert_id)
+    result.last_insert_id = first_generated or last_given
+    return result
+
+
+def _inserted(session, given: int, kept: int) -> Result:
+    """An INSERT's answer: its rows, and those filtered (enable_insert_strict off) as warnings."""
+    filtered = given - kept
+    info = f"Records: {given}  Duplicates: 0  Warnings: {filtered}" if given > 1 else ""
+    return Result(affected_rows=kept, info=info, warnings=filtered)
+
+
+# MySQL's errors of a value that does not fit its column: what a non-strict INSERT filters
+DATA_ERRORS = frozenset({
+    ErrorCode.TRUNCATED_WRONG_VALUE_FOR_FIELD, ErrorCode.DATA_TOO_LONG, ErrorCode.BAD_NULL_ERROR,
+    ErrorCode.DATA_OUT_OF_RANGE, ErrorCode.TRUNCATED_WRONG_VALUE,
+})  # fmt: skip
+MAX_WARNINGS = 64  # MySQL's max_error_count
+
+
+def _insert_strict(session) -> bool:
+    return str(session.variable("enable_insert_strict")).lower() != "false"
+
+
+def kept_rows(session, table: Table, named: list[Column], row_count: int, given: list) -> pa.Table:
+    """rows_table of the rows; with Doris's enable_insert_strict off, of those that convert and
+    have a partition, the others filtered (a warning each), at most insert_max_filter_ratio of
+    them."""
+    schema = TableSchema.of(table)
+    if _insert_strict(session):
+        return rows_table(session, table, named, row_count, given, schema)
+    refusals: list[QueryError] = []
+    try:
+        rows = rows_table(session, table, named, row_count, given, schema)
+    except QueryError as error:
+        if error.code not in DATA_ERRORS:
+            raise
+        values = [v.values() if isinstance(v, LiteralColumn) else list(v) for v in given]
+        good = []
+        for row in range(row_count):
+            try:
+                rows_table(session, table, named, 1, [[v[row]] for v in values], schema, row + 1)
+                good.append(row)
+            except QueryError as refusal:
+                if refusal.code not in DATA_ERRORS:
+                    raise
+                refusals.append(refusal)
+        kept = [[v[row] for row in good] for v in values]
+        rows = rows_table(session, table, named, len(good), kept, schema)
+    if placement.placeable(schema) and rows.num_rows:
+        placed = pc.is_valid(placement.partition_indexes(schema, rows, strict=False))
+        unplaced = len(rows) - pc.sum(placed).as_py()
+        if unplaced:
+            rows = rows.filter(placed)
+            refusals += [QueryError(1105, "no partition for this tuple")] * unplaced
+    _check_filtered(session, len(refusals), row_count)
+    session.warnings = [("Warning", e.code, e.message) for e in refusals[:MAX_WARNINGS]]
+    return rows
+
+
+def _check_filtered(session, filtered: int, total: int) -> None:
+    ratio = float(session.variable("insert_max_filter_ratio"))
+    if total and filtered / total > ratio:
+        raise QueryError(
+            ErrorCode.UNKNOWN_ERROR,
+            f"Insert has too many filtered data {filtered}/{total} insert_max_filter_ratio is "
+            f"{ratio:f}",
+        )
 
 
 async def _commit_inserts(
@@ -380,9 +449,11 @@ def rows_table(
     row_count: int,
     given: list,
     schema: TableSchema | None = None,
+    first_row: int = 1,
 ) -> pa.Table:
     """The table's columns of the rows: given[i] holds named[i]'s values (a list, or a
-    LiteralColumn of texts that Arrow converts when it can)."""
+    LiteralColumn of texts that Arrow converts when it can); first_row numbers the first row
+    in MySQL's messages."""
     position = {column.name: index for index, column in enumerate(named)}
     arrays = []
     for column in table.columns:
@@ -400,7 +471,7 @@ def rows_table(
         if any(value is DEFAULT for value in values):
             default = _default(session, column)
             values = [default if value is DEFAULT else value for value in values]
-        arrays.append(column_array(values, column))
+        arrays.append(column_array(values, column, first_row))
     return pa.Table.from_arrays(arrays, schema=(schema or TableSchema.of(table)).arrow())
 
 

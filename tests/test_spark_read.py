@@ -542,3 +542,28 @@ def test_deletes_found_by_binary_search_equal_a_set_lookup():
         rows = pa.chunked_array([pa.array(ids)])
         expected = pc.invert(pc.is_in(rows, value_set=pa.array(gone))).combine_chunks()
         assert _present(rows, _within(gone, Span)).equals(expected)
+
+
+def test_nested_columns_read_as_sparks_arrays_maps_and_structs(spark, quire, typed):
+    run(
+        typed,
+        "CREATE TABLE nested (k INT, arr ARRAY<INT>, m MAP<STRING, INT>, s STRUCT<a:INT, b:STRING>) "
+        "DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1",
+    )
+    run(
+        typed,
+        """INSERT INTO nested VALUES (1, [1, NULL], '{"x": 2}', '{"a": 3, "b": "y"}'), (2, NULL, NULL, NULL)""",
+    )
+    frame = reader(spark, quire, "sparkdb.nested")
+    types = {field.name: field.dataType.simpleString() for field in frame.schema}
+    assert types == {
+        "k": "int",
+        "arr": "array<int>",
+        "m": "map<string,int>",
+        "s": "struct<a:int,b:string>",
+    }
+    rows = sorted(frame.collect(), key=lambda row: row.k)
+    assert [(r.k, r.arr, r.m, None if r.s is None else tuple(r.s)) for r in rows] == [
+        (1, [1, None], {"x": 2}, (3, "y")),
+        (2, None, None, None),
+    ]

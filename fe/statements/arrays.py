@@ -73,8 +73,8 @@ def rows_with_text(rows: list[tuple], positions: frozenset[int]) -> list[tuple]:
 
 
 def _collected(distinct: bool):
-    """Doris's COLLECT_LIST / COLLECT_SET(x [, most]): x's values but NULLs, [] for none (NULL
-    for none in a window)."""
+    """Doris's COLLECT_LIST / COLLECT_SET(x [, most]): x's values but NULLs, [] for none (in a
+    window too: _empty_window_collected)."""
 
     def rewrite(node: exp.Anonymous, time) -> exp.Expression:
         if len(node.expressions) not in (1, 2):
@@ -85,15 +85,31 @@ def _collected(distinct: bool):
             this=exp.ArrayAgg(this=gathered),
             expression=exp.Where(this=exp.not_(exp.Is(this=value.copy(), expression=exp.Null()))),
         )
+        most = node.expressions[1] if len(node.expressions) == 2 else None
         if isinstance(node.parent, exp.Window):  # OVER (...) takes the aggregate itself
-            array = kept
-        else:
-            array = exp.Coalesce(this=kept, expressions=[exp.Array(expressions=[])])
-        if len(node.expressions) == 1:
-            return array
-        return _function("list_slice", array, exp.Literal.number(1), node.expressions[1])
+            kept.meta[COLLECTED] = most or True
+            return kept
+        return _at_most(exp.Coalesce(this=kept, expressions=[exp.Array(expressions=[])]), most)
 
     return rewrite
+
+
+COLLECTED = "quire_collected"  # meta of a COLLECT_LIST / COLLECT_SET made a window's aggregate
+
+
+def _at_most(array: exp.Expression, most: exp.Expression | None) -> exp.Expression:
+    return array if most is None else _function("list_slice", array, exp.Literal.number(1), most)
+
+
+def _empty_window_collected(window: exp.Window, time) -> exp.Expression:
+    """A window's COLLECT_LIST / COLLECT_SET: [] where its frame holds no value, not NULL; at
+    most its most elements."""
+    collected = window.this.meta.get(COLLECTED)
+    if not collected:
+        return window
+    # a copy: the window is replaced by what holds it
+    array = exp.Coalesce(this=window.copy(), expressions=[exp.Array(expressions=[])])
+    return _at_most(array, None if collected is True else collected)
 
 
 def _bracket(node: exp.Bracket, time) -> exp.Expression:
@@ -189,4 +205,8 @@ LIST_FUNCTIONS = {
     "MAP_VALUES": ("map_values", 1),
     "STRUCT_ELEMENT": ("struct_extract", 2),
 }
-OPERATOR_REWRITES = {exp.Bracket: _bracket, exp.Select: _lateral_views}
+OPERATOR_REWRITES = {
+    exp.Bracket: _bracket,
+    exp.Select: _lateral_views,
+    exp.Window: _empty_window_collected,
+}

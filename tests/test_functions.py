@@ -142,6 +142,13 @@ ANSWERS = [
     ("STR_TO_DATE('x', '%Y-%m-%d %H')", None),
     ("TIME_TO_SEC('01:01:01')", 3661),
     ("TIME_TO_SEC('2024-01-02 10:00:00')", 36000),
+    ("TIME_TO_SEC('25:00:00')", 90000),  # a TIME past a day, and below zero
+    ("TIME_TO_SEC('-01:00:00')", -3600),
+    ("TIME_TO_SEC('838:59:59')", 3020399),
+    ("TIME_TO_SEC('01:30')", 5400),
+    ("TIME_TO_SEC('no time')", None),
+    ("TIMEDIFF('30:00:00', '01:00:00')", datetime.timedelta(hours=29)),
+    ("TIMEDIFF('01:00:00', '30:00:00')", datetime.timedelta(hours=-29)),
     ("SEC_TO_TIME(3661)", datetime.timedelta(seconds=3661)),
     ("SEC_TO_TIME(-3661)", datetime.timedelta(seconds=-3661)),
     ("SEC_TO_TIME(4000000)", datetime.timedelta(hours=838, minutes=59, seconds=59)),

@@ -988,6 +988,23 @@ def _separated(lengths: list[exp.Expression]) -> exp.Expression:
 
 
 MAX_TIME_SECONDS = 838 * 3600 + 59 * 60 + 59  # MySQL's TIME goes to 838:59:59
+TIME_TEXT = r"-?[0-9]+:[0-9]{1,2}(:[0-9]{1,2}(\.[0-9]+)?)?"  # MySQL's TIME: past 24 h, negative
+
+
+def _time_seconds(x: str) -> str:
+    """The seconds of x read as MySQL reads a TIME: `[-]h:mm[:ss[.f]]` (any hours; DuckDB's
+    TIME stops at 24), else the time of a datetime; NULL for neither."""
+    text = f"trim(CAST({x} AS VARCHAR))"
+    part = lambda n: f"split_part({text}, ':', {n})"  # noqa: E731
+    return (
+        f"CASE WHEN regexp_full_match({text}, '{TIME_TEXT}') THEN "
+        f"(CASE WHEN starts_with({text}, '-') THEN -1 ELSE 1 END) * "
+        f"(abs(CAST({part(1)} AS BIGINT)) * 3600 + CAST({part(2)} AS BIGINT) * 60 "
+        f"+ coalesce(TRY_CAST({part(3)} AS DOUBLE), 0)) "
+        f"ELSE epoch(TRY_CAST({text} AS TIME)) END"
+    )
+
+
 TEMPLATES = {
     # a text split at d, refused past n elements (a row's share of the query's memory)
     "SPLIT_WITHIN_LIMIT": (
@@ -1020,12 +1037,12 @@ TEMPLATES = {
         f"abs(CAST(x AS DOUBLE)) > {MAX_TIME_SECONDS} THEN {MAX_TIME_SECONDS} "
         "ELSE abs(CAST(x AS DOUBLE)) END * 1000000) AS BIGINT))"
     ),
-    "TIME_TO_SEC": "CAST(trunc(epoch(TRY_CAST(CAST(x AS VARCHAR) AS TIME))) AS BIGINT)",
+    "TIME_TO_SEC": f"CAST(trunc({_time_seconds('x')}) AS BIGINT)",
     "DURATION_TO_SEC": "CAST(trunc(epoch(x)) AS BIGINT)",
     "TIMEDIFF_SECONDS": (
         "coalesce(epoch(TRY_CAST(CAST(x AS VARCHAR) AS TIMESTAMP)) "
         "- epoch(TRY_CAST(CAST(y AS VARCHAR) AS TIMESTAMP)), "
-        "epoch(TRY_CAST(CAST(x AS VARCHAR) AS TIME)) - epoch(TRY_CAST(CAST(y AS VARCHAR) AS TIME)))"
+        f"{_time_seconds('x')} - {_time_seconds('y')})"
     ),
     # a period YYMM or YYYYMM as a count of months (YY below 70 is 20YY, as in MySQL)
     "PERIOD_MONTHS": (

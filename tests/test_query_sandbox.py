@@ -14,7 +14,7 @@ import pymysql
 import pytest
 import requests
 
-from tests.harness import QuireProcess, mariadb, run, wait_until
+from tests.harness import QuireProcess, error_of, mariadb, run, wait_until
 
 PROMPT_SECONDS = 5.0  # what "answers promptly" means while a minutes-long query runs
 STOP_SECONDS = 30.0  # generous, for a loaded 2-core machine
@@ -426,3 +426,25 @@ def test_a_query_whose_client_went_away_is_stopped(fresh_quire):
     finally:
         client.kill()
         root.close()
+
+
+def test_sleep_waits_without_a_worker_and_stops_when_killed_or_timed_out(quire, root):
+    """MySQL's SELECT SLEEP(n) answers 0 after n seconds, waiting on the event loop (no engine
+    worker: others run meanwhile); KILL QUERY ends it at once (1317), query_timeout bounds it."""
+    started = time.monotonic()
+    assert run(root, "SELECT SLEEP(0.3), SLEEP(-1)") == ((0, 0),)
+    assert time.monotonic() - started >= 0.3
+    victim = quire.connect("nobody", "pw")
+    victim_id = connection_id(victim)
+    query = Background(victim, "SELECT SLEEP(600)")
+    wait_running(root, victim_id)
+    assert run(root, "SELECT COUNT(*) FROM information_schema.collations") == ((4,),)
+    killed_at = time.monotonic()
+    run(root, f"KILL QUERY {victim_id}")
+    query.join()
+    assert query.error.args == (1317, "Query execution was interrupted")
+    assert query.ended_at - killed_at < PROMPT_SECONDS
+    run(victim, "SET query_timeout = 1")
+    code, message = error_of(victim, "SELECT SLEEP(5)")
+    assert code == 3024, message
+    victim.close()

@@ -6,6 +6,7 @@ Table data is the data plane's (a later issue); a SELECT on a user table says so
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import decimal
 import zlib
@@ -125,6 +126,7 @@ class SelectPlan:
     names_a_table: bool = True  # FROM or a subquery names one (a table-less query reads none)
     found_rows: SelectPlan | None = None  # SQL_CALC_FOUND_ROWS: the count of rows without LIMIT
     moments: bool = False  # FOR SYSTEM_TIME AS OF an expression, worked out as the query runs
+    sleep: float = 0.0  # a constant SELECT's SLEEP(n): seconds it waits before it answers
     headers: dict = field(default_factory=dict, compare=False, repr=False)  # a constant's columns
     answers: EncodedAnswers = field(default_factory=EncodedAnswers, compare=False, repr=False)
 
@@ -167,7 +169,23 @@ def plan_select(expression: exp.Expression, written: list[str] | None = None) ->
         names_a_table,
         found_rows,
         names_a_table and any(_moment_expressions(expression)),
+        sum(_slept(p) or 0 for p in expression.expressions) if constant else 0.0,
     )
+
+
+def _slept(projection: exp.Expression) -> float | None:
+    """MySQL's SLEEP(n) of a constant n: its seconds, else None."""
+    node = projection.this if isinstance(projection, exp.Alias) else projection
+    if not (isinstance(node, exp.Anonymous) and node.name.upper() == "SLEEP"):
+        return None
+    number = node.expressions[0] if len(node.expressions) == 1 else None
+    negative = isinstance(number, exp.Neg)
+    argument = number.this if negative else number
+    if not isinstance(argument, exp.Literal) or argument.is_string:
+        return None
+    if negative:
+        return 0.0
+    return max(float(argument.this), 0.0)  # MariaDB's SLEEP of less than 0 returns at once
 
 
 def _moment_expressions(expression: exp.Expression) -> list[exp.Version]:
@@ -316,6 +334,8 @@ def _constant_evaluator(projection: exp.Expression) -> Callable | None:
         function = _session_function(node)
         if function is not None:
             return function
+    if _slept(node) is not None:
+        return lambda session: 0  # run_select waits first
     return None
 
 
@@ -343,6 +363,8 @@ def _number(text: str):
 
 async def run_select(session, plan: SelectPlan, stream: bool = False) -> Result:
     """stream: a big answer may come as parts of rows (for the client, not for DML's use)."""
+    if plan.sleep:
+        await _sleep(session, plan.sleep)
     if plan.constant is not None:
         return constant_answer(session, plan)
     if plan.lookup is not None:
@@ -350,6 +372,15 @@ async def run_select(session, plan: SelectPlan, stream: bool = False) -> Result:
         if answer is not None:
             return answer
     return await run_in_engine(session, plan, stream=stream)
+
+
+async def _sleep(session, seconds: float) -> None:
+    """A SLEEP's wait, on the event loop (no engine worker held), within query_timeout; a KILL
+    QUERY ends it as any statement."""
+    timeout = _positive_variable(session, "query_timeout")
+    await asyncio.sleep(min(seconds, timeout))
+    if seconds > timeout:
+        raise engine_error(engine.QueryTimedOut(timeout))
 
 
 async def run_client_select(session, plan: SelectPlan) -> Result:

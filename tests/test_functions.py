@@ -697,6 +697,36 @@ def test_doris_functions_of_everyday_reports(quire, root):
     assert run(root, grouped) == ((1, 1), (2, 2), (3, 0))
 
 
+def test_casts_take_doris_type_names_and_give_null_for_text_that_is_none(quire, root):
+    """CAST(x AS DATETIMEV2 / DATEV2 / DECIMALV3(p, s) / LARGEINT) as Doris's types (1064
+    before); a text that is no number or date casts to NULL, as in Doris (the engine refused
+    the query before); a number too large for its type is still refused (1292)."""
+    run(root, "CREATE DATABASE IF NOT EXISTS casts")
+    run(
+        root,
+        "CREATE TABLE casts.t (k INT, v VARCHAR(10), dt DATETIME) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1",
+    )
+    run(root, "INSERT INTO casts.t VALUES (1, 'a', '2024-01-02 03:04:05'), (2, '12', NULL)")
+    query = (
+        "SELECT CAST(v AS BIGINT), CAST(v AS DECIMALV3(5, 2)), CAST(dt AS DATEV2), "
+        "CAST(dt AS DATETIMEV2(3)), CAST(k AS LARGEINT) FROM casts.t ORDER BY k"
+    )
+    assert run(root, query) == (
+        (None, None, datetime.date(2024, 1, 2), datetime.datetime(2024, 1, 2, 3, 4, 5), 1),
+        (12, decimal.Decimal("12.00"), None, None, 2),  # LARGEINT's 39 digits: a DECIMAL
+    )
+    done = mariadb(
+        quire,
+        "--batch",
+        "-N",
+        "-e",
+        "SELECT CAST('abc' AS SIGNED), CAST('2024-13-01' AS DATE), CAST('7' AS SIGNED)",
+    )
+    assert done.stdout == "NULL\tNULL\t7\n", done.stderr
+    assert run(root, "SELECT datev2 FROM (SELECT 1 AS datev2) q") == ((1,),)  # a name stays one
+    assert error_of(root, "SELECT CAST(18446744073709551616 AS SIGNED)")[0] == 1292
+
+
 def test_group_by_with_rollup_adds_the_totals(quire, root):
     run(root, "CREATE DATABASE IF NOT EXISTS rolled")
     run(

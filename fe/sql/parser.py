@@ -230,6 +230,46 @@ def without_label(tokens: list[Token]) -> tuple[list[Token], str | None]:
     return tokens, None
 
 
+# Doris's type names a CAST may give, as the types sqlglot reads
+DORIS_CAST_TYPES = {
+    "DATETIMEV2": (TokenType.DATETIME, "DATETIME"),
+    "DATETIMEV1": (TokenType.DATETIME, "DATETIME"),
+    "DATEV2": (TokenType.DATE, "DATE"),
+    "DATEV1": (TokenType.DATE, "DATE"),
+    "DECIMALV2": (TokenType.DECIMAL, "DECIMAL"),
+    "DECIMALV3": (TokenType.DECIMAL, "DECIMAL"),
+    "LARGEINT": (TokenType.INT128, "INT128"),
+}
+CAST_WORDS = ("CAST", "TRY_CAST")
+
+
+def with_doris_cast_types(tokens: list[Token]) -> list[Token]:
+    """`CAST(x AS DATETIMEV2)` and Doris's other type names read as the types they are."""
+    read: list[Token] = []
+    casts: list[int] = []  # the paren depth of each CAST( open
+    depth = 0
+    for index, token in enumerate(tokens):
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+            if index and tokens[index - 1].text.upper() in CAST_WORDS:
+                casts.append(depth)
+        elif token.token_type == TokenType.R_PAREN:
+            if casts and casts[-1] == depth:
+                casts.pop()
+            depth -= 1
+        named = DORIS_CAST_TYPES.get(token.text.upper())
+        if (
+            named
+            and casts
+            and casts[-1] == depth
+            and read
+            and read[-1].token_type == TokenType.ALIAS
+        ):
+            token = Token(named[0], named[1], token.line, token.col, token.start, token.end)
+        read.append(token)
+    return read
+
+
 TIMESTAMP_TOKENS = (TokenType.TIMESTAMP, TokenType.TIMESTAMPTZ, TokenType.DATETIME)
 
 
@@ -268,6 +308,8 @@ def parse_with_sqlglot(tokens: list[Token], sql: str) -> exp.Expression:
     tokens = with_partition_lists(tokens)
     if any(token.text.upper() == "OF" for token in tokens):
         tokens = with_system_time(tokens)
+    if any(token.text.upper() in DORIS_CAST_TYPES for token in tokens):
+        tokens = with_doris_cast_types(tokens)
     try:
         expressions = DIALECT.parser().parse(tokens, sql)
     except SqlglotParseError as error:

@@ -1217,8 +1217,16 @@ def _json_object(node: exp.JSONObject, time: StatementTime) -> exp.Expression:
 
 
 def _cast(node: exp.Cast, time: StatementTime) -> exp.Expression:
-    """MySQL's DECIMAL takes 65 digits, DuckDB's 38: the scale is kept, the integer digits give."""
+    """A text that is no number, date or time cast to one is NULL, as Doris's CAST gives it
+    (DuckDB's refuses the query); MySQL's DECIMAL takes 65 digits, DuckDB's 38: the scale is
+    kept, the integer digits give."""
     to = node.to
+    if (
+        type(node) is exp.Cast
+        and (_is_string(node.this) or node.this.is_type(*exp.DataType.TEXT_TYPES))
+        and to.this in FROM_TEXT_MAY_FAIL
+    ):
+        node = exp.TryCast(this=node.this, to=to)
     if to.this != exp.DataType.Type.DECIMAL or len(to.expressions) < 1:
         return node
     precision, *scale = (int(size.name) for size in to.expressions)
@@ -1227,6 +1235,9 @@ def _cast(node: exp.Cast, time: StatementTime) -> exp.Expression:
     kept = min(scale[0] if scale else 0, MAX_DECIMAL_DIGITS)
     node.set("to", exp.DataType.build(f"DECIMAL({MAX_DECIMAL_DIGITS}, {kept})"))
     return node
+
+
+FROM_TEXT_MAY_FAIL = exp.DataType.NUMERIC_TYPES | exp.DataType.TEMPORAL_TYPES
 
 
 def _to_date(node: exp.Anonymous, time: StatementTime) -> exp.Expression:

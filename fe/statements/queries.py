@@ -77,6 +77,8 @@ DUCKDB_TYPES = {
     "DOUBLE": "DOUBLE",
     "DATE": "DATE",
     "TIMESTAMP": "DATETIME",
+    "TIMESTAMP_S": "DATETIME",  # CAST(x AS DATETIME(0)), (3), as DuckDB types them
+    "TIMESTAMP_MS": "DATETIME",
     "TIME": "TIME",
     "INTERVAL": "TIME",  # MySQL's TIME is a duration too (SEC_TO_TIME, TIMEDIFF)
     "VARCHAR": "VARCHAR",

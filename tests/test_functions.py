@@ -26,6 +26,12 @@ ANSWERS = [
     ),
     ("CONVERT_TZ('2024-01-01', 'nowhere', '+00:00')", None),
     ("DATE_FORMAT('2024-01-02 03:04:05', '%Y/%m/%d %H:%i')", "2024/01/02 03:04"),
+    ("DATE_FORMAT('2024-01-02 03:04:05', 'yyyy-MM-dd HH:mm:ss')", "2024-01-02 03:04:05"),  # Doris's
+    ("DATE_FORMAT('2024-01-02 03:04:05', 'yyyyMMdd')", "20240102"),
+    ("FROM_UNIXTIME(86400, 'yyyy-MM-dd')", "1970-01-02"),
+    ("UNIX_TIMESTAMP('1970-01-02', '%Y-%m-%d')", 86400),
+    ("UNIX_TIMESTAMP('1970-01-02 00:00:01', 'yyyy-MM-dd HH:mm:ss')", 86401),
+    ("UNIX_TIMESTAMP('no date', '%Y-%m-%d')", None),
     ("DATE_ADD('2024-01-31', INTERVAL 1 MONTH)", datetime.date(2024, 2, 29)),
     ("DATE_SUB('2024-01-31 10:00:00', INTERVAL 1 HOUR)", datetime.datetime(2024, 1, 31, 9)),
     ("ADDDATE('2024-01-31', 1)", datetime.date(2024, 2, 1)),

@@ -223,6 +223,10 @@ def _unix_timestamp(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
     arguments = node.expressions
     if not arguments:
         return exp.Literal.number(int(time.now.timestamp()))
+    if len(arguments) == 2:  # Doris's UNIX_TIMESTAMP(text, format)
+        form = _doris_format(arguments[1], strftime=False)
+        parsed = build_formatted_time(exp.StrToTime, "mysql")([arguments[0], form], MYSQL)
+        arguments = [_str_to_date(parsed, time)]  # NULL for a text the format does not read
     if len(arguments) != 1:
         return node
     value = _timestamp(arguments[0])
@@ -252,7 +256,32 @@ def _from_unixtime(node: exp.UnixToTime, time: StatementTime) -> exp.Expression:
     )
     stamp = _function("MAKE_TIMESTAMP", micros)
     form = node.args.get("format")
-    return exp.TimeToStr(this=stamp, format=form) if form is not None else stamp
+    return exp.TimeToStr(this=stamp, format=_doris_format(form)) if form is not None else stamp
+
+
+# The formats Doris's DATE_FORMAT, FROM_UNIXTIME and UNIX_TIMESTAMP take written Java's way
+# too, as MySQL's
+JAVA_FORMATS = {
+    "yyyyMMdd": "%Y%m%d",
+    "yyyy-MM-dd": "%Y-%m-%d",
+    "yyyy-MM-dd HH:mm:ss": "%Y-%m-%d %H:%i:%s",
+}
+
+
+def _doris_format(form: exp.Expression, strftime: bool = True) -> exp.Expression:
+    """A Java-style format as MySQL's (strftime's, as sqlglot has made the rest, by default)."""
+    if not (_is_string(form) and form.this in JAVA_FORMATS):
+        return form
+    mysql = exp.Literal.string(JAVA_FORMATS[form.this])
+    return MYSQL.format_time(mysql) if strftime else mysql
+
+
+def _date_format(node: exp.TimeToStr, time: StatementTime) -> exp.Expression:
+    """DATE_FORMAT(x, f), f also one of Doris's Java-style formats."""
+    form = node.args.get("format")
+    if form is not None and _doris_format(form) is not form:
+        node.set("format", _doris_format(form))
+    return node
 
 
 def _convert_tz(node: exp.ConvertTimezone, time: StatementTime) -> exp.Expression:
@@ -1299,6 +1328,7 @@ DORIS_ALIASES = {
 REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] = {
     "UNIX_TIMESTAMP": _unix_timestamp,
     "UNIX_TO_TIME": _from_unixtime,
+    "TIME_TO_STR": _date_format,
     "CONVERT_TIMEZONE": _convert_tz,
     "DATE_ADD": _date_arithmetic,
     "DATE_SUB": _date_arithmetic,

@@ -32,6 +32,9 @@ ANSWERS = [
     ("UNIX_TIMESTAMP('1970-01-02', '%Y-%m-%d')", 86400),
     ("UNIX_TIMESTAMP('1970-01-02 00:00:01', 'yyyy-MM-dd HH:mm:ss')", 86401),
     ("UNIX_TIMESTAMP('no date', '%Y-%m-%d')", None),
+    ("MD5SUM('a', 'b')", "187ef4436122d1cc2f40dc2b92f0eba0"),  # Doris's: MD5 of 'ab'
+    ("MD5SUM(1)", "c4ca4238a0b923820dcc509a6f75849b"),
+    ("MD5SUM('a', NULL)", None),
     ("DATE_ADD('2024-01-31', INTERVAL 1 MONTH)", datetime.date(2024, 2, 29)),
     ("DATE_SUB('2024-01-31 10:00:00', INTERVAL 1 HOUR)", datetime.datetime(2024, 1, 31, 9)),
     ("ADDDATE('2024-01-31', 1)", datetime.date(2024, 2, 1)),

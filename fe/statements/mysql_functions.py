@@ -430,6 +430,14 @@ def _timestamp_of(node: exp.Timestamp, time: StatementTime) -> exp.Expression:
     return exp.Add(this=value, expression=exp.cast(added, exp.DataType.Type.INTERVAL))
 
 
+def _md5sum(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
+    """Doris's MD5SUM(s, ...): the MD5 of its arguments one after another (NULL if one is)."""
+    if not node.expressions:
+        return node
+    texts = [exp.cast(argument, exp.DataType.Type.VARCHAR) for argument in node.expressions]
+    return exp.MD5(this=exp.Concat(expressions=texts))
+
+
 def _not_null_or_empty(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
     """Doris's NOT_NULL_OR_EMPTY(s): s IS NOT NULL AND s <> ''."""
     either = _null_or_empty(node, time)
@@ -1373,6 +1381,7 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     "MAKEDATE": _makedate,
     "NULL_OR_EMPTY": _null_or_empty,
     "NOT_NULL_OR_EMPTY": _not_null_or_empty,
+    "MD5SUM": _md5sum,
     "TIMESTAMP": _timestamp_of,
     **TABLE_FUNCTIONS,
     "STRING_TO_ARRAY": _split_by_string,

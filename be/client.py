@@ -145,6 +145,10 @@ class EmbeddedDataPlane:
         """The loads the TN knows (running, waiting for their two-phase commit, finished)."""
         return self.tn.labels.records(db) if self.tn is not None else []
 
+    def clean_labels(self, db: str, label: str | None) -> int:
+        """CLEAN LABEL: the finished loads' labels of db (label's alone) let go; how many."""
+        return self.tn.clean_labels(db, label) if self.tn is not None else 0
+
     # A bulk load of objects written elsewhere (Spark tasks): begin, reserve row ids for the
     # rows of each object (written in the block format, named and stamped at the load's
     # transaction id, placed by the table's distribution), commit them at once or abort.
@@ -458,22 +462,43 @@ class RemoteDataPlane:
 
     def load_records(self, db: str | None) -> list[LoadRecord]:
         """The loads the TN knows, asked on its HTTP port with the cluster token."""
+        found = self._ask_load_port(
+            "get", "_load_records", {"db": db} if db else {}, "list its loads"
+        )
+        try:
+            return [LoadRecord.from_fields(fields) for fields in found or ()]
+        except (ValueError, TypeError) as error:
+            raise NodeUnavailable(f"the TN did not list its loads: {error}") from None
+
+    def clean_labels(self, db: str, label: str | None) -> int:
+        """CLEAN LABEL, asked of the TN on its HTTP port with the cluster token."""
+        params = {"db": db, **({"label": label} if label else {})}
+        answer = self._ask_load_port("post", "_clean_labels", params, "clean the labels")
+        if answer is None:
+            return 0
+        if not isinstance(answer, dict) or type(answer.get("cleaned")) is not int:
+            raise NodeUnavailable(f"the TN answered CLEAN LABEL with {answer!r:.100}")
+        return answer["cleaned"]
+
+    def _ask_load_port(self, method: str, path: str, params: dict, what: str):
+        """The JSON answer of the TN's HTTP port at /api/path (None if it serves none)."""
         address = self.load_address()
         if address is None:
-            return []
+            return None
         host, port = address
         token = self._token if isinstance(self._token, str) else self._token.decode()
         try:
-            reply = requests.get(
-                f"http://{host}:{port}/api/_load_records",
-                params={"db": db} if db else {},
+            reply = requests.request(
+                method,
+                f"http://{host}:{port}/api/{path}",
+                params=params,
                 headers={"X-Quire-Token": token},
                 timeout=READ_TS_TIMEOUT,
             )
             reply.raise_for_status()
-            return [LoadRecord.from_fields(fields) for fields in reply.json()]
-        except (requests.RequestException, ValueError, TypeError) as error:
-            raise NodeUnavailable(f"the TN did not list its loads: {error}") from None
+            return reply.json()
+        except (requests.RequestException, ValueError) as error:
+            raise NodeUnavailable(f"the TN did not {what}: {error}") from None
 
     def read_ts(self) -> int:
         """The TN's newest timestamp; while the TN cannot answer, the lowest watermark of the

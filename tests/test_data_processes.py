@@ -544,6 +544,8 @@ def test_a_killed_tn_loses_no_acknowledged_commit(cluster):
     assert len(held[0]) == len(set(held[0])) == len(found)
     execute(follower, "INSERT INTO d.durable VALUES (-1)")
     assert (-1,) in rows(leader, "SELECT k FROM durable")
+    execute(follower, "CLEAN LABEL kept FROM d")  # asked of the TN's process
+    execute(leader, "INSERT INTO d.durable WITH LABEL kept VALUES (-11)")
 
 
 def test_strangers_without_the_token_are_refused(cluster):

@@ -1,5 +1,5 @@
 """Doris's labelled writes: `INSERT INTO t WITH LABEL l ...` and `BEGIN WITH LABEL l ... COMMIT`
-are loads of that label. The answer carries Doris's `{'label':..., 'status':'VISIBLE',
+are loads of that label; CLEAN LABEL [l] FROM db lets the finished ones' labels be used again. The answer carries Doris's `{'label':..., 'status':'VISIBLE',
 'txnId':...}`, a label a load holds is refused (1105, nothing written) until it expires, also after
 a restart or kill -9, and SHOW LOAD / SHOW TRANSACTION list the load. Through PyMySQL, the mariadb
 CLI and mysql-connector's prepared statements."""
@@ -155,6 +155,29 @@ def test_clients_racing_for_one_label_write_once(quire, db):
     assert len(keys(db)) == 1
 
 
+def test_clean_label_lets_a_label_be_used_again(quire, db):
+    run(db, "INSERT INTO t WITH LABEL again VALUES (1, 'a')")
+    run(db, "INSERT INTO t WITH LABEL other VALUES (2, 'b')")
+    assert error_of(db, "INSERT INTO t WITH LABEL again VALUES (3, 'c')")[0] == 1105
+    run(db, "CLEAN LABEL again FROM lab")
+    run(db, "INSERT INTO t WITH LABEL again VALUES (3, 'c')")
+    assert error_of(db, "INSERT INTO t WITH LABEL other VALUES (4, 'd')")[0] == 1105
+    run(db, "CLEAN LABEL FROM lab")  # every finished load's
+    assert run(db, "SHOW LOAD FROM lab") == ()
+    run(db, "INSERT INTO t WITH LABEL other VALUES (4, 'd')")
+    assert keys(db) == [1, 2, 3, 4]
+    run(db, "CREATE USER IF NOT EXISTS label_reader IDENTIFIED BY 'pw'")
+    run(db, "GRANT SELECT_PRIV ON lab.* TO label_reader")
+    reader = quire.connect("label_reader", "pw")
+    try:
+        assert error_of(reader, "CLEAN LABEL other FROM lab")[0] == 1044
+    finally:
+        reader.close()
+    assert error_of(db, "CLEAN LABEL x FROM no_such_db")[0] == 1049
+    done = mariadb(quire, "-e", "CLEAN LABEL other FROM lab")
+    assert done.returncode == 0, done.stderr
+
+
 def test_labels_outlive_a_restart_and_kill_9(fresh_quire):
     node = fresh_quire.start()
     connection = node.connect(autocommit=True)
@@ -175,5 +198,16 @@ def test_labels_outlive_a_restart_and_kill_9(fresh_quire):
             code, message = error_of(connection, f"INSERT INTO d.t WITH LABEL {label} VALUES (4)")
             assert code == 1105 and f"Label [{label}]" in message
         assert run(connection, "SELECT k FROM d.t ORDER BY k") == ((1,), (3,))
+        run(connection, "CLEAN LABEL before_kill FROM d")  # logged: a restart keeps it cleaned
+    finally:
+        connection.close()
+    node.kill()
+    node.start()
+    connection = node.connect(autocommit=True)
+    try:
+        run(connection, "INSERT INTO d.t WITH LABEL before_kill VALUES (5)")
+        assert (
+            error_of(connection, "INSERT INTO d.t WITH LABEL before_restart VALUES (6)")[0] == 1105
+        )
     finally:
         connection.close()

@@ -7,6 +7,7 @@ in a thread: each load runs on a worker thread reading the body from the loop as
   PUT /api/{db}/_stream_load_2pc         commit or abort a two-phase load (its own token)
   GET /api/_load_error_log?file=NAME     the rows a load filtered, and why
   GET /api/_load_records?db=NAME         the loads this TN knows (X-Quire-Token: the cluster's)
+  POST /api/_clean_labels?db=NAME[&label=L]  CLEAN LABEL: finished loads' labels let go (the same)
 """
 
 from __future__ import annotations
@@ -110,6 +111,7 @@ class LoadServer:
                 web.put("/api/{db}/{table}/_stream_load_2pc", self.two_phase),
                 web.get("/api/_load_error_log", self.error_log),
                 web.get("/api/_load_records", self.records),
+                web.post("/api/_clean_labels", self.clean_labels),
                 web.get("/api/health", self.health),
             ]
         )
@@ -200,10 +202,28 @@ class LoadServer:
             return web.Response(status=404, text="no such error log (kept for recent loads)\n")
         return web.Response(text=text)
 
-    async def records(self, request: web.Request) -> web.Response:
+    def _from_an_fe(self, request: web.Request) -> bool:
         given = request.headers.get("X-Quire-Token", "")
         expected = self.key if isinstance(self.key, str) else self.key.decode()
-        if not hmac.compare_digest(given, expected):
+        return hmac.compare_digest(given, expected)
+
+    async def clean_labels(self, request: web.Request) -> web.Response:
+        if not self._from_an_fe(request):
+            return web.json_response({"msg": "only FEs of this cluster ask"}, status=401)
+        db, label = request.query.get("db", ""), request.query.get("label") or None
+        pipeline = self._pipeline()
+        if not db or pipeline is None:
+            return web.json_response({"msg": "a database, and a TN, are needed"}, status=400)
+        try:
+            cleaned = await asyncio.get_running_loop().run_in_executor(
+                self._workers, pipeline.clean_labels, db, label
+            )
+        except CommitError as error:
+            return web.json_response({"msg": str(error)}, status=503)
+        return web.json_response({"cleaned": cleaned})
+
+    async def records(self, request: web.Request) -> web.Response:
+        if not self._from_an_fe(request):
             return web.json_response({"msg": "only FEs of this cluster ask"}, status=401)
         db = request.query.get("db") or None
         pipeline = self._pipeline()

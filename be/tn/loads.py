@@ -292,6 +292,19 @@ class Labels:
             self._records[(record.db, record.label)] = record
             self._expire()
 
+    def clean(self, db: str, label: str | None = None) -> int:
+        """Let go of the finished loads of db (of label, if given): their labels may be used
+        again. How many."""
+        with self._lock:
+            gone = [
+                key
+                for key, record in self._records.items()
+                if key[0] == db and (label is None or key[1] == label) and record.finished
+            ]
+            for key in gone:
+                del self._records[key]
+        return len(gone)
+
     def get(self, db: str, label: str) -> LoadRecord | None:
         with self._lock:
             return self._records.get((db, label))

@@ -474,6 +474,20 @@ class CommitPipeline:
             except StorageError as error:
                 logger.warning("the aborted load's object %s stays: %s", name, error)
 
+    def clean_labels(self, db: str, label: str | None = None) -> int:
+        """CLEAN LABEL: the finished loads' labels of db (label's alone, if given) may be used
+        again; logged first, so that a restart lets them go too. How many were let go."""
+
+        def clean() -> int:
+            note = wal_records.encode_labels_cleaned(db, label)
+            try:
+                self.log.append([note], timeout=self.limits.commit_timeout_seconds)
+            except LogServiceError as error:
+                raise CommitOutcomeUnknown(f"the log did not confirm it: {error}") from None
+            return self.labels.clean(db, label)
+
+        return self._control(clean)
+
     def _aborted(self, record: loads.LoadRecord, why: str) -> None:
         held = self.labels.get(record.db, record.label)
         if held is not None and held.txn_id == record.txn_id:
@@ -1050,6 +1064,10 @@ class CommitPipeline:
                     first = False
                     continue
                 first = False
+                cleaned = wal_records.labels_cleaned(record)
+                if cleaned is not None:
+                    self.labels.clean(*cleaned)
+                    continue
                 commit, request_id, schemas = wal_records.decode(record)
                 self.state.apply(commit, schemas)
                 self.flusher.apply(commit)

@@ -10,7 +10,8 @@ fields' metadata), and schemas their columns' ids and backfills. Versions 1 and 
 (their rows are placed by the flush's schema and matched to columns by name). A bulk load's commit
 carries the load's record (be/tn/loads.py) in its header's "load", which readers without it skip.
 Version 4 marks a table's change that overwrites it ("overwrites": TableChanges.overwrites); a
-record of version 3 or older overwrites nothing.
+record of version 3 or older overwrites nothing. A record whose header holds "clean_labels" (no
+commit) lets go of the finished loads' labels of a database (CLEAN LABEL), so that a replay does.
 """
 
 from __future__ import annotations
@@ -96,6 +97,32 @@ def encode_checkpoint_note(name: str, ts: int) -> bytes:
     """The record naming a checkpoint: the first the log keeps after truncating behind it."""
     header = json.dumps({"checkpoint": name, "ts": ts}, separators=(",", ":")).encode()
     return _HEAD.pack(VERSION, len(header)) + header
+
+
+def encode_labels_cleaned(db: str, label: str | None) -> bytes:
+    """The record of a CLEAN LABEL: the finished loads of db (of that label, if one) let go."""
+    fields = {"clean_labels": {"db": db, "label": label}}
+    header = json.dumps(fields, separators=(",", ":")).encode()
+    return _HEAD.pack(VERSION, len(header)) + header
+
+
+def labels_cleaned(record: bytes) -> tuple[str, str | None] | None:
+    """The database and label (None: every one) a CLEAN LABEL's record names, or None if the
+    record is another."""
+    try:
+        _, header_size = _HEAD.unpack_from(record)
+        head = record[_HEAD.size : _HEAD.size + header_size]
+        if b'"clean_labels"' not in head:
+            return None
+        cleaned = json.loads(head).get("clean_labels")
+    except (struct.error, ValueError, AttributeError) as error:
+        raise WalRecordError(f"log record is damaged: {error}") from None
+    if not isinstance(cleaned, dict) or set(cleaned) != {"db", "label"}:
+        raise WalRecordError("log record's cleaned labels are damaged")
+    db, label = cleaned["db"], cleaned["label"]
+    if not isinstance(db, str) or not (label is None or isinstance(label, str)):
+        raise WalRecordError("log record's cleaned labels are damaged")
+    return db, label
 
 
 def checkpoint_named(record: bytes) -> str | None:

@@ -1606,6 +1606,16 @@ class Grammar:
             job_ids = tuple(ids)
         return st.CancelAlter(kind, table, job_ids)
 
+    def _clean(self):
+        """Doris's CLEAN LABEL [label] FROM db."""
+        self.expect("CLEAN", "LABEL")
+        label = "" if self.at("FROM") or self.at("IN") else self.identifier()
+        if not (self.accept("FROM") or self.accept("IN")):
+            self.fail("expected FROM")
+        db = self.database_name()
+        self.done()
+        return st.CleanLabel(db, label)
+
     def _admin(self):
         self.expect("ADMIN")
         if self.accept("SHOW", "FRONTEND", "CONFIG"):
@@ -1643,4 +1653,5 @@ STATEMENT_HANDLERS = {
     "RECOVER": Grammar._recover,
     "SWITCH": Grammar._switch,
     "CANCEL": Grammar._cancel,
+    "CLEAN": Grammar._clean,
 }  # a statement's first word -> its rule; any other first word is a syntax error (1064)

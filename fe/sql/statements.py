@@ -489,6 +489,14 @@ class Insert:
 
 
 @dataclass(frozen=True)
+class CleanLabel:
+    """Doris's CLEAN LABEL [label] FROM db: finished loads' labels may be used again."""
+
+    db: str
+    label: str = ""  # "" for every one of the database
+
+
+@dataclass(frozen=True)
 class Update:
     expression: exp.Update
 

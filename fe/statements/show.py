@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 
 from be.service.errors import ServiceError
+from be.tn.errors import CommitError
 from be.tn.loads import INSERT as INSERT_LOAD
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.results import Result, column
@@ -684,6 +686,21 @@ def _loads(session, statement: st.Show) -> Result:
             *[load_time(r.started_ms)] * 4, load_time(r.finished_ms), "NULL", details, r.txn_id, "{}", r.user, "",
         ))  # fmt: skip
     return text_result(LOAD_TITLES, rows)
+
+
+async def clean_label(session, statement: st.CleanLabel) -> Result:
+    """Doris's CLEAN LABEL [label] FROM db: the labels of the database's finished loads (INSERT
+    WITH LABEL, Stream Load, Spark writes) may be used again; LOAD on the database needed."""
+    database = resolve_database(session, statement.db)
+    session.require(privileges.LOAD, database.name)
+    plane = session.services.data_plane
+    if plane is None:
+        return Result()
+    try:
+        await asyncio.to_thread(plane.clean_labels, database.name, statement.label or None)
+    except (ServiceError, CommitError) as error:
+        raise QueryError(1105, f"the labels could not be cleaned: {error}") from None
+    return Result()
 
 
 TRANSACTION_TITLES = [

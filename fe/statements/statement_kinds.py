@@ -109,6 +109,7 @@ KINDS: dict[type, StatementKind] = {
     st.ShowTablets: StatementKind(storage.show_tablets, readable_when_stale=False),
     st.ShowTablet: StatementKind(storage.show_tablet, readable_when_stale=False),
     st.ShowTransaction: StatementKind(show.show_transaction, readable_when_stale=False),
+    st.CleanLabel: StatementKind(show.clean_label),
     st.Describe: StatementKind(show.describe, readable_when_stale=False),
     st.Explain: StatementKind(queries.explain, readable_when_stale=False, resets_warnings=True),
     st.DescribeAll: StatementKind(recycle_bin.describe_all, readable_when_stale=False),

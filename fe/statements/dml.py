@@ -171,17 +171,10 @@ def kept_rows(session, table: Table, named: list[Column], row_count: int, given:
         if error.code not in DATA_ERRORS:
             raise
         values = [v.values() if isinstance(v, LiteralColumn) else list(v) for v in given]
-        good = []
-        for row in range(row_count):
-            try:
-                rows_table(session, table, named, 1, [[v[row]] for v in values], schema, row + 1)
-                good.append(row)
-            except QueryError as refusal:
-                if refusal.code not in DATA_ERRORS:
-                    raise
-                refusals.append(refusal)
-        kept = [[v[row] for row in good] for v in values]
-        rows = rows_table(session, table, named, len(good), kept, schema)
+        bad = _refused_rows(session, named, values)
+        refusals = [bad[row] for row in sorted(bad)]
+        kept = [[v[row] for row in range(row_count) if row not in bad] for v in values]
+        rows = rows_table(session, table, named, row_count - len(bad), kept, schema)
     if placement.placeable(schema) and rows.num_rows:
         placed = pc.is_valid(placement.partition_indexes(schema, rows, strict=False))
         unplaced = len(rows) - pc.sum(placed).as_py()
@@ -191,6 +184,30 @@ def kept_rows(session, table: Table, named: list[Column], row_count: int, given:
     _check_filtered(session, len(refusals), row_count)
     session.warnings = [("Warning", e.code, e.message) for e in refusals[:MAX_WARNINGS]]
     return rows
+
+
+def _refused_rows(session, named: list[Column], values: list[list]) -> dict[int, QueryError]:
+    """The rows (by index) a value of does not fit its column, and why: each column converted
+    whole, value by value only where that fails."""
+    bad: dict[int, QueryError] = {}
+    for column, written in zip(named, values, strict=True):
+        written = _with_defaults(session, column, written)
+        try:
+            column_array(written, column)
+            continue
+        except QueryError as error:
+            if error.code not in DATA_ERRORS:
+                raise
+        for row, value in enumerate(written):
+            if row in bad:
+                continue
+            try:
+                column_array([value], column, row + 1)
+            except QueryError as refusal:
+                if refusal.code not in DATA_ERRORS:
+                    raise
+                bad[row] = refusal
+    return bad
 
 
 def _check_filtered(session, filtered: int, total: int) -> None:
@@ -449,11 +466,9 @@ def rows_table(
     row_count: int,
     given: list,
     schema: TableSchema | None = None,
-    first_row: int = 1,
 ) -> pa.Table:
     """The table's columns of the rows: given[i] holds named[i]'s values (a list, or a
-    LiteralColumn of texts that Arrow converts when it can); first_row numbers the first row
-    in MySQL's messages."""
+    LiteralColumn of texts that Arrow converts when it can)."""
     position = {column.name: index for index, column in enumerate(named)}
     arrays = []
     for column in table.columns:
@@ -468,11 +483,16 @@ def rows_table(
                 arrays.append(array)
                 continue
             values = values.values()
-        if any(value is DEFAULT for value in values):
-            default = _default(session, column)
-            values = [default if value is DEFAULT else value for value in values]
-        arrays.append(column_array(values, column, first_row))
+        arrays.append(column_array(_with_defaults(session, column, values), column))
     return pa.Table.from_arrays(arrays, schema=(schema or TableSchema.of(table)).arrow())
+
+
+def _with_defaults(session, column: Column, values: list) -> list:
+    """values with DEFAULT written as the column's default."""
+    if not any(value is DEFAULT for value in values):
+        return values
+    default = _default(session, column)
+    return [default if value is DEFAULT else value for value in values]
 
 
 def _default(session, column: Column):

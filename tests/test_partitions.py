@@ -577,3 +577,50 @@ def test_an_observer_and_a_restarted_node_see_the_same_partitions(tmp_path, fres
     assert seen(fresh_quire) == before
     tablet = before[3][2]["tp2"]["PartitionId"] + 1
     assert execute(fresh_quire, f"SHOW TABLET {tablet}")[0][:3] == ("parts", "props", "tp2")
+
+
+def test_show_partitions_filters_sorts_and_limits_and_partitions_are_renamed(quire, db):
+    """Doris's SHOW PARTITIONS ... WHERE c = v | c LIKE 'p' ... ORDER BY ... LIMIT, ADD PARTITION IF
+    NOT EXISTS and RENAME PARTITION (the rows stay with the partition)."""
+    run(
+        db,
+        "CREATE TABLE shown (k INT, d DATE) DUPLICATE KEY(k) PARTITION BY RANGE(d) ("
+        "PARTITION p1 VALUES LESS THAN ('2024-01-01'), PARTITION p2 VALUES LESS THAN "
+        "('2025-01-01'), PARTITION q3 VALUES LESS THAN ('2026-01-01')) DISTRIBUTED BY HASH(k) BUCKETS 1",
+    )
+    run(db, "INSERT INTO shown VALUES (1, '2024-06-01')")
+
+    def names(sql: str) -> list[str]:
+        return [row[1] for row in run(db, sql)]
+
+    assert names("SHOW PARTITIONS FROM shown WHERE PartitionName = 'p1'") == ["p1"]
+    assert names(
+        "SHOW PARTITIONS FROM shown WHERE partitionname LIKE 'P%' ORDER BY PartitionId DESC LIMIT 1"
+    ) == ["p2"]
+    assert names("SHOW PARTITIONS FROM shown ORDER BY PartitionName DESC LIMIT 1, 1") == ["p2"]
+    assert names("SHOW PARTITIONS FROM shown WHERE Buckets = 1 AND PartitionName LIKE '%3'") == [
+        "q3"
+    ]
+    assert error_of(db, "SHOW PARTITIONS FROM shown WHERE nope = 1") == (
+        1105,
+        "Title name[nope] does not exist",
+    )
+    run(db, "ALTER TABLE shown ADD PARTITION IF NOT EXISTS p2 VALUES LESS THAN ('2025-01-01')")
+    assert (
+        error_of(db, "ALTER TABLE shown ADD PARTITION p2 VALUES LESS THAN ('2025-01-01')")[0]
+        == 1517
+    )
+    run(db, "ALTER TABLE shown RENAME PARTITION p2 year2024")
+    assert names("SHOW PARTITIONS FROM shown") == ["p1", "year2024", "q3"]
+    assert run(db, "SELECT k FROM shown PARTITION (year2024)") == ((1,),)
+    assert error_of(db, "ALTER TABLE shown RENAME PARTITION nope x")[0] == 1735
+    assert error_of(db, "ALTER TABLE shown RENAME PARTITION p1 q3")[0] == 1517
+    done = mariadb(
+        quire,
+        "parts",
+        "--batch",
+        "-N",
+        "-e",
+        "SHOW PARTITIONS FROM shown WHERE PartitionName = 'q3'",
+    )
+    assert done.returncode == 0 and done.stdout.split("\t")[1] == "q3", done.stderr

@@ -1004,12 +1004,13 @@ class Grammar:
         if self.accept("ADD"):
             temporary = self.accept("TEMPORARY")
             if self.accept("PARTITION"):
+                if_not_exists = self.if_not_exists()
                 partition = self.partition_def()
                 buckets = distribution = None
                 if self.accept("DISTRIBUTED", "BY"):
                     distribution = self.distribution()
                     buckets = self._last_buckets
-                return st.AddPartition(partition, buckets, distribution, temporary)
+                return st.AddPartition(partition, buckets, distribution, temporary, if_not_exists)
             if temporary:
                 self.fail("expected PARTITION")
             if self.accept("ROLLUP"):
@@ -1057,6 +1058,9 @@ class Grammar:
                 old = self.identifier()
                 self.accept("TO")
                 return st.RenameColumn(old, self.identifier())
+            if self.accept("PARTITION"):
+                old = self.identifier()
+                return st.RenamePartition(old, self.identifier())
             self.accept("TO") or self.accept("AS")
             return st.RenameTable(self.identifier())
         if self.accept("SET"):
@@ -1462,17 +1466,21 @@ class Grammar:
             return st.Show(word, like=self.like(), is_global=is_global)
         if word == "PROC":
             return st.Show("PROC", path=self.string())
-        if word == "PARTITIONS":
+        if word == "PARTITIONS" or (word == "TEMPORARY" and self.accept("PARTITIONS")):
             self.expect("FROM")
-            return st.Show(word, table=self.table_name())
+            table = self.table_name()
+            where = self.show_conditions() if self.accept("WHERE") else ()
+            order_by = self.order_by()
+            limit, offset = self.limit_offset()
+            what = "PARTITIONS" if word == "PARTITIONS" else "TEMPORARY PARTITIONS"
+            return st.Show(
+                what, table=table, where=where, order_by=order_by, limit=limit, offset=offset
+            )
         if word == "DATA":
             table = self.table_name() if self.accept("FROM") else None
             return st.ShowData(table, self.order_by())
         if word in ("TABLETS", "TABLET") and self.accept("FROM"):
             return self.show_tablets()
-        if word == "TEMPORARY" and self.accept("PARTITIONS"):
-            self.expect("FROM")
-            return st.Show("TEMPORARY PARTITIONS", table=self.table_name())
         if word == "LOAD" or (word == "STREAM" and self.accept("LOAD")):
             return self.show_load("LOAD" if word == "LOAD" else "STREAM LOAD")
         if word == "TRANSACTION":
@@ -1548,15 +1556,31 @@ class Grammar:
             return self.integer(), limit
         return limit, self.integer() if self.accept("OFFSET") else 0
 
+    def show_conditions(self) -> tuple[tuple[str, str, object], ...]:
+        """A SHOW's `c = v [AND c LIKE 'p' ...]`: (column, "=" or "LIKE", value) each."""
+        conditions = []
+        while True:
+            name = self.identifier()
+            if self.accept("LIKE"):
+                conditions.append((name, "LIKE", self.string()))
+            else:
+                self.expect_type(TokenType.EQ, "=")
+                conditions.append((name, "=", self._shown_value()))
+            if not self.accept("AND"):
+                return tuple(conditions)
+
     def equality(self) -> tuple[str, object]:
         """`name = value` in a SHOW's WHERE: the value an int or a string."""
         name = self.identifier()
         self.expect_type(TokenType.EQ, "=")
+        return name, self._shown_value()
+
+    def _shown_value(self) -> object:
         if self.peek_type() == TokenType.STRING:
-            return name, self.string()
+            return self.string()
         negative = self.accept_type(TokenType.DASH)
         value = self.integer()
-        return name, -value if negative else value
+        return -value if negative else value
 
     def order_by(self) -> tuple[st.OrderBy, ...]:
         if not self.accept("ORDER", "BY"):

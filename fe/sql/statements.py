@@ -190,6 +190,15 @@ class AddPartition:
     buckets: int | None = None
     distribution_columns: tuple[str, ...] | None = None  # DISTRIBUTED BY HASH(...): () = RANDOM
     temporary: bool = False
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class RenamePartition:
+    """Doris's ALTER TABLE t RENAME PARTITION old new."""
+
+    old: str
+    new: str
 
 
 @dataclass(frozen=True)
@@ -247,6 +256,7 @@ AlterAction = (
     | ReplaceWithTable
     | SetTableProperties
     | ModifyTableComment
+    | RenamePartition
 )
 
 
@@ -355,6 +365,11 @@ class Show:
     is_global: bool = False
     user: UserName | None = None
     path: str | None = None
+    # SHOW PARTITIONS' [WHERE c = v | c LIKE 'p' AND ...] [ORDER BY ...] [LIMIT n [OFFSET m]]
+    where: tuple[tuple[str, str, object], ...] = ()  # (column, "=" or "LIKE", value)
+    order_by: tuple[OrderBy, ...] = ()
+    limit: int | None = None
+    offset: int = 0
 
 
 @dataclass(frozen=True)

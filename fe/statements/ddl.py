@@ -566,6 +566,8 @@ def _rename_table(session, database, table: Table, action: st.RenameTable) -> Ta
 def _add_partition(session, database, table: Table, action: st.AddPartition) -> Table:
     if not table.partition_columns:
         raise QueryError(1505, "Table is not partitioned: ADD PARTITION needs PARTITION BY")
+    if action.if_not_exists and _partition_named(table, action.partition.name, action.temporary):
+        return table
     distribution = action.distribution_columns
     if distribution is not None and tuple(c.lower() for c in distribution) != tuple(
         c.lower() for c in table.distribution_columns
@@ -690,6 +692,33 @@ def _set_properties(session, database, table: Table, action: st.SetTableProperti
     return _with_dynamic_partitions(session, table)
 
 
+def _partition_named(table: Table, name: str, temporary: bool = False) -> Partition | None:
+    partitions = table.temporary_partitions if temporary else table.partitions
+    return next((p for p in partitions if p.name.lower() == name.lower()), None)
+
+
+def _rename_partition(session, database, table: Table, action: st.RenamePartition) -> Table:
+    """Doris's RENAME PARTITION: the partition keeps its id, tablets and rows."""
+    if not table.partition_columns:
+        raise QueryError(
+            1105, f"Table[{table.name}] is single partitioned. no need to rename partition name."
+        )
+    renamed = _partition_named(table, action.old)
+    if renamed is None:
+        raise QueryError(
+            ErrorCode.UNKNOWN_PARTITION, f"Unknown partition '{action.old}' in table '{table.name}'"
+        )
+    if _partition_named(table, action.new) or _partition_named(table, action.new, True):
+        raise QueryError(1517, f"Duplicate partition name {action.new}")
+    return dataclasses.replace(
+        table,
+        partitions=tuple(
+            dataclasses.replace(p, name=action.new) if p.id == renamed.id else p
+            for p in table.partitions
+        ),
+    )
+
+
 def _modify_comment(session, database, table: Table, action: st.ModifyTableComment) -> Table:
     return dataclasses.replace(table, comment=action.comment)
 
@@ -703,6 +732,7 @@ ALTER_ACTIONS = {
     st.ReplacePartition: _replace_partition,
     st.SetTableProperties: _set_properties,
     st.ModifyTableComment: _modify_comment,
+    st.RenamePartition: _rename_partition,
 }
 
 

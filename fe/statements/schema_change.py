@@ -38,6 +38,7 @@ OPERATION_TYPES = {
     st.DropPartition: "DROP_PARTITION",
     st.SetTableProperties: "MODIFY_TABLE_PROPERTY",
     st.ModifyTableComment: "MODIFY_TABLE_COMMENT",
+    st.RenamePartition: "RENAME",
 }
 BATCHED = {SCHEMA_CHANGE, ADD_ROLLUP, DROP_ROLLUP, "DROP_PARTITION"}
 

@@ -512,7 +512,31 @@ def _partitions(session, statement: st.Show) -> Result:
             properties.get("replication_allocation", f"tag.location.default: {replicas}"),
             properties.get("mutable", "true"), "true", "", 1, row_count,
         ))  # fmt: skip
+    rows = _shown_rows(rows, PARTITION_COLUMNS, statement)
     return text_result(list(PARTITION_COLUMNS), rows)
+
+
+def sorted_rows(rows: list[tuple], titles: tuple[str, ...], order_by) -> list[tuple]:
+    """Rows sorted by their values (not their text), as Doris compares them."""
+    for order in reversed([(title_index(titles, o.column), o.descending) for o in order_by]):
+        index, descending = order
+        rows = sorted(rows, key=lambda row: (row[index] is None, row[index]), reverse=descending)
+    return rows
+
+
+def _shown_rows(rows: list[tuple], titles: tuple[str, ...], statement: st.Show) -> list[tuple]:
+    """A SHOW's rows kept by its WHERE (`=` compares a value's text, LIKE a text's), in its
+    ORDER BY, within its LIMIT and OFFSET."""
+    for name, operator, value in statement.where:
+        index = title_index(titles, name)
+        if operator == "LIKE":
+            match = like_matcher(str(value), case_sensitive=False)
+            rows = [row for row in rows if match(str(row[index]))]
+        else:
+            rows = [row for row in rows if str(row[index]) == str(value)]
+    rows = sorted_rows(rows, titles, statement.order_by)
+    end = None if statement.limit is None else statement.offset + statement.limit
+    return rows[statement.offset : end]
 
 
 def _index(session, statement: st.Show) -> Result:

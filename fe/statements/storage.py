@@ -15,7 +15,7 @@ from fe.sql import statements as st
 from fe.statements import ddl
 from fe.statements.data_sizes import readable_size, table_size, table_sizes, tablet_stats
 from fe.statements.names import resolve_database
-from fe.statements.show import readable_table, text_result, title_index
+from fe.statements.show import readable_table, sorted_rows, text_result, title_index
 from metadata.records import Partition, Table
 
 TABLE_DATA_TITLES = ("TableName", "Size", "ReplicaCount", "RemoteSize")
@@ -72,14 +72,6 @@ def replica_count(table: Table, index_name: str | None = None) -> int:
         if index_name is None or name == index_name
     )
     return tablets * replication_num(table)
-
-
-def sorted_rows(rows: list[tuple], titles: tuple[str, ...], order_by) -> list[tuple]:
-    """Rows sorted by their values (not their text), as Doris compares them."""
-    for order in reversed([(title_index(titles, o.column), o.descending) for o in order_by]):
-        index, descending = order
-        rows = sorted(rows, key=lambda row: (row[index] is None, row[index]), reverse=descending)
-    return rows
 
 
 def as_text(rows: list[tuple]) -> list[tuple]:

@@ -349,9 +349,11 @@ class QuireSession(BaseSession):
             await transactions.commit(self)
         if kind.serialised:
             async with self.services.writer.membership_lock:
-                await self._write(kind.handler, statement)
+                changed = await self._write(kind.handler, statement)
         else:
-            await self._write(kind.handler, statement)
+            changed = await self._write(kind.handler, statement)
+        if changed and kind.after is not None:
+            return await kind.after(self, statement)
         return Result()
 
     async def _run_again_on_schema_change(self, handler, statement) -> Result:
@@ -371,12 +373,14 @@ class QuireSession(BaseSession):
                 )
                 await table_data.wait_for_definition(self, changed, deadline)
 
-    async def _write(self, builder, statement) -> None:
+    async def _write(self, builder, statement) -> bool:
+        """Whether the statement changed the catalog (IF NOT EXISTS may find nothing to do)."""
         operations = builder(self, statement)
         if inspect.isawaitable(operations):  # a builder that asks another node first
             operations = await operations
         if operations:
             await self.services.writer.commit(operations, self.request_id)
+        return bool(operations)
 
 
 TOO_DEEP = "You have an error in your SQL syntax: the statement nests too deeply"

@@ -348,3 +348,51 @@ def test_modify_comment_changes_the_tables_comment(quire, suite):
     assert run(suite, asked) == (("new one",),)
     code, _ = error_of(suite, "ALTER TABLE commented MODIFY COMMENT 'x', ADD COLUMN c INT")
     assert code == 1105  # one kind of clause an ALTER TABLE, as Doris's
+
+
+def test_create_table_as_select_copies_the_querys_rows(quire, suite):
+    """As Doris's: the rows come with the table, in one commit (autocommit off too); a query
+    that fails once the table is made drops it again; IF NOT EXISTS over a table copies none.
+    The creator needs no LOAD on the table it makes."""
+    run(
+        suite,
+        "CREATE TABLE copied_from (k INT, v VARCHAR(8)) UNIQUE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 2",
+    )
+    run(suite, "INSERT INTO copied_from VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    run(
+        suite,
+        "CREATE TABLE copied AS SELECT k, UPPER(v) AS u, k * 2 AS d FROM copied_from WHERE k > 1",
+    )
+    assert suite.affected_rows() == 2
+    assert run(suite, "SELECT k, u, d FROM copied ORDER BY k") == ((2, "B", 4), (3, "C", 6))
+    run(suite, "CREATE TABLE IF NOT EXISTS copied AS SELECT k, v, k FROM copied_from")
+    assert run(suite, "SELECT count(*) FROM copied") == ((2,),)
+    connection = quire.connect(database="regression_test")  # PyMySQL's default: autocommit off
+    try:
+        run(connection, "CREATE TABLE copied_uncommitted AS SELECT * FROM copied_from")
+        run(connection, "ROLLBACK")
+    finally:
+        connection.close()
+    assert run(suite, "SELECT count(*) FROM copied_uncommitted") == ((3,),)
+    joins = ", ".join(f"copied_from t{n}" for n in range(16))
+    slow = f"CREATE TABLE copied_never AS SELECT t0.k FROM {joins}"
+    impatient = quire.connect(database="regression_test", autocommit=True)
+    try:
+        run(impatient, "SET query_timeout = 1")
+        assert error_of(impatient, slow)[0] == 3024
+    finally:
+        impatient.close()
+    assert run(suite, "SHOW TABLES LIKE 'copied_never'") == ()
+    run(suite, "CREATE USER IF NOT EXISTS ctas_maker IDENTIFIED BY 'pw'")
+    run(suite, "GRANT CREATE_PRIV ON regression_test.* TO ctas_maker")
+    run(suite, "GRANT SELECT_PRIV ON regression_test.copied_from TO ctas_maker")
+    done = mariadb(
+        quire,
+        "regression_test",
+        "-e",
+        "CREATE TABLE copied_by_maker AS SELECT k FROM copied_from",
+        user="ctas_maker",
+        password="pw",
+    )
+    assert done.returncode == 0, done.stderr
+    assert run(suite, "SELECT count(*) FROM copied_by_maker") == ((3,),)

@@ -500,6 +500,7 @@ class Insert:
     # LiteralColumns), for Arrow to convert a column at a time.
     literals: object = None
     label: str = ""  # Doris's WITH LABEL: the INSERT is a load of that label
+    fills_created: bool = False  # a CREATE TABLE ... AS SELECT's rows: its creator may write them
     replaces: bool = False  # MySQL's REPLACE: rows of the same unique key are replaced
 
 

@@ -1,7 +1,7 @@
 """CREATE TABLE ... AS SELECT on the catalog: the new table's columns are the query's, typed as
 Doris types them (a column read from a table keeps its type and nullability; anything computed
 is nullable, its text VARCHAR(65533), an integer literal the narrowest integer that holds it).
-The rows the query would copy are the data plane's (a later issue)."""
+Once the table is made, dml.fill_created_table copies the query's rows into it."""
 
 from __future__ import annotations
 

@@ -29,10 +29,11 @@ from fe.mysql.results import Result
 from fe.security import privileges
 from fe.sql import statements as st
 from fe.sql.literal_insert import LiteralColumn
-from fe.sql.parser import INTERNAL_CATALOG
+from fe.sql.parser import INTERNAL_CATALOG, parse_with_sqlglot, tokenize
 from fe.statements import partition_pruning, queries, transactions, values_expressions
 from fe.statements.column_values import column_array, column_value, literal_array
 from fe.statements.table_data import SchemaChanged, TableReader, data_plane, unavailable
+from metadata import ops
 from metadata.records import Column, KeyModel, Table
 
 COMMIT_WAIT_SECONDS = 60.0
@@ -78,7 +79,8 @@ async def insert(session, statement: st.Insert) -> Result:
     target = expression.this
     table_node = target.this if isinstance(target, exp.Schema) else target
     reader = TableReader(session)
-    table = _target_table(session, reader, table_node)
+    privilege = None if statement.fills_created else privileges.LOAD
+    table = _target_table(session, reader, table_node, privilege)
     named = _named_columns(table, target.expressions if isinstance(target, exp.Schema) else None)
     _check_on_duplicate_key(expression.args.get("conflict"), table, named)
     if statement.replaces and table.key_model is KeyModel.AGGREGATE:
@@ -299,12 +301,35 @@ def _inserted_as_tuple(session, reader: TableReader, table: Table, named, values
     return True
 
 
-def _target_table(session, reader: TableReader, node: exp.Table) -> Table:
+def _target_table(
+    session, reader: TableReader, node: exp.Table, privilege=privileges.LOAD
+) -> Table:
     if not isinstance(node, exp.Table):
         raise QueryError(ErrorCode.PARSE_ERROR, "You have an error in your SQL syntax")
     if node.catalog and node.catalog.lower() != INTERNAL_CATALOG:
         raise QueryError(ErrorCode.UNKNOWN_CATALOG, f"Unknown catalog '{node.catalog}'")
-    return reader.table(node.db or session.database or "", node.name, privileges.LOAD)
+    return reader.table(node.db or session.database or "", node.name, privilege)
+
+
+async def fill_created_table(session, statement: st.CreateTable) -> Result:
+    """CREATE TABLE ... AS SELECT, once the table is made: the query's rows into it in one commit
+    (autocommit or not, as MySQL's implicit commit); if they cannot be written, the table is
+    dropped again and the statement fails, as Doris's."""
+    if statement.query is None:
+        return Result()
+    db = statement.table.db or session.database or ""
+    created = session.catalog.table(session.catalog.database(db).id, statement.table.name)
+    target = exp.Table(this=exp.to_identifier(created.name), db=exp.to_identifier(db))
+    query = parse_with_sqlglot(tokenize(statement.query), statement.query)
+    fill = st.Insert(exp.Insert(this=target, expression=query), fills_created=True)
+    try:
+        result = await insert(session, fill)
+        await transactions.commit(session)
+    except BaseException:
+        session.transaction = None
+        await session.services.writer.commit([ops.DropTable(created.id)])
+        raise
+    return result
 
 
 def _named_columns(table: Table, written: list | None) -> list[Column]:

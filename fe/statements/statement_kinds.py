@@ -49,6 +49,8 @@ class StatementKind:
     touches_data: bool | Predicate = (
         False  # reads or writes table data (autocommit off: opens a transaction)
     )
+    # a write's work once its catalog change is committed: (session, statement) -> Result
+    after: Callable | None = None
 
     def __post_init__(self):
         assert not self.serialised or self.writes, "only writes are serialised"
@@ -145,7 +147,9 @@ KINDS: dict[type, StatementKind] = {
     st.AdminCheckpoint: StatementKind(admin.checkpoint, leader_only=True),
     st.CreateDatabase: _write(ddl.create_database),
     st.DropDatabase: _write(ddl.drop_database),
-    st.CreateTable: _write(ddl.create_table),
+    st.CreateTable: StatementKind(
+        ddl.create_table, writes=True, resets_warnings=True, after=dml.fill_created_table
+    ),
     st.CreateTableLike: _write(ddl.create_table_like),
     st.DropTable: _write(ddl.drop_table),
     st.CreateView: _write(ddl.create_view),

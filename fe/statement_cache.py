@@ -210,7 +210,7 @@ class StatementCache:
             return Prepared(sql, markers, is_query, statement=statement)
         if is_query:
             marked = _marked_template(tokens, sql, _is_parameter, PARAMETER)
-            if marked is not None and isinstance(marked[0], exp.Select | exp.Union):
+            if marked is not None and isinstance(marked[0], exp.Select | exp.SetOperation):
                 read = plain_reads.prepared_read(
                     marked[0], lambda node: _marker_index(node, PARAMETER), queries.projection_name
                 )
@@ -359,7 +359,7 @@ def _statement(tokens: list[Token], sql: str):
 
 def plan(expression: exp.Expression, tokens: list[Token] = (), sql: str = "", written=None):
     """The query's plan, its columns named by written (or by its items' text in sql)."""
-    if not isinstance(expression, exp.Select | exp.Union):
+    if not isinstance(expression, exp.Select | exp.SetOperation):
         raise ParseError("Only SELECT queries are supported here")
     if written is None:
         written = queries.written_projections(tokens, sql)

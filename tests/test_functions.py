@@ -796,3 +796,31 @@ def test_user_variables_hold_a_value_for_the_session(tmp_path):
         assert "ERROR 1064 (42000)" in done.stderr, done.stderr
     finally:
         node.stop()
+
+
+def test_set_operations_and_columns_named_with_their_database(quire, root):
+    """EXCEPT and INTERSECT (MySQL 8's; 1064 before), Doris's MINUS, INSERT ... SELECT ... EXCEPT,
+    and a column named `db.t.c` (a correlated subquery's outer column: 1105 before)."""
+    run(root, "CREATE DATABASE IF NOT EXISTS sets")
+    run(
+        root,
+        "CREATE TABLE sets.t (k INT, minus INT) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1",
+    )
+    run(root, "INSERT INTO sets.t VALUES (1, 1), (2, 2), (3, 3)")
+    assert run(root, "SELECT k FROM sets.t EXCEPT SELECT 2 ORDER BY k") == ((1,), (3,))
+    assert run(root, "SELECT k FROM sets.t MINUS SELECT 2 ORDER BY k") == ((1,), (3,))
+    assert run(root, "SELECT k FROM sets.t INTERSECT SELECT 2") == ((2,),)
+    assert run(root, "SELECT minus FROM sets.t WHERE k = 1") == ((1,),)  # a column's name still
+    correlated = (
+        "SELECT k FROM sets.t WHERE EXISTS (SELECT 1 FROM sets.t t2 WHERE t2.k = sets.t.k "
+        "AND t2.k > 1) ORDER BY sets.t.k"
+    )
+    assert run(root, correlated) == ((2,), (3,))
+    run(root, "INSERT INTO sets.t SELECT k + 10, minus FROM sets.t EXCEPT SELECT 11, 1")
+    assert run(root, "SELECT k FROM sets.t WHERE k > 10 ORDER BY k") == ((12,), (13,))
+    done = mariadb(
+        quire, "--batch", "-N", "-e", "SELECT k FROM sets.t MINUS SELECT k FROM sets.t WHERE k > 2"
+    )
+    assert done.stdout.split() == ["1", "2"] or sorted(done.stdout.split()) == ["1", "2"], (
+        done.stderr
+    )

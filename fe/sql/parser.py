@@ -304,8 +304,24 @@ def with_system_time(tokens: list[Token]) -> list[Token]:
     return read
 
 
+SET_OPERATION_STARTS = (TokenType.SELECT, TokenType.L_PAREN, TokenType.ALL, TokenType.DISTINCT)
+
+
+def with_minus_as_except(tokens: list[Token]) -> list[Token]:
+    """Doris's `query MINUS query`, MySQL's EXCEPT."""
+    read = list(tokens)
+    for index in range(1, len(tokens) - 1):
+        token = tokens[index]
+        if token.text.upper() == "MINUS" and tokens[index + 1].token_type in SET_OPERATION_STARTS:
+            read[index] = Token(TokenType.EXCEPT, "EXCEPT", token.line, token.col, token.start,
+                                token.end)  # fmt: skip
+    return read
+
+
 def parse_with_sqlglot(tokens: list[Token], sql: str) -> exp.Expression:
     tokens = with_partition_lists(tokens)
+    if any(token.text.upper() == "MINUS" for token in tokens):
+        tokens = with_minus_as_except(tokens)
     if any(token.text.upper() == "OF" for token in tokens):
         tokens = with_system_time(tokens)
     if any(token.text.upper() in DORIS_CAST_TYPES for token in tokens):

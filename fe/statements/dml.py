@@ -104,7 +104,7 @@ async def insert(session, statement: st.Insert) -> Result:
         rows = _literal_rows(statement.rows, len(named))
     elif isinstance(source, exp.Values):
         rows = await _values_rows(session, source, named)
-    elif isinstance(source, exp.Select | exp.Union | exp.Subquery):
+    elif isinstance(source, exp.Select | exp.SetOperation | exp.Subquery):
         query = source.this if isinstance(source, exp.Subquery) else source
         answer = await queries.run_select(session, queries.plan_select(query.copy()))
         rows = [tuple(row) for row in answer.rows]

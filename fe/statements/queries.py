@@ -519,6 +519,10 @@ async def run_in_engine(
             table.replace(
                 exp.to_table(registered).as_(alias) if alias else exp.to_table(registered)
             )
+        for named in expression.find_all(exp.Column):  # `db.t.c`: t is its table's alias now
+            if named.args.get("db") is not None:
+                named.set("db", None)
+                named.set("catalog", None)
         taken: dict[str, pa.Table] = {}
         if plain is not None and len(data) == 1 and not tables and not plan.lists and not explain:
             (record, with_row_ids, _, as_of, partitions), (columns, exact) = (

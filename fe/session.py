@@ -169,9 +169,13 @@ class QuireSession(BaseSession):
     async def execute_prepared(self, prepared, values: list, attrs: dict[str, str]) -> Result:
         with Counted(self, prepared):
             if prepared.read is not None or prepared.write is not None:
-                await transactions.open_implicitly(self)
+                plane = self.services.data_plane
+                if plane is not None and not plane.reads_at_hand:
+                    await transactions.open_implicitly(self)
             if prepared.read is not None:
-                result = await self._prepared_read(prepared.read, values)
+                result = self._point_read(prepared.read, values)
+                if result is None:
+                    result = await self._prepared_read(prepared.read, values)
                 if result is not None:
                     return result
             if prepared.write is not None:
@@ -181,6 +185,15 @@ class QuireSession(BaseSession):
             with PARSE_ERRORS:
                 statement = statement_cache.bind(prepared, values)
             return await self._run(statement, lambda: statement_cache.written(prepared, values))
+
+    def _point_read(self, read, values: list) -> Result | None:
+        """A prepared read of one key's rows answered from the data plane's key index at hand."""
+        if not self.services.writer.is_leader():
+            self.services.freshness.check_fresh()
+        result = queries.point_read(self, read, values)
+        if result is not None:
+            self.warnings = []
+        return result
 
     async def _prepared_read(self, read, values: list) -> Result | None:
         """A point or range read from the data plane's key index, if it has the rows at hand

@@ -1184,17 +1184,13 @@ class Connection:
             result = await self._run(running, stmt.sql, "Execute")
         else:
             result = await self._execute(execution.sql, execution.attrs, "Execute")
-        if stmt.column_names and len(stmt.column_names) == len(result.columns):
-            # MySQL names a prepared statement's columns after its text, not the bound values.
-            result.columns = [
-                column if column.name == name else column.renamed(name)
-                for column, name in zip(
-                    map(as_column, result.columns), stmt.column_names, strict=True
-                )
-            ]
         if not (execution.use_cursor and result.columns):
-            await self._send_result(result, binary=True)
+            if result.columns:
+                await self._send_rows(result, self._answer_shape(stmt, result.columns))
+            else:
+                await self._send_result(result, binary=True)
             return
+        result.columns = self._named_as_written(stmt, result.columns)
         columns = [as_column(c) for c in result.columns]
         rows = result.rows
         if hasattr(rows, "__aiter__"):  # a cursor reads a streaming answer as a whole
@@ -1207,6 +1203,79 @@ class Connection:
             self.stream.write(c.definition())
         self._write_end_of_rows(flags=SERVER_STATUS_CURSOR_EXISTS)
         await self.stream.flush()
+
+    @staticmethod
+    def _named_as_written(stmt: PreparedStatement, columns: Sequence) -> list[Column]:
+        """MySQL names a prepared statement's columns after its text, not the bound values."""
+        columns = [as_column(c) for c in columns]
+        if not stmt.column_names or len(stmt.column_names) != len(columns):
+            return columns
+        return [
+            column if column.name == name else column.renamed(name)
+            for column, name in zip(columns, stmt.column_names, strict=True)
+        ]
+
+    def _answer_shape(self, stmt: PreparedStatement, columns: Sequence) -> _AnswerShape:
+        """The columns of stmt's answer as sent, their definition packets and row encoding; kept
+        on the statement while its answers come with the very same columns object (a point
+        read's do) and the packets would be numbered and flagged alike."""
+        stream = self.stream
+        kept = stmt.answer_shape
+        if (
+            kept is not None
+            and kept.source is columns
+            and kept.first_seq == stream.seq
+            and kept.status_flags == self.status_flags
+            and kept.deprecate_eof == self.deprecate_eof
+        ):
+            return kept
+        named = self._named_as_written(stmt, columns)
+        first_seq, start = stream.seq, len(stream.buffer)
+        self._write_columns(named)
+        header = bytes(stream.buffer[start:])
+        count = (stream.seq - first_seq) & 0xFF
+        del stream.buffer[start:]
+        stream.seq = first_seq
+        shape = _AnswerShape(
+            columns,
+            named,
+            header,
+            count,
+            BinaryRows(named),
+            first_seq,
+            self.status_flags,
+            self.deprecate_eof,
+        )
+        stmt.answer_shape = shape
+        return shape
+
+    async def _send_rows(self, result: Result, shape: _AnswerShape) -> None:
+        """A prepared statement's rows in the binary protocol, its columns' packets as shaped."""
+        result.columns = shape.columns
+        rows = result.rows
+        if hasattr(rows, "__aiter__"):
+            self._write_columns(shape.columns)
+            await self._send_streamed_rows(result, shape.columns, True)
+            return
+        stream = self.stream
+        stream.write_packets(shape.header, shape.count)
+        if isinstance(rows, list) and len(rows) <= ROWS_PER_BATCH:
+            stream.write_binary_rows(rows, shape.encoding)
+            sent = len(rows)
+        else:
+            rows = iter(rows)
+            sent = 0
+            while True:
+                batch = list(itertools.islice(rows, ROWS_PER_BATCH))
+                sent += len(batch)
+                stream.write_binary_rows(batch, shape.encoding)
+                if len(batch) < ROWS_PER_BATCH:
+                    break
+                if len(stream.buffer) >= FLUSH_BYTES:
+                    await stream.flush()
+        self._answered(-1, _found(result, sent))
+        self._write_end_of_rows(warnings=result.warnings)
+        await stream.flush()
 
     async def _com_stmt_fetch(self, payload: bytes) -> None:
         reader = PacketReader(payload, 1)
@@ -1263,6 +1332,20 @@ class Connection:
 
 
 _EMPTY_RESULT = Result()
+
+
+@dataclass(frozen=True, slots=True)
+class _AnswerShape:
+    source: Sequence  # the columns as the session gave them
+    columns: list[Column]  # as sent: named as the statement's text names them
+    header: bytes  # their packets: the column count, the definitions, EOF if the client wants it
+    count: int  # packets in header
+    encoding: BinaryRows
+    first_seq: int
+    status_flags: int
+    deprecate_eof: bool
+
+
 _PARAM_DEFINITION = column_definition("?", column_spec("VARBINARY(0)"), 0)
 
 

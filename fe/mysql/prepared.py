@@ -55,6 +55,7 @@ class PreparedStatement:
     cursor: Iterator[bytes] | None = None
     column_names: list[str] = field(default_factory=list)  # from the statement text, at prepare
     plan: object | None = None  # the session's parsed statement, if it prepared one
+    answer_shape: object | None = None  # the connection's encoding of its last answer's columns
 
 
 @dataclass

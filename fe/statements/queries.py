@@ -705,7 +705,13 @@ def _scan_lines(
 
 
 def _answer_result(names: list[str], answer: engine.Answer) -> Result:
-    """The engine's answer as MySQL's result, its columns named names."""
+    """The engine's answer as MySQL's result, its columns named names. Columns that need no
+    look at the rows are kept: the same names and types give the very same columns object (the
+    connection keeps its encoding of them while they stay)."""
+    key = (tuple(names), tuple(answer.columns))
+    kept = _ANSWER_COLUMNS.get(key)
+    if kept is not None:
+        return Result(columns=kept, rows=answer.rows)
     rows = answer.rows
     columns = []
     arrays_at = set()
@@ -718,11 +724,16 @@ def _answer_result(names: list[str], answer: engine.Answer) -> Result:
         columns.append(_result_column(name, sql_type))
     if arrays_at:  # never ArrowRows: DuckDB's lists do not read as Python from Arrow alike
         rows = arrays.rows_with_text(rows, frozenset(arrays_at))
+    elif not any(duck_type.startswith("TIMESTAMP") for _, duck_type in answer.columns):
+        if len(_ANSWER_COLUMNS) >= MAX_KEPT_COLUMNS:
+            _ANSWER_COLUMNS.clear()
+        columns = _ANSWER_COLUMNS[key] = tuple(columns)
     return Result(columns=columns, rows=rows)
 
 
 MAX_KEPT_COLUMNS = 4096  # result columns kept by name and type; past it all are let go
 _COLUMNS: dict[tuple[str, str], object] = {}
+_ANSWER_COLUMNS: dict[tuple[tuple, tuple], tuple] = {}  # by names and engine types
 
 
 def _result_column(name: str, sql_type: str):
@@ -777,12 +788,16 @@ async def _plain_read(
     return _answer_result(names, answer)
 
 
-async def run_prepared_read(session, read: plain_reads.PreparedRead, values: list):
-    """A prepared point or range read answered from the data plane's key index, on the loop
-    (no engine, no tree); None when it cannot be (the statement then runs as any other)."""
+def point_read(session, read: plain_reads.PreparedRead, values: list) -> Result | None:
+    """A prepared read bounded on the table's first key column answered from the data plane's
+    key index at hand; None when it cannot be (run_prepared_read is tried next)."""
     point = point_reads.answer(session, read, values)
-    if point is not None:
-        return _answer_result(list(read.names), point)
+    return None if point is None else _answer_result(read.names, point)
+
+
+async def run_prepared_read(session, read: plain_reads.PreparedRead, values: list):
+    """A prepared read bounded on key columns answered from the data plane's key index, on the
+    loop (no engine, no tree); None when it cannot be (the statement then runs as any other)."""
     bounds = read.bounds(values)
     if bounds is None:
         return None

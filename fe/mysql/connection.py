@@ -284,10 +284,20 @@ class PacketStream:
         return True
 
     async def flush(self) -> None:
+        self.send()
+        await self.writer.drain()
+
+    def send(self) -> bool:
+        """The buffered packets handed to the socket: whether drain() must be awaited before
+        more is written (the socket is full or gone, or TLS stands between)."""
         if self.buffer:
             self.writer.write(self.buffer)
             self.buffer = bytearray()
             self.flushed = True
+        plain = self._plain
+        return plain is None or plain.must_drain
+
+    async def drain(self) -> None:
         await self.writer.drain()
 
     async def start_tls(self, context: ssl.SSLContext) -> None:
@@ -829,19 +839,28 @@ class Connection:
         return await self._run(self.session.handle_query(sql, attrs), sql, command)
 
     async def _run(self, running: Awaitable[Result], info: str, command: str) -> Result:
+        self._started(info, command)
+        try:
+            result = await running
+        finally:
+            self._stopped()
+        return self._answer(result)
+
+    def _started(self, info: str, command: str) -> None:
         self.command = command
         self.state = "executing"
         self.info = info
         self._since = time.monotonic()
         self._executing = True
         self.front.questions += 1
-        try:
-            result = await running
-        finally:
-            self._executing = False
-            transaction_flags = getattr(self.session, "transaction_flags", None)
-            if transaction_flags is not None:
-                self.status_flags = transaction_flags()
+
+    def _stopped(self) -> None:
+        self._executing = False
+        transaction_flags = getattr(self.session, "transaction_flags", None)
+        if transaction_flags is not None:
+            self.status_flags = transaction_flags()
+
+    def _answer(self, result: Result | None) -> Result:
         if self._kill is not None:
             raise asyncio.CancelledError()  # a KILL of this very connection from its own session
         self.state = "sending data"
@@ -880,7 +899,8 @@ class Connection:
                 warnings=result.warnings,
                 info=result.info,
             )
-            await stream.flush()
+            if stream.send():
+                await stream.drain()
             return
         answers = None if binary else result.answers
         if answers is not None:
@@ -1180,8 +1200,14 @@ class Connection:
             )
         stmt.cursor = None
         if stmt.plan is not None:
-            running = self.session.execute_prepared(stmt.plan, execution.values, execution.attrs)
-            result = await self._run(running, stmt.sql, "Execute")
+            self._started(stmt.sql, "Execute")
+            try:
+                result = await self.session.execute_prepared(
+                    stmt.plan, execution.values, execution.attrs
+                )
+            finally:
+                self._stopped()
+            result = self._answer(result)
         else:
             result = await self._execute(execution.sql, execution.attrs, "Execute")
         if not (execution.use_cursor and result.columns):
@@ -1275,7 +1301,8 @@ class Connection:
                     await stream.flush()
         self._answered(-1, _found(result, sent))
         self._write_end_of_rows(warnings=result.warnings)
-        await stream.flush()
+        if stream.send():
+            await stream.drain()
 
     async def _com_stmt_fetch(self, payload: bytes) -> None:
         reader = PacketReader(payload, 1)

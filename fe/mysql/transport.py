@@ -124,6 +124,11 @@ class ClientSocket(asyncio.Protocol):
     def write(self, data: bytes | bytearray | memoryview) -> None:
         self.transport.write(data)
 
+    @property
+    def must_drain(self) -> bool:
+        """Whether drain() would wait or fail (else it returns at once)."""
+        return self._writing_paused or self._lost or self.transport.is_closing()
+
     async def drain(self) -> None:
         if self._lost or self.transport.is_closing():
             raise ConnectionResetError("Connection lost")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import zlib
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -30,13 +29,17 @@ def placeable(schema: TableSchema) -> bool:
     return bool(schema.partitions or schema.partition_columns)
 
 
+_FIRST_PARTITION = pa.scalar(0, pa.int32())
+_NO_HASH = pa.scalar(0, pa.int64())
+
+
 def partition_indexes(schema: TableSchema, rows: pa.Table, strict: bool = True) -> pa.Array:
     """Per row, the index in schema.partitions of its partition; if a row has none,
     NoPartitionForRow (nothing is placed then), or NULL when not strict."""
     assert placeable(schema)
     count = rows.num_rows
     if not schema.partition_columns:
-        return pa.array(np.zeros(count, np.int32))
+        return pa.repeat(_FIRST_PARTITION, count)
     columns = [rows.column(name).combine_chunks() for name in schema.partition_columns]
     found = pa.nulls(count, pa.int32())
     for index, partition in enumerate(schema.partitions):
@@ -169,9 +172,9 @@ def _is_least(value: pa.Scalar, arrow_type: pa.DataType) -> bool:
 def _buckets(schema: TableSchema, partition: PartitionSchema, rows: pa.Table) -> pa.Array:
     count = len(partition.tablet_ids)
     if count == 1:
-        return pa.array(np.zeros(rows.num_rows, np.int64))
+        return pa.repeat(_NO_HASH, rows.num_rows)
     if schema.distribution_columns:
-        hashed = pa.array(np.zeros(rows.num_rows, np.int64))
+        hashed = pa.repeat(_NO_HASH, rows.num_rows)
         for name in schema.distribution_columns:
             hashed = pc.bit_wise_and(
                 pc.add(pc.multiply(hashed, 31), _column_hash(rows.column(name))), HASH_MASK

@@ -38,6 +38,10 @@ ANSWERS = [
     ("DATE_ADD('2024-01-31', INTERVAL 1 MONTH)", datetime.date(2024, 2, 29)),
     ("DATE_SUB('2024-01-31 10:00:00', INTERVAL 1 HOUR)", datetime.datetime(2024, 1, 31, 9)),
     ("ADDDATE('2024-01-31', 1)", datetime.date(2024, 2, 1)),
+    ("DATE_ADD('2024-01-31', 1)", datetime.date(2024, 2, 1)),  # Doris's: days
+    ("DATE_SUB('2024-03-01 10:00:00', 1)", datetime.datetime(2024, 2, 29, 10)),
+    ("INTERVAL 1 DAY + '2024-01-31'", datetime.date(2024, 2, 1)),
+    ("INTERVAL 2 HOUR + DATE '2024-01-31'", datetime.datetime(2024, 1, 31, 2)),
     ("ADDDATE('2024-01-31', INTERVAL 2 DAY)", datetime.date(2024, 2, 2)),
     ("SUBDATE('2024-03-01', INTERVAL 1 DAY)", datetime.date(2024, 2, 29)),
     ("DATEDIFF('2024-03-01', '2024-02-01')", 29),

@@ -66,6 +66,37 @@ def test_arrays_maps_and_structs_hold_values_and_read_as_doris_shows_them(quire,
     assert done.stdout == '[1, 2]\t{"a":1}\t{"a":1, "b":"x"}\n'
 
 
+def test_struct_and_named_struct_make_struct_values(quire, db):
+    run(
+        db,
+        "CREATE TABLE st (k INT, s STRUCT<name:STRING, age:INT>) DUPLICATE KEY(k) "
+        "DISTRIBUTED BY HASH(k) BUCKETS 1",
+    )
+    run(
+        db,
+        "INSERT INTO st VALUES (1, {'x', 3}), (2, STRUCT('y', 4)), "
+        "(3, NAMED_STRUCT('name', 'z', 'age', 5)), (4, NAMED_STRUCT('age', 6, 'name', 'w'))",
+    )
+    assert run(db, "SELECT k, s, s.age FROM st ORDER BY k") == (
+        (1, '{"name":"x", "age":3}', 3),
+        (2, '{"name":"y", "age":4}', 4),
+        (3, '{"name":"z", "age":5}', 5),
+        (4, '{"name":"w", "age":6}', 6),
+    )
+    made = "SELECT STRUCT(1, 'a'), NAMED_STRUCT('k', 1, 'v', [1, 2])"
+    assert run(db, made) == (('{"col1":1, "col2":"a"}', '{"k":1, "v":[1, 2]}'),)
+    done = mariadb(quire, "nested", "--batch", "-N", "-e", made)
+    assert done.stdout == '{"col1":1, "col2":"a"}\t{"k":1, "v":[1, 2]}\n', done.stderr
+    assert error_of(db, "SELECT NAMED_STRUCT('a')") == (
+        1105,
+        "named_struct requires an even number of arguments",
+    )
+    assert error_of(db, "INSERT INTO st VALUES (5, STRUCT(1, 2, 3))") == (
+        1366,
+        """Incorrect STRUCT value: '{"col1":1, "col2":2, "col3":3}' for column 's' at row 1""",
+    )
+
+
 def test_stream_load_writes_nested_values_as_doris_writes_them(quire, db):
     run(db, "CREATE TABLE loaded (k INT, arr ARRAY<INT>, m MAP<STRING, INT>) DUPLICATE KEY(k) "
             "DISTRIBUTED BY HASH(k) BUCKETS 1")  # fmt: skip

@@ -49,13 +49,13 @@ OTHER_FUNCTIONS = (exp.Uuid,)
 ARRAY_FUNCTIONS = (
     exp.Array, exp.ArrayAgg, exp.ArrayContains, exp.ArrayMax, exp.ArrayMin, exp.ArraySize,
     exp.ArraySort, exp.ArraySum, exp.ArrayToString, exp.StringToArray, exp.MapKeys, exp.MapSize,
-    exp.MapContainsKey,
+    exp.MapContainsKey, exp.Struct,
 )  # fmt: skip
 # Doris's array, map and struct functions sqlglot does not model, rewritten by the FE
 # (fe/statements/arrays.py)
 ARRAY_ANONYMOUS = ("COLLECT_LIST", "GROUP_ARRAY", "COLLECT_SET", "GROUP_UNIQ_ARRAY", "SIZE",
                    "CARDINALITY", "ELEMENT_AT", "ARRAY_AVG", "MAP_VALUES",
-                   "STRUCT_ELEMENT")  # fmt: skip
+                   "STRUCT_ELEMENT", "NAMED_STRUCT")  # fmt: skip
 # Doris's table functions, in a LATERAL VIEW only
 TABLE_FUNCTIONS = (exp.Explode, exp.ExplodeOuter)
 TABLE_ANONYMOUS = (

@@ -34,6 +34,17 @@ MySQL.Parser.TRANSACTION_CHARACTERISTICS = {
         ("LEVEL", "READ", "UNCOMMITTED"),
     ),
 }
+
+
+def _days_or_interval(build_with_interval, days_function: str):
+    def build(arguments: list) -> exp.Expression | None:
+        if len(arguments) == 2 and not isinstance(arguments[1], exp.Interval):
+            return exp.Anonymous(this=days_function, expressions=arguments)
+        return build_with_interval(arguments)
+
+    return build
+
+
 # Doris's DATE_TRUNC(datetime, 'unit') (and 'unit' first, as newer Dorises take it too): sqlglot's
 # MySQL reading takes the first argument for the unit, a column's name made a string.
 MySQL.Parser.FUNCTIONS = {
@@ -41,6 +52,9 @@ MySQL.Parser.FUNCTIONS = {
     "DATE_TRUNC": lambda arguments: exp.Anonymous(this="DATE_TRUNC", expressions=arguments),
     # sqlglot reads TO_DAYS as a day count from DuckDB's 0000-01-01, one day more than MySQL's
     "TO_DAYS": lambda arguments: exp.Anonymous(this="TO_DAYS", expressions=arguments),
+    # Doris's DATE_ADD(d, n) and DATE_SUB(d, n) add days, as ADDDATE(d, n) does
+    "DATE_ADD": _days_or_interval(MySQL.Parser.FUNCTIONS["DATE_ADD"], "ADDDATE"),
+    "DATE_SUB": _days_or_interval(MySQL.Parser.FUNCTIONS["DATE_SUB"], "SUBDATE"),
 }
 
 

@@ -14,6 +14,8 @@ import decimal
 
 from sqlglot import exp
 
+from fe.mysql.errors import QueryError
+
 NULL_ELEMENT = "null"
 SEPARATOR = ", "
 ELEMENT_BYTES = 16  # what DuckDB keeps of a list's element at least (a text's header)
@@ -186,7 +188,38 @@ def exploded(array: exp.Expression, outer: bool) -> exp.Expression:
     return explode
 
 
+def _named_struct(node: exp.Anonymous, time) -> exp.Expression:
+    """Doris's NAMED_STRUCT('a', x, 'b', y): a struct of fields a and b."""
+    arguments = node.expressions
+    names = arguments[::2]
+    if len(arguments) % 2 or not arguments:
+        raise QueryError(1105, "named_struct requires an even number of arguments")
+    if not all(isinstance(name, exp.Literal) and name.is_string for name in names):
+        raise QueryError(1105, "named_struct's field names must be string literals")
+    if len({name.this.lower() for name in names}) != len(names):
+        raise QueryError(1105, "named_struct's field names must be unique")
+    return _struct([(name.this, value) for name, value in zip(names, arguments[1::2], strict=True)])
+
+
+def _positional_struct(node: exp.Struct, time) -> exp.Expression:
+    """Doris's STRUCT(x, y) and {x, y}: fields named col1, col2, ... (a struct of named fields,
+    as the FE's rewrites make, stays as it is)."""
+    if not node.expressions or any(isinstance(e, exp.PropertyEQ) for e in node.expressions):
+        return node
+    return _struct([(f"col{i}", value) for i, value in enumerate(node.expressions, 1)])
+
+
+def _struct(fields: list[tuple[str, exp.Expression]]) -> exp.Struct:
+    return exp.Struct(
+        expressions=[
+            exp.PropertyEQ(this=exp.to_identifier(name), expression=value) for name, value in fields
+        ]
+    )
+
+
 REWRITES = {
+    "NAMED_STRUCT": _named_struct,
+    "STRUCT": _positional_struct,
     "COLLECT_LIST": _collected(distinct=False),
     "GROUP_ARRAY": _collected(distinct=False),
     "COLLECT_SET": _collected(distinct=True),

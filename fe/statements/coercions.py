@@ -161,7 +161,9 @@ def coerced(tree: exp.Expression) -> exp.Expression:
     except SqlglotError:
         return tree
     for node in reversed(list(tree.walk())):
-        if isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval):
+        if isinstance(node, exp.Add) and _is_interval(node.this):
+            node = _replace(node, _interval_first(node))
+        elif isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval):
             node = _replace(node, _date_arithmetic(node))
         if isinstance(node, exp.Collate):
             node = _replace(node, _collated(node))
@@ -215,6 +217,19 @@ def _date_arithmetic(node: exp.Add | exp.Sub) -> exp.Expression:
     kind_ = exp.DateAdd if isinstance(node, exp.Add) else exp.DateSub
     unit = interval.args.get("unit") or exp.var("DAY")
     return kind_(this=node.this, expression=interval.this, unit=unit)
+
+
+def _is_interval(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Interval) and node.args.get("unit") is not None
+
+
+def _interval_first(node: exp.Add) -> exp.Expression:
+    """`INTERVAL n unit + x` is DATE_ADD(x, INTERVAL n unit), as in MySQL (sqlglot reads a
+    string after it as a second interval, with no unit)."""
+    interval, value = node.this, node.expression
+    if isinstance(value, exp.Interval) and value.args.get("unit") is None:
+        value = value.this
+    return exp.DateAdd(this=value, expression=interval.this, unit=interval.args["unit"])
 
 
 def _collated(node: exp.Collate) -> exp.Expression:

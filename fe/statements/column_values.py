@@ -237,10 +237,15 @@ def _nested_converter(column: Column):
         (name, _converter(_element_column(column, kind))) for name, kind in column_type.fields
     ]
 
+    names = [name.lower() for name, _ in fields]
+    positional = [f"col{i}" for i in range(1, len(names) + 1)]
+
     def as_struct(value, row):
         given = _parsed(value, row, column, dict)
         by_name = {str(name).lower(): item for name, item in given.items()}
-        if len(by_name) != len(given) or not set(by_name) <= {n.lower() for n, _ in fields}:
+        if list(by_name) == positional:  # STRUCT(x, y) names its fields col1, col2: by position
+            by_name = dict(zip(names, given.values(), strict=True))
+        if len(by_name) != len(given) or not set(by_name) <= set(names):
             raise _incorrect("STRUCT", value, row, column)
         return {
             name.lower(): None

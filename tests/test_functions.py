@@ -35,6 +35,13 @@ ANSWERS = [
     ("MD5SUM('a', 'b')", "187ef4436122d1cc2f40dc2b92f0eba0"),  # Doris's: MD5 of 'ab'
     ("MD5SUM(1)", "c4ca4238a0b923820dcc509a6f75849b"),
     ("MD5SUM('a', NULL)", None),
+    # Doris's hashes, answered as Doris's documentation shows them
+    ("MURMUR_HASH3_32('hello')", 1321743225),
+    ("MURMUR_HASH3_32('hello', 'world')", 984713481),
+    ("MURMUR_HASH3_32('hello', NULL)", None),
+    ("XXHASH_32('hello', 'world')", -920844969),
+    ("XXHASH_64('hello')", -7685981735718036227),
+    ("XXHASH_64('hello', 'world')", 7001965798170371843),
     ("DATE_ADD('2024-01-31', INTERVAL 1 MONTH)", datetime.date(2024, 2, 29)),
     ("DATE_SUB('2024-01-31 10:00:00', INTERVAL 1 HOUR)", datetime.datetime(2024, 1, 31, 9)),
     ("ADDDATE('2024-01-31', 1)", datetime.date(2024, 2, 1)),

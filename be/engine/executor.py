@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import duckdb
 import pyarrow as pa
 
+from be.engine import hashes
 from be.engine.columnar_rows import (
     ROW_OVERHEAD_BYTES,
     VALUE_BYTES,
@@ -114,6 +115,7 @@ def opened_database(memory_limit_bytes: int, threads: int) -> duckdb.DuckDBPyCon
     database = duckdb.connect(":memory:", config=database_config(memory_limit_bytes, threads))
     database.execute("SET GLOBAL error_on_division_by_zero = false")
     database.execute("SET lock_configuration = true")
+    hashes.register(database)
     return database
 
 

@@ -20,6 +20,7 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import build_formatted_time
 from sqlglot.dialects.mysql import MySQL
 
+from be.engine import hashes
 from be.engine.allow_list import DORIS_DATE_ADD_UNITS, DORIS_DIFF_UNITS, DORIS_JSON_GETTERS
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.statements import arrays
@@ -135,6 +136,22 @@ CLOCKS: dict[str, Callable[[StatementTime], object]] = {
     "UTC_DATE": lambda time: _utc_now(time).date(),
     "UTC_TIME": lambda time: _utc_now(time).time(),
 }
+
+
+def _chained_hash(name: str) -> Callable:
+    """Doris's hash of texts: each text's hash the seed of the next's."""
+    engine_name, seed = hashes.ENGINE_NAMES[name], hashes.FIRST_SEEDS[name]
+
+    def rewrite(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
+        if not node.expressions:
+            return node
+        hashed: exp.Expression = exp.Literal.number(seed)
+        for text in node.expressions:
+            text = exp.cast(text, exp.DataType.Type.VARCHAR)
+            hashed = _function(engine_name, text, exp.cast(hashed, exp.DataType.Type.BIGINT))
+        return hashed
+
+    return rewrite
 
 
 REWRITE_GROWTH = 64  # rewrites add at most this many nodes a node of the query, ...
@@ -1415,6 +1432,7 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     **{name: _with_arguments(1, _template(name)) for name in ONE_ARGUMENT_FUNCTIONS},
     "QUOTE": _text_within_limit(_times(2, 2), then=_with_arguments(1, _template("QUOTE"))),
     **arrays.REWRITES,
+    **{name: _chained_hash(name) for name in hashes.ENGINE_NAMES},
 }
 
 

@@ -107,6 +107,7 @@ class QuireSession(BaseSession):
         # prepared point reads' tables and plans by read, while the catalog stays (point_reads)
         self.point_read_tables: dict[int, tuple] = {}
         self.last_insert_id = 0  # the first AUTO_INCREMENT value its last such INSERT generated
+        self.last_insert: tuple | None = None  # SHOW LAST INSERT's row: its last INSERT committed
         self.row_count = 0  # ROW_COUNT(): the last statement's affected rows; -1 after rows
         self.found_rows = 0  # FOUND_ROWS(): the rows the last statement with rows found
         self.transaction: OpenTransaction | None = None  # BEGIN, or autocommit off

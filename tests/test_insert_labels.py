@@ -83,6 +83,29 @@ def test_a_labelled_insert_answers_its_load_and_holds_its_label(quire, db):
     assert "Label [from_cli] has already been used" in done.stderr
 
 
+def test_show_last_insert_tells_the_sessions_last_committed_insert(quire, db):
+    assert run(db, "SHOW LAST INSERT") == ()
+    run(db, "INSERT INTO t VALUES (1, 'a'), (2, 'b')")
+    ((txn, label, database, table, status, loaded, filtered),) = run(db, "SHOW LAST INSERT")
+    assert (database, table, status, loaded, filtered) == ("lab", "t", "VISIBLE", 2, 0)
+    assert label.startswith("insert_") and txn > 0
+    run(db, "SET enable_insert_strict = false")
+    run(db, "INSERT INTO t WITH LABEL last_one VALUES (3, 'c'), (4, 'far too long')")
+    txn = int(info(db)["txn"])
+    shown = run(db, "SHOW LAST INSERT")
+    assert shown == ((txn, "last_one", "lab", "t", "VISIBLE", 1, 1),)
+    run(db, "BEGIN")
+    run(db, "INSERT INTO t VALUES (5, 'e')")
+    run(db, "COMMIT")
+    assert run(db, "SHOW LAST INSERT") == shown  # one inside a transaction is not its own load
+    done = mariadb(quire, "lab", "--batch", "-e", "INSERT INTO t VALUES (6, 'f'); SHOW LAST INSERT")
+    assert done.stdout.splitlines()[0].split("\t") == [
+        "TransactionId", "Label", "Database", "Table", "TransactionStatus", "LoadedRows",
+        "FilteredRows",
+    ], done.stderr  # fmt: skip
+    assert done.stdout.splitlines()[1].split("\t")[2:] == ["lab", "t", "VISIBLE", "1", "0"]
+
+
 def test_bad_labels_are_refused(db):
     assert error_of(db, "INSERT INTO t WITH LABEL `a b` VALUES (1, 'a')") == (
         1105,

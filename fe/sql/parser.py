@@ -1487,6 +1487,9 @@ class Grammar:
             self.expect("PARTITION", "TABLES")
             db = self.database_name() if (self.accept("FROM") or self.accept("IN")) else None
             return st.Show("DYNAMIC PARTITION TABLES", db=db)
+        if word == "LAST":
+            self.expect("INSERT")
+            return st.Show("LAST INSERT")
         if word == "PROPERTY":
             name = self.name_or_string() if self.accept("FOR") else None
             return st.ShowProperty(name, self.like())

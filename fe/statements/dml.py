@@ -96,7 +96,8 @@ async def insert(session, statement: st.Insert) -> Result:
         if len(literals.columns) != len(named):
             raise _count_mismatch(1)
         inserts = kept_rows(session, table, named, literals.row_count, literals.columns)
-        await _commit_inserts(session, reader, table, table_node, inserts, expression)
+        commit_ts = await _commit_inserts(session, reader, table, table_node, inserts, expression)
+        _remember_insert(session, table, None, commit_ts, literals.row_count, inserts.num_rows)
         return _inserted(session, literals.row_count, inserts.num_rows)
     if literals is not None:
         rows = _literal_rows(literals.rows(), len(named))
@@ -132,12 +133,25 @@ async def insert(session, statement: st.Insert) -> Result:
             session, reader, table, table_node, inserts, expression, claim
         )
     result = _inserted(session, len(rows), kept)
+    _remember_insert(session, table, claim, commit_ts, len(rows), kept)
     if claim is not None and commit_ts:
         result.info = transactions.load_info(claim.label, commit_ts)
     if first_generated:
         session.last_insert_id = first_generated
     result.last_insert_id = first_generated or last_given
     return result
+
+
+def _remember_insert(
+    session, table: Table, claim: LoadClaim | None, commit_ts: int, given: int, kept: int
+) -> None:
+    """What SHOW LAST INSERT tells of an INSERT that committed on its own (commit_ts)."""
+    if not commit_ts:
+        return
+    label = claim.label if claim is not None else f"insert_{commit_ts:x}"
+    database = session.catalog.dbs.get(table.db_id)
+    db = database.name if database is not None else ""
+    session.last_insert = (commit_ts, label, db, table.name, "VISIBLE", kept, given - kept)
 
 
 def _inserted(session, given: int, kept: int) -> Result:

@@ -610,6 +610,18 @@ def _warnings(session, statement: st.Show) -> Result:
     return text_result(["Level", "Code", "Message"], list(session.warnings))
 
 
+LAST_INSERT_TITLES = [
+    "TransactionId", "Label", "Database", "Table", "TransactionStatus", "LoadedRows",
+    "FilteredRows",
+]  # fmt: skip
+
+
+def _last_insert(session, statement: st.Show) -> Result:
+    """Doris's SHOW LAST INSERT: the session's last INSERT that committed, if any."""
+    last = session.last_insert
+    return text_result(LAST_INSERT_TITLES, [] if last is None else [last])
+
+
 def _empty(*names: str):
     return lambda session, statement: text_result(list(names), [])
 
@@ -815,6 +827,7 @@ SHOW_HANDLERS = {
     "CHARSET": _charset,
     "COLLATION": _collation,
     "WARNINGS": _warnings,
+    "LAST INSERT": _last_insert,
     "ERRORS": _empty("Level", "Code", "Message"),
     "TRIGGERS": _empty("Trigger", "Event", "Table", "Statement", "Timing", "Created"),
     "PLUGINS": _empty("Name", "Status", "Type", "Library", "License"),

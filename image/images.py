@@ -37,6 +37,7 @@ from metadata.records import (
     RequestOutcome,
     Role,
     Table,
+    TableStats,
     User,
 )
 
@@ -68,6 +69,7 @@ SECTIONS: tuple[tuple[str, type | None], ...] = (
     ("recycle_bin", RecycledObject),  # since the recycle bin (older images: none)
     ("alter_jobs", AlterJob),  # since ALTER jobs (older images: none)
     ("roles", Role),  # since codec version 6 (older images: none)
+    ("table_stats", TableStats),  # since codec version 7 (older images: none)
 )
 _HEADER_COUNTERS = ("journal_id", "raft_index", "next_id", "last_timestamp_ms")
 
@@ -251,6 +253,7 @@ def load_image(path: str | Path) -> Catalog:
         recycle_bin={recycled.id: recycled for recycled in sections["recycle_bin"]},
         alter_jobs={job.id: job for job in sections["alter_jobs"]},
         roles={role.name: role for role in sections["roles"]},
+        table_stats={stats.table_id: stats for stats in sections["table_stats"]},
     )
     try:
         catalog = Catalog.from_snapshot(snapshot)
@@ -281,6 +284,7 @@ def _write_image(file: BinaryIO, snapshot: CatalogSnapshot) -> None:
         "recycle_bin": snapshot.recycle_bin.values(),
         "alter_jobs": snapshot.alter_jobs.values(),
         "roles": snapshot.roles.values(),
+        "table_stats": snapshot.table_stats.values(),
     }
     header = msgpack.packb(
         {
@@ -403,6 +407,8 @@ def _parse_header(raw: bytes) -> dict:
         counts["alter_jobs"] = 0  # written before ALTER jobs
     if isinstance(counts, dict) and "roles" not in counts:
         counts["roles"] = 0  # written before roles
+    if isinstance(counts, dict) and "table_stats" not in counts:
+        counts["table_stats"] = 0  # written before statistics
     if not isinstance(counts, dict) or any(
         type(counts.get(name)) is not int or counts[name] < 0 for name, _ in SECTIONS
     ):

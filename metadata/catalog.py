@@ -28,6 +28,7 @@ from metadata.ops import (
     DropFrontend,
     DropRole,
     DropTable,
+    DropTableStats,
     DropUser,
     EraseRecycled,
     GrantPrivileges,
@@ -49,6 +50,7 @@ from metadata.ops import (
     SetGlobalVariable,
     SetLockoutPolicy,
     SetPassword,
+    SetTableStats,
     SetUserProperties,
     SwapTables,
     Timestamp,
@@ -73,6 +75,7 @@ from metadata.records import (
     RequestOutcome,
     Role,
     Table,
+    TableStats,
     User,
 )
 
@@ -158,6 +161,7 @@ class CatalogSnapshot:
     recycle_bin: dict[int, RecycledObject] = field(default_factory=dict)  # oldest drop first
     alter_jobs: dict[int, AlterJob] = field(default_factory=dict)  # oldest first
     roles: dict[str, Role] = field(default_factory=dict)
+    table_stats: dict[int, TableStats] = field(default_factory=dict)
 
     def tablet_count(self) -> int:
         return sum(
@@ -200,6 +204,7 @@ class Catalog:
         self.recycle_bin: dict[int, RecycledObject] = {}
         # Schema changes and rollups by job id, oldest first: unfinished and kept history.
         self.alter_jobs: dict[int, AlterJob] = {}
+        self.table_stats: dict[int, TableStats] = {}  # by table id: its last ANALYZE's
         # Derived indexes, rebuilt from the primary dicts on load.
         self._db_ids_by_name: dict[str, int] = {}
         self._table_ids_by_db: dict[int, dict[str, int]] = {}
@@ -334,6 +339,7 @@ class Catalog:
                 recycle_bin=self.recycle_bin.copy(),
                 alter_jobs=self.alter_jobs.copy(),
                 roles=self.roles.copy(),
+                table_stats=self.table_stats.copy(),
             )
 
     @classmethod
@@ -356,6 +362,7 @@ class Catalog:
         catalog.recycle_bin = dict(snap.recycle_bin)
         catalog.alter_jobs = dict(snap.alter_jobs)
         catalog.roles = dict(snap.roles)
+        catalog.table_stats = dict(snap.table_stats)
         catalog._rebuild_indexes()
         return catalog
 
@@ -378,6 +385,7 @@ class Catalog:
             ("request", snap.requests.values()),
             ("recycled", snap.recycle_bin.values()),
             ("alter job", snap.alter_jobs.values()),
+            ("table stats", (snap.table_stats[key] for key in sorted(snap.table_stats))),
         ]
         for kind, records in sections:
             lines.extend(f"{kind} {codec.encode_record(record)!r}" for record in records)
@@ -435,6 +443,8 @@ class Catalog:
             raise UnknownDatabase(op, f"no database with id {op.db_id}")
         table_ids = list(self._table_ids_by_db.pop(database.id).values())
         dropped = [self.tables.pop(table_id) for table_id in table_ids]
+        for table_id in table_ids:
+            self.table_stats.pop(table_id, None)
         self._tablet_ranges.remove([p for t in dropped for p in tablet_holders(t)])
         del self.dbs[database.id]
         del self._db_ids_by_name[database.name]
@@ -465,6 +475,7 @@ class Catalog:
         del self.tables[table.id]
         del self._table_ids_by_db[table.db_id][table.name]
         self._tablet_ranges.remove(tablet_holders(table))
+        self.table_stats.pop(table.id, None)
         return table
 
     def _replace_table(self, op: ReplaceTable) -> Table:
@@ -826,11 +837,40 @@ class Catalog:
         self._tablet_ranges.replace(table, recovered)
         return recovered
 
+    # Statistics: ANALYZE TABLE's, kept until DROP STATS or the table goes for good.
+
+    def _set_table_stats(self, op: SetTableStats) -> TableStats:
+        stats = op.stats
+        if stats.table_id not in self.tables:
+            raise UnknownTable(op, f"no table with id {stats.table_id}")
+        names = [c.column for c in stats.columns]
+        if len(set(names)) != len(names):
+            raise ApplyError(op, "statistics name each column once")
+        kept = self.table_stats.get(stats.table_id)
+        if kept is not None:
+            others = tuple(c for c in kept.columns if c.column not in set(names))
+            stats = replace(stats, columns=others + stats.columns)
+        self.table_stats[stats.table_id] = stats
+        return stats
+
+    def _drop_table_stats(self, op: DropTableStats) -> None:
+        kept = self.table_stats.get(op.table_id)
+        if kept is None:
+            return
+        if not op.columns:
+            del self.table_stats[op.table_id]
+            return
+        dropped = set(op.columns)
+        columns = tuple(c for c in kept.columns if c.column not in dropped)
+        self.table_stats[op.table_id] = replace(kept, columns=columns)
+
     def _erase_recycled(self, op: EraseRecycled) -> None:
         for object_id, drop_time_ms in op.entries:
             recycled = self.recycle_bin.get(object_id)
             if recycled is not None and recycled.drop_time_ms == drop_time_ms:
                 del self.recycle_bin[object_id]
+                for table in recycled.tables:
+                    self.table_stats.pop(table.id, None)
 
     def _truncate_table(self, op: TruncateTable) -> Table:
         table = self.tables.get(op.table_id)
@@ -1103,6 +1143,8 @@ _HANDLERS = {
     CreateAlterJob: Catalog._create_alter_job,
     UpdateAlterJob: Catalog._update_alter_job,
     RemoveAlterJobs: Catalog._remove_alter_jobs,
+    SetTableStats: Catalog._set_table_stats,
+    DropTableStats: Catalog._drop_table_stats,
 }
 
 

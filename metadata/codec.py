@@ -21,6 +21,8 @@ reading the old ones. Versions:
     6   a User record ends with its roles and properties; the Role record and operations
         CREATE_ROLE, DROP_ROLE, GRANT_TO_ROLE, REVOKE_FROM_ROLE, GRANT_ROLE, REVOKE_ROLE,
         SET_USER_PROPERTIES
+    7   the TableStats record (with its ColumnStats) and operations SET_TABLE_STATS,
+        DROP_TABLE_STATS
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from metadata.ops import (
     DropFrontend,
     DropRole,
     DropTable,
+    DropTableStats,
     DropUser,
     EraseRecycled,
     GrantPrivileges,
@@ -67,6 +70,7 @@ from metadata.ops import (
     SetGlobalVariable,
     SetLockoutPolicy,
     SetPassword,
+    SetTableStats,
     SetUserProperties,
     SwapTables,
     Timestamp,
@@ -82,6 +86,7 @@ from metadata.records import (
     AlterJobType,
     Backend,
     Column,
+    ColumnStats,
     Database,
     Frontend,
     FrontendRole,
@@ -95,12 +100,13 @@ from metadata.records import (
     Role,
     Rollup,
     Table,
+    TableStats,
     User,
 )
 from metadata.types import parse_column_type
 
-FORMAT_VERSION = 6
-SUPPORTED_VERSIONS = frozenset({1, 2, 3, 4, 5, 6})
+FORMAT_VERSION = 7
+SUPPORTED_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7})
 
 MAX_OPS_PER_BATCH = 65_536
 MAX_BATCH_BYTES = 64 * 1024 * 1024
@@ -454,6 +460,32 @@ def _decode_role(value: tuple) -> Role:
     return Role(name, comment, tuple(map(_decode_grant, grants)))
 
 
+_COLUMN_STATS_FIELDS = (
+    (str,),
+    (int,),
+    (int,),
+    (int,),
+    (int,),
+    (str, type(None)),
+    (str, type(None)),
+)
+
+
+def _encode_table_stats(stats: TableStats) -> tuple:
+    columns = tuple(
+        (c.column, c.count, c.ndv, c.nulls, c.data_size, c.min, c.max) for c in stats.columns
+    )
+    return (stats.table_id, stats.row_count, stats.updated_ms, columns)
+
+
+def _decode_table_stats(value: tuple) -> TableStats:
+    _expect(value, ((int,), (int,), (int,), (tuple,)), "TableStats")
+    table_id, row_count, updated_ms, columns = value
+    for column in columns:
+        _expect(column, _COLUMN_STATS_FIELDS, "ColumnStats")
+    return TableStats(table_id, row_count, updated_ms, tuple(ColumnStats(*c) for c in columns))
+
+
 def _decode_user_version_1(value: tuple) -> User:
     _expect(value, _USER_FIELDS_VERSION_5[:4], "User")
     name, host, password_hash, grants = value
@@ -667,6 +699,7 @@ _RECORD_CODECS: dict[type, tuple[Callable[[Any], tuple], Callable[[Sequence], An
     RequestOutcome: (_encode_request_outcome, _decode_request_outcome),
     RecycledObject: (_encode_recycled, _decode_recycled),
     AlterJob: (_encode_alter_job, _decode_alter_job),
+    TableStats: (_encode_table_stats, _decode_table_stats),
 }
 
 
@@ -964,6 +997,18 @@ _OP_CODECS: dict[OpCode, tuple[type, int, _OpEncoder, _OpDecoder]] = {
         lambda op: (op.job_ids,),
         lambda a: RemoveAlterJobs(tuple(map(_int, _array(a[1])))),
     ),
+    OpCode.SET_TABLE_STATS: (
+        SetTableStats,
+        1,
+        lambda op: (_encode_table_stats(op.stats),),
+        lambda a: SetTableStats(_decode_table_stats(a[1])),
+    ),
+    OpCode.DROP_TABLE_STATS: (
+        DropTableStats,
+        2,
+        lambda op: (op.table_id, op.columns),
+        lambda a: DropTableStats(_int(a[1]), tuple(map(_str, _array(a[2])))),
+    ),
 }
 
 _OP_ENCODERS = {op_class: (code, encode) for code, (op_class, _, encode, _) in _OP_CODECS.items()}
@@ -981,8 +1026,12 @@ ROLE_OP_CODES = frozenset(
         OpCode.SET_USER_PROPERTIES,
     }
 )
+STATS_OP_CODES = frozenset({OpCode.SET_TABLE_STATS, OpCode.DROP_TABLE_STATS})
+_OP_DECODERS_VERSION_6 = {
+    code: entry for code, entry in _OP_DECODERS.items() if code not in STATS_OP_CODES
+}
 _OP_DECODERS_VERSION_5 = {
-    **{code: entry for code, entry in _OP_DECODERS.items() if code not in ROLE_OP_CODES},
+    **{code: entry for code, entry in _OP_DECODERS_VERSION_6.items() if code not in ROLE_OP_CODES},
     int(OpCode.CREATE_USER): (2, lambda a: CreateUser(_decode_user_version_5(a[1]))),
 }
 _OP_DECODERS_VERSION_4 = {
@@ -1013,6 +1062,7 @@ _OP_DECODERS_VERSION_2 = {
 }
 _OP_DECODERS_OF_VERSION = {
     FORMAT_VERSION: _OP_DECODERS,
+    6: _OP_DECODERS_VERSION_6,
     5: _OP_DECODERS_VERSION_5,
     4: _OP_DECODERS_VERSION_4,
     3: _OP_DECODERS_VERSION_3,

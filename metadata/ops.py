@@ -20,6 +20,7 @@ from metadata.records import (
     Partition,
     Role,
     Table,
+    TableStats,
     User,
 )
 
@@ -66,6 +67,9 @@ class OpCode(IntEnum):
     CREATE_ALTER_JOB = 70
     UPDATE_ALTER_JOB = 71
     REMOVE_ALTER_JOBS = 72
+    # Statistics: ANALYZE TABLE and DROP STATS.
+    SET_TABLE_STATS = 80  # the columns it names replace theirs; the others are kept
+    DROP_TABLE_STATS = 81  # of the columns it names, or of all when it names none
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,6 +362,19 @@ class UpdateAlterJob:
 
 
 @dataclass(frozen=True, slots=True)
+class SetTableStats:
+    CODE = OpCode.SET_TABLE_STATS
+    stats: TableStats
+
+
+@dataclass(frozen=True, slots=True)
+class DropTableStats:
+    CODE = OpCode.DROP_TABLE_STATS
+    table_id: int
+    columns: tuple[str, ...]  # () for all
+
+
+@dataclass(frozen=True, slots=True)
 class RemoveAlterJobs:
     """The leader forgets done jobs kept longer than history_job_keep_max_second."""
 
@@ -405,4 +422,6 @@ Op = (
     | CreateAlterJob
     | UpdateAlterJob
     | RemoveAlterJobs
+    | SetTableStats
+    | DropTableStats
 )

@@ -353,3 +353,26 @@ class AlterJob:
         else:
             assert self.rollup is not None and self.table is None, self.id
         assert self.state.done == (self.finish_time_ms >= 0), self
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnStats:
+    """What ANALYZE TABLE found of a column: its values counted, told apart and measured."""
+
+    column: str
+    count: int  # rows
+    ndv: int  # distinct values, NULL not one
+    nulls: int
+    data_size: int  # bytes of its values
+    min: str | None  # the least value as SQL text; None when every value is NULL
+    max: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TableStats:
+    """A table's statistics as its last ANALYZE left them (SHOW TABLE / COLUMN STATS)."""
+
+    table_id: int
+    row_count: int
+    updated_ms: int
+    columns: tuple[ColumnStats, ...]

@@ -19,6 +19,7 @@ from metadata.ops import (
     DropFrontend,
     DropRole,
     DropTable,
+    DropTableStats,
     DropUser,
     EraseRecycled,
     GrantPrivileges,
@@ -40,6 +41,7 @@ from metadata.ops import (
     SetGlobalVariable,
     SetLockoutPolicy,
     SetPassword,
+    SetTableStats,
     SetUserProperties,
     SwapTables,
     Timestamp,
@@ -53,6 +55,7 @@ from metadata.records import (
     AlterJobType,
     Backend,
     Column,
+    ColumnStats,
     Database,
     Frontend,
     FrontendRole,
@@ -63,6 +66,7 @@ from metadata.records import (
     Role,
     Rollup,
     Table,
+    TableStats,
     User,
 )
 
@@ -177,7 +181,17 @@ ONE_OP_PER_CODE = {
     ),
     OpCode.UPDATE_ALTER_JOB: UpdateAlterJob(20_000, AlterJobState.CANCELLED, 5, "user cancelled"),
     OpCode.REMOVE_ALTER_JOBS: RemoveAlterJobs((20_000, 20_002)),
+    OpCode.SET_TABLE_STATS: SetTableStats(TableStats(10_001, 3, 1_767_225_600_123, (
+        ColumnStats("k", 3, 3, 0, 12, "1", "3"), ColumnStats("v", 3, 0, 3, 0, None, None),
+    ))),
+    OpCode.DROP_TABLE_STATS: DropTableStats(10_001, ("k",)),
 }  # fmt: skip
+
+
+def test_statistics_are_refused_by_the_codec_version_before_them():
+    batch = encode_ops([DropTableStats(10_001, ())])
+    with pytest.raises(CodecError):
+        decode_ops(bytes([6]) + batch[1:])
 
 
 def test_a_rollup_job_round_trips_as_a_record():

@@ -762,6 +762,10 @@ class Grammar:
             return st.DropDatabase(name, if_exists, force=self.accept("FORCE"))
         if self.accept("TABLE"):
             return self.drop_tables()
+        if self.accept("STATS"):
+            table = self.table_name()
+            columns = self.name_list() if self.peek_type() == TokenType.L_PAREN else ()
+            return st.DropStats(table, columns)
         if self.accept("VIEW"):
             if_exists = self.if_exists()
             names = [self.table_name()]
@@ -1531,6 +1535,14 @@ class Grammar:
             return st.Show("INDEX", table=table)
         if word == "ALTER":
             return self.show_alter()
+        if word == "TABLE" and self.accept("STATS"):
+            return st.ShowStats("TABLE", self.table_name())
+        if word == "COLUMN":
+            self.accept("CACHED")
+            self.expect("STATS")
+            table = self.table_name()
+            columns = self.name_list() if self.peek_type() == TokenType.L_PAREN else ()
+            return st.ShowStats("COLUMN", table, columns)
         if word == "TABLE" and self.accept("STATUS"):
             db = self.database_name() if (self.accept("FROM") or self.accept("IN")) else None
             return st.Show("TABLE STATUS", db=db, like=self.like())
@@ -1663,6 +1675,22 @@ class Grammar:
             job_ids = tuple(ids)
         return st.CancelAlter(kind, table, job_ids)
 
+    def _analyze(self):
+        """Doris's ANALYZE TABLE t [(columns)] [WITH SYNC | WITH SAMPLE PERCENT n | ROWS n ...]:
+        every row is read whatever the WITH clauses ask."""
+        self.expect("ANALYZE")
+        self.accept("TABLE")
+        table = self.table_name()
+        columns = self.name_list() if self.peek_type() == TokenType.L_PAREN else ()
+        while self.accept("WITH"):
+            if self.accept("SAMPLE"):
+                if not (self.accept("PERCENT") or self.accept("ROWS")):
+                    self.fail("expected PERCENT or ROWS")
+                self.integer()
+            elif not (self.accept("SYNC") or self.accept("FULL") or self.accept("INCREMENTAL")):
+                self.fail("unsupported ANALYZE option")
+        return st.Analyze(table, columns)
+
     def _clean(self):
         """Doris's CLEAN LABEL [label] FROM db."""
         self.expect("CLEAN", "LABEL")
@@ -1711,4 +1739,5 @@ STATEMENT_HANDLERS = {
     "SWITCH": Grammar._switch,
     "CANCEL": Grammar._cancel,
     "CLEAN": Grammar._clean,
+    "ANALYZE": Grammar._analyze,
 }  # a statement's first word -> its rule; any other first word is a syntax error (1064)

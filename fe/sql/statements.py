@@ -523,6 +523,32 @@ class Delete:
 
 
 @dataclass(frozen=True)
+class Analyze:
+    """Doris's ANALYZE TABLE t [(columns)] [WITH SYNC] [WITH SAMPLE ...]: statistics of its
+    columns, worked out over every row."""
+
+    table: TableName
+    columns: tuple[str, ...] = ()  # () for every column
+
+
+@dataclass(frozen=True)
+class ShowStats:
+    """Doris's SHOW TABLE STATS t and SHOW COLUMN [CACHED] STATS t [(columns)]."""
+
+    kind: str  # "TABLE" or "COLUMN"
+    table: TableName
+    columns: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DropStats:
+    """Doris's DROP STATS t [(columns)]."""
+
+    table: TableName
+    columns: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class TruncateTable:
     table: TableName
     partitions: tuple[str, ...] = ()  # () means every partition

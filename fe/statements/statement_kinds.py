@@ -26,6 +26,7 @@ from fe.statements import (
     recycle_bin,
     set_statement,
     show,
+    statistics,
     storage,
     transactions,
 )
@@ -158,6 +159,9 @@ KINDS: dict[type, StatementKind] = {
     st.CreateIndex: _write(ddl.create_index),
     st.DropIndex: _write(ddl.drop_index),
     st.TruncateTable: _write(recycle_bin.truncate_table),
+    st.Analyze: _write(statistics.analyze),
+    st.DropStats: _write(statistics.drop_stats),
+    st.ShowStats: StatementKind(statistics.show_stats),
     st.CancelAlter: _write(alter_jobs.cancel_alter),
     st.RecoverDatabase: _write(recycle_bin.recover_database),
     st.RecoverTable: _write(recycle_bin.recover_table),

@@ -17,7 +17,7 @@ STRING_FUNCTIONS = (
     exp.Hex, exp.Left, exp.Length, exp.Lower, exp.MD5, exp.NumberToStr, exp.Pad, exp.RegexpLike,
     exp.RegexpExtract, exp.RegexpReplace, exp.Repeat, exp.Replace, exp.Reverse, exp.Right, exp.SHA, exp.SHA2,
     exp.Space, exp.SplitPart, exp.StartsWith, exp.StrPosition, exp.Stuff, exp.Substring,
-    exp.SubstringIndex, exp.ToBase64, exp.Trim, exp.Unhex, exp.Upper,
+    exp.SubstringIndex, exp.ToBase64, exp.Trim, exp.Unhex, exp.Upper, exp.Initcap,
 )  # fmt: skip
 MATH_FUNCTIONS = (
     exp.Abs, exp.Acos, exp.Asin, exp.Atan, exp.Atan2, exp.Ceil, exp.Cos, exp.Cot, exp.Degrees,
@@ -34,7 +34,7 @@ DATE_FUNCTIONS = (
 )  # fmt: skip
 AGGREGATE_FUNCTIONS = (
     exp.AnyValue, exp.ApproxDistinct, exp.Avg, exp.BitwiseAndAgg, exp.BitwiseOrAgg, exp.BitwiseXorAgg, exp.Count,
-    exp.Grouping, exp.GroupingId, exp.Max, exp.Min, exp.Stddev, exp.StddevPop, exp.StddevSamp, exp.Sum, exp.Variance,
+    exp.ArgMax, exp.ArgMin, exp.CountIf, exp.Grouping, exp.GroupingId, exp.Max, exp.Min, exp.Stddev, exp.StddevPop, exp.StddevSamp, exp.Sum, exp.Variance,
     exp.VariancePop,
 )  # fmt: skip
 WINDOW_FUNCTIONS = (
@@ -49,7 +49,8 @@ OTHER_FUNCTIONS = (exp.Uuid,)
 ARRAY_FUNCTIONS = (
     exp.Array, exp.ArrayAgg, exp.ArrayContains, exp.ArrayMax, exp.ArrayMin, exp.ArraySize,
     exp.ArraySort, exp.ArraySum, exp.ArrayToString, exp.StringToArray, exp.MapKeys, exp.MapSize,
-    exp.MapContainsKey, exp.Struct,
+    exp.MapContainsKey, exp.Struct, exp.ArrayPosition, exp.ArrayRemove, exp.ArraySlice,
+    exp.ArrayDistinct, exp.ArrayIntersect, exp.ArrayExcept, exp.ArrayCompact, exp.ArrayConcat,
 )  # fmt: skip
 # Doris's array, map and struct functions sqlglot does not model, rewritten by the FE
 # (fe/statements/arrays.py)
@@ -90,7 +91,9 @@ ALLOWED_ANONYMOUS = frozenset(
      "UNIX_TIMESTAMP", "WEEKDAY", "YEARWEEK", "SEC_TO_TIME", "TIME_TO_SEC", "TIMEDIFF",
      "PERIOD_DIFF", "JSON_UNQUOTE", "JSON_LENGTH", "JSON_CONTAINS", "JSON_VALID", "JSON_QUOTE",
      "INET_NTOA", "NOT_NULL_OR_EMPTY", "STRLEFT", "STRRIGHT", "MONEY_FORMAT", "REGEXP_REPLACE_ONE",
-     "E", "PERIOD_ADD", "TIME_FORMAT", "MD5SUM", "MURMUR_HASH3_32", "XXHASH_32", "XXHASH_64"}
+     "E", "PERIOD_ADD", "TIME_FORMAT", "MD5SUM", "MURMUR_HASH3_32", "XXHASH_32", "XXHASH_64", "PMOD", "MASK",
+     "TO_MONDAY", "GROUP_BIT_OR", "GROUP_BIT_AND", "GROUP_BIT_XOR", "ARRAY_UNION",
+     "ARRAYS_OVERLAP", "ARRAY_PRODUCT", "ARRAY_REVERSE_SORT"}
     | {f"{unit}S_{way}" for unit in DORIS_DATE_ADD_UNITS for way in ("ADD", "SUB")}
     | set(DORIS_JSON_GETTERS)
     | {f"{unit}S_DIFF" for unit in DORIS_DIFF_UNITS}

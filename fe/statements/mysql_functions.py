@@ -1128,6 +1128,64 @@ _TEMPLATE_TREES = {
     name: sqlglot.parse_one(text, read="duckdb")
     for name, text in {**ONE_ARGUMENT_FUNCTIONS, **TEMPLATES}.items()
 }
+# the distinct elements of the list x, in the order they first come (DuckDB's list_distinct
+# keeps no order and drops NULL)
+_FIRST_OF_EACH = "list_filter(x, lambda e, i: list_position(x, e) = i)"
+# Doris's functions as DuckDB expressions of their arguments x, y, z, by how many they take
+DORIS_FUNCTIONS: dict[str, dict[int, str]] = {
+    "PMOD": {2: "((x % y) + y) % y"},
+    "MASK": {
+        1: "regexp_replace(regexp_replace(regexp_replace(x, '[A-Z]', 'X', 'g'), '[a-z]', 'x', "
+        "'g'), '[0-9]', 'n', 'g')"
+    },
+    "TO_MONDAY": {1: "CAST(date_trunc('week', CAST(x AS TIMESTAMP)) AS DATE)"},
+    "GROUP_BIT_OR": {1: "bit_or(x)"},
+    "GROUP_BIT_AND": {1: "bit_and(x)"},
+    "GROUP_BIT_XOR": {1: "bit_xor(x)"},
+    "ARRAY_POSITION": {
+        2: "CASE WHEN x IS NULL THEN NULL ELSE coalesce(list_position(x, y), 0) END"
+    },
+    "ARRAY_REMOVE": {2: "list_filter(x, lambda e: e IS DISTINCT FROM y)"},
+    "ARRAY_SLICE": {
+        2: "list_slice(x, y, len(x))",
+        3: "list_slice(x, y, CASE WHEN y > 0 THEN y + z - 1 ELSE len(x) + y + z END)",
+    },
+    "ARRAY_DISTINCT": {1: _FIRST_OF_EACH},
+    "ARRAY_UNION": {
+        2: "CASE WHEN x IS NULL OR y IS NULL THEN NULL ELSE "
+        f"{_FIRST_OF_EACH.replace('x', 'list_concat(x, y)')} END"
+    },
+    "ARRAY_CONCAT": {2: "CASE WHEN x IS NULL OR y IS NULL THEN NULL ELSE list_concat(x, y) END"},
+    "ARRAY_INTERSECT": {2: f"list_filter({_FIRST_OF_EACH}, lambda e: list_position(y, e) > 0)"},
+    "ARRAY_EXCEPT": {2: f"list_filter({_FIRST_OF_EACH}, lambda e: list_position(y, e) IS NULL)"},
+    "ARRAYS_OVERLAP": {2: "list_has_any(x, y)"},
+    # Doris's: an element equal to the one before it is left out
+    "ARRAY_COMPACT": {1: "list_filter(x, lambda e, i: i = 1 OR e IS DISTINCT FROM x[i - 1])"},
+    "ARRAY_PRODUCT": {1: "list_product(x)"},
+    "ARRAY_REVERSE_SORT": {1: "list_reverse_sort(x)"},
+}
+_DORIS_TREES = {
+    (name, count): sqlglot.parse_one(text, read="duckdb")
+    for name, forms in DORIS_FUNCTIONS.items()
+    for count, text in forms.items()
+}
+
+
+def _doris_function(node: exp.Expression, time: StatementTime) -> exp.Expression:
+    """A function of DORIS_FUNCTIONS, its arguments in their places (as written, if it takes
+    other counts of them)."""
+    arguments = list(node.expressions) if isinstance(node, exp.Anonymous) else []
+    if not isinstance(node, exp.Anonymous):
+        for value in node.args.values():
+            if isinstance(value, exp.Expression):
+                arguments.append(value)
+            elif isinstance(value, list):
+                arguments.extend(v for v in value if isinstance(v, exp.Expression))
+    tree = _DORIS_TREES.get((_name(node), len(arguments)))
+    if tree is None:
+        return node
+    more = dict(zip(("y", "z"), arguments[1:], strict=False))
+    return _filled(tree, arguments[0], **more)
 
 
 def _template(name: str) -> Callable[[exp.Expression], exp.Expression]:
@@ -1433,6 +1491,7 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     "QUOTE": _text_within_limit(_times(2, 2), then=_with_arguments(1, _template("QUOTE"))),
     **arrays.REWRITES,
     **{name: _chained_hash(name) for name in hashes.ENGINE_NAMES},
+    **{name: _doris_function for name in DORIS_FUNCTIONS},
 }
 
 

@@ -125,7 +125,7 @@ def test_prepared_statements_answer_arrays_and_name_columns_as_written(quire, ta
 
 
 def test_what_is_not_an_array_function_stays_an_error(tagged):
-    assert error_of(tagged, "SELECT array_union([1], [2])")[0] == 1305
+    assert error_of(tagged, "SELECT array_zip([1], [2])")[0] == 1305
     assert (
         error_of(tagged, "CREATE TABLE arr.copied AS SELECT collect_list(k) AS c FROM visits")[0]
         == 1105

@@ -97,6 +97,47 @@ def test_struct_and_named_struct_make_struct_values(quire, db):
     )
 
 
+def test_json_columns_hold_json_only_and_doris_reads_it(quire, db):
+    run(db, "CREATE TABLE js (k INT, j JSON) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1")
+    run(
+        db,
+        """INSERT INTO js VALUES (1, '{"a": 1, "b": {"c": "x"}, "t": true}'), (2, '[1, 2]'),
+        (3, NULL)""",
+    )
+    run(db, "INSERT INTO js SELECT 4, JSON_OBJECT('k', 5)")
+    assert run(db, "SELECT k, j FROM js ORDER BY k") == (
+        (1, '{"a":1,"b":{"c":"x"},"t":true}'),  # compact, as Doris's JSONB gives it back
+        (2, "[1,2]"),
+        (3, None),
+        (4, '{"k":5}'),
+    )
+    assert error_of(db, "INSERT INTO js VALUES (5, 'not json')") == (
+        3140,
+        """Invalid JSON text: "Expecting value" at position 0 in value for column 'j' at row 1.""",
+    )
+    reads = (
+        "SELECT JSONB_EXTRACT(j, '$.b'), JSON_EXTRACT_STRING(j, '$.b.c'), "
+        "JSON_EXTRACT_INT(j, '$.a'), JSON_EXTRACT_BOOL(j, '$.t'), JSON_EXISTS_PATH(j, '$.z'), "
+        "JSON_TYPE(j, '$.a'), JSON_TYPE(j, '$.b') FROM js WHERE k = 1"
+    )
+    assert run(db, reads) == (('{"c":"x"}', "x", 1, 1, 0, "int", "object"),)
+    done = mariadb(quire, "nested", "--batch", "-N", "-e", reads)
+    assert done.stdout == '{"c":"x"}\tx\t1\t1\t0\tint\tobject\n', done.stderr
+    answer = requests.put(
+        f"http://127.0.0.1:{quire.http_port}/api/nested/js/_stream_load",
+        data=b'10\t{"a": [1, 2]}\n11\tnot json\n',
+        auth=("root", ""),
+        timeout=30,
+        headers={"label": "json_text", "column_separator": "\\x09", "max_filter_ratio": "0.6"},
+    ).json()
+    assert (answer["Status"], answer["NumberLoadedRows"], answer["NumberFilteredRows"]) == (
+        "Success",
+        1,
+        1,
+    ), answer
+    assert run(db, "SELECT j FROM js WHERE k >= 10") == (('{"a":[1,2]}',),)
+
+
 def test_stream_load_writes_nested_values_as_doris_writes_them(quire, db):
     run(db, "CREATE TABLE loaded (k INT, arr ARRAY<INT>, m MAP<STRING, INT>) DUPLICATE KEY(k) "
             "DISTRIBUTED BY HASH(k) BUCKETS 1")  # fmt: skip

@@ -44,7 +44,10 @@ WINDOW_FUNCTIONS = (
 CONDITIONAL_FUNCTIONS = (exp.Case, exp.Coalesce, exp.If, exp.Nullif)
 OPERATORS = (exp.And, exp.Collate, exp.Exists, exp.Or, exp.Xor)  # sqlglot models these as functions
 CAST_FUNCTIONS = (exp.Cast, exp.TryCast)
-JSON_FUNCTIONS = (exp.JSONExtract, exp.JSONExtractScalar, exp.JSONObject, exp.JSONKeys)
+JSON_FUNCTIONS = (
+    exp.JSONExtract, exp.JSONExtractScalar, exp.JSONObject, exp.JSONKeys, exp.JSONType,
+    exp.ParseJSON,
+)  # fmt: skip
 OTHER_FUNCTIONS = (exp.Uuid,)
 ARRAY_FUNCTIONS = (
     exp.Array, exp.ArrayAgg, exp.ArrayContains, exp.ArrayMax, exp.ArrayMin, exp.ArraySize,
@@ -93,7 +96,9 @@ ALLOWED_ANONYMOUS = frozenset(
      "INET_NTOA", "NOT_NULL_OR_EMPTY", "STRLEFT", "STRRIGHT", "MONEY_FORMAT", "REGEXP_REPLACE_ONE",
      "E", "PERIOD_ADD", "TIME_FORMAT", "MD5SUM", "MURMUR_HASH3_32", "XXHASH_32", "XXHASH_64", "PMOD", "MASK",
      "TO_MONDAY", "GROUP_BIT_OR", "GROUP_BIT_AND", "GROUP_BIT_XOR", "ARRAY_UNION",
-     "ARRAYS_OVERLAP", "ARRAY_PRODUCT", "ARRAY_REVERSE_SORT"}
+     "ARRAYS_OVERLAP", "ARRAY_PRODUCT", "ARRAY_REVERSE_SORT", "JSON_EXISTS_PATH",
+     "JSON_EXTRACT_STRING", "JSON_EXTRACT_ISNULL", "JSON_EXTRACT_BOOL", "JSON_EXTRACT_INT",
+     "JSON_EXTRACT_BIGINT", "JSON_EXTRACT_DOUBLE"}
     | {f"{unit}S_{way}" for unit in DORIS_DATE_ADD_UNITS for way in ("ADD", "SUB")}
     | set(DORIS_JSON_GETTERS)
     | {f"{unit}S_DIFF" for unit in DORIS_DIFF_UNITS}

@@ -24,16 +24,20 @@ def typed(
     schema: TableSchema,
     lengths: dict[str, int] | None = None,
     strict: bool = True,
+    json_columns: frozenset[str] = frozenset(),
 ) -> tuple[pa.Table, pa.Array]:
     """source's columns (text, by the table's column names; a column it lacks takes its default)
     as the table's columns, and per row whether it is bad (to be filtered). lengths: the most
-    characters of each CHAR and VARCHAR column."""
+    characters of each CHAR and VARCHAR column; json_columns: those that hold JSON text only
+    (kept compact, as Doris's JSONB)."""
     count = source.num_rows
     bad = _falses(count)
     columns = []
     for column in schema.columns:
         if column.name in source.schema.names:
             values, failed = _converted(source.column(column.name).combine_chunks(), column.type)
+            if column.name in json_columns:
+                values, failed = _json_texts(values)
             longest = (lengths or {}).get(column.name)
             if longest is not None and pa.types.is_string(values.type):
                 bad = pc.or_(bad, pc.fill_null(pc.greater(pc.utf8_length(values), longest), False))
@@ -89,6 +93,26 @@ def _nested(texts: pa.Array, arrow_type: pa.DataType) -> tuple[pa.Array, pa.Arra
         converted.append(value)
         failed.append(text is not None and value is None)
     return pa.array(converted, arrow_type), pa.array(failed, pa.bool_())
+
+
+def _json_texts(texts: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """JSON text made compact; a text that is no JSON is NULL and a failure."""
+    kept, failed = [], []
+    for text in texts.to_pylist():
+        value = None
+        if text is not None:
+            try:
+                parsed = json.loads(text, parse_constant=_no_constant)
+                value = json.dumps(parsed, separators=(",", ":"), ensure_ascii=False)
+            except (ValueError, RecursionError):
+                value = None
+        kept.append(value)
+        failed.append(text is not None and value is None)
+    return pa.array(kept, pa.string()), pa.array(failed, pa.bool_())
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is no JSON value")
 
 
 def _falses(count: int) -> pa.Array:

@@ -134,6 +134,7 @@ class StreamLoads:
             self._write(
                 claims.get("where", ""),
                 claims.get("lengths", {}),
+                frozenset(claims.get("json_columns", ())),
                 schema,
                 options,
                 body,
@@ -205,6 +206,7 @@ class StreamLoads:
         self,
         where: str,
         lengths: dict[str, int],
+        json_columns: frozenset[str],
         schema: TableSchema,
         options: LoadOptions,
         body,
@@ -225,7 +227,7 @@ class StreamLoads:
             )
         for batch in batches:
             counts.total += batch.num_rows
-            rows, bad = typed(batch, schema, lengths, options.strict)
+            rows, bad = typed(batch, schema, lengths, options.strict, json_columns)
             if pc.any(bad).as_py():
                 counts.note_bad(batch.filter(bad), self.limits.max_error_rows)
                 rows = rows.filter(pc.invert(bad))

@@ -100,6 +100,7 @@ class StreamLoadFront:
                 for column in table.columns
                 if column.type.name in ("CHAR", "VARCHAR") and column.type.character_length
             },
+            "json_columns": [c.name for c in table.columns if c.type.base in ("JSON", "JSONB")],
         }
         path = f"/api/{_quoted(db_name)}/{_quoted(table_name)}/_stream_load"
         return self._redirect(path, claims)

@@ -55,6 +55,7 @@ MySQL.Parser.FUNCTIONS = {
     # Doris's DATE_ADD(d, n) and DATE_SUB(d, n) add days, as ADDDATE(d, n) does
     "DATE_ADD": _days_or_interval(MySQL.Parser.FUNCTIONS["DATE_ADD"], "ADDDATE"),
     "DATE_SUB": _days_or_interval(MySQL.Parser.FUNCTIONS["DATE_SUB"], "SUBDATE"),
+    "JSONB_EXTRACT": MySQL.Parser.FUNCTIONS["JSON_EXTRACT"],  # Doris's name of it
 }
 
 

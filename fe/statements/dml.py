@@ -164,7 +164,7 @@ def _inserted(session, given: int, kept: int) -> Result:
 # MySQL's errors of a value that does not fit its column: what a non-strict INSERT filters
 DATA_ERRORS = frozenset({
     ErrorCode.TRUNCATED_WRONG_VALUE_FOR_FIELD, ErrorCode.DATA_TOO_LONG, ErrorCode.BAD_NULL_ERROR,
-    ErrorCode.DATA_OUT_OF_RANGE, ErrorCode.TRUNCATED_WRONG_VALUE,
+    ErrorCode.DATA_OUT_OF_RANGE, ErrorCode.TRUNCATED_WRONG_VALUE, ErrorCode.INVALID_JSON_TEXT,
 })  # fmt: skip
 MAX_WARNINGS = 64  # MySQL's max_error_count
 

@@ -1162,6 +1162,36 @@ DORIS_FUNCTIONS: dict[str, dict[int, str]] = {
     # Doris's: an element equal to the one before it is left out
     "ARRAY_COMPACT": {1: "list_filter(x, lambda e, i: i = 1 OR e IS DISTINCT FROM x[i - 1])"},
     "ARRAY_PRODUCT": {1: "list_product(x)"},
+    # JSON at a path of JSON text x (NULL where x is no JSON or the path finds nothing)
+    "JSON_EXISTS_PATH": {2: "CASE WHEN json_valid(x) THEN json_exists(x, y) END"},
+    "JSON_EXTRACT_STRING": {2: "CASE WHEN json_valid(x) THEN json_extract_string(x, y) END"},
+    "JSON_EXTRACT_ISNULL": {
+        2: "CASE WHEN json_valid(x) AND json_exists(x, y) THEN json_type(x, y) = 'NULL' END"
+    },
+    "JSON_EXTRACT_BOOL": {
+        2: "CASE WHEN json_valid(x) AND json_type(x, y) = 'BOOLEAN' "
+        "THEN CAST(json_extract_string(x, y) AS BOOLEAN) END"
+    },
+    **{
+        f"JSON_EXTRACT_{name}": {
+            2: f"CASE WHEN json_valid(x) AND json_type(x, y) IN ({', '.join(map(repr, read))}) "
+            f"THEN TRY_CAST(json_extract_string(x, y) AS {answered}) END"
+        }
+        for name, answered, read in (
+            ("INT", "INTEGER", INTEGER_JSON),
+            ("BIGINT", "BIGINT", INTEGER_JSON),
+            ("DOUBLE", "DOUBLE", (*INTEGER_JSON, "DOUBLE")),
+        )
+    },
+    # Doris's names of the JSON types: int and bigint by the value's size
+    "JSON_TYPE": {
+        2: "CASE WHEN json_valid(x) THEN CASE json_type(x, y) WHEN 'OBJECT' THEN 'object' "
+        "WHEN 'ARRAY' THEN 'array' WHEN 'NULL' THEN 'null' WHEN 'BOOLEAN' THEN 'bool' "
+        "WHEN 'VARCHAR' THEN 'string' WHEN 'DOUBLE' THEN 'double' ELSE CASE "
+        "WHEN abs(TRY_CAST(json_extract_string(x, y) AS HUGEINT)) <= 2147483647 THEN 'int' "
+        "WHEN abs(TRY_CAST(json_extract_string(x, y) AS HUGEINT)) <= 9223372036854775807 "
+        "THEN 'bigint' ELSE 'largeint' END END END"
+    },
     "ARRAY_REVERSE_SORT": {1: "list_reverse_sort(x)"},
 }
 _DORIS_TREES = {

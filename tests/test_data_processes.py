@@ -272,6 +272,8 @@ def test_insert_on_a_follower_reads_on_another_fe(cluster):
     assert rows(leader, "SELECT count(*) FROM t WHERE v > 'a'") == [(2,)]
     hashed = "SELECT k, MURMUR_HASH3_32(v), XXHASH_64(v, k) FROM t WHERE k = 1"  # a CN's engine
     assert rows(leader, hashed) == [(1, 1086686554, -2552955714554822400)]
+    generated = "SELECT COUNT(*) FROM numbers('number' = '10') n JOIN t ON t.k = n.number"
+    assert rows(leader, generated) == [(3,)]  # a table the FE made, read beside a CN's
     execute(follower, "CREATE TABLE d.t_copy AS SELECT k, v FROM d.t WHERE k > 1")  # forwarded
     assert rows(leader, "SELECT k, v FROM t_copy ORDER BY k") == [(2, "bb"), (3, "c")]
 

@@ -854,3 +854,35 @@ def test_set_operations_and_columns_named_with_their_database(quire, root):
     assert done.stdout.split() == ["1", "2"] or sorted(done.stdout.split()) == ["1", "2"], (
         done.stderr
     )
+
+
+def test_numbers_table_function_generates_rows(quire, root):
+    """Doris's numbers("number" = "n"): the numbers 0 to n - 1, as its data generators use it."""
+    run(root, "CREATE DATABASE IF NOT EXISTS gen")
+    run(
+        root,
+        "CREATE TABLE gen.t (id BIGINT, v VARCHAR(20)) DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 2",
+    )
+    run(
+        root,
+        "INSERT INTO gen.t SELECT number, CONCAT('v', number) FROM numbers('number' = '100000')",
+    )
+    assert run(root, "SELECT COUNT(*), SUM(id), MAX(v) FROM gen.t") == (
+        (100000, 4999950000, "v99999"),
+    )
+    assert run(
+        root, 'SELECT number * 2 FROM numbers("number" = "5") n WHERE number > 2 ORDER BY 1'
+    ) == (
+        (6,),
+        (8,),
+    )
+    assert run(
+        root, "SELECT COUNT(*) FROM numbers('number' = '4', 'const_value' = '7') WHERE number = 7"
+    ) == ((4,),)
+    done = mariadb(quire, "--batch", "-N", "-e", "SELECT * FROM numbers('number' = '3')")
+    assert done.stdout == "0\n1\n2\n", done.stderr
+    assert error_of(root, "SELECT * FROM numbers('number' = '99999999999')")[0] == 1105
+    assert error_of(root, "SELECT * FROM numbers('rows' = '1')") == (
+        1105,
+        "Unknown numbers property: rows",
+    )

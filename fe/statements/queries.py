@@ -37,6 +37,7 @@ from fe.statements import (
     row_bounds,
     schema_lookup,
     table_data,
+    table_functions,
     views,
 )
 from fe.statements.information_schema import INFORMATION_SCHEMA
@@ -158,7 +159,7 @@ def plan_select(expression: exp.Expression, written: list[str] | None = None) ->
         evaluators = [_constant_evaluator(projection) for projection in expression.expressions]
         if all(evaluator is not None for evaluator in evaluators):
             constant = tuple(evaluators)
-    lists = in_lists.as_tables(expression)
+    lists = table_functions.as_tables(expression) + in_lists.as_tables(expression)
     lookup = None if constant or lists else schema_lookup.lookup_of(expression)
     names_a_table = expression.find(exp.Table) is not None
     return SelectPlan(
@@ -655,7 +656,8 @@ def _prunings(
     def columns_of(source: exp.Expression) -> frozenset[str] | None:
         if isinstance(source, exp.Table):
             if source.meta.get(in_lists.LIST_TABLE):
-                return frozenset(("value",))
+                made = long_lists.get(source.name)
+                return frozenset(made.column_names if made is not None else ("value",))
             record = records.get(id(source))
             if record is not None:
                 return frozenset(column.name.lower() for column in record.columns)

@@ -23,7 +23,7 @@ from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.prepared import SessionPlan
 from fe.mysql.results import Result
 from fe.security import privileges
-from fe.sql.parser import ParseError, UnknownCatalog, without_catalog
+from fe.sql.parser import ParseError, UnknownCatalog, with_executable_comments, without_catalog
 from fe.statement_cache import LongStatementsBusy
 from fe.statement_history import StatementHistory
 from fe.statements import accounts, point_writes, queries, table_data, transactions
@@ -149,6 +149,7 @@ class QuireSession(BaseSession):
         pass
 
     async def handle_query(self, sql: str, attrs: dict[str, str]) -> Result:
+        sql = with_executable_comments(sql)
         with Counted(self, sql):
             statement = self.services.statement_cache.cached(sql)
             if statement is None:
@@ -158,6 +159,7 @@ class QuireSession(BaseSession):
     async def prepare_statement(self, sql: str) -> SessionPlan:
         """The statement parsed once with its `?` markers, for execute_prepared; the columns of
         a query (its markers read as NULL) are found by running it, never a write."""
+        sql = with_executable_comments(sql)
         with PARSE_ERRORS:
             prepared = await self.services.statement_cache.prepare(sql)
         columns = []

@@ -224,6 +224,64 @@ class Terminal:
         return code
 
 
+def test_mariadb_dump_output_restores_through_the_mariadb_cli(quire, root):
+    """mariadb-dump's statements run (its executable comments, LOCK TABLES, ALTER TABLE ...
+    DISABLE KEYS) and its dump restores whole."""
+    run(root, "CREATE DATABASE dumped")
+    run(
+        root,
+        "CREATE TABLE dumped.t (k INT, s STRING, dt DATETIME, j JSON, a ARRAY<INT>) "
+        "UNIQUE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 2",
+    )
+    run(
+        root,
+        """INSERT INTO dumped.t VALUES (1, 'it''s', '2024-01-01 10:00:00', '{"a": 1}', [1, 2]),
+        (2, NULL, NULL, NULL, NULL)""",
+    )
+    before = run(root, "SELECT * FROM dumped.t ORDER BY k")
+    dump = subprocess.run(
+        ["mariadb-dump", "-h", "127.0.0.1", "-P", str(quire.query_port), "-u", "root",
+         "--no-tablespaces", "--databases", "dumped"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert dump.returncode == 0, dump.stderr
+    assert "LOCK TABLES `t` WRITE" in dump.stdout and "/*!40101 SET NAMES" in dump.stdout
+    run(root, "DROP DATABASE dumped FORCE")
+    restored = mariadb(quire, stdin=dump.stdout)
+    assert restored.returncode == 0, restored.stderr
+    assert run(root, "SELECT * FROM dumped.t ORDER BY k") == before
+
+
+def test_mysql_statements_tools_send(quire, root):
+    """FROM DUAL, executable comments, LOCK / UNLOCK TABLES, FLUSH, SHOW PROCEDURE STATUS and
+    Doris's SHOW TABLE <id>, as GUI tools and scripts send them."""
+    assert run(root, "SELECT 1 FROM DUAL") == ((1,),)
+    assert run(root, "SELECT 1 FROM dual WHERE 1 = 0") == ()
+    assert run(root, "SELECT 1 /*!40101 + 1 */ /*!99999 + 100 */ /*M!100101 + 10 */") == ((2,),)
+    run(root, "CREATE DATABASE IF NOT EXISTS tools")
+    run(root, "CREATE TABLE tools.t (k INT) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1")
+    for sql in ("LOCK TABLES tools.t READ LOCAL", "UNLOCK TABLES", "FLUSH PRIVILEGES",
+                "ALTER TABLE tools.t DISABLE KEYS"):  # fmt: skip
+        assert not run(root, sql)
+    assert run(root, "SHOW PROCEDURE STATUS WHERE Db = 'tools'") == ()
+    assert run(root, "SHOW FUNCTION STATUS LIKE 'x%'") == ()
+    databases = {row[1]: row[0] for row in run(root, "SHOW PROC '/dbs'")}
+    tables = {row[1]: row[0] for row in run(root, f"SHOW PROC '/dbs/{databases['tools']}'")}
+    shown = run(root, f"SHOW TABLE {tables['t']}")
+    assert shown == (("tools", "t", str(databases["tools"])),)
+    done = mariadb(quire, "--batch", "-e", "LOCK TABLES tools.missing READ")
+    assert "ERROR 1146 (42S02)" in done.stderr
+    done = mariadb(quire, "--batch", "-e", "SHOW PROCEDURE STATUS")
+    assert done.returncode == 0 and done.stdout == "", done.stderr
+    assert error_of_statement(root, "/*!99999 SELECT 1 */") == 1065  # MySQL's Query was empty
+
+
+def error_of_statement(connection, sql: str) -> int:
+    with pytest.raises(pymysql.MySQLError) as raised:
+        run(connection, sql)
+    return raised.value.args[0]
+
+
 def test_mariadb_cli_auto_rehash_completes_table_and_column_names(quire, root):
     terminal = Terminal(
         ["mariadb", "-h", "127.0.0.1", "-P", str(quire.query_port), "-u", "root"]

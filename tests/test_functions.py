@@ -65,6 +65,8 @@ ANSWERS = [
     ("DATE_SUB('2024-01-31 10:00:00', INTERVAL 1 HOUR)", datetime.datetime(2024, 1, 31, 9)),
     ("ADDDATE('2024-01-31', 1)", datetime.date(2024, 2, 1)),
     ("DATE_ADD('2024-01-31', 1)", datetime.date(2024, 2, 1)),  # Doris's: days
+    ("ADDDATE(20240131, 1)", datetime.date(2024, 2, 1)),  # MySQL reads a number YYYYMMDD
+    ("DATE_ADD(1, @none)", None),
     ("DATE_SUB('2024-03-01 10:00:00', 1)", datetime.datetime(2024, 2, 29, 10)),
     ("INTERVAL 1 DAY + '2024-01-31'", datetime.date(2024, 2, 1)),
     ("INTERVAL 2 HOUR + DATE '2024-01-31'", datetime.datetime(2024, 1, 31, 2)),

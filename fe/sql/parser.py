@@ -60,10 +60,16 @@ MySQL.Parser.FUNCTIONS = {
 
 
 class _Tokenizer(MySQL.Tokenizer):
-    """MySQL's, but for REPLACE at a statement's start: MySQL's REPLACE INTO, tokens as an
-    INSERT's (sqlglot takes it for a command and the rest for one string)."""
+    """MySQL's, but for REPLACE at a statement's start (MySQL's REPLACE INTO) and LOCK TABLES /
+    UNLOCK TABLES: tokens as any statement's (sqlglot takes them for a command and the rest for
+    one string)."""
 
     COMMANDS = MySQL.Tokenizer.COMMANDS - {TokenType.REPLACE}
+    KEYWORDS = {
+        word: kind
+        for word, kind in MySQL.Tokenizer.KEYWORDS.items()
+        if word not in ("LOCK TABLES", "UNLOCK TABLES")
+    }
 
 
 _per_thread = threading.local()  # a sqlglot tokenizer is reusable, but not across threads
@@ -152,6 +158,68 @@ class UnknownCatalog(ParseError):
         super().__init__(f"Unknown catalog '{catalog}'")
 
 
+class EmptyQuery(ParseError):
+    code = 1065
+
+
+MYSQL_VERSION_ID = 50799  # the version the FE reports (5.7.99): its executable comments run
+_EXECUTABLE = re.compile(r"!(\d{5,6})?")
+
+
+def with_executable_comments(sql: str) -> str:
+    """MySQL's executable comments run as SQL (`/*!40101 SET NAMES utf8 */`, as mysqldump writes
+    them): `/*! ... */` always, `/*!NNNNN ... */` when NNNNN is at most MYSQL_VERSION_ID; one of
+    a later version, and MariaDB's own `/*M!...*/`, are comments. Quoted text and other comments
+    are left as they are."""
+    if "/*!" not in sql and "/*M!" not in sql:
+        return sql
+    out: list[str] = []
+    position, end = 0, len(sql)
+    quote = None
+    while position < end:
+        character = sql[position]
+        if quote is not None:
+            if character == "\\" and quote != "`" and position + 1 < end:
+                out.append(sql[position : position + 2])
+                position += 2
+                continue
+            out.append(character)
+            position += 1
+            if character == quote:
+                if position < end and sql[position] == quote:  # a doubled quote
+                    out.append(character)
+                    position += 1
+                else:
+                    quote = None
+            continue
+        if character in "'\"`":
+            quote = character
+        elif sql.startswith("/*", position):
+            close = sql.find("*/", position + 2)
+            if close < 0:
+                out.append(sql[position:])
+                break
+            body = sql[position + 2 : close]
+            executable = _EXECUTABLE.match(body)
+            if executable is None:
+                out.append(sql[position : close + 2])
+            else:
+                version = executable.group(1)
+                runs = version is None or int(version) <= MYSQL_VERSION_ID
+                out.append(f" {body[executable.end() :]} " if runs else " ")
+            position = close + 2
+            continue
+        elif sql.startswith("-- ", position) or character == "#":
+            line_end = sql.find("\n", position)
+            line_end = end if line_end < 0 else line_end
+            out.append(sql[position:line_end])
+            position = line_end
+            continue
+        out.append(character)
+        position += 1
+    return "".join(out)
+
+
 def tokenize(sql: str) -> list[Token]:
     """sqlglot's tokens of one statement (trailing semicolons dropped); ParseError if malformed."""
     tokenizer = getattr(_per_thread, "tokenizer", None)
@@ -164,7 +232,7 @@ def tokenize(sql: str) -> list[Token]:
     while tokens and tokens[-1].token_type == TokenType.SEMICOLON:
         tokens.pop()
     if not tokens:
-        raise ParseError("Query was empty")
+        raise EmptyQuery("Query was empty")
     if ";" in sql and any(token.token_type == TokenType.SEMICOLON for token in tokens):
         raise ParseError("Multiple statements in one query are not supported")
     return tokens
@@ -606,6 +674,35 @@ class Grammar:
     def _use(self):
         self.expect("USE")
         return st.Use(self.database_name())
+
+    def _lock(self):
+        """LOCK TABLE[S] t [[AS] alias] READ [LOCAL] | [LOW_PRIORITY] WRITE, ..."""
+        self.expect("LOCK")
+        if not (self.accept("TABLES") or self.accept("TABLE")):
+            self.fail("expected TABLES")
+        tables = []
+        while True:
+            tables.append(self.table_name())
+            if self.accept("AS") or not any(map(self.at, ("READ", "WRITE", "LOW_PRIORITY"))):
+                self.identifier()
+            if self.accept("READ"):
+                self.accept("LOCAL")
+            else:
+                self.accept("LOW_PRIORITY")
+                self.expect("WRITE")
+            if not self.accept_type(TokenType.COMMA):
+                return st.LockTables(tuple(tables))
+
+    def _unlock(self):
+        self.expect("UNLOCK")
+        if not (self.accept("TABLES") or self.accept("TABLE")):
+            self.fail("expected TABLES")
+        return st.LockTables()
+
+    def _flush(self):
+        self.expect("FLUSH")
+        self.position = len(self.tokens)  # whatever it names: nothing to flush
+        return st.Flush()
 
     def _switch(self):
         self.expect("SWITCH")
@@ -1100,6 +1197,8 @@ class Grammar:
             return st.RenameTable(self.identifier())
         if self.accept("SET"):
             return st.SetTableProperties(self.properties())
+        if self.accept("DISABLE", "KEYS") or self.accept("ENABLE", "KEYS"):
+            return st.ToggleKeys()
         if self.accept("REPLACE"):
             if self.accept("WITH", "TABLE"):
                 table = self.identifier()
@@ -1536,6 +1635,11 @@ class Grammar:
             return st.Show("INDEX", table=table)
         if word == "ALTER":
             return self.show_alter()
+        if word == "TABLE" and self.peek_type() == TokenType.NUMBER:
+            return st.ShowTableId(self.integer())
+        if word in ("PROCEDURE", "FUNCTION") and self.accept("STATUS"):
+            self.position = len(self.tokens)  # LIKE or WHERE: there are none to show
+            return st.Show(f"{word} STATUS")
         if word == "TABLE" and self.accept("STATS"):
             return st.ShowStats("TABLE", self.table_name())
         if word == "COLUMN":
@@ -1741,4 +1845,7 @@ STATEMENT_HANDLERS = {
     "CANCEL": Grammar._cancel,
     "CLEAN": Grammar._clean,
     "ANALYZE": Grammar._analyze,
+    "LOCK": Grammar._lock,
+    "UNLOCK": Grammar._unlock,
+    "FLUSH": Grammar._flush,
 }  # a statement's first word -> its rule; any other first word is a syntax error (1064)

@@ -240,6 +240,11 @@ class ModifyTableComment:
     comment: str
 
 
+@dataclass(frozen=True)
+class ToggleKeys:
+    """MySQL's ALTER TABLE t DISABLE KEYS / ENABLE KEYS (mysqldump's): a no-op, as InnoDB's."""
+
+
 AlterAction = (
     AddColumn
     | DropColumn
@@ -257,6 +262,7 @@ AlterAction = (
     | SetTableProperties
     | ModifyTableComment
     | RenamePartition
+    | ToggleKeys
 )
 
 
@@ -420,6 +426,26 @@ class Describe:
 @dataclass(frozen=True)
 class Switch:
     catalog: str
+
+
+@dataclass(frozen=True)
+class LockTables:
+    """MySQL's LOCK TABLES t READ, ... (mysqldump's): checked, and a no-op, as Doris's; UNLOCK
+    TABLES names none. Quire's reads are snapshots: no lock is needed to read a table whole."""
+
+    tables: tuple[TableName, ...] = ()
+
+
+@dataclass(frozen=True)
+class Flush:
+    """MySQL's FLUSH PRIVILEGES, TABLES, ...: a no-op here, grants take effect at once."""
+
+
+@dataclass(frozen=True)
+class ShowTableId:
+    """Doris's SHOW TABLE <id>: the database and name of the table of that id."""
+
+    table_id: int
 
 
 @dataclass(frozen=True)

@@ -519,6 +519,8 @@ def alter_table(session, statement: st.AlterTable) -> list[ops.Op]:
         if len(statement.actions) != 1:
             raise QueryError(1105, "REPLACE WITH TABLE must be the only action of ALTER TABLE")
         return replace_with_table(session, database, table, statement.actions[0])
+    if all(isinstance(action, st.ToggleKeys) for action in statement.actions):
+        return []  # DISABLE / ENABLE KEYS: no index to switch off
     schema_change.check_conflicts(statement.actions)
     original = table
     for action in statement.actions:

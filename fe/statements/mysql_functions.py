@@ -484,6 +484,14 @@ def _date_arithmetic(node: exp.DateAdd | exp.DateSub, time: StatementTime) -> ex
     value = node.this.unnest()
     if not isinstance(value, exp.Literal) and value.is_type(*exp.DataType.TEXT_TYPES):
         value = exp.TryCast(this=value, to=exp.DataType.build("DATETIME"))
+    number = (isinstance(value, exp.Literal) and not value.is_string) or value.is_type(
+        *exp.DataType.NUMERIC_TYPES
+    )
+    if number:  # MySQL reads a number as a date YYYYMMDD (NULL if it is none)
+        text = exp.cast(value, exp.DataType.Type.VARCHAR)
+        value = exp.cast(
+            _function("try_strptime", text, exp.Literal.string("%Y%m%d")), exp.DataType.Type.DATE
+        )
     unit = (node.args.get("unit") or exp.var("DAY")).name.upper()
     is_date = value.is_type(exp.DataType.Type.DATE) or (
         _is_string(value) and _is_date_text(value.this)

@@ -145,6 +145,7 @@ MAX_HEADERS = 4  # result columns a constant SELECT keeps, one list per tuple of
 
 def plan_select(expression: exp.Expression, written: list[str] | None = None) -> SelectPlan:
     """written: each projection's text as the client wrote it, which MySQL names a column by."""
+    _without_dual(expression)
     found_rows = _found_rows_plan(expression) if _without_modifiers(expression) else None
     names = ()
     if isinstance(expression, exp.Select):
@@ -174,6 +175,22 @@ def plan_select(expression: exp.Expression, written: list[str] | None = None) ->
         names_a_table and any(_moment_expressions(expression)),
         sum(_slept(p) or 0 for p in expression.expressions) if constant else 0.0,
     )
+
+
+def _without_dual(expression: exp.Expression) -> None:
+    """MySQL's `FROM DUAL` names no table: each such FROM is left out, in place."""
+    for select in expression.find_all(exp.Select):
+        source = select.args.get("from_")
+        table = source.this if source is not None else None
+        if (
+            isinstance(table, exp.Table)
+            and isinstance(table.this, exp.Identifier)
+            and not table.this.quoted
+            and not table.db
+            and table.name.lower() == "dual"
+            and not select.args.get("joins")
+        ):
+            select.set("from_", None)
 
 
 def _slept(projection: exp.Expression) -> float | None:

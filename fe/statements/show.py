@@ -622,6 +622,29 @@ def _last_insert(session, statement: st.Show) -> Result:
     return text_result(LAST_INSERT_TITLES, [] if last is None else [last])
 
 
+async def lock_tables(session, statement: st.LockTables) -> Result:
+    """LOCK TABLES: each table exists and the user may read it (MySQL's 1146, 1142); nothing is
+    locked (a read is a snapshot), as in Doris."""
+    for name in statement.tables:
+        database, table = resolve_table(session, name)
+        session.require(privileges.SELECT, database.name, table.name)
+    return Result()
+
+
+async def flush(session, statement: st.Flush) -> Result:
+    session.require_admin()
+    return Result()
+
+
+async def show_table_id(session, statement: st.ShowTableId) -> Result:
+    """Doris's SHOW TABLE <id>: DbName, TableName, DbId of the table of that id."""
+    session.require_admin()
+    table = session.catalog.tables.get(statement.table_id)
+    database = session.catalog.dbs.get(table.db_id) if table is not None else None
+    rows = [] if database is None else [(database.name, table.name, str(database.id))]
+    return text_result(["DbName", "TableName", "DbId"], rows)
+
+
 def _empty(*names: str):
     return lambda session, statement: text_result(list(names), [])
 
@@ -829,6 +852,22 @@ SHOW_HANDLERS = {
     "WARNINGS": _warnings,
     "LAST INSERT": _last_insert,
     "ERRORS": _empty("Level", "Code", "Message"),
+    **{
+        f"{kind} STATUS": _empty(  # MySQL's: Quire has no stored routines
+            "Db",
+            "Name",
+            "Type",
+            "Definer",
+            "Modified",
+            "Created",
+            "Security_type",
+            "Comment",
+            "character_set_client",
+            "collation_connection",
+            "Database Collation",
+        )  # fmt: skip
+        for kind in ("PROCEDURE", "FUNCTION")
+    },
     "TRIGGERS": _empty("Trigger", "Event", "Table", "Statement", "Timing", "Created"),
     "PLUGINS": _empty("Name", "Status", "Type", "Library", "License"),
     "PRIVILEGES": _empty("Privilege", "Context", "Comment"),

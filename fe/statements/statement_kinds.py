@@ -121,6 +121,9 @@ KINDS: dict[type, StatementKind] = {
     st.SetStatement: StatementKind(set_statement.run, leader_only=set_statement.sets_global),
     st.Transaction: StatementKind(transactions.transaction_statement),
     st.Switch: StatementKind(_switch),
+    st.LockTables: StatementKind(show.lock_tables),
+    st.Flush: StatementKind(show.flush),
+    st.ShowTableId: StatementKind(show.show_table_id),
     st.Insert: StatementKind(
         dml.insert,
         readable_when_stale=False,

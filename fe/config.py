@@ -153,6 +153,12 @@ FE_KEYS = (
         comment="Most partitions one batch (FROM ... TO ... INTERVAL) of CREATE TABLE may create.",
     ),
     Key(
+        "max_auto_partition_num",
+        2000,
+        mutable=True,
+        comment="Most partitions an auto partition table may have; an INSERT that would make more is refused.",
+    ),
+    Key(
         "alter_table_timeout_second",
         86400,
         mutable=True,

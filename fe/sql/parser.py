@@ -1322,12 +1322,19 @@ class Grammar:
         elif self.accept("COMMENT"):
             self.accept_type(TokenType.EQ)
             options["comment"] = self.string()
-        elif self.accept("PARTITION", "BY"):
+        elif self.at("PARTITION", "BY") or self.at("AUTO", "PARTITION", "BY"):
+            auto = self.accept("AUTO")
+            self.expect("PARTITION", "BY")
             kind = next((k for k in PartitionKind if self.accept(k.value)), None)
             if kind is None:
                 self.fail("expected RANGE or LIST")
             options["partition_kind"] = kind
-            options["partition_columns"] = self.name_list()
+            if auto and kind == PartitionKind.RANGE:
+                options["partition_columns"], options["auto_partition"] = self.date_trunc_call()
+            else:
+                options["partition_columns"] = self.name_list()
+                if auto:
+                    options["auto_partition"] = "list"
             self.expect_type(TokenType.L_PAREN, "(")
             partitions = []
             if not self.accept_type(TokenType.R_PAREN):
@@ -1370,6 +1377,19 @@ class Grammar:
             pass
         else:
             self.fail("unsupported table option")
+
+    def date_trunc_call(self) -> tuple[tuple[str, ...], str]:
+        """AUTO PARTITION BY RANGE's (date_trunc(c, 'unit')): the column, the unit."""
+        self.expect_type(TokenType.L_PAREN, "(")
+        if (self.identifier() or "").lower() != "date_trunc":
+            self.fail("AUTO PARTITION BY RANGE takes date_trunc(column, 'unit')")
+        self.expect_type(TokenType.L_PAREN, "(")
+        column = self.identifier()
+        self.expect_type(TokenType.COMMA, ",")
+        unit = self.string().lower()
+        self.expect_type(TokenType.R_PAREN, ")")
+        self.expect_type(TokenType.R_PAREN, ")")
+        return (column,), unit
 
     def distribution(self) -> tuple[str, ...]:
         columns: tuple[str, ...] = ()

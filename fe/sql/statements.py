@@ -88,6 +88,7 @@ class CreateTable:
     rollups: tuple[AddRollup, ...] = ()
     query: str | None = None  # CREATE TABLE ... AS SELECT: the query's text
     column_names: tuple[str, ...] = ()  # CREATE TABLE t (a, b) AS SELECT: its columns' names
+    auto_partition: str = ""  # AUTO PARTITION BY RANGE: date_trunc's unit; BY LIST: "list"
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from fe.security import privileges
 from fe.sql import statements as st
 from fe.statements import (
     alter_jobs,
+    auto_partitions,
     create_table_as_select,
     dynamic_partitions,
     partitioning,
@@ -275,12 +276,19 @@ def build_table(session, database: Database, statement: st.CreateTable) -> Table
         buckets=buckets,
         partition_columns=known(statement.partition_columns, "Partition"),
         partition_kind=statement.partition_kind,
-        properties=checked_properties(statement.properties),
+        properties=checked_properties(statement.properties)
+        + (
+            ((auto_partitions.AUTO_PARTITION, statement.auto_partition),)
+            if statement.auto_partition
+            else ()
+        ),
         comment=statement.comment,
         engine=statement.engine,
     )
     if table.partition_columns:
         PartitionColumns.of(table).check_types()
+        if statement.auto_partition:
+            auto_partitions.checked_rule(statement, table)
         planned = planned_partitions(session, table, statement.partitions)
     else:
         planned = [Partition(0, statement.table.name)]

@@ -30,7 +30,13 @@ from fe.security import privileges
 from fe.sql import statements as st
 from fe.sql.literal_insert import LiteralColumn
 from fe.sql.parser import INTERNAL_CATALOG, parse_with_sqlglot, tokenize
-from fe.statements import partition_pruning, queries, transactions, values_expressions
+from fe.statements import (
+    auto_partitions,
+    partition_pruning,
+    queries,
+    transactions,
+    values_expressions,
+)
 from fe.statements.column_values import column_array, column_value, literal_array
 from fe.statements.table_data import SchemaChanged, TableReader, data_plane, unavailable
 from metadata import ops
@@ -191,7 +197,7 @@ def kept_rows(session, table: Table, named: list[Column], row_count: int, given:
         refusals = [bad[row] for row in sorted(bad)]
         kept = [[v[row] for row in range(row_count) if row not in bad] for v in values]
         rows = rows_table(session, table, named, row_count - len(bad), kept, schema)
-    if placement.placeable(schema) and rows.num_rows:
+    if placement.placeable(schema) and rows.num_rows and not auto_partitions.rule_of(table):
         placed = pc.is_valid(placement.partition_indexes(schema, rows, strict=False))
         unplaced = len(rows) - pc.sum(placed).as_py()
         if unplaced:
@@ -249,6 +255,7 @@ async def _commit_inserts(
     some are (MySQL's 1748 otherwise); OVERWRITE replaces every row of the table, or of the
     partitions named, in the same commit (Doris's), also with no rows. The commit timestamp
     when committed at once (0 if not: into the open transaction, or nothing to write)."""
+    table = await auto_partitions.ensured(session, table, inserts)
     schema = TableSchema.of(table)
     if node.args.get("partition") is not None:
         _in_named_partitions(node, table, schema, inserts)

@@ -14,7 +14,7 @@ from fe.mysql.results import Result, column
 from fe.security import privileges
 from fe.sql import statements as st
 from fe.sql.parser import INTERNAL_CATALOG
-from fe.statements import accounts, data_sizes, ddl, dynamic_partitions, views
+from fe.statements import accounts, auto_partitions, data_sizes, ddl, dynamic_partitions, views
 from fe.statements.information_schema import (
     INFORMATION_SCHEMA,
     column_key,
@@ -315,7 +315,8 @@ def create_table_sql(table: Table) -> str:
         text += f"COMMENT {quote_string(table.comment)}\n"
     if table.partition_columns:
         columns = ", ".join(quote(c) for c in table.partition_columns)
-        text += f"PARTITION BY {table.partition_kind}({columns})\n("
+        auto = auto_partitions.shown(table)
+        text += (auto or f"PARTITION BY {table.partition_kind}({columns})") + "\n("
         if table.partition_kind == PartitionKind.LIST:
             text += ",\n".join(_list_partitions(table)) + ")\n"
         else:
@@ -326,10 +327,11 @@ def create_table_sql(table: Table) -> str:
         text += f"DISTRIBUTED BY RANDOM BUCKETS {table.buckets}"
     if table.rollups:
         text += "\nROLLUP (\n" + ",\n".join(_rollup_sql(table, r) for r in table.rollups) + "\n)"
-    if table.properties:
+    properties = [(k, v) for k, v in table.properties if k != auto_partitions.AUTO_PARTITION]
+    if properties:
         text += (
             "\nPROPERTIES (\n"
-            + ",\n".join(f"{quote_string(k)} = {quote_string(v)}" for k, v in table.properties)
+            + ",\n".join(f"{quote_string(k)} = {quote_string(v)}" for k, v in properties)
             + "\n)"
         )
     return text + ";"

@@ -6,6 +6,7 @@ import decimal
 import threading
 from pathlib import Path
 
+import mysql.connector
 import pytest
 
 from tests.harness import QuireProcess, error_of, mariadb, run
@@ -888,3 +889,43 @@ def test_numbers_table_function_generates_rows(quire, root):
         1105,
         "Unknown numbers property: rows",
     )
+
+
+def test_full_text_predicates_match_words(quire, root):
+    """Doris's MATCH_ANY, MATCH_ALL, MATCH_PHRASE, MATCH_PHRASE_PREFIX and MATCH_REGEXP: a text's
+    words (lower case letters and digits) against the words asked for."""
+    run(root, "CREATE DATABASE IF NOT EXISTS search")
+    run(
+        root,
+        "CREATE TABLE search.logs (id INT, msg STRING, INDEX idx_msg (msg) USING INVERTED "
+        "PROPERTIES ('parser' = 'english')) DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 1",
+    )
+    run(
+        root,
+        "INSERT INTO search.logs VALUES (1, 'Error: disk full'), (2, 'all good here'), "
+        "(3, 'error again, disk slow'), (4, NULL), (5, 'Disk-Full error')",
+    )
+    asked = {
+        "msg MATCH_ANY 'disk error'": [1, 3, 5],
+        "msg MATCH_ALL 'DISK full'": [1, 5],
+        "msg MATCH_PHRASE 'disk full'": [1, 5],
+        "msg MATCH_PHRASE_PREFIX 'again, di'": [3],
+        "msg MATCH_REGEXP '^go+d$'": [2],
+        "l.msg MATCH_ANY 'slow' AND id > 1": [3],
+    }
+    for predicate, ids in asked.items():
+        rows = run(root, f"SELECT id FROM search.logs l WHERE {predicate} ORDER BY id")
+        assert [row[0] for row in rows] == ids, predicate
+    done = mariadb(
+        quire, "search", "--batch", "-N", "-e", "SELECT id FROM logs WHERE msg MATCH_ANY 'good'"
+    )
+    assert done.stdout == "2\n", done.stderr
+    connection = mysql.connector.connect(
+        host="127.0.0.1", port=quire.query_port, user="root", database="search"
+    )
+    try:
+        cursor = connection.cursor(prepared=True)
+        cursor.execute("SELECT id FROM logs WHERE msg MATCH_ANY ? ORDER BY id", ("full",))
+        assert cursor.fetchall() == [(1,), (5,)]
+    finally:
+        connection.close()

@@ -401,8 +401,59 @@ def with_minus_as_except(tokens: list[Token]) -> list[Token]:
     return read
 
 
+MATCH_OPERATORS = frozenset(
+    ("MATCH_ANY", "MATCH_ALL", "MATCH_PHRASE", "MATCH_PHRASE_PREFIX", "MATCH_REGEXP")
+)
+_OPERAND_TOKENS = (TokenType.VAR, TokenType.IDENTIFIER)
+
+
+def with_match_functions(tokens: list[Token]) -> list[Token]:
+    """Doris's full-text predicates `c MATCH_ANY 'words'` (MATCH_ALL, MATCH_PHRASE, ...) as
+    functions of the column and the text, `MATCH_ANY(c, 'words')`, which sqlglot reads."""
+    read: list[Token] = []
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        right = tokens[index + 1] if index + 1 < len(tokens) else None
+        index += 1
+        is_match = token.text.upper() in MATCH_OPERATORS and token.token_type == TokenType.VAR
+        start = _column_start(read)
+        if not is_match or right is None or right.token_type not in _TEXT_OPERANDS or start is None:
+            read.append(token)
+            continue
+        column = read[start:]
+        del read[start:]
+        read += [_made(token, TokenType.VAR, token.text.upper()), _made(token, TokenType.L_PAREN)]
+        read += [*column, _made(token, TokenType.COMMA), right, _made(token, TokenType.R_PAREN)]
+        index += 1  # the text, read
+    return read
+
+
+def _made(at: Token, kind: TokenType, text: str = "") -> Token:
+    """A token the rewrite adds, where `at` stands (as errors tell it)."""
+    text = text or {TokenType.L_PAREN: "(", TokenType.R_PAREN: ")", TokenType.COMMA: ","}[kind]
+    return Token(kind, text, at.line, at.col, at.start, at.end)
+
+
+def _column_start(read: list[Token]) -> int | None:
+    """Where the column name at the end of read (`c`, `t.c`, `db.t.c`) starts, if one is."""
+    start = len(read)
+    while start > 0 and read[start - 1].token_type in _OPERAND_TOKENS:
+        start -= 1
+        if start > 1 and read[start - 1].token_type == TokenType.DOT:
+            start -= 1
+        else:
+            break
+    return None if start == len(read) else start
+
+
+_TEXT_OPERANDS = (TokenType.STRING, TokenType.PARAMETER, TokenType.PLACEHOLDER)
+
+
 def parse_with_sqlglot(tokens: list[Token], sql: str) -> exp.Expression:
     tokens = with_partition_lists(tokens)
+    if any(token.text.upper() in MATCH_OPERATORS for token in tokens):
+        tokens = with_match_functions(tokens)
     if any(token.text.upper() == "MINUS" for token in tokens):
         tokens = with_minus_as_except(tokens)
     if any(token.text.upper() == "OF" for token in tokens):

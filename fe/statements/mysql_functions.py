@@ -1139,8 +1139,25 @@ _TEMPLATE_TREES = {
 # the distinct elements of the list x, in the order they first come (DuckDB's list_distinct
 # keeps no order and drops NULL)
 _FIRST_OF_EACH = "list_filter(x, lambda e, i: list_position(x, e) = i)"
+# the words of a text as Doris's english and unicode parsers make them: lower case letters and
+# digits, split at anything else
+_WORDS = "list_filter(string_split_regex(lower({}), '[^\\pL\\pN]+'), lambda w: w <> '')"
+_PHRASE = "' ' || array_to_string({}, ' ') || ' '"
 # Doris's functions as DuckDB expressions of their arguments x, y, z, by how many they take
 DORIS_FUNCTIONS: dict[str, dict[int, str]] = {
+    # full-text predicates, `c MATCH_ANY 'words'` (fe/sql/parser.py: with_match_functions)
+    "MATCH_ANY": {2: f"list_has_any({_WORDS.format('x')}, {_WORDS.format('y')})"},
+    "MATCH_ALL": {2: f"list_has_all({_WORDS.format('x')}, {_WORDS.format('y')})"},
+    "MATCH_PHRASE": {
+        2: f"contains({_PHRASE.format(_WORDS.format('x'))}, {_PHRASE.format(_WORDS.format('y'))})"
+    },
+    "MATCH_PHRASE_PREFIX": {
+        2: f"contains({_PHRASE.format(_WORDS.format('x'))}, "
+        f"' ' || array_to_string({_WORDS.format('y')}, ' '))"
+    },
+    "MATCH_REGEXP": {
+        2: f"len(list_filter({_WORDS.format('x')}, lambda w: regexp_matches(w, y))) > 0"
+    },
     "PMOD": {2: "((x % y) + y) % y"},
     "MASK": {
         1: "regexp_replace(regexp_replace(regexp_replace(x, '[A-Z]', 'X', 'g'), '[a-z]', 'x', "

@@ -155,3 +155,46 @@ def test_a_simple_query_on_the_session_database(quire):
     done = mariadb(quire, "--batch", "-N", "-e", SIMPLE_QUERIES[0][0])
     assert done.returncode == 0 and "t1\n" in done.stdout, done.stderr
     connection.close()
+
+
+def test_partitions_processlist_and_privileges_as_tools_read_them(quire, root):
+    """PARTITIONS lists each partition (a table without any: one row of NULLs), PROCESSLIST the
+    connections SHOW PROCESSLIST shows, USER_ / SCHEMA_ / TABLE_PRIVILEGES the user's grants."""
+    run(
+        root,
+        "CREATE TABLE is_db.ranged (k INT, d DATE NOT NULL) DUPLICATE KEY(k) PARTITION BY "
+        "RANGE(d) (PARTITION p1 VALUES LESS THAN ('2024-01-01'), PARTITION p2 VALUES LESS THAN "
+        "(MAXVALUE)) DISTRIBUTED BY HASH(k) BUCKETS 1",
+    )
+    rows = run(
+        root,
+        "SELECT table_name, partition_name, partition_ordinal_position, partition_method, "
+        "partition_expression, partition_description FROM information_schema.partitions "
+        "WHERE table_schema = 'is_db' AND table_name IN ('ranged', 't1') ORDER BY 1, 3",
+    )
+    assert rows == (
+        ("ranged", "p1", 1, "RANGE", "d", "'2024-01-01'"),
+        ("ranged", "p2", 2, "RANGE", "d", "MAXVALUE"),
+        ("t1", None, None, None, None, None),
+    )
+    mine = (
+        "SELECT command, info FROM information_schema.processlist WHERE info LIKE '%processlist%'"
+    )
+    assert run(root, mine) == (("Query", mine),)
+    run(root, "CREATE USER reader IDENTIFIED BY 'pw'")
+    run(root, "GRANT SELECT_PRIV ON is_db.* TO reader")
+    reader = quire.connect(user="reader", password="pw")
+    try:
+        assert run(
+            reader,
+            "SELECT grantee, table_schema, privilege_type FROM information_schema.schema_privileges",
+        ) == (("'reader'@'%'", "is_db", "Select_priv"),)
+        assert run(
+            reader, "SELECT COUNT(*) FROM information_schema.processlist WHERE user = 'root'"
+        ) == ((0,),)
+    finally:
+        reader.close()
+    done = mariadb(
+        quire, "--batch", "-N", "-e", "SELECT COUNT(*) FROM information_schema.parameters"
+    )
+    assert done.stdout == "0\n", done.stderr

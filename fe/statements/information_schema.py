@@ -83,6 +83,8 @@ class SchemaTables:
         definition = DEFINITIONS.get(name.lower())
         if definition is None:
             return None
+        if definition.volatile:
+            return definition.build(session, definition.selected(columns)) if build else None
         user = session.user
         with self.catalog.lock:  # the version and the tables built from it agree
             version = (self.catalog.journal_id, self.catalog.raft_index)
@@ -132,6 +134,7 @@ class SchemaTable:
     # Columns the data plane counts (rows and bytes of the table an item's second value is):
     # their values change with every commit, not with the catalog, so they are never kept.
     counted: frozenset[str] = frozenset()
+    volatile: bool = False  # its rows change without the catalog (PROCESSLIST): never kept
 
     def selected(self, names: Collection[str] | None) -> tuple[str, ...]:
         """The table's columns among names, in table order; at least one, which carries the
@@ -307,6 +310,126 @@ def empty(*names: str) -> SchemaTable:
     )
 
 
+def visible_partitions(session) -> list[tuple]:
+    """(database, table, position, partition or None): a table without partitions has one row."""
+    rows = []
+    for db, table in visible_tables(session):
+        if table.engine == "view":
+            continue
+        if not table.partition_columns:
+            rows.append((db, table, None, None))
+            continue
+        rows.extend((db, table, position, p) for position, p in enumerate(table.partitions, 1))
+    return rows
+
+
+def _partition_description(row) -> str | None:
+    """MySQL's: a RANGE partition's upper bound (MAXVALUE), a LIST partition's values; texts
+    and dates quoted."""
+    partition = row[3]
+    if partition is None:
+        return None
+    if partition.values:
+        return ",".join(
+            f"({','.join(map(_quoted, value))})" if len(value) > 1 else _quoted(value[0])
+            for value in partition.values
+        )
+    return ",".join(map(_quoted, partition.upper)) if partition.upper else "MAXVALUE"
+
+
+def _quoted(literal: str) -> str:
+    return literal if literal.lstrip("-").replace(".", "", 1).isdigit() else f"'{literal}'"
+
+
+def _partition_method(row) -> str | None:
+    return None if row[3] is None else str(row[1].partition_kind)
+
+
+PARTITIONS = SchemaTable(
+    rows=visible_partitions,
+    columns={
+        "TABLE_CATALOG": (STRING, constant(CATALOG_NAME)),
+        "TABLE_SCHEMA": (STRING, lambda row: row[0]),
+        "TABLE_NAME": (STRING, lambda row: row[1].name),
+        "PARTITION_NAME": (STRING, lambda row: None if row[3] is None else row[3].name),
+        "SUBPARTITION_NAME": (STRING, constant(None)),
+        "PARTITION_ORDINAL_POSITION": (INT, lambda row: row[2]),
+        "SUBPARTITION_ORDINAL_POSITION": (INT, constant(None)),
+        "PARTITION_METHOD": (STRING, _partition_method),
+        "SUBPARTITION_METHOD": (STRING, constant(None)),
+        "PARTITION_EXPRESSION": (
+            STRING,
+            lambda row: None if row[3] is None else ",".join(row[1].partition_columns),
+        ),
+        "SUBPARTITION_EXPRESSION": (STRING, constant(None)),
+        "PARTITION_DESCRIPTION": (STRING, _partition_description),
+        "PARTITION_COMMENT": (STRING, constant("")),
+        "NODEGROUP": (STRING, constant("default")),
+        "TABLESPACE_NAME": (STRING, constant(None)),
+    },
+)
+
+
+def _processes(session) -> list:
+    """The connections SHOW PROCESSLIST lists to this user (all of them to an admin)."""
+    is_admin = privileges.is_admin(session.user)
+    return [
+        process
+        for process in session.services.front.processlist()
+        if is_admin or process.user == session.user.name
+    ]
+
+
+PROCESSLIST = SchemaTable(
+    rows=_processes,
+    columns={
+        "ID": (INT, lambda process: process.id),
+        "USER": (STRING, lambda process: process.user),
+        "HOST": (STRING, lambda process: process.host),
+        "DB": (STRING, lambda process: process.db),
+        "COMMAND": (STRING, lambda process: process.command),
+        "TIME": (INT, lambda process: process.time),
+        "STATE": (STRING, lambda process: process.state),
+        "INFO": (STRING, lambda process: process.info),
+    },
+    volatile=True,
+)
+
+
+def _granted(level: str) -> Callable[[object], list]:
+    """The session user's privileges at one level ("global", "schema", "table"): (grantee,
+    database, table, privilege, grantable) each."""
+
+    def rows(session) -> list:
+        user = session.user
+        grantee = f"'{user.name}'@'{user.host}'"
+        found = []
+        for grant in user.grants:
+            kind = "global" if grant.db == "*" else "schema" if grant.table == "*" else "table"
+            if kind != level:
+                continue
+            grantable = "YES" if privileges.GRANT in grant.privileges else "NO"
+            found += [
+                (grantee, grant.db, grant.table, name.capitalize(), grantable)
+                for name in sorted(grant.privileges)
+            ]
+        return found
+
+    return rows
+
+
+def _privileges_table(level: str, *names: str) -> SchemaTable:
+    positions = {"TABLE_SCHEMA": 1, "TABLE_NAME": 2}
+    columns = {
+        "GRANTEE": (STRING, lambda row: row[0]),
+        "TABLE_CATALOG": (STRING, constant(CATALOG_NAME)),
+        **{name: (STRING, lambda row, at=positions[name]: row[at]) for name in names},
+        "PRIVILEGE_TYPE": (STRING, lambda row: row[3]),
+        "IS_GRANTABLE": (STRING, lambda row: row[4]),
+    }
+    return SchemaTable(rows=_granted(level), columns=columns)
+
+
 DEFINITIONS = {
     "schemata": SCHEMATA,
     "tables": TABLES,
@@ -419,6 +542,20 @@ DEFINITIONS = {
         "EVENT_OBJECT_TABLE",
         "ACTION_STATEMENT",
     ),
-    "partitions": empty("TABLE_CATALOG", "TABLE_SCHEMA", "TABLE_NAME", "PARTITION_NAME"),
+    "partitions": PARTITIONS,
+    "processlist": PROCESSLIST,
+    "user_privileges": _privileges_table("global"),
+    "schema_privileges": _privileges_table("schema", "TABLE_SCHEMA"),
+    "table_privileges": _privileges_table("table", "TABLE_SCHEMA", "TABLE_NAME"),
+    "parameters": empty(
+        "SPECIFIC_CATALOG",
+        "SPECIFIC_SCHEMA",
+        "SPECIFIC_NAME",
+        "ORDINAL_POSITION",
+        "PARAMETER_MODE",
+        "PARAMETER_NAME",
+        "DATA_TYPE",
+        "ROUTINE_TYPE",
+    ),
     "events": empty("EVENT_CATALOG", "EVENT_SCHEMA", "EVENT_NAME"),
 }

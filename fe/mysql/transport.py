@@ -18,6 +18,7 @@ class ClientSocket(asyncio.Protocol):
         self.buffer = bytearray()
         self._eof = False
         self._lost = False
+        self._closing = False  # close() was called (the transport's own is_closing() is slower)
         self._reading_paused = False
         self._writing_paused = False
         self._data_waiter: asyncio.Future | None = None
@@ -127,7 +128,7 @@ class ClientSocket(asyncio.Protocol):
     @property
     def must_drain(self) -> bool:
         """Whether drain() would wait or fail (else it returns at once)."""
-        return self._writing_paused or self._lost or self.transport.is_closing()
+        return self._writing_paused or self._lost or self._closing
 
     async def drain(self) -> None:
         if self._lost or self.transport.is_closing():
@@ -141,6 +142,7 @@ class ClientSocket(asyncio.Protocol):
         return self.transport.is_closing()
 
     def close(self) -> None:
+        self._closing = True
         self.transport.close()
 
     async def wait_closed(self) -> None:

@@ -3,6 +3,7 @@ LIST (c) tables get the partitions their INSERTs need, named as Doris names them
 under concurrent INSERTs, at most max_auto_partition_num; SHOW CREATE TABLE writes the clause
 back. Through PyMySQL and the mariadb CLI."""
 
+import datetime
 import threading
 
 import pytest
@@ -121,3 +122,21 @@ def test_concurrent_inserts_make_each_partition_once(quire, db):
         "p20240101000000", "p20240201000000", "p20240301000000",
     ]  # fmt: skip
     assert run(db, "SELECT COUNT(*) FROM racing") == ((12,),)
+
+
+def test_an_update_moving_rows_makes_their_partitions(db):
+    run(
+        db,
+        "CREATE TABLE moved (id INT, d DATE NOT NULL, v INT) UNIQUE KEY(id) "
+        "AUTO PARTITION BY RANGE (date_trunc(d, 'month')) () DISTRIBUTED BY HASH(id) BUCKETS 1",
+    )
+    run(db, "INSERT INTO moved VALUES (1, '2024-01-05', 1), (2, '2024-01-06', 2)")
+    run(db, "UPDATE moved SET d = '2024-05-05' WHERE id = 1")  # by key
+    run(db, "UPDATE moved SET d = '2024-07-07' WHERE v = 2")
+    assert run(db, "SELECT id, d FROM moved ORDER BY id") == (
+        (1, datetime.date(2024, 5, 5)),
+        (2, datetime.date(2024, 7, 7)),
+    )
+    assert [name for name, _ in partitions(db, "moved")] == [
+        "p20240101000000", "p20240501000000", "p20240701000000",
+    ]  # fmt: skip

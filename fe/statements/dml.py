@@ -782,6 +782,11 @@ async def commit(
     no row but those its deletes name (an UPDATE of value columns), so the transaction need not
     look for the rows they replace."""
     reader.refuse_writes()
+    if write.inserts is not None and auto_partitions.rule_of(table):  # an UPDATE's new rows too
+        grown = await auto_partitions.ensured(session, table, write.inserts)
+        if grown is not table:
+            table = grown
+            write = TableWrite(TableSchema.of(grown), write.inserts, write.deletes)
     transaction = transactions.current(session)
     if transaction is not None:
         committed = None

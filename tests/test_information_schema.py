@@ -198,3 +198,13 @@ def test_partitions_processlist_and_privileges_as_tools_read_them(quire, root):
         quire, "--batch", "-N", "-e", "SELECT COUNT(*) FROM information_schema.parameters"
     )
     assert done.stdout == "0\n", done.stderr
+
+
+def test_show_tables_from_information_schema_lists_its_tables(quire, root):
+    shown = {row[0] for row in run(root, "SHOW TABLES FROM information_schema")}
+    assert {"TABLES", "COLUMNS", "PARTITIONS", "PROCESSLIST"} <= shown
+    assert run(root, "SHOW FULL TABLES FROM information_schema LIKE 'schemata'") == (
+        ("SCHEMATA", "SYSTEM VIEW"),
+    )
+    done = mariadb(quire, "information_schema", "--batch", "-N", "-e", "SHOW TABLES LIKE 'engines'")
+    assert done.stdout == "ENGINES\n", done.stderr

@@ -16,6 +16,7 @@ from fe.sql import statements as st
 from fe.sql.parser import INTERNAL_CATALOG
 from fe.statements import accounts, auto_partitions, data_sizes, ddl, dynamic_partitions, views
 from fe.statements.information_schema import (
+    DEFINITIONS,
     INFORMATION_SCHEMA,
     column_key,
     unquote_default,
@@ -131,6 +132,8 @@ def visible_database(session, db_name: str | None):
 
 
 def _tables(session, statement: st.Show) -> Result:
+    if (statement.db or session.database or "").lower() == INFORMATION_SCHEMA:
+        return _schema_tables(statement)
     database = visible_database(session, statement.db)
     match = like_matcher(statement.like)
     user = session.user
@@ -144,6 +147,17 @@ def _tables(session, statement: st.Show) -> Result:
         rows = [(table.name, table_type(table)) for table in tables]
         return text_result([header, "Table_type"], rows)
     return text_result([header], [(table.name,) for table in tables])
+
+
+def _schema_tables(statement: st.Show) -> Result:
+    """SHOW [FULL] TABLES FROM information_schema: its tables, as MySQL names them (LIKE with no
+    regard to case, as MySQL compares their names)."""
+    match = like_matcher(statement.like, case_sensitive=False)
+    names = sorted(name.upper() for name in DEFINITIONS if match(name.upper()))
+    header = f"Tables_in_{INFORMATION_SCHEMA}"
+    if statement.full:
+        return text_result([header, "Table_type"], [(name, "SYSTEM VIEW") for name in names])
+    return text_result([header], [(name,) for name in names])
 
 
 DYNAMIC_PARTITION_TITLES = [

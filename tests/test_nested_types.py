@@ -209,3 +209,25 @@ def test_a_partitioned_table_without_partitions_takes_no_row(db):
         "The commit was refused: no partition for this tuple. tuple=(2024-01-01)",
     )
     assert run(db, "SELECT count(*) FROM bare") == ((0,),)
+
+
+def test_variant_members_read_by_subscript(quire, db):
+    """Doris's VARIANT: v['a'] (and v['a']['b']) is the member's JSON, CAST as a column is."""
+    run(db, "CREATE TABLE var (k INT, v VARIANT) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1")
+    run(
+        db,
+        """INSERT INTO var VALUES (1, '{"a": 1, "b": {"c": "x"}, "d.e": 2}'), (2, '{"a": 5}'), (3, NULL)""",
+    )
+    reads = "SELECT k, v['a'], v['b'], v['b']['c'], v['d.e'], v['none'] FROM var ORDER BY k"
+    assert run(db, reads) == (
+        (1, "1", '{"c":"x"}', '"x"', "2", None),
+        (2, "5", None, None, None, None),
+        (3, None, None, None, None, None),
+    )
+    assert run(db, "SELECT SUM(CAST(v['a'] AS INT)) FROM var WHERE CAST(v['a'] AS INT) > 2") == (
+        (5,),
+    )
+    done = mariadb(
+        quire, "nested", "--batch", "-N", "-e", "SELECT v['b']['c'] FROM var WHERE k = 1"
+    )
+    assert done.stdout == '"x"\n', done.stderr

@@ -131,6 +131,13 @@ def _item(container: exp.Expression, index: exp.Expression) -> exp.Expression:
     it has none)."""
     if container.is_type(exp.DataType.Type.MAP):
         return _function("map_extract_value", container, index)
+    text_types = (*exp.DataType.TEXT_TYPES, exp.DataType.Type.JSON, exp.DataType.Type.VARIANT)
+    if container.is_type(*text_types) and isinstance(index, exp.Literal) and index.is_string:
+        # a VARIANT's (or JSON text's) member, as JSON: v['a'], v['a']['b']
+        key = index.this.replace("\\", "\\\\").replace('"', '\\"')
+        found = _function("json_extract", container, exp.Literal.string(f'$."{key}"'))
+        found.type = exp.DataType.build("JSON")
+        return found
     return _function("list_extract", container, index)
 
 

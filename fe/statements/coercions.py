@@ -106,6 +106,7 @@ COLUMN_TYPES = {
     "TIMESTAMP": Type.DATETIME,
     "BOOLEAN": Type.BOOLEAN,
     "MAP": Type.MAP,  # m['k'] is its value, not an element of a list
+    "VARIANT": Type.VARIANT,  # v['k'] is its member (arrays._item)
 }
 
 

@@ -126,13 +126,14 @@ class EmbeddedDataPlane:
         if self.log is not None:
             self.log.close()
 
-    def serve_loads(self, token: str | bytes, host: str) -> None:
+    def serve_loads(self, token: str | bytes, host: str, grow=None) -> None:
         """Start the backend HTTP port Stream Load is redirected to (once the cluster token is
-        known); nothing without object storage or a port."""
+        known); nothing without object storage or a port. grow(table id, rows): the table's
+        schema once it has partitions for rows (an auto partition table's), or None."""
         if self._load_port is None or self.store is None or self.load_server is not None:
             return
         server = LoadServer(
-            host, self._load_port, token, lambda: self.tn, self.store, self._load_limits
+            host, self._load_port, token, lambda: self.tn, self.store, self._load_limits, grow
         )
         server.start()
         self.load_server = server

@@ -7,6 +7,7 @@ import datetime
 import threading
 
 import pytest
+import requests
 
 from tests.harness import error_of, mariadb, run
 
@@ -140,3 +141,21 @@ def test_an_update_moving_rows_makes_their_partitions(db):
     assert [name for name, _ in partitions(db, "moved")] == [
         "p20240101000000", "p20240501000000", "p20240701000000",
     ]  # fmt: skip
+
+
+def test_a_stream_load_makes_the_partitions_its_rows_need(quire, db):
+    run(
+        db,
+        "CREATE TABLE loaded (id INT, d DATE NOT NULL) DUPLICATE KEY(id) "
+        "AUTO PARTITION BY RANGE (date_trunc(d, 'month')) () DISTRIBUTED BY HASH(id) BUCKETS 2",
+    )
+    answer = requests.put(
+        f"http://127.0.0.1:{quire.http_port}/api/auto/loaded/_stream_load",
+        data=b"1,2024-01-05\n2,2024-02-06\n3,2024-01-07\n",
+        auth=("root", ""),
+        timeout=30,
+        headers={"label": "months", "column_separator": ","},
+    ).json()
+    assert (answer["Status"], answer["NumberLoadedRows"]) == ("Success", 3), answer
+    assert [name for name, _ in partitions(db, "loaded")] == ["p20240101000000", "p20240201000000"]
+    assert run(db, "SELECT id FROM loaded PARTITION (p20240101000000) ORDER BY id") == ((1,), (3,))

@@ -50,13 +50,14 @@ class LoadServer:
         pipeline: Callable[[], object],
         store: ObjectStore,
         limits: LoadLimits | None = None,
+        grow=None,
     ):
         self.host = host
         self.requested_port = port
         self.key = key
         self.limits = limits or LoadLimits()
         self.port = 0
-        self.loads = StreamLoads(pipeline, store, self.limits, self._select)
+        self.loads = StreamLoads(pipeline, store, self.limits, self._select, grow)
         self._pipeline = pipeline
         self._engine = Engine(workers=2, queue_size=self.limits.max_open_loads, threads_per_query=1)
         self._workers = concurrent.futures.ThreadPoolExecutor(

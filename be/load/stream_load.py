@@ -59,9 +59,13 @@ class StreamLoads:
         store: ObjectStore,
         limits: LoadLimits,
         select: Selector,
+        grow: Callable[[int, pa.Table], TableSchema | None] | None = None,
     ):
-        """pipeline(): the TN's commit pipeline (be/tn/pipeline.py) in this process."""
+        """pipeline(): the TN's commit pipeline (be/tn/pipeline.py) in this process; grow(table
+        id, rows): the table's schema once it has partitions for rows (an FE in this process
+        makes an auto partition table's), None if it cannot."""
         self.pipeline = pipeline
+        self.grow = grow
         self.store = store
         self.limits = limits
         self.select = select
@@ -156,7 +160,7 @@ class StreamLoads:
                 raise TooManyFiltered("[DATA_QUALITY_ERROR]too many filtered rows")
             objects = writer.finish()
             bulk = loads.BulkCommit(
-                txn_id, schema, objects, record, tuple(writer.row_ids), tuple(writer.keys)
+                txn_id, writer.schema, objects, record, tuple(writer.row_ids), tuple(writer.keys)
             )
             committed_at = time.monotonic()
             if options.two_phase:
@@ -236,6 +240,11 @@ class StreamLoads:
                 counts.unselected += rows.num_rows - pc.sum(keep).as_py()
                 rows = rows.filter(keep)
             unplaced = writer.unplaced(rows)
+            if rows.num_rows and self.grow is not None and pc.any(unplaced).as_py():
+                larger = self.grow(schema.table_id, rows.filter(unplaced))
+                if larger is not None:
+                    writer.schema = larger
+                    unplaced = writer.unplaced(rows)
             if rows.num_rows and pc.any(unplaced).as_py():
                 counts.no_partition += pc.sum(unplaced).as_py()
                 rows = rows.filter(pc.invert(unplaced))

@@ -117,7 +117,8 @@ class HttpApi:
 
     async def start(self, host: str, port: int) -> None:
         if self.stream_loads is not None:  # quire up: its backend's HTTP port opens beside
-            await asyncio.to_thread(self.stream_loads.serve, host)
+            loop = asyncio.get_running_loop()
+            await asyncio.to_thread(self.stream_loads.serve, host, loop)
         self.runner = web.AppRunner(self.app, access_log=None)
         await self.runner.setup()
         site = web.TCPSite(self.runner, host, port)

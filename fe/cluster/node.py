@@ -274,6 +274,8 @@ class FrontendNode:
                 self.data_plane,
                 this.host,
                 config["stream_load_token_ttl_second"],
+                self.writer,
+                config,
             ),
             spark_writes=SparkWrites(
                 catalog,

@@ -8,10 +8,13 @@ the backend. Any FE redirects: the load never goes through the leader."""
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 import urllib.parse
 from collections.abc import Callable
 
+import pyarrow as pa
 import sqlglot
 from aiohttp import web
 from sqlglot.errors import SqlglotError
@@ -22,7 +25,7 @@ from be.table_schema import TableSchema
 from fe.cluster.http_logins import basic_auth_login
 from fe.security import privileges
 from fe.security.lockout import LoginTracker
-from fe.statements import views
+from fe.statements import auto_partitions, views
 from metadata.catalog import Catalog
 
 logger = logging.getLogger(__name__)
@@ -40,7 +43,11 @@ class StreamLoadFront:
         data_plane,
         this_host: str,
         token_ttl_seconds: float,
+        writer=None,
+        config=None,
     ):
+        self.writer = writer  # with config: an auto partition table's partitions are made
+        self.config = config
         self.catalog = catalog
         self.login_tracker = login_tracker
         self.key = key
@@ -48,11 +55,33 @@ class StreamLoadFront:
         self.this_host = this_host
         self.token_ttl_seconds = token_ttl_seconds
 
-    def serve(self, host: str) -> None:
-        """Open the embedded backend's HTTP port (quire up), if the data plane has one."""
+    def serve(self, host: str, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """Open the embedded backend's HTTP port (quire up), if the data plane has one; its
+        loads ask this FE (on loop) for the auto partitions their rows need."""
         serve_loads = getattr(self.data_plane, "serve_loads", None)
-        if serve_loads is not None:
-            serve_loads(self.key(), host)
+        if serve_loads is None:
+            return
+        grow = None
+        if loop is not None and self.writer is not None and self.config is not None:
+            grow = functools.partial(self._grow, loop)
+        serve_loads(self.key(), host, grow)
+
+    def _grow(self, loop, table_id: int, rows: pa.Table) -> TableSchema | None:
+        """On a load's thread: the schema of the table once it has partitions for rows (made on
+        the FE's loop), None if it cannot have them (the rows are filtered)."""
+        table = self.catalog.tables.get(table_id)
+        if table is None or auto_partitions.rule_of(table) is None:
+            return None
+        limit = self.config["max_auto_partition_num"]
+        made = auto_partitions.grown(self.writer, self.catalog, limit, table, rows)
+        try:
+            larger = asyncio.run_coroutine_threadsafe(made, loop).result(
+                self.config["journal_commit_timeout_second"]
+            )
+        except Exception as error:  # noqa: BLE001 - a refusal filters the rows, said in the log
+            logger.warning("no auto partitions for a load into %s: %s", table.name, error)
+            return None
+        return TableSchema.of(larger)
 
     def routes(self) -> list[web.RouteDef]:
         return [

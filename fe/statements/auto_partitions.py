@@ -62,22 +62,26 @@ def checked_rule(statement: st.CreateTable, table: Table) -> None:
 async def ensured(session, table: Table, rows: pa.Table) -> Table:
     """The table with a partition for each of rows (those it lacks added and committed first,
     one statement at a time); as it was when it is no auto partition table."""
+    limit = session.services.config["max_auto_partition_num"]
+    return await grown(session.services.writer, session.catalog, limit, table, rows)
+
+
+async def grown(writer, catalog, limit: int, table: Table, rows: pa.Table) -> Table:
+    """ensured's work, for an INSERT's session or a Stream Load (fe/cluster/stream_load_front)."""
     if rule_of(table) is None or not rows.num_rows or not _unplaced(table, rows).num_rows:
         return table
-    writer = session.services.writer
     if not writer.is_leader():
         raise QueryError(
             1105, f"Table {table.name} needs new auto partitions: insert its rows on the master FE"
         )
     async with writer.membership_lock:
-        current = session.catalog.tables.get(table.id)
+        current = catalog.tables.get(table.id)
         if current is None:
             raise QueryError(1146, f"Table '{table.name}' doesn't exist")
         missing = _unplaced(current, rows)
         if not missing.num_rows:
             return current
         wanted = _definitions(current, missing)
-        limit = session.services.config["max_auto_partition_num"]
         if len(current.partitions) + len(wanted) > limit:
             raise QueryError(
                 1105,
@@ -89,9 +93,9 @@ async def ensured(session, table: Table, rows: pa.Table) -> Table:
         planned = checked_partitions(current, wanted)
         first = writer.allocate_ids(len(planned) * (1 + current.buckets))
         added = with_ids(planned, first, current.buckets)
-        grown = dataclasses.replace(current, partitions=(*current.partitions, *added))
-        await writer.commit([ops.ReplaceTable(grown)])
-    return session.catalog.tables.get(table.id) or grown
+        larger = dataclasses.replace(current, partitions=(*current.partitions, *added))
+        await writer.commit([ops.ReplaceTable(larger)])
+    return catalog.tables.get(table.id) or larger
 
 
 def _unplaced(table: Table, rows: pa.Table) -> pa.Table:

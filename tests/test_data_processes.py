@@ -21,6 +21,7 @@ from pathlib import Path
 import pyarrow as pa
 import pymysql
 import pytest
+import requests
 
 from be.client import DataNode as ClientNode
 from be.client import RemoteDataPlane
@@ -276,6 +277,30 @@ def test_insert_on_a_follower_reads_on_another_fe(cluster):
     assert rows(leader, generated) == [(3,)]  # a table the FE made, read beside a CN's
     execute(follower, "CREATE TABLE d.t_copy AS SELECT k, v FROM d.t WHERE k > 1")  # forwarded
     assert rows(leader, "SELECT k, v FROM t_copy ORDER BY k") == [(2, "bb"), (3, "c")]
+
+
+def test_an_insert_on_a_follower_has_the_leader_make_auto_partitions(cluster):
+    leader, follower, tn, cns = cluster
+    execute(
+        leader,
+        "CREATE TABLE d.auto_months (id INT, d DATE NOT NULL) DUPLICATE KEY(id) AUTO PARTITION "
+        "BY RANGE (date_trunc(d, 'month')) () DISTRIBUTED BY HASH(id) BUCKETS 1",
+    )
+    wait_until(
+        lambda: ("auto_months",) in rows(follower, "SHOW TABLES"), 20, "the table on the follower"
+    )
+    execute(follower, "INSERT INTO d.auto_months VALUES (1, '2024-01-05'), (2, '2024-02-06')")
+    assert [row[1] for row in rows(leader, "SHOW PARTITIONS FROM auto_months")] == [
+        "p20240101000000",
+        "p20240201000000",
+    ]
+    assert rows(follower, "SELECT id FROM auto_months ORDER BY id") == [(1,), (2,)]
+    stranger = requests.post(  # only FEs of the cluster (its token) ask for partitions
+        f"http://127.0.0.1:{leader.http_port}/api/_auto_partitions",
+        json={"table_id": 1, "values": [["2030-01-01"]]},
+        timeout=10,
+    )
+    assert stranger.status_code == 401
 
 
 def test_nested_values_read_as_doris_shows_them_from_a_cn(cluster):

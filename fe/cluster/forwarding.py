@@ -25,6 +25,7 @@ from metadata.journal.replicated import ReplicatedJournal
 logger = logging.getLogger(__name__)
 
 FORWARD_PATH = "/api/forward"
+AUTO_PARTITIONS_PATH = "/api/_auto_partitions"  # a follower's INSERT asks the leader for them
 REPLAY_POLL_SECONDS = 0.005
 FAILOVER_SECONDS = 3.0  # how long a forward keeps looking for a (new) leader: one failover
 LEADER_RETRY_SECONDS = 0.1
@@ -105,6 +106,26 @@ class Forwarder:
                     raise _unknown_outcome("the leader went away before answering")
                 raise QueryError(1105, failure)
             await asyncio.sleep(LEADER_RETRY_SECONDS)
+
+    async def auto_partitions(self, table_id: int, values: list[list]) -> None:
+        """The leader makes the auto partitions of table_id that values (partition column values
+        of rows) need; returns once this FE has replayed them (QueryError as the leader
+        refused)."""
+        timeout = self.config["journal_commit_timeout_second"]
+        try:
+            response = await asyncio.to_thread(
+                self._http.post,
+                self.leader_url() + AUTO_PARTITIONS_PATH,
+                json={"table_id": table_id, "values": values},
+                headers={"X-Quire-Token": self.token},
+                timeout=timeout,
+            )
+            answer = response.json()
+        except (requests.RequestException, ValueError) as error:
+            raise QueryError(1105, f"The leader made no auto partitions: {error}") from None
+        if response.status_code != 200 or "journal_id" not in answer:
+            raise QueryError(answer.get("code", 1105), answer.get("msg", "no auto partitions"))
+        await self.wait_replayed(int(answer["journal_id"]), timeout)
 
     async def wait_replayed(self, journal_id: int, timeout: float) -> None:
         deadline = time.monotonic() + timeout

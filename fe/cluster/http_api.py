@@ -17,7 +17,7 @@ from aiohttp import web
 from be.spark.write_protocol import is_spark_write
 from fe.cluster.checkpoints import Checkpointer
 from fe.cluster.connection_ids import KILL_PATH, kill_here
-from fe.cluster.forwarding import FORWARD_PATH
+from fe.cluster.forwarding import AUTO_PARTITIONS_PATH, FORWARD_PATH
 from fe.cluster.frontend_messages import (
     MAX_MESSAGE_BYTES,
     ForwardAnswer,
@@ -43,6 +43,7 @@ from fe.mysql.server import MysqlFront
 from fe.security import privileges
 from fe.security.lockout import LoginTracker
 from fe.session import QuireSession
+from fe.statements import auto_partitions
 from fe.statements.statement_kinds import kind_of
 from image.images import ImageStore
 from metadata.catalog import Catalog
@@ -104,6 +105,7 @@ class HttpApi:
                 web.get("/dump", self.dump),
                 web.post("/api/checkpoint", self.checkpoint),
                 web.post(FORWARD_PATH, self.forwarded),
+                web.post(AUTO_PARTITIONS_PATH, self.auto_partitions),
                 web.post("/api/frontend_ports", self.frontend_ports),
                 web.post(KILL_PATH, self.kill),
                 *(stream_loads.routes() if stream_loads is not None else ()),
@@ -155,7 +157,7 @@ class HttpApi:
         token = request.headers.get("X-Quire-Token")
         if token is not None and hmac.compare_digest(token, self.this.token):
             return await handler(request)
-        if request.path in (FORWARD_PATH, "/api/frontend_ports", KILL_PATH):
+        if request.path in (FORWARD_PATH, AUTO_PARTITIONS_PATH, "/api/frontend_ports", KILL_PATH):
             return web.json_response(
                 {"code": 401, "msg": "only FEs of this cluster forward statements"}, status=401
             )
@@ -274,6 +276,27 @@ class HttpApi:
         except ConnectionError:
             logger.debug("image %d: the client stopped reading", info.journal_id)  # it had this one
         return response
+
+    async def auto_partitions(self, request: web.Request) -> web.Response:
+        """A follower's INSERT needs auto partitions: made here (the leader), as its own would be
+        (fe/statements/auto_partitions.py); answered with the journal id to wait for."""
+        try:
+            asked = await request.json()
+            table_id, values = int(asked["table_id"]), list(asked["values"])
+        except (ValueError, KeyError, TypeError):
+            return web.json_response({"code": 1105, "msg": "malformed request"}, status=400)
+        table = self.catalog.tables.get(table_id)
+        if table is None:
+            return web.json_response({"code": 1146, "msg": f"no table {table_id}"}, status=404)
+        if not self.writer.is_leader():
+            return web.json_response({"code": 1105, "msg": "not the leader"}, status=409)
+        limit = self.writer.config["max_auto_partition_num"]
+        try:
+            rows = auto_partitions.rows_of_values(table, values)
+            await auto_partitions.grown(self.writer, self.catalog, limit, table, rows)
+        except QueryError as error:
+            return web.json_response({"code": error.code, "msg": error.message}, status=422)
+        return web.json_response({"journal_id": self.catalog.journal_id})
 
     async def forwarded(self, request: web.Request) -> web.Response:
         """A statement another FE forwarded: run it as its user, answer with the journal id."""

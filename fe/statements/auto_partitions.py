@@ -61,9 +61,38 @@ def checked_rule(statement: st.CreateTable, table: Table) -> None:
 
 async def ensured(session, table: Table, rows: pa.Table) -> Table:
     """The table with a partition for each of rows (those it lacks added and committed first,
-    one statement at a time); as it was when it is no auto partition table."""
+    one statement at a time; on a follower, by the master FE); as it was when it is no auto
+    partition table."""
     limit = session.services.config["max_auto_partition_num"]
-    return await grown(session.services.writer, session.catalog, limit, table, rows)
+    writer = session.services.writer
+    if writer.is_leader() or rule_of(table) is None or not rows.num_rows:
+        return await grown(writer, session.catalog, limit, table, rows)
+    missing = _unplaced(table, rows)
+    if not missing.num_rows:
+        return table
+    await session.services.forwarder.auto_partitions(table.id, wanted_values(table, missing))
+    return session.catalog.tables.get(table.id) or table
+
+
+def wanted_values(table: Table, rows: pa.Table) -> list[list]:
+    """The distinct partition column values of rows, as JSON takes them (dates as ISO text)."""
+    columns = [rows.column(name).to_pylist() for name in table.partition_columns]
+    distinct = dict.fromkeys(zip(*columns, strict=True))
+    return [[v.isoformat() if hasattr(v, "isoformat") else v for v in value] for value in distinct]
+
+
+def rows_of_values(table: Table, values: list[list]) -> pa.Table:
+    """wanted_values' values as the table's partition columns (QueryError 1105 if they are not)."""
+    schema = TableSchema.of(table)
+    columns = {}
+    for position, name in enumerate(table.partition_columns):
+        arrow_type = schema.column(name).type
+        given = pa.array([value[position] for value in values])
+        try:
+            columns[name] = given.cast(arrow_type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as error:
+            raise QueryError(1105, f"auto partition values of {name}: {error}") from None
+    return pa.table(columns)
 
 
 async def grown(writer, catalog, limit: int, table: Table, rows: pa.Table) -> Table:

@@ -102,13 +102,19 @@ def _json_texts(texts: pa.Array) -> tuple[pa.Array, pa.Array]:
         value = None
         if text is not None:
             try:
-                parsed = json.loads(text, parse_constant=_no_constant)
-                value = json.dumps(parsed, separators=(",", ":"), ensure_ascii=False)
+                value = compact_json(text)
             except (ValueError, RecursionError):
                 value = None
         kept.append(value)
         failed.append(text is not None and value is None)
     return pa.array(kept, pa.string()), pa.array(failed, pa.bool_())
+
+
+def compact_json(text: str) -> str:
+    """JSON text as Doris's JSONB gives it back (no spaces); ValueError (or RecursionError) for
+    text that is no JSON, NaN and Infinity included."""
+    return json.dumps(json.loads(text, parse_constant=_no_constant), separators=(",", ":"),
+                      ensure_ascii=False)  # fmt: skip
 
 
 def _no_constant(name: str):

@@ -182,20 +182,18 @@ def _range_partition(start: datetime.datetime, unit: str, with_time: bool) -> st
 
 
 def _list_partition(value: tuple) -> st.PartitionDef:
+    texts = tuple(_value_text(item) for item in value)
     parts = []
-    for item in value:
-        written = item.isoformat(sep=" ") if isinstance(item, datetime.datetime) else str(item)
-        if isinstance(item, bool):
-            written = "1" if item else "0"
-        encoded = "".join(c if c.isascii() and c.isalnum() else f"{ord(c):x}" for c in written)
-        parts.append(f"{encoded}{len(written)}")
+    for text in texts:
+        encoded = "".join(c if c.isascii() and c.isalnum() else f"{ord(c):x}" for c in text)
+        parts.append(f"{encoded}{len(text)}")
     name = "p" + "".join(parts)
     if len(name) > MAX_NAME_CHARACTERS:
         raise QueryError(
             1105,
             f"Partition name's length is over limit of {MAX_NAME_CHARACTERS}. abort to create.",
         )
-    return st.PartitionDef(name, values=(tuple(_value_text(item) for item in value),))
+    return st.PartitionDef(name, values=(texts,))
 
 
 def _value_text(item) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from be.load.convert import compact_json
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.sql.literal_insert import LiteralColumn
 from metadata.records import Column
@@ -412,10 +413,6 @@ def parse_moment(value) -> datetime.datetime | None:
         return None
 
 
-def _no_json_constant(name: str):
-    raise ValueError(f"{name} is no JSON value")
-
-
 def _json(value, row: int, column: Column) -> str:
     """A JSON column's value: JSON text, kept compact as Doris's JSONB gives it back (MySQL's
     3140 for text that is no JSON)."""
@@ -424,7 +421,7 @@ def _json(value, row: int, column: Column) -> str:
     if not isinstance(value, str):
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
     try:
-        parsed = json.loads(value, parse_constant=_no_json_constant)
+        return compact_json(value)
     except (ValueError, RecursionError) as error:
         place = getattr(error, "pos", 0)
         raise QueryError(
@@ -432,7 +429,6 @@ def _json(value, row: int, column: Column) -> str:
             f'Invalid JSON text: "{getattr(error, "msg", "Invalid value.")}" at position '
             f"{place} in value for column '{column.name}' at row {row}.",
         ) from None
-    return json.dumps(parsed, separators=(",", ":"), ensure_ascii=False)
 
 
 def _text(value, row: int, column: Column, length: int | None) -> str:

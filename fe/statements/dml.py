@@ -255,7 +255,6 @@ async def _commit_inserts(
     some are (MySQL's 1748 otherwise); OVERWRITE replaces every row of the table, or of the
     partitions named, in the same commit (Doris's), also with no rows. The commit timestamp
     when committed at once (0 if not: into the open transaction, or nothing to write)."""
-    table = await auto_partitions.ensured(session, table, inserts)
     schema = TableSchema.of(table)
     if node.args.get("partition") is not None:
         _in_named_partitions(node, table, schema, inserts)
@@ -782,7 +781,7 @@ async def commit(
     no row but those its deletes name (an UPDATE of value columns), so the transaction need not
     look for the rows they replace."""
     reader.refuse_writes()
-    if write.inserts is not None and auto_partitions.rule_of(table):  # an UPDATE's new rows too
+    if write.inserts is not None and auto_partitions.rule_of(table):  # an INSERT's, an UPDATE's
         grown = await auto_partitions.ensured(session, table, write.inserts)
         if grown is not table:
             table = grown

@@ -175,11 +175,14 @@ class QuireSession(BaseSession):
                 plane = self.services.data_plane
                 if plane is not None and not plane.reads_at_hand:
                     await transactions.open_implicitly(self)
-            if prepared.read is not None:
-                result = self._point_read(prepared.read, values)
+            if prepared.read is not None:  # from the data plane's key index, if at hand
+                if not self.services.writer.is_leader():
+                    self.services.freshness.check_fresh()
+                result = queries.point_read(self, prepared.read, values)  # no coroutine: fastest
                 if result is None:
-                    result = await self._prepared_read(prepared.read, values)
+                    result = await queries.run_prepared_read(self, prepared.read, values)
                 if result is not None:
+                    self.warnings = []
                     return result
             if prepared.write is not None:
                 result = await self._point_write(prepared.write, values)
@@ -188,25 +191,6 @@ class QuireSession(BaseSession):
             with PARSE_ERRORS:
                 statement = statement_cache.bind(prepared, values)
             return await self._run(statement, lambda: statement_cache.written(prepared, values))
-
-    def _point_read(self, read, values: list) -> Result | None:
-        """A prepared read of one key's rows answered from the data plane's key index at hand."""
-        if not self.services.writer.is_leader():
-            self.services.freshness.check_fresh()
-        result = queries.point_read(self, read, values)
-        if result is not None:
-            self.warnings = []
-        return result
-
-    async def _prepared_read(self, read, values: list) -> Result | None:
-        """A point or range read from the data plane's key index, if it has the rows at hand
-        (what execute() would do for the query, without building it)."""
-        if not self.services.writer.is_leader():
-            self.services.freshness.check_fresh()
-        result = await queries.run_prepared_read(self, read, values)
-        if result is not None:
-            self.warnings = []
-        return result
 
     async def _point_write(self, write, values: list) -> Result | None:
         """An UPDATE or DELETE of one key's rows done without binding it, if it can be."""

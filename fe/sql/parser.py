@@ -417,8 +417,8 @@ def with_match_functions(tokens: list[Token]) -> list[Token]:
         right = tokens[index + 1] if index + 1 < len(tokens) else None
         index += 1
         is_match = token.text.upper() in MATCH_OPERATORS and token.token_type == TokenType.VAR
-        start = _column_start(read)
-        if not is_match or right is None or right.token_type not in _TEXT_OPERANDS or start is None:
+        start = _column_start(read) if is_match else None
+        if start is None or right is None or right.token_type not in _TEXT_OPERANDS:
             read.append(token)
             continue
         column = read[start:]

@@ -143,6 +143,31 @@ def test_an_update_moving_rows_makes_their_partitions(db):
     ]  # fmt: skip
 
 
+def test_a_transaction_makes_partitions_for_each_of_its_inserts(quire, db):
+    run(
+        db,
+        "CREATE TABLE txn_months (id INT, d DATE NOT NULL) DUPLICATE KEY(id) "
+        "AUTO PARTITION BY RANGE (date_trunc(d, 'month')) () DISTRIBUTED BY HASH(id) BUCKETS 1",
+    )
+    run(db, "BEGIN")
+    run(db, "INSERT INTO txn_months VALUES (1, '2024-01-05')")
+    run(db, "INSERT INTO txn_months VALUES (2, '2024-02-05')")  # a second new partition
+    assert run(db, "SELECT id FROM txn_months ORDER BY id") == ((1,), (2,))  # its own rows
+    run(db, "COMMIT")
+    run(db, "BEGIN")
+    run(db, "INSERT INTO txn_months VALUES (3, '2024-03-05')")
+    run(db, "ROLLBACK")  # its partition stays, as Doris keeps it; its row is gone
+    done = mariadb(
+        quire, "auto", "--batch", "-N", "-e",
+        "BEGIN; INSERT INTO txn_months VALUES (4, '2024-04-05'); "
+        "INSERT INTO txn_months VALUES (5, '2024-05-05'); COMMIT; "
+        "SELECT id FROM txn_months ORDER BY id",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "2", "4", "5"]
+    assert len(partitions(db, "txn_months")) == 5
+
+
 def test_a_stream_load_makes_the_partitions_its_rows_need(quire, db):
     run(
         db,

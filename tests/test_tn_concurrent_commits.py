@@ -8,7 +8,8 @@ import threading
 import pyarrow as pa
 import pytest
 
-from be.tn.errors import CommitOutcomeUnknown, TransactionNodeClosed
+from be.tn.errors import CommitOutcomeUnknown, LabelTaken, TransactionNodeClosed
+from be.tn.loads import INSERT, LoadClaim
 from be.tn.write_set import TableWrite, WriteSet
 from tests.harness import wait_until
 from tests.test_overwrite_commit import SCHEMA
@@ -121,6 +122,40 @@ def test_a_log_readable_again_is_taken_up_without_waiting_for_a_commit(tmp_path)
         broken.clear()
         wait_until(lambda: published.newest() > stalled, 30, "a heartbeat with no commit")
         assert insert(pipeline, [4]) > first
+    finally:
+        pipeline.close()
+        log.close()
+
+
+def test_a_label_whose_commit_the_log_refused_may_be_used_again(tmp_path):
+    """A labelled INSERT whose append fails is not known to be committed: its label is free
+    again once the TN has read its log back (it was held until a restart); a label committed
+    before stays taken."""
+    log, pipeline, _ = started(tmp_path)
+    append = log.append
+    refusing = threading.Event()
+
+    def refused_append(*args, **kwargs):
+        if refusing.is_set():
+            raise OSError("no space left on the device")
+        return append(*args, **kwargs)
+
+    def labelled(label: str, key: int) -> int:
+        rows = pa.table({"k": pa.array([key], pa.int32()), "v": [f"v{key}"]})
+        claim = LoadClaim(label, "db", "t", "root", "127.0.0.1", source=INSERT)
+        write = TableWrite(SCHEMA, inserts=rows)
+        return pipeline.commit(WriteSet(pipeline.published_ts, (write,), claim=claim))
+
+    log.append = refused_append
+    try:
+        labelled("kept", 1)
+        refusing.set()
+        with pytest.raises(CommitOutcomeUnknown):
+            labelled("again", 2)
+        refusing.clear()
+        assert labelled("again", 3) > 0
+        with pytest.raises(LabelTaken):
+            labelled("kept", 4)
     finally:
         pipeline.close()
         log.close()

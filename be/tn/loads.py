@@ -292,6 +292,13 @@ class Labels:
             self._records[(record.db, record.label)] = record
             self._expire()
 
+    def forget_committed(self) -> None:
+        """Let go of the committed loads' records: the log (read again) has each one that is
+        committed."""
+        with self._lock:
+            for key in [key for key, record in self._records.items() if record.state == VISIBLE]:
+                del self._records[key]
+
     def clean(self, db: str, label: str | None = None) -> int:
         """Let go of the finished loads of db (of label, if given): their labels may be used
         again. How many."""

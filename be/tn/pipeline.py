@@ -1100,6 +1100,7 @@ class CommitPipeline:
             self.merger.pending.clear()
         self.schemas.clear()
         self._requests.clear()
+        self.labels.forget_committed()  # a label whose commit the log refused is free again
         try:
             self._replay()
         except Exception as error:

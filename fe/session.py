@@ -348,7 +348,7 @@ class QuireSession(BaseSession):
         if self.transaction is not None:  # a catalog change commits the open transaction first
             await transactions.commit(self)
         if kind.serialised:
-            async with self.services.writer.membership_lock:
+            async with self.services.writer.catalog_lock:
                 changed = await self._write(kind.handler, statement)
         else:
             changed = await self._write(kind.handler, statement)

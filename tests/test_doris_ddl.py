@@ -1,6 +1,8 @@
 """Doris's CREATE TABLE as its regression suites write it, checked through PyMySQL and the mariadb
 CLI: the keys Doris picks, its checks of replication and of column definitions, its column types."""
 
+import threading
+
 import pytest
 
 from tests.harness import assert_mysql_error, error_of, mariadb, run
@@ -396,3 +398,33 @@ def test_create_table_as_select_copies_the_querys_rows(quire, suite):
     )
     assert done.returncode == 0, done.stderr
     assert run(suite, "SELECT count(*) FROM copied_by_maker") == ((3,),)
+
+
+def test_concurrent_alters_of_one_table_lose_no_change(quire, suite):
+    """Clients altering one table at once: each change is made on the table as the one before
+    left it (none of them is undone by another built on the older table)."""
+    run(suite, "CREATE TABLE altered (id INT, v INT) DUPLICATE KEY(id) DISTRIBUTED BY HASH(id)")
+    run(suite, "INSERT INTO altered VALUES (1, 1)")
+    clients, columns_each = 3, 6
+    errors = []
+
+    def add_columns(client: int) -> None:
+        connection = quire.connect(database="regression_test")
+        try:
+            for number in range(columns_each):
+                run(connection, f"ALTER TABLE altered ADD COLUMN c{client}_{number} INT DEFAULT 7")
+        except Exception as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=add_columns, args=(n,)) for n in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    names = [row[0] for row in run(suite, "SHOW COLUMNS FROM altered")]
+    added = {f"c{client}_{number}" for client in range(clients) for number in range(columns_each)}
+    assert added <= set(names) and len(names) == 2 + len(added)
+    assert run(suite, "SELECT c2_5 FROM altered") == ((7,),)

@@ -71,20 +71,29 @@ class DynamicPartitionScheduler:
     def _schedule(self, table_id: int) -> bool:
         run = self.runs.setdefault(table_id, TableRun())
         run.scheduled_at = time.time()
-        with self.catalog.lock:  # the newest record, read just before its change is journaled
-            table = self.catalog.tables.get(table_id)
-            busy = table is None or self.catalog.table_state(table_id) != "NORMAL"
-        if busy:
-            return False
-        try:
+        planned = []
+
+        def build() -> list[ops.Op]:  # from the newest record, just before it is journaled
+            with self.catalog.lock:
+                table = self.catalog.tables.get(table_id)
+                busy = table is None or self.catalog.table_state(table_id) != "NORMAL"
+            if busy:
+                return []
             done = dynamic_partitions.scheduled(table, self.writer.allocate_ids)
+            if done is None:
+                return []
+            planned.append((table, done))
+            return [ops.ReplaceTable(done.table)]
+
+        try:
+            self.writer.commit_built_blocking(build)
         except QueryError as error:
             run.state, run.create_message = "ERROR", error.message
             return False
-        if done is None:
+        if not planned:
             run.state = "NORMAL"
             return False
-        self.writer.commit_blocking([ops.ReplaceTable(done.table)])
+        table, done = planned[0]
         run.updated_at = time.time()
         run.state = "NORMAL"
         run.create_message = done.create_message

@@ -30,8 +30,9 @@ class MetadataWriter:
         self.journal = journal
         self.catalog = catalog
         self.config = config
-        # ALTER SYSTEM statements run one at a time: each membership change commits before the next.
-        self.membership_lock = asyncio.Lock()
+        # Catalog changes run one at a time on the master: each is built from the catalog the
+        # one before it left (two ALTERs of a table, two membership changes, auto partitions).
+        self.catalog_lock = asyncio.Lock()
         self._completions: Completions | None = None
         self._next_free_id = 0
         self._id_lock = threading.Lock()
@@ -86,6 +87,26 @@ class MetadataWriter:
                     1105,
                     f"The journal did not commit within {timeout} s; the statement may or may not have taken effect",
                 )
+
+    def commit_built_blocking(self, build: Callable[[], list[ops.Op]]) -> None:
+        """From a thread other than the event loop's: build's operations, built and committed
+        under catalog_lock (on the loop, once it has committed anything), so that they are built
+        from the catalog as the statements' changes leave it."""
+        loop = None if self._completions is None else self._completions.loop
+        if loop is None or loop.is_closed():
+            operations = build()
+            if operations:
+                self.commit_blocking(operations)
+            return
+
+        async def built_and_committed() -> None:
+            async with self.catalog_lock:
+                operations = build()
+                if operations:
+                    await self.commit(operations)
+
+        timeout = self.config["journal_commit_timeout_second"] + QUORUM_CHECK_SECONDS
+        asyncio.run_coroutine_threadsafe(built_and_committed(), loop).result(timeout)
 
     def commit_blocking(self, operations: list[ops.Op]) -> list[object]:
         """commit() for threads other than the event loop's (start-up, TimePrinter, ports)."""

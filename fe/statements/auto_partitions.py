@@ -103,7 +103,7 @@ async def grown(writer, catalog, limit: int, table: Table, rows: pa.Table) -> Ta
         raise QueryError(
             1105, f"Table {table.name} needs new auto partitions: insert its rows on the master FE"
         )
-    async with writer.membership_lock:
+    async with writer.catalog_lock:
         current = catalog.tables.get(table.id)
         if current is None:
             raise QueryError(1146, f"Table '{table.name}' doesn't exist")

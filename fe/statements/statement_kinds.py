@@ -95,7 +95,9 @@ async def _switch(session, statement: st.Switch) -> Result:
     return Result()
 
 
-def _write(handler: Callable, serialised: bool = False) -> StatementKind:
+def _write(handler: Callable, serialised: bool = True) -> StatementKind:
+    """A catalog change. Serialised (the default): built from the catalog as the change before
+    it left it, so that two clients' ALTERs of one table do not undo each other."""
     return StatementKind(handler, writes=True, serialised=serialised, resets_warnings=True)
 
 
@@ -152,7 +154,11 @@ KINDS: dict[type, StatementKind] = {
     st.CreateDatabase: _write(ddl.create_database),
     st.DropDatabase: _write(ddl.drop_database),
     st.CreateTable: StatementKind(
-        ddl.create_table, writes=True, resets_warnings=True, after=dml.fill_created_table
+        ddl.create_table,
+        writes=True,
+        serialised=True,
+        resets_warnings=True,
+        after=dml.fill_created_table,
     ),
     st.CreateTableLike: _write(ddl.create_table_like),
     st.DropTable: _write(ddl.drop_table),
@@ -162,7 +168,7 @@ KINDS: dict[type, StatementKind] = {
     st.CreateIndex: _write(ddl.create_index),
     st.DropIndex: _write(ddl.drop_index),
     st.TruncateTable: _write(recycle_bin.truncate_table),
-    st.Analyze: _write(statistics.analyze),
+    st.Analyze: _write(statistics.analyze, serialised=False),  # reads every row first
     st.DropStats: _write(statistics.drop_stats),
     st.ShowStats: StatementKind(statistics.show_stats),
     st.CancelAlter: _write(alter_jobs.cancel_alter),
@@ -180,5 +186,5 @@ KINDS: dict[type, StatementKind] = {
     st.SetProperty: _write(accounts.set_property),
     st.ShowProperty: StatementKind(show.show_property),
     # Raft needs single-server membership changes and pysyncobj does not serialise them.
-    st.AlterSystem: _write(admin.alter_system, serialised=True),
+    st.AlterSystem: _write(admin.alter_system),
 }

@@ -494,6 +494,19 @@ def test_fe_tn_cn_processes_and_a_tn_restart_keep_a_committed_load(tmp_path):
         )
         assert by_follower["Status"] == "Success", by_follower
         assert rows(follower, "SELECT count(*) FROM d.t WHERE k = 2000") == [(1,)]
+        execute(fe, "CREATE TABLE d.months (k INT, d DATE NOT NULL) DUPLICATE KEY(k) AUTO "
+                "PARTITION BY RANGE (date_trunc(d, 'month')) () DISTRIBUTED BY HASH(k) BUCKETS 1")  # fmt: skip
+        data.write_text("1,2024-01-05\n2,2024-02-06\n3,2024-01-31\n")
+        wait_until(lambda: rows(follower, "SHOW TABLES FROM d LIKE 'months'"), 20, "the table")
+        into_months = curl(follower, "/api/d/months/_stream_load", data, "column_separator:,")
+        assert (into_months["Status"], into_months["NumberLoadedRows"]) == ("Success", 3), (
+            into_months
+        )  # the TN asked the follower, which had the leader make them
+        assert [r[1] for r in rows(fe, "SHOW PARTITIONS FROM d.months")] == [
+            "p20240101000000",
+            "p20240201000000",
+        ]
+        assert rows(follower, "SELECT k FROM d.months ORDER BY k") == [(1,), (2,), (3,)]
         bulk_load_by_the_client_api(fe, shared, tn)
     finally:
         for node in (cn, tn):

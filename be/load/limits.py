@@ -20,6 +20,7 @@ class LoadLimits:
     max_token_bytes: int = 64 << 10  # the token (it carries the table's schema)
     max_error_rows: int = 1000  # bad rows kept for the ErrorURL
     max_error_logs: int = 256  # error logs kept (the oldest go)
+    auto_partition_timeout_seconds: float = 30.0  # an FE asked for a load's auto partitions
 
     def __post_init__(self) -> None:
         rules = {
@@ -38,6 +39,7 @@ class LoadLimits:
                 0 < self.token_ttl_seconds <= self.precommit_timeout_seconds
             ),
             "max_token_bytes >= 1024": self.max_token_bytes >= 1024,
+            "auto_partition_timeout_seconds > 0": self.auto_partition_timeout_seconds > 0,
             "max_error_rows >= 0 and max_error_logs > 0": (
                 self.max_error_rows >= 0 and self.max_error_logs > 0
             ),

@@ -57,7 +57,14 @@ class LoadServer:
         self.key = key
         self.limits = limits or LoadLimits()
         self.port = 0
-        self.loads = StreamLoads(pipeline, store, self.limits, self._select, grow)
+        self.loads = StreamLoads(
+            pipeline,
+            store,
+            self.limits,
+            self._select,
+            grow,
+            key.decode() if isinstance(key, bytes) else key,
+        )
         self._pipeline = pipeline
         self._engine = Engine(workers=2, queue_size=self.limits.max_open_loads, threads_per_query=1)
         self._workers = concurrent.futures.ThreadPoolExecutor(

@@ -8,6 +8,7 @@ blocking reader); the TN is the commit pipeline in this process."""
 from __future__ import annotations
 
 import collections
+import functools
 import io
 import logging
 import threading
@@ -18,7 +19,7 @@ from dataclasses import dataclass, replace
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from be.load import read
+from be.load import auto_partitions, read
 from be.load.convert import typed
 from be.load.errors import (
     BadLoadRequest,
@@ -60,12 +61,15 @@ class StreamLoads:
         limits: LoadLimits,
         select: Selector,
         grow: Callable[[int, pa.Table], TableSchema | None] | None = None,
+        token: str = "",
     ):
         """pipeline(): the TN's commit pipeline (be/tn/pipeline.py) in this process; grow(table
         id, rows): the table's schema once it has partitions for rows (an FE in this process
-        makes an auto partition table's), None if it cannot."""
+        makes an auto partition table's), None if it cannot. Without grow, the FE that
+        redirected a load is asked over HTTP with the cluster's token."""
         self.pipeline = pipeline
         self.grow = grow
+        self.token = token
         self.store = store
         self.limits = limits
         self.select = select
@@ -136,6 +140,7 @@ class StreamLoads:
         url = ""
         try:
             self._write(
+                self._grow_of(claims, schema),
                 claims.get("where", ""),
                 claims.get("lengths", {}),
                 frozenset(claims.get("json_columns", ())),
@@ -206,8 +211,23 @@ class StreamLoads:
         answer["LoadTimeMs"] = _ms(time.monotonic() - started)
         return answer
 
+    def _grow_of(self, claims: dict, schema: TableSchema):
+        """How this load asks for the auto partitions its rows need (None: it does not)."""
+        front = claims.get("grow")
+        if self.grow is not None or not front or not self.token:
+            return self.grow
+        timeout = self.limits.auto_partition_timeout_seconds
+        return functools.partial(
+            auto_partitions.asked_of_front,
+            front,
+            self.token,
+            timeout,
+            columns=schema.partition_columns,
+        )
+
     def _write(
         self,
+        grow,
         where: str,
         lengths: dict[str, int],
         json_columns: frozenset[str],
@@ -240,8 +260,8 @@ class StreamLoads:
                 counts.unselected += rows.num_rows - pc.sum(keep).as_py()
                 rows = rows.filter(keep)
             unplaced = writer.unplaced(rows)
-            if rows.num_rows and self.grow is not None and pc.any(unplaced).as_py():
-                larger = self.grow(schema.table_id, rows.filter(unplaced))
+            if rows.num_rows and grow is not None and pc.any(unplaced).as_py():
+                larger = grow(schema.table_id, rows.filter(unplaced))
                 if larger is not None:
                     writer.schema = larger
                     unplaced = writer.unplaced(rows)

@@ -16,6 +16,7 @@ import requests
 from urllib3.exceptions import NewConnectionError
 
 from be.config import Config
+from be.load.auto_partitions import AUTO_PARTITIONS_PATH
 from fe.cluster.frontend_messages import ForwardAnswer, ForwardOutcome, ForwardRequest, MessageError
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
@@ -25,7 +26,6 @@ from metadata.journal.replicated import ReplicatedJournal
 logger = logging.getLogger(__name__)
 
 FORWARD_PATH = "/api/forward"
-AUTO_PARTITIONS_PATH = "/api/_auto_partitions"  # a follower's INSERT asks the leader for them
 REPLAY_POLL_SECONDS = 0.005
 FAILOVER_SECONDS = 3.0  # how long a forward keeps looking for a (new) leader: one failover
 LEADER_RETRY_SECONDS = 0.1

@@ -14,10 +14,12 @@ from collections.abc import Callable
 
 from aiohttp import web
 
+from be.load.auto_partitions import AUTO_PARTITIONS_PATH
 from be.spark.write_protocol import is_spark_write
+from be.table_schema import TableSchema
 from fe.cluster.checkpoints import Checkpointer
 from fe.cluster.connection_ids import KILL_PATH, kill_here
-from fe.cluster.forwarding import AUTO_PARTITIONS_PATH, FORWARD_PATH
+from fe.cluster.forwarding import FORWARD_PATH
 from fe.cluster.frontend_messages import (
     MAX_MESSAGE_BYTES,
     ForwardAnswer,
@@ -278,8 +280,9 @@ class HttpApi:
         return response
 
     async def auto_partitions(self, request: web.Request) -> web.Response:
-        """A follower's INSERT needs auto partitions: made here (the leader), as its own would be
-        (fe/statements/auto_partitions.py); answered with the journal id to wait for."""
+        """A follower's INSERT or a backend's Stream Load needs auto partitions: made as an
+        INSERT's are (fe/statements/auto_partitions.py: by the leader, this FE waiting until it
+        has them); answered with the journal id to wait for and the table's schema."""
         try:
             asked = await request.json()
             table_id, values = int(asked["table_id"]), list(asked["values"])
@@ -288,15 +291,14 @@ class HttpApi:
         table = self.catalog.tables.get(table_id)
         if table is None:
             return web.json_response({"code": 1146, "msg": f"no table {table_id}"}, status=404)
-        if not self.writer.is_leader():
-            return web.json_response({"code": 1105, "msg": "not the leader"}, status=409)
-        limit = self.writer.config["max_auto_partition_num"]
         try:
             rows = auto_partitions.rows_of_values(table, values)
-            await auto_partitions.grown(self.writer, self.catalog, limit, table, rows)
+            grown = await auto_partitions.ensured(self.new_session(), table, rows)
         except QueryError as error:
             return web.json_response({"code": error.code, "msg": error.message}, status=422)
-        return web.json_response({"journal_id": self.catalog.journal_id})
+        return web.json_response(
+            {"journal_id": self.catalog.journal_id, "schema": TableSchema.of(grown).fields()}
+        )
 
     async def forwarded(self, request: web.Request) -> web.Response:
         """A statement another FE forwarded: run it as its user, answer with the journal id."""

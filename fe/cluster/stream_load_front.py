@@ -131,6 +131,9 @@ class StreamLoadFront:
             },
             "json_columns": [c.name for c in table.columns if c.type.base in ("JSON", "JSONB")],
         }
+        if auto_partitions.rule_of(table) is not None:  # the backend asks this FE for them
+            port = request.transport.get_extra_info("sockname")[1] if request.transport else 0
+            claims["grow"] = f"http://{self.this_host}:{port}"
         path = f"/api/{_quoted(db_name)}/{_quoted(table_name)}/_stream_load"
         return self._redirect(path, claims)
 

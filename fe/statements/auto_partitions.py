@@ -12,6 +12,7 @@ import datetime
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from be.load.auto_partitions import partition_values
 from be.table_schema import TableSchema
 from be.tn import placement
 from fe.mysql.errors import QueryError
@@ -70,19 +71,14 @@ async def ensured(session, table: Table, rows: pa.Table) -> Table:
     missing = _unplaced(table, rows)
     if not missing.num_rows:
         return table
-    await session.services.forwarder.auto_partitions(table.id, wanted_values(table, missing))
+    await session.services.forwarder.auto_partitions(
+        table.id, partition_values(missing, table.partition_columns)
+    )
     return session.catalog.tables.get(table.id) or table
 
 
-def wanted_values(table: Table, rows: pa.Table) -> list[list]:
-    """The distinct partition column values of rows, as JSON takes them (dates as ISO text)."""
-    columns = [rows.column(name).to_pylist() for name in table.partition_columns]
-    distinct = dict.fromkeys(zip(*columns, strict=True))
-    return [[v.isoformat() if hasattr(v, "isoformat") else v for v in value] for value in distinct]
-
-
 def rows_of_values(table: Table, values: list[list]) -> pa.Table:
-    """wanted_values' values as the table's partition columns (QueryError 1105 if they are not)."""
+    """partition_values' values as the table's partition columns (QueryError 1105 if they are not)."""
     schema = TableSchema.of(table)
     columns = {}
     for position, name in enumerate(table.partition_columns):

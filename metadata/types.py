@@ -226,8 +226,10 @@ def _arrow_scalar(base: str) -> pa.DataType:
         "VARIANT": pa.string(),
         "IPV4": pa.string(),  # an address's canonical text (what Doris shows of it)
         "IPV6": pa.string(),
-        "HLL": pa.binary(),
-        "BITMAP": pa.binary(),
+        # a sorted list of distinct values (an HLL's: its values' hashes), as the engine's
+        # BITMAP and HLL functions make and read them (fe/statements/mysql_functions.py)
+        "HLL": pa.list_(pa.uint64()),
+        "BITMAP": pa.list_(pa.uint64()),
         "QUANTILE_STATE": pa.binary(),
         "BLOB": pa.binary(),
         "BINARY": pa.binary(),

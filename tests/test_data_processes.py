@@ -273,6 +273,15 @@ def test_insert_on_a_follower_reads_on_another_fe(cluster):
     assert rows(leader, "SELECT count(*) FROM t WHERE v > 'a'") == [(2,)]
     hashed = "SELECT k, MURMUR_HASH3_32(v), XXHASH_64(v, k) FROM t WHERE k = 1"  # a CN's engine
     assert rows(leader, hashed) == [(1, 1086686554, -2552955714554822400)]
+    counted = (
+        "SELECT BITMAP_UNION_COUNT(TO_BITMAP(k)), BITMAP_TO_STRING(BITMAP_UNION(BITMAP_HASH(v)))"
+    )
+    assert rows(leader, counted + " FROM t WHERE k = 1") == [(1, "1086686554")]  # on a CN
+    execute(follower, "CREATE TABLE d.uv (v VARCHAR(9), users BITMAP BITMAP_UNION) "
+            "AGGREGATE KEY(v) DISTRIBUTED BY HASH(v) BUCKETS 1",
+            "INSERT INTO d.uv SELECT 'all', TO_BITMAP(k) FROM d.t",
+            "INSERT INTO d.uv VALUES ('all', TO_BITMAP(7))")  # fmt: skip
+    assert rows(leader, "SELECT BITMAP_TO_STRING(users) FROM uv") == [("1,2,3,7",)]
     generated = "SELECT COUNT(*) FROM numbers('number' = '10') n JOIN t ON t.k = n.number"
     assert rows(leader, generated) == [(3,)]  # a table the FE made, read beside a CN's
     execute(follower, "CREATE TABLE d.t_copy AS SELECT k, v FROM d.t WHERE k > 1")  # forwarded

@@ -51,7 +51,7 @@ CASES = [
     ("JSONB", "JSONB", "jsonb", pa.string()),
     ("IPV4", "IPV4", "ipv4", pa.string()),  # kept as the address's canonical text
     ("IPV6", "IPV6", "ipv6", pa.string()),
-    ("BITMAP", "BITMAP", "bitmap", pa.binary()),
+    ("BITMAP", "BITMAP", "bitmap", pa.list_(pa.uint64())),  # its sorted values
     ("ARRAY<INT>", "ARRAY<INT>", "array<int>", pa.list_(pa.int32())),
     (
         "array<array<decimal(10,2)>>",

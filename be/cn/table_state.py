@@ -35,6 +35,7 @@ import bisect
 import threading
 from dataclasses import dataclass, replace
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -72,6 +73,7 @@ AGGREGATIONS = {  # Doris's aggregation of a value column: pyarrow's hash aggreg
     "REPLACE": "last",
     "REPLACE_IF_NOT_NULL": "last",
 }
+SET_UNIONS = ("BITMAP_UNION", "HLL_UNION")  # of BITMAP and HLL values: sorted lists (_unioned)
 
 
 FOREVER = 1 << 63
@@ -960,8 +962,12 @@ def merged(rows: pa.Table, schema: TableSchema) -> pa.Table:
         return rows.drop_columns([ROW_ID])
     rows = rows.sort_by(ROW_ID)
     aggregations = []
+    unions = []
     for column in schema.columns:
         if column.name in keys:
+            continue
+        if (column.aggregation or "").upper() in SET_UNIONS:
+            unions.append(column.name)
             continue
         function = AGGREGATIONS.get((column.aggregation or "REPLACE").upper(), "last")
         if column.aggregation and column.aggregation.upper() == "REPLACE_IF_NOT_NULL":
@@ -969,7 +975,40 @@ def merged(rows: pa.Table, schema: TableSchema) -> pa.Table:
         else:
             options = pc.ScalarAggregateOptions(skip_nulls=False)
         aggregations.append((column.name, function, options))
+    if unions:  # each group's row positions, the sets at them united after
+        rows = rows.append_column(ROW_POSITIONS, pa.array(np.arange(rows.num_rows)))
+        aggregations.append((ROW_POSITIONS, "list", None))
     grouped = rows.group_by(keys, use_threads=False).aggregate(aggregations)
     names = {f"{name}_{function}": name for name, function, _ in aggregations}
     grouped = grouped.rename_columns([names.get(name, name) for name in grouped.schema.names])
+    if unions:
+        positions = grouped.column(ROW_POSITIONS).combine_chunks()
+        taken, set_group = pc.list_flatten(positions), pc.list_parent_indices(positions)
+        for name in unions:
+            sets = rows.column(name).take(taken).combine_chunks()
+            grouped = grouped.append_column(name, _unioned(sets, set_group, len(positions)))
     return grouped.select(list(schema.names))
+
+
+ROW_POSITIONS = "__quire_row_position"
+
+
+def _unioned(sets: pa.ListArray, set_group: pa.Array, groups: int) -> pa.ListArray:
+    """Per group, the sorted distinct values of its sets (lists; set_group: the group of each):
+    NULL where each was NULL."""
+    values = pc.list_flatten(sets)
+    value_group = pc.take(set_group, pc.list_parent_indices(sets))
+    distinct = (
+        pa.table({"g": value_group, "v": values})
+        .group_by(["g", "v"], use_threads=False)
+        .aggregate([])
+        .sort_by([("g", "ascending"), ("v", "ascending")])
+    )
+    counts = np.bincount(distinct.column("g").to_numpy(), minlength=groups)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    some = np.bincount(set_group.filter(sets.is_valid()).to_numpy(), minlength=groups) > 0
+    return pa.ListArray.from_arrays(
+        pa.array(offsets),
+        distinct.column("v").combine_chunks().cast(sets.type.value_type),
+        mask=pa.array(~some),
+    )

@@ -48,7 +48,7 @@ JSON_FUNCTIONS = (
     exp.JSONExtract, exp.JSONExtractScalar, exp.JSONObject, exp.JSONKeys, exp.JSONType,
     exp.ParseJSON,
 )  # fmt: skip
-OTHER_FUNCTIONS = (exp.Uuid,)
+OTHER_FUNCTIONS = (exp.Uuid, exp.BitmapCount)
 ARRAY_FUNCTIONS = (
     exp.Array, exp.ArrayAgg, exp.ArrayContains, exp.ArrayMax, exp.ArrayMin, exp.ArraySize,
     exp.ArraySort, exp.ArraySum, exp.ArrayToString, exp.StringToArray, exp.MapKeys, exp.MapSize,
@@ -60,6 +60,16 @@ ARRAY_FUNCTIONS = (
 ARRAY_ANONYMOUS = ("COLLECT_LIST", "GROUP_ARRAY", "COLLECT_SET", "GROUP_UNIQ_ARRAY", "SIZE",
                    "CARDINALITY", "ELEMENT_AT", "ARRAY_AVG", "MAP_VALUES",
                    "STRUCT_ELEMENT", "NAMED_STRUCT")  # fmt: skip
+# Doris's BITMAP and HLL functions (fe/statements/mysql_functions.py: BITMAP_FUNCTIONS)
+BITMAP_ANONYMOUS = (
+    "TO_BITMAP", "BITMAP_HASH", "BITMAP_FROM_STRING", "BITMAP_FROM_ARRAY", "BITMAP_TO_STRING",
+    "BITMAP_TO_ARRAY", "BITMAP_EMPTY", "BITMAP_MIN", "BITMAP_MAX", "BITMAP_CONTAINS",
+    "BITMAP_HAS_ANY", "BITMAP_HAS_ALL", "BITMAP_AND", "BITMAP_OR", "BITMAP_XOR", "BITMAP_NOT",
+    "BITMAP_AND_NOT", "BITMAP_AND_COUNT", "BITMAP_OR_COUNT", "BITMAP_XOR_COUNT",
+    "BITMAP_AND_NOT_COUNT", "BITMAP_SUBSET_IN_RANGE", "BITMAP_SUBSET_LIMIT", "SUB_BITMAP",
+    "BITMAP_UNION", "BITMAP_UNION_COUNT", "BITMAP_UNION_INT", "BITMAP_INTERSECT", "HLL_HASH",
+    "HLL_EMPTY", "HLL_CARDINALITY", "HLL_UNION", "HLL_RAW_AGG", "HLL_UNION_AGG",
+)  # fmt: skip
 # Doris's table functions, in a LATERAL VIEW only
 TABLE_FUNCTIONS = (exp.Explode, exp.ExplodeOuter)
 TABLE_ANONYMOUS = (
@@ -100,6 +110,7 @@ ALLOWED_ANONYMOUS = frozenset(
      "JSON_EXTRACT_STRING", "JSON_EXTRACT_ISNULL", "JSON_EXTRACT_BOOL", "JSON_EXTRACT_INT",
      "JSON_EXTRACT_BIGINT", "JSON_EXTRACT_DOUBLE", "MATCH_ANY", "MATCH_ALL", "MATCH_PHRASE",
      "MATCH_PHRASE_PREFIX", "MATCH_REGEXP"}
+    | set(BITMAP_ANONYMOUS)
     | {f"{unit}S_{way}" for unit in DORIS_DATE_ADD_UNITS for way in ("ADD", "SUB")}
     | set(DORIS_JSON_GETTERS)
     | {f"{unit}S_DIFF" for unit in DORIS_DIFF_UNITS}

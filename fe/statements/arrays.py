@@ -66,12 +66,26 @@ def _element(value) -> str:
     return f'"{value}"'
 
 
-def rows_with_text(rows: list[tuple], positions: frozenset[int]) -> list[tuple]:
-    """rows with the arrays at positions as their text."""
+def rows_with_text(
+    rows: list[tuple], positions: frozenset[int], hidden: frozenset[int] = frozenset()
+) -> list[tuple]:
+    """rows with the arrays at positions as their text, those at hidden as NULL (BITMAP and HLL
+    values: Doris answers them so)."""
     return [
-        tuple(text(value) if at in positions else value for at, value in enumerate(row))
+        tuple(
+            (None if at in hidden else text(value)) if at in positions else value
+            for at, value in enumerate(row)
+        )
         for row in rows
     ]
+
+
+def hidden_at(duck_types) -> frozenset[int]:
+    """The positions of BITMAP and HLL values among a result's engine types."""
+    return frozenset(at for at, duck_type in enumerate(duck_types) if duck_type == BITMAP_TYPE)
+
+
+BITMAP_TYPE = "UBIGINT[]"  # a BITMAP's or an HLL's engine type (Doris has no unsigned types)
 
 
 def _collected(distinct: bool):

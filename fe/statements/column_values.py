@@ -196,13 +196,30 @@ def _converter(column: Column):
     if base in ("IPV4", "IPV6"):
         kind = ipaddress.IPv4Address if base == "IPV4" else ipaddress.IPv6Address
         return lambda value, row: _address(value, row, column, kind)
+    if base in SET_TYPES:
+        return lambda value, row: _set_value(value, row, column)
     if base in STATE_TYPES:
         return lambda value, row: _not_written(column)
     return lambda value, row: value
 
 
 NESTED = ("ARRAY", "MAP", "STRUCT")
-STATE_TYPES = ("HLL", "BITMAP", "QUANTILE_STATE")  # written by their functions, none offered yet
+SET_TYPES = ("BITMAP", "HLL")  # written by their functions: TO_BITMAP(x), HLL_HASH(x), ...
+STATE_TYPES = ("QUANTILE_STATE",)  # written by its functions, none offered yet
+UINT64 = range(1 << 64)
+
+
+def _set_value(value, row: int, column: Column):
+    """A BITMAP's or HLL's value as its functions make it: a list of distinct UBIGINTs."""
+    if value is None or (
+        type(value) is list and all(type(v) is int and v in UINT64 for v in value)
+    ):
+        return None if value is None else sorted(set(value))
+    raise QueryError(
+        ErrorCode.TRUNCATED_WRONG_VALUE_FOR_FIELD,
+        f"Incorrect {column.type.base.lower()} value for column '{column.name}' at row {row}: "
+        f"write one with {'TO_BITMAP' if column.type.base == 'BITMAP' else 'HLL_HASH'}(...)",
+    )
 
 
 def _not_written(column: Column):

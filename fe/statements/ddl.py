@@ -262,6 +262,12 @@ def build_table(session, database: Database, statement: st.CreateTable) -> Table
                 f"{DORIS_KEYS_TYPES[key_model]} table {should} specify aggregate type for "
                 f"non-key column[{column.name}]",
             )
+        if column.aggregation and not _aggregation_fits(column):
+            raise QueryError(
+                1105,
+                f"Aggregate type {column.aggregation.upper()} is not compatible with primitive "
+                f"type {column.type.sql}",
+            )
         columns[position] = dataclasses.replace(column, is_key=is_key)
     distribution = known(statement.distribution_columns, "Distribution")  # () is RANDOM
     buckets = statement.buckets or DEFAULT_BUCKETS
@@ -371,6 +377,20 @@ def _java_short(text: str) -> int:
     if not -32768 <= int(text) <= 32767:
         raise QueryError(1105, f'Value out of range. Value:"{text}" Radix:10')
     return int(text)
+
+
+SET_UNION_OF = {"BITMAP": "BITMAP_UNION", "HLL": "HLL_UNION"}  # a set type's one aggregation
+SUMMED = frozenset(
+    ("TINYINT", "SMALLINT", "INT", "BIGINT", "LARGEINT", "FLOAT", "DOUBLE", "DECIMAL", "DECIMALV3")
+)
+
+
+def _aggregation_fits(column) -> bool:
+    """Doris's compatibility of an aggregation with its column's type."""
+    aggregation, base = column.aggregation.upper(), column.type.base
+    if base in SET_UNION_OF or aggregation in SET_UNION_OF.values():
+        return SET_UNION_OF.get(base) == aggregation
+    return aggregation != "SUM" or base in SUMMED
 
 
 def default_keys(columns: list[Column]) -> tuple[KeyModel, tuple[str, ...]]:

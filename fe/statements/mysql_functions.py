@@ -1143,6 +1143,77 @@ _FIRST_OF_EACH = "list_filter(x, lambda e, i: list_position(x, e) = i)"
 # digits, split at anything else
 _WORDS = "list_filter(string_split_regex(lower({}), '[^\\pL\\pN]+'), lambda w: w <> '')"
 _PHRASE = "' ' || array_to_string({}, ' ') || ' '"
+# Doris's BITMAP and HLL values are the engine's sorted lists of distinct UBIGINTs (an HLL's
+# are its values' hashes: its cardinality is exact, where Doris's is an estimate)
+_SET = "list_sort(list_distinct({}))"
+_UNION = _SET.format("flatten(list(x))")
+_MINUS = "list_filter({}, lambda v: NOT list_contains({}, v))"
+_AND, _OR = "list_sort(list_intersect(x, y))", _SET.format("list_concat(x, y)")
+_XOR = f"list_sort(list_concat({_MINUS.format('x', 'y')}, {_MINUS.format('y', 'x')}))"
+_EMPTY = "CAST([] AS UBIGINT[])"
+BITMAP_FUNCTIONS: dict[str, dict[int, str]] = {
+    "TO_BITMAP": {
+        1: "CASE WHEN TRY_CAST(x AS UBIGINT) IS NOT NULL THEN [TRY_CAST(x AS UBIGINT)] END"
+    },
+    "BITMAP_HASH": {  # MURMUR_HASH3_32 of the text, unsigned
+        1: "CASE WHEN x IS NOT NULL THEN [CAST((CAST(quire_murmur_hash3_32(CAST(x AS VARCHAR), "
+        f"{hashes.MURMUR3_32_SEED}) AS BIGINT) + 4294967296) % 4294967296 AS UBIGINT)] END"
+    },
+    "BITMAP_FROM_STRING": {
+        1: "CASE WHEN list_bool_and(list_transform(string_split(x, ','), "
+        "lambda t: TRY_CAST(trim(t) AS UBIGINT) IS NOT NULL)) OR trim(x) = '' THEN "
+        + _SET.format(
+            "list_transform(list_filter(string_split(x, ','), lambda t: trim(t) <> ''), "
+            "lambda t: CAST(trim(t) AS UBIGINT))"
+        )
+        + " END"
+    },
+    "BITMAP_FROM_ARRAY": {
+        1: _SET.format(
+            "list_transform(list_filter(x, lambda v: v IS NOT NULL), lambda v: CAST(v AS UBIGINT))"
+        )
+    },
+    "BITMAP_TO_STRING": {1: "array_to_string(x, ',')"},
+    "BITMAP_TO_ARRAY": {1: "CAST(x AS BIGINT[])"},
+    "BITMAP_COUNT": {1: "coalesce(len(x), 0)"},
+    "BITMAP_EMPTY": {0: _EMPTY},
+    "BITMAP_MIN": {1: "list_min(x)"},
+    "BITMAP_MAX": {1: "list_max(x)"},
+    "BITMAP_CONTAINS": {2: "list_contains(x, TRY_CAST(y AS UBIGINT))"},
+    "BITMAP_HAS_ANY": {2: "list_has_any(x, y)"},
+    "BITMAP_HAS_ALL": {2: "list_has_all(x, y)"},
+    "BITMAP_AND": {2: _AND, 3: f"list_sort(list_intersect({_AND}, z))"},
+    "BITMAP_OR": {2: _OR, 3: _SET.format("list_concat(list_concat(x, y), z)")},
+    "BITMAP_XOR": {2: _XOR},
+    "BITMAP_NOT": {2: _MINUS.format("x", "y")},
+    "BITMAP_AND_NOT": {2: _MINUS.format("x", "y")},
+    "BITMAP_AND_COUNT": {2: f"coalesce(len({_AND}), 0)"},
+    "BITMAP_OR_COUNT": {2: f"coalesce(len({_OR}), 0)"},
+    "BITMAP_XOR_COUNT": {2: f"coalesce(len({_XOR}), 0)"},
+    "BITMAP_AND_NOT_COUNT": {2: f"coalesce(len({_MINUS.format('x', 'y')}), 0)"},
+    "BITMAP_SUBSET_IN_RANGE": {3: "list_filter(x, lambda v: v >= y AND v < z)"},
+    "BITMAP_SUBSET_LIMIT": {3: "list_slice(list_filter(x, lambda v: v >= y), 1, z)"},
+    "SUB_BITMAP": {
+        3: "CASE WHEN y >= 0 THEN list_slice(x, y + 1, y + z) "
+        "ELSE list_slice(x, len(x) + y + 1, len(x) + y + z) END"
+    },
+    # aggregates
+    "BITMAP_UNION": {1: _UNION},
+    "BITMAP_UNION_COUNT": {1: "len(list_distinct(flatten(list(x))))"},
+    "BITMAP_UNION_INT": {1: "count(DISTINCT x)"},
+    "BITMAP_INTERSECT": {  # x aggregated once (a lambda may not read it): NULL for no set
+        1: "list_extract(list_transform([list_filter(list(x), lambda b: b IS NOT NULL)], "
+        "lambda s: CASE WHEN len(s) > 0 THEN "
+        "list_sort(list_reduce(s, lambda a, b: list_intersect(a, b))) END), 1)"
+    },
+    "HLL_HASH": {1: "CASE WHEN x IS NOT NULL THEN [hash(CAST(x AS VARCHAR))] END"},
+    "HLL_EMPTY": {0: _EMPTY},
+    "HLL_CARDINALITY": {1: "coalesce(len(x), 0)"},
+    "HLL_UNION": {1: _UNION},
+    "HLL_RAW_AGG": {1: _UNION},
+    "HLL_UNION_AGG": {1: "len(list_distinct(flatten(list(x))))"},
+}
+
 # Doris's functions as DuckDB expressions of their arguments x, y, z, by how many they take
 DORIS_FUNCTIONS: dict[str, dict[int, str]] = {
     # full-text predicates, `c MATCH_ANY 'words'` (fe/sql/parser.py: with_match_functions)
@@ -1218,6 +1289,7 @@ DORIS_FUNCTIONS: dict[str, dict[int, str]] = {
         "THEN 'bigint' ELSE 'largeint' END END END"
     },
     "ARRAY_REVERSE_SORT": {1: "list_reverse_sort(x)"},
+    **BITMAP_FUNCTIONS,
 }
 _DORIS_TREES = {
     (name, count): sqlglot.parse_one(text, read="duckdb")
@@ -1239,6 +1311,8 @@ def _doris_function(node: exp.Expression, time: StatementTime) -> exp.Expression
     tree = _DORIS_TREES.get((_name(node), len(arguments)))
     if tree is None:
         return node
+    if not arguments:
+        return tree.copy()
     more = dict(zip(("y", "z"), arguments[1:], strict=False))
     return _filled(tree, arguments[0], **more)
 

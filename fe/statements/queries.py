@@ -594,7 +594,7 @@ async def run_in_engine(
         return _streamed_result(_result_names(plan, answer.columns), answer)
     if explain:
         return Result(rows=answer.rows)
-    return _answer_result(_result_names(plan, answer.columns), answer)
+    return _answer_result(_result_names(plan, answer.columns), answer, for_client=stream)
 
 
 def _result_names(plan: SelectPlan, columns: list[tuple[str, str]]) -> list[str]:
@@ -618,7 +618,8 @@ def _streamed_result(names: list[str], answer: engine.StreamedAnswer) -> Result:
         if sql_type == ARRAY_TYPE:
             arrays_at.add(position)
         columns.append(_result_column(name, "DATETIME(6)" if sql_type == "DATETIME" else sql_type))
-    return Result(columns=columns, rows=StreamedRows(answer, frozenset(arrays_at)))
+    hidden = arrays.hidden_at(duck_type for _, duck_type in answer.columns)
+    return Result(columns=columns, rows=StreamedRows(answer, frozenset(arrays_at), hidden))
 
 
 def _sql_type(duck_type: str) -> str:
@@ -632,9 +633,15 @@ class StreamedRows:
     of rows; an engine error on the way comes as the client's QueryError; aclose() stops the
     query."""
 
-    def __init__(self, answer: engine.StreamedAnswer, arrays_at: frozenset[int] = frozenset()):
+    def __init__(
+        self,
+        answer: engine.StreamedAnswer,
+        arrays_at: frozenset[int] = frozenset(),
+        hidden: frozenset[int] = frozenset(),
+    ):
         self._parts = answer.parts()
         self._arrays_at = arrays_at
+        self._hidden = hidden
         self.metrics = None  # counts the rows sent, when set
 
     def __aiter__(self):
@@ -648,7 +655,7 @@ class StreamedRows:
         if self.metrics is not None:
             self.metrics.rows_answered += len(part)
         if self._arrays_at:
-            return arrays.rows_with_text(part, self._arrays_at)
+            return arrays.rows_with_text(part, self._arrays_at, self._hidden)
         return part
 
     async def aclose(self) -> None:
@@ -723,10 +730,11 @@ def _scan_lines(
     return lines
 
 
-def _answer_result(names: list[str], answer: engine.Answer) -> Result:
+def _answer_result(names: list[str], answer: engine.Answer, for_client: bool = True) -> Result:
     """The engine's answer as MySQL's result, its columns named names. Columns that need no
     look at the rows are kept: the same names and types give the very same columns object (the
-    connection keeps its encoding of them while they stay)."""
+    connection keeps its encoding of them while they stay). BITMAP and HLL values are NULL for
+    a client, as Doris answers them, and kept as they are for an INSERT ... SELECT."""
     key = (tuple(names), tuple(answer.columns))
     kept = _ANSWER_COLUMNS.get(key)
     if kept is not None:
@@ -742,7 +750,10 @@ def _answer_result(names: list[str], answer: engine.Answer) -> Result:
             arrays_at.add(position)
         columns.append(_result_column(name, sql_type))
     if arrays_at:  # never ArrowRows: DuckDB's lists do not read as Python from Arrow alike
-        rows = arrays.rows_with_text(rows, frozenset(arrays_at))
+        hidden = arrays.hidden_at(duck_type for _, duck_type in answer.columns)
+        if not for_client:
+            arrays_at, hidden = set(arrays_at) - hidden, frozenset()
+        rows = arrays.rows_with_text(rows, frozenset(arrays_at), hidden)
     elif not any(duck_type.startswith("TIMESTAMP") for _, duck_type in answer.columns):
         if len(_ANSWER_COLUMNS) >= MAX_KEPT_COLUMNS:
             _ANSWER_COLUMNS.clear()

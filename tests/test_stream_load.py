@@ -172,8 +172,40 @@ def test_columns_where_and_max_filter_ratio(up, tmp_path):
     assert answer["NumberTotalRows"] == 5 and answer["NumberFilteredRows"] == 1
     assert answer["NumberUnselectedRows"] == 2 and answer["NumberLoadedRows"] == 2
     assert rows(up, f"SELECT k, v FROM d.{name} ORDER BY k") == [(2, "b"), (5, "e")]
-    bad = curl(up, f"/api/d/{name}/_stream_load", data, "columns:v,nope")
-    assert bad["Status"] == "Fail" and "nope" in bad["Message"]
+    bad = curl(up, f"/api/d/{name}/_stream_load", data, "columns:v,k,nope=k")
+    assert bad["Status"] == "Fail" and "Unknown column 'nope'" in bad["Message"], bad
+
+
+def test_column_mappings_compute_columns_from_the_files_fields(up, tmp_path):
+    """Doris's `columns: a, tmp, b=expr`: a field of the load's own is skipped or read by a
+    mapping; a mapping's value the column cannot take filters its row (strict mode)."""
+    execute(up, "CREATE TABLE d.mapped (k INT NOT NULL, n INT, v VARCHAR(20)) DUPLICATE KEY(k) "
+            "DISTRIBUTED BY HASH(k) BUCKETS 2")  # fmt: skip
+    data = tmp_path / "m.csv"
+    data.write_text("1,skip,ab\n2,skip,cd\n")
+    answer = curl(up, "/api/d/mapped/_stream_load", data, "column_separator:,",
+                  "columns: k, tmp, raw, n = k * 10, v = concat(upper(raw), '!')")  # fmt: skip
+    assert answer["Status"] == "Success" and answer["NumberLoadedRows"] == 2, answer
+    assert rows(up, "SELECT k, n, v FROM d.mapped ORDER BY k") == [(1, 10, "AB!"), (2, 20, "CD!")]
+    wrong = curl(up, "/api/d/mapped/_stream_load", data, "column_separator:,",
+                 "columns: k, tmp, raw, n = concat(raw, 'x')", "max_filter_ratio:1")  # fmt: skip
+    assert (wrong["Status"], wrong["NumberFilteredRows"]) == ("Success", 2), wrong
+    for header, said in (
+        ("columns: k, tmp, raw, v = nope", "no column of the file"),
+        ("columns: k, tmp, raw, v = read_text('/etc/passwd')", "read_text"),
+        ("columns: k, k, raw", "named twice"),
+        ("columns: k, tmp, raw, v = (", "the columns header"),
+    ):
+        refused = curl(up, "/api/d/mapped/_stream_load", data, "column_separator:,", header)
+        assert refused["Status"] == "Fail" and said in refused["Message"], (header, refused)
+    assert rows(up, "SELECT count(*) FROM d.mapped") == [(2,)]
+    execute(up, "CREATE TABLE d.visits (dt DATE, page VARCHAR(9), users BITMAP BITMAP_UNION) "
+            "AGGREGATE KEY(dt, page) DISTRIBUTED BY HASH(dt) BUCKETS 1")  # fmt: skip
+    data.write_text("2024-01-01,home,7\n2024-01-01,home,8\n2024-01-01,home,7\n")
+    loaded = curl(up, "/api/d/visits/_stream_load", data, "column_separator:,",
+                  "columns: dt, page, uid, users = to_bitmap(uid)")  # fmt: skip
+    assert loaded["Status"] == "Success", loaded
+    assert rows(up, "SELECT page, BITMAP_COUNT(users) FROM d.visits") == [("home", 2)]
 
 
 def test_strict_mode_and_lengths(up, tmp_path):

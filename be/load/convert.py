@@ -35,7 +35,7 @@ def typed(
     columns = []
     for column in schema.columns:
         if column.name in source.schema.names:
-            values, failed = _converted(source.column(column.name).combine_chunks(), column.type)
+            values, failed = converted(source.column(column.name).combine_chunks(), column.type)
             if column.name in json_columns:
                 values, failed = _json_texts(values)
             longest = (lengths or {}).get(column.name)
@@ -51,7 +51,7 @@ def typed(
     return pa.Table.from_arrays(columns, schema=schema.arrow()), bad
 
 
-def _converted(values: pa.Array, arrow_type: pa.DataType) -> tuple[pa.Array, pa.Array]:
+def converted(values: pa.Array, arrow_type: pa.DataType) -> tuple[pa.Array, pa.Array]:
     if values.type == arrow_type:
         return values, _falses(len(values))
     try:

@@ -16,7 +16,8 @@ FORMATS = ("csv", "csv_with_names", "csv_with_names_and_types", "json")
 @dataclass(frozen=True)
 class LoadOptions:
     label: str
-    columns: tuple[str, ...]  # the body's fields, in order, as the table's column names
+    columns: tuple[str, ...]  # the body's fields, in order: the table's columns or the load's own
+    mappings: tuple[tuple[str, str], ...] = ()  # (table column, the engine's SQL over the fields)
     format: str = "csv"
     separator: str = "\t"
     max_filter_ratio: float = 0.0
@@ -29,7 +30,8 @@ class LoadOptions:
         return {"csv_with_names": 1, "csv_with_names_and_types": 2}.get(self.format, 0)
 
 
-def load_options(headers, schema: TableSchema) -> LoadOptions:
+def load_options(headers, schema: TableSchema, claims: dict | None = None) -> LoadOptions:
+    """The headers' options; the columns and mappings as the FE read them (claims), if it did."""
     label = headers.get("label", "").strip() or str(uuid.uuid4())
     if not LABEL.fullmatch(label):
         raise BadLoadRequest(
@@ -52,9 +54,14 @@ def load_options(headers, schema: TableSchema) -> LoadOptions:
         raise BadLoadRequest("max_filter_ratio must be a number from 0 to 1") from None
     if not 0 <= ratio <= 1:
         raise BadLoadRequest("max_filter_ratio must be a number from 0 to 1")
+    if claims is not None and "columns" in claims:
+        columns, mappings = _claimed(claims, schema)
+    else:
+        columns, mappings = _columns(headers.get("columns", ""), schema), ()
     return LoadOptions(
         label,
-        _columns(headers.get("columns", ""), schema),
+        columns,
+        mappings,
         kind,
         separator,
         ratio,
@@ -80,6 +87,19 @@ def _columns(text: str, schema: TableSchema) -> tuple[str, ...]:
     if len(set(found)) != len(found):
         raise BadLoadRequest("a column is named twice in columns")
     return tuple(found)
+
+
+def _claimed(claims: dict, schema: TableSchema) -> tuple[tuple[str, ...], tuple]:
+    """The FE's reading of the columns header (a signed claim: its shape is checked, not its
+    sense)."""
+    try:
+        columns = tuple(str(name) for name in claims["columns"])
+        mappings = tuple((str(target), str(sql)) for target, sql in claims.get("mappings", ()))
+    except (TypeError, ValueError):
+        raise BadLoadRequest("the load's columns are malformed") from None
+    if not columns or any(target not in schema.names for target, _ in mappings):
+        raise BadLoadRequest("the load's columns are malformed")
+    return columns, mappings
 
 
 def _unescaped(text: str) -> str:

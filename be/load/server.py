@@ -21,7 +21,6 @@ import threading
 from collections.abc import Callable
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from aiohttp import web
 
 from be.engine import Engine, EngineError
@@ -61,7 +60,7 @@ class LoadServer:
             pipeline,
             store,
             self.limits,
-            self._select,
+            self._evaluated,
             grow,
             key.decode() if isinstance(key, bytes) else key,
         )
@@ -252,9 +251,14 @@ class LoadServer:
             raise TokenRefused("the load token names another table")
         return claims
 
-    def _select(self, where: str, rows: pa.Table) -> pa.Array:
-        """Per row, whether the load's WHERE (DuckDB text the FE checked) keeps it."""
-        sql = f"SELECT ({where}) AS keep FROM load_rows"
+    def _evaluated(self, expressions: list[str], rows: pa.Table) -> list[pa.Array]:
+        """Each expression's value (DuckDB text the FE checked) for each of rows; BadLoadRequest
+        if the engine refuses them."""
+        sql = (
+            "SELECT "
+            + ", ".join(f"{expression} AS c{n}" for n, expression in enumerate(expressions))
+            + " FROM load_rows"
+        )
         run = self._engine.run(
             lambda: (sql, {"load_rows": rows}),
             timeout_seconds=WHERE_TIMEOUT_SECONDS,
@@ -264,14 +268,11 @@ class LoadServer:
         try:
             answer = asyncio.run_coroutine_threadsafe(run, self._loop).result()
         except EngineError as error:
-            raise BadLoadRequest(f"the where filter failed: {error}") from None
-        batches = [batch.column(0) for batch in answer.batches]
-        keep = (
-            pa.chunked_array(batches, pa.bool_()) if batches else pa.chunked_array([], pa.bool_())
-        )
-        if len(keep) != rows.num_rows:
-            raise BadLoadRequest("the where filter did not answer for every row")
-        return pc.fill_null(keep.combine_chunks(), False)
+            raise BadLoadRequest(str(error)) from None
+        table = pa.Table.from_batches(answer.batches) if answer.batches else None
+        if table is None or table.num_rows != rows.num_rows:
+            raise BadLoadRequest("the engine did not answer for every row")
+        return [table.column(n).combine_chunks() for n in range(len(expressions))]
 
 
 class BodyReader(io.RawIOBase):

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from be.load import auto_partitions, read
+from be.load import auto_partitions, convert, read
 from be.load.convert import typed
 from be.load.errors import (
     BadLoadRequest,
@@ -39,8 +39,8 @@ from be.tn.errors import CommitError, CommitOutcomeUnknown
 
 logger = logging.getLogger(__name__)
 
-# where: the FE's DuckDB text of the load's WHERE; the keep flag of each row of a batch
-Selector = Callable[[str, pa.Table], pa.Array]
+# the engine's values of SQL expressions (the FE's DuckDB text) over the rows of a batch
+Evaluator = Callable[[list[str], pa.Table], list[pa.Array]]
 
 
 @dataclass
@@ -59,7 +59,7 @@ class StreamLoads:
         pipeline: Callable[[], object],
         store: ObjectStore,
         limits: LoadLimits,
-        select: Selector,
+        evaluate: Evaluator,
         grow: Callable[[int, pa.Table], TableSchema | None] | None = None,
         token: str = "",
     ):
@@ -72,7 +72,7 @@ class StreamLoads:
         self.token = token
         self.store = store
         self.limits = limits
-        self.select = select
+        self.evaluate = evaluate
         self._running = threading.BoundedSemaphore(limits.max_open_loads)
         self._held: dict[int, _Held] = {}
         self._lock = threading.Lock()
@@ -87,7 +87,7 @@ class StreamLoads:
         started = time.monotonic()
         schema = TableSchema.from_fields(claims["schema"])
         try:
-            options = load_options(headers, schema)
+            options = load_options(headers, schema, claims)
         except LoadError as error:
             return _answer_of_failure(headers.get("label", ""), 0, error)
         if not self._running.acquire(blocking=False):
@@ -249,14 +249,18 @@ class StreamLoads:
                 counts.reading,
                 options.header_lines,
             )
+        targets = {target for target, _ in options.mappings}
         for batch in batches:
             counts.total += batch.num_rows
-            rows, bad = typed(batch, schema, lengths, options.strict, json_columns)
+            plain = batch.drop_columns([n for n in batch.column_names if n in targets])
+            rows, bad = typed(plain, schema, lengths, options.strict, json_columns)
+            if options.mappings and batch.num_rows:
+                rows, bad = self._mapped(options, schema, batch, rows, bad)
             if pc.any(bad).as_py():
                 counts.note_bad(batch.filter(bad), self.limits.max_error_rows)
                 rows = rows.filter(pc.invert(bad))
             if where and rows.num_rows:
-                keep = self.select(where, rows)
+                keep = self._kept(where, rows)
                 counts.unselected += rows.num_rows - pc.sum(keep).as_py()
                 rows = rows.filter(keep)
             unplaced = writer.unplaced(rows)
@@ -273,6 +277,41 @@ class StreamLoads:
         if body.broken is not None:
             raise BadLoadRequest(body.broken)
         counts.total += counts.reading.malformed
+
+    def _mapped(
+        self, options: LoadOptions, schema: TableSchema, batch: pa.Table, rows: pa.Table, bad
+    ) -> tuple[pa.Table, pa.Array]:
+        """rows with each mapped column worked out from the batch's fields (the table's typed,
+        the load's own as text), and bad with the rows whose value the column cannot take."""
+        fields = pa.table(
+            {
+                name: rows.column(name)
+                if name in schema.names and name not in dict(options.mappings)
+                else batch.column(name)
+                for name in batch.column_names
+            }
+        )
+        try:
+            values = self.evaluate([sql for _, sql in options.mappings], fields)
+        except BadLoadRequest as error:
+            raise BadLoadRequest(f"a column mapping failed: {error}") from None
+        for (target, _), computed in zip(options.mappings, values, strict=True):
+            column = schema.column(target)
+            converted, failed = convert.converted(computed, column.type)
+            if options.strict:
+                bad = pc.or_(bad, failed)
+            if not column.nullable:
+                bad = pc.or_(bad, pc.is_null(converted))
+            rows = rows.set_column(rows.schema.get_field_index(target), target, converted)
+        return rows, bad
+
+    def _kept(self, where: str, rows: pa.Table) -> pa.Array:
+        """Per row, whether the load's WHERE keeps it."""
+        try:
+            (keep,) = self.evaluate([f"({where})"], rows)
+        except BadLoadRequest as error:
+            raise BadLoadRequest(f"the where filter failed: {error}") from None
+        return pc.fill_null(keep.cast(pa.bool_()), False)
 
     def _error_log(self, txn_id: int, counts: _Counts, error_url: str) -> str:
         lines = list(counts.reading.first_errors) + counts.bad_rows

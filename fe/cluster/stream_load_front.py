@@ -23,6 +23,7 @@ from be import engine
 from be.load import token
 from be.table_schema import TableSchema
 from fe.cluster.http_logins import basic_auth_login
+from fe.cluster.load_columns import load_columns
 from fe.security import privileges
 from fe.security.lockout import LoginTracker
 from fe.statements import auto_partitions, views
@@ -117,12 +118,19 @@ class StreamLoadFront:
             where = _where(request.headers.get("where", ""))
         except ValueError as error:
             return _failure(f"the where header: {error}", 400)
+        max_text_bytes = self.config["max_allowed_packet"] if self.config else 1 << 26
+        try:
+            columns = load_columns(request.headers.get("columns", ""), table, max_text_bytes)
+        except ValueError as error:
+            return _failure(f"the columns header: {error}", 400)
         claims = {
             "kind": token.LOAD,
             "user": user.name,
             "db": db_name,
             "table": table_name,
             "schema": TableSchema.of(table).fields(),
+            "columns": list(columns.sources),
+            "mappings": [list(mapping) for mapping in columns.mappings],
             "where": where,
             "lengths": {  # CHAR(n) and VARCHAR(n): characters, checked as an INSERT does
                 column.name: column.type.character_length

@@ -1,0 +1,85 @@
+"""A Stream Load's `columns` header, as Doris reads it: the file's columns in order, each a
+column of the table or a name of the load's own, and mappings `target=expression` that compute a
+column of the table from them (`columns: dt, page, uid, users=to_bitmap(uid)`). Parsed and
+checked by the FE, which hands the backend the source names and each mapping as the engine's SQL
+(the FE's rewrites of Doris's and MySQL's functions applied)."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from be import engine
+from fe.mysql.errors import QueryError
+from fe.statements import mysql_functions
+from metadata.records import Table
+
+MAX_COLUMNS_HEADER_CHARS = 64 * 1024
+
+
+@dataclass(frozen=True)
+class LoadColumns:
+    sources: tuple[str, ...]  # the file's columns, in order
+    mappings: tuple[tuple[str, str], ...]  # (table column, the engine's SQL over the sources)
+
+
+def load_columns(text: str, table: Table, max_text_bytes: int) -> LoadColumns:
+    """The header's columns (the table's, in order, when it is empty); ValueError if it is not
+    Doris's form or names what the table lacks."""
+    if not text.strip():
+        return LoadColumns(tuple(column.name for column in table.columns), ())
+    if len(text) > MAX_COLUMNS_HEADER_CHARS:
+        raise ValueError(f"the columns header is longer than {MAX_COLUMNS_HEADER_CHARS} characters")
+    try:
+        select = sqlglot.parse_one(f"SELECT {text}", read="mysql")
+    except SqlglotError as error:
+        raise ValueError(str(error).splitlines()[0]) from None
+    clauses = [key for key, value in select.args.items() if value and key != "expressions"]
+    if not isinstance(select, exp.Select) or clauses:
+        raise ValueError("a list of columns and mappings `name=expression`")
+    named = {column.name.lower(): column.name for column in table.columns}
+    sources: list[str] = []
+    written: list[tuple[str, exp.Expression]] = []
+    for item in select.expressions:
+        if isinstance(item, exp.Column) and not item.table:
+            sources.append(named.get(item.name.lower(), item.name))
+        elif isinstance(item, exp.EQ) and isinstance(item.this, exp.Column) and not item.this.table:
+            target = named.get(item.this.name.lower())
+            if target is None:
+                raise ValueError(f"Unknown column '{item.this.name}' in table")
+            written.append((target, item.expression))
+        else:
+            raise ValueError(f"not a column or a mapping `name=expression`: {item.sql('mysql')}")
+    _check_names(sources, [target for target, _ in written])
+    time = mysql_functions.StatementTime(
+        datetime.datetime.now(datetime.UTC).astimezone(mysql_functions.time_zone("SYSTEM")),
+        max_text_bytes,
+    )
+    known = {source.lower() for source in sources}
+    mappings = []
+    for target, expression in written:
+        for column in expression.find_all(exp.Column):
+            if column.table or column.name.lower() not in known:
+                raise ValueError(
+                    f"the mapping of {target} reads '{column.sql('mysql')}', no column of the file"
+                )
+        try:
+            engine.check(expression)
+            sql = mysql_functions.rewritten(expression.copy(), time).sql(dialect="duckdb")
+        except (engine.EngineError, QueryError, SqlglotError) as error:
+            raise ValueError(f"the mapping of {target}: {error}") from None
+        mappings.append((target, sql))
+    return LoadColumns(tuple(sources), tuple(mappings))
+
+
+def _check_names(sources: list[str], targets: list[str]) -> None:
+    if not sources:
+        raise ValueError("the columns header names no column of the file")
+    if len({source.lower() for source in sources}) != len(sources):
+        raise ValueError("a column is named twice in columns")
+    if len(set(targets)) != len(targets):
+        raise ValueError("a column is mapped twice in columns")

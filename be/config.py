@@ -355,6 +355,11 @@ BE_KEYS = (
         comment="The largest body one Stream Load may send, in MB.",
     ),
     Key(
+        "streaming_load_json_max_mb",
+        100,
+        comment="The largest body of a JSON Stream Load read whole (a JSON array, or one object: without read_json_by_line), in MB.",
+    ),
+    Key(
         "stream_load_max_running",
         16,
         comment="Stream Loads a backend runs at once; more are refused until one ends.",

@@ -146,7 +146,36 @@ def test_json_lines_by_requests(up):
     assert (answer["NumberLoadedRows"], answer["NumberFilteredRows"]) == (3, 2)
     assert rows(up, f"SELECT k, v FROM d.{name} ORDER BY k") == [(1, "one"), (2, None), (3, None)]
     refused = put(up, f"/api/d/{name}/_stream_load", body, {"format": "json"}).json()
-    assert refused["Status"] == "Fail" and "read_json_by_line" in refused["Message"]
+    assert refused["Status"] == "Fail" and "too many filtered rows" in refused["Message"]
+    assert "read_json_by_line" in requests.get(refused["ErrorURL"], timeout=10).text
+
+
+def test_json_arrays_single_objects_and_jsonpaths(up, tmp_path):
+    """Doris's JSON bodies: one array of objects (strip_outer_array), one object, and jsonpaths
+    reading each column at its path; through curl, as DataX and Flink's Doris writers send."""
+    name = table(up, "ja")
+    data = tmp_path / "a.json"
+    data.write_text('[\n  {"k": 1, "v": "one"},\n  {"k": 2, "v": "two"},\n  7\n]\n')
+    answer = curl(up, f"/api/d/{name}/_stream_load", data, "format: json",
+                  "strip_outer_array: true", "max_filter_ratio: 0.5")  # fmt: skip
+    assert (answer["Status"], answer["NumberLoadedRows"], answer["NumberFilteredRows"]) == (
+        "Success", 2, 1,
+    ), answer  # fmt: skip
+    refused = curl(up, f"/api/d/{name}/_stream_load", data, "format: json")
+    assert refused["Status"] == "Fail" and "strip_outer_array" in refused["Message"], refused
+    data.write_text('{"k": 3, "v": "three"}')
+    assert curl(up, f"/api/d/{name}/_stream_load", data, "format: json")["Status"] == "Success"
+    data.write_text('[{"id": 4, "info": {"name": "four", "tags": ["a"]}}, {"id": 5, "info": {}}]')
+    by_paths = curl(up, f"/api/d/{name}/_stream_load", data, "format: json",
+                    "strip_outer_array: true", 'jsonpaths: ["$.id", "$.info.name"]',
+                    "columns: k, v")  # fmt: skip
+    assert by_paths["Status"] == "Success" and by_paths["NumberLoadedRows"] == 2, by_paths
+    assert rows(up, f"SELECT k, v FROM d.{name} ORDER BY k") == [
+        (1, "one"), (2, "two"), (3, "three"), (4, "four"), (5, None),
+    ]  # fmt: skip
+    bad = curl(up, f"/api/d/{name}/_stream_load", data, "format: json",
+               "strip_outer_array: true", 'jsonpaths: ["$.id"]', "columns: k, v")  # fmt: skip
+    assert bad["Status"] == "Fail" and "jsonpaths has 1 paths for 2 columns" in bad["Message"]
 
 
 def test_columns_where_and_max_filter_ratio(up, tmp_path):

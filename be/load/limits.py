@@ -10,6 +10,7 @@ class LoadLimits:
     max_body_bytes: int = 10 << 30  # one load's body (Doris's streaming_load_max_mb)
     read_block_bytes: int = 4 << 20  # CSV/JSON bytes parsed at once
     max_line_bytes: int = 1 << 20  # one JSON line
+    max_json_bytes: int = 100 << 20  # a JSON body read whole (Doris's streaming_load_json_max_mb)
     object_rows: int = 1_000_000  # rows of one tablet written as one object
     max_buffered_bytes: int = 128 << 20  # rows waiting for their object, all tablets together
     row_id_rows: int = 1 << 16  # the fewest row ids asked of the TN at once
@@ -28,6 +29,7 @@ class LoadLimits:
             < self.read_block_bytes
             <= self.max_body_bytes,
             "0 < max_line_bytes": 0 < self.max_line_bytes,
+            "0 < max_json_bytes": 0 < self.max_json_bytes,
             "0 < object_rows": 0 < self.object_rows,
             "max_buffered_bytes > 0": self.max_buffered_bytes > 0,
             "0 < row_id_rows <= 1_000_000": 0 < self.row_id_rows <= 1_000_000,
@@ -51,6 +53,7 @@ class LoadLimits:
     def from_config(cls, config) -> LoadLimits:
         return cls(
             max_body_bytes=config["streaming_load_max_mb"] << 20,
+            max_json_bytes=config["streaming_load_json_max_mb"] << 20,
             max_open_loads=config["stream_load_max_running"],
             precommit_timeout_seconds=config["stream_load_precommit_timeout_second"],
             token_ttl_seconds=config["stream_load_token_ttl_second"],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from dataclasses import dataclass
@@ -24,6 +25,9 @@ class LoadOptions:
     two_phase: bool = False
     comment: str = ""
     strict: bool = True  # Doris's strict_mode; Quire's default is MySQL's strict SQL mode
+    json_by_line: bool = False  # read_json_by_line: a JSON value a line, else one for the body
+    strip_outer_array: bool = False  # a JSON value is an array of objects, each a row
+    jsonpaths: tuple[str, ...] = ()  # where each of columns is in an object (`$.a.b`)
 
     @property
     def header_lines(self) -> int:
@@ -40,8 +44,6 @@ def load_options(headers, schema: TableSchema, claims: dict | None = None) -> Lo
     kind = headers.get("format", "csv").strip().lower() or "csv"
     if kind not in FORMATS:
         raise BadLoadRequest(f"unknown data format {kind!r}: one of {', '.join(FORMATS)}")
-    if kind == "json" and headers.get("read_json_by_line", "").strip().lower() != "true":
-        raise BadLoadRequest("JSON loads read one object per line: set read_json_by_line: true")
     delimiter = _unescaped(headers.get("line_delimiter", "\n"))
     if delimiter not in ("\n", "\r\n"):
         raise BadLoadRequest("line_delimiter may be \\n or \\r\\n")
@@ -58,6 +60,11 @@ def load_options(headers, schema: TableSchema, claims: dict | None = None) -> Lo
         columns, mappings = _claimed(claims, schema)
     else:
         columns, mappings = _columns(headers.get("columns", ""), schema), ()
+    jsonpaths = _jsonpaths(headers.get("jsonpaths", ""))
+    if jsonpaths and len(jsonpaths) != len(columns):
+        raise BadLoadRequest(
+            f"jsonpaths has {len(jsonpaths)} paths for {len(columns)} columns: one a column"
+        )
     return LoadOptions(
         label,
         columns,
@@ -65,10 +72,37 @@ def load_options(headers, schema: TableSchema, claims: dict | None = None) -> Lo
         kind,
         separator,
         ratio,
-        headers.get("two_phase_commit", "").strip().lower() == "true",
+        _flag(headers, "two_phase_commit"),
         headers.get("comment", "")[:1024],
         headers.get("strict_mode", "true").strip().lower() != "false",
+        _flag(headers, "read_json_by_line"),
+        _flag(headers, "strip_outer_array"),
+        jsonpaths,
     )
+
+
+def _flag(headers, name: str) -> bool:
+    return headers.get(name, "").strip().lower() == "true"
+
+
+MAX_JSONPATHS = 4096
+
+
+def _jsonpaths(text: str) -> tuple[str, ...]:
+    """Doris's jsonpaths header: a JSON array of paths, each from the object's root `$`."""
+    if not text.strip():
+        return ()
+    try:
+        paths = json.loads(text)
+    except ValueError:
+        raise BadLoadRequest('jsonpaths must be a JSON array of paths, e.g. ["$.k"]') from None
+    if (
+        not isinstance(paths, list)
+        or not 0 < len(paths) <= MAX_JSONPATHS
+        or not all(isinstance(path, str) and path.startswith("$") for path in paths)
+    ):
+        raise BadLoadRequest('jsonpaths must be a JSON array of paths, e.g. ["$.k"]')
+    return tuple(paths)
 
 
 def _columns(text: str, schema: TableSchema) -> tuple[str, ...]:

@@ -1,7 +1,7 @@
 """A load's body as batches of text columns: CSV through pyarrow's streaming reader (a block
 at a time: a large body is never held whole), JSON lines through the json module a line at a
-time. Rows with another number of fields than the load's columns, and JSON lines that are not
-objects, are counted as filtered and skipped."""
+time (or a body of one JSON value, read whole). Rows with another number of fields than the
+load's columns, and JSON values that are not objects, are counted as filtered and skipped."""
 
 from __future__ import annotations
 
@@ -80,36 +80,108 @@ def csv_batches(
         yield pa.Table.from_batches([batch])
 
 
-def json_line_batches(
-    body: io.RawIOBase, columns: list[str], limits: LoadLimits, counts: Counts
+DOCUMENT = "__quire_json"  # with jsonpaths: the column of each object's JSON text
+
+
+def json_batches(
+    body: io.RawIOBase,
+    columns: list[str],
+    limits: LoadLimits,
+    counts: Counts,
+    by_line: bool,
+    strip_outer_array: bool,
+    by_paths: bool = False,
 ) -> Iterator[pa.Table]:
-    stream = io.BufferedReader(body, buffer_size=limits.read_block_bytes)
+    """Doris's JSON: a value a line (by_line), else one value for the whole body (at most
+    max_json_bytes, read whole); a value is an object, or with strip_outer_array an array of
+    objects, each a row. by_paths: a row is its object's JSON text (the DOCUMENT column), for the
+    load's jsonpaths to read; else each of columns is its object's member of that name."""
     wanted = {name.lower(): name for name in columns}
+    names = [DOCUMENT] if by_paths else columns
     rows: list[dict] = []
+    values = _json_lines(body, limits) if by_line else _json_document(body, limits)
+    for text, value in values:
+        for item in _objects(text, value, strip_outer_array, by_line, limits, counts):
+            if by_paths:
+                rows.append({DOCUMENT: json.dumps(item, separators=(",", ":"))})
+            else:
+                rows.append(
+                    {wanted[k.lower()]: _text(v) for k, v in item.items() if k.lower() in wanted}
+                )
+            if len(rows) >= JSON_BATCH_ROWS:
+                yield _table(rows, names)
+                rows = []
+    if rows:
+        yield _table(rows, names)
+
+
+def _json_lines(body: io.RawIOBase, limits: LoadLimits):
+    stream = io.BufferedReader(body, buffer_size=limits.read_block_bytes)
     while True:
         line = stream.readline(limits.max_line_bytes + 1)
         if not line:
-            break
+            return
         if len(line) > limits.max_line_bytes and not line.endswith(b"\n"):
             raise BadLoadRequest(f"a JSON line is longer than {limits.max_line_bytes} bytes")
         text = line.strip()
-        if not text:
-            continue
-        try:
-            value = json.loads(text)
-        except ValueError:
-            value = None
-        if not isinstance(value, dict):
-            counts.malformed += 1
-            if len(counts.first_errors) < limits.max_error_rows:
-                counts.first_errors.append(f"Reason: not a JSON object. src line: [{text[:200]!r}]")
-            continue
-        rows.append({wanted[k.lower()]: _text(v) for k, v in value.items() if k.lower() in wanted})
-        if len(rows) >= JSON_BATCH_ROWS:
-            yield _table(rows, columns)
-            rows = []
-    if rows:
-        yield _table(rows, columns)
+        if text:
+            yield text, _parsed(text)
+
+
+def _json_document(body: io.RawIOBase, limits: LoadLimits):
+    stream = io.BufferedReader(body, buffer_size=limits.read_block_bytes)
+    text = stream.read(limits.max_json_bytes + 1)
+    if len(text) > limits.max_json_bytes:
+        raise BadLoadRequest(
+            f"the JSON body is larger than {limits.max_json_bytes >> 20} MB "
+            "(streaming_load_json_max_mb): split it, or send a value a line with "
+            "read_json_by_line: true"
+        )
+    text = text.strip()
+    if text:
+        yield text, _parsed(text)
+
+
+NOT_JSON = object()
+
+
+def _parsed(text: bytes):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return NOT_JSON
+
+
+def _objects(
+    text: bytes, value, strip_outer_array: bool, by_line: bool, limits: LoadLimits, counts: Counts
+):
+    """The rows' objects of one JSON value; what is none is counted as filtered (a body that is
+    one array without strip_outer_array fails the load)."""
+    if isinstance(value, list) and strip_outer_array:
+        for item in value:
+            if isinstance(item, dict):
+                yield item
+            else:
+                _malformed(counts, limits, "an array's element is not a JSON object", item)
+        return
+    if isinstance(value, dict):
+        yield value
+        return
+    if isinstance(value, list):
+        if not by_line:
+            raise BadLoadRequest("JSON data is an array of objects: strip_outer_array must be true")
+        _malformed(counts, limits, "an array of objects: strip_outer_array must be true", value)
+    elif value is NOT_JSON:
+        why = "not JSON" if by_line else "not one JSON value (a value a line: read_json_by_line)"
+        _malformed(counts, limits, why, text)
+    else:
+        _malformed(counts, limits, "not a JSON object", value)
+
+
+def _malformed(counts: Counts, limits: LoadLimits, why: str, what) -> None:
+    counts.malformed += 1
+    if len(counts.first_errors) < limits.max_error_rows:
+        counts.first_errors.append(f"Reason: {why}. src line: [{str(what)[:200]!r}]")
 
 
 def _text(value) -> str | None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from sqlglot import exp
 
 from be.load import auto_partitions, convert, read
 from be.load.convert import typed
@@ -239,7 +240,17 @@ class StreamLoads:
     ) -> None:
         columns = list(options.columns)
         if options.format == "json":
-            batches = read.json_line_batches(body, columns, self.limits, counts.reading)
+            batches = read.json_batches(
+                body,
+                columns,
+                self.limits,
+                counts.reading,
+                options.json_by_line,
+                options.strip_outer_array,
+                by_paths=bool(options.jsonpaths),
+            )
+            if options.jsonpaths:
+                batches = self._by_paths(batches, columns, options.jsonpaths)
         else:
             batches = read.csv_batches(
                 body,
@@ -304,6 +315,21 @@ class StreamLoads:
                 bad = pc.or_(bad, pc.is_null(converted))
             rows = rows.set_column(rows.schema.get_field_index(target), target, converted)
         return rows, bad
+
+    def _by_paths(self, batches, columns: list[str], paths: tuple[str, ...]):
+        """Each batch of objects' texts as the load's columns, each read at its path (DuckDB's
+        JSONPath: a text as it is, a number's, an object's or an array's JSON text)."""
+        document = exp.column(read.DOCUMENT)
+        expressions = [
+            exp.func("json_extract_string", document, exp.Literal.string(path)).sql("duckdb")
+            for path in paths
+        ]
+        for batch in batches:
+            try:
+                values = self.evaluate(expressions, batch)
+            except BadLoadRequest as error:
+                raise BadLoadRequest(f"jsonpaths could not be read: {error}") from None
+            yield pa.Table.from_arrays([v.cast(pa.string()) for v in values], names=columns)
 
     def _kept(self, where: str, rows: pa.Table) -> pa.Array:
         """Per row, whether the load's WHERE keeps it."""

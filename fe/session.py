@@ -24,7 +24,7 @@ from fe.mysql.prepared import SessionPlan
 from fe.mysql.results import Result
 from fe.security import privileges
 from fe.sql.parser import ParseError, UnknownCatalog, with_executable_comments, without_catalog
-from fe.statement_cache import LongStatementsBusy
+from fe.statement_cache import LongStatementsBusy, ShapedRead
 from fe.statement_history import StatementHistory
 from fe.statements import accounts, point_writes, queries, table_data, transactions
 from fe.statements.statement_kinds import kind_of
@@ -153,7 +153,12 @@ class QuireSession(BaseSession):
         with Counted(self, sql):
             statement = self.services.statement_cache.cached(sql)
             if statement is None:
-                statement = await self.parse(sql)
+                statement = await self.parse(sql, reads=True)
+            if isinstance(statement, ShapedRead):  # read by its key: as a prepared read
+                result = await self._point_read(statement.read, statement.values, statement.names)
+                if result is not None:
+                    return result
+                statement = statement.plan()
             return await self._run(statement, lambda: sql)
 
     async def prepare_statement(self, sql: str) -> SessionPlan:
@@ -192,6 +197,21 @@ class QuireSession(BaseSession):
                 statement = statement_cache.bind(prepared, values)
             return await self._run(statement, lambda: statement_cache.written(prepared, values))
 
+    async def _point_read(self, read, values: list, names: list[str]) -> Result | None:
+        """A query of a known shape read by its table's key (a ShapedRead), answered as a
+        prepared read of its literals; None if it cannot be (its plan runs)."""
+        plane = self.services.data_plane
+        if plane is not None and not plane.reads_at_hand:
+            await transactions.open_implicitly(self)
+        if not self.services.writer.is_leader():
+            self.services.freshness.check_fresh()
+        result = queries.point_read(self, read, values, names)
+        if result is None:
+            result = await queries.run_prepared_read(self, read, values, names)
+        if result is not None:
+            self.warnings = []
+        return result
+
     async def _point_write(self, write, values: list) -> Result | None:
         """An UPDATE or DELETE of one key's rows done without binding it, if it can be."""
         if not self.services.writer.is_leader():
@@ -210,10 +230,11 @@ class QuireSession(BaseSession):
                 self.services.freshness.check_fresh()
         return await self.execute(statement)
 
-    async def parse(self, sql: str):
-        """The statement, parsed (from the FE's cache, or off the event loop when it is long)."""
+    async def parse(self, sql: str, reads: bool = False):
+        """The statement, parsed (from the FE's cache, or off the event loop when it is long);
+        reads: a query read by its table's key may come as a ShapedRead."""
         with PARSE_ERRORS:
-            return await self.services.statement_cache.parse(sql)
+            return await self.services.statement_cache.parse(sql, reads)
 
     def changed_variables(self) -> dict[str, object]:
         """The session variables this session set (what a forwarded statement runs with)."""

@@ -88,6 +88,27 @@ class LongStatementsBusy(Exception):
 
 
 @dataclass(frozen=True)
+class _Shape:
+    """What by_shape keeps of a query's shape: its tree with a marker for each literal, and its
+    read by the table's key columns, if it is one (plain_reads.prepared_read)."""
+
+    template: exp.Expression
+    read: plain_reads.PreparedRead | None
+
+
+@dataclass(frozen=True)
+class ShapedRead:
+    """A query read by its table's key (`SELECT c FROM t WHERE id = 5`, a shape seen before):
+    tried from the data plane's key index as a prepared read with its literals as the values;
+    plan() is the query's plan otherwise."""
+
+    read: plain_reads.PreparedRead
+    values: list
+    names: list[str]
+    plan: Callable[[], object]
+
+
+@dataclass(frozen=True)
 class Prepared:
     """A statement parsed when it was prepared. Exactly one of: `statement`, runnable as it is
     (no parameters); `template`, a query, SET, UPDATE or DELETE with each `?` a numbered marker;
@@ -137,10 +158,11 @@ class StatementCache:
         self._long_admitted = 0
         self._long_lock = threading.Lock()
 
-    async def parse(self, sql: str):
-        """statement(sql), a long statement parsed off the event loop."""
+    async def parse(self, sql: str, reads: bool = False):
+        """statement(sql), a long statement parsed off the event loop; reads: a query of a
+        known shape that reads by its table's key may come as a ShapedRead."""
         if len(sql) <= self.max_sql_bytes:
-            return self.statement(sql)
+            return self.statement(sql, reads)
         return await self._parse_long(self._uncached, sql)
 
     async def prepare(self, sql: str) -> Prepared:
@@ -170,16 +192,19 @@ class StatementCache:
         not hashed for the lookup)."""
         return self.by_text.get(sql) if len(sql) <= self.max_sql_bytes else None
 
-    def statement(self, sql: str):
-        """The runnable form of `sql`: a SelectPlan for queries, a statement record otherwise."""
+    def statement(self, sql: str, reads: bool = False):
+        """The runnable form of `sql`: a SelectPlan for queries (or, reads, a ShapedRead), a
+        statement record otherwise."""
         cached = self.cached(sql)
         if cached is not None:
             return cached
-        return self._literal_insert(sql) or self._parsed(self._tokens(sql), sql)
+        return self._literal_insert(sql) or self._parsed(self._tokens(sql), sql, reads)
 
-    def _parsed(self, tokens: list[Token], sql: str):
+    def _parsed(self, tokens: list[Token], sql: str, reads: bool = False):
         if tokens[0].token_type in QUERY_STARTS:
-            statement = self._query(tokens, sql)
+            statement = self._query(tokens, sql, reads)
+            if isinstance(statement, ShapedRead):
+                return statement  # its shape is kept; the plan, if made, is not
         else:
             statement = _statement(tokens, sql)
         if len(sql) <= self.max_sql_bytes:
@@ -258,7 +283,7 @@ class StatementCache:
     def close(self) -> None:
         self._long.shutdown(wait=False, cancel_futures=True)
 
-    def _query(self, tokens: list[Token], sql: str):
+    def _query(self, tokens: list[Token], sql: str, reads: bool = False):
         literals = [token for token in tokens if token.token_type in LITERAL_TOKENS]
         if not literals or len(sql) > self.max_sql_bytes:
             return plan(parse_with_sqlglot(tokens, sql), tokens, sql)
@@ -266,18 +291,30 @@ class StatementCache:
             token.token_type if token.token_type in LITERAL_TOKENS else token.text
             for token in tokens
         )
-        template = self.by_shape.get(shape)
-        if template is None:
+        kept = self.by_shape.get(shape)
+        if kept is None:
             template = _template(tokens, sql)
-            self.by_shape.put(
-                shape, UNSHAPED if template is None else template, _parsed_bytes(tokens, sql)
-            )
-            if template is None:
+            kept = UNSHAPED if template is None else _Shape(template, _read_of(template))
+            self.by_shape.put(shape, kept, _parsed_bytes(tokens, sql))
+            if kept is UNSHAPED:
                 return plan(parse_with_sqlglot(tokens, sql), tokens, sql)
-        elif template is UNSHAPED:
+        elif kept is UNSHAPED:
             return plan(parse_with_sqlglot(tokens, sql), tokens, sql)
         else:
             self.shape_hits += 1
+        template = kept.template
+        if reads and kept.read is not None:
+            names = queries.written_projections(tokens, sql)
+            if names is not None and len(names) == len(template.expressions):
+                return ShapedRead(
+                    kept.read,
+                    [_literal_value(token) for token in literals],
+                    [
+                        queries.projection_name(projection, name)
+                        for projection, name in zip(template.expressions, names, strict=True)
+                    ],
+                    lambda: plan(_bound(template, literals), tokens, sql),
+                )
         return plan(_bound(template, literals), tokens, sql)
 
 
@@ -373,6 +410,23 @@ def _template(tokens: list[Token], sql: str) -> exp.Expression | None:
         tokens, sql, lambda token: token.token_type in LITERAL_TOKENS, SENTINEL
     )
     return None if marked is None else marked[0]
+
+
+def _read_of(template: exp.Expression) -> plain_reads.PreparedRead | None:
+    if not isinstance(template, exp.Select):
+        return None
+    return plain_reads.prepared_read(
+        template, lambda node: _marker_index(node, SENTINEL), queries.projection_name
+    )
+
+
+def _literal_value(token: Token) -> object:
+    """A literal's value as a prepared read takes it: an integer's int, else its text (a read
+    by other values declines them, and the query's plan answers)."""
+    text = token.text
+    if token.token_type == TokenType.NUMBER and text.isdigit():
+        return int(text)
+    return text
 
 
 def _is_parameter(token: Token) -> bool:

@@ -818,16 +818,22 @@ async def _plain_read(
     return _answer_result(names, answer)
 
 
-def point_read(session, read: plain_reads.PreparedRead, values: list) -> Result | None:
+def point_read(
+    session, read: plain_reads.PreparedRead, values: list, names: list[str] | None = None
+) -> Result | None:
     """A prepared read bounded on the table's first key column answered from the data plane's
-    key index at hand; None when it cannot be (run_prepared_read is tried next)."""
+    key index at hand, its columns named names (the read's own by default); None when it cannot
+    be (run_prepared_read is tried next)."""
     point = point_reads.answer(session, read, values)
-    return None if point is None else _answer_result(read.names, point)
+    return None if point is None else _answer_result(names or read.names, point)
 
 
-async def run_prepared_read(session, read: plain_reads.PreparedRead, values: list):
+async def run_prepared_read(
+    session, read: plain_reads.PreparedRead, values: list, names: list[str] | None = None
+):
     """A prepared read bounded on key columns answered from the data plane's key index, on the
-    loop (no engine, no tree); None when it cannot be (the statement then runs as any other)."""
+    loop (no engine, no tree), its columns named names (the read's own by default); None when it
+    cannot be (the statement then runs as any other)."""
     bounds = read.bounds(values)
     if bounds is None:
         return None
@@ -854,7 +860,7 @@ async def run_prepared_read(session, read: plain_reads.PreparedRead, values: lis
     answer = plain_reads.shaped_answer(rows, read.shape)  # rows are within the bounds
     if answer is None:
         return None
-    return _answer_result(list(read.names), answer)
+    return _answer_result(list(names or read.names), answer)
 
 
 def _fractional_digits(rows, position: int) -> int:

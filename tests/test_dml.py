@@ -532,3 +532,38 @@ def test_a_non_strict_insert_filters_the_rows_that_do_not_fit(quire, db):
         "SET enable_insert_strict = false; INSERT INTO lenient VALUES (30, 'long', 1), (31, 'z', 1)",
     )
     assert done.returncode == 0 and "1 row affected, 1 warning" in done.stdout, done.stdout
+
+
+def test_a_partial_column_update_keeps_the_columns_it_does_not_name(quire, db):
+    """Doris's enable_unique_key_partial_update: an INSERT naming some columns of a UNIQUE KEY
+    table keeps the other columns of an existing key's row; a new key takes their defaults."""
+    run(db, "CREATE TABLE profile (id INT NOT NULL, name VARCHAR(9) NOT NULL, score INT, "
+        "city VARCHAR(9) DEFAULT 'nowhere') UNIQUE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 2")  # fmt: skip
+    run(db, "INSERT INTO profile VALUES (1, 'ann', 10, 'Oslo'), (2, 'bob', NULL, 'Rome')")
+    run(db, "SET enable_unique_key_partial_update = true")
+    run(db, "INSERT INTO profile (id, score) VALUES (1, 11), (2, 22)")
+    assert run(db, "SELECT * FROM profile ORDER BY id") == (
+        (1, "ann", 11, "Oslo"), (2, "bob", 22, "Rome"),
+    )  # fmt: skip
+    assert error_of(db, "INSERT INTO profile (id, score) VALUES (3, 33)") == (
+        1364, "Field 'name' doesn't have a default value",
+    )  # a new key takes the defaults: name has none  # fmt: skip
+    run(db, "INSERT INTO profile (id, name) VALUES (3, 'cy')")
+    assert run(db, "SELECT * FROM profile WHERE id = 3") == ((3, "cy", None, "nowhere"),)
+    run(db, "BEGIN")
+    run(db, "INSERT INTO profile (id, city) VALUES (1, 'Bergen')")
+    run(db, "INSERT INTO profile (id, score) VALUES (1, 12)")  # over its own write
+    run(db, "COMMIT")
+    assert run(db, "SELECT * FROM profile WHERE id = 1") == ((1, "ann", 12, "Bergen"),)
+    assert error_of(db, "INSERT INTO profile (score) VALUES (5)") == (
+        1105, "Partial update should include all key columns, missing: id",
+    )  # fmt: skip
+    run(db, "SET enable_unique_key_partial_update = false")
+    run(db, "INSERT INTO profile (id, name) VALUES (2, 'bo')")  # a whole row again
+    assert run(db, "SELECT * FROM profile WHERE id = 2") == ((2, "bo", None, "nowhere"),)
+    done = mariadb(
+        quire, "dml", "--batch", "-N", "-e",
+        "SET enable_unique_key_partial_update = true; "
+        "INSERT INTO profile (id, score) VALUES (2, 7); SELECT * FROM profile WHERE id = 2",
+    )  # fmt: skip
+    assert done.stdout.split() == ["2", "bo", "7", "nowhere"], done.stderr

@@ -98,7 +98,12 @@ async def insert(session, statement: st.Insert) -> Result:
     claim = _claim(session, statement.label, table_node, table, expression)
     source = expression.expression
     literals = statement.literals
-    if literals is not None and not any(column.auto_increment for column in table.columns):
+    partial = _partial_update(session, table, named)
+    if (
+        literals is not None
+        and not partial
+        and not any(column.auto_increment for column in table.columns)
+    ):
         if len(literals.columns) != len(named):
             raise _count_mismatch(1)
         inserts = kept_rows(session, table, named, literals.row_count, literals.columns)
@@ -130,7 +135,13 @@ async def insert(session, statement: st.Insert) -> Result:
     )
     commit_ts = 0
     kept = len(rows)
-    if as_given or not (
+    if partial:
+        inserts = await _partially_updated(session, reader, table, named, rows)
+        kept = inserts.num_rows
+        commit_ts = await _commit_inserts(
+            session, reader, table, table_node, inserts, expression, claim
+        )
+    elif as_given or not (
         len(rows) == 1 and _inserted_as_tuple(session, reader, table, named, rows[0])
     ):
         inserts = kept_rows(session, table, named, len(rows), _by_position(rows, len(named)))
@@ -177,6 +188,59 @@ MAX_WARNINGS = 64  # MySQL's max_error_count
 
 def _insert_strict(session) -> bool:
     return str(session.variable("enable_insert_strict")).lower() != "false"
+
+
+def _partial_update(session, table: Table, named: list[Column]) -> bool:
+    """Whether the INSERT is Doris's partial column update: enable_unique_key_partial_update on,
+    a UNIQUE KEY table, some of its columns named (each key column among them)."""
+    if table.key_model is not KeyModel.UNIQUE or len(named) == len(table.columns):
+        return False
+    if str(session.variable("enable_unique_key_partial_update")).lower() not in ("1", "true"):
+        return False
+    given = {column.name for column in named}
+    missing = [name for name in table.key_columns if name not in given]
+    if missing:
+        raise QueryError(
+            ErrorCode.UNKNOWN_ERROR,
+            f"Partial update should include all key columns, missing: {', '.join(missing)}",
+        )
+    return True
+
+
+async def _partially_updated(
+    session, reader: TableReader, table: Table, named: list[Column], rows: list[tuple]
+) -> pa.Table:
+    """The rows of a partial column update whole: the named columns' values, and each other
+    column's value in the row of the same key as the statement reads it (its default for a
+    new key). The TN's replacement by key refuses the commit if another wrote a key since."""
+    schema = TableSchema.of(table)
+    given = _by_position(rows, len(named))
+    arrays = {
+        column.name: column_array(_with_defaults(session, column, values), column)
+        for column, values in zip(named, given, strict=True)
+    }
+    keys = pa.table({name: arrays[name] for name in table.key_columns})
+    bounds = transactions.key_bounds(keys, table.key_columns)
+    existing = reader.committed_at_hand(table, bounds)
+    if existing is None:  # a read that may wait, or read objects: off the event loop
+        existing = await asyncio.to_thread(reader.committed, table, bounds)
+    transaction = transactions.current(session)
+    if transaction is not None:
+        existing = transaction.seen(schema, existing, row_ids=True)
+    held = {key: at for at, key in enumerate(_keys_of(existing, table.key_columns))}
+    found = [held.get(key) for key in _keys_of(keys, table.key_columns)]
+    for column in table.columns:
+        if column.name in arrays:
+            continue
+        old = existing.column(column.name).to_pylist()
+        default = _default(session, column) if None in found else None  # 1364 for a new key
+        values = [default if at is None else old[at] for at in found]
+        arrays[column.name] = column_array(values, column)
+    return pa.Table.from_arrays([arrays[c.name] for c in table.columns], schema=schema.arrow())
+
+
+def _keys_of(rows: pa.Table, key_columns: tuple[str, ...]) -> list[tuple]:
+    return list(zip(*(rows.column(name).to_pylist() for name in key_columns), strict=True))
 
 
 def kept_rows(session, table: Table, named: list[Column], row_count: int, given: list) -> pa.Table:

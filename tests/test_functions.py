@@ -12,6 +12,8 @@ import pytest
 from tests.harness import QuireProcess, error_of, mariadb, run
 
 ANSWERS = [
+    ("CONVERT('abc' USING utf8mb4)", "abc"),  # every text is UTF-8 already
+    ("CHAR_LENGTH(CONVERT('h\u00e9llo' USING latin1))", 5),
     # date and time
     ("UNIX_TIMESTAMP('1970-01-02 00:00:00')", 86400),
     ("FROM_UNIXTIME(86400)", datetime.datetime(1970, 1, 2)),

@@ -1460,8 +1460,10 @@ def _json_object(node: exp.JSONObject, time: StatementTime) -> exp.Expression:
 def _cast(node: exp.Cast, time: StatementTime) -> exp.Expression:
     """A text that is no number, date or time cast to one is NULL, as Doris's CAST gives it
     (DuckDB's refuses the query); MySQL's DECIMAL takes 65 digits, DuckDB's 38: the scale is
-    kept, the integer digits give."""
+    kept, the integer digits give. CONVERT(x USING charset) is x's text (every text is UTF-8)."""
     to = node.to
+    if to.this == exp.DataType.Type.CHARACTER_SET:  # CONVERT(x USING utf8mb4): x's text
+        return exp.cast(node.this, exp.DataType.Type.VARCHAR)
     if (
         type(node) is exp.Cast
         and (_is_string(node.this) or node.this.is_type(*exp.DataType.TEXT_TYPES))

@@ -384,3 +384,28 @@ def test_followers_and_a_restart_see_the_same_rollups_and_jobs(tmp_path):
     finally:
         follower.stop()
         leader.stop()
+
+
+def test_synchronous_materialized_views_are_rollups(quire, db):
+    """Doris's CREATE MATERIALIZED VIEW mv AS SELECT ... FROM t [GROUP BY ...]: a rollup of
+    t, built by an ALTER job as ADD ROLLUP's (SHOW ALTER TABLE MATERIALIZED VIEW), shown by
+    DESC t ALL, gone with DROP MATERIALIZED VIEW mv ON t; queries answer as before."""
+    run(db, "CREATE TABLE sales (k1 INT, k2 INT, v INT) DUPLICATE KEY(k1) "
+        "DISTRIBUTED BY HASH(k1) BUCKETS 1")  # fmt: skip
+    run(db, "INSERT INTO sales VALUES (1, 2, 3), (1, 3, 4), (2, 3, 5)")
+    run(db, "CREATE MATERIALIZED VIEW by_k2 AS SELECT k2, SUM(v) FROM sales GROUP BY k2")
+    wait_until(lambda: not unfinished_jobs(db, "sales"), 60, "the view's rollup job")
+    assert [row[5] for row in run(db, "SHOW ALTER TABLE MATERIALIZED VIEW FROM sc")][-1] == "by_k2"
+    assert indexes(db, "sales")["by_k2"] == [("k2", "true"), ("v", "false")]
+    assert run(db, "SELECT k2, SUM(v) FROM sales GROUP BY k2 ORDER BY k2") == ((2, 3), (3, 9))
+    run(db, "CREATE MATERIALIZED VIEW IF NOT EXISTS by_k2 AS SELECT k2 FROM sales")  # kept
+    expect_error(db, "CREATE MATERIALIZED VIEW by_k2 AS SELECT k2 FROM sales", 1105,
+                 "Rollup index[by_k2] already exists")  # fmt: skip
+    expect_error(db, "CREATE MATERIALIZED VIEW e AS SELECT k1 + 1 FROM sales", 1064, "k1 + 1")
+    expect_error(db, "CREATE MATERIALIZED VIEW e AS SELECT k1 FROM sales JOIN sc.ranged", 1064,
+                 "one table")  # fmt: skip
+    done = mariadb(quire, "sc", "-e", "DROP MATERIALIZED VIEW by_k2 ON sales")
+    assert done.returncode == 0, done.stderr
+    assert "by_k2" not in indexes(db, "sales")
+    run(db, "DROP MATERIALIZED VIEW IF EXISTS by_k2 ON sales")
+    expect_error(db, "DROP MATERIALIZED VIEW by_k2 ON sales", 1105, "does not exist")

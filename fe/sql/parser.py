@@ -485,6 +485,48 @@ def _check_supported(tokens: list[Token]) -> None:
             raise NotSupported(f"SELECT ... INTO {target.text.upper()}")
 
 
+MATERIALIZED_AGGREGATES = (exp.Sum, exp.Min, exp.Max, exp.Count)
+MATERIALIZED_ANONYMOUS = ("BITMAP_UNION", "HLL_UNION")
+
+
+def materialized_view_columns(sql: str) -> tuple[st.TableName, tuple[str, ...], tuple[str, ...]]:
+    """A synchronous materialized view's query as its rollup: the table, the columns it keeps
+    (group or order keys first) and its keys (GROUP BY's, else ORDER BY's)."""
+    query = parse_with_sqlglot(tokenize(sql), sql)
+    source = query.args.get("from_") if isinstance(query, exp.Select) else None
+    if source is None or not isinstance(source.this, exp.Table) or query.args.get("joins"):
+        raise ParseError("A materialized view reads one table: SELECT ... FROM t")
+    table = source.this
+    columns: list[str] = []
+    for item in query.expressions:
+        item = item.this if isinstance(item, exp.Alias) else item
+        inner = item
+        if isinstance(item, MATERIALIZED_AGGREGATES) or (
+            isinstance(item, exp.Anonymous) and item.name.upper() in MATERIALIZED_ANONYMOUS
+        ):
+            inner = item.expressions[0] if isinstance(item, exp.Anonymous) else item.this
+        if not isinstance(inner, exp.Column):
+            raise ParseError(
+                "A materialized view's items are columns and SUM / MIN / MAX / COUNT / "
+                f"BITMAP_UNION / HLL_UNION of a column, not {item.sql('mysql')}"
+            )
+        if inner.name not in columns:
+            columns.append(inner.name)
+    keys: list[str] = []
+    for clause, items in (("group", "expressions"), ("order", "expressions")):
+        node = query.args.get(clause)
+        if node is not None and not keys:
+            for key in node.args.get(items) or []:
+                key = key.this if isinstance(key, exp.Ordered) else key
+                if not isinstance(key, exp.Column) or key.name not in columns:
+                    raise ParseError(
+                        "GROUP BY and ORDER BY of a materialized view name its columns"
+                    )
+                keys.append(key.name)
+    ordered = (*keys, *(name for name in columns if name not in keys))
+    return st.TableName(table.db or None, table.name), ordered, tuple(keys)
+
+
 def syntax_error(near: str, line: int) -> ParseError:
     """MySQL's 1064 message: where the parser stopped, never the parser's own words."""
     return ParseError(
@@ -860,6 +902,8 @@ class Grammar:
             return st.CreateRole(names, if_not_exists, comment)
         if self.accept("INDEX"):
             return self.create_index()
+        if self.accept("MATERIALIZED", "VIEW"):
+            return self.create_materialized_view()
         self.accept("EXTERNAL")
         if self.accept("TABLE"):
             return self.create_table()
@@ -885,6 +929,26 @@ class Grammar:
         query = self.sql[self.tokens[self.position].start :]
         self.position = len(self.tokens)
         return st.CreateView(view, query, tuple(names), if_not_exists, or_replace, alter, comment)
+
+    def create_materialized_view(self):
+        """Doris's synchronous materialized view, a rollup of its table: [IF NOT EXISTS] name
+        AS SELECT columns and aggregates of columns FROM t [GROUP BY ...] [ORDER BY ...]."""
+        if_not_exists = self.if_not_exists()
+        name = self.identifier()
+        self.expect("AS")
+        if not self._at_query():
+            self.fail("expected a query after AS")
+        start = self.tokens[self.position].start
+        end = len(self.sql)
+        while self.position < len(self.tokens) and not self.at("PROPERTIES"):
+            self.next()
+        if self.position < len(self.tokens):
+            end = self.tokens[self.position].start
+            self.expect("PROPERTIES")
+            self.properties()
+        table, columns, keys = materialized_view_columns(self.sql[start:end])
+        rollup = st.AddRollup(name, columns, keys)
+        return st.AlterTable(table, (rollup,), if_not_exists=if_not_exists)
 
     def create_index(self):
         """CREATE INDEX name [USING ...] ON t (column [(length)] [ASC|DESC], ...) [options]"""
@@ -934,6 +998,12 @@ class Grammar:
             table = self.table_name()
             self.position = len(self.tokens)
             return st.DropIndex(name, table, if_exists)
+        if self.accept("MATERIALIZED", "VIEW"):
+            if_exists = self.if_exists()
+            name = self.identifier()
+            self.expect("ON")
+            table = self.table_name()
+            return st.AlterTable(table, (st.DropRollup(name, if_exists=if_exists),))
         self.fail("unsupported DROP")
 
     def drop_tables(self):

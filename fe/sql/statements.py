@@ -172,6 +172,7 @@ class AddRollup:
 class DropRollup:
     name: str
     properties: tuple[tuple[str, str], ...] = ()
+    if_exists: bool = False  # DROP MATERIALIZED VIEW IF EXISTS
 
 
 @dataclass(frozen=True)
@@ -271,6 +272,7 @@ AlterAction = (
 class AlterTable:
     table: TableName
     actions: tuple[AlterAction, ...]
+    if_not_exists: bool = False  # CREATE MATERIALIZED VIEW IF NOT EXISTS: a rollup of that name
 
 
 @dataclass(frozen=True)

@@ -542,6 +542,8 @@ def alter_table(session, statement: st.AlterTable) -> list[ops.Op]:
     )
     database, table = resolve_table(session, statement.table)
     views.check_base_table(database.name, table)
+    if _nothing_to_do(session.catalog, table, statement):
+        return []
     alter_jobs.check_normal(session.catalog, table)
     if any(isinstance(action, st.ReplaceWithTable) for action in statement.actions):
         if len(statement.actions) != 1:
@@ -561,6 +563,23 @@ def alter_table(session, statement: st.AlterTable) -> list[ops.Op]:
         return alter_jobs.schema_change_ops(session, original, table)
     recycled = recycled_partitions(original, table, statement.actions)
     return [*recycled, ops.ReplaceTable(table)]
+
+
+def _nothing_to_do(catalog, table: Table, statement: st.AlterTable) -> bool:
+    """CREATE MATERIALIZED VIEW IF NOT EXISTS of an index the table has (or is building), DROP
+    MATERIALIZED VIEW IF EXISTS of one it lacks."""
+    names = {index.name.lower() for index in table.rollups}
+    building = {
+        job.index_name.lower()
+        for job in catalog.alter_jobs.values()
+        if job.table_id == table.id and job.rollup is not None and not job.state.done
+    }
+    for action in statement.actions:
+        if isinstance(action, st.AddRollup) and statement.if_not_exists:
+            return action.name.lower() in names | building
+        if isinstance(action, st.DropRollup) and action.if_exists:
+            return action.name.lower() not in names
+    return False
 
 
 def replace_with_table(

@@ -216,6 +216,11 @@ FE_KEYS = (
         comment="Longer statements (a 1 MB COMMENT, say) are not cached: the cache's memory stays bounded.",
     ),
     Key(
+        "table_function_max_rows",
+        10_000_000,
+        comment='Most rows one table function in FROM makes, numbers("number" = "n") (8 bytes each, held by the FE while its query runs).',
+    ),
+    Key(
         "statement_cache_max_bytes",
         256 * 1024 * 1024,
         comment="Memory the cached statements may take together (an estimate: about 2 KB a token); the least recently used go.",

@@ -208,7 +208,7 @@ class StatementCache:
         else:
             statement = _statement(tokens, sql)
         if len(sql) <= self.max_sql_bytes:
-            self.by_text.put(sql, statement, _parsed_bytes(tokens, sql))
+            self.by_text.put(sql, statement, _parsed_bytes(tokens, sql) + _tables_bytes(statement))
         return statement
 
     def _uncached(self, sql: str):
@@ -321,6 +321,12 @@ class StatementCache:
 def _parsed_bytes(tokens: list[Token], sql: str) -> int:
     """About what a statement's parsed tree and cache key take in memory."""
     return PARSED_BYTES_PER_TOKEN * len(tokens) + 2 * len(sql)
+
+
+def _tables_bytes(statement) -> int:
+    """What the tables a query's plan holds take (a long IN list's values, a numbers(...)
+    table's rows: far more than its text)."""
+    return sum(table.nbytes for _, table in getattr(statement, "lists", ()))
 
 
 def _read_as_mysql(tokens: list[Token]) -> list[Token]:

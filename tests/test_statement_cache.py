@@ -56,3 +56,12 @@ def test_long_statements_are_parsed_but_not_kept():
     assert len(cache.by_text) == 0
     cache.statement("SELECT 1")
     assert len(cache.by_text) == 1
+
+
+def test_the_tables_a_plan_holds_count_toward_the_caches_bytes():
+    """A numbers(...) query's plan holds its table (8 MB for a million rows): the cache counts
+    it, so distinct such queries stay within its bytes (each kept one held 80 MB before)."""
+    cache = StatementCache(1000, max_bytes=64 << 20)
+    for n in range(12):
+        cache.statement(f"SELECT COUNT(*) FROM numbers('number' = '1000000') WHERE number = {n}")
+    assert cache.by_text.bytes <= 32 << 20 and len(cache.by_text) == 4  # 8 MB and a little

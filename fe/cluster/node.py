@@ -42,6 +42,7 @@ from fe.security.lockout import LoginTracker
 from fe.session import FrontendServices, QuireSession
 from fe.statement_cache import StatementCache
 from fe.statement_history import StatementHistory
+from fe.statements import table_functions
 from fe.statements.accounts import CatalogIdentityProvider
 from fe.statements.information_schema import SchemaTables
 from fe.variables import ClusterGlobalVariables
@@ -90,6 +91,7 @@ class FrontendNode:
         self.global_variables = ClusterGlobalVariables(
             self.catalog, {"have_ssl": "YES" if config["enable_ssl"] else "DISABLED"}
         )
+        table_functions.limit_rows(config["table_function_max_rows"])
         self.statement_cache = StatementCache(
             config["statement_cache_size"],
             config["statement_cache_max_sql_bytes"],

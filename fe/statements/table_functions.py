@@ -12,7 +12,15 @@ from sqlglot import exp
 from fe.mysql.errors import QueryError
 from fe.statements import in_lists
 
-MAX_NUMBERS = 10_000_000  # rows one numbers() gives at most (80 MB of BIGINTs in the FE)
+MAX_ROWS = [10_000_000]  # rows one numbers() gives at most: fe.conf's table_function_max_rows
+
+
+def limit_rows(most: int) -> None:
+    """fe.conf's table_function_max_rows, set as the FE starts."""
+    assert most >= 0, most
+    MAX_ROWS[0] = most
+
+
 PROPERTIES = frozenset({"number", "const_value", "backend_num"})
 
 
@@ -52,9 +60,11 @@ def _numbers(properties: dict[str, str]) -> pa.Table:
     text = properties.get("number")
     if text is None:
         raise QueryError(1105, "numbers needs its number property")
-    if not text.isdigit() or int(text) > MAX_NUMBERS:
+    if not text.isdigit() or int(text) > MAX_ROWS[0]:
         raise QueryError(
-            1105, f"numbers' number must be a whole number from 0 to {MAX_NUMBERS}, not '{text}'"
+            1105,
+            f"numbers' number must be a whole number from 0 to {MAX_ROWS[0]} "
+            f"(table_function_max_rows), not '{text}'",
         )
     count = int(text)
     constant = properties.get("const_value")

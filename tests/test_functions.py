@@ -423,6 +423,9 @@ def test_frontend_config_comments_are_the_conf_files(quire, root):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.rstrip("\n").split("\t")[-1] == "MySQL protocol port."
+    assert run(root, "SHOW FRONTEND CONFIG LIKE 'query_port'") == run(
+        root, "ADMIN SHOW FRONTEND CONFIG LIKE 'query_port'"
+    )  # Doris 3's name of it
 
 
 def test_columns_are_named_by_the_expression_as_written(quire):

@@ -166,6 +166,9 @@ def test_create_index_is_checked_and_ignored(db):
         1072,
         "Key column 'nope' doesn't exist in table",
     )
+    run(db, "CREATE INDEX c_words ON indexed (c) USING INVERTED")
+    run(db, "BUILD INDEX c_words ON indexed")  # Doris's, for rows written before it
+    assert error_of(db, "BUILD INDEX c_words ON missing")[0] == 1146
     run(db, "DROP INDEX k_2 ON indexed")
     run(db, "INSERT INTO indexed VALUES (1, 2, 'c')")
     assert run(db, "SELECT k FROM indexed WHERE k = 2") == ((2,),)

@@ -797,6 +797,16 @@ class Grammar:
         self.position = len(self.tokens)  # whatever it names: nothing to flush
         return st.Flush()
 
+    def _build(self):
+        self.expect("BUILD")
+        self.expect("INDEX")
+        name = self.identifier()
+        self.expect("ON")
+        table = self.table_name()
+        if self.accept("PARTITION"):
+            self.name_list()
+        return st.BuildIndex(name, table)
+
     def _switch(self):
         self.expect("SWITCH")
         return st.Switch(self.identifier())
@@ -1708,6 +1718,8 @@ class Grammar:
             return st.Show("TABLES", db=db, like=self.like(), full=full)
         if word == "CATALOGS":
             return st.Show("CATALOGS", like=self.like())
+        if word == "FRONTEND" and self.accept("CONFIG"):  # Doris 3's ADMIN SHOW FRONTEND CONFIG
+            return st.AdminShowConfig(self.like())
         if word in ("COLUMNS", "FIELDS"):
             self.accept("FROM") or self.accept("IN")
             table = self.table_name()
@@ -1989,4 +2001,5 @@ STATEMENT_HANDLERS = {
     "LOCK": Grammar._lock,
     "UNLOCK": Grammar._unlock,
     "FLUSH": Grammar._flush,
+    "BUILD": Grammar._build,
 }  # a statement's first word -> its rule; any other first word is a syntax error (1064)

@@ -440,6 +440,15 @@ class LockTables:
 
 
 @dataclass(frozen=True)
+class BuildIndex:
+    """Doris's BUILD INDEX name ON t [PARTITION (...)]: an index built for the rows written
+    before it was created."""
+
+    name: str
+    table: TableName
+
+
+@dataclass(frozen=True)
 class Flush:
     """MySQL's FLUSH PRIVILEGES, TABLES, ...: a no-op here, grants take effect at once."""
 

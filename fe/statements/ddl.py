@@ -853,8 +853,9 @@ def create_index(session, statement: st.CreateIndex) -> list[ops.Op]:
     return []
 
 
-def drop_index(session, statement: st.DropIndex) -> list[ops.Op]:
-    """Accepted once the table is checked: CREATE INDEX built nothing to drop."""
+def drop_index(session, statement: st.DropIndex | st.BuildIndex) -> list[ops.Op]:
+    """Accepted once the table is checked: CREATE INDEX built nothing to drop (nor to build for
+    older rows: BUILD INDEX)."""
     session.require(
         privileges.ALTER, database_name(session, statement.table.db), statement.table.name
     )

@@ -26,7 +26,7 @@ from fe.cluster.http_logins import basic_auth_login
 from fe.cluster.load_columns import load_columns
 from fe.security import privileges
 from fe.security.lockout import LoginTracker
-from fe.statements import auto_partitions, views
+from fe.statements import auto_partitions, materialized_views, views
 from metadata.catalog import Catalog
 
 logger = logging.getLogger(__name__)
@@ -114,6 +114,8 @@ class StreamLoadFront:
             )
         if views.is_view(table):
             return _failure(f"errCode = 2, detailMessage = '{db_name}.{table_name}' is a view", 400)
+        if materialized_views.query_of(table) is not None:
+            return _failure(f"errCode = 2, detailMessage = {materialized_views.NOT_WRITTEN}", 400)
         try:
             where = _where(request.headers.get("where", ""))
         except ValueError as error:

@@ -797,6 +797,14 @@ class Grammar:
         self.position = len(self.tokens)  # whatever it names: nothing to flush
         return st.Flush()
 
+    def _refresh(self):
+        self.expect("REFRESH")
+        self.expect("MATERIALIZED")
+        self.expect("VIEW")
+        view = self.table_name()
+        self.accept("COMPLETE") or self.accept("AUTO")
+        return st.RefreshMaterializedView(view)
+
     def _build(self):
         self.expect("BUILD")
         self.expect("INDEX")
@@ -942,8 +950,11 @@ class Grammar:
 
     def create_materialized_view(self):
         """Doris's synchronous materialized view, a rollup of its table: [IF NOT EXISTS] name
-        AS SELECT columns and aggregates of columns FROM t [GROUP BY ...] [ORDER BY ...]."""
+        AS SELECT columns and aggregates of columns FROM t [GROUP BY ...] [ORDER BY ...]; or,
+        with BUILD, REFRESH or table options before AS, an asynchronous one."""
         if_not_exists = self.if_not_exists()
+        if not (self.position + 1 < len(self.tokens) and self.words[self.position + 1] == ("AS",)):
+            return self.create_async_materialized_view(if_not_exists)
         name = self.identifier()
         self.expect("AS")
         if not self._at_query():
@@ -959,6 +970,44 @@ class Grammar:
         table, columns, keys = materialized_view_columns(self.sql[start:end])
         rollup = st.AddRollup(name, columns, keys)
         return st.AlterTable(table, (rollup,), if_not_exists=if_not_exists)
+
+    def create_async_materialized_view(self, if_not_exists: bool):
+        """name [(column, ...)] [BUILD IMMEDIATE | DEFERRED] [REFRESH [COMPLETE | AUTO]
+        [ON MANUAL]] [table options] AS query."""
+        table = self.table_name()
+        options: dict = {"properties": (), "comment": "", "engine": "olap"}
+        if self._at_name_list():
+            options["column_names"] = self.name_list()
+        deferred = False
+        while not self.accept("AS"):
+            if self.position >= len(self.tokens):
+                self.fail("expected AS and a query")
+            if self.accept("BUILD"):
+                deferred = self.accept("DEFERRED")
+                if not deferred:
+                    self.expect("IMMEDIATE")
+            elif self.accept("REFRESH"):
+                self.accept("COMPLETE") or self.accept("AUTO")
+                if self.accept("ON"):
+                    if not self.accept("MANUAL"):
+                        raise NotSupported(
+                            "a materialized view refreshed ON SCHEDULE or ON COMMIT "
+                            "(REFRESH ... ON MANUAL, then REFRESH MATERIALIZED VIEW)"
+                        )
+            else:
+                self.table_option(options)
+        if not self._at_query():
+            self.fail("expected a query after AS")
+        options["query"] = self.sql[self.tokens[self.position].start :]
+        self.position = len(self.tokens)
+        return st.CreateTable(
+            table=table,
+            columns=(),
+            if_not_exists=if_not_exists,
+            materialized=True,
+            deferred=deferred,
+            **options,
+        )
 
     def create_index(self):
         """CREATE INDEX name [USING ...] ON t (column [(length)] [ASC|DESC], ...) [options]"""
@@ -1010,10 +1059,11 @@ class Grammar:
             return st.DropIndex(name, table, if_exists)
         if self.accept("MATERIALIZED", "VIEW"):
             if_exists = self.if_exists()
-            name = self.identifier()
-            self.expect("ON")
+            name = self.table_name()
+            if not self.accept("ON"):  # an asynchronous view: a table of its own
+                return st.DropTable(name, if_exists, materialized=True)
             table = self.table_name()
-            return st.AlterTable(table, (st.DropRollup(name, if_exists=if_exists),))
+            return st.AlterTable(table, (st.DropRollup(name.name, if_exists=if_exists),))
         self.fail("unsupported DROP")
 
     def drop_tables(self):
@@ -2002,4 +2052,5 @@ STATEMENT_HANDLERS = {
     "UNLOCK": Grammar._unlock,
     "FLUSH": Grammar._flush,
     "BUILD": Grammar._build,
+    "REFRESH": Grammar._refresh,
 }  # a statement's first word -> its rule; any other first word is a syntax error (1064)

@@ -89,6 +89,10 @@ class CreateTable:
     query: str | None = None  # CREATE TABLE ... AS SELECT: the query's text
     column_names: tuple[str, ...] = ()  # CREATE TABLE t (a, b) AS SELECT: its columns' names
     auto_partition: str = ""  # AUTO PARTITION BY RANGE: date_trunc's unit; BY LIST: "list"
+    # CREATE MATERIALIZED VIEW ... REFRESH ... AS query (Doris's asynchronous one): a table of
+    # the query's rows, filled again by REFRESH MATERIALIZED VIEW; deferred: BUILD DEFERRED
+    materialized: bool = False
+    deferred: bool = False
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,7 @@ class DropTable:
     if_exists: bool = False
     force: bool = False
     more_tables: tuple[TableName, ...] = ()  # DROP TABLE a, b, db.c
+    materialized: bool = False  # DROP MATERIALIZED VIEW mv: an asynchronous view's table
 
     @property
     def tables(self) -> tuple[TableName, ...]:
@@ -437,6 +442,13 @@ class LockTables:
     TABLES names none. Quire's reads are snapshots: no lock is needed to read a table whole."""
 
     tables: tuple[TableName, ...] = ()
+
+
+@dataclass(frozen=True)
+class RefreshMaterializedView:
+    """Doris's REFRESH MATERIALIZED VIEW mv [COMPLETE | AUTO]: its query's rows, again."""
+
+    view: TableName
 
 
 @dataclass(frozen=True)

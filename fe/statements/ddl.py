@@ -17,6 +17,7 @@ from fe.statements import (
     auto_partitions,
     create_table_as_select,
     dynamic_partitions,
+    materialized_views,
     partitioning,
     schema_change,
     views,
@@ -107,6 +108,8 @@ def create_table(session, statement: st.CreateTable) -> list[ops.Op]:
     database = _new_table_database(session, statement)
     if database is None:
         return []
+    if statement.materialized:
+        statement = materialized_views.with_query(statement, database.name)
     if statement.query is not None:
         statement = create_table_as_select.with_query_columns(session, statement)
     table = build_table(session, database, statement)
@@ -815,6 +818,8 @@ def drop_tables(session, statement: st.DropTable) -> list[ops.Op]:
         elif views.is_view(table):
             raise QueryError(1347, f"'{database.name}.{table.name}' is not BASE TABLE")
         else:
+            if statement.materialized:
+                materialized_views.check_dropped(database.name, table)
             found.append(table)
     if missing and not statement.if_exists:
         raise QueryError(1051, f"Unknown table '{','.join(missing)}'")

@@ -32,6 +32,7 @@ from fe.sql.literal_insert import LiteralColumn
 from fe.sql.parser import INTERNAL_CATALOG, parse_with_sqlglot, tokenize
 from fe.statements import (
     auto_partitions,
+    materialized_views,
     partition_pruning,
     queries,
     transactions,
@@ -388,18 +389,23 @@ def _inserted_as_tuple(session, reader: TableReader, table: Table, named, values
 def _target_table(
     session, reader: TableReader, node: exp.Table, privilege=privileges.LOAD
 ) -> Table:
+    """The table a DML statement writes (an asynchronous materialized view's only when it is
+    filled: privilege None)."""
     if not isinstance(node, exp.Table):
         raise QueryError(ErrorCode.PARSE_ERROR, "You have an error in your SQL syntax")
     if node.catalog and node.catalog.lower() != INTERNAL_CATALOG:
         raise QueryError(ErrorCode.UNKNOWN_CATALOG, f"Unknown catalog '{node.catalog}'")
-    return reader.table(node.db or session.database or "", node.name, privilege)
+    table = reader.table(node.db or session.database or "", node.name, privilege)
+    if privilege is not None:
+        materialized_views.refuse_writes(table)
+    return table
 
 
 async def fill_created_table(session, statement: st.CreateTable) -> Result:
     """CREATE TABLE ... AS SELECT, once the table is made: the query's rows into it in one commit
     (autocommit or not, as MySQL's implicit commit); if they cannot be written, the table is
     dropped again and the statement fails, as Doris's."""
-    if statement.query is None:
+    if statement.query is None or statement.deferred:
         return Result()
     db = statement.table.db or session.database or ""
     created = session.catalog.table(session.catalog.database(db).id, statement.table.name)

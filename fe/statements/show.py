@@ -26,6 +26,8 @@ from fe.statements.names import database_name, resolve_database, resolve_table
 from fe.statements.partitioning import PartitionColumns
 from metadata.records import KeyModel, PartitionKind, Rollup, Table
 
+HIDDEN_PROPERTIES = "quire."  # Quire's own properties of a table (auto partitions, a view's query)
+
 
 def load_time(ms: int) -> str:
     """A load's time (milliseconds since the epoch) as SHOW LOAD shows it; N/A when unknown."""
@@ -341,7 +343,7 @@ def create_table_sql(table: Table) -> str:
         text += f"DISTRIBUTED BY RANDOM BUCKETS {table.buckets}"
     if table.rollups:
         text += "\nROLLUP (\n" + ",\n".join(_rollup_sql(table, r) for r in table.rollups) + "\n)"
-    properties = [(k, v) for k, v in table.properties if k != auto_partitions.AUTO_PARTITION]
+    properties = [(k, v) for k, v in table.properties if not k.startswith(HIDDEN_PROPERTIES)]
     if properties:
         text += (
             "\nPROPERTIES (\n"

@@ -22,6 +22,7 @@ from fe.statements import (
     alter_jobs,
     ddl,
     dml,
+    materialized_views,
     queries,
     recycle_bin,
     set_statement,
@@ -132,6 +133,9 @@ KINDS: dict[type, StatementKind] = {
         resets_warnings=True,
         retried_on_schema_change=True,
         touches_data=True,
+    ),
+    st.RefreshMaterializedView: StatementKind(
+        materialized_views.refresh, readable_when_stale=False, resets_warnings=True
     ),
     st.Update: StatementKind(
         dml.update,

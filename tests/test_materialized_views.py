@@ -1,0 +1,84 @@
+"""Doris's asynchronous materialized views: CREATE MATERIALIZED VIEW ... BUILD IMMEDIATE |
+DEFERRED REFRESH ... ON MANUAL ... AS query is a table of the query's rows; REFRESH MATERIALIZED
+VIEW fills it again; no user's INSERT, UPDATE, DELETE or Stream Load writes it; DROP
+MATERIALIZED VIEW drops it. Through PyMySQL, the mariadb CLI and curl. (Synchronous views, rollups
+of their table: tests/test_schema_change.py.)"""
+
+import subprocess
+
+import pytest
+
+from tests.harness import error_of, mariadb, run
+
+CREATE = (
+    "CREATE MATERIALIZED VIEW {name} BUILD {build} REFRESH COMPLETE ON MANUAL "
+    "DISTRIBUTED BY RANDOM BUCKETS 2 PROPERTIES ('replication_num' = '1') AS {query}"
+)
+TOTALS = "SELECT k, SUM(v) AS total FROM s GROUP BY k"
+
+
+@pytest.fixture(scope="module")
+def db(root):
+    run(root, "CREATE DATABASE mvs")
+    run(root, "USE mvs")
+    run(root, "CREATE TABLE s (k INT, v INT) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1")
+    run(root, "INSERT INTO s VALUES (1, 10), (1, 20), (2, 5)")
+    return root
+
+
+def test_a_view_holds_its_querys_rows_until_refreshed(quire, db):
+    run(db, CREATE.format(name="totals", build="IMMEDIATE", query=TOTALS))
+    assert run(db, "SELECT k, total FROM totals ORDER BY k") == ((1, 30), (2, 5))
+    run(db, "INSERT INTO s VALUES (3, 7), (1, 1)")
+    assert run(db, "SELECT k, total FROM totals ORDER BY k") == ((1, 30), (2, 5))
+    run(db, "REFRESH MATERIALIZED VIEW totals COMPLETE")
+    assert run(db, "SELECT k, total FROM totals ORDER BY k") == ((1, 31), (2, 5), (3, 7))
+    other = quire.connect(database="information_schema")
+    try:  # the query names its tables with their database: any session refreshes it alike
+        run(other, "REFRESH MATERIALIZED VIEW mvs.totals")
+    finally:
+        other.close()
+    assert run(db, "SELECT COUNT(*) FROM totals") == ((3,),)
+    shown = run(db, "SHOW CREATE TABLE totals")[0][1]
+    assert "quire." not in shown and "DISTRIBUTED BY RANDOM BUCKETS 2" in shown
+
+
+def test_build_deferred_is_empty_until_its_first_refresh(quire, db):
+    run(db, CREATE.format(name="later", build="DEFERRED", query="SELECT k FROM s"))
+    assert run(db, "SELECT COUNT(*) FROM later") == ((0,),)
+    done = mariadb(quire, "mvs", "--batch", "-N", "-e",
+                   "REFRESH MATERIALIZED VIEW later AUTO; SELECT COUNT(*) FROM later")  # fmt: skip
+    assert done.returncode == 0 and done.stdout.split() == ["5"], done.stderr
+    run(db, "DROP MATERIALIZED VIEW later")
+    assert ("later",) not in run(db, "SHOW TABLES")
+
+
+def test_a_view_is_written_by_its_refresh_only(quire, db):
+    run(db, CREATE.format(name="guarded", build="IMMEDIATE", query="SELECT k, v FROM s"))
+    refusal = "Not allowed to perform current operation on async materialized view"
+    for sql in (
+        "INSERT INTO guarded VALUES (9, 9)",
+        "UPDATE guarded SET v = 1 WHERE k = 1",
+        "DELETE FROM guarded WHERE k = 1",
+    ):
+        assert error_of(db, sql) == (1105, refusal), sql
+    data = subprocess.run(
+        ["curl", "-sS", "--location-trusted", "-u", "root:", "-T", "-", "-H",
+         "column_separator:,", f"http://127.0.0.1:{quire.http_port}/api/mvs/guarded/_stream_load"],
+        input="9,9\n", capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert refusal in data.stdout, data.stdout
+    for sql in ("REFRESH MATERIALIZED VIEW s", "DROP MATERIALIZED VIEW s"):
+        assert error_of(db, sql) == (1105, "'mvs.s' is not ASYNC_MATERIALIZED_VIEW"), sql
+    scheduled = (
+        "CREATE MATERIALIZED VIEW hourly REFRESH ON SCHEDULE EVERY 1 HOUR AS SELECT k FROM s"
+    )
+    assert error_of(db, scheduled)[0] == 1235
+    run(db, "CREATE USER IF NOT EXISTS 'reader'@'%' IDENTIFIED BY 'pw'")
+    run(db, "GRANT SELECT_PRIV ON mvs.* TO 'reader'@'%'")
+    reader = quire.connect(user="reader", password="pw", database="mvs")
+    try:
+        assert error_of(reader, "REFRESH MATERIALIZED VIEW guarded")[0] == 1142
+        assert run(reader, "SELECT COUNT(*) FROM guarded") == ((5,),)
+    finally:
+        reader.close()

@@ -129,6 +129,12 @@ FE_KEYS = (
         comment="Whether the leader keeps dynamic partition tables' partitions (dynamic_partition.* table properties) up to date.",
     ),
     Key(
+        "materialized_view_check_interval_second",
+        5,
+        mutable=True,
+        comment="How often the leader looks for asynchronous materialized views due for their scheduled refresh (REFRESH ... ON SCHEDULE EVERY n unit).",
+    ),
+    Key(
         "dynamic_partition_check_interval_seconds",
         600,
         mutable=True,

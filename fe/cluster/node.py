@@ -32,6 +32,7 @@ from fe.cluster.recycle_bin_cleaner import RecycleBinCleaner
 from fe.cluster.spark_writes import SparkWrites
 from fe.cluster.startup import StartupError, ThisFrontend, establish_identity
 from fe.cluster.stream_load_front import StreamLoadFront
+from fe.cluster.view_refresher import ViewRefresher
 from fe.cluster.write_path import MetadataWriter
 from fe.console.app import Console
 from fe.console.limits import ConsoleLimits
@@ -209,6 +210,12 @@ class FrontendNode:
         )
         self.dynamic_partitions = DynamicPartitionScheduler(
             catalog, self.writer, config, self.stopping
+        )
+        self.view_refresher = ViewRefresher(
+            catalog,
+            self.writer,
+            self.new_session,
+            lambda: config["materialized_view_check_interval_second"],
         )
         self.front = MysqlFront(
             session_factory=self.new_session,
@@ -396,6 +403,7 @@ class FrontendNode:
         self.recycle_bin_cleaner.start()
         self.dynamic_partitions.start()
         self.alter_job_runner.start()
+        self._view_refresher = asyncio.get_running_loop().create_task(self.view_refresher.run())
         if self.backend_monitor is not None:
             self.backend_monitor.start()
         self.ready = True
@@ -420,6 +428,9 @@ class FrontendNode:
 
     async def shutdown(self) -> None:
         self.stopping.set()
+        refresher = getattr(self, "_view_refresher", None)
+        if refresher is not None:
+            refresher.cancel()
         if self.http:
             await self.http.close()
         if self.front:

@@ -485,6 +485,7 @@ def _check_supported(tokens: list[Token]) -> None:
             raise NotSupported(f"SELECT ... INTO {target.text.upper()}")
 
 
+SCHEDULE_UNITS = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400, "WEEK": 604800}
 MATERIALIZED_AGGREGATES = (exp.Sum, exp.Min, exp.Max, exp.Count)
 MATERIALIZED_ANONYMOUS = ("BITMAP_UNION", "HLL_UNION")
 
@@ -979,6 +980,7 @@ class Grammar:
         if self._at_name_list():
             options["column_names"] = self.name_list()
         deferred = False
+        every, starts = 0, ""
         while not self.accept("AS"):
             if self.position >= len(self.tokens):
                 self.fail("expected AS and a query")
@@ -988,12 +990,18 @@ class Grammar:
                     self.expect("IMMEDIATE")
             elif self.accept("REFRESH"):
                 self.accept("COMPLETE") or self.accept("AUTO")
-                if self.accept("ON"):
-                    if not self.accept("MANUAL"):
-                        raise NotSupported(
-                            "a materialized view refreshed ON SCHEDULE or ON COMMIT "
-                            "(REFRESH ... ON MANUAL, then REFRESH MATERIALIZED VIEW)"
-                        )
+                if self.accept("ON") and not self.accept("MANUAL"):
+                    if self.accept("COMMIT"):
+                        raise NotSupported("a materialized view refreshed ON COMMIT")
+                    self.expect("SCHEDULE")
+                    self.expect("EVERY")
+                    count = self.integer()
+                    unit = (self.identifier() or "").upper()
+                    if unit not in SCHEDULE_UNITS or count <= 0:
+                        self.fail("expected EVERY n SECOND | MINUTE | HOUR | DAY | WEEK")
+                    every = count * SCHEDULE_UNITS[unit]
+                    if self.accept("STARTS"):
+                        starts = self.string()
             else:
                 self.table_option(options)
         if not self._at_query():
@@ -1006,6 +1014,8 @@ class Grammar:
             if_not_exists=if_not_exists,
             materialized=True,
             deferred=deferred,
+            refresh_every=every,
+            refresh_starts=starts,
             **options,
         )
 

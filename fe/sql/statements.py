@@ -93,6 +93,8 @@ class CreateTable:
     # the query's rows, filled again by REFRESH MATERIALIZED VIEW; deferred: BUILD DEFERRED
     materialized: bool = False
     deferred: bool = False
+    refresh_every: int = 0  # ON SCHEDULE EVERY n unit: its seconds (0: ON MANUAL)
+    refresh_starts: str = ""  # STARTS 'datetime': not refreshed before it
 
 
 @dataclass(frozen=True)

@@ -109,7 +109,7 @@ def create_table(session, statement: st.CreateTable) -> list[ops.Op]:
     if database is None:
         return []
     if statement.materialized:
-        statement = materialized_views.with_query(statement, database.name)
+        statement = materialized_views.with_query(session, statement, database.name)
     if statement.query is not None:
         statement = create_table_as_select.with_query_columns(session, statement)
     table = build_table(session, database, statement)

@@ -49,6 +49,13 @@ def test_a_view_holds_its_querys_rows_until_refreshed(quire, db):
     assert run(db, "SELECT COUNT(*) FROM totals") == ((3,),)
     shown = run(db, "SHOW CREATE TABLE totals")[0][1]
     assert "quire." not in shown and "DISTRIBUTED BY RANDOM BUCKETS 2" in shown
+    assert run(db, "SHOW CREATE MATERIALIZED VIEW totals") == (
+        (
+            "totals",
+            "CREATE MATERIALIZED VIEW `totals` REFRESH AUTO ON MANUAL DISTRIBUTED BY RANDOM "
+            "BUCKETS 2 AS SELECT k, SUM(v) AS total FROM mvs.s GROUP BY k",
+        ),
+    )
 
 
 def test_build_deferred_is_empty_until_its_first_refresh(quire, db):

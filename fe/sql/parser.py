@@ -1793,6 +1793,8 @@ class Grammar:
                 return st.Show("CREATE USER", user=self.user_name())
             if self.accept("VIEW"):
                 return st.Show("CREATE VIEW", table=self.table_name())
+            if self.accept("MATERIALIZED", "VIEW"):
+                return st.Show("CREATE MATERIALIZED VIEW", table=self.table_name())
             self.expect("TABLE")
             return st.Show("CREATE TABLE", table=self.table_name())
         if word == "GRANTS":

@@ -14,7 +14,15 @@ from fe.mysql.results import Result, column
 from fe.security import privileges
 from fe.sql import statements as st
 from fe.sql.parser import INTERNAL_CATALOG
-from fe.statements import accounts, auto_partitions, data_sizes, ddl, dynamic_partitions, views
+from fe.statements import (
+    accounts,
+    auto_partitions,
+    data_sizes,
+    ddl,
+    dynamic_partitions,
+    materialized_views,
+    views,
+)
 from fe.statements.information_schema import (
     DEFINITIONS,
     INFORMATION_SCHEMA,
@@ -372,6 +380,26 @@ def _create_view(session, statement: st.Show) -> Result:
     if not views.is_view(table):
         raise QueryError(1347, f"'{database.name}.{table.name}' is not VIEW")
     return _create_view_result(table)
+
+
+def _create_materialized_view(session, statement: st.Show) -> Result:
+    """Doris's SHOW CREATE MATERIALIZED VIEW of an asynchronous view: its statement."""
+    database, table = readable_table(session, statement.table, "SHOW")
+    query = materialized_views.query_of(table)
+    if query is None:
+        raise QueryError(1105, f"'{database.name}.{table.name}' is not ASYNC_MATERIALIZED_VIEW")
+    schedule = materialized_views.schedule_of(table)
+    refresh = "ON MANUAL" if schedule is None else f"ON SCHEDULE EVERY {schedule[0]} SECOND"
+    if table.distribution_columns:
+        columns = ", ".join(quote(c) for c in table.distribution_columns)
+        distribution = f"DISTRIBUTED BY HASH({columns}) BUCKETS {table.buckets}"
+    else:
+        distribution = f"DISTRIBUTED BY RANDOM BUCKETS {table.buckets}"
+    text = (
+        f"CREATE MATERIALIZED VIEW {quote(table.name)} REFRESH AUTO {refresh} {distribution} "
+        f"AS {query}"
+    )
+    return text_result(["Materialized View", "Create Materialized View"], [(table.name, text)])
 
 
 def _create_view_result(view: Table) -> Result:
@@ -851,6 +879,7 @@ SHOW_HANDLERS = {
     "COLUMNS": _columns,
     "CREATE TABLE": _create_table,
     "CREATE VIEW": _create_view,
+    "CREATE MATERIALIZED VIEW": _create_materialized_view,
     "CREATE DATABASE": _create_database,
     "CREATE USER": _create_user,
     "GRANTS": _grants,

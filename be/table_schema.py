@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
@@ -84,6 +84,13 @@ class TableSchema:
         assert set(self.distribution_columns) <= set(names)
         assert self.partition_columns or len(self.partitions) <= 1, "unpartitioned: one partition"
         assert self.auto_increment is None or self.auto_increment in names
+
+    def same_rows(self, other: TableSchema) -> bool:
+        """Whether rows written against one are rows of the other: the two differ in their
+        partitions alone (auto partitions made, ALTER TABLE ADD / DROP PARTITION)."""
+        return replace(self, schema_version=0, partitions=()) == replace(
+            other, schema_version=0, partitions=()
+        )
 
     @classmethod
     def of(cls, table: Table) -> TableSchema:

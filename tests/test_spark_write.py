@@ -168,6 +168,30 @@ def test_columns_by_name_and_defaults(spark, quire, mysql):
         save(spark.createDataFrame([(1, 2)], "id long, other long"), quire, "w.named")
 
 
+def test_tasks_make_the_auto_partitions_their_rows_need(spark, quire, mysql):
+    """Tasks writing rows an auto partition table has no partition for have the FE make them
+    (each once, whichever task asks first); the driver commits the objects by the grown table."""
+    run(
+        mysql,
+        "CREATE TABLE monthly (id INT NOT NULL, d DATE NOT NULL) DUPLICATE KEY(id) "
+        "AUTO PARTITION BY RANGE (date_trunc(d, 'month')) () DISTRIBUTED BY HASH(id) BUCKETS 2",
+    )
+    days = [(n, datetime.date(2024, 1 + n % 3, 1 + n % 28)) for n in range(60)]
+    schema = T.StructType([T.StructField("id", T.IntegerType()), T.StructField("d", T.DateType())])
+    save(spark.createDataFrame(days, schema).repartition(3), quire, "w.monthly")
+    assert sorted(row[1] for row in run(mysql, "SHOW PARTITIONS FROM monthly")) == [
+        "p20240101000000", "p20240201000000", "p20240301000000",
+    ]  # fmt: skip
+    assert run(mysql, "SELECT COUNT(*), COUNT(DISTINCT MONTH(d)) FROM monthly") == ((60, 3),)
+    run(mysql, "CREATE TABLE ranged_ids (id INT NOT NULL, v VARCHAR(10)) DUPLICATE KEY(id) "
+        "PARTITION BY RANGE(id) (PARTITION p1 VALUES LESS THAN ('5')) "
+        "DISTRIBUTED BY HASH(id) BUCKETS 1")  # fmt: skip
+    plain = "id int, v string"
+    with pytest.raises(Exception, match="falls in no partition"):  # a table without the rule
+        save(spark.createDataFrame([(9, "x")], plain), quire, "w.ranged_ids")
+    assert run(mysql, "SELECT COUNT(*) FROM ranged_ids") == ((0,),)
+
+
 def test_unique_key_table_replaces(spark, quire, mysql):
     run(
         mysql,

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 
+import pyarrow as pa
 import requests
 
 from be.spark import write_protocol as protocol
 from be.spark.errors import WriteRefused
 from be.spark.plans import split_table
 from be.storage.blocks import ObjectMeta
+from be.table_schema import TableSchema
 
 
 def base_url(fe: str) -> str:
@@ -65,6 +67,15 @@ class LoadClient:
         if type(commit_ts) is not int or commit_ts <= 0:
             raise WriteRefused(f"the FE answered a commit with {commit_ts!r:.40}", 0)
         return commit_ts
+
+    def auto_partitions(self, values: list[list]) -> TableSchema:
+        """The table's schema once the FE made the auto partitions of these partition column
+        values (WriteRefused if it did not: the table has no such rule, or too many)."""
+        answer = self._post(protocol.PARTITIONS_PATH, json.dumps({"values": values}).encode())
+        try:
+            return TableSchema.from_fields(json.loads(answer)["schema"])
+        except (ValueError, KeyError, TypeError, pa.ArrowException):
+            raise WriteRefused("the FE answered auto partitions without a schema", 0) from None
 
     def abort(self, names: tuple[str, ...]) -> None:
         self._post(protocol.ABORT_PATH, protocol.encode_abort(names))

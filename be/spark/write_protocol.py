@@ -29,6 +29,7 @@ BEGIN_SUFFIX = "/_spark_write"
 ROW_IDS_PATH = "/api/_spark_write/row_ids"
 COMMIT_PATH = "/api/_spark_write/commit"
 ABORT_PATH = "/api/_spark_write/abort"
+PARTITIONS_PATH = "/api/_spark_write/partitions"  # auto partitions for rows: the grown schema
 TOKEN_HEADER = "X-Quire-Load-Token"
 CONTENT_TYPE = "application/x-quire-objects"
 

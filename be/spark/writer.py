@@ -40,11 +40,12 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
+from be.load.auto_partitions import partition_values
 from be.load.convert import typed
 from be.load.limits import LoadLimits
 from be.load.objects import LoadWriter
 from be.spark import write_client
-from be.spark.errors import BadOption, BadValue, SparkWriteError
+from be.spark.errors import BadOption, BadValue, SparkWriteError, WriteRefused
 from be.spark.limits import SparkWriteLimits
 from be.spark.options import compression, limits, lowered, require_fe_user_table, s3_options
 from be.spark.scan import open_store
@@ -132,10 +133,21 @@ class QuireWriter(DataSourceArrowWriter):
         )
         try:
             for rows in self._converted(iterator):
-                if pc.any(writer.unplaced(rows)).as_py():
-                    raise BadValue(
-                        f"a row of the DataFrame falls in no partition of {self.options.table}"
-                    )
+                unplaced = writer.unplaced(rows)
+                if pc.any(unplaced).as_py():  # an auto partition table's FE makes them
+                    columns = writer.schema.partition_columns
+                    values = partition_values(rows.filter(unplaced), columns)
+                    try:
+                        writer.schema = client.auto_partitions(values)
+                    except WriteRefused as error:
+                        raise BadValue(
+                            f"a row of the DataFrame falls in no partition of "
+                            f"{self.options.table}: {error}"
+                        ) from None
+                    if pc.any(writer.unplaced(rows)).as_py():
+                        raise BadValue(
+                            f"a row of the DataFrame falls in no partition of {self.options.table}"
+                        )
                 writer.add(rows)
             objects = writer.finish()
             # Row ids come in large ranges, so a task may never ask again after the job failed:

@@ -292,6 +292,7 @@ class FrontendNode:
                 lambda: this.token,
                 self.data_plane,
                 config["spark_write_token_ttl_second"],
+                self.new_session,
             ),
             console=Console(
                 catalog,

@@ -32,9 +32,10 @@ from be.table_schema import TableSchema
 from be.tn.errors import BadLoad, CommitError, LabelTaken, LoadUnknown
 from be.tn.loads import SPARK, LoadClaim
 from fe.cluster.http_logins import basic_auth_login
+from fe.mysql.errors import QueryError
 from fe.security import privileges
 from fe.security.lockout import LoginTracker
-from fe.statements import views
+from fe.statements import auto_partitions, views
 from metadata.catalog import Catalog
 
 logger = logging.getLogger(__name__)
@@ -52,12 +53,14 @@ class SparkWrites:
         key: Callable[[], str],
         data_plane,
         token_ttl_seconds: float,
+        new_session: Callable | None = None,
     ):
         self.catalog = catalog
         self.login_tracker = login_tracker
         self.key = key
         self.data_plane = data_plane
         self.token_ttl_seconds = token_ttl_seconds
+        self.new_session = new_session  # an auto partition table's partitions are made
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -65,6 +68,7 @@ class SparkWrites:
             web.post(protocol.ROW_IDS_PATH, self.row_ids),
             web.post(protocol.COMMIT_PATH, self.commit),
             web.post(protocol.ABORT_PATH, self.abort),
+            web.post(protocol.PARTITIONS_PATH, self.auto_partitions),
         ]
 
     async def begin(self, request: web.Request) -> web.Response:
@@ -171,7 +175,7 @@ class SparkWrites:
             return _refused(401, str(error))
         except protocol.WriteProtocolError as error:
             return _refused(400, error.message)
-        schema = TableSchema.from_fields(claims["schema"])
+        schema = self._newest(TableSchema.from_fields(claims["schema"]))
         if any(meta.table_id != schema.table_id for meta in objects):
             return _refused(400, "the write names objects of another table")
         try:
@@ -194,6 +198,37 @@ class SparkWrites:
             sum(meta.rows for meta in objects),
         )
         return web.json_response({"commit_ts": commit_ts})
+
+    async def auto_partitions(self, request: web.Request) -> web.Response:
+        """A task's rows need auto partitions: made as an INSERT's are (by the leader), answered
+        with the table's schema."""
+        try:
+            claims = self._claims(request)
+            values = json.loads(await request.read())["values"]
+        except TokenRefused as error:
+            return _refused(401, str(error))
+        except (ValueError, KeyError, TypeError):
+            return _refused(400, 'expected {"values": [[...], ...]}')
+        table = self.catalog.tables.get(TableSchema.from_fields(claims["schema"]).table_id)
+        if table is None or self.new_session is None or not isinstance(values, list):
+            return _refused(404, "the table has no auto partitions to make")
+        try:
+            rows = auto_partitions.rows_of_values(table, values)
+            grown = await auto_partitions.ensured(self.new_session(), table, rows)
+        except QueryError as error:
+            return _refused(422, error.message)
+        return web.json_response({"schema": TableSchema.of(grown).fields()})
+
+    def _newest(self, schema: TableSchema) -> TableSchema:
+        """The table's schema now, if it differs from schema in partitions alone (its tasks
+        made auto partitions): what the write's objects are placed by."""
+        table = self.catalog.tables.get(schema.table_id)
+        if table is None:
+            return schema
+        newest = TableSchema.of(table)
+        if newest.schema_version > schema.schema_version and newest.same_rows(schema):
+            return newest
+        return schema
 
     async def abort(self, request: web.Request) -> web.Response:
         try:

@@ -8,7 +8,7 @@ UPDATE and DELETE can name them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -273,7 +273,7 @@ class OpenTransaction:
         if pending is None:
             pending = self.writes[table.id] = PendingWrite(schema, table.key_columns)
         elif pending.schema.schema_version != schema.schema_version:
-            if _same_rows(pending.schema, schema):  # partitions added or dropped meanwhile
+            if pending.schema.same_rows(schema):  # partitions added or dropped meanwhile
                 if schema.schema_version > pending.schema.schema_version:
                     pending.schema = schema  # the commit places every row by the newest
                 return pending
@@ -325,14 +325,6 @@ class OpenTransaction:
             if inserts is not None or deletes is not None:
                 writes.append(TableWrite(pending.schema, inserts, deletes))
         return tuple(writes)
-
-
-def _same_rows(one: TableSchema, other: TableSchema) -> bool:
-    """Whether rows written against one are rows of other: the two differ in partitions only
-    (an INSERT's auto partitions, an ALTER TABLE ADD / DROP PARTITION)."""
-    return replace(one, schema_version=0, partitions=()) == replace(
-        other, schema_version=0, partitions=()
-    )
 
 
 OWN_ROW_IDS_AFTER = 1 << 62  # a merge orders rows by row id: own rows after every committed one

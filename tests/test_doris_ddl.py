@@ -428,3 +428,17 @@ def test_concurrent_alters_of_one_table_lose_no_change(quire, suite):
     added = {f"c{client}_{number}" for client in range(clients) for number in range(columns_each)}
     assert added <= set(names) and len(names) == 2 + len(added)
     assert run(suite, "SELECT c2_5 FROM altered") == ((7,),)
+
+
+def test_a_sequence_column_is_refused_rather_than_ignored(suite):
+    """Doris's sequence column decides which row of a key a UNIQUE KEY table keeps: Quire does
+    not keep it yet, and says so (it took the property and kept the last row written)."""
+    for prop in ('"function_column.sequence_col" = "s"', '"function_column.sequence_type" = "int"'):
+        assert (
+            error_of(
+                suite,
+                "CREATE TABLE seq (k INT, v VARCHAR(9), s INT) UNIQUE KEY(k) "
+                f"DISTRIBUTED BY HASH(k) BUCKETS 1 PROPERTIES ({prop})",
+            )[0]
+            == 1235
+        )

@@ -244,6 +244,7 @@ def build_table(session, database: Database, statement: st.CreateTable) -> Table
         return tuple(result)
 
     check_replication(dict(statement.properties))
+    _refuse_unkept_properties(dict(statement.properties))
     key_model = statement.key_model
     key_columns = known(statement.key_columns, "Key")
     if key_model is None:
@@ -345,6 +346,20 @@ def check_new_column(column: Column) -> None:
             "Types other than DATETIME and DATETIMEV2 cannot use current_timestamp as the "
             "default value",
         )
+
+
+UNKEPT_PROPERTIES = {  # Doris's properties whose meaning Quire does not keep yet
+    "function_column.sequence_col": "a sequence column (function_column.sequence_col)",
+    "function_column.sequence_type": "a sequence column (function_column.sequence_type)",
+}
+
+
+def _refuse_unkept_properties(properties: dict[str, str]) -> None:
+    """1235 for a property Quire would take and then not honour (a UNIQUE KEY table's sequence
+    column decides which row of a key stays: ignoring it would keep the wrong rows)."""
+    for name, what in UNKEPT_PROPERTIES.items():
+        if name in properties:
+            raise QueryError(1235, f"This version of Quire doesn't yet support '{what}'")
 
 
 def check_replication(properties: dict[str, str]) -> None:

@@ -346,6 +346,22 @@ def test_an_aggregate_key_table_reads_merged(spark, quire, typed):
     )
 
 
+def test_bitmap_and_hll_columns_read_as_their_values_text(spark, quire, typed):
+    run(typed, "CREATE TABLE visits (page VARCHAR(9), users BITMAP BITMAP_UNION, "
+        "seen HLL HLL_UNION) AGGREGATE KEY(page) DISTRIBUTED BY HASH(page) BUCKETS 1")  # fmt: skip
+    run(typed, "INSERT INTO visits VALUES ('home', TO_BITMAP(3), HLL_HASH(3)), "
+        "('home', TO_BITMAP(1), HLL_HASH(1)), ('cart', BITMAP_EMPTY(), HLL_EMPTY())")  # fmt: skip
+    frame = reader(spark, quire, "sparkdb.visits")
+    assert {field.name: field.dataType.simpleString() for field in frame.schema}["users"] == (
+        "string"
+    )
+    rows = {
+        row.page: (row.users, len(row.seen.split(",")) if row.seen else 0)
+        for row in frame.collect()
+    }
+    assert rows == {"home": ("1,3", 2), "cart": ("", 0)}
+
+
 def test_plans_and_reads_fail_clearly(spark, quire, typed):
     plan = fetch_plan(fe(quire), "root", "", "sparkdb.typed")
     data = bytearray(read_plan.encode(plan))

@@ -3,7 +3,8 @@
 DECIMAL(p, s) is DecimalType(p, s), DATE DateType, DATETIME TimestampNTZType (a wall-clock time
 without a zone, as Doris's DATETIME), CHAR / VARCHAR / STRING StringType; LARGEINT (39 digits,
 past DecimalType's 38) is a StringType of its decimal digits, as Doris's Spark connector reads
-it. Spark checks that a batch's Arrow schema is exactly its own (nullability, string and not
+it; a BITMAP or HLL column a StringType of its values apart by commas, as BITMAP_TO_STRING gives
+them. Spark checks that a batch's Arrow schema is exactly its own (nullability, string and not
 large_string): `arrow_schema` is that schema, `to_spark_arrow` casts rows to it."""
 
 from __future__ import annotations
@@ -18,7 +19,12 @@ from be.table_schema import TableSchema
 MAX_DECIMAL_PRECISION = 38  # Spark's DecimalType
 
 
+SET_TYPE = pa.list_(pa.uint64())  # a BITMAP's or an HLL's values (Spark has no unsigned type)
+
+
 def spark_type(arrow: pa.DataType) -> st.DataType:
+    if arrow == SET_TYPE:  # as Doris's connector reads a bitmap (bitmap-to-string): "1,2,3"
+        return st.StringType()
     if pa.types.is_decimal(arrow):
         if arrow.precision > MAX_DECIMAL_PRECISION:
             return st.StringType()
@@ -54,6 +60,8 @@ def to_spark_arrow(rows: pa.Table, target: pa.Schema) -> pa.Table:
         if column.type != field.type:
             if pa.types.is_decimal(column.type) and pa.types.is_string(field.type):
                 column = pc.cast(column, pa.string())
+            elif column.type == SET_TYPE:
+                column = pc.binary_join(column.cast(pa.list_(pa.string())), ",")
             else:
                 column = column.cast(field.type)
         arrays.append(column)

@@ -227,6 +227,11 @@ FE_KEYS = (
         comment='Most rows one table function in FROM makes, numbers("number" = "n") (8 bytes each, held by the FE while its query runs).',
     ),
     Key(
+        "s3_table_function_max_bytes",
+        1 << 30,
+        comment="Most bytes of objects one s3(...) table function reads (the FE holds them while its query runs).",
+    ),
+    Key(
         "statement_cache_max_bytes",
         256 * 1024 * 1024,
         comment="Memory the cached statements may take together (an estimate: about 2 KB a token); the least recently used go.",

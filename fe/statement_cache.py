@@ -326,7 +326,7 @@ def _parsed_bytes(tokens: list[Token], sql: str) -> int:
 def _tables_bytes(statement) -> int:
     """What the tables a query's plan holds take (a long IN list's values, a numbers(...)
     table's rows: far more than its text)."""
-    return sum(table.nbytes for _, table in getattr(statement, "lists", ()))
+    return sum(getattr(table, "nbytes", 0) for _, table in getattr(statement, "lists", ()))
 
 
 def _read_as_mysql(tokens: list[Token]) -> list[Token]:

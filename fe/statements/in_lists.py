@@ -54,7 +54,7 @@ def typed(expression: exp.Expression, lists: tuple[tuple[str, pa.Table], ...], r
     kinds = {  # other tables of literals (an INSERT's VALUES) read no IN list
         name: table.schema.field("value").type
         for name, table in lists
-        if "value" in table.schema.names
+        if isinstance(table, pa.Table) and "value" in table.schema.names
     }
     records = {}
     for table, _, record in resolved:

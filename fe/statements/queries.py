@@ -480,6 +480,9 @@ async def run_in_engine(
     except mysql_functions.UnknownTimeZone as error:
         raise QueryError(1298, f"Unknown or incorrect time zone: '{error}'") from None
     read = read or table_data.TableReader(session)
+    max_object_bytes = session.services.config["s3_table_function_max_bytes"]
+    if any(isinstance(made, table_functions.ObjectFiles) for _, made in plan.lists):
+        session.require_admin()  # s3(...) reaches any endpoint from the FE's host
     if plan.moments:
         plan = await _with_moments(session, plan)
     if not explain:
@@ -553,7 +556,12 @@ async def run_in_engine(
                 if answered is not None:
                     return answered
                 taken[next(iter(data))] = rows  # too big to answer plainly: the engine's input
-        arrow = dict(plan.lists)
+        arrow = {
+            name: made.read(max_object_bytes, table_functions.MAX_ROWS[0])
+            if isinstance(made, table_functions.ObjectFiles)
+            else made
+            for name, made in plan.lists
+        }
         columns = _columns_read(expression, tables.values())
         for registered, name in tables.items():
             built = session.services.information_schema.table(name, session, columns)
@@ -681,6 +689,8 @@ def _prunings(
         if isinstance(source, exp.Table):
             if source.meta.get(in_lists.LIST_TABLE):
                 made = long_lists.get(source.name)
+                if isinstance(made, table_functions.ObjectFiles):
+                    return None  # its columns are known once it is read
                 return frozenset(made.column_names if made is not None else ("value",))
             record = records.get(id(source))
             if record is not None:

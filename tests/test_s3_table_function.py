@@ -1,0 +1,105 @@
+"""Doris's s3(...) table function: the Parquet, CSV and JSON objects of an S3-compatible store
+(moto's server here) read in FROM, `INSERT INTO t SELECT ... FROM s3(...)` loading them; admins
+only, its keys required, at most s3_table_function_max_bytes. Through PyMySQL and the mariadb
+CLI."""
+
+import json
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+import pytest
+
+from tests.harness import QuireProcess, error_of, mariadb, run
+
+BUCKET = "lake"
+
+
+@pytest.fixture(scope="module")
+def store(moto_endpoint):
+    """The bucket's objects: two Parquet parts, a CSV and JSON lines."""
+    filesystem = pafs.S3FileSystem(
+        access_key="testing",
+        secret_key="testing",
+        region="us-east-1",
+        endpoint_override=moto_endpoint.removeprefix("http://"),
+        scheme="http",
+        allow_bucket_creation=True,
+    )
+    filesystem.create_dir(BUCKET)
+    for part, ids in (("a", range(0, 3)), ("b", range(3, 5))):
+        table = pa.table({"id": pa.array(ids, pa.int64()), "name": [f"n{i}" for i in ids]})
+        pq.write_table(table, f"{BUCKET}/parts/{part}.parquet", filesystem=filesystem)
+    with filesystem.open_output_stream(f"{BUCKET}/plain.csv") as out:
+        out.write(b"7|seven\n8|eight\n")
+    with filesystem.open_output_stream(f"{BUCKET}/rows.json") as out:
+        out.write("\n".join(json.dumps({"id": i, "name": f"j{i}"}) for i in (1, 2)).encode())
+    return moto_endpoint
+
+
+@pytest.fixture(scope="module")
+def quire(tmp_path_factory):
+    node = QuireProcess(
+        tmp_path_factory.mktemp("s3_tvf"), {"s3_table_function_max_bytes": 100_000}
+    ).start()
+    yield node
+    node.stop()
+
+
+def s3(endpoint: str, uri: str, kind: str, **more: str) -> str:
+    properties = {
+        "uri": f"s3://{BUCKET}/{uri}",
+        "format": kind,
+        "s3.endpoint": endpoint,
+        "s3.region": "us-east-1",
+        "s3.access_key": "testing",
+        "s3.secret_key": "testing",
+        **more,
+    }
+    return "s3(" + ", ".join(f'"{k}" = "{v}"' for k, v in properties.items() if v) + ")"
+
+
+def test_parquet_csv_and_json_objects_read_and_load(quire, root, store):
+    parts = s3(store, "parts/*.parquet", "parquet")
+    assert run(root, f"SELECT id, name FROM {parts} ORDER BY id") == tuple(
+        (i, f"n{i}") for i in range(5)
+    )
+    plain = s3(store, "plain.csv", "csv", column_separator="|")
+    assert run(root, f"SELECT c1, c2 FROM {plain} ORDER BY c1") == (("7", "seven"), ("8", "eight"))
+    lines = s3(store, "rows.json", "json")
+    assert run(root, f"SELECT SUM(id) FROM {lines}") == ((3,),)
+    run(root, "CREATE DATABASE lake")
+    run(root, "CREATE TABLE lake.t (id BIGINT, name VARCHAR(9)) DUPLICATE KEY(id) "
+        "DISTRIBUTED BY HASH(id) BUCKETS 2")  # fmt: skip
+    run(root, f"INSERT INTO lake.t SELECT id, name FROM {parts} WHERE id > 1")
+    run(root, f"INSERT INTO lake.t SELECT CAST(c1 AS BIGINT), c2 FROM {plain}")
+    assert run(root, "SELECT COUNT(*), CAST(SUM(id) AS SIGNED) FROM lake.t") == ((5, 24),)
+    done = mariadb(quire, "--batch", "-N", "-e", f"SELECT COUNT(*) FROM {parts}")
+    assert done.stdout.split() == ["5"], done.stderr
+
+
+def test_s3_is_for_admins_with_keys_and_within_its_bytes(quire, root, store):
+    run(root, "CREATE USER IF NOT EXISTS 'analyst'@'%' IDENTIFIED BY 'pw'")
+    run(root, "GRANT SELECT_PRIV ON *.* TO 'analyst'@'%'")
+    analyst = quire.connect(user="analyst", password="pw")
+    try:
+        parts = s3(store, "parts/*.parquet", "parquet")
+        assert error_of(analyst, f"SELECT * FROM {parts}")[0] == 1227
+    finally:
+        analyst.close()
+    keyless = s3(store, "plain.csv", "csv", **{"s3.secret_key": ""})
+    assert error_of(root, f"SELECT * FROM {keyless}") == (
+        1105,
+        "s3 needs its s3.access_key and s3.secret_key properties",
+    )
+    assert "no object" in error_of(root, f"SELECT * FROM {s3(store, 'nothing.csv', 'csv')}")[1]
+    assert error_of(root, f"SELECT * FROM {s3(store, 'plain.csv', 'orc')}")[0] == 1105
+    big = b"x" * 200_000
+    filesystem = pafs.S3FileSystem(
+        access_key="testing", secret_key="testing", region="us-east-1",
+        endpoint_override=store.removeprefix("http://"), scheme="http",
+    )  # fmt: skip
+    with filesystem.open_output_stream(f"{BUCKET}/big.csv") as out:
+        out.write(big)
+    code, message = error_of(root, f"SELECT COUNT(*) FROM {s3(store, 'big.csv', 'csv')}")
+    assert code == 1105 and "s3_table_function_max_bytes" in message

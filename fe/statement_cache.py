@@ -38,7 +38,15 @@ from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.prepared import sql_literal, time_text
 from fe.sql import statements as st
 from fe.sql.literal_insert import NUMBER, literal_columns, literal_insert
-from fe.sql.parser import QUERY_STARTS, ParseError, parse_tokens, parse_with_sqlglot, tokenize
+from fe.sql.parser import (
+    QUERY_STARTS,
+    ParseError,
+    outfile_at,
+    outfile_clause,
+    parse_tokens,
+    parse_with_sqlglot,
+    tokenize,
+)
 from fe.statements import plain_reads, point_writes, queries
 
 LITERAL_TOKENS = (TokenType.NUMBER, TokenType.STRING)
@@ -201,6 +209,11 @@ class StatementCache:
         return self._literal_insert(sql) or self._parsed(self._tokens(sql), sql, reads)
 
     def _parsed(self, tokens: list[Token], sql: str, reads: bool = False):
+        outfile = outfile_at(tokens) if tokens[0].token_type in QUERY_STARTS else None
+        if outfile is not None:  # the query before INTO OUTFILE, and where its rows go
+            target, kind, properties = outfile_clause(tokens[outfile:], sql)
+            query = self._query(tokens[:outfile], sql[: tokens[outfile].start])
+            return st.SelectIntoOutfile(query, target, kind, properties)
         if tokens[0].token_type in QUERY_STARTS:
             statement = self._query(tokens, sql, reads)
             if isinstance(statement, ShapedRead):

@@ -1,7 +1,7 @@
 """Doris's s3(...) table function: the Parquet, CSV and JSON objects of an S3-compatible store
-(moto's server here) read in FROM, `INSERT INTO t SELECT ... FROM s3(...)` loading them; admins
-only, its keys required, at most s3_table_function_max_bytes. Through PyMySQL and the mariadb
-CLI."""
+(moto's server here) read in FROM, `INSERT INTO t SELECT ... FROM s3(...)` loading them; and
+SELECT ... INTO OUTFILE "s3://..." writing a query's rows there. Admins only, keys required, at
+most s3_table_function_max_bytes read. Through PyMySQL and the mariadb CLI."""
 
 import json
 
@@ -103,3 +103,39 @@ def test_s3_is_for_admins_with_keys_and_within_its_bytes(quire, root, store):
         out.write(big)
     code, message = error_of(root, f"SELECT COUNT(*) FROM {s3(store, 'big.csv', 'csv')}")
     assert code == 1105 and "s3_table_function_max_bytes" in message
+
+
+def test_select_into_outfile_writes_an_object_the_s3_function_reads_back(quire, root, store):
+    keys = (
+        f'"s3.endpoint" = "{store}", "s3.region" = "us-east-1", '
+        '"s3.access_key" = "testing", "s3.secret_key" = "testing"'
+    )
+    run(root, "CREATE DATABASE IF NOT EXISTS lake")
+    run(root, "CREATE TABLE IF NOT EXISTS lake.out (id BIGINT, name VARCHAR(9), d DATE) "
+        "DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 2")  # fmt: skip
+    run(root, "INSERT INTO lake.out VALUES (1, 'a,b', '2024-01-02'), (2, NULL, NULL)")
+    with root.cursor() as cursor:
+        cursor.execute(
+            "SELECT id, name, d FROM lake.out ORDER BY id INTO OUTFILE "
+            f'"s3://{BUCKET}/export/out_" FORMAT AS PARQUET PROPERTIES ({keys})'
+        )
+        assert [d[0] for d in cursor.description] == ["FileNumber", "TotalRows", "FileSize", "URL"]
+        ((files, rows, size, url),) = cursor.fetchall()
+    assert (files, rows) == (1, 2) and size > 0 and url.startswith(f"s3://{BUCKET}/export/out_")
+    written = s3(store, url.removeprefix(f"s3://{BUCKET}/") + "0.parquet", "parquet")
+    assert run(root, f"SELECT id, name FROM {written} ORDER BY id") == ((1, "a,b"), (2, None))
+    done = mariadb(quire, "--batch", "-N", "-e",
+                   "SELECT id, name FROM lake.out ORDER BY id INTO OUTFILE "
+                   f'"s3://{BUCKET}/export/csv_" FORMAT AS CSV_WITH_NAMES PROPERTIES ({keys})')  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    url = done.stdout.split()[-1]
+    text = s3(store, url.removeprefix(f"s3://{BUCKET}/") + "0.csv", "csv")
+    assert run(root, f"SELECT c1, c2 FROM {text}") == (("id", "name"), ("1", "a,b"), ("2", None))
+    assert error_of(root, "SELECT 1 INTO OUTFILE '/tmp/x.csv'")[0] == 1235
+    run(root, "CREATE USER IF NOT EXISTS 'analyst'@'%' IDENTIFIED BY 'pw'")
+    analyst = quire.connect(user="analyst", password="pw")
+    try:
+        refused = error_of(analyst, f'SELECT 1 INTO OUTFILE "s3://{BUCKET}/x_" PROPERTIES ({keys})')
+        assert refused[0] == 1227
+    finally:
+        analyst.close()

@@ -476,6 +476,40 @@ def parse_with_sqlglot(tokens: list[Token], sql: str) -> exp.Expression:
 
 
 UNSUPPORTED_INTO = ("OUTFILE", "DUMPFILE")  # SELECT ... INTO OUTFILE: files on the server
+OUTFILE_FORMATS = ("CSV", "CSV_WITH_NAMES", "PARQUET")
+
+
+def outfile_at(tokens: list[Token]) -> int | None:
+    """Where a query's `INTO OUTFILE` starts, outside parentheses; None if it has none."""
+    depth = 0
+    for index, token in enumerate(tokens[:-1]):
+        depth += (token.token_type == TokenType.L_PAREN) - (token.token_type == TokenType.R_PAREN)
+        if (
+            depth == 0
+            and token.token_type == TokenType.INTO
+            and tokens[index + 1].text.upper() == "OUTFILE"
+        ):
+            return index
+    return None
+
+
+def outfile_clause(tokens: list[Token], sql: str) -> tuple[str, str, tuple]:
+    """INTO OUTFILE "target" [FORMAT AS kind] [PROPERTIES (...)]: (target, kind, properties)."""
+    grammar = Grammar(tokens, sql)
+    grammar.expect("INTO")
+    grammar.expect("OUTFILE")
+    target = grammar.string()
+    kind = "CSV"
+    if grammar.accept("FORMAT"):
+        grammar.expect("AS")
+        kind = grammar.identifier().upper()
+        if kind not in OUTFILE_FORMATS:
+            grammar.fail(f"expected FORMAT AS {' | '.join(OUTFILE_FORMATS)}")
+    properties = grammar.properties() if grammar.accept("PROPERTIES") else ()
+    grammar.accept_type(TokenType.SEMICOLON)
+    if grammar.position != len(tokens):
+        grammar.fail("unexpected input after INTO OUTFILE")
+    return target, kind.lower(), properties
 
 
 def _check_supported(tokens: list[Token]) -> None:

@@ -447,6 +447,17 @@ class LockTables:
 
 
 @dataclass(frozen=True)
+class SelectIntoOutfile:
+    """Doris's SELECT ... INTO OUTFILE "s3://bucket/prefix" [FORMAT AS CSV | CSV_WITH_NAMES |
+    PARQUET] [PROPERTIES (...)]: the query's rows written as an object of a store."""
+
+    query: object  # the query's plan
+    target: str
+    format: str = "csv"
+    properties: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class RefreshMaterializedView:
     """Doris's REFRESH MATERIALIZED VIEW mv [COMPLETE | AUTO]: its query's rows, again."""
 

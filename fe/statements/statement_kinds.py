@@ -23,6 +23,7 @@ from fe.statements import (
     ddl,
     dml,
     materialized_views,
+    outfile,
     queries,
     recycle_bin,
     set_statement,
@@ -133,6 +134,9 @@ KINDS: dict[type, StatementKind] = {
         resets_warnings=True,
         retried_on_schema_change=True,
         touches_data=True,
+    ),
+    st.SelectIntoOutfile: StatementKind(
+        outfile.run, readable_when_stale=False, resets_warnings=True, touches_data=True
     ),
     st.RefreshMaterializedView: StatementKind(
         materialized_views.refresh, readable_when_stale=False, resets_warnings=True

@@ -92,24 +92,35 @@ def object_files(properties: dict[str, str]) -> ObjectFiles:
     """Doris's s3("uri" = "s3://bucket/path[*]", "format" = "parquet" | "csv" | "json", "s3.endpoint"
     = ..., "s3.access_key" = ..., "s3.secret_key" = ...): checked, not read (no I/O at plan time).
     The keys are required: the FE's own credentials never read a user's objects."""
-    uri = properties.get("uri", "")
-    if not uri.startswith("s3://") or "/" not in uri[len("s3://") :]:
-        raise QueryError(1105, f"s3's uri must be s3://bucket/path, not '{uri}'")
+    path, options = s3_place(properties.get("uri", ""), properties, "s3")
     kind = properties.get("format", "").lower()
     if kind not in S3_FORMATS:
         raise QueryError(1105, f"s3's format must be one of {', '.join(S3_FORMATS)}")
+    return ObjectFiles(path, kind, column_separator(properties, "s3"), options)
+
+
+def s3_place(uri: str, properties: dict[str, str], what: str) -> tuple[str, S3Options]:
+    """An s3://bucket/path and the store its properties name: (bucket/path, how to reach it).
+    The keys are required: the FE's own credentials never reach a user's objects."""
+    if not uri.startswith("s3://") or "/" not in uri[len("s3://") :]:
+        raise QueryError(1105, f"{what}'s uri must be s3://bucket/path, not '{uri}'")
+    properties = {S3_ALIASES.get(k.lower(), k.lower()): v for k, v in properties.items()}
     if not properties.get("s3.access_key") or not properties.get("s3.secret_key"):
-        raise QueryError(1105, "s3 needs its s3.access_key and s3.secret_key properties")
-    separator = properties.get("column_separator", ",")
-    if len(separator) != 1:
-        raise QueryError(1105, "s3's column_separator must be one character")
+        raise QueryError(1105, f"{what} needs its s3.access_key and s3.secret_key properties")
     options = S3Options(
         endpoint=properties.get("s3.endpoint", ""),
         region=properties.get("s3.region", ""),
         access_key=properties["s3.access_key"],
         secret_key=properties["s3.secret_key"],
     )
-    return ObjectFiles(uri[len("s3://") :], kind, separator, options)
+    return uri[len("s3://") :], options
+
+
+def column_separator(properties: dict[str, str], what: str) -> str:
+    separator = properties.get("column_separator", ",")
+    if len(separator) != 1:
+        raise QueryError(1105, f"{what}'s column_separator must be one character")
+    return separator
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,27 @@ def test_bad_names_and_dropped_statistics(db):
     assert run(db, "SHOW COLUMN STATS t") == ()
 
 
+def test_show_analyze_lists_each_tables_last_analyze(quire, db):
+    """Doris's SHOW ANALYZE: an ANALYZE runs to its end when asked, so each table's last one is
+    a FINISHED job (its id the table's), with Doris's columns."""
+    run(db, "ANALYZE TABLE t (id, name) WITH SYNC")
+    with db.cursor() as cursor:
+        cursor.execute("SHOW ANALYZE t")
+        titles = [d[0] for d in cursor.description]
+        (row,) = cursor.fetchall()
+    assert titles[:5] == ["job_id", "catalog_name", "db_name", "tbl_name", "col_name"]
+    shown = dict(zip(titles, row, strict=True))
+    assert (shown["db_name"], shown["tbl_name"], shown["col_name"], shown["state"]) == (
+        "st", "t", "[id, name]", "FINISHED",
+    )  # fmt: skip
+    assert run(db, f"SHOW ANALYZE {shown['job_id']}") == (row,)
+    assert run(db, "SHOW ANALYZE WHERE STATE = 'RUNNING'") == ()
+    assert row in run(db, "SHOW ANALYZE WHERE STATE = 'FINISHED'")
+    assert error_of(db, "SHOW ANALYZE WHERE STATE = 'DONE'")[0] == 1064
+    done = mariadb(quire, "st", "--batch", "-N", "-e", "SHOW ANALYZE t")
+    assert done.stdout.split("\t")[9] == "FINISHED", done.stderr
+
+
 def test_a_user_without_select_is_refused(quire, db):
     run(db, "CREATE USER nosy IDENTIFIED BY 'pw'")
     nosy = quire.connect(user="nosy", password="pw")
@@ -79,6 +100,8 @@ def test_a_user_without_select_is_refused(quire, db):
         assert error_of(nosy, "ANALYZE TABLE st.t")[0] == 1142
         assert error_of(nosy, "SHOW COLUMN STATS st.t")[0] == 1142
         assert error_of(nosy, "DROP STATS st.t")[0] == 1142
+        assert error_of(nosy, "SHOW ANALYZE st.t")[0] == 1142
+        assert run(nosy, "SHOW ANALYZE") == ()  # none of the tables it cannot read
     finally:
         nosy.close()
 

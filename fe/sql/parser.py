@@ -1891,6 +1891,8 @@ class Grammar:
             return st.Show(f"{word} STATUS")
         if word == "TABLE" and self.accept("STATS"):
             return st.ShowStats("TABLE", self.table_name())
+        if word == "ANALYZE":
+            return self.show_analyze()
         if word == "COLUMN":
             self.accept("CACHED")
             self.expect("STATS")
@@ -1917,6 +1919,21 @@ class Grammar:
         ):
             return st.Show(word, like=self.like(), full=full)
         self.fail("unsupported SHOW")
+
+    def show_analyze(self) -> st.ShowAnalyze:
+        """SHOW ANALYZE [table | job id] [WHERE STATE = 'PENDING|RUNNING|FINISHED|FAILED']."""
+        table, job_id, state = None, None, None
+        if self.peek_type() == TokenType.NUMBER:
+            job_id = self.integer()
+        elif self.position < len(self.tokens) and not self.at("WHERE"):
+            table = self.table_name()
+        if self.accept("WHERE"):
+            self.expect("STATE")
+            self.expect_type(TokenType.EQ, "=")
+            state = self.string().upper()
+            if state not in ("PENDING", "RUNNING", "FINISHED", "FAILED"):
+                self.fail('Where clause should be STATE = "PENDING|RUNNING|FINISHED|FAILED"')
+        return st.ShowAnalyze(table, job_id, state)
 
     def show_load(self, what: str) -> st.Show:
         """SHOW [STREAM] LOAD [FROM db] [WHERE LABEL = 'l' | WHERE LABEL LIKE 'p']: the label

@@ -447,6 +447,15 @@ class LockTables:
 
 
 @dataclass(frozen=True)
+class ShowAnalyze:
+    """Doris's SHOW ANALYZE [table | job id] [WHERE STATE = '...']."""
+
+    table: TableName | None = None
+    job_id: int | None = None
+    state: str | None = None
+
+
+@dataclass(frozen=True)
 class SelectIntoOutfile:
     """Doris's SELECT ... INTO OUTFILE "s3://bucket/prefix" [FORMAT AS CSV | CSV_WITH_NAMES |
     PARQUET] [PROPERTIES (...)]: the query's rows written as an object of a store."""

@@ -180,6 +180,7 @@ KINDS: dict[type, StatementKind] = {
     st.Analyze: _write(statistics.analyze, serialised=False),  # reads every row first
     st.DropStats: _write(statistics.drop_stats),
     st.ShowStats: StatementKind(statistics.show_stats),
+    st.ShowAnalyze: StatementKind(statistics.show_analyze),
     st.CancelAlter: _write(alter_jobs.cancel_alter),
     st.RecoverDatabase: _write(recycle_bin.recover_database),
     st.RecoverTable: _write(recycle_bin.recover_table),

@@ -94,6 +94,43 @@ async def show_stats(session, statement: st.ShowStats):
     return text_result(COLUMN_TITLES, rows)
 
 
+ANALYZE_TITLES = [
+    "job_id", "catalog_name", "db_name", "tbl_name", "col_name", "job_type", "analysis_type",
+    "message", "last_exec_time_in_ms", "state", "progress", "schedule_type", "start_time",
+    "end_time", "priority", "enable_partition",
+]  # fmt: skip
+
+
+async def show_analyze(session, statement: st.ShowAnalyze):
+    """Doris's SHOW ANALYZE: each table's last ANALYZE (run to its end when it was asked: a job
+    FINISHED, its id the table's), of the tables the user may read."""
+    only = None
+    if statement.table is not None:
+        only = _table(session, statement.table, privileges.SELECT)[1].id
+    rows = []
+    for table_id, stats in sorted(session.catalog.table_stats.items()):
+        table = session.catalog.tables.get(table_id)
+        database = session.catalog.dbs.get(table.db_id) if table is not None else None
+        if database is None or (only is not None and table_id != only):
+            continue
+        if statement.job_id is not None and table_id != statement.job_id:
+            continue
+        if statement.state not in (None, "FINISHED"):
+            continue
+        if not privileges.has(session.user, privileges.SELECT, database.name, table.name):
+            continue
+        names = ", ".join(c.column for c in stats.columns)
+        done = _time(stats.updated_ms)
+        count = len(stats.columns)
+        rows.append((
+            str(table_id), "internal", database.name, table.name, f"[{names}]", "MANUAL",
+            "FUNDAMENTALS", "", done, "FINISHED",
+            f"{count} Finished/0 Failed/0 In Progress/{count} Total", "ONCE", done, done,
+            "HIGH", "false",
+        ))  # fmt: skip
+    return text_result(ANALYZE_TITLES, rows)
+
+
 def _table(session, name: st.TableName, privilege: str) -> tuple:
     database, table = resolve_table(session, name)
     session.require(privilege, database.name, table.name)

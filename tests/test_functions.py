@@ -462,6 +462,8 @@ def test_columns_are_named_by_the_expression_as_written(quire):
         "EXPLAIN VERBOSE SELECT 1 + 1",
         "EXPLAIN PHYSICAL PLAN SELECT COUNT(*) FROM information_schema.columns",
         "EXPLAIN WITH t AS (SELECT 1 AS a) SELECT a FROM t",
+        "DESC VERBOSE SELECT 1 + 1",  # Doris's other name of EXPLAIN
+        "DESCRIBE SELECT 2",
     ],
 )
 def test_explain_answers_a_plan_as_doris_does(quire, root, sql):

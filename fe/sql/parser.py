@@ -856,6 +856,14 @@ class Grammar:
 
     def _desc(self):
         self.next()
+        after = self.tokens[self.position + 1] if self.position + 1 < len(self.tokens) else None
+        leveled = (
+            self._word() in EXPLAIN_LEVELS
+            and after is not None
+            and (after.token_type in QUERY_STARTS or after.text.upper() == "PLAN")
+        )  # (`DESC verbose` is a table's description)
+        if leveled or self.peek_type() in QUERY_STARTS:
+            return self._explained()  # DESC [VERBOSE] query: Doris's EXPLAIN
         table = self.table_name()
         if self.accept("ALL"):
             return st.DescribeAll(table)
@@ -865,6 +873,9 @@ class Grammar:
         """EXPLAIN [level [PLAN]] query: Doris's levels (VERBOSE, GRAPH, PHYSICAL PLAN, ...) are
         accepted; each shows the one plan Quire has."""
         self.expect("EXPLAIN")
+        return self._explained()
+
+    def _explained(self):
         if self._word() in EXPLAIN_LEVELS:
             self.next()
         self.accept("PLAN")

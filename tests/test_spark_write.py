@@ -444,6 +444,7 @@ def test_forged_tokens_and_broken_messages_are_refused(quire, mysql):
         lambda: forged.reserve_row_ids(10),
         lambda: forged.commit(()),
         lambda: forged.abort(()),
+        lambda: forged.auto_partitions([["2024-01-01"]]),
     ):
         with pytest.raises(WriteRefused, match="not signed by this cluster") as refused:
             call()
@@ -454,6 +455,9 @@ def test_forged_tokens_and_broken_messages_are_refused(quire, mysql):
     assert refused.value.status == 400
     with pytest.raises(WriteRefused, match="count") as refused:
         client.reserve_row_ids(0)
+    with pytest.raises(WriteRefused, match="makes no auto partitions") as refused:
+        client.auto_partitions([[1]])  # the table has no rule to make them by
+    assert refused.value.status == 422
     first = client.reserve_row_ids(5)
     store = open_store(begun.location, S3Options())
     schema = begun.schema

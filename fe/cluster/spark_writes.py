@@ -212,6 +212,8 @@ class SparkWrites:
         table = self.catalog.tables.get(TableSchema.from_fields(claims["schema"]).table_id)
         if table is None or self.new_session is None or not isinstance(values, list):
             return _refused(404, "the table has no auto partitions to make")
+        if auto_partitions.rule_of(table) is None:
+            return _refused(422, f"{table.name} makes no auto partitions: it has no AUTO PARTITION")
         try:
             rows = auto_partitions.rows_of_values(table, values)
             grown = await auto_partitions.ensured(self.new_session(), table, rows)

@@ -216,6 +216,12 @@ def test_column_mappings_compute_columns_from_the_files_fields(up, tmp_path):
                   "columns: k, tmp, raw, n = k * 10, v = concat(upper(raw), '!')")  # fmt: skip
     assert answer["Status"] == "Success" and answer["NumberLoadedRows"] == 2, answer
     assert rows(up, "SELECT k, n, v FROM d.mapped ORDER BY k") == [(1, 10, "AB!"), (2, 20, "CD!")]
+    data.write_text("3,7,x\n")  # a field of the load's own is text: converted as MySQL's
+    answer = curl(up, "/api/d/mapped/_stream_load", data, "column_separator:,",
+                  "columns: k, tmp, raw, n = tmp * 2 + k, v = raw")  # fmt: skip
+    assert answer["Status"] == "Success", answer
+    assert rows(up, "SELECT n FROM d.mapped WHERE k = 3") == [(17,)]
+    data.write_text("1,skip,ab\n2,skip,cd\n")
     wrong = curl(up, "/api/d/mapped/_stream_load", data, "column_separator:,",
                  "columns: k, tmp, raw, n = concat(raw, 'x')", "max_filter_ratio:1")  # fmt: skip
     assert (wrong["Status"], wrong["NumberFilteredRows"]) == ("Success", 2), wrong
@@ -227,7 +233,7 @@ def test_column_mappings_compute_columns_from_the_files_fields(up, tmp_path):
     ):
         refused = curl(up, "/api/d/mapped/_stream_load", data, "column_separator:,", header)
         assert refused["Status"] == "Fail" and said in refused["Message"], (header, refused)
-    assert rows(up, "SELECT count(*) FROM d.mapped") == [(2,)]
+    assert rows(up, "SELECT count(*) FROM d.mapped") == [(3,)]
     execute(up, "CREATE TABLE d.visits (dt DATE, page VARCHAR(9), users BITMAP BITMAP_UNION) "
             "AGGREGATE KEY(dt, page) DISTRIBUTED BY HASH(dt) BUCKETS 1")  # fmt: skip
     data.write_text("2024-01-01,home,7\n2024-01-01,home,8\n2024-01-01,home,7\n")

@@ -15,7 +15,7 @@ from sqlglot.errors import SqlglotError
 
 from be import engine
 from fe.mysql.errors import QueryError
-from fe.statements import mysql_functions
+from fe.statements import coercions, mysql_functions
 from metadata.records import Table
 
 MAX_COLUMNS_HEADER_CHARS = 64 * 1024
@@ -69,11 +69,27 @@ def load_columns(text: str, table: Table, max_text_bytes: int) -> LoadColumns:
                 )
         try:
             engine.check(expression)
-            sql = mysql_functions.rewritten(expression.copy(), time).sql(dialect="duckdb")
+            typed = _typed(expression.copy(), table, {name for name, _ in written})
+            sql = mysql_functions.rewritten(coercions.coerced(typed), time).sql(dialect="duckdb")
         except (engine.EngineError, QueryError, SqlglotError) as error:
             raise ValueError(f"the mapping of {target}: {error}") from None
         mappings.append((target, sql))
     return LoadColumns(tuple(sources), tuple(mappings))
+
+
+def _typed(expression: exp.Expression, table: Table, targets: set[str]) -> exp.Expression:
+    """expression with each field it reads typed as the backend hands it over: a column of the
+    table as the column, the load's own (or one a mapping writes) as text, converted where MySQL
+    converts text (`n = tmp * 10`)."""
+    for column in expression.find_all(exp.Column):
+        held = table.column(column.name)
+        if held is None or held.name in targets:
+            kind = "VARCHAR"
+        else:
+            kind = coercions.COLUMN_TYPES.get(held.type.base)
+        if kind is not None:
+            column.type = exp.DataType.build(kind)
+    return expression
 
 
 def _check_names(sources: list[str], targets: list[str]) -> None:

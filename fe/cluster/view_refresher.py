@@ -25,7 +25,6 @@ class ViewRefresher:
         self.new_session = new_session
         self.check_seconds = check_seconds
         self.refreshed_at: dict[int, float] = {}  # view id -> epoch second of its last refresh
-        self.refreshes = 0
 
     async def run(self) -> None:
         while True:
@@ -33,7 +32,12 @@ class ViewRefresher:
             if not self.writer.is_leader():
                 self.refreshed_at.clear()  # a new leader counts from when it leads
                 continue
-            for view_id in self._due(time.time()):
+            try:
+                due = self._due(time.time())
+            except Exception:  # a bug: the next look tries again
+                logger.exception("no materialized view refreshed this time")
+                continue
+            for view_id in due:
                 await self._refresh(view_id)
 
     def _due(self, now: float) -> list[int]:
@@ -63,7 +67,6 @@ class ViewRefresher:
         session.database = database.name
         try:
             await materialized_views.refilled(session, database.name, table)
-            self.refreshes += 1
             logger.info("materialized view %s.%s refreshed", database.name, table.name)
         except QueryError as error:
             logger.warning(

@@ -176,18 +176,9 @@ class QuireSession(BaseSession):
 
     async def execute_prepared(self, prepared, values: list, attrs: dict[str, str]) -> Result:
         with Counted(self, prepared):
-            if prepared.read is not None or prepared.write is not None:
-                plane = self.services.data_plane
-                if plane is not None and not plane.reads_at_hand:
-                    await transactions.open_implicitly(self)
             if prepared.read is not None:  # from the data plane's key index, if at hand
-                if not self.services.writer.is_leader():
-                    self.services.freshness.check_fresh()
-                result = queries.point_read(self, prepared.read, values)  # no coroutine: fastest
-                if result is None:
-                    result = await queries.run_prepared_read(self, prepared.read, values)
+                result = await self._point_read(prepared.read, values)
                 if result is not None:
-                    self.warnings = []
                     return result
             if prepared.write is not None:
                 result = await self._point_write(prepared.write, values)
@@ -197,25 +188,30 @@ class QuireSession(BaseSession):
                 statement = statement_cache.bind(prepared, values)
             return await self._run(statement, lambda: statement_cache.written(prepared, values))
 
-    async def _point_read(self, read, values: list, names: list[str]) -> Result | None:
-        """A query of a known shape read by its table's key (a ShapedRead), answered as a
-        prepared read of its literals; None if it cannot be (its plan runs)."""
-        plane = self.services.data_plane
-        if plane is not None and not plane.reads_at_hand:
-            await transactions.open_implicitly(self)
-        if not self.services.writer.is_leader():
-            self.services.freshness.check_fresh()
-        result = queries.point_read(self, read, values, names)
+    async def _point_read(self, read, values: list, names: list[str] | None = None):
+        """A read by its table's key columns (a prepared one, or a query of a known shape with
+        its literals as the values) answered from the data plane's key index, its columns
+        named names (the read's own by default); None if it cannot be (its plan runs)."""
+        await self._ready_for_key_access()
+        result = queries.point_read(self, read, values, names)  # no coroutine: fastest
         if result is None:
             result = await queries.run_prepared_read(self, read, values, names)
         if result is not None:
             self.warnings = []
         return result
 
-    async def _point_write(self, write, values: list) -> Result | None:
-        """An UPDATE or DELETE of one key's rows done without binding it, if it can be."""
+    async def _ready_for_key_access(self) -> None:
+        """What a read or write by key needs first: the transaction autocommit off opens (asked
+        of a remote data plane off the event loop), and on a non-leader a fresh catalog."""
+        plane = self.services.data_plane
+        if plane is not None and not plane.reads_at_hand:
+            await transactions.open_implicitly(self)
         if not self.services.writer.is_leader():
             self.services.freshness.check_fresh()
+
+    async def _point_write(self, write, values: list) -> Result | None:
+        """An UPDATE or DELETE of one key's rows done without binding it, if it can be."""
+        await self._ready_for_key_access()
         self.warnings = []
         return await self._run_again_on_schema_change(
             lambda session, _: point_writes.run(session, write, values), None

@@ -15,15 +15,14 @@ from pyspark.sql import types as st
 from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
 
 from be.table_schema import TableSchema
+from metadata.types import parse_column_type
 
 MAX_DECIMAL_PRECISION = 38  # Spark's DecimalType
-
-
-SET_TYPE = pa.list_(pa.uint64())  # a BITMAP's or an HLL's values (Spark has no unsigned type)
+SET_ARROW_TYPE = parse_column_type("BITMAP").arrow  # a BITMAP's or an HLL's values
 
 
 def spark_type(arrow: pa.DataType) -> st.DataType:
-    if arrow == SET_TYPE:  # as Doris's connector reads a bitmap (bitmap-to-string): "1,2,3"
+    if arrow == SET_ARROW_TYPE:  # as Doris's connector reads a bitmap (bitmap-to-string): "1,2,3"
         return st.StringType()
     if pa.types.is_decimal(arrow):
         if arrow.precision > MAX_DECIMAL_PRECISION:
@@ -60,7 +59,7 @@ def to_spark_arrow(rows: pa.Table, target: pa.Schema) -> pa.Table:
         if column.type != field.type:
             if pa.types.is_decimal(column.type) and pa.types.is_string(field.type):
                 column = pc.cast(column, pa.string())
-            elif column.type == SET_TYPE:
+            elif column.type == SET_ARROW_TYPE:
                 column = pc.binary_join(column.cast(pa.list_(pa.string())), ",")
             else:
                 column = column.cast(field.type)

@@ -27,6 +27,7 @@ from fe.statements.partitioning import PartitionColumns
 from metadata import ops
 from metadata.catalog import renamed
 from metadata.records import Column, Database, KeyModel, Partition, PartitionKind, Table
+from metadata.types import DECIMAL_TYPES, INTEGER_BITS
 
 DEFAULT_BUCKETS = 10
 # Doris's short key: at most this many columns and bytes, which also bound the DUPLICATE KEY a
@@ -398,9 +399,7 @@ def _java_short(text: str) -> int:
 
 
 SET_UNION_OF = {"BITMAP": "BITMAP_UNION", "HLL": "HLL_UNION"}  # a set type's one aggregation
-SUMMED = frozenset(
-    ("TINYINT", "SMALLINT", "INT", "BIGINT", "LARGEINT", "FLOAT", "DOUBLE", "DECIMAL", "DECIMALV3")
-)
+SUMMED = frozenset({*INTEGER_BITS, "FLOAT", "DOUBLE", *DECIMAL_TYPES})  # what SUM may add
 
 
 def _aggregation_fits(column) -> bool:

@@ -221,10 +221,7 @@ async def _partially_updated(
         for column, values in zip(named, given, strict=True)
     }
     keys = pa.table({name: arrays[name] for name in table.key_columns})
-    bounds = transactions.key_bounds(keys, table.key_columns)
-    existing = reader.committed_at_hand(table, bounds)
-    if existing is None:  # a read that may wait, or read objects: off the event loop
-        existing = await asyncio.to_thread(reader.committed, table, bounds)
+    existing = await reader.committed_rows(table, transactions.key_bounds(keys, table.key_columns))
     transaction = transactions.current(session)
     if transaction is not None:
         existing = transaction.seen(schema, existing, row_ids=True)
@@ -409,16 +406,24 @@ async def fill_created_table(session, statement: st.CreateTable) -> Result:
         return Result()
     db = statement.table.db or session.database or ""
     created = session.catalog.table(session.catalog.database(db).id, statement.table.name)
-    target = exp.Table(this=exp.to_identifier(created.name), db=exp.to_identifier(db))
-    query = parse_with_sqlglot(tokenize(statement.query), statement.query)
-    fill = st.Insert(exp.Insert(this=target, expression=query), fills_created=True)
     try:
-        result = await insert(session, fill)
-        await transactions.commit(session)
+        return await filled(session, db, created.name, statement.query)
     except BaseException:
         session.transaction = None
         await session.services.writer.commit([ops.DropTable(created.id)])
         raise
+
+
+async def filled(session, db: str, table: str, query: str, overwrite: bool = False) -> Result:
+    """The query's rows written into the table (replacing its rows: overwrite) in one commit of
+    their own, by its maker (a CREATE TABLE ... AS SELECT's, a materialized view's refresh)."""
+    target = exp.Table(this=exp.to_identifier(table), db=exp.to_identifier(db))
+    source = parse_with_sqlglot(tokenize(query), query)
+    fill = st.Insert(
+        exp.Insert(this=target, expression=source, overwrite=overwrite), fills_created=True
+    )
+    result = await insert(session, fill)
+    await transactions.commit(session)
     return result
 
 
@@ -861,9 +866,7 @@ async def commit(
         committed = None
         if not replaces_only_deleted and transaction.looks_up(table, write):
             bounds = transactions.key_bounds(write.inserts, write.schema.key_columns)
-            committed = reader.committed_at_hand(table, bounds)
-            if committed is None:  # a read that may wait, or read objects: off the event loop
-                committed = await asyncio.to_thread(reader.committed, table, bounds)
+            committed = await reader.committed_rows(table, bounds)
         transaction.add(table, write, committed)
         return 0
     return await commit_writes(session, await reader.settled_ts(), (write,), claim)

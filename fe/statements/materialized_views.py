@@ -12,13 +12,10 @@ from __future__ import annotations
 import dataclasses
 import datetime
 
-from sqlglot import exp
-
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
 from fe.security import privileges
 from fe.sql import statements as st
-from fe.sql.parser import parse_with_sqlglot, tokenize
 from fe.statements import views
 from fe.statements.names import database_name, resolve_table
 from metadata.records import Table
@@ -96,8 +93,4 @@ async def refilled(session, db: str, table: Table) -> None:
     from fe.statements import dml, transactions
 
     await transactions.commit(session)  # as any statement that writes the catalog's tables
-    target = exp.Table(this=exp.to_identifier(table.name), db=exp.to_identifier(db))
-    query = parse_with_sqlglot(tokenize(text), text)
-    fill = st.Insert(exp.Insert(this=target, expression=query, overwrite=True), fills_created=True)
-    await dml.insert(session, fill)
-    await transactions.commit(session)
+    await dml.filled(session, db, table.name, text, overwrite=True)

@@ -34,12 +34,14 @@ async def run(session, statement: st.SelectIntoOutfile) -> Result:
     prefix, options = s3_place(statement.target, properties, "OUTFILE")
     separator = column_separator(properties, "OUTFILE")
     answer = await queries.run_select(session, statement.query)
-    names = [column.name for column in answer.columns]
     rows = [tuple(row) for row in answer.rows]
-    table = _table(names, rows)
+    table = _table([column.name for column in answer.columns], rows)
     path = f"{prefix}{secrets.token_hex(8)}_"
     name = f"{path}0.{EXTENSIONS[statement.format]}"
-    data = _encoded(table, statement.format, separator)
+    if statement.format == "parquet":
+        data = _parquet(table)
+    else:  # each value's text as the MySQL protocol gives it (the column's text encoding)
+        data = _csv(table.column_names, answer.columns, rows, statement.format, separator)
     try:
         await asyncio.to_thread(_put, options, name, data)
     except (OSError, pa.ArrowException, ObjectStoreError) as error:
@@ -71,32 +73,26 @@ def _table(names: list[str], rows: list[tuple]) -> pa.Table:
     return pa.Table.from_arrays(arrays, names=unique)
 
 
-def _encoded(table: pa.Table, kind: str, separator: str) -> bytes:
+def _parquet(table: pa.Table) -> bytes:
     out = io.BytesIO()
-    if kind == "parquet":
-        pq.write_table(table, out)
-    else:
-        text = pa.table([_as_text(column) for column in table.columns], names=table.column_names)
-        options = pacsv.WriteOptions(
-            include_header=kind == "csv_with_names", delimiter=separator, quoting_style="needed"
-        )
-        pacsv.write_csv(text, out, options)
+    pq.write_table(table, out)
     return out.getvalue()
 
 
-def _as_text(column: pa.ChunkedArray) -> pa.ChunkedArray:
-    if pa.types.is_string(column.type):
-        return column
-    values = column.to_pylist()
-    return pa.chunked_array([pa.array([_text(v) for v in values], pa.string())])
-
-
-def _text(value) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "1" if value else "0"
-    return str(value)  # numbers, decimals, dates and times as MySQL writes them
+def _csv(names: list[str], columns, rows: list[tuple], kind: str, separator: str) -> bytes:
+    texts = [
+        pa.array(
+            [None if row[at] is None else column.text(row[at]).decode() for row in rows],
+            pa.string(),
+        )
+        for at, column in enumerate(columns)
+    ]
+    out = io.BytesIO()
+    options = pacsv.WriteOptions(
+        include_header=kind == "csv_with_names", delimiter=separator, quoting_style="needed"
+    )
+    pacsv.write_csv(pa.Table.from_arrays(texts, names=names), out, options)
+    return out.getvalue()
 
 
 def _put(options, name: str, data: bytes) -> None:

@@ -138,6 +138,14 @@ class TableReader:
                 rows = plane.indexed_snapshot(schema, self.ts, True, bounds)
         return rows
 
+    async def committed_rows(self, table: Table, bounds: tuple[ColumnBound, ...]) -> pa.Table:
+        """committed(): from the key index at hand, else off the event loop (a read that may
+        wait, or read objects)."""
+        rows = self.committed_at_hand(table, bounds)
+        if rows is None:
+            rows = await asyncio.to_thread(self.committed, table, bounds)
+        return rows
+
     def snapshot(
         self,
         table: Table,

@@ -20,9 +20,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from fe import cli  # noqa: E402
 from fe.mysql.connection import Connection  # noqa: E402
+from fe.session import QuireSession  # noqa: E402
 
 _answered = Connection._run
-_first_answers: dict[str, object] = {}
+_executed = QuireSession.execute_prepared
+_first_answers: dict[object, object] = {}
 
 
 async def _first_answer_again(self, running, info, command):
@@ -38,6 +40,19 @@ async def _first_answer_again(self, running, info, command):
     return result
 
 
+async def _first_execution_again(self, prepared, values, attrs):
+    """A statement prepared with a plan is executed by the session, not through _run."""
+    kept = _first_answers.get(prepared)
+    if kept is not None:
+        return dataclasses.replace(kept)
+    result = await _executed(self, prepared, values, attrs)
+    if not hasattr(result.rows, "__aiter__"):
+        result.rows = list(result.rows)
+        _first_answers[prepared] = dataclasses.replace(result)
+    return result
+
+
 if __name__ == "__main__":
     Connection._run = _first_answer_again
+    QuireSession.execute_prepared = _first_execution_again
     sys.exit(cli.main(sys.argv[1:]))

@@ -1873,6 +1873,11 @@ class Grammar:
             return st.Show(
                 what, table=table, where=where, order_by=order_by, limit=limit, offset=offset
             )
+        if word == "DATA" and self.accept("SKEW"):
+            self.expect("FROM")
+            return st.ShowDataSkew(self.table_name(), self.partition_names())
+        if word == "REPLICA":
+            return self.show_replica()
         if word == "DATA":
             table = self.table_name() if self.accept("FROM") else None
             return st.ShowData(table, self.order_by())
@@ -1963,9 +1968,7 @@ class Grammar:
 
     def show_tablets(self) -> st.ShowTablets:
         table = self.table_name()
-        partitions: tuple[str, ...] = ()
-        if self.accept("PARTITION") or self.accept("PARTITIONS"):
-            partitions = self.name_list()
+        partitions = self.partition_names()
         where = []
         if self.accept("WHERE"):
             where.append(self.equality())
@@ -1973,6 +1976,36 @@ class Grammar:
                 where.append(self.equality())
         order_by = self.order_by()
         return st.ShowTablets(table, partitions, tuple(where), order_by, *self.limit_offset())
+
+    def partition_names(self) -> tuple[str, ...]:
+        """A table's [PARTITION p | PARTITION (p, ...) | PARTITIONS (p, ...)]: () for none."""
+        if self.accept("PARTITIONS"):
+            return self.name_list()
+        if not self.accept("PARTITION"):
+            return ()
+        if self.peek_type() == TokenType.L_PAREN:
+            return self.name_list()
+        return (self.identifier(),)
+
+    def show_replica(self) -> st.ShowReplicaStatus | st.ShowReplicaDistribution:
+        """[ADMIN] SHOW REPLICA STATUS FROM t [PARTITION ...] [WHERE STATUS = | != 's'] and
+        [ADMIN] SHOW REPLICA DISTRIBUTION FROM t [PARTITION ...], after REPLICA."""
+        if self.accept("DISTRIBUTION"):
+            self.expect("FROM")
+            return st.ShowReplicaDistribution(self.table_name(), self.partition_names())
+        self.expect("STATUS")
+        self.expect("FROM")
+        table, partitions = self.table_name(), self.partition_names()
+        where = None
+        if self.accept("WHERE"):
+            column = self.identifier()
+            if self.accept_type(TokenType.NEQ):
+                operator = "!="
+            else:
+                self.expect_type(TokenType.EQ, "=, != or <>")
+                operator = "="
+            where = (column, operator, self._shown_value())
+        return st.ShowReplicaStatus(table, partitions, where)
 
     def limit_offset(self) -> tuple[int | None, int]:
         """[LIMIT n [OFFSET m]] or [LIMIT m, n] of a SHOW: (n, m), None for no limit."""
@@ -2091,7 +2124,13 @@ class Grammar:
             return st.AdminSetConfig(self.properties())
         if self.accept("CHECKPOINT"):
             return st.AdminCheckpoint()
+        if self.accept("SHOW", "REPLICA"):
+            return self.show_replica()
         self.fail("unsupported ADMIN statement")
+
+    def _sync(self):
+        self.expect("SYNC")
+        return st.Sync()
 
 
 STATEMENT_HANDLERS = {
@@ -2116,6 +2155,7 @@ STATEMENT_HANDLERS = {
     "ALTER": Grammar._alter,
     "SHOW": Grammar._show,
     "ADMIN": Grammar._admin,
+    "SYNC": Grammar._sync,
     "TRUNCATE": Grammar._truncate,
     "RECOVER": Grammar._recover,
     "SWITCH": Grammar._switch,

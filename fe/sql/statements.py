@@ -429,6 +429,32 @@ class ShowTablet:
 
 
 @dataclass(frozen=True)
+class ShowDataSkew:
+    """Doris's SHOW DATA SKEW FROM [db.]t [PARTITION (p, ...)]."""
+
+    table: TableName
+    partitions: tuple[str, ...] = ()  # () means every partition, temporary ones too
+
+
+@dataclass(frozen=True)
+class ShowReplicaStatus:
+    """Doris's [ADMIN] SHOW REPLICA STATUS FROM [db.]t [PARTITION (p, ...)] [WHERE STATUS = 's'
+    | STATUS != 's']."""
+
+    table: TableName
+    partitions: tuple[str, ...] = ()
+    where: tuple[str, str, object] | None = None  # (column, "=" or "!=", value), as written
+
+
+@dataclass(frozen=True)
+class ShowReplicaDistribution:
+    """Doris's [ADMIN] SHOW REPLICA DISTRIBUTION FROM [db.]t [PARTITION (p, ...)]."""
+
+    table: TableName
+    partitions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Describe:
     table: TableName
 
@@ -518,6 +544,11 @@ class AdminSetConfig:
 @dataclass(frozen=True)
 class AdminCheckpoint:
     pass
+
+
+@dataclass(frozen=True)
+class Sync:
+    """Doris's SYNC: answered once this FE has replayed the leader's journal as it was then."""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Administration statements: ADMIN SHOW/SET FRONTEND CONFIG, ADMIN CHECKPOINT, KILL, ALTER SYSTEM."""
+"""Administration statements: ADMIN SHOW/SET FRONTEND CONFIG, ADMIN CHECKPOINT, KILL, ALTER SYSTEM,
+SYNC."""
 
 from __future__ import annotations
 
@@ -148,3 +149,10 @@ async def checkpoint(session, statement: st.AdminCheckpoint) -> Result:
     session.require_admin()
     info = await session.services.checkpointer.checkpoint_now()
     return Result(info=f"image.{info.journal_id}" if info else "")
+
+
+async def sync(session, statement: st.Sync) -> Result:
+    """Doris's SYNC, which anyone may run: nothing to do on the leader. A non-leader forwards
+    it (statement_kinds) and answers once it has replayed the journal id the leader answered
+    with, as after any forwarded statement (within journal_commit_timeout_second, else 1105)."""
+    return Result()

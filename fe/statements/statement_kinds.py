@@ -115,6 +115,11 @@ KINDS: dict[type, StatementKind] = {
     st.ShowData: StatementKind(storage.show_data, readable_when_stale=False),
     st.ShowTablets: StatementKind(storage.show_tablets, readable_when_stale=False),
     st.ShowTablet: StatementKind(storage.show_tablet, readable_when_stale=False),
+    st.ShowDataSkew: StatementKind(storage.show_data_skew, readable_when_stale=False),
+    st.ShowReplicaStatus: StatementKind(storage.show_replica_status, readable_when_stale=False),
+    st.ShowReplicaDistribution: StatementKind(
+        storage.show_replica_distribution, readable_when_stale=False
+    ),
     st.ShowTransaction: StatementKind(show.show_transaction, readable_when_stale=False),
     st.CleanLabel: StatementKind(show.clean_label),
     st.Describe: StatementKind(show.describe, readable_when_stale=False),
@@ -159,6 +164,7 @@ KINDS: dict[type, StatementKind] = {
     st.AdminShowConfig: StatementKind(admin.show_config),
     st.AdminSetConfig: StatementKind(admin.set_config),
     st.AdminCheckpoint: StatementKind(admin.checkpoint, leader_only=True),
+    st.Sync: StatementKind(admin.sync, leader_only=True),
     st.CreateDatabase: _write(ddl.create_database),
     st.DropDatabase: _write(ddl.drop_database),
     st.CreateTable: StatementKind(

@@ -1,20 +1,27 @@
-"""Where a table's data lives, as Doris shows it: SHOW DATA, SHOW TABLETS and SHOW TABLET.
+"""Where a table's data lives, as Doris shows it: SHOW DATA, SHOW TABLETS, SHOW TABLET, SHOW DATA
+SKEW and ADMIN SHOW REPLICA STATUS / DISTRIBUTION.
 
 Titles and row shapes are Doris's. Sizes and row counts of the base index's tablets come from the
 data plane (objects, and unflushed rows counted where a flush would put them); rollups show 0;
-replica and tablet counts come from the catalog. Tablets have no replicas on backends yet, so each
-shows as Doris shows a tablet without replicas: one row, -1 where a replica's value would be.
+replica and tablet counts come from the catalog. Each tablet has one replica, the rows the TN
+commits and flushes for it, whatever replication_num says: it is on the TN added as a backend, or
+on the TN inside this process (`quire up`, no backend: BackendId -1). Quire keeps no replica ids,
+tablet versions or schema hashes: they show as -1, Doris's value for one unknown.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from decimal import ROUND_HALF_EVEN, Decimal
+
+from be.service.format import Role
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.results import Result
 from fe.security import privileges
 from fe.sql import statements as st
 from fe.statements import ddl
 from fe.statements.data_sizes import readable_size, table_size, table_sizes, tablet_stats
-from fe.statements.names import resolve_database
+from fe.statements.names import resolve_database, resolve_table
 from fe.statements.show import readable_table, sorted_rows, text_result, title_index
 from metadata.records import Partition, Table
 
@@ -30,6 +37,19 @@ TABLET_TITLES = (
 )  # fmt: skip
 TABLET_TITLES_WHERE = {"version": int, "backendid": int, "indexname": str, "state": str}
 REPLICA_STATES = ("NORMAL", "ROLLUP", "SCHEMA_CHANGE", "CLONE", "ALTER", "DECOMMISSION")
+REPLICA_STATUS_TITLES = (
+    "TabletId", "ReplicaId", "BackendId", "Version", "LastFailedVersion", "LastSuccessVersion",
+    "CommittedVersion", "SchemaHash", "VersionNum", "IsBad", "IsUserDrop", "State", "Status",
+)  # fmt: skip
+REPLICA_DISTRIBUTION_TITLES = (
+    "BackendId", "ReplicaNum", "ReplicaSize", "NumGraph", "NumPercent", "SizeGraph",
+    "SizePercent", "CloudClusterName", "CloudClusterId",
+)  # fmt: skip
+DATA_SKEW_TITLES = ("PartitionName", "BucketIdx", "AvgRowCount", "AvgDataSize", "Graph", "Percent")
+REPLICA_STATUSES = ("OK", "DEAD", "VERSION_ERROR", "SCHEMA_ERROR", "MISSING", "DROP")
+REPLICA_WHERE_HINT = (
+    "Where clause should looks like: status =/!= 'OK/DEAD/VERSION_ERROR/SCHEMA_ERROR/MISSING'"
+)
 WHERE_HINT = (
     'Where clause should looks like: Version = "version", or state = '
     '"NORMAL|ROLLUP|CLONE|DECOMMISSION", or BackendId = 10000, indexname="rollup_name" '
@@ -72,6 +92,34 @@ def replica_count(table: Table, index_name: str | None = None) -> int:
         if index_name is None or name == index_name
     )
     return tablets * replication_num(table)
+
+
+@dataclass(frozen=True)
+class ReplicaHolder:
+    """The TN, which holds every tablet's one replica."""
+
+    backend_id: int  # -1: the TN inside this process, no backend of the catalog
+    alive: bool
+
+
+EMBEDDED_TN = ReplicaHolder(-1, True)
+
+
+def replica_holder(session) -> ReplicaHolder | None:
+    """The TN as this FE knows it (alive by its last heartbeat); None while none was added."""
+    monitor = session.services.backends
+    if monitor is None:  # quire up: the TN runs in this process
+        return EMBEDDED_TN
+    tn = next((node for node in monitor.nodes() if node.role is Role.TN), None)
+    return None if tn is None else ReplicaHolder(tn.id, tn.alive)
+
+
+def tablet_figures(
+    table: Table, stats: dict[int, tuple[int, int]], index_name: str, tablet_id: int
+) -> tuple[int, int]:
+    """Rows and bytes of a tablet of the named index: the data plane's for the base index's,
+    0 for a rollup's."""
+    return stats.get(tablet_id, (0, 0)) if index_name == table.name else (0, 0)
 
 
 def as_text(rows: list[tuple]) -> list[tuple]:
@@ -168,8 +216,10 @@ async def show_tablets(session, statement: st.ShowTablets) -> Result:
     order = [(title_index(TABLET_TITLES, o.column), o.descending) for o in statement.order_by]
     index_name = conditions.pop("indexname", None)
     stats = tablet_stats(session, table)
+    holder = replica_holder(session)
+    backend_id = -1 if holder is None else holder.backend_id
     rows = [
-        _tablet_row(tablet_id, *stats.get(tablet_id, (0, 0)) if name == table.name else (0, 0))
+        _tablet_row(tablet_id, backend_id, *tablet_figures(table, stats, name, tablet_id))
         for partition in _chosen_partitions(table, statement.partitions)
         for name, _, tablet_ids in index_tablets(table, partition)
         if index_name is None or name == index_name
@@ -215,10 +265,10 @@ def _chosen_partitions(table: Table, names: tuple[str, ...]) -> list[Partition]:
     return chosen
 
 
-def _tablet_row(tablet_id: int, row_count: int, size: int) -> tuple:
-    """A tablet without replicas, as Doris shows one, with its rows and bytes."""
-    return (tablet_id, -1, -1, -1, -1, -1, -1, None, size, 0, row_count, None, None, -1, -1, -1,
-            0, 0, 0, -1, None, None, None, -1, "")  # fmt: skip
+def _tablet_row(tablet_id: int, backend_id: int, row_count: int, size: int) -> tuple:
+    """A tablet with its rows and bytes, where its replica is, its replica's unknowns -1."""
+    return (tablet_id, -1, backend_id, -1, -1, -1, -1, None, size, 0, row_count, None, None, -1,
+            -1, -1, 0, 0, 0, -1, None, None, None, -1, "")  # fmt: skip
 
 
 async def show_tablet(session, statement: st.ShowTablet) -> Result:
@@ -239,3 +289,118 @@ async def show_tablet(session, statement: st.ShowTablet) -> Result:
     titles = ["DbName", "TableName", "PartitionName", "IndexName", "DbId", "TableId",
               "PartitionId", "IndexId", "IsSync", "Order", "DetailCmd"]  # fmt: skip
     return text_result(titles, as_text([row]))
+
+
+# SHOW DATA SKEW and ADMIN SHOW REPLICA STATUS / DISTRIBUTION.
+
+
+def _olap(table: Table) -> Table:
+    """The table, refused unless its rows live in tablets (a view's do not)."""
+    if table.engine != "olap":
+        raise QueryError(1105, f"Table '{table.name}' is not a OLAP table")
+    return table
+
+
+async def show_data_skew(session, statement: st.ShowDataSkew) -> Result:
+    """Each bucket's rows and bytes in each partition (every index's tablet of that bucket
+    together), and its share of the partition's bytes."""
+    database, table = readable_table(session, statement.table, "SHOW DATA SKEW")
+    if not _olap(table).partitions:
+        raise QueryError(1105, f"Can not find any partition from {database.name}.{table.name}")
+    if statement.partitions:
+        partitions = _chosen_partitions(table, statement.partitions)
+    else:
+        partitions = [*table.partitions, *table.temporary_partitions]
+    stats = tablet_stats(session, table)
+    rows = []
+    for partition in partitions:
+        buckets = [(0, 0)] * partition.buckets
+        for name, _, tablet_ids in index_tablets(table, partition):
+            for bucket, tablet_id in enumerate(tablet_ids):
+                row_count, size = tablet_figures(table, stats, name, tablet_id)
+                buckets[bucket] = (buckets[bucket][0] + row_count, buckets[bucket][1] + size)
+        total = sum(size for _, size in buckets)
+        rows += [
+            (partition.name, bucket, row_count, size, bar(size, total), share(size, total))
+            for bucket, (row_count, size) in enumerate(buckets)
+        ]
+    return text_result(list(DATA_SKEW_TITLES), as_text(rows))
+
+
+async def show_replica_status(session, statement: st.ShowReplicaStatus) -> Result:
+    """A row for each tablet's replica (every index's, in the partitions named), filtered by its
+    status: OK, DEAD while the TN misses heartbeats, MISSING while no TN was added."""
+    session.require_admin()
+    wanted = _status_filter(statement.where)
+    table = _olap(resolve_table(session, statement.table)[1])
+    holder = replica_holder(session)
+    rows = [
+        _replica_status_row(tablet_id, holder)
+        for partition in _chosen_partitions(table, statement.partitions)
+        for _, _, tablet_ids in index_tablets(table, partition)
+        for tablet_id in tablet_ids
+    ]
+    return text_result(list(REPLICA_STATUS_TITLES), as_text([r for r in rows if wanted(r[-1])]))
+
+
+def _status_filter(where: tuple[str, str, object] | None):
+    """Doris's WHERE STATUS = 's' or STATUS != 's' (any case): which statuses are shown."""
+    if where is None:
+        return lambda status: True
+    column, operator, value = where
+    status = value.upper() if isinstance(value, str) else None
+    if column.lower() != "status" or status not in REPLICA_STATUSES:
+        raise QueryError(1105, REPLICA_WHERE_HINT)
+    if operator == "=":
+        return lambda shown: shown == status
+    return lambda shown: shown != status
+
+
+def _replica_status_row(tablet_id: int, holder: ReplicaHolder | None) -> tuple:
+    if holder is None:  # as Doris shows a replica a tablet lacks
+        return (tablet_id, -1, -1, -1, -1, -1, -1, -1, None, None, None, None, "MISSING")
+    status = "OK" if holder.alive else "DEAD"
+    return (tablet_id, -1, holder.backend_id, -1, -1, -1, -1, -1, -1, "false", "false", "NORMAL",
+            status)  # fmt: skip
+
+
+async def show_replica_distribution(session, statement: st.ShowReplicaDistribution) -> Result:
+    """For each backend (SHOW BACKENDS' list), the replicas of the table's tablets it holds
+    and their bytes, and its shares of both: the TN holds them all."""
+    session.require_admin()
+    table = _olap(resolve_table(session, statement.table)[1])
+    stats = tablet_stats(session, table)
+    sizes = [
+        tablet_figures(table, stats, name, tablet_id)[1]
+        for partition in _chosen_partitions(table, statement.partitions)
+        for name, _, tablet_ids in index_tablets(table, partition)
+        for tablet_id in tablet_ids
+    ]
+    holder = replica_holder(session)
+    held = {} if holder is None else {holder.backend_id: (len(sizes), sum(sizes))}
+    backend_ids = sorted(list(session.catalog.backends))
+    figures = [(backend_id, *held.get(backend_id, (0, 0))) for backend_id in backend_ids]
+    replicas = sum(count for _, count, _ in figures)
+    size = sum(bytes_ for _, _, bytes_ in figures)
+    rows = [
+        (backend_id, count, bytes_, bar(count, replicas), share(count, replicas),
+         bar(bytes_, size), share(bytes_, size), "", "")
+        for backend_id, count, bytes_ in figures
+    ]  # fmt: skip
+    return text_result(list(REPLICA_DISTRIBUTION_TITLES), as_text(rows))
+
+
+def bar(part: int, whole: int) -> str:
+    """Doris's graph of a part of a whole: a '>' per whole percent, 100 of them for all of it."""
+    if part == whole:
+        return ">" * (100 if whole else 0)
+    return ">" * (part * 100 // whole)
+
+
+def share(part: int, whole: int) -> str:
+    """Doris's percentage of a part of a whole: "100.00%" for all of it ("0.00%" of nothing),
+    else as Java's DecimalFormat("00.00 %") writes the fraction (half-even, e.g. "05.25 %")."""
+    if part == whole:
+        return "100.00%" if whole else "0.00%"
+    percent = Decimal(part / whole * 100).quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
+    return f"{percent:05.2f} %"

@@ -71,6 +71,8 @@ class TableSchema:
     partitions: tuple[PartitionSchema, ...] = ()
     distribution_columns: tuple[str, ...] = ()
     auto_increment: str | None = None  # the AUTO_INCREMENT column, whose values the TN hands out
+    # UNIQUE KEY: the column whose larger value keeps a key's row (Doris's sequence column)
+    sequence: str | None = None
 
     def __post_init__(self):
         names = [column.name for column in self.columns]
@@ -84,6 +86,7 @@ class TableSchema:
         assert set(self.distribution_columns) <= set(names)
         assert self.partition_columns or len(self.partitions) <= 1, "unpartitioned: one partition"
         assert self.auto_increment is None or self.auto_increment in names
+        assert self.sequence is None or (self.sequence in names and self.replaces_on_key)
 
     def same_rows(self, other: TableSchema) -> bool:
         """Whether rows written against one are rows of the other: the two differ in their
@@ -140,6 +143,7 @@ class TableSchema:
             auto_increment=next(
                 (column.name for column in table.columns if column.auto_increment), None
             ),
+            sequence=table.sequence_column,
         )
 
     def column(self, name: str) -> ColumnSchema:
@@ -221,6 +225,7 @@ class TableSchema:
             "key_model": self.key_model.value,
             "keys": list(self.key_columns),
             "auto_increment": self.auto_increment,
+            "sequence": self.sequence,
             "schema": columns.serialize().to_pybytes().hex(),
             "placement": {
                 "kind": self.partition_kind,
@@ -275,7 +280,25 @@ class TableSchema:
             ),
             tuple(placement.get("distribution", ())),
             fields.get("auto_increment"),
+            fields.get("sequence"),
         )
+
+
+def newest_of_each_key(keys: list[tuple], sequences: list) -> dict[tuple, int]:
+    """Per key, the index of its row of the largest sequence value (the last of equal ones)."""
+    newest: dict[tuple, int] = {}
+    for index, (key, value) in enumerate(zip(keys, sequences, strict=True)):
+        best = newest.get(key)
+        if best is None or not sequence_before(value, sequences[best]):
+            newest[key] = index
+    return newest
+
+
+def sequence_before(value, other) -> bool:
+    """Whether a sequence value is smaller than another (NULL the smallest)."""
+    if value is None:
+        return other is not None
+    return other is not None and value < other
 
 
 def _id_metadata(column: ColumnSchema) -> dict[bytes, bytes] | None:

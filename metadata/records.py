@@ -122,7 +122,13 @@ class Table:
                 return column
         return None
 
+    @property
+    def sequence_column(self) -> str | None:
+        """UNIQUE KEY: the column whose larger value keeps a key's row (Doris's sequence_col)."""
+        return next((v for k, v in self.properties if k == SEQUENCE_COLUMN_PROPERTY), None)
 
+
+SEQUENCE_COLUMN_PROPERTY = "function_column.sequence_col"
 COLUMN_POSITIONS = (
     1 << 16
 )  # a column id: (a generation, its position) as generation << 16 | position

@@ -205,6 +205,22 @@ def test_unique_key_table_replaces(spark, quire, mysql):
     assert sorted(run(mysql, "SELECT k, v FROM keyed")) == expected
 
 
+def test_a_sequence_column_keeps_the_newest_row_of_a_key(spark, quire, mysql):
+    run(
+        mysql,
+        "CREATE TABLE versioned (k INT NOT NULL, v VARCHAR(20), ver INT) UNIQUE KEY(k) "
+        "DISTRIBUTED BY HASH(k) BUCKETS 2 PROPERTIES ('function_column.sequence_col' = 'ver')",
+    )
+    run(mysql, "INSERT INTO versioned VALUES (1, 'kept', 5), (2, 'replaced', 5)")
+    rows = [(1, "older", 4), (2, "newer", 6), (3, "x", 2), (3, "y", 3), (3, "z", 1)]
+    save(spark.createDataFrame(rows, "k int, v string, ver int").coalesce(1), quire, "w.versioned")
+    assert run(mysql, "SELECT k, v FROM versioned ORDER BY k") == (
+        (1, "kept"),
+        (2, "newer"),
+        (3, "y"),
+    )
+
+
 def test_aggregate_key_table_merges_and_an_empty_write_commits(spark, quire, mysql):
     run(
         mysql,

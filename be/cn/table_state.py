@@ -835,8 +835,7 @@ def _narrowed(schema: TableSchema, columns: frozenset[str]) -> TableSchema:
     if len(kept) == len(schema.columns):
         return schema
     names = {column.name for column in kept}
-    auto_increment = schema.auto_increment if schema.auto_increment in names else None
-    return replace(schema, columns=kept, auto_increment=auto_increment)
+    return replace(schema, columns=kept, **_named_columns_within(schema, names))
 
 
 def _scanned(
@@ -864,8 +863,16 @@ def _scanned(
         columns=kept,
         key_columns=tuple(name for name in schema.key_columns if name in names),
         distribution_columns=tuple(name for name in schema.distribution_columns if name in names),
-        auto_increment=schema.auto_increment if schema.auto_increment in names else None,
+        **_named_columns_within(schema, names),
     )
+
+
+def _named_columns_within(schema: TableSchema, names: set[str]) -> dict:
+    """The schema's columns named by a role (AUTO_INCREMENT, sequence), None if not in names."""
+    return {
+        "auto_increment": schema.auto_increment if schema.auto_increment in names else None,
+        "sequence": schema.sequence if schema.sequence in names else None,
+    }
 
 
 def _of_partitions_only(schema: TableSchema, partitions: frozenset[int]) -> TableSchema:

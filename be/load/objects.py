@@ -59,6 +59,7 @@ class LoadWriter:
         self.objects: list[ObjectMeta] = []
         self.row_ids: list[int] = []
         self.keys: list[tuple] = []
+        self.sequences: list = []  # with the keys, if the table has a sequence column
         self._waiting: dict[Tablet, list[pa.Table]] = {}
         self._waiting_rows: dict[Tablet, int] = {}
         self._buffered = 0
@@ -85,6 +86,8 @@ class LoadWriter:
             self.row_ids += ids.to_pylist()
             columns = [rows.column(name).to_pylist() for name in self.schema.key_columns]
             self.keys += list(zip(*columns, strict=True))
+            if self.schema.sequence is not None:
+                self.sequences += rows.column(self.schema.sequence).to_pylist()
         self.rows += rows.num_rows
         for tablet, part in placement.by_tablet(self.schema, full).items():
             self._waiting.setdefault(tablet, []).append(part)

@@ -166,7 +166,13 @@ class StreamLoads:
                 raise TooManyFiltered("[DATA_QUALITY_ERROR]too many filtered rows")
             objects = writer.finish()
             bulk = loads.BulkCommit(
-                txn_id, writer.schema, objects, record, tuple(writer.row_ids), tuple(writer.keys)
+                txn_id,
+                writer.schema,
+                objects,
+                record,
+                tuple(writer.row_ids),
+                tuple(writer.keys),
+                sequences=tuple(writer.sequences),
             )
             committed_at = time.monotonic()
             if options.two_phase:

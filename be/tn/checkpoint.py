@@ -32,6 +32,7 @@ _HEAD = struct.Struct(">4sBII")  # magic, version, header length, CRC-32 of head
 FOLDER = "checkpoints"
 ROW_ID = "row_id"
 TS = "ts"
+SEQUENCE = "sequence"  # a key's holder's value of the table's sequence column
 
 
 def object_name(ts: int) -> str:
@@ -178,6 +179,8 @@ def decode(data: bytes) -> Checkpoint:
                     )
                 ),
                 keys=_key_index(keys, schema.key_columns),
+                sequence=schema.sequence,
+                sequences=_sequence_index(keys, schema.key_columns),
                 overwritten_ts=int(fields.get("overwritten_ts", 0)),
             )
             tables[schema.table_id] = TableCheckpoint(schema, state, objects, tombstones)
@@ -221,15 +224,29 @@ def _keys_table(schema: TableSchema, state: TableWriteState) -> pa.Table:
     ]
     arrays.append(pa.array([holder[0] for _, holder in keys], pa.int64()))
     arrays.append(pa.array([holder[1] for _, holder in keys], pa.int64()))
-    return pa.Table.from_arrays(arrays, names=[*names, ROW_ID, TS])
+    table = pa.Table.from_arrays(arrays, names=[*names, ROW_ID, TS])
+    if names and schema.sequence is not None:
+        values = [state.sequences.get(key) for key, _ in keys]
+        table = table.append_column(SEQUENCE, pa.array(values, schema.column(schema.sequence).type))
+    return table
 
 
 def _key_index(table: pa.Table, key_columns: tuple[str, ...]) -> dict[tuple, tuple[int, int]]:
+    """The keys table read by position (a key column may be named as a column after it)."""
     if not table.num_rows:
         return {}
-    keys = zip(*(table.column(name).to_pylist() for name in key_columns), strict=True)
-    holders = zip(table.column(ROW_ID).to_pylist(), table.column(TS).to_pylist(), strict=True)
+    width = len(key_columns)
+    keys = zip(*(table.column(at).to_pylist() for at in range(width)), strict=True)
+    holders = zip(table.column(width).to_pylist(), table.column(width + 1).to_pylist(), strict=True)
     return dict(zip(keys, holders, strict=True))
+
+
+def _sequence_index(table: pa.Table, key_columns: tuple[str, ...]) -> dict[tuple, object]:
+    width = len(key_columns)
+    if not table.num_rows or table.num_columns < width + 3:
+        return {}
+    keys = zip(*(table.column(at).to_pylist() for at in range(width)), strict=True)
+    return dict(zip(keys, table.column(width + 2).to_pylist(), strict=True))
 
 
 def _deleted_table(state: TableWriteState) -> pa.Table:

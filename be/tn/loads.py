@@ -182,9 +182,11 @@ class BulkCommit:
     row_ids: tuple[int, ...] = ()
     keys: tuple[tuple, ...] = ()
     overwrite: bool = False
+    sequences: tuple = ()  # per row its value of the table's sequence column, if it has one
 
     def __post_init__(self) -> None:
         assert len(self.row_ids) == len(self.keys)
+        assert self.schema.sequence is None or len(self.sequences) == len(self.keys)
         assert all(meta.table_id == self.schema.table_id for meta in self.objects)
 
 

@@ -50,7 +50,7 @@ from be.tn.flush import Flusher
 from be.tn.limits import CommitLimits
 from be.tn.merge import Merger
 from be.tn.objects import TableObjects
-from be.tn.state import WriteState, deletes_table
+from be.tn.state import TableWriteState, WriteState, deletes_table, newest_rows
 from be.tn.write_set import WriteSet
 
 logger = logging.getLogger(__name__)
@@ -589,22 +589,25 @@ class CommitPipeline:
     def _replaced(self, table_id: int, bulk: loads.BulkCommit) -> tuple[list[int], list[tuple]]:
         """The rows a UNIQUE KEY load replaces (row ids, keys): earlier holders of its keys (none
         for an overwrite, which replaces them all), and its own rows whose key a later row of it
-        holds (the last row of a key wins, as in Doris)."""
-        holders = {} if bulk.overwrite else self.state.table(table_id).keys
-        last: dict[tuple, int] = {}
+        holds (the last row of a key wins, as in Doris); with a sequence column, the row of the
+        largest value wins, an earlier holder's included (the load's row is then deleted)."""
+        state = TableWriteState() if bulk.overwrite else self.state.table(table_id)
+        if bulk.schema.sequence is None:
+            kept = {key: index for index, key in enumerate(bulk.keys)}
+            chosen = set(kept.values())
+        else:
+            chosen = set(newest_rows(list(bulk.keys), list(bulk.sequences), state, set()))
         ids: list[int] = []
         keys: list[tuple] = []
-        for row_id, key in zip(bulk.row_ids, bulk.keys, strict=True):
-            earlier = last.get(key)
-            if earlier is not None:
-                ids.append(earlier)
+        for index, (row_id, key) in enumerate(zip(bulk.row_ids, bulk.keys, strict=True)):
+            if index not in chosen:
+                ids.append(row_id)
                 keys.append(key)
-            else:
-                holder = holders.get(key)
-                if holder is not None:
-                    ids.append(holder[0])
-                    keys.append(key)
-            last[key] = row_id
+                continue
+            holder = state.keys.get(key)
+            if holder is not None:
+                ids.append(holder[0])
+                keys.append(key)
         return ids, keys
 
     def _overwritten(self, schema: TableSchema) -> tuple[tuple[str, ...], list[int]]:
@@ -647,9 +650,7 @@ class CommitPipeline:
     def _apply_bulk(self, bulk: loads.BulkCommit, commit: Commit) -> None:
         table_id = bulk.schema.table_id
         if bulk.schema.replaces_on_key and bulk.keys:
-            self.state.register_keys(
-                table_id, list(bulk.row_ids), list(bulk.keys), commit.commit_ts
-            )
+            self._register_loaded(commit, bulk.schema, bulk.row_ids, bulk.keys, bulk.sequences)
         self.open_loads.end(bulk.txn_id)
         (change,) = commit.changes
         if change.objects_removed and self.merger is not None:  # an overwrite's, kept a while
@@ -673,7 +674,7 @@ class CommitPipeline:
             if self.store is None:
                 continue
             try:
-                row_ids, keys = loaded_keys(self.store, schema, change.objects_added)
+                row_ids, keys, sequences = loaded_keys(self.store, schema, change.objects_added)
             except StorageError as error:  # merged away and deleted since: a later load of
                 logger.warning(  # one of these keys may then keep both rows
                     "the keys of table %d's load at %d are not known again: %s",
@@ -682,7 +683,21 @@ class CommitPipeline:
                     error,
                 )
                 continue
-            self.state.register_keys(change.table_id, row_ids, keys, commit.commit_ts)
+            self._register_loaded(commit, schema, row_ids, keys, sequences)
+
+    def _register_loaded(self, commit: Commit, schema: TableSchema, row_ids, keys, sequences):
+        """The keys a load's rows hold once it committed: those of its rows its commit did not
+        delete (a later row of the same key, or a row of a larger sequence value, won)."""
+        change = next(c for c in commit.changes if c.table_id == schema.table_id)
+        gone = set() if change.deletes is None else set(change.deletes.column(ROW_ID).to_pylist())
+        held = [index for index, row_id in enumerate(row_ids) if row_id not in gone]
+        self.state.register_keys(
+            schema.table_id,
+            [row_ids[index] for index in held],
+            [keys[index] for index in held],
+            commit.commit_ts,
+            None if schema.sequence is None else [sequences[index] for index in held],
+        )
 
     def _refuse_unanswered(self, group: list[_Request]) -> None:
         for request in group:
@@ -1121,15 +1136,18 @@ class CommitPipeline:
 
 def loaded_keys(
     store: ObjectStore, schema: TableSchema, objects: tuple
-) -> tuple[list[int], list[tuple]]:
-    """The row ids and keys of a load's rows, row ids ascending (read from its objects)."""
-    columns = [ROW_ID, *schema.key_columns]
+) -> tuple[list[int], list[tuple], list]:
+    """The row ids, keys and sequence column values (if the table has one) of a load's rows,
+    row ids ascending (read from its objects)."""
+    sequence = () if schema.sequence is None else (schema.sequence,)
+    columns = list(dict.fromkeys([ROW_ID, *schema.key_columns, *sequence]))
     parts = [read_blocks(store, meta, columns) for meta in objects]
     if not parts:
-        return [], []
+        return [], [], []
     rows = pa.concat_tables(parts).sort_by(ROW_ID)
     values = [rows.column(name).to_pylist() for name in schema.key_columns]
-    return rows.column(ROW_ID).to_pylist(), list(zip(*values, strict=True))
+    sequences = rows.column(schema.sequence).to_pylist() if sequence else []
+    return rows.column(ROW_ID).to_pylist(), list(zip(*values, strict=True)), sequences
 
 
 def bulk_commit(
@@ -1143,15 +1161,23 @@ def bulk_commit(
     them), replacing the table's rows if overwrite; BadLoad if the objects cannot be read."""
     row_ids: list[int] = []
     keys: list[tuple] = []
+    sequences: list = []
     if schema.replaces_on_key and objects:
         if store is None:
             raise BadLoad("a TN without object storage takes no loads")
         try:
-            row_ids, keys = loaded_keys(store, schema, objects)
+            row_ids, keys, sequences = loaded_keys(store, schema, objects)
         except StorageError as error:
             raise BadLoad(f"the load's objects cannot be read: {error}") from None
     return loads.BulkCommit(
-        txn_id, schema, tuple(objects), None, tuple(row_ids), tuple(keys), overwrite
+        txn_id,
+        schema,
+        tuple(objects),
+        None,
+        tuple(row_ids),
+        tuple(keys),
+        overwrite,
+        tuple(sequences),
     )
 
 

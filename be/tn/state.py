@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from be.logtail.entries import PARTITION_ID, ROW_ID, Commit, TableChanges
 from be.row_adapter import adapted
-from be.table_schema import TableSchema
+from be.table_schema import TableSchema, newest_of_each_key, sequence_before
 from be.tn import placement
 from be.tn.errors import CommitTooLarge, SnapshotTooOld, StaleSchema, WriteConflict
 from be.tn.write_set import TableWrite, WriteSet
@@ -29,6 +29,9 @@ class TableWriteState:
     next_row_id: int = 1
     deleted: dict[int, int] = field(default_factory=dict)  # row id -> commit ts of its delete
     keys: dict[tuple, tuple[int, int]] = field(default_factory=dict)  # key -> (row id, ts)
+    # A table with a sequence column: the column, and each key's holder's value of it
+    sequence: str | None = None
+    sequences: dict[tuple, object] = field(default_factory=dict)
     # The last overwrite: every row a snapshot before it sees was deleted by it.
     overwritten_ts: int = 0
 
@@ -103,11 +106,16 @@ class WriteState:
         kept_rows = None
         if schema.replaces_on_key and write.inserts is not None and write.inserts.num_rows:
             inserted_keys = _keys(write.inserts, schema.key_columns)
-            last = {key: index for index, key in enumerate(inserted_keys)}
-            if len(last) != len(inserted_keys):
-                kept_rows = sorted(last.values())
-                inserted_keys = [inserted_keys[index] for index in kept_rows]
             deleting = set(deleted_ids)
+            if schema.sequence is None:
+                last = {key: index for index, key in enumerate(inserted_keys)}
+                chosen = sorted(last.values())
+            else:
+                sequences = write.inserts.column(schema.sequence).to_pylist()
+                chosen = newest_rows(inserted_keys, sequences, state, deleting)
+            if len(chosen) != len(inserted_keys):
+                kept_rows = chosen
+                inserted_keys = [inserted_keys[index] for index in kept_rows]
             for key in inserted_keys:
                 holder = state.keys.get(key)
                 if holder is None:
@@ -126,8 +134,9 @@ class WriteState:
         state = self.tables.get(schema.table_id) or TableWriteState()
         inserts, partitions = plan.write.inserts, plan.partitions
         if inserts is not None and plan.kept_rows is not None:
-            inserts = inserts.take(plan.kept_rows)
-            partitions = None if partitions is None else partitions.take(plan.kept_rows)
+            kept = pa.array(plan.kept_rows, pa.int64())
+            inserts = inserts.take(kept)
+            partitions = None if partitions is None else partitions.take(kept)
         if inserts is not None and inserts.num_rows:
             first = state.next_row_id
             row_ids = pa.array(np.arange(first, first + inserts.num_rows, dtype=np.int64))
@@ -151,10 +160,12 @@ class WriteState:
             if schema is not None:
                 state.key_columns = schema.key_columns
                 state.replaces_on_key = schema.replaces_on_key
+                state.sequence = schema.sequence
             state.schema_version = max(state.schema_version, change.schema_version)
             if change.overwrites:  # its own rows' keys are registered after (register_keys)
                 state.overwritten_ts = ts
                 state.keys.clear()
+                state.sequences.clear()
             if change.deletes is not None:
                 row_ids = change.deletes.column(ROW_ID).to_pylist()
                 for row_id in row_ids:
@@ -167,6 +178,7 @@ class WriteState:
                         holder = state.keys.get(key)
                         if holder is not None and holder[0] == row_id:
                             del state.keys[key]
+                            state.sequences.pop(key, None)
             for meta in change.objects_added:  # a bulk load's rows took reserved row ids
                 state.next_row_id = max(state.next_row_id, meta.max_row_id + 1)
             if change.inserts is not None:
@@ -176,14 +188,22 @@ class WriteState:
                     keys = _keys(change.inserts, state.key_columns)
                     for row_id, key in zip(row_ids.to_pylist(), keys, strict=True):
                         state.keys[key] = (row_id, ts)
+                    if state.sequence is not None:
+                        values = change.inserts.column(state.sequence).to_pylist()
+                        state.sequences.update(zip(keys, values, strict=True))
         self.last_ts = ts
 
-    def register_keys(self, table_id: int, row_ids: list[int], keys: list[tuple], ts: int) -> None:
+    def register_keys(
+        self, table_id: int, row_ids: list[int], keys: list[tuple], ts: int, sequences=None
+    ) -> None:
         """A bulk load's rows of a UNIQUE KEY table hold their keys from ts (in row id order: the
-        last row of a key holds it; the commit deleted the others)."""
+        last row of a key holds it; the commit deleted the others), with their values of the
+        table's sequence column if it has one."""
         state = self.table(table_id)
         for row_id, key in zip(row_ids, keys, strict=True):
             state.keys[key] = (row_id, ts)
+        if sequences is not None:
+            state.sequences.update(zip(keys, sequences, strict=True))
 
     def remember_deletes(self, ts: int, table_id: int, row_ids: list[int]) -> None:
         """Deletes restored from a checkpoint, oldest first, so that forget_before drops them."""
@@ -222,6 +242,22 @@ def _stored(schema: TableSchema, rows: pa.Table, partitions: pa.Array | None) ->
         rows = rows.add_column(1, _PARTITION_ID_FIELD, placed)
         hidden.append(_PARTITION_ID_FIELD)
     return adapted(rows, schema, hidden, stored=True)
+
+
+def newest_rows(
+    keys: list[tuple], sequences: list, state: TableWriteState, deleting: set[int]
+) -> list[int]:
+    """Of rows written to a table with a sequence column, the ones that stay (their indexes,
+    ascending): per key the row of the largest sequence value (newest_of_each_key), unless the
+    row holding the key has a larger one (and this write does not delete it)."""
+    kept = []
+    for key, index in newest_of_each_key(keys, sequences).items():
+        holder = state.keys.get(key)
+        if holder is not None and holder[0] not in deleting:
+            if sequence_before(sequences[index], state.sequences.get(key)):
+                continue
+        kept.append(index)
+    return sorted(kept)
 
 
 def _keys(table: pa.Table, key_columns: tuple[str, ...]) -> list[tuple]:

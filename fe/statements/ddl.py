@@ -26,8 +26,16 @@ from fe.statements.names import database_name, resolve_database, resolve_table
 from fe.statements.partitioning import PartitionColumns
 from metadata import ops
 from metadata.catalog import renamed
-from metadata.records import Column, Database, KeyModel, Partition, PartitionKind, Table
-from metadata.types import DECIMAL_TYPES, INTEGER_BITS
+from metadata.records import (
+    SEQUENCE_COLUMN_PROPERTY,
+    Column,
+    Database,
+    KeyModel,
+    Partition,
+    PartitionKind,
+    Table,
+)
+from metadata.types import DECIMAL_TYPES, INTEGER_BITS, LEAST_TIMES
 
 DEFAULT_BUCKETS = 10
 # Doris's short key: at most this many columns and bytes, which also bound the DUPLICATE KEY a
@@ -245,7 +253,6 @@ def build_table(session, database: Database, statement: st.CreateTable) -> Table
         return tuple(result)
 
     check_replication(dict(statement.properties))
-    _refuse_unkept_properties(dict(statement.properties))
     key_model = statement.key_model
     key_columns = known(statement.key_columns, "Key")
     if key_model is None:
@@ -296,6 +303,7 @@ def build_table(session, database: Database, statement: st.CreateTable) -> Table
         comment=statement.comment,
         engine=statement.engine,
     )
+    table = _with_sequence_column(table)
     if table.partition_columns:
         PartitionColumns.of(table).check_types()
         if statement.auto_partition:
@@ -349,18 +357,41 @@ def check_new_column(column: Column) -> None:
         )
 
 
-UNKEPT_PROPERTIES = {  # Doris's properties whose meaning Quire does not keep yet
-    "function_column.sequence_col": "a sequence column (function_column.sequence_col)",
-    "function_column.sequence_type": "a sequence column (function_column.sequence_type)",
-}
+SEQUENCE_TYPE = "function_column.sequence_type"
+SEQUENCE_PROPERTIES = (SEQUENCE_COLUMN_PROPERTY, SEQUENCE_TYPE)
 
 
-def _refuse_unkept_properties(properties: dict[str, str]) -> None:
-    """1235 for a property Quire would take and then not honour (a UNIQUE KEY table's sequence
-    column decides which row of a key stays: ignoring it would keep the wrong rows)."""
-    for name, what in UNKEPT_PROPERTIES.items():
-        if name in properties:
-            raise QueryError(1235, f"This version of Quire doesn't yet support '{what}'")
+def _with_sequence_column(table: Table) -> Table:
+    """The table with its sequence column checked as Doris checks it, named as the column is."""
+    properties = dict(table.properties)
+    if SEQUENCE_TYPE in properties:
+        if table.key_model is not KeyModel.UNIQUE:
+            raise QueryError(1105, "sequence column only support UNIQUE_KEYS")
+        if SEQUENCE_COLUMN_PROPERTY in properties:
+            raise QueryError(
+                1105, "The sequence_col and sequence_type cannot be set at the same time"
+            )
+        raise QueryError(  # a hidden column the loads fill: not kept yet
+            1235,
+            "This version of Quire doesn't yet support 'function_column.sequence_type' "
+            "(name a column with function_column.sequence_col)",
+        )
+    name = properties.get(SEQUENCE_COLUMN_PROPERTY)
+    if name is None:
+        return table
+    if table.key_model is not KeyModel.UNIQUE:
+        raise QueryError(1105, "sequence column only support UNIQUE_KEYS")
+    column = next((c for c in table.columns if c.name.lower() == name.lower()), None)
+    if column is None:
+        raise QueryError(1105, f"The specified sequence column[{name}] not exists")
+    if not sequence_type_fits(column):
+        raise QueryError(1105, "Sequence type only support integer types and date types")
+    properties[SEQUENCE_COLUMN_PROPERTY] = column.name
+    return dataclasses.replace(table, properties=tuple(properties.items()))
+
+
+def sequence_type_fits(column: Column) -> bool:
+    return column.type.base in INTEGER_BITS or column.type.base in LEAST_TIMES
 
 
 def check_replication(properties: dict[str, str]) -> None:
@@ -752,6 +783,9 @@ def _replace_partition(session, database, table: Table, action: st.ReplacePartit
 
 
 def _set_properties(session, database, table: Table, action: st.SetTableProperties) -> Table:
+    for key, _ in action.properties:
+        if key in SEQUENCE_PROPERTIES:  # which row of a key stays: chosen when the table is made
+            raise QueryError(1105, f"Unknown table property: {key}")
     merged = dict(table.properties)
     merged.update(checked_properties(action.properties))
     table = dataclasses.replace(table, properties=tuple(sorted(merged.items())))

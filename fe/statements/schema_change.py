@@ -13,7 +13,7 @@ import datetime
 from fe.mysql.errors import QueryError
 from fe.sql import statements as st
 from metadata.catalog import tablet_holders
-from metadata.records import Column, KeyModel, Partition, Rollup, Table
+from metadata.records import SEQUENCE_COLUMN_PROPERTY, Column, KeyModel, Partition, Rollup, Table
 
 # Doris's short key: at most this many leading columns of a DUPLICATE rollup without DUPLICATE KEY.
 SHORT_KEY_MAX_COLUMNS = 3
@@ -168,6 +168,12 @@ def drop_column(session, database, table: Table, action: st.DropColumn) -> Table
         _check_key_column_drop(table, column)
     if column.name in table.distribution_columns or column.name in table.partition_columns:
         raise QueryError(1105, f"Can not drop distribution or partition column '{column.name}'")
+    if column.name == table.sequence_column:
+        raise QueryError(
+            1105,
+            f"Can not drop sequence mapping column[{column.name}] in Unique data model "
+            f"table[{table.name}]",
+        )
     if len(table.columns) == 1:
         raise QueryError(
             1090, "You can't delete all columns with ALTER TABLE; use DROP TABLE instead"
@@ -226,6 +232,8 @@ def modify_column(session, database, table: Table, action: st.ModifyColumn) -> T
         raise QueryError(
             1105, f"Can not change the type of distribution or partition column '{old.name}'"
         )
+    if old.name == table.sequence_column and column.type != old.type:
+        raise QueryError(1105, f"Can not change the type of sequence mapping column[{old.name}]")
     if table.key_model == KeyModel.AGGREGATE and not column.is_key and not column.aggregation:
         column = dataclasses.replace(column, aggregation=old.aggregation)
     columns = [c for c in table.columns if c is not old]
@@ -257,6 +265,10 @@ def rename_column(session, database, table: Table, action: st.RenameColumn) -> T
         table,
         columns=tuple(
             dataclasses.replace(c, name=action.new) if c is old else c for c in table.columns
+        ),
+        properties=tuple(
+            (key, action.new if key == SEQUENCE_COLUMN_PROPERTY and value == old.name else value)
+            for key, value in table.properties
         ),
         key_columns=renamed(table.key_columns),
         distribution_columns=renamed(table.distribution_columns),

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from be.cn.bounds import ColumnBound
 from be.cn.table_state import merged
 from be.logtail.entries import ROW_ID
-from be.table_schema import TableSchema
+from be.table_schema import TableSchema, newest_of_each_key, sequence_before
 from be.tn.loads import INSERT as INSERT_LOAD
 from be.tn.loads import LoadClaim
 from be.tn.write_set import TableWrite
@@ -219,7 +219,10 @@ class OpenTransaction:
             self.next_row_id -= count
             rows = write.inserts.add_column(0, pa.field(ROW_ID, pa.int64(), False), ids)
             if schema.replaces_on_key:
-                rows = _last_of_each_key(rows, schema.key_columns)
+                if schema.sequence is None:
+                    rows = _last_of_each_key(rows, schema.key_columns)
+                else:
+                    rows = _outranking(rows, pending, committed, schema)
                 self._drop_replaced_own(pending, rows, schema.key_columns)
                 if committed is not None and not pending.deleted_every_key_of(rows):
                     pending.set_deletes(
@@ -357,6 +360,32 @@ def _last_of_each_key(rows: pa.Table, key_columns: tuple[str, ...]) -> pa.Table:
         return rows
     last = rows.group_by(list(key_columns), use_threads=False).aggregate([(ROW_ID, "min")])
     return rows.filter(pc.is_in(rows.column(ROW_ID), last.column(f"{ROW_ID}_min")))
+
+
+def _outranking(
+    rows: pa.Table, pending: PendingWrite, committed: pa.Table | None, schema: TableSchema
+) -> pa.Table:
+    """Of rows written to a table with a sequence column, those that stay: per key the newest
+    (newest_of_each_key), unless the row it would replace (the transaction's own, else the
+    committed one it has not deleted) has a larger sequence value."""
+    keys, sequence = schema.key_columns, schema.sequence
+    held: dict[tuple, object] = {}
+    if committed is not None and committed.num_rows:
+        if pending.deleted_ids:
+            gone = pa.array(pending.deleted_ids, pa.int64())
+            committed = committed.filter(pc.invert(pc.is_in(committed.column(ROW_ID), gone)))
+        held.update(
+            zip(_keys_of(committed, keys), committed.column(sequence).to_pylist(), strict=True)
+        )
+    own = pending.inserts
+    held.update(zip(_keys_of(own, keys), own.column(sequence).to_pylist(), strict=True))
+    values = rows.column(sequence).to_pylist()
+    kept = [
+        index
+        for key, index in newest_of_each_key(_keys_of(rows, keys), values).items()
+        if key not in held or not sequence_before(values[index], held[key])
+    ]
+    return rows if len(kept) == rows.num_rows else rows.take(pa.array(sorted(kept), pa.int64()))
 
 
 def _with_replaced(

@@ -18,6 +18,7 @@ STRING_FUNCTIONS = (
     exp.RegexpExtract, exp.RegexpReplace, exp.Repeat, exp.Replace, exp.Reverse, exp.Right, exp.SHA, exp.SHA2,
     exp.Space, exp.SplitPart, exp.StartsWith, exp.StrPosition, exp.Stuff, exp.Substring,
     exp.SubstringIndex, exp.ToBase64, exp.Trim, exp.Unhex, exp.Upper, exp.Initcap,
+    exp.RegexpExtractAll, exp.StrToMap,
 )  # fmt: skip
 MATH_FUNCTIONS = (
     exp.Abs, exp.Acos, exp.Asin, exp.Atan, exp.Atan2, exp.Ceil, exp.Cos, exp.Cot, exp.Degrees,
@@ -109,7 +110,9 @@ ALLOWED_ANONYMOUS = frozenset(
      "ARRAYS_OVERLAP", "ARRAY_PRODUCT", "ARRAY_REVERSE_SORT", "JSON_EXISTS_PATH",
      "JSON_EXTRACT_STRING", "JSON_EXTRACT_ISNULL", "JSON_EXTRACT_BOOL", "JSON_EXTRACT_INT",
      "JSON_EXTRACT_BIGINT", "JSON_EXTRACT_DOUBLE", "MATCH_ANY", "MATCH_ALL", "MATCH_PHRASE",
-     "MATCH_PHRASE_PREFIX", "MATCH_REGEXP"}
+     "MATCH_PHRASE_PREFIX", "MATCH_REGEXP", "BITAND", "BITOR", "BITXOR", "BITNOT",
+     "BIT_SHIFT_LEFT", "BIT_SHIFT_RIGHT", "MASK_FIRST_N", "MASK_LAST_N", "URL_ENCODE",
+     "URL_DECODE", "UUID_NUMERIC", "MURMUR_HASH3_64", "MAP"}
     | set(BITMAP_ANONYMOUS)
     | {f"{unit}S_{way}" for unit in DORIS_DATE_ADD_UNITS for way in ("ADD", "SUB")}
     | set(DORIS_JSON_GETTERS)

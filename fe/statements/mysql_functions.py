@@ -1222,6 +1222,175 @@ BITMAP_FUNCTIONS: dict[str, dict[int, str]] = {
 # every BITMAP and HLL function passes the engine's allow-list (BITMAP_COUNT: sqlglot's own)
 assert set(BITMAP_FUNCTIONS) - {"BITMAP_COUNT"} == set(BITMAP_ANONYMOUS), "allow_list drifted"
 
+
+NULL_MAP_KEY = "MAP keys can not be NULL"
+
+
+def _let(name: str, value: str, body: str) -> str:
+    """body, which reads value as the lambda parameter name: value worked out once."""
+    return f"list_extract(list_transform([{value}], lambda {name}: {body}), 1)"
+
+
+def _masked(text: str) -> str:
+    """Doris's MASK: upper case letters X, lower case x, digits n (ASCII ones only)."""
+    return (
+        f"regexp_replace(regexp_replace(regexp_replace({text}, '[A-Z]', 'X', 'g'), '[a-z]', 'x', "
+        "'g'), '[0-9]', 'n', 'g')"
+    )
+
+
+# MASK_FIRST_N(s, n) and MASK_LAST_N(s, n) mask n bytes of s: MASK keeps each byte where it is,
+# so the bytes of the masked text and of the text are spliced, as hex digits
+_TEXT_HEX = "hex(encode(CAST(x AS VARCHAR)))"
+_MASKED_HEX = f"hex(encode({_masked('CAST(x AS VARCHAR)')}))"
+_HEX_DIGITS = "CAST(y AS BIGINT) * 2"
+
+
+def _mask_part(function: str, spliced: str) -> str:
+    """The spliced hex digits as text; a negative count of bytes refused, as Doris does."""
+    refused = (
+        f"error('function {function} only accept non-negative input for 2nd argument but got ' "
+        "|| y)"
+    )
+    return f"CASE WHEN y < 0 THEN {refused} ELSE decode(unhex({spliced})) END"
+
+
+def _unique_map(keys: str, values: str) -> str:
+    """A map of the keys and values, a key given twice keeping its last value, where it last
+    comes (Doris's); a NULL key is refused (DuckDB's maps have none)."""
+    last = (
+        "NOT list_contains(list_slice(map_keys, i + 1, len(map_keys)), list_extract(map_keys, i))"
+    )
+    made = (
+        "map(list_transform(kept, lambda i: list_extract(map_keys, i)), "
+        "list_transform(kept, lambda i: list_extract(map_values, i)))"
+    )
+    kept = _let("kept", f"list_filter(range(1, len(map_keys) + 1), lambda i: {last})", made)
+    checked = (
+        "CASE WHEN list_count(map_keys) < len(map_keys) "
+        f"THEN error('{NULL_MAP_KEY}') ELSE {kept} END"
+    )
+    return _let("map_keys", keys, _let("map_values", values, checked))
+
+
+def _str_to_map(pairs: str, between: str) -> str:
+    """Doris's STR_TO_MAP(x, pairs, between): x split at each pairs (one that ends x makes no
+    empty pair; an empty one splits between characters), each pair at its first between: the
+    key and the value, NULL where there is no between."""
+    split = f"CASE WHEN x = '' THEN [''] ELSE string_split(x, {pairs}) END"
+    pieces = (
+        "list_slice(parts, 1, len(parts) - CASE WHEN len(parts) > 1 AND "
+        "list_extract(parts, -1) = '' THEN 1 ELSE 0 END)"
+    )
+    at = f"strpos(piece, {between})"
+    keys = (
+        f"list_transform(pieces, lambda piece: CASE WHEN {between} = '' THEN left(piece, 1) "
+        f"WHEN {at} = 0 THEN piece ELSE left(piece, {at} - 1) END)"
+    )
+    values = (
+        f"list_transform(pieces, lambda piece: CASE WHEN piece = '' THEN NULL "
+        f"WHEN {between} = '' THEN substr(piece, 2) WHEN {at} = 0 THEN NULL "
+        f"ELSE substr(piece, {at} + length({between})) END)"
+    )
+    made = _let("pieces", _let("parts", split, pieces), _unique_map(keys, values))
+    return f"CASE WHEN x IS NULL OR {pairs} IS NULL OR {between} IS NULL THEN NULL ELSE {made} END"
+
+
+# Doris's REGEXP_EXTRACT_ALL(s, pattern): the first group of each match that is not empty, as
+# the text ['a','b'] ('' for none)
+_EXTRACTED_ALL = _let(
+    "whole",
+    "regexp_extract_all(CAST(x AS VARCHAR), y, 0)",
+    _let(
+        "found",
+        "list_filter(regexp_extract_all(CAST(x AS VARCHAR), y, 1), "
+        "lambda s, i: list_extract(whole, i) <> '')",
+        "CASE WHEN len(found) = 0 THEN '' ELSE '[''' || "
+        "array_to_string(list_transform(found, lambda s: coalesce(s, '')), ''',''') || ''']' END",
+    ),
+)
+
+# 64-bit arithmetic for MURMUR_HASH3_64, on UHUGEINTs below 2^64; shifts are multiplications
+# and divisions (sqlglot writes a | b >> c unbracketed, which DuckDB reads as (a | b) >> c)
+_BIT_64 = 2**64
+
+
+def _unsigned(value: int) -> str:
+    return f"CAST({value} AS UHUGEINT)"
+
+
+def _times_64(a: str, factor: int) -> str:
+    return f"({a}) * {_unsigned(factor)} % {_unsigned(_BIT_64)}"
+
+
+def _rotated(a: str, bits: int) -> str:
+    return (
+        f"(({a}) * {_unsigned(2**bits)} % {_unsigned(_BIT_64)} "
+        f"+ ({a}) // {_unsigned(2 ** (64 - bits))})"
+    )
+
+
+def _xor_shifted(a: str) -> str:
+    return f"xor({a}, {a} // {_unsigned(2**33)})"
+
+
+def _mixed(block: str) -> str:
+    scrambled = _times_64(_rotated("k1", 31), 0x4CF5AD432745937F)
+    return _let("k1", _times_64(block, 0x87C37B91114253D5), scrambled)
+
+
+def _little_endian(hex_digits: str) -> str:
+    pairs = f"list_reverse(regexp_extract_all({hex_digits}, '..'))"
+    return f"CAST('0x0' || array_to_string({pairs}, '') AS UHUGEINT)"
+
+
+def _final_mix(h: str) -> str:
+    last = _let("f3", _times_64(_xor_shifted("f2"), 0xC4CEB9FE1A85EC53), _xor_shifted("f3"))
+    return _let("f1", h, _let("f2", _times_64(_xor_shifted("f1"), 0xFF51AFD7ED558CCD), last))
+
+
+def _murmur_hash3_64_sql() -> str:
+    """Doris's murmur_hash3_x64_64 (MurmurHash3's x64 mixing on 8-byte blocks, not the 128-bit
+    one's first half) of the text x's bytes with the seed y, unsigned."""
+    block = _little_endian("substr(hex_digits, i * 16 + 1, 16)")
+    step = _let(
+        "g", "xor(h, k)", f"({_times_64(_rotated('g', 27), 5)} + 1390208809) % {_unsigned(_BIT_64)}"
+    )
+    body = (
+        f"list_reduce(list_transform(range(strlen(hex_digits) // 16), lambda i: {_mixed(block)}), "
+        f"lambda h, k: {step}, CAST(y AS UHUGEINT))"
+    )
+    tail = "substr(hex_digits, strlen(hex_digits) // 16 * 16 + 1)"
+    with_tail = _let(
+        "b", body, f"CASE WHEN {tail} = '' THEN b ELSE xor(b, {_mixed(_little_endian(tail))}) END"
+    )
+    with_length = f"xor({with_tail}, CAST(strlen(hex_digits) // 2 AS UHUGEINT))"
+    return _let("hex_digits", "hex(encode(x))", _final_mix(with_length))
+
+
+# BIT_SHIFT_LEFT and BIT_SHIFT_RIGHT shift x's 64 bits as unsigned, 0 past them
+_BITS_OF_X = f"(CAST(CAST(x AS BIGINT) AS HUGEINT) + {_BIT_64}) % {_BIT_64}"
+
+
+def _signed_64(unsigned: str) -> str:
+    wrapped = f"CAST(v - CASE WHEN v >= {2**63} THEN {_BIT_64} ELSE 0 END AS BIGINT)"
+    return _let("v", unsigned, wrapped)
+
+
+def _shifted(operator: str) -> str:
+    """x's bits times (left) or divided by (right) 2^y."""
+    shifted = _signed_64(f"{_BITS_OF_X} {operator} CAST(pow(2, y) AS HUGEINT) % {_BIT_64}")
+    return f"CASE WHEN y < 0 OR y >= 64 THEN CASE WHEN x IS NOT NULL THEN 0 END ELSE {shifted} END"
+
+
+# UUID_NUMERIC(): a random LARGEINT (128 bits of a new UUID a row)
+_RANDOM_128 = _let(
+    "h",
+    "replace(CAST(uuid() AS VARCHAR), '-', '')",
+    f"(CAST(CAST('0x' || left(h, 16) AS UBIGINT) AS HUGEINT) - {2**63}) * {_BIT_64} "
+    "+ CAST('0x' || right(h, 16) AS UBIGINT)",
+)
+
 # Doris's functions as DuckDB expressions of their arguments x, y, z, by how many they take
 DORIS_FUNCTIONS: dict[str, dict[int, str]] = {
     # full-text predicates, `c MATCH_ANY 'words'` (fe/sql/parser.py: with_match_functions)
@@ -1238,10 +1407,44 @@ DORIS_FUNCTIONS: dict[str, dict[int, str]] = {
         2: f"len(list_filter({_WORDS.format('x')}, lambda w: regexp_matches(w, y))) > 0"
     },
     "PMOD": {2: "((x % y) + y) % y"},
-    "MASK": {
-        1: "regexp_replace(regexp_replace(regexp_replace(x, '[A-Z]', 'X', 'g'), '[a-z]', 'x', "
-        "'g'), '[0-9]', 'n', 'g')"
+    "MASK": {1: _masked("x")},
+    "MASK_FIRST_N": {
+        1: _masked("CAST(x AS VARCHAR)"),
+        2: _mask_part(
+            "mask_first_n",
+            f"left({_MASKED_HEX}, {_HEX_DIGITS}) || substr({_TEXT_HEX}, {_HEX_DIGITS} + 1)",
+        ),
     },
+    "MASK_LAST_N": {
+        1: _masked("CAST(x AS VARCHAR)"),
+        2: _mask_part(
+            "mask_last_n",
+            f"left({_TEXT_HEX}, greatest(strlen({_TEXT_HEX}) - {_HEX_DIGITS}, 0)) "
+            f"|| right({_MASKED_HEX}, {_HEX_DIGITS})",
+        ),
+    },
+    # Java's URLEncoder and URLDecoder (Doris's): a space is +, * is kept, ~ is encoded
+    "URL_ENCODE": {
+        1: "replace(replace(replace(url_encode(CAST(x AS VARCHAR)), '%2A', '*'), '~', '%7E'), "
+        "'%20', '+')"
+    },
+    "URL_DECODE": {
+        1: "CASE WHEN contains(regexp_replace(CAST(x AS VARCHAR), '%[0-9A-Fa-f]{2}', '', 'g'), '%') "
+        "THEN error('URLDecoder: Illegal hex characters in escape (%) pattern: ' || x) "
+        "ELSE url_decode(replace(CAST(x AS VARCHAR), '+', ' ')) END"
+    },
+    "STR_TO_MAP": {
+        1: _str_to_map("','", "':'"),
+        2: _str_to_map("y", "':'"),
+        3: _str_to_map("y", "z"),
+    },
+    "BITAND": {2: "(x) & (y)"},
+    "BITOR": {2: "(x) | (y)"},
+    "BITXOR": {2: "xor(x, y)"},
+    "BITNOT": {1: "~(x)"},
+    "BIT_SHIFT_LEFT": {2: _shifted("*")},
+    "BIT_SHIFT_RIGHT": {2: _shifted("//")},
+    "UUID_NUMERIC": {0: _RANDOM_128},
     "TO_MONDAY": {1: "CAST(date_trunc('week', CAST(x AS TIMESTAMP)) AS DATE)"},
     "GROUP_BIT_OR": {1: "bit_or(x)"},
     "GROUP_BIT_AND": {1: "bit_and(x)"},
@@ -1318,11 +1521,117 @@ def _doris_function(node: exp.Expression, time: StatementTime) -> exp.Expression
                 arguments.extend(v for v in value if isinstance(v, exp.Expression))
     tree = _DORIS_TREES.get((_name(node), len(arguments)))
     if tree is None:
+        if isinstance(node, exp.Anonymous):
+            raise _no_such_function(node)
         return node
     if not arguments:
         return tree.copy()
     more = dict(zip(("y", "z"), arguments[1:], strict=False))
     return _filled(tree, arguments[0], **more)
+
+
+def _no_such_function(node: exp.Expression) -> QueryError:
+    """A Doris function given a count of arguments it does not take: unknown, as to DuckDB."""
+    return QueryError(ErrorCode.SP_DOES_NOT_EXIST, f"FUNCTION {_name(node).lower()} does not exist")
+
+
+_EXTRACTED_ALL_TREE = sqlglot.parse_one(_EXTRACTED_ALL, read="duckdb")
+_NOTHING_EXTRACTED_TREE = sqlglot.parse_one("CASE WHEN x IS NOT NULL THEN '' END", read="duckdb")
+
+
+def _regexp_extract_all(node: exp.RegexpExtractAll, time: StatementTime) -> exp.Expression:
+    """Doris's REGEXP_EXTRACT_ALL(s, pattern): '' for a pattern of no group."""
+    if any(node.args.get(key) for key in ("group", "parameters", "position", "occurrence")):
+        raise _no_such_function(node)
+    pattern = node.expression
+    if _is_string(pattern) and not _has_group(pattern.this):
+        return _filled(_NOTHING_EXTRACTED_TREE, node.this)
+    return _filled(_EXTRACTED_ALL_TREE, node.this, y=pattern)
+
+
+def _has_group(pattern: str) -> bool:
+    """Whether an RE2 pattern has a capturing group: a ( neither escaped nor in a character
+    class, not (?...) unless it names the group, (?P<name>...) or (?<name>...)."""
+    in_class = False
+    at = 0
+    while at < len(pattern):
+        if pattern[at] == "\\":
+            at += 2
+            continue
+        rest = pattern[at:]
+        if in_class:
+            if rest.startswith("[:") and ":]" in rest:
+                at += rest.index(":]") + 1
+            elif rest[0] == "]":
+                in_class = False
+        elif rest[0] == "[":
+            in_class = True
+            opening = 2 if rest.startswith("[^") else 1
+            at += opening + rest[opening:].startswith("]")  # a ] first is in the class
+            continue
+        elif rest[0] == "(":
+            named = rest.startswith(("(?P<", "(?<")) and not rest.startswith(("(?<=", "(?<!"))
+            if not rest.startswith("(?") or named:
+                return True
+        at += 1
+    return False
+
+
+_UNIQUE_MAP_TREE = sqlglot.parse_one(_unique_map("x", "y"), read="duckdb")
+
+
+def _map(node: exp.Expression, time: StatementTime) -> exp.Expression:
+    """Doris's MAP(k1, v1, k2, v2, ...): keys of one type and values of one type, texts if one
+    is (DuckDB would read a text as a number); a key given twice keeps its last value. DuckDB's
+    maps take no NULL key, Doris's do: a NULL key is refused."""
+    arguments = _arguments(node)
+    if len(arguments) % 2:
+        raise _no_such_function(node)
+    if not arguments:
+        return _function("MAP")
+    keys, values = arguments[0::2], arguments[1::2]
+    if any(isinstance(key, exp.Null) for key in keys):
+        raise QueryError(ErrorCode.NOT_SUPPORTED_YET, NULL_MAP_KEY)
+    return _filled(_UNIQUE_MAP_TREE, _list_of_one_kind(keys), y=_list_of_one_kind(values))
+
+
+def _list_of_one_kind(values: list[exp.Expression]) -> exp.Expression:
+    if any(_is_string(value) or value.is_type(*exp.DataType.TEXT_TYPES) for value in values):
+        values = [exp.cast(value, exp.DataType.Type.VARCHAR) for value in values]
+    return exp.Array(expressions=values)
+
+
+_MURMUR_HASH3_64_TREE = sqlglot.parse_one(_murmur_hash3_64_sql(), read="duckdb")
+_SIGNED_64_TREE = sqlglot.parse_one(_signed_64("CAST(x AS HUGEINT)"), read="duckdb")
+
+
+def _murmur_hash3_64(node: exp.Expression, time: StatementTime) -> exp.Expression:
+    """Doris's MURMUR_HASH3_64(s, ...): each text hashed with the hash of those before it as
+    its seed (0 for the first), as a BIGINT; NULL if one is NULL."""
+    texts = _arguments(node)
+    if not texts:
+        raise _no_such_function(node)
+    hashed: exp.Expression = exp.Literal.number(0)
+    for text in texts:
+        text = exp.cast(text, exp.DataType.Type.VARCHAR)
+        hashed = _filled(_MURMUR_HASH3_64_TREE, text, y=hashed)
+    return _filled(_SIGNED_64_TREE, hashed)
+
+
+def _typed_map(rewrite: Callable) -> Callable:
+    """rewrite, its value said to be a map: m['k'] and ELEMENT_AT(m, 'k') read a key's value."""
+
+    def typed(node: exp.Expression, time: StatementTime) -> exp.Expression:
+        made = rewrite(node, time)
+        made.type = exp.DataType.build(exp.DataType.Type.MAP)
+        return made
+
+    return typed
+
+
+# Doris's MAP(k1, v1, k2, v2, ...) takes any even count of arguments (sqlglot's MySQL reading
+# of MAP, two at most)
+MySQL.Parser.FUNCTIONS["MAP"] = lambda arguments: exp.Anonymous(this="MAP", expressions=arguments)
 
 
 def _template(name: str) -> Callable[[exp.Expression], exp.Expression]:
@@ -1602,6 +1911,9 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     **DORIS_ALIASES,
     **{f"{unit}S_DIFF": _diff(unit) for unit in DORIS_DIFF_UNITS},
     "REGEXP_EXTRACT": _regexp_extract,
+    "REGEXP_EXTRACT_ALL": _regexp_extract_all,
+    "MAP": _typed_map(_map),
+    "MURMUR_HASH3_64": _murmur_hash3_64,
     **{f"{unit}S_ADD": _add_days(subtract=False, unit=unit) for unit in DORIS_DATE_ADD_UNITS},
     **{f"{unit}S_SUB": _add_days(subtract=True, unit=unit) for unit in DORIS_DATE_ADD_UNITS},
     "TO_DATE": _to_date,
@@ -1631,6 +1943,7 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     **arrays.REWRITES,
     **{name: _chained_hash(name) for name in hashes.ENGINE_NAMES},
     **{name: _doris_function for name in DORIS_FUNCTIONS},
+    "STR_TO_MAP": _typed_map(_doris_function),
 }
 
 

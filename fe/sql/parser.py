@@ -56,6 +56,8 @@ MySQL.Parser.FUNCTIONS = {
     "DATE_ADD": _days_or_interval(MySQL.Parser.FUNCTIONS["DATE_ADD"], "ADDDATE"),
     "DATE_SUB": _days_or_interval(MySQL.Parser.FUNCTIONS["DATE_SUB"], "SUBDATE"),
     "JSONB_EXTRACT": MySQL.Parser.FUNCTIONS["JSON_EXTRACT"],  # Doris's name of it
+    # Doris's MAP(k1, v1, k2, v2, ...): any even count of arguments (sqlglot's reading, two)
+    "MAP": lambda arguments: exp.Anonymous(this="MAP", expressions=arguments),
 }
 
 

@@ -1629,10 +1629,6 @@ def _typed_map(rewrite: Callable) -> Callable:
     return typed
 
 
-# Doris's MAP(k1, v1, k2, v2, ...) takes any even count of arguments (sqlglot's MySQL reading
-# of MAP, two at most)
-MySQL.Parser.FUNCTIONS["MAP"] = lambda arguments: exp.Anonymous(this="MAP", expressions=arguments)
-
 
 def _template(name: str) -> Callable[[exp.Expression], exp.Expression]:
     """The template's expression of one value x (a copy, x in its places)."""

@@ -12,7 +12,7 @@ import inspect
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mysql_mimic.session import BaseSession
@@ -27,6 +27,7 @@ from fe.sql.parser import ParseError, UnknownCatalog, with_executable_comments, 
 from fe.statement_cache import LongStatementsBusy, ShapedRead
 from fe.statement_history import StatementHistory
 from fe.statements import accounts, point_writes, queries, table_data, transactions
+from fe.statements.broker_loads import BrokerLoads
 from fe.statements.statement_kinds import kind_of
 from fe.variables import QuireSessionVariables
 from metadata.records import User
@@ -82,6 +83,7 @@ class FrontendServices:
     history: StatementHistory
     backends: BackendMonitor | None = None  # None when the data plane is embedded
     dynamic_partitions: DynamicPartitionScheduler | None = None
+    broker_loads: BrokerLoads = field(default_factory=BrokerLoads)  # LOAD LABEL's jobs
 
     def uptime(self) -> float:
         return time.time() - self.started_at

@@ -2078,7 +2078,82 @@ class Grammar:
             return "ROLLUP"
         self.fail("expected COLUMN or ROLLUP")
 
+    def _load(self):
+        self.expect("LOAD", "LABEL")
+        db = None
+        label = self.name_or_string()
+        if self.accept_type(TokenType.DOT):
+            db, label = without_catalog(label), self.name_or_string()
+        self.expect_type(TokenType.L_PAREN, "(")
+        data = [self.load_data()]
+        while self.accept_type(TokenType.COMMA):
+            data.append(self.load_data())
+        self.expect_type(TokenType.R_PAREN, ")")
+        self.expect("WITH")
+        if not self.accept("S3"):
+            raise NotSupported("LOAD ... WITH BROKER or HDFS (WITH S3 is taken)")
+        source = self.properties()
+        properties = self.properties() if self.accept("PROPERTIES") else ()
+        return st.BrokerLoad(db, label, tuple(data), source, properties)
+
+    def load_data(self) -> st.LoadData:
+        """DATA INFILE ("path", ...) [NEGATIVE] INTO TABLE t [PARTITION (p, ...)] [COLUMNS
+        TERMINATED BY "x"] [FORMAT AS "f"] [(c, ...)] [SET (c = expr, ...)] [WHERE expr]."""
+        self.expect("DATA", "INFILE")
+        self.expect_type(TokenType.L_PAREN, "(")
+        paths = [self.string()]
+        while self.accept_type(TokenType.COMMA):
+            paths.append(self.string())
+        self.expect_type(TokenType.R_PAREN, ")")
+        if self.at("NEGATIVE"):
+            raise NotSupported("LOAD ... NEGATIVE")
+        self.expect("INTO", "TABLE")
+        table = self.identifier()
+        partitions = self.name_list() if self.accept("PARTITION") else ()
+        separator = file_format = None
+        if self.accept("COLUMNS", "TERMINATED", "BY"):
+            separator = self.string()
+        if self.accept("FORMAT", "AS"):
+            file_format = self.name_or_string().lower()
+        columns = self.name_list() if self.peek_type() == TokenType.L_PAREN else ()
+        settings = []
+        if self.accept("SET"):
+            self.expect_type(TokenType.L_PAREN, "(")
+            while True:
+                name = self.identifier()
+                self.expect_type(TokenType.EQ, "=")
+                settings.append((name, self.expression_text()))
+                if self.accept_type(TokenType.R_PAREN):
+                    break
+                self.expect_type(TokenType.COMMA, ", or )")
+        where = self.expression_text() if self.accept("WHERE") else None
+        return st.LoadData(
+            tuple(paths), table, partitions, separator, file_format, columns, tuple(settings), where
+        )
+
+    def expression_text(self) -> str:
+        """The text of an expression as written, up to a comma or closing parenthesis outside
+        it."""
+        start, depth = self.position, 0
+        while self.position < len(self.tokens):
+            kind = self.peek_type()
+            if kind in (TokenType.COMMA, TokenType.R_PAREN) and depth == 0:
+                break
+            depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(kind, 0)
+            self.position += 1
+        if self.position == start:
+            self.fail("expected an expression")
+        first, last = self.tokens[start], self.tokens[self.position - 1]
+        return self.sql[first.start : last.end + 1]
+
     def _cancel(self):
+        if self.accept("CANCEL", "LOAD"):
+            db = self.database_name() if self.accept("FROM") else None
+            self.expect("WHERE")
+            if not self.accept("LABEL"):
+                self.fail("expected LABEL")
+            self.expect_type(TokenType.EQ, "=")
+            return st.CancelLoad(db, self.string())
         self.expect("CANCEL", "ALTER", "TABLE")
         kind = self.alter_job_kind()
         self.expect("FROM")
@@ -2169,4 +2244,5 @@ STATEMENT_HANDLERS = {
     "FLUSH": Grammar._flush,
     "BUILD": Grammar._build,
     "REFRESH": Grammar._refresh,
+    "LOAD": Grammar._load,
 }  # a statement's first word -> its rule; any other first word is a syntax error (1064)

@@ -698,6 +698,40 @@ class ShowAlter:
 
 
 @dataclass(frozen=True)
+class LoadData:
+    """One DATA INFILE clause of a LOAD LABEL: the objects, the table their rows go to, how the
+    file is read, and the SET expressions and WHERE predicate as written."""
+
+    paths: tuple[str, ...]
+    table: str
+    partitions: tuple[str, ...] = ()
+    separator: str | None = None
+    format: str | None = None
+    columns: tuple[str, ...] = ()  # the file's columns, in order
+    settings: tuple[tuple[str, str], ...] = ()  # SET (column = expression)
+    where: str | None = None
+
+
+@dataclass(frozen=True)
+class BrokerLoad:
+    """Doris's LOAD LABEL [db.]label (DATA INFILE ...) WITH S3 (...) [PROPERTIES (...)]."""
+
+    db: str | None
+    label: str
+    data: tuple[LoadData, ...]
+    source: tuple[tuple[str, str], ...]  # WITH S3's properties
+    properties: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class CancelLoad:
+    """CANCEL LOAD [FROM db] WHERE LABEL = 'label'."""
+
+    db: str | None
+    label: str
+
+
+@dataclass(frozen=True)
 class CancelAlter:
     """CANCEL ALTER TABLE COLUMN | ROLLUP FROM t [(job_id, ...)]."""
 

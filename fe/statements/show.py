@@ -775,8 +775,10 @@ def _loads(session, statement: st.Show) -> Result:
             for r in shown
         ]  # fmt: skip
         return text_result(STREAM_LOAD_TITLES, rows)
+    jobs = {job.label: job for job in session.services.broker_loads.of(database.name)}
     rows = []
     for r in shown:
+        load_type = "BROKER" if r.label in jobs else LOAD_TYPES.get(r.source, "STREAM_LOAD")
         etl = (f"unselected.rows={r.unselected_rows}; dpp.abnorm.ALL={r.filtered_rows}; "
                f"dpp.norm.ALL={r.loaded_rows}")  # fmt: skip
         details = json.dumps({"LoadBytes": r.load_bytes, "TotalRows": r.total_rows,
@@ -785,12 +787,34 @@ def _loads(session, statement: st.Show) -> Result:
                              separators=(",", ":"))  # fmt: skip
         rows.append((
             r.txn_id, r.label, LOAD_STATES[r.state],
-            "100.00% (1/1)" if r.finished else "0.00% (0/1)", LOAD_TYPES.get(r.source, "STREAM_LOAD"), etl,
+            "100.00% (1/1)" if r.finished else "0.00% (0/1)", load_type, etl,
             "cluster:N/A; timeout(s):N/A; max_filter_ratio:N/A",
             f"type:LOAD_RUN_FAIL; msg:{r.message}" if r.state == "ABORTED" else "NULL",
             *[load_time(r.started_ms)] * 4, load_time(r.finished_ms), "NULL", details, r.txn_id, "{}", r.user, "",
         ))  # fmt: skip
+    recorded = {r.label for r in records}
+    for job in jobs.values():
+        if job.label not in recorded and match(job.label) and _may_see_load(user, database, job):
+            rows.append(_broker_load_row(job))
     return text_result(LOAD_TITLES, rows)
+
+
+def _may_see_load(user, database, job) -> bool:
+    return all(privileges.has_any(user, database.name, table) for table in job.tables)
+
+
+def _broker_load_row(job) -> tuple:
+    """SHOW LOAD's row of an S3 load the TN has no record of: not committed (yet)."""
+    error = f"type:LOAD_RUN_FAIL; msg:{job.message}" if job.message else "NULL"
+    started = load_time(job.started_ms) if job.started_ms else "N/A"
+    details = json.dumps({"Tables": list(job.tables)}, separators=(",", ":"))
+    return (
+        job.job_id, job.label, job.state, "0.00% (0/1)", "BROKER", "NULL",
+        f"cluster:N/A; timeout(s):{job.timeout_seconds}; max_filter_ratio:0.0", error,
+        load_time(job.created_ms), started, started, started,
+        load_time(job.finished_ms) if job.finished_ms else "N/A", "NULL", details, -1, "{}",
+        job.user, "",
+    )  # fmt: skip
 
 
 async def clean_label(session, statement: st.CleanLabel) -> Result:

@@ -7,6 +7,7 @@ the FE builds, as a long IN list does (in_lists)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 
@@ -22,6 +23,7 @@ from be.storage.errors import ObjectStoreError
 from be.storage.objects import S3Options
 from fe.mysql.errors import QueryError
 from fe.statements import in_lists
+from metadata.types import ColumnType
 
 MAX_ROWS = [10_000_000]  # rows one numbers() gives at most: fe.conf's table_function_max_rows
 
@@ -121,6 +123,19 @@ def column_separator(properties: dict[str, str], what: str) -> str:
     if len(separator) != 1:
         raise QueryError(1105, f"{what}'s column_separator must be one character")
     return separator
+
+
+class CsvColumns:
+    """An s3(...) CSV's columns for typing its reads: c1, c2, ... each text (known without
+    reading it), so that MySQL's conversions of text apply (`c3 * 2`)."""
+
+    TEXT = ColumnType("STRING")
+
+    def __contains__(self, name: str) -> bool:
+        return re.fullmatch(r"c[1-9][0-9]*", name) is not None
+
+    def get(self, name: str):
+        return self.TEXT if name in self else None
 
 
 @dataclass(frozen=True)

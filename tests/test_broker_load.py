@@ -1,0 +1,170 @@
+"""Doris's S3 Load (LOAD LABEL ... WITH S3) against moto's S3 server: the statement answers at
+once, the job loads the objects' rows into the tables in one labelled transaction, SHOW LOAD
+follows it (LOADING, FINISHED or CANCELLED with its error), CANCEL LOAD stops one; a label is
+used once; CSV columns by position (listed, mapped by SET, filtered by WHERE), Parquet by name.
+Through PyMySQL and the mariadb CLI."""
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+import pytest
+
+from tests.harness import error_of, mariadb, run, wait_until
+
+BUCKET = "loads"
+
+
+@pytest.fixture(scope="module")
+def store(moto_endpoint):
+    filesystem = pafs.S3FileSystem(
+        access_key="testing",
+        secret_key="testing",
+        region="us-east-1",
+        endpoint_override=moto_endpoint.removeprefix("http://"),
+        scheme="http",
+        allow_bucket_creation=True,
+    )
+    filesystem.create_dir(BUCKET)
+    with filesystem.open_output_stream(f"{BUCKET}/orders/1.csv") as out:
+        out.write(b"1,ann,10\n2,bob,20\n")
+    with filesystem.open_output_stream(f"{BUCKET}/orders/2.csv") as out:
+        out.write(b"3,cid,30\n4,dan,40\n")
+    with filesystem.open_output_stream(f"{BUCKET}/bad.csv") as out:
+        out.write(b"5,eve,not a number\n")
+    table = pa.table({"id": pa.array([7, 8], pa.int64()), "name": ["gus", "hal"]})
+    pq.write_table(table, f"{BUCKET}/people.parquet", filesystem=filesystem)
+    return moto_endpoint
+
+
+@pytest.fixture(scope="module")
+def db(root):
+    run(root, "CREATE DATABASE loading")
+    root.select_db("loading")
+    run(
+        root,
+        "CREATE TABLE orders (id INT, name VARCHAR(10), amount INT, doubled INT) "
+        "DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 2",
+    )
+    run(
+        root,
+        "CREATE TABLE people (id BIGINT, name VARCHAR(10)) UNIQUE KEY(id) "
+        "DISTRIBUTED BY HASH(id) BUCKETS 1",
+    )
+    return root
+
+
+def with_s3(endpoint: str) -> str:
+    return (
+        f'WITH S3 ("provider" = "S3", "AWS_ENDPOINT" = "{endpoint}", "AWS_REGION" = "us-east-1", '
+        '"AWS_ACCESS_KEY" = "testing", "AWS_SECRET_KEY" = "testing")'
+    )
+
+
+def load_state(connection, label: str) -> tuple:
+    rows = run(connection, f"SHOW LOAD WHERE LABEL = '{label}'")
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+def finished(connection, label: str) -> tuple:
+    wait_until(
+        lambda: load_state(connection, label)[2] in ("FINISHED", "CANCELLED"),
+        60,
+        f"load {label} to end",
+    )
+    return load_state(connection, label)
+
+
+def test_csv_objects_load_with_columns_set_and_where(db, store):
+    run(
+        db,
+        f"""LOAD LABEL loading.first (
+            DATA INFILE ("s3://{BUCKET}/orders/*.csv")
+            INTO TABLE orders COLUMNS TERMINATED BY "," FORMAT AS "csv"
+            (id, name, amount) SET (doubled = amount * 2) WHERE id != 3
+        ) {with_s3(store)} PROPERTIES ("timeout" = "600")""",
+    )
+    row = finished(db, "first")
+    assert row[1:5] == ("first", "FINISHED", "100.00% (1/1)", "BROKER"), row
+    assert run(db, "SELECT id, name, amount, doubled FROM orders ORDER BY id") == (
+        (1, "ann", 10, 20),
+        (2, "bob", 20, 40),
+        (4, "dan", 40, 80),
+    )
+    # the label is used once
+    again = f'LOAD LABEL first (DATA INFILE ("s3://{BUCKET}/bad.csv") INTO TABLE orders) {with_s3(store)}'
+    assert error_of(db, again) == (1105, "Label [first] has already been used.")
+
+
+def test_parquet_by_name_and_two_tables_in_one_transaction(db, store):
+    run(
+        db,
+        f"""LOAD LABEL both_tables (
+            DATA INFILE ("s3://{BUCKET}/people.parquet") INTO TABLE people FORMAT AS "parquet",
+            DATA INFILE ("s3://{BUCKET}/orders/1.csv") INTO TABLE orders
+              COLUMNS TERMINATED BY "," (id, name, amount) WHERE id = 1
+        ) {with_s3(store)}""",
+    )
+    assert finished(db, "both_tables")[2] == "FINISHED"
+    assert run(db, "SELECT id, name FROM people ORDER BY id") == ((7, "gus"), (8, "hal"))
+    assert run(db, "SELECT COUNT(*) FROM orders WHERE id = 1") == ((2,),)
+
+
+def test_a_failing_load_is_cancelled_with_its_error_and_writes_nothing(quire, db, store):
+    before = run(db, "SELECT COUNT(*) FROM orders")
+    run(
+        db,
+        f"""LOAD LABEL broken (
+            DATA INFILE ("s3://{BUCKET}/orders/1.csv") INTO TABLE orders
+              COLUMNS TERMINATED BY "," (id, name, amount),
+            DATA INFILE ("s3://{BUCKET}/bad.csv") INTO TABLE orders
+              COLUMNS TERMINATED BY "," (id, name, amount)
+        ) {with_s3(store)}""",
+    )
+    row = finished(db, "broken")
+    assert row[2] == "CANCELLED" and "not a number" in row[7], row
+    assert run(db, "SELECT COUNT(*) FROM orders") == before  # neither object's rows
+    missing = f'LOAD LABEL nothing (DATA INFILE ("s3://{BUCKET}/none.csv") INTO TABLE orders) {with_s3(store)}'
+    run(db, missing)
+    assert "finds no object" in finished(db, "nothing")[7]
+    # a cancelled load's label may be used again
+    done = mariadb(
+        quire,
+        "--batch",
+        "-e",
+        f"LOAD LABEL loading.broken (DATA INFILE ('s3://{BUCKET}/orders/2.csv') INTO TABLE "
+        f"orders COLUMNS TERMINATED BY ',' (id, name, amount)) {with_s3(store)}; "
+        "SELECT 'submitted'",
+    )
+    assert done.returncode == 0 and "submitted" in done.stdout, done.stderr
+    assert finished(db, "broken")[2] == "FINISHED"
+
+
+def test_bad_statements_and_who_may_load(quire, db, store):
+    assert error_of(db, "LOAD LABEL x (DATA INFILE ('s3://b/x') INTO TABLE orders) WITH BROKER b")[
+        0
+    ] in (1064, 1235)
+    assert (
+        error_of(
+            db,
+            f"LOAD LABEL x (DATA INFILE ('s3://b/x') INTO TABLE orders SET (doubled = )) {with_s3(store)}",
+        )[0]
+        == 1064
+    )
+    assert (
+        error_of(db, f"LOAD LABEL x (DATA INFILE ('s3://b/x') INTO TABLE nope) {with_s3(store)}")[0]
+        == 1146
+    )
+    assert error_of(db, "CANCEL LOAD WHERE LABEL = 'never'")[0] == 1105
+    run(db, "CREATE USER loader IDENTIFIED BY 'pw'")
+    run(db, "GRANT LOAD_PRIV, SELECT_PRIV ON loading.* TO loader")
+    loader = quire.connect("loader", "pw", database="loading")
+    try:  # it reaches any endpoint from the FE's host: admins only, as s3(...)
+        code, _ = error_of(
+            loader, f"LOAD LABEL mine (DATA INFILE ('s3://b/x') INTO TABLE orders) {with_s3(store)}"
+        )
+        assert code == 1227
+    finally:
+        loader.close()
+    done = mariadb(quire, "--batch", "-e", "SHOW LOAD FROM loading WHERE LABEL = 'first'")
+    assert done.returncode == 0 and "BROKER" in done.stdout, done.stderr

@@ -27,7 +27,7 @@ from fe.sql.parser import ParseError, UnknownCatalog, with_executable_comments, 
 from fe.statement_cache import LongStatementsBusy, ShapedRead
 from fe.statement_history import StatementHistory
 from fe.statements import accounts, point_writes, queries, table_data, transactions
-from fe.statements.broker_loads import BrokerLoads
+from fe.statements.labelled_jobs import LabelledJobs
 from fe.statements.statement_kinds import kind_of
 from fe.variables import QuireSessionVariables
 from metadata.records import User
@@ -83,7 +83,8 @@ class FrontendServices:
     history: StatementHistory
     backends: BackendMonitor | None = None  # None when the data plane is embedded
     dynamic_partitions: DynamicPartitionScheduler | None = None
-    broker_loads: BrokerLoads = field(default_factory=BrokerLoads)  # LOAD LABEL's jobs
+    broker_loads: LabelledJobs = field(default_factory=LabelledJobs)  # LOAD LABEL's jobs
+    exports: LabelledJobs = field(default_factory=LabelledJobs)  # EXPORT's jobs
 
     def uptime(self) -> float:
         return time.time() - self.started_at

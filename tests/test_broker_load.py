@@ -168,3 +168,54 @@ def test_bad_statements_and_who_may_load(quire, db, store):
         loader.close()
     done = mariadb(quire, "--batch", "-e", "SHOW LOAD FROM loading WHERE LABEL = 'first'")
     assert done.returncode == 0 and "BROKER" in done.stdout, done.stderr
+
+
+def test_export_writes_a_table_as_an_object_and_shows_the_job(quire, db, store):
+    run(
+        db,
+        "CREATE TABLE shipped (id INT, city VARCHAR(10)) DUPLICATE KEY(id) "
+        "DISTRIBUTED BY HASH(id) BUCKETS 2",
+    )
+    run(db, "INSERT INTO shipped VALUES (1, 'oslo'), (2, 'rome'), (3, 'lima')")
+    run(
+        db,
+        f"""EXPORT TABLE shipped WHERE id > 1 TO "s3://{BUCKET}/exports/shipped_"
+            PROPERTIES ("label" = "out1", "format" = "parquet", "columns" = "id,city")
+            {with_s3(store)}""",
+    )
+
+    def shown():
+        rows = run(db, "SHOW EXPORT WHERE LABEL = 'out1'")
+        assert len(rows) == 1, rows
+        return rows[0]
+
+    wait_until(lambda: shown()[2] in ("FINISHED", "CANCELLED"), 60, "the export to end")
+    row = shown()
+    assert row[1:4] == ("out1", "FINISHED", "100%"), row
+    assert '"totalRows":"2"' in row[11] and "s3://loads/exports/shipped_" in row[11], row
+    # the object it wrote is the table's rows, as s3(...) reads them back
+    url = row[11].split('"url":"')[1].split('"')[0]
+    properties = (
+        f'"s3.endpoint" = "{store}", "s3.region" = "us-east-1", "s3.access_key" = "testing", '
+        '"s3.secret_key" = "testing"'
+    )
+    back = f's3("uri" = "{url}*", "format" = "parquet", {properties})'
+    assert run(db, f"SELECT id, city FROM {back} ORDER BY id") == ((2, "rome"), (3, "lima"))
+    done = mariadb(quire, "--batch", "-e", "SHOW EXPORT FROM loading WHERE STATE = 'FINISHED'")
+    assert done.returncode == 0 and "out1" in done.stdout, done.stderr
+    failing = (
+        f'EXPORT TABLE shipped TO "s3://no-such-bucket/x_" PROPERTIES ("label" = "out2") '
+        f"{with_s3(store)}"
+    )
+    run(db, failing)
+    wait_until(
+        lambda: run(db, "SHOW EXPORT WHERE LABEL = 'out2'")[0][2] == "CANCELLED",
+        60,
+        "the failing export to end",
+    )
+    assert error_of(db, "CANCEL EXPORT WHERE LABEL = 'out1'")[0] == 1105  # finished
+    assert error_of(db, f'EXPORT TABLE nope TO "s3://{BUCKET}/x" {with_s3(store)}')[0] == 1146
+    assert error_of(db, f'EXPORT TABLE shipped TO "s3://{BUCKET}/x" WITH BROKER "b"')[0] in (
+        1064,
+        1235,
+    )

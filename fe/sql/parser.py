@@ -1885,6 +1885,8 @@ class Grammar:
             return st.ShowData(table, self.order_by())
         if word in ("TABLETS", "TABLET") and self.accept("FROM"):
             return self.show_tablets()
+        if word == "EXPORT":
+            return self.show_export()
         if word == "LOAD" or (word == "STREAM" and self.accept("LOAD")):
             return self.show_load("LOAD" if word == "LOAD" else "STREAM LOAD")
         if word == "TRANSACTION":
@@ -2131,13 +2133,13 @@ class Grammar:
             tuple(paths), table, partitions, separator, file_format, columns, tuple(settings), where
         )
 
-    def expression_text(self) -> str:
+    def expression_text(self, *until: str) -> str:
         """The text of an expression as written, up to a comma or closing parenthesis outside
-        it."""
+        it, or one of the words until."""
         start, depth = self.position, 0
         while self.position < len(self.tokens):
             kind = self.peek_type()
-            if kind in (TokenType.COMMA, TokenType.R_PAREN) and depth == 0:
+            if depth == 0 and (kind in (TokenType.COMMA, TokenType.R_PAREN) or self.at(*until)):
                 break
             depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(kind, 0)
             self.position += 1
@@ -2146,7 +2148,31 @@ class Grammar:
         first, last = self.tokens[start], self.tokens[self.position - 1]
         return self.sql[first.start : last.end + 1]
 
+    def _export(self):
+        self.expect("EXPORT", "TABLE")
+        table = self.table_name()
+        partitions = self.name_list() if self.accept("PARTITION") else ()
+        where = self.expression_text("TO") if self.accept("WHERE") else None
+        self.expect("TO")
+        path = self.string()
+        properties = self.properties() if self.accept("PROPERTIES") else ()
+        self.expect("WITH")
+        if not self.accept("S3"):
+            raise NotSupported("EXPORT ... WITH BROKER or HDFS (WITH S3 is taken)")
+        return st.Export(table, partitions, where, path, properties, self.properties())
+
+    def show_export(self) -> st.ShowExport:
+        db = self.database_name() if (self.accept("FROM") or self.accept("IN")) else None
+        return st.ShowExport(db, self.equality() if self.accept("WHERE") else None)
+
     def _cancel(self):
+        if self.accept("CANCEL", "EXPORT"):
+            db = self.database_name() if self.accept("FROM") else None
+            self.expect("WHERE")
+            if not self.accept("LABEL"):
+                self.fail("expected LABEL")
+            self.expect_type(TokenType.EQ, "=")
+            return st.CancelExport(db, self.string())
         if self.accept("CANCEL", "LOAD"):
             db = self.database_name() if self.accept("FROM") else None
             self.expect("WHERE")
@@ -2245,4 +2271,5 @@ STATEMENT_HANDLERS = {
     "BUILD": Grammar._build,
     "REFRESH": Grammar._refresh,
     "LOAD": Grammar._load,
+    "EXPORT": Grammar._export,
 }  # a statement's first word -> its rule; any other first word is a syntax error (1064)

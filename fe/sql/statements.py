@@ -732,6 +732,35 @@ class CancelLoad:
 
 
 @dataclass(frozen=True)
+class Export:
+    """Doris's EXPORT TABLE t [PARTITION (...)] [WHERE ...] TO "s3://..." [PROPERTIES (...)]
+    WITH S3 (...)."""
+
+    table: TableName
+    partitions: tuple[str, ...]
+    where: str | None
+    path: str
+    properties: tuple[tuple[str, str], ...]
+    source: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class ShowExport:
+    """SHOW EXPORT [FROM db] [WHERE LABEL = 'l' | STATE = 's' | ID = n]."""
+
+    db: str | None
+    where: tuple[str, object] | None = None
+
+
+@dataclass(frozen=True)
+class CancelExport:
+    """CANCEL EXPORT [FROM db] WHERE LABEL = 'label'."""
+
+    db: str | None
+    label: str
+
+
+@dataclass(frozen=True)
 class CancelAlter:
     """CANCEL ALTER TABLE COLUMN | ROLLUP FROM t [(job_id, ...)]."""
 

@@ -13,12 +13,6 @@ name."""
 
 from __future__ import annotations
 
-import asyncio
-import itertools
-import logging
-import time
-from dataclasses import dataclass, field
-
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
@@ -27,62 +21,18 @@ from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
 from fe.security import privileges
 from fe.sql import statements as st
+from fe.statements import labelled_jobs
+from fe.statements.labelled_jobs import sql_name, sql_text
 from fe.statements.names import resolve_database, resolve_table
 from fe.statements.table_functions import S3_ALIASES, S3_FORMATS
 
-logger = logging.getLogger(__name__)
-
-MAX_KEPT_JOBS = 1000  # jobs an FE remembers; past it the oldest finished ones are let go
 DEFAULT_TIMEOUT_SECONDS = 4 * 3600  # Doris's broker load timeout
 DEFAULT_SEPARATOR = "\t"  # Doris's column separator of a CSV load
 SOURCE_KEYS = frozenset(
     {"s3.endpoint", "s3.region", "s3.access_key", "s3.secret_key", "use_path_style"}
 )
 IGNORED_SOURCE_KEYS = frozenset({"provider"})  # Doris's name of the store's kind: S3 here
-PENDING, LOADING, FINISHED, CANCELLED = "PENDING", "LOADING", "FINISHED", "CANCELLED"
-
-
-@dataclass
-class BrokerLoadJob:
-    job_id: int
-    db: str
-    label: str
-    user: str
-    tables: tuple[str, ...]
-    timeout_seconds: int
-    created_ms: int
-    state: str = PENDING
-    started_ms: int = 0
-    finished_ms: int = 0
-    message: str = ""
-    task: asyncio.Task | None = field(default=None, repr=False)
-
-    @property
-    def finished(self) -> bool:
-        return self.state in (FINISHED, CANCELLED)
-
-
-class BrokerLoads:
-    """The S3 loads this FE took, newest last, at most MAX_KEPT_JOBS."""
-
-    def __init__(self):
-        self.jobs: dict[tuple[str, str], BrokerLoadJob] = {}
-        self._ids = itertools.count(int(time.time() * 1000))
-
-    def add(self, job: BrokerLoadJob) -> None:
-        while len(self.jobs) >= MAX_KEPT_JOBS:
-            oldest = next((key for key, kept in self.jobs.items() if kept.finished), None)
-            if oldest is None:
-                raise QueryError(1105, f"{MAX_KEPT_JOBS} loads are running; try again later")
-            del self.jobs[oldest]
-        self.jobs.pop((job.db, job.label), None)
-        self.jobs[(job.db, job.label)] = job
-
-    def of(self, db: str) -> list[BrokerLoadJob]:
-        return [job for (job_db, _), job in self.jobs.items() if job_db == db]
-
-    def next_id(self) -> int:
-        return next(self._ids)
+LOADING = "LOADING"
 
 
 async def load(session, statement: st.BrokerLoad) -> Result:
@@ -91,30 +41,18 @@ async def load(session, statement: st.BrokerLoad) -> Result:
     for data in statement.data:
         _, table = resolve_table(session, st.TableName(database.name, data.table))
         session.require(privileges.LOAD, database.name, table.name)
-    loads: BrokerLoads = session.services.broker_loads
-    running = loads.jobs.get((database.name, statement.label))
-    if (
-        running is not None
-        and running.state != CANCELLED
-        or _label_taken(session, database.name, statement.label)
+    loads = session.services.broker_loads
+    if loads.running(database.name, statement.label) or _label_taken(
+        session, database.name, statement.label
     ):
         raise QueryError(1105, f"Label [{statement.label}] has already been used.")
     statements = load_statements(statement, database.name, session)
     for sql in statements:  # a SET or WHERE that is no expression: 1064 now, not in the job
         await session.parse(sql)
-    job = BrokerLoadJob(
-        loads.next_id(),
-        database.name,
-        statement.label,
-        session.username or "",
-        tuple(data.table for data in statement.data),
-        _timeout(dict(statement.properties)),
-        int(time.time() * 1000),
-    )
-    loads.add(job)
-    job.task = asyncio.get_running_loop().create_task(
-        _run(job, _session_as(session, database.name), statements)
-    )
+    timeout = labelled_jobs.timeout_of(dict(statement.properties), DEFAULT_TIMEOUT_SECONDS)
+    tables = [data.table for data in statement.data]
+    job = loads.new(database.name, statement.label, session.username or "", tables, timeout)
+    labelled_jobs.start(job, session, statements, LOADING)
     return Result()
 
 
@@ -124,55 +62,14 @@ def _label_taken(session, db: str, label: str) -> bool:
     return any(record.label == label and record.state != "ABORTED" for record in records)
 
 
-def _timeout(properties: dict[str, str]) -> int:
-    text = properties.get("timeout", str(DEFAULT_TIMEOUT_SECONDS))
-    if not text.isdigit() or int(text) <= 0:
-        raise QueryError(1105, f"Invalid timeout: {text}")
-    return int(text)
-
-
-def _session_as(session, db: str):
-    """A session of the FE as the user who issued the load, in its database."""
-    loader = type(session)(session.services)
-    loader.username, loader.user_host = session.username, session.user_host
-    loader.database = db
-    loader.recorded = False
-    return loader
-
-
-async def _run(job: BrokerLoadJob, session, statements: list[str]) -> None:
-    job.state, job.started_ms = LOADING, int(time.time() * 1000)
-    try:
-        async with asyncio.timeout(job.timeout_seconds):
-            for sql in statements:
-                await session.handle_query(sql, {})
-        job.state = FINISHED
-        logger.info("load %s.%s finished", job.db, job.label)
-    except TimeoutError:
-        job.state, job.message = CANCELLED, f"timeout: the load took over {job.timeout_seconds} s"
-    except asyncio.CancelledError:
-        job.state, job.message = CANCELLED, "user cancel"
-    except QueryError as error:
-        job.state, job.message = CANCELLED, error.message
-    except Exception as error:  # a bug: the job ends, the FE goes on
-        logger.exception("load %s.%s failed", job.db, job.label)
-        job.state, job.message = CANCELLED, f"internal error: {type(error).__name__}"
-    finally:
-        session.transaction = None  # what it had not committed is dropped
-        job.finished_ms = int(time.time() * 1000)
-    if job.state == CANCELLED:
-        logger.warning("load %s.%s cancelled: %s", job.db, job.label, job.message)
-
-
 async def cancel(session, statement: st.CancelLoad) -> Result:
     database = resolve_database(session, statement.db)
-    job = session.services.broker_loads.jobs.get((database.name, statement.label))
-    if job is None or job.finished:
+    job = session.services.broker_loads.running(database.name, statement.label)
+    if job is None:
         raise QueryError(1105, f"Load job[{statement.label}] is not found or already finished")
     for table in job.tables:
         session.require(privileges.LOAD, database.name, table)
-    if job.task is not None:
-        job.task.cancel()
+    labelled_jobs.cancel(job)
     return Result()
 
 
@@ -182,14 +79,14 @@ async def cancel(session, statement: st.CancelLoad) -> Result:
 def load_statements(statement: st.BrokerLoad, db: str, session) -> list[str]:
     """The load as statements of its user: BEGIN WITH LABEL, an INSERT ... SELECT of each object
     path of each DATA INFILE, COMMIT."""
-    source = _source(statement.source)
+    source = s3_source(statement.source)
     inserts = [
         _insert(data, path, db, source, session) for data in statement.data for path in data.paths
     ]
-    return [f"BEGIN WITH LABEL {_name(statement.label)}", *inserts, "COMMIT"]
+    return [f"BEGIN WITH LABEL {sql_name(statement.label)}", *inserts, "COMMIT"]
 
 
-def _source(properties: tuple[tuple[str, str], ...]) -> dict[str, str]:
+def s3_source(properties: tuple[tuple[str, str], ...]) -> dict[str, str]:
     source = {}
     for key, value in properties:
         name = S3_ALIASES.get(key.lower(), key.lower())
@@ -225,23 +122,25 @@ def _insert(data: st.LoadData, path: str, db: str, source: dict[str, str], sessi
         if name.lower() not in table_columns:
             raise QueryError(1054, f"Unknown column '{name}' in '{table.name}'")
         targets.append(table_columns[name.lower()])
-        values.append(_reading(expression, read))
+        values.append(reading(expression, read))
     properties = {"uri": path, "format": file_format, **source}
     if file_format == "csv":
         properties["column_separator"] = data.separator or DEFAULT_SEPARATOR
-    arguments = ", ".join(f"{_text(key)} = {_text(value)}" for key, value in properties.items())
-    partition = (
-        f" PARTITION ({', '.join(_name(p) for p in data.partitions)})" if data.partitions else ""
+    arguments = ", ".join(
+        f"{sql_text(key)} = {sql_text(value)}" for key, value in properties.items()
     )
-    where = f" WHERE {_reading(data.where, read)}" if data.where else ""
+    partition = (
+        f" PARTITION ({', '.join(sql_name(p) for p in data.partitions)})" if data.partitions else ""
+    )
+    where = f" WHERE {reading(data.where, read)}" if data.where else ""
     return (
-        f"INSERT INTO {_name(db)}.{_name(table.name)}{partition} "
-        f"({', '.join(_name(t) for t in targets)}) SELECT {', '.join(values)} "
+        f"INSERT INTO {sql_name(db)}.{sql_name(table.name)}{partition} "
+        f"({', '.join(sql_name(t) for t in targets)}) SELECT {', '.join(values)} "
         f"FROM s3({arguments}){where}"
     )
 
 
-def _reading(text: str, read: dict[str, exp.Expression]) -> str:
+def reading(text: str, read: dict[str, exp.Expression]) -> str:
     """An expression as written, each name of a file column read from the file."""
     try:
         expression = sqlglot.parse_one(text, read="mysql")
@@ -251,11 +150,3 @@ def _reading(text: str, read: dict[str, exp.Expression]) -> str:
         if not column.table and column.name.lower() in read:
             column.replace(read[column.name.lower()].copy())
     return f"({expression.sql('mysql')})"
-
-
-def _name(name: str) -> str:
-    return exp.to_identifier(name, quoted=True).sql("mysql")
-
-
-def _text(value: str) -> str:
-    return exp.Literal.string(value).sql("mysql")

@@ -1,0 +1,132 @@
+"""Jobs an FE runs in the background for a statement that answered at once (Doris's S3 Load and
+EXPORT): each named by its database and label, run as the user who issued it (its statements in
+a session of its own), its state kept while the FE runs, at most MAX_KEPT_JOBS of them."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from fe.mysql.errors import QueryError
+from fe.mysql.results import Result
+
+logger = logging.getLogger(__name__)
+
+MAX_KEPT_JOBS = 1000  # jobs an FE remembers; past it the oldest finished ones are let go
+PENDING, FINISHED, CANCELLED = "PENDING", "FINISHED", "CANCELLED"
+
+
+@dataclass
+class LabelledJob:
+    job_id: int
+    db: str
+    label: str
+    user: str
+    tables: tuple[str, ...]
+    timeout_seconds: int
+    created_ms: int
+    state: str = PENDING
+    started_ms: int = 0
+    finished_ms: int = 0
+    message: str = ""
+    answer: Result | None = field(default=None, repr=False)  # its last statement's
+    details: dict = field(default_factory=dict)  # what its kind shows of it
+    task: asyncio.Task | None = field(default=None, repr=False)
+
+    @property
+    def finished(self) -> bool:
+        return self.state in (FINISHED, CANCELLED)
+
+
+class LabelledJobs:
+    """The jobs of one kind this FE took, by (database, label), oldest first."""
+
+    def __init__(self):
+        self.jobs: dict[tuple[str, str], LabelledJob] = {}
+        self._ids = itertools.count(int(time.time() * 1000))
+
+    def new(self, db: str, label: str, user: str, tables, timeout_seconds: int) -> LabelledJob:
+        """A job kept from now on (its label's earlier one, finished, let go)."""
+        while len(self.jobs) >= MAX_KEPT_JOBS:
+            oldest = next((key for key, kept in self.jobs.items() if kept.finished), None)
+            if oldest is None:
+                raise QueryError(1105, f"{MAX_KEPT_JOBS} jobs are running; try again later")
+            del self.jobs[oldest]
+        job = LabelledJob(
+            next(self._ids), db, label, user, tuple(tables), timeout_seconds, _now_ms()
+        )
+        self.jobs.pop((db, label), None)
+        self.jobs[(db, label)] = job
+        return job
+
+    def of(self, db: str) -> list[LabelledJob]:
+        return [job for (job_db, _), job in self.jobs.items() if job_db == db]
+
+    def running(self, db: str, label: str) -> LabelledJob | None:
+        job = self.jobs.get((db, label))
+        return None if job is None or job.finished else job
+
+
+def start(job: LabelledJob, session, statements: list[str], running_state: str) -> None:
+    """The job's statements run in order, as session's user in its database, on the event
+    loop's time; the job is CANCELLED at the first that fails, at its timeout or when cancelled."""
+    runner = type(session)(session.services)
+    runner.username, runner.user_host = session.username, session.user_host
+    runner.database = job.db
+    runner.recorded = False
+    job.task = asyncio.get_running_loop().create_task(_run(job, runner, statements, running_state))
+
+
+def cancel(job: LabelledJob) -> None:
+    if job.task is not None:
+        job.task.cancel()
+
+
+async def _run(job: LabelledJob, session, statements: list[str], running_state: str) -> None:
+    job.state, job.started_ms = running_state, _now_ms()
+    try:
+        async with asyncio.timeout(job.timeout_seconds):
+            for sql in statements:
+                job.answer = await session.handle_query(sql, {})
+        job.state = FINISHED
+        logger.info("job %s.%s finished", job.db, job.label)
+    except TimeoutError:
+        job.state, job.message = CANCELLED, f"timeout: the job took over {job.timeout_seconds} s"
+    except asyncio.CancelledError:
+        job.state, job.message = CANCELLED, "user cancel"
+    except QueryError as error:
+        job.state, job.message = CANCELLED, error.message
+    except Exception as error:  # a bug: the job ends, the FE goes on
+        logger.exception("job %s.%s failed", job.db, job.label)
+        job.state, job.message = CANCELLED, f"internal error: {type(error).__name__}"
+    finally:
+        session.transaction = None  # what it had not committed is dropped
+        job.finished_ms = _now_ms()
+    if job.state == CANCELLED:
+        logger.warning("job %s.%s cancelled: %s", job.db, job.label, job.message)
+
+
+def timeout_of(properties: dict[str, str], default: int) -> int:
+    text = properties.get("timeout", str(default))
+    if not text.isdigit() or int(text) <= 0:
+        raise QueryError(1105, f"Invalid timeout: {text}")
+    return int(text)
+
+
+def sql_name(name: str) -> str:
+    """A name as a job's statements write it (quoted)."""
+    return exp.to_identifier(name, quoted=True).sql("mysql")
+
+
+def sql_text(value: str) -> str:
+    """A string literal as a job's statements write it."""
+    return exp.Literal.string(value).sql("mysql")
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

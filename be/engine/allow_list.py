@@ -47,7 +47,7 @@ OPERATORS = (exp.And, exp.Collate, exp.Exists, exp.Or, exp.Xor)  # sqlglot model
 CAST_FUNCTIONS = (exp.Cast, exp.TryCast)
 JSON_FUNCTIONS = (
     exp.JSONExtract, exp.JSONExtractScalar, exp.JSONObject, exp.JSONKeys, exp.JSONType,
-    exp.ParseJSON,
+    exp.ParseJSON, exp.JSONObjectAgg,
 )  # fmt: skip
 OTHER_FUNCTIONS = (exp.Uuid, exp.BitmapCount)
 ARRAY_FUNCTIONS = (
@@ -112,7 +112,7 @@ ALLOWED_ANONYMOUS = frozenset(
      "JSON_EXTRACT_BIGINT", "JSON_EXTRACT_DOUBLE", "MATCH_ANY", "MATCH_ALL", "MATCH_PHRASE",
      "MATCH_PHRASE_PREFIX", "MATCH_REGEXP", "BITAND", "BITOR", "BITXOR", "BITNOT",
      "BIT_SHIFT_LEFT", "BIT_SHIFT_RIGHT", "MASK_FIRST_N", "MASK_LAST_N", "URL_ENCODE",
-     "URL_DECODE", "UUID_NUMERIC", "MURMUR_HASH3_64", "MAP"}
+     "URL_DECODE", "UUID_NUMERIC", "MURMUR_HASH3_64", "MAP", "JSON_ARRAYAGG"}
     | set(BITMAP_ANONYMOUS)
     | {f"{unit}S_{way}" for unit in DORIS_DATE_ADD_UNITS for way in ("ADD", "SUB")}
     | set(DORIS_JSON_GETTERS)

@@ -1813,7 +1813,7 @@ class Grammar:
             return st.Show("ALL GRANTS")
         full = self.accept("FULL")
         is_global = self.accept("GLOBAL")
-        self.accept("SESSION")
+        self.accept("SESSION") or self.accept("LOCAL")
         word = self._word()
         if word is None:
             self.fail("unsupported SHOW")
@@ -1925,6 +1925,8 @@ class Grammar:
         if word in ("CHARACTER", "CHARSET"):
             self.accept("SET")
             return st.Show("CHARSET", like=self.like())
+        if word in ("TRIGGERS", "EVENTS") or (word == "OPEN" and self.accept("TABLES")):
+            return self.show_in_database("OPEN TABLES" if word == "OPEN" else word, full)
         if word in (
             "PROCESSLIST",
             "FRONTENDS",
@@ -1933,12 +1935,18 @@ class Grammar:
             "COLLATION",
             "WARNINGS",
             "ERRORS",
-            "TRIGGERS",
             "PLUGINS",
             "PRIVILEGES",
         ):
             return st.Show(word, like=self.like(), full=full)
         self.fail("unsupported SHOW")
+
+    def show_in_database(self, what: str, full: bool) -> st.Show:
+        """SHOW TRIGGERS, EVENTS or OPEN TABLES [FROM | IN db] [LIKE 'p' | WHERE ...]."""
+        db = self.database_name() if (self.accept("FROM") or self.accept("IN")) else None
+        like = self.like()
+        where = self.show_conditions() if like is None and self.accept("WHERE") else ()
+        return st.Show(what, db=db, like=like, full=full, where=where)
 
     def show_analyze(self) -> st.ShowAnalyze:
         """SHOW ANALYZE [table | job id] [WHERE STATE = 'PENDING|RUNNING|FINISHED|FAILED']."""

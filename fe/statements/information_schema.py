@@ -5,7 +5,9 @@ Only what the session's user may see is included, as in MySQL.
 
 from __future__ import annotations
 
+import datetime
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -14,7 +16,7 @@ import pyarrow as pa
 
 from fe.security import privileges
 from fe.sql.parser import INTERNAL_CATALOG as CATALOG_NAME
-from fe.statements import data_sizes
+from fe.statements import data_sizes, mysql_functions
 from metadata.records import Column, Table
 from metadata.types import STRING_LENGTH
 
@@ -396,6 +398,84 @@ PROCESSLIST = SchemaTable(
 )
 
 
+RUNNING_COMMANDS = ("Query", "Execute")  # a connection's command while a statement runs
+
+
+def _running_statements(session) -> list[tuple]:
+    """The statements running now on the connections SHOW PROCESSLIST lists to this user: each
+    process, when its statement started (in the session's time zone) and this FE's host."""
+    now = time.time()
+    zone = mysql_functions.time_zone(str(session.variable("time_zone") or "SYSTEM"))
+    host = session.services.frontends.this.host
+    return [
+        (process, _wall_time(now - process.time, zone), host)
+        for process in _processes(session)
+        if process.command in RUNNING_COMMANDS
+    ]
+
+
+def _wall_time(seconds: float, zone: datetime.tzinfo) -> str:
+    return datetime.datetime.fromtimestamp(int(seconds), zone).strftime("%Y-%m-%d %H:%M:%S")
+
+
+NO_WORKLOAD_GROUP = -1  # Doris's WORKLOAD_GROUP_ID for a query not in one group (Quire has none)
+
+# Doris's ACTIVE_QUERIES of what SHOW PROCESSLIST knows (its Time is whole seconds); Quire gives
+# a statement no query id and queues none.
+ACTIVE_QUERIES = SchemaTable(
+    rows=_running_statements,
+    columns={
+        "QUERY_ID": (STRING, constant(None)),
+        "QUERY_START_TIME": (STRING, lambda row: row[1]),
+        "QUERY_TIME_MS": (INT, lambda row: row[0].time * 1000),
+        "WORKLOAD_GROUP_ID": (INT, constant(NO_WORKLOAD_GROUP)),
+        "DATABASE": (STRING, lambda row: row[0].db or ""),
+        "FRONTEND_INSTANCE": (STRING, lambda row: row[2]),
+        "QUEUE_START_TIME": (STRING, constant(None)),
+        "QUEUE_END_TIME": (STRING, constant(None)),
+        "QUERY_STATUS": (STRING, constant("")),
+        "USER": (STRING, lambda row: row[0].user),
+        "SQL": (STRING, lambda row: row[0].info),
+    },
+    volatile=True,
+)
+
+
+def variable_text(value) -> str:
+    """A system variable's value as SHOW VARIABLES shows it."""
+    if isinstance(value, bool):
+        return "ON" if value else "OFF"
+    return "" if value is None else str(value)
+
+
+def variable_rows(store) -> list[tuple[str, str, str]]:
+    """Each variable of a store (session or global values): its name, value and default, as
+    SHOW VARIABLES shows them, by name."""
+    return [
+        (name, variable_text(store.get_variable(name)), variable_text(store.schema[name][1]))
+        for name in sorted(store.schema)
+    ]
+
+
+def _variables(is_global: bool) -> SchemaTable:
+    """Doris's GLOBAL_VARIABLES or SESSION_VARIABLES (the asking session's values)."""
+
+    def rows(session) -> list[tuple[str, str, str]]:
+        values = session.variables
+        return variable_rows(values.global_variables if is_global else values)
+
+    return SchemaTable(
+        rows=rows,
+        columns={
+            "VARIABLE_NAME": (STRING, lambda row: row[0]),
+            "VARIABLE_VALUE": (STRING, lambda row: row[1]),
+            "DEFAULT_VALUE": (STRING, lambda row: row[2]),
+            "CHANGED": (STRING, lambda row: "0" if row[1] == row[2] else "1"),
+        },
+        volatile=True,
+    )
+
+
 def _granted(level: str) -> Callable[[object], list]:
     """The session user's privileges at one level ("global", "schema", "table"): (grantee,
     database, table, privilege, grantable) each."""
@@ -428,6 +508,17 @@ def _privileges_table(level: str, *names: str) -> SchemaTable:
         "IS_GRANTABLE": (STRING, lambda row: row[4]),
     }
     return SchemaTable(rows=_granted(level), columns=columns)
+
+
+FILES_COLUMNS = (
+    "FILE_ID", "FILE_NAME", "FILE_TYPE", "TABLESPACE_NAME", "TABLE_CATALOG", "TABLE_SCHEMA",
+    "TABLE_NAME", "LOGFILE_GROUP_NAME", "LOGFILE_GROUP_NUMBER", "ENGINE", "FULLTEXT_KEYS",
+    "DELETED_ROWS", "UPDATE_COUNT", "FREE_EXTENTS", "TOTAL_EXTENTS", "EXTENT_SIZE", "INITIAL_SIZE",
+    "MAXIMUM_SIZE", "AUTOEXTEND_SIZE", "CREATION_TIME", "LAST_UPDATE_TIME", "LAST_ACCESS_TIME",
+    "RECOVER_TIME", "TRANSACTION_COUNTER", "VERSION", "ROW_FORMAT", "TABLE_ROWS",
+    "AVG_ROW_LENGTH", "DATA_LENGTH", "MAX_DATA_LENGTH", "INDEX_LENGTH", "DATA_FREE",
+    "CREATE_TIME", "UPDATE_TIME", "CHECK_TIME", "CHECKSUM", "STATUS", "EXTRA",
+)  # fmt: skip
 
 
 DEFINITIONS = {
@@ -558,4 +649,10 @@ DEFINITIONS = {
         "ROUTINE_TYPE",
     ),
     "events": empty("EVENT_CATALOG", "EVENT_SCHEMA", "EVENT_NAME"),
+    "global_variables": _variables(is_global=True),
+    "session_variables": _variables(is_global=False),
+    "active_queries": ACTIVE_QUERIES,
+    # Quire keeps no tablespaces and no histograms (Doris's columns, after MySQL's)
+    "files": empty(*FILES_COLUMNS),
+    "column_statistics": empty("SCHEMA_NAME", "TABLE_NAME", "COLUMN_NAME", "HISTOGRAM"),
 }

@@ -1629,7 +1629,6 @@ def _typed_map(rewrite: Callable) -> Callable:
     return typed
 
 
-
 def _template(name: str) -> Callable[[exp.Expression], exp.Expression]:
     """The template's expression of one value x (a copy, x in its places)."""
     return lambda x: _filled(_TEMPLATE_TREES[name], x)
@@ -1697,6 +1696,99 @@ def _json_contains(node: exp.Expression, time: StatementTime) -> exp.Expression:
     target = _json_at([arguments[0], *arguments[2:]])
     candidate = exp.cast(arguments[1], exp.DataType.Type.VARCHAR)
     return _function("json_contains", target, candidate)
+
+
+# MySQL's JSON text of a value x, as its JSON_ARRAYAGG and JSON_OBJECTAGG print it: a space
+# after each comma and colon of an array or object, a DECIMAL's digits as they are, a DATETIME's
+# or TIME's six fractional digits; a text is a JSON string (JSON columns are texts to the engine)
+_NEWLINE = "chr(10)"
+_SPACED_JSON = (
+    f"regexp_replace(regexp_replace(json_pretty(to_json(x)), ',' || {_NEWLINE} || ' *', ', ', "
+    f"'g'), {_NEWLINE} || ' *', '', 'g')"
+)
+_SIX_DIGITS = (
+    "CASE WHEN contains(CAST(x AS VARCHAR), '.') THEN repeat('0', 6 - length(CAST(x AS VARCHAR)) "
+    "+ strpos(CAST(x AS VARCHAR), '.')) ELSE '.000000' END"
+)
+_JSON_TEXT = (
+    "CASE WHEN x IS NULL THEN 'null' "
+    "WHEN typeof(x) LIKE 'DECIMAL%' THEN CAST(x AS VARCHAR) "
+    "WHEN typeof(x) LIKE 'TIMESTAMP%' OR typeof(x) = 'TIME' "
+    f"THEN '\"' || CAST(x AS VARCHAR) || {_SIX_DIGITS} || '\"' "
+    f"WHEN left(CAST(to_json(x) AS VARCHAR), 1) IN ('[', '{{') THEN {_SPACED_JSON} "
+    "ELSE CAST(to_json(x) AS VARCHAR) END"
+)
+NULL_MEMBER_NAME = "JSON documents may not contain NULL member names."
+ER_JSON_DOCUMENT_NULL_KEY = 3158
+# MySQL's object: each key once (its last value), the keys by length in bytes, then by bytes
+_MEMBERS = (
+    "list_sort(list_transform(pairs, lambda p, i: {'n': strlen(p.k), 'k': p.k, 'at': -i, "
+    "'v': p.v}))"
+)
+_LAST_OF_EACH_KEY = "list_filter(members, lambda m, i: i = 1 OR m.k <> members[i - 1].k)"
+_OBJECT_TEXT = _let(
+    "members",
+    _MEMBERS,
+    "'{' || array_to_string(list_transform("
+    f"{_LAST_OF_EACH_KEY}, lambda m: CAST(to_json(m.k) AS VARCHAR) || ': ' || m.v), ', ') || '}}'",
+)
+_JSON_TEXT_TREE = sqlglot.parse_one(_JSON_TEXT, read="duckdb")
+_JSON_ARRAYAGG_TREE = sqlglot.parse_one("'[' || string_agg(x, ', ') || ']'", read="duckdb")
+_JSON_OBJECTAGG_TREE = sqlglot.parse_one(
+    _let(
+        "pairs",
+        "list({'k': CAST(x AS VARCHAR), 'v': y})",
+        "CASE WHEN list_count(list_transform(pairs, lambda p: p.k)) < len(pairs) "
+        f"THEN error('{NULL_MEMBER_NAME}') ELSE {_OBJECT_TEXT} END",
+    ),
+    read="duckdb",
+)
+
+
+def _json_arrayagg(node: exp.Expression, time: StatementTime) -> exp.Expression:
+    """MySQL's JSON_ARRAYAGG(x): the group's values (NULL ones as null) as a JSON array's text;
+    NULL for no rows."""
+    arguments = _json_aggregated(node, 1)
+    return _filled(_JSON_ARRAYAGG_TREE, _filled(_JSON_TEXT_TREE, arguments[0]))
+
+
+def _json_objectagg(node: exp.JSONObjectAgg, time: StatementTime) -> exp.Expression:
+    """MySQL's JSON_OBJECTAGG(key, value): the group's pairs as a JSON object's text, a key
+    given twice keeping its last value; a NULL key is refused; NULL for no rows."""
+    pairs = node.expressions
+    if len(pairs) != 1 or not isinstance(pairs[0], exp.JSONKeyValue):
+        raise _json_aggregate_syntax(node, 2)
+    key, value = _json_aggregated(node, 2, [pairs[0].this, pairs[0].expression])
+    if isinstance(key, exp.Null):
+        raise QueryError(ER_JSON_DOCUMENT_NULL_KEY, NULL_MEMBER_NAME)
+    return _filled(_JSON_OBJECTAGG_TREE, key, y=_filled(_JSON_TEXT_TREE, value))
+
+
+def _json_aggregated(node: exp.Expression, count: int, arguments=None) -> list[exp.Expression]:
+    """The values a JSON aggregate takes: as many as MySQL's grammar has (no DISTINCT, no ORDER
+    BY); not over a window (MySQL's are window functions too, Quire's not yet)."""
+    arguments = _arguments(node) if arguments is None else arguments
+    if len(arguments) != count or any(isinstance(a, exp.Distinct | exp.Order) for a in arguments):
+        raise _json_aggregate_syntax(node, count)
+    if isinstance(node.parent, exp.Window):
+        raise QueryError(
+            ErrorCode.NOT_SUPPORTED_YET,
+            f"This version of Quire doesn't yet support '{_json_aggregate_name(node)} ... OVER'",
+        )
+    return arguments
+
+
+def _json_aggregate_syntax(node: exp.Expression, count: int) -> QueryError:
+    values = "a key and a value" if count == 2 else "one value"
+    return QueryError(
+        ErrorCode.PARSE_ERROR,
+        f"You have an error in your SQL syntax; {_json_aggregate_name(node)} takes {values} "
+        "(no DISTINCT, no ORDER BY)",
+    )
+
+
+def _json_aggregate_name(node: exp.Expression) -> str:
+    return "JSON_OBJECTAGG" if isinstance(node, exp.JSONObjectAgg) else "JSON_ARRAYAGG"
 
 
 def _period_add(period: exp.Expression, months: exp.Expression) -> exp.Expression:
@@ -1932,6 +2024,8 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     "NDV": _ndv,
     "JSON_LENGTH": _json_length,
     "JSON_CONTAINS": _json_contains,
+    "JSON_ARRAYAGG": _json_arrayagg,
+    exp.JSONObjectAgg.sql_name().upper(): _json_objectagg,
     "PERCENTILE": _percentile,
     "PERCENTILE_APPROX": _percentile,
     **{name: _with_arguments(1, _template(name)) for name in ONE_ARGUMENT_FUNCTIONS},

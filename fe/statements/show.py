@@ -28,6 +28,7 @@ from fe.statements.information_schema import (
     INFORMATION_SCHEMA,
     column_key,
     unquote_default,
+    variable_rows,
     visible_databases,
 )
 from fe.statements.names import database_name, resolve_database, resolve_table
@@ -471,18 +472,8 @@ def _create_user(session, statement: st.Show) -> Result:
 def _variables(session, statement: st.Show) -> Result:
     match = like_matcher(statement.like, case_sensitive=False)
     store = session.variables.global_variables if statement.is_global else session.variables
-    rows = []
-    for name in sorted(store.schema):
-        if match(name):
-            value = store.get_variable(name)
-            rows.append((name, _variable_text(value)))
+    rows = [(name, value) for name, value, _ in variable_rows(store) if match(name)]
     return text_result(["Variable_name", "Value"], rows)
-
-
-def _variable_text(value) -> str:
-    if isinstance(value, bool):
-        return "ON" if value else "OFF"
-    return "" if value is None else str(value)
 
 
 def _status(session, statement: st.Show) -> Result:
@@ -894,6 +885,17 @@ def _transaction_row(record, coordinator: str) -> tuple:
     )  # fmt: skip
 
 
+TRIGGER_TITLES = (
+    "Trigger", "Event", "Table", "Statement", "Timing", "Created", "sql_mode", "Definer",
+    "character_set_client", "collation_connection", "Database Collation",
+)  # fmt: skip
+EVENT_TITLES = (
+    "Db", "Name", "Definer", "Time zone", "Type", "Execute at", "Interval value", "Interval field",
+    "Starts", "Ends", "Status", "Originator", "character_set_client", "collation_connection",
+    "Database Collation",
+)  # fmt: skip
+
+
 SHOW_HANDLERS = {
     "LOAD": _loads,
     "STREAM LOAD": _loads,
@@ -939,7 +941,10 @@ SHOW_HANDLERS = {
         )  # fmt: skip
         for kind in ("PROCEDURE", "FUNCTION")
     },
-    "TRIGGERS": _empty("Trigger", "Event", "Table", "Statement", "Timing", "Created"),
+    # Doris's: Quire has no triggers, events, or tables held open between statements
+    "TRIGGERS": _empty(*TRIGGER_TITLES),
+    "EVENTS": _empty(*EVENT_TITLES),
+    "OPEN TABLES": _empty("Database", "Table", "In_use", "Name_locked"),
     "PLUGINS": _empty("Name", "Status", "Type", "Library", "License"),
     "PRIVILEGES": _empty("Privilege", "Context", "Comment"),
     "FRONTENDS": _frontends,

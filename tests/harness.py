@@ -43,6 +43,24 @@ _port_lock = threading.Lock()
 _port_picker = random.Random(os.getpid() ^ time.time_ns())
 
 
+def moto_filesystem(endpoint: str, bucket: str | None = None):
+    """pyarrow's filesystem of moto's S3 server at endpoint (any key pair is taken), with
+    bucket made in it if named."""
+    import pyarrow.fs as pafs
+
+    filesystem = pafs.S3FileSystem(
+        access_key="testing",
+        secret_key="testing",
+        region="us-east-1",
+        endpoint_override=endpoint.removeprefix("http://"),
+        scheme="http",
+        allow_bucket_creation=True,
+    )
+    if bucket is not None:
+        filesystem.create_dir(bucket)
+    return filesystem
+
+
 def free_port() -> int:
     with _port_lock:
         for _ in range(1000):

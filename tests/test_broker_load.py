@@ -5,26 +5,17 @@ used once; CSV columns by position (listed, mapped by SET, filtered by WHERE), P
 Through PyMySQL and the mariadb CLI."""
 
 import pyarrow as pa
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
-from tests.harness import error_of, mariadb, run, wait_until
+from tests.harness import error_of, mariadb, moto_filesystem, run, wait_until
 
 BUCKET = "loads"
 
 
 @pytest.fixture(scope="module")
 def store(moto_endpoint):
-    filesystem = pafs.S3FileSystem(
-        access_key="testing",
-        secret_key="testing",
-        region="us-east-1",
-        endpoint_override=moto_endpoint.removeprefix("http://"),
-        scheme="http",
-        allow_bucket_creation=True,
-    )
-    filesystem.create_dir(BUCKET)
+    filesystem = moto_filesystem(moto_endpoint, BUCKET)
     with filesystem.open_output_stream(f"{BUCKET}/orders/1.csv") as out:
         out.write(b"1,ann,10\n2,bob,20\n")
     with filesystem.open_output_stream(f"{BUCKET}/orders/2.csv") as out:

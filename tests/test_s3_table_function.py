@@ -6,11 +6,10 @@ most s3_table_function_max_bytes read. Through PyMySQL and the mariadb CLI."""
 import json
 
 import pyarrow as pa
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
-from tests.harness import QuireProcess, error_of, mariadb, run
+from tests.harness import QuireProcess, error_of, mariadb, moto_filesystem, run
 
 BUCKET = "lake"
 
@@ -18,15 +17,7 @@ BUCKET = "lake"
 @pytest.fixture(scope="module")
 def store(moto_endpoint):
     """The bucket's objects: two Parquet parts, a CSV and JSON lines."""
-    filesystem = pafs.S3FileSystem(
-        access_key="testing",
-        secret_key="testing",
-        region="us-east-1",
-        endpoint_override=moto_endpoint.removeprefix("http://"),
-        scheme="http",
-        allow_bucket_creation=True,
-    )
-    filesystem.create_dir(BUCKET)
+    filesystem = moto_filesystem(moto_endpoint, BUCKET)
     for part, ids in (("a", range(0, 3)), ("b", range(3, 5))):
         table = pa.table({"id": pa.array(ids, pa.int64()), "name": [f"n{i}" for i in ids]})
         pq.write_table(table, f"{BUCKET}/parts/{part}.parquet", filesystem=filesystem)
@@ -97,10 +88,7 @@ def test_s3_is_for_admins_with_keys_and_within_its_bytes(quire, root, store):
     assert "no object" in error_of(root, f"SELECT * FROM {s3(store, 'nothing.csv', 'csv')}")[1]
     assert error_of(root, f"SELECT * FROM {s3(store, 'plain.csv', 'orc')}")[0] == 1105
     big = b"x" * 200_000
-    filesystem = pafs.S3FileSystem(
-        access_key="testing", secret_key="testing", region="us-east-1",
-        endpoint_override=store.removeprefix("http://"), scheme="http",
-    )  # fmt: skip
+    filesystem = moto_filesystem(store)
     with filesystem.open_output_stream(f"{BUCKET}/big.csv") as out:
         out.write(big)
     code, message = error_of(root, f"SELECT COUNT(*) FROM {s3(store, 'big.csv', 'csv')}")

@@ -2174,20 +2174,12 @@ class Grammar:
         return st.ShowExport(db, self.equality() if self.accept("WHERE") else None)
 
     def _cancel(self):
-        if self.accept("CANCEL", "EXPORT"):
-            db = self.database_name() if self.accept("FROM") else None
-            self.expect("WHERE")
-            if not self.accept("LABEL"):
-                self.fail("expected LABEL")
-            self.expect_type(TokenType.EQ, "=")
-            return st.CancelExport(db, self.string())
-        if self.accept("CANCEL", "LOAD"):
-            db = self.database_name() if self.accept("FROM") else None
-            self.expect("WHERE")
-            if not self.accept("LABEL"):
-                self.fail("expected LABEL")
-            self.expect_type(TokenType.EQ, "=")
-            return st.CancelLoad(db, self.string())
+        for word, job in (("EXPORT", st.CancelExport), ("LOAD", st.CancelLoad)):
+            if self.accept("CANCEL", word):  # [FROM db] WHERE LABEL = 'label'
+                db = self.database_name() if self.accept("FROM") else None
+                self.expect("WHERE", "LABEL")
+                self.expect_type(TokenType.EQ, "=")
+                return job(db, self.string())
         self.expect("CANCEL", "ALTER", "TABLE")
         kind = self.alter_job_kind()
         self.expect("FROM")

@@ -767,6 +767,10 @@ def _loads(session, statement: st.Show) -> Result:
         ]  # fmt: skip
         return text_result(STREAM_LOAD_TITLES, rows)
     jobs = {job.label: job for job in session.services.broker_loads.of(database.name)}
+    # a load job not finished is shown as it runs: its label's record says VISIBLE a moment
+    # before its commit is readable, which the job waits for
+    running = {label for label, job in jobs.items() if not job.finished}
+    shown = [r for r in shown if r.label not in running]
     rows = []
     for r in shown:
         load_type = "BROKER" if r.label in jobs else LOAD_TYPES.get(r.source, "STREAM_LOAD")
@@ -783,7 +787,7 @@ def _loads(session, statement: st.Show) -> Result:
             f"type:LOAD_RUN_FAIL; msg:{r.message}" if r.state == "ABORTED" else "NULL",
             *[load_time(r.started_ms)] * 4, load_time(r.finished_ms), "NULL", details, r.txn_id, "{}", r.user, "",
         ))  # fmt: skip
-    recorded = {r.label for r in records}
+    recorded = {r.label for r in records} - running
     for job in jobs.values():
         if job.label not in recorded and match(job.label) and _may_see_load(user, database, job):
             rows.append(_broker_load_row(job))

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from be.load.limits import LoadLimits
 from be.load.row_ids import RowIdRanges
@@ -60,6 +61,7 @@ class LoadWriter:
         self.row_ids: list[int] = []
         self.keys: list[tuple] = []
         self.sequences: list = []  # with the keys, if the table has a sequence column
+        self.deleting: list[int] = []  # the row ids of rows that delete their key
         self._waiting: dict[Tablet, list[pa.Table]] = {}
         self._waiting_rows: dict[Tablet, int] = {}
         self._buffered = 0
@@ -72,11 +74,14 @@ class LoadWriter:
         """Per row of a batch (the table's columns), whether no partition takes it."""
         return placement.partition_indexes(self.schema, rows, strict=False).is_null()
 
-    def add(self, rows: pa.Table) -> None:
-        """A batch in the table's columns, each row placeable."""
+    def add(self, rows: pa.Table, deleting: pa.Array | None = None) -> None:
+        """A batch in the table's columns, each row placeable; deleting: per row, whether it
+        deletes its key rather than holds it (its commit deletes it too)."""
         if not rows.num_rows:
             return
         ids = self.row_id_ranges.take(rows.num_rows)
+        if deleting is not None and pc.any(deleting).as_py():
+            self.deleting += ids.filter(deleting).to_pylist()
         stamps = pa.repeat(pa.scalar(self.txn_id, pa.int64()), rows.num_rows)
         stored = adapted(rows, self.schema, stored=True)
         full = pa.Table.from_arrays(

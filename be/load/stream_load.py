@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
@@ -39,6 +40,9 @@ from be.tn import loads
 from be.tn.errors import CommitError, CommitOutcomeUnknown
 
 logger = logging.getLogger(__name__)
+
+DELETING = "__QUIRE_DELETING"  # beside a batch's rows until they are written: deletes its key
+SIGNED = pa.array(["1", "true"])  # a delete sign field's values that delete
 
 # the engine's values of SQL expressions (the FE's DuckDB text) over the rows of a batch
 Evaluator = Callable[[list[str], pa.Table], list[pa.Array]]
@@ -143,6 +147,7 @@ class StreamLoads:
             self._write(
                 self._grow_of(claims, schema),
                 claims.get("where", ""),
+                _merge_of(claims, schema),
                 claims.get("lengths", {}),
                 frozenset(claims.get("json_columns", ())),
                 schema,
@@ -173,6 +178,7 @@ class StreamLoads:
                 tuple(writer.row_ids),
                 tuple(writer.keys),
                 sequences=tuple(writer.sequences),
+                deleting=frozenset(writer.deleting),
             )
             committed_at = time.monotonic()
             if options.two_phase:
@@ -236,6 +242,7 @@ class StreamLoads:
         self,
         grow,
         where: str,
+        merge: _Merge,
         lengths: dict[str, int],
         json_columns: frozenset[str],
         schema: TableSchema,
@@ -273,6 +280,8 @@ class StreamLoads:
             rows, bad = typed(plain, schema, lengths, options.strict, json_columns)
             if options.mappings and batch.num_rows:
                 rows, bad = self._mapped(options, schema, batch, rows, bad)
+            if merge.deletes and batch.num_rows:
+                rows = rows.append_column(DELETING, self._deleting(merge, batch, rows))
             if pc.any(bad).as_py():
                 counts.note_bad(batch.filter(bad), self.limits.max_error_rows)
                 rows = rows.filter(pc.invert(bad))
@@ -289,7 +298,11 @@ class StreamLoads:
             if rows.num_rows and pc.any(unplaced).as_py():
                 counts.no_partition += pc.sum(unplaced).as_py()
                 rows = rows.filter(pc.invert(unplaced))
-            writer.add(rows)
+            deleting = None
+            if DELETING in rows.column_names:
+                deleting = rows.column(DELETING).combine_chunks()
+                rows = rows.drop_columns([DELETING])
+            writer.add(rows, deleting)
             counts.loaded += rows.num_rows
         if body.broken is not None:
             raise BadLoadRequest(body.broken)
@@ -336,6 +349,23 @@ class StreamLoads:
             except BadLoadRequest as error:
                 raise BadLoadRequest(f"jsonpaths could not be read: {error}") from None
             yield pa.Table.from_arrays([v.cast(pa.string()) for v in values], names=columns)
+
+    def _deleting(self, merge: _Merge, batch: pa.Table, rows: pa.Table) -> pa.Array:
+        """Per row, whether it deletes its key: every row of a DELETE load; of a MERGE load,
+        those its delete condition holds for; a row whose delete sign field is 1."""
+        if merge.kind == "DELETE":
+            return pa.array(np.ones(rows.num_rows, np.bool_))
+        deleting = pa.array(np.zeros(rows.num_rows, np.bool_))
+        if merge.condition:
+            try:
+                (held,) = self.evaluate([f"({merge.condition})"], rows)
+            except BadLoadRequest as error:
+                raise BadLoadRequest(f"the delete condition failed: {error}") from None
+            deleting = pc.or_(deleting, pc.fill_null(held.cast(pa.bool_()), False))
+        if merge.sign is not None:
+            sign = pc.utf8_trim_whitespace(batch.column(merge.sign).cast(pa.string()))
+            deleting = pc.or_(deleting, pc.fill_null(pc.is_in(sign, SIGNED), False))
+        return deleting
 
     def _kept(self, where: str, rows: pa.Table) -> pa.Array:
         """Per row, whether the load's WHERE keeps it."""
@@ -517,6 +547,36 @@ def _answer_of_failure(label: str, txn_id: int, error: Exception) -> dict:
         "LoadBytes": 0,
         "LoadTimeMs": 0,
     }
+
+
+@dataclass(frozen=True)
+class _Merge:
+    kind: str = "APPEND"
+    condition: str = ""  # the engine's SQL over the table's columns
+    sign: str | None = None  # the field that is Doris's delete sign
+
+    @property
+    def deletes(self) -> bool:
+        return self.kind != "APPEND" or self.sign is not None
+
+
+def _merge_of(claims: dict, schema: TableSchema) -> _Merge:
+    """The FE's reading of merge_type, delete and the delete sign field (a signed claim: its
+    shape is checked)."""
+    merge = claims.get("merge") or {}
+    try:
+        kind, condition, sign = (
+            merge.get("type", "APPEND"),
+            merge.get("delete", ""),
+            merge.get("sign"),
+        )
+    except AttributeError:
+        raise BadLoadRequest("the load's merge is malformed") from None
+    if kind not in ("APPEND", "DELETE", "MERGE") or not isinstance(condition, str):
+        raise BadLoadRequest("the load's merge is malformed")
+    if (kind != "APPEND" or sign is not None) and not schema.replaces_on_key:
+        raise BadLoadRequest("load by MERGE or DELETE is only supported in unique tables.")
+    return _Merge(kind, condition, sign if isinstance(sign, str) else None)
 
 
 def _ms(seconds: float) -> int:

@@ -183,10 +183,12 @@ class BulkCommit:
     keys: tuple[tuple, ...] = ()
     overwrite: bool = False
     sequences: tuple = ()  # per row its value of the table's sequence column, if it has one
+    deleting: frozenset[int] = frozenset()  # row ids of rows that delete their key
 
     def __post_init__(self) -> None:
         assert len(self.row_ids) == len(self.keys)
         assert self.schema.sequence is None or len(self.sequences) == len(self.keys)
+        assert not self.deleting or self.schema.replaces_on_key
         assert all(meta.table_id == self.schema.table_id for meta in self.objects)
 
 

@@ -590,7 +590,9 @@ class CommitPipeline:
         """The rows a UNIQUE KEY load replaces (row ids, keys): earlier holders of its keys (none
         for an overwrite, which replaces them all), and its own rows whose key a later row of it
         holds (the last row of a key wins, as in Doris); with a sequence column, the row of the
-        largest value wins, an earlier holder's included (the load's row is then deleted)."""
+        largest value wins, an earlier holder's included (the load's row is then deleted). A
+        winning row that deletes its key (merge_type DELETE or MERGE) is deleted with the
+        holder."""
         state = TableWriteState() if bulk.overwrite else self.state.table(table_id)
         if bulk.schema.sequence is None:
             kept = {key: index for index, key in enumerate(bulk.keys)}
@@ -600,9 +602,10 @@ class CommitPipeline:
         ids: list[int] = []
         keys: list[tuple] = []
         for index, (row_id, key) in enumerate(zip(bulk.row_ids, bulk.keys, strict=True)):
-            if index not in chosen:
+            if index not in chosen or row_id in bulk.deleting:  # the row itself holds no key
                 ids.append(row_id)
                 keys.append(key)
+            if index not in chosen:
                 continue
             holder = state.keys.get(key)
             if holder is not None:

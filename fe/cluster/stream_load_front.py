@@ -22,6 +22,7 @@ from sqlglot.errors import SqlglotError
 from be import engine
 from be.load import token
 from be.table_schema import TableSchema
+from fe.cluster import load_headers
 from fe.cluster.http_logins import basic_auth_login
 from fe.cluster.load_columns import load_columns
 from fe.security import privileges
@@ -125,15 +126,23 @@ class StreamLoadFront:
             columns = load_columns(request.headers.get("columns", ""), table, max_text_bytes)
         except ValueError as error:
             return _failure(f"the columns header: {error}", 400)
+        unkept = load_headers.unkept_header(request.headers, table)
+        if unkept is not None:
+            return _failure(unkept, 400)
+        try:
+            merge, sources = load_headers.merge_of(request.headers, table, columns.sources, _where)
+        except ValueError as error:
+            return _failure(f"errCode = 2, detailMessage = {error}", 400)
         claims = {
             "kind": token.LOAD,
             "user": user.name,
             "db": db_name,
             "table": table_name,
             "schema": TableSchema.of(table).fields(),
-            "columns": list(columns.sources),
+            "columns": list(sources),
             "mappings": [list(mapping) for mapping in columns.mappings],
             "where": where,
+            "merge": merge,
             "lengths": {  # CHAR(n) and VARCHAR(n): characters, checked as an INSERT does
                 column.name: column.type.character_length
                 for column in table.columns

@@ -144,7 +144,7 @@ class EmbeddedDataPlane:
 
     def load_records(self, db: str | None) -> list[LoadRecord]:
         """The loads the TN knows (running, waiting for their two-phase commit, finished)."""
-        return self.tn.labels.records(db) if self.tn is not None else []
+        return self.tn.load_records(db) if self.tn is not None else []
 
     def clean_labels(self, db: str, label: str | None) -> int:
         """CLEAN LABEL: the finished loads' labels of db (label's alone) let go; how many."""

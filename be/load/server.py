@@ -234,7 +234,7 @@ class LoadServer:
             return web.json_response({"msg": "only FEs of this cluster ask"}, status=401)
         db = request.query.get("db") or None
         pipeline = self._pipeline()
-        found = [] if pipeline is None else pipeline.labels.records(db)
+        found = [] if pipeline is None else pipeline.load_records(db)
         return web.json_response([record.fields() for record in found])
 
     def _claims(self, request: web.Request) -> dict:

@@ -733,6 +733,18 @@ class CommitPipeline:
             request.future.set_result(commit.commit_ts)
         return True
 
+    def load_records(self, db: str | None) -> list[loads.LoadRecord]:
+        """The loads' records as their readers may be told: a load whose commit is logged and
+        published is VISIBLE; one stamped but not yet (its label is taken a moment before)
+        shows as still loading."""
+        published = self.published_ts
+        return [
+            replace(record, state=loads.PREPARE)
+            if record.state == loads.VISIBLE and record.commit_ts > published
+            else record
+            for record in self.labels.records(db)
+        ]
+
     # -- storage work: flushes and merges, written beside the committer ------------------------
 
     def _storage_work(self) -> None:

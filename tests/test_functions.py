@@ -621,6 +621,10 @@ COLUMN_CONVERSIONS = [  # MariaDB's answers over the same rows
     ("SELECT id FROM mixed.conv WHERE d > 20240201", [(2,)]),
     ("SELECT id FROM mixed.conv WHERE d IN (20240102, 20240301) ORDER BY id", [(1,), (2,)]),
     ("SELECT SUM(CASE WHEN id < 3 THEN n * 2 ELSE 0 END) FROM mixed.conv", [(decimal.Decimal("9.0"),)]),
+    # through a derived table and a WITH query, the column keeps its column's type
+    ("SELECT id, a + 1 FROM (SELECT id, s AS a FROM mixed.conv) q WHERE a > 6 ORDER BY id", [(2, 8), (4, 126)]),
+    ("WITH w AS (SELECT id, s FROM mixed.conv) SELECT SUM(s * 2) FROM w", [(274,)]),
+    ("SELECT x.id FROM (SELECT id, d FROM mixed.conv) x WHERE x.d > 20240201", [(2,)]),
 ]  # fmt: skip
 
 

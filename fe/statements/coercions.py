@@ -113,19 +113,38 @@ COLUMN_TYPES = {
 def typed_columns(tree: exp.Expression, columns_of) -> None:
     """The columns of tree that name a column of a table get its type: columns_of(table) gives
     a table node's column types by lower-case name (metadata ColumnType), None if not a table
-    of the catalog (a WITH name, information_schema). A column is typed where it names one
-    column of one table of its scope: unqualified beside a derived table, it is left as it is."""
-    for scope in traverse_scope(tree):
+    of the catalog (information_schema). A column read from a derived table or a WITH query
+    gets the type of the column it selects (`SELECT a * 2 FROM (SELECT c AS a FROM t) q`). A
+    column is typed where it names one column of one source of its scope."""
+    for scope in traverse_scope(tree):  # inner scopes first: their columns typed already
         sources: dict[str, dict | None] = {}
         for name, (_, source) in scope.selected_sources.items():
-            columns = columns_of(source) if isinstance(source, exp.Table) else None
-            sources[name] = columns
+            if isinstance(source, exp.Table):
+                sources[name] = columns_of(source)
+            else:
+                sources[name] = _selected_types(source.expression)
         for column in scope.columns:
             columns = _holder(column, sources)
-            column_type = None if columns is None else columns.get(column.name.lower())
-            data_type = None if column_type is None else COLUMN_TYPES.get(column_type.base)
+            found = None if columns is None else columns.get(column.name.lower())
+            if isinstance(found, exp.DataType):
+                column.type = found.copy()
+                continue
+            data_type = None if found is None else COLUMN_TYPES.get(found.base)
             if data_type is not None:
                 column.type = exp.DataType.build(data_type)
+
+
+def _selected_types(query: exp.Expression) -> dict[str, exp.DataType | None] | None:
+    """A derived table's or WITH query's columns by lower-case name: the type of each that
+    selects a typed column (None for others); None if its columns are not known by name."""
+    if not isinstance(query, exp.Query) or any(isinstance(s, exp.Star) for s in query.selects):
+        return None
+    types: dict[str, exp.DataType | None] = {}
+    for selected in query.selects:
+        inner = selected.this if isinstance(selected, exp.Alias) else selected
+        known = isinstance(inner, exp.Column) and inner.type is not None
+        types[selected.alias_or_name.lower()] = inner.type if known else None
+    return types
 
 
 def _holder(column: exp.Column, sources: dict[str, dict | None]) -> dict | None:

@@ -60,7 +60,9 @@ ARRAY_FUNCTIONS = (
 # (fe/statements/arrays.py)
 ARRAY_ANONYMOUS = ("COLLECT_LIST", "GROUP_ARRAY", "COLLECT_SET", "GROUP_UNIQ_ARRAY", "SIZE",
                    "CARDINALITY", "ELEMENT_AT", "ARRAY_AVG", "MAP_VALUES",
-                   "STRUCT_ELEMENT", "NAMED_STRUCT")  # fmt: skip
+                   "STRUCT_ELEMENT", "NAMED_STRUCT", "ARRAY_MAP", "ARRAY_FILTER", "ARRAY_EXISTS",
+                   "ARRAY_COUNT", "ARRAY_FIRST", "ARRAY_LAST", "ARRAY_FIRST_INDEX",
+                   "ARRAY_LAST_INDEX", "ARRAY_SORTBY")  # fmt: skip
 # Doris's BITMAP and HLL functions (fe/statements/mysql_functions.py: BITMAP_FUNCTIONS)
 BITMAP_ANONYMOUS = (
     "TO_BITMAP", "BITMAP_HASH", "BITMAP_FROM_STRING", "BITMAP_FROM_ARRAY", "BITMAP_TO_STRING",

@@ -9,6 +9,7 @@ sqlglot's compiled parser cannot be subclassed from Python, so the grammar lives
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import re
 import threading
@@ -45,6 +46,10 @@ def _days_or_interval(build_with_interval, days_function: str):
     return build
 
 
+def _anonymous(name: str, arguments: list) -> exp.Anonymous:
+    return exp.Anonymous(this=name, expressions=arguments)
+
+
 # Doris's DATE_TRUNC(datetime, 'unit') (and 'unit' first, as newer Dorises take it too): sqlglot's
 # MySQL reading takes the first argument for the unit, a column's name made a string.
 MySQL.Parser.FUNCTIONS = {
@@ -58,6 +63,12 @@ MySQL.Parser.FUNCTIONS = {
     "JSONB_EXTRACT": MySQL.Parser.FUNCTIONS["JSON_EXTRACT"],  # Doris's name of it
     # Doris's MAP(k1, v1, k2, v2, ...): any even count of arguments (sqlglot's reading, two)
     "MAP": lambda arguments: exp.Anonymous(this="MAP", expressions=arguments),
+    # Doris's functions sqlglot reads as others of fewer arguments (ARRAY_LAST(x -> f, a)), or
+    # that Quire answers as Doris does (CORR of a constant is 0): by their names
+    **{
+        name: functools.partial(_anonymous, name)
+        for name in ("ARRAY_FILTER", "ARRAY_FIRST", "ARRAY_LAST", "CORR", "COVAR_POP", "COVAR_SAMP")
+    },
 }
 
 

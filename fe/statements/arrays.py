@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import functools
 
 from sqlglot import exp
 
-from fe.mysql.errors import QueryError
+from fe.mysql.errors import ErrorCode, QueryError
 
 NULL_ELEMENT = "null"
 SEPARATOR = ", "
@@ -264,3 +265,223 @@ OPERATOR_REWRITES = {
     exp.Select: _lateral_views,
     exp.Window: _empty_window_collected,
 }
+
+
+def _unknown(node: exp.Expression) -> QueryError:
+    """A Doris function given arguments it does not take: unknown, as Doris's FE answers."""
+    return QueryError(ErrorCode.SP_DOES_NOT_EXIST, f"FUNCTION {node.name.lower()} does not exist")
+
+
+def _lambda_call(node: exp.Anonymous, most_arrays: int = 0) -> tuple[exp.Lambda, list]:
+    """The lambda and the arrays of Doris's FN(x -> f, a [, b ...]): a parameter an array."""
+    lambda_, *arrays = node.expressions
+    fits = isinstance(lambda_, exp.Lambda) and len(lambda_.expressions) == len(arrays) >= 1
+    if not fits or (most_arrays and len(arrays) > most_arrays):
+        raise _unknown(node)
+    return lambda_, arrays
+
+
+def _names(inside: list[exp.Expression]) -> tuple[str, str]:
+    """The names the arrays and an element's index go by: not those of a lambda around or
+    within (the lambdas already within tell the depth)."""
+    depth = sum(1 for part in inside for _ in part.find_all(exp.Lambda))
+    return f"quire_arrays_{depth}", f"quire_i_{depth}"
+
+
+def _each(lambda_: exp.Lambda, arrays: str, index: str, truth: bool = False) -> exp.Lambda:
+    """The user's lambda as DuckDB's over the first array's elements and their index, its other
+    parameters the other arrays' elements at that index; truth: its value as a BOOLEAN (Doris's:
+    not 0)."""
+    first, *others = (parameter.name for parameter in lambda_.expressions)
+    body = lambda_.this.copy()
+    for at, name in enumerate(others, 2):
+        for use in _parameter_uses(body, name):
+            use.replace(_element_of(_bound_array(arrays, at), index))
+    if truth:
+        body = exp.cast(body, exp.DataType.Type.BOOLEAN)
+    return exp.Lambda(this=body, expressions=[exp.to_identifier(first), exp.to_identifier(index)])
+
+
+def _parameter_uses(body: exp.Expression, name: str) -> list[exp.Expression]:
+    return [
+        part
+        for part in body.walk()
+        if (isinstance(part, exp.Identifier) and not isinstance(part.parent, exp.Column))
+        and part.name == name
+        or (isinstance(part, exp.Column) and not part.table and part.name == name)
+    ]
+
+
+def _bound_array(arrays: str, at: int) -> exp.Column:
+    return exp.column(f"a{at}", table=arrays)
+
+
+def _element_of(array: exp.Expression, index: str) -> exp.Expression:
+    return _function("list_extract", array, exp.column(index))
+
+
+def _with_arrays(arrays: list, names: tuple[str, str], make, nullable: int = 0) -> exp.Expression:
+    """make(the arrays, each worked out once): NULL if one of the first nullable (all, if 0) is
+    NULL, Doris's error if their lengths differ."""
+    bound, _ = names
+    fields = [
+        exp.PropertyEQ(this=exp.to_identifier(f"a{at}"), expression=array)
+        for at, array in enumerate(arrays, 1)
+    ]
+    read = [_bound_array(bound, at) for at in range(1, len(arrays) + 1)]
+    null = exp.or_(
+        *(exp.Is(this=a.copy(), expression=exp.null()) for a in read[: nullable or None])
+    )
+    case = exp.Case().when(null, exp.null())
+    if len(read) > 1 and not nullable:
+        lengths = [_function("len", array.copy()) for array in read]
+        differ = exp.or_(*(exp.NEQ(this=lengths[0].copy(), expression=n) for n in lengths[1:]))
+        message = exp.Literal.string("lambda argument must have same length")
+        case = case.when(differ, _function("error", message))
+    made = exp.Lambda(this=case.else_(make(*read)), expressions=[exp.to_identifier(bound)])
+    once = _function(
+        "list_transform", exp.Array(expressions=[exp.Struct(expressions=fields)]), made
+    )
+    return _function("list_extract", once, exp.Literal.number(1))
+
+
+def _elementwise(make_from, most_arrays: int = 0, truth: bool = False):
+    """Doris's FN(x -> f, a [, b ...]): make_from(the first array, the lambda over its elements)."""
+
+    def rewrite(node: exp.Anonymous, time) -> exp.Expression:
+        lambda_, arrays = _lambda_call(node, most_arrays)
+        names = _names([lambda_, *arrays])
+        each = _each(lambda_, names[0], names[1], truth)
+        return _with_arrays(arrays, names, lambda first, *_: make_from(first, each))
+
+    return rewrite
+
+
+def _counted(first: exp.Expression, each: exp.Lambda) -> exp.Expression:
+    return _function("len", _function("list_filter", first, each))
+
+
+def _first_index(first: exp.Expression, each: exp.Lambda) -> exp.Expression:
+    found = _function("list_position", _function("list_transform", first, each), exp.true())
+    return exp.Coalesce(this=found, expressions=[exp.Literal.number(0)])
+
+
+def _last_index(first: exp.Expression, each: exp.Lambda) -> exp.Expression:
+    index = each.expressions[1].name
+    each.set("this", exp.If(this=each.this, true=exp.column(index), false=exp.Literal.number(0)))
+    found = _function("list_max", _function("list_transform", first, each))
+    return exp.Coalesce(this=found, expressions=[exp.Literal.number(0)])
+
+
+def _sorted_by(array: exp.Expression, keys: exp.Expression, index: str) -> exp.Expression:
+    """array's elements in the order of their keys (ascending, NULL first; equal ones as they
+    come)."""
+    key = _element_of(keys, index)
+    order = exp.Struct(
+        expressions=[
+            exp.PropertyEQ(
+                this=exp.to_identifier("n"),
+                expression=exp.not_(exp.Is(this=key.copy(), expression=exp.null())),
+            ),
+            exp.PropertyEQ(this=exp.to_identifier("k"), expression=key),
+            exp.PropertyEQ(this=exp.to_identifier("i"), expression=exp.column(index)),
+        ]
+    )
+    element = exp.to_identifier("quire_element")
+    keyed = _function(
+        "list_transform",
+        array,
+        exp.Lambda(this=order, expressions=[element, exp.to_identifier(index)]),
+    )
+    back = exp.Lambda(
+        this=_function("list_extract", array.copy(), exp.column("i", table=index)),
+        expressions=[exp.to_identifier(index)],
+    )
+    return _function("list_transform", _function("list_sort", keyed), back)
+
+
+def _array_sortby(node: exp.Anonymous, time) -> exp.Expression:
+    """Doris's ARRAY_SORTBY(a, keys), ARRAY_SORTBY(x -> key, a): a's elements by their keys; a
+    NULL a is NULL, NULL keys leave a as it is."""
+    arguments = node.expressions
+    if arguments and isinstance(arguments[0], exp.Lambda):
+        lambda_, arrays = _lambda_call(node)
+        names = _names([lambda_, *arrays])
+        each = _each(lambda_, *names)
+
+        def by_lambda(first, *_):
+            return _sorted_by(first, _function("list_transform", first.copy(), each), names[1])
+
+        return _with_arrays(arrays, names, by_lambda)
+    if len(arguments) != 2:
+        raise _unknown(node)
+    names = _names(arguments)
+
+    def by_keys(array, keys):
+        kept = exp.Is(this=keys.copy(), expression=exp.null())
+        return exp.If(this=kept, true=array.copy(), false=_sorted_by(array, keys, names[1]))
+
+    return _with_arrays(arguments, names, by_keys, nullable=1)
+
+
+def _array_filter(node: exp.Anonymous, time) -> exp.Expression:
+    """Doris's ARRAY_FILTER(x -> cond, a [, b ...]) and ARRAY_FILTER(a, booleans): the elements
+    whose condition (or boolean at their place) is true."""
+    arguments = node.expressions
+    if arguments and isinstance(arguments[0], exp.Lambda):
+        return _elementwise(functools.partial(_function, "list_filter"), truth=True)(node, time)
+    if len(arguments) != 2:
+        raise _unknown(node)
+    names = _names(arguments)
+
+    def by_booleans(array, booleans):
+        kept = exp.cast(_element_of(booleans, names[1]), exp.DataType.Type.BOOLEAN)
+        each = exp.Lambda(
+            this=kept, expressions=[exp.to_identifier("quire_element"), exp.to_identifier(names[1])]
+        )
+        return _function("list_filter", array, each)
+
+    return _with_arrays(arguments, names, by_booleans, nullable=1)
+
+
+def _without_lambda(rewrite):
+    """Doris's ARRAY_COUNT(a) and ARRAY_EXISTS(a): as of the lambda x -> x."""
+
+    def either(node: exp.Anonymous, time) -> exp.Expression:
+        if len(node.expressions) == 1 and not isinstance(node.expressions[0], exp.Lambda):
+            x = exp.to_identifier("x")
+            node = exp.Anonymous(
+                this=node.name,
+                expressions=[exp.Lambda(this=x.copy(), expressions=[x]), node.expressions[0]],
+            )
+        return rewrite(node, time)
+
+    return either
+
+
+LAMBDA_FUNCTIONS = {
+    "ARRAY_MAP": _elementwise(functools.partial(_function, "list_transform")),
+    "ARRAY_FILTER": _array_filter,
+    "ARRAY_EXISTS": _without_lambda(
+        _elementwise(functools.partial(_function, "list_transform"), truth=True)
+    ),
+    "ARRAY_COUNT": _without_lambda(_elementwise(_counted, truth=True)),
+    "ARRAY_FIRST": _elementwise(
+        lambda first, each: _function(
+            "list_extract", _function("list_filter", first, each), exp.Literal.number(1)
+        ),
+        most_arrays=1,
+        truth=True,
+    ),
+    "ARRAY_LAST": _elementwise(
+        lambda first, each: _function(
+            "list_extract", _function("list_filter", first, each), exp.Literal.number(-1)
+        ),
+        most_arrays=1,
+        truth=True,
+    ),
+    "ARRAY_FIRST_INDEX": _elementwise(_first_index, truth=True),
+    "ARRAY_LAST_INDEX": _elementwise(_last_index, truth=True),
+    "ARRAY_SORTBY": _array_sortby,
+}
+REWRITES.update(LAMBDA_FUNCTIONS)

@@ -2050,3 +2050,158 @@ OPERATOR_REWRITES: dict[type, Callable[[exp.Expression, StatementTime], exp.Expr
     exp.Group: _with_rollup,
     **arrays.OPERATOR_REWRITES,
 }
+
+
+# Doris's statistical and analytic aggregates, as DuckDB expressions of their arguments x, y, z
+# (each read where the template reads it: an aggregate's argument cannot be worked out once)
+# a value's text as Doris writes it in JSON: a whole DOUBLE without its ".0"
+_VALUE_TEXT = (
+    "CASE WHEN typeof({0}) IN ('DOUBLE', 'FLOAT') THEN regexp_replace(CAST({0} AS VARCHAR), "
+    "'[.]0$', '') ELSE CAST({0} AS VARCHAR) END"
+)
+_BUCKET = "STRUCT(lower VARCHAR, upper VARCHAR, ndv BIGINT, count BIGINT, pre_sum BIGINT)"
+_JOINED = (  # the next distinct value, of c rows, joins the last bucket: it has fewer than per
+    "list_concat(list_slice(b, 1, len(b) - 1), [{'lower': b[-1].lower, "
+    f"'upper': {_VALUE_TEXT.format('e.key')}, 'ndv': b[-1].ndv + 1, "
+    "'count': b[-1].count + CAST(e.value AS BIGINT), 'pre_sum': b[-1].pre_sum}])"
+)
+_NEW_BUCKET = (
+    f"list_append(b, {{'lower': {_VALUE_TEXT.format('e.key')}, "
+    f"'upper': {_VALUE_TEXT.format('e.key')}, "
+    "'ndv': CAST(1 AS BIGINT), 'count': CAST(e.value AS BIGINT), 'pre_sum': CASE WHEN len(b) = 0 "
+    "THEN CAST(0 AS BIGINT) ELSE b[-1].pre_sum + b[-1].count END})"
+)
+_BUCKETS = (
+    "list_reduce(h.values, lambda b, e: CASE WHEN len(b) > 0 AND b[-1].count < h.per "
+    f"THEN {_JOINED} ELSE {_NEW_BUCKET} END, CAST([] AS {_BUCKET}[]))"
+)
+_BUCKET_TEXT = (
+    "'{\"lower\":' || CAST(to_json(u.lower) AS VARCHAR) || ',\"upper\":' || "
+    "CAST(to_json(u.upper) AS VARCHAR) || ',\"ndv\":' || u.ndv || ',\"count\":' || u.count || "
+    "',\"pre_sum\":' || u.pre_sum || '}'"
+)
+# Doris's equal-height histogram: the values in order, ceil(rows / y) rows a bucket, a value's
+# rows all in one bucket
+_HISTOGRAM = _let(
+    "buckets",
+    f"list_extract(list_transform([{{'values': list_sort(map_entries(histogram(x))), "
+    f"'per': CAST(ceil(count(x) / y) AS BIGINT)}}], lambda h: {_BUCKETS}), 1)",
+    "'{\"num_buckets\":' || len(buckets) || ',\"buckets\":[' || "
+    f"array_to_string(list_transform(buckets, lambda u: {_BUCKET_TEXT}), ',') || ']}}'",
+)
+HISTOGRAM_BUCKETS = 128  # Doris's default
+# Doris's TOPN: the y most frequent values with their counts, the most frequent first (of as
+# many, the greater value first), as JSON text; NULL for no value
+_TOPN = (
+    "CASE WHEN count(x) > 0 THEN '{' || array_to_string(list_transform(list_slice(list_sort("
+    "list_transform(map_entries(histogram(x)), lambda e: {'c': e.value, 'v': e.key}), 'DESC'), "
+    f"1, y), lambda p: CAST(to_json({_VALUE_TEXT.format('p.v')}) AS VARCHAR) || ':' || p.c), ',') "
+    "|| '}' END"
+)
+ANALYTIC_AGGREGATES: dict[str, dict[int, str]] = {
+    # 0 where x or y is a constant, as Doris's (DuckDB's: NaN)
+    "CORR": {2: "CASE WHEN regr_sxx(y, x) = 0 OR regr_syy(y, x) = 0 THEN 0 ELSE corr(x, y) END"},
+    "COVAR": {2: "covar_pop(x, y)"},
+    "COVAR_POP": {2: "covar_pop(x, y)"},
+    "COVAR_SAMP": {2: "CASE WHEN regr_count(y, x) = 1 THEN 0 ELSE covar_samp(x, y) END"},
+    "TOPN": {2: _TOPN, 3: _TOPN},  # the third, the space saving's counters: all are counted
+    "HISTOGRAM": {1: _HISTOGRAM.replace(" y)", f" {HISTOGRAM_BUCKETS})"), 2: _HISTOGRAM},
+}
+ANALYTIC_AGGREGATES["HIST"] = ANALYTIC_AGGREGATES["HISTOGRAM"]
+_ANALYTIC_TREES = {
+    (name, count): sqlglot.parse_one(text, read="duckdb")
+    for name, forms in ANALYTIC_AGGREGATES.items()
+    for count, text in forms.items()
+}
+
+
+def _copied(template: exp.Expression, **values: exp.Expression) -> exp.Expression:
+    """A copy of template with a copy of each value in each place its column is read."""
+    filled = template.copy()
+    for column in list(filled.find_all(exp.Column)):
+        if not column.table and column.name in values:
+            column.replace(values[column.name].copy())
+    return filled
+
+
+def _analytic_aggregate(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
+    arguments = _arguments(node)
+    tree = _ANALYTIC_TREES.get((_name(node), len(arguments)))
+    if tree is None:
+        raise _no_such_function(node)
+    return _copied(tree, **dict(zip(("x", "y", "z"), arguments, strict=False)))
+
+
+MOST_CONDITIONS = 32  # Doris's RETENTION and WINDOW_FUNNEL take at most 32 conditions
+
+
+def _conditions(node: exp.Anonymous, before: int) -> list[exp.Expression]:
+    conditions = node.expressions[before:]
+    if not 1 <= len(conditions) <= MOST_CONDITIONS:
+        raise _no_such_function(node)
+    return [exp.cast(condition, exp.DataType.Type.BOOLEAN) for condition in conditions]
+
+
+def _retention(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
+    """Doris's RETENTION(c1, ..., cn): [whether c1 held in a row, then for each later ci
+    whether c1 and ci each held in some row], as 1 and 0."""
+    first, *later = (_function("bool_or", c) for c in _conditions(node, 0))
+    met = [first, *(exp.and_(first.copy(), c) for c in later)]
+    false = exp.false()
+    return _function("list_value", *(exp.Coalesce(this=m, expressions=[false.copy()]) for m in met))
+
+
+@functools.cache
+def _funnel_tree(steps: int) -> exp.Expression:
+    """The longest chain c1, c2, ... of conditions met in time order within w microseconds of
+    its c1 (ClickHouse's and Doris's 'default' mode) over the group's rows {t, c: [c1, ...]}: the
+    chains' starts, each step's, kept as the events come."""
+    step = (
+        f"list_transform(range(1, {steps + 1}), lambda j: CASE WHEN j <> e.i THEN s[j] "
+        "WHEN j = 1 THEN e.t WHEN s[j - 1] IS NOT NULL AND e.t - s[j - 1] <= w THEN s[j - 1] "
+        "ELSE s[j] END)"
+    )
+    events = (
+        "list_sort(flatten(list_transform(list_filter(r, lambda row: row.t IS NOT NULL), "
+        f"lambda row: list_transform(list_filter(range(1, {steps + 1}), lambda i: row.c[i]), "
+        "lambda i: {'t': row.t, 'i': i}))))"
+    )
+    none = f"CAST([{', '.join(['NULL'] * steps)}] AS BIGINT[])"
+    starts = f"list_reduce({events}, lambda s, e: {step}, {none})"
+    reached = _let(
+        "starts",
+        starts,
+        "coalesce(list_max(list_transform(range(1, len(starts) + 1), "
+        "lambda j: CASE WHEN starts[j] IS NOT NULL THEN j ELSE 0 END)), 0)",
+    )
+    return sqlglot.parse_one(_let("r", "list({'t': t, 'c': c})", reached), read="duckdb")
+
+
+def _window_funnel(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
+    """Doris's WINDOW_FUNNEL(window seconds, 'default', timestamp, c1, ..., cn)."""
+    if len(node.expressions) < 4:
+        raise _no_such_function(node)
+    window, mode, stamp = node.expressions[:3]
+    conditions = _conditions(node, 3)
+    if not (_is_string(mode) and mode.this.lower() == "default"):
+        raise QueryError(
+            ErrorCode.NOT_SUPPORTED_YET, "window_funnel's mode must be 'default' in Quire"
+        )
+    micros = exp.Mul(
+        this=exp.cast(window, exp.DataType.Type.BIGINT), expression=exp.Literal.number(1_000_000)
+    )
+    return _copied(
+        _funnel_tree(len(conditions)),
+        t=_function("epoch_us", exp.cast(_timestamp(stamp), exp.DataType.Type.TIMESTAMP)),
+        c=exp.Array(expressions=conditions),
+        w=exp.paren(micros),
+    )
+
+
+REWRITES.update(
+    {
+        **{name: _analytic_aggregate for name in ANALYTIC_AGGREGATES},
+        "RETENTION": _retention,
+        "WINDOW_FUNNEL": _window_funnel,
+    }
+)

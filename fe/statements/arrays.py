@@ -274,6 +274,8 @@ def _unknown(node: exp.Expression) -> QueryError:
 
 def _lambda_call(node: exp.Anonymous, most_arrays: int = 0) -> tuple[exp.Lambda, list]:
     """The lambda and the arrays of Doris's FN(x -> f, a [, b ...]): a parameter an array."""
+    if not node.expressions:
+        raise _unknown(node)
     lambda_, *arrays = node.expressions
     fits = isinstance(lambda_, exp.Lambda) and len(lambda_.expressions) == len(arrays) >= 1
     if not fits or (most_arrays and len(arrays) > most_arrays):
@@ -296,7 +298,9 @@ def _each(lambda_: exp.Lambda, arrays: str, index: str, truth: bool = False) -> 
     body = lambda_.this.copy()
     for at, name in enumerate(others, 2):
         for use in _parameter_uses(body, name):
-            use.replace(_element_of(_bound_array(arrays, at), index))
+            element = _element_of(_bound_array(arrays, at), index)
+            body = element if use is body else body
+            use.replace(element)
     if truth:
         body = exp.cast(body, exp.DataType.Type.BOOLEAN)
     return exp.Lambda(this=body, expressions=[exp.to_identifier(first), exp.to_identifier(index)])

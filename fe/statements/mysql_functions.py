@@ -2061,18 +2061,18 @@ _VALUE_TEXT = (
 )
 _BUCKET = "STRUCT(lower VARCHAR, upper VARCHAR, ndv BIGINT, count BIGINT, pre_sum BIGINT)"
 _JOINED = (  # the next distinct value, of c rows, joins the last bucket: it has fewer than per
-    "list_concat(list_slice(b, 1, len(b) - 1), [{'lower': b[-1].lower, "
-    f"'upper': {_VALUE_TEXT.format('e.key')}, 'ndv': b[-1].ndv + 1, "
-    "'count': b[-1].count + CAST(e.value AS BIGINT), 'pre_sum': b[-1].pre_sum}])"
+    "list_concat(list_slice(b, 1, len(b) - 1), [{'lower': struct_extract(list_extract(b, -1), 'lower'), "
+    f"'upper': {_VALUE_TEXT.format('e.key')}, 'ndv': struct_extract(list_extract(b, -1), 'ndv') + 1, "
+    "'count': struct_extract(list_extract(b, -1), 'count') + CAST(e.value AS BIGINT), 'pre_sum': struct_extract(list_extract(b, -1), 'pre_sum')}])"
 )
 _NEW_BUCKET = (
     f"list_append(b, {{'lower': {_VALUE_TEXT.format('e.key')}, "
     f"'upper': {_VALUE_TEXT.format('e.key')}, "
     "'ndv': CAST(1 AS BIGINT), 'count': CAST(e.value AS BIGINT), 'pre_sum': CASE WHEN len(b) = 0 "
-    "THEN CAST(0 AS BIGINT) ELSE b[-1].pre_sum + b[-1].count END})"
+    "THEN CAST(0 AS BIGINT) ELSE struct_extract(list_extract(b, -1), 'pre_sum') + struct_extract(list_extract(b, -1), 'count') END})"
 )
 _BUCKETS = (
-    "list_reduce(h.values, lambda b, e: CASE WHEN len(b) > 0 AND b[-1].count < h.per "
+    "list_reduce(h.values, lambda b, e: CASE WHEN len(b) > 0 AND struct_extract(list_extract(b, -1), 'count') < h.per "
     f"THEN {_JOINED} ELSE {_NEW_BUCKET} END, CAST([] AS {_BUCKET}[]))"
 )
 _BUCKET_TEXT = (

@@ -139,6 +139,17 @@ def mariadb_error(node, user: str, password: str, sql: str = "SELECT 1") -> str:
     return (done.stderr.strip().splitlines() or [""])[-1]
 
 
+def assert_unknown_function(node, connection, call: str) -> None:
+    """`SELECT call` answers 1305 naming the function in lower case, as Quire answers a Doris
+    function given a count of arguments it does not take (PMOD(1)), to PyMySQL and the CLI."""
+    message = f"FUNCTION {call.split('(')[0].lower()} does not exist"
+    assert error_of(connection, f"SELECT {call}") == (1305, message)
+    assert (
+        mariadb_error(node, "root", "", f"SELECT {call}")
+        == f"ERROR 1305 (42000) at line 1: {message}"
+    )
+
+
 def execute(node, *statements):
     """Statements on a new root connection to node: the last one's rows."""
     connection = node.connect()

@@ -6,7 +6,7 @@ them, through PyMySQL and the mariadb CLI, of constants and of a table's columns
 
 import pytest
 
-from tests.harness import error_of, mariadb, mariadb_error, run
+from tests.harness import assert_unknown_function, error_of, mariadb, run
 
 ANSWERS = [
     ("ARRAY_MAP(x -> x + 1, [1, 2, 3])", "[2, 3, 4]"),
@@ -94,13 +94,7 @@ WRONG_COUNTS = [
 
 @pytest.mark.parametrize("call", WRONG_COUNTS)
 def test_a_wrong_count_of_arguments_is_an_unknown_function(quire, root, call):
-    name = call.split("(")[0].lower()
-    message = f"FUNCTION {name} does not exist"
-    assert error_of(root, f"SELECT {call}") == (1305, message)
-    assert (
-        mariadb_error(quire, "root", "", f"SELECT {call}")
-        == f"ERROR 1305 (42000) at line 1: {message}"
-    )
+    assert_unknown_function(quire, root, call)
 
 
 def test_refusals_say_why(root):

@@ -8,7 +8,7 @@ import decimal
 
 import pytest
 
-from tests.harness import error_of, mariadb, mariadb_error, run
+from tests.harness import assert_unknown_function, error_of, mariadb, run
 
 BACKSLASH = "\\"
 PUNCTUATION = "~!@#%^&*()<>?,./:{}|[]" + BACKSLASH + "_+-="  # Doris's test_url_encode row 3
@@ -184,13 +184,7 @@ WRONG_COUNTS = [
 @pytest.mark.parametrize("call", WRONG_COUNTS)
 def test_a_wrong_count_of_arguments_is_an_unknown_function(quire, root, call):
     """As for Doris's functions before (PMOD(1)): 1305, the function named in lower case."""
-    name = call.split("(")[0].lower()
-    message = f"FUNCTION {name} does not exist"
-    assert error_of(root, f"SELECT {call}") == (1305, message)
-    assert (
-        mariadb_error(quire, "root", "", f"SELECT {call}")
-        == f"ERROR 1305 (42000) at line 1: {message}"
-    )
+    assert_unknown_function(quire, root, call)
 
 
 def test_refusals_say_why(quire, root):

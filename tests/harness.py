@@ -139,6 +139,14 @@ def mariadb_error(node, user: str, password: str, sql: str = "SELECT 1") -> str:
     return (done.stderr.strip().splitlines() or [""])[-1]
 
 
+def cli_answers(node, expressions) -> list[str]:
+    """Each expression's answer as the mariadb CLI prints it (a SELECT each, raw, one line)."""
+    sql = "; ".join(f"SELECT {expression}" for expression in expressions)
+    done = mariadb(node, "--batch", "--raw", "--skip-column-names", "-e", sql)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
 def assert_unknown_function(node, connection, call: str) -> None:
     """`SELECT call` answers 1305 naming the function in lower case, as Quire answers a Doris
     function given a count of arguments it does not take (PMOD(1)), to PyMySQL and the CLI."""

@@ -6,7 +6,7 @@ them, through PyMySQL and the mariadb CLI, of constants and of a table's columns
 
 import pytest
 
-from tests.harness import assert_unknown_function, error_of, mariadb, run
+from tests.harness import assert_unknown_function, cli_answers, error_of, mariadb, run
 
 ANSWERS = [
     ("ARRAY_MAP(x -> x + 1, [1, 2, 3])", "[2, 3, 4]"),
@@ -63,10 +63,8 @@ def test_function_answers(root, expression, answer):
 
 
 def test_answers_through_the_mariadb_cli(quire):
-    sql = "; ".join(f"SELECT {expression}" for expression, _ in ANSWERS)
-    done = mariadb(quire, "--batch", "--raw", "--skip-column-names", "-e", sql)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == [_text(answer) for _, answer in ANSWERS]
+    expressions = [expression for expression, _ in ANSWERS]
+    assert cli_answers(quire, expressions) == [_text(answer) for _, answer in ANSWERS]
 
 
 def _text(answer) -> str:

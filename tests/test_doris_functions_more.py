@@ -8,7 +8,7 @@ import decimal
 
 import pytest
 
-from tests.harness import assert_unknown_function, error_of, mariadb, run
+from tests.harness import assert_unknown_function, cli_answers, error_of, mariadb, run
 
 BACKSLASH = "\\"
 PUNCTUATION = "~!@#%^&*()<>?,./:{}|[]" + BACKSLASH + "_+-="  # Doris's test_url_encode row 3
@@ -152,10 +152,8 @@ def test_function_answers(root, expression, answer):
 
 
 def test_answers_through_the_mariadb_cli(quire):
-    sql = "; ".join(f"SELECT {expression}" for expression, _ in ANSWERS)
-    done = mariadb(quire, "--batch", "--raw", "--skip-column-names", "-e", sql)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == [_text(answer) for _, answer in ANSWERS]
+    expressions = [expression for expression, _ in ANSWERS]
+    assert cli_answers(quire, expressions) == [_text(answer) for _, answer in ANSWERS]
 
 
 def _text(answer) -> str:

@@ -6,6 +6,7 @@ most s3_table_function_max_bytes read. Through PyMySQL and the mariadb CLI."""
 import json
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
@@ -129,3 +130,36 @@ def test_select_into_outfile_writes_an_object_the_s3_function_reads_back(quire, 
         assert refused[0] == 1227
     finally:
         analyst.close()
+
+
+def test_outfile_splits_its_rows_into_files_of_max_file_size(root, store):
+    keys = (
+        f'"s3.endpoint" = "{store}", "s3.region" = "us-east-1", '
+        '"s3.access_key" = "testing", "s3.secret_key" = "testing"'
+    )
+    query = 'SELECT number, repeat("x", 100) FROM numbers("number" = "120000")'
+    ((files, rows, size, url),) = run(
+        root,
+        f'{query} INTO OUTFILE "s3://{BUCKET}/split/part_" FORMAT AS CSV '
+        f'PROPERTIES ({keys}, "max_file_size" = "5MB")',
+    )
+    assert files >= 3 and rows == 120000 and size > 10 * 1024 * 1024, (files, rows, size)
+    filesystem = moto_filesystem(store)
+    prefix = url.removeprefix("s3://")
+    folder = prefix.rpartition("/")[0]
+    written = [
+        info
+        for info in filesystem.get_file_info(pafs.FileSelector(folder))
+        if info.path.startswith(prefix)
+    ]
+    assert sorted(info.base_name for info in written) == sorted(
+        f"{prefix.rpartition('/')[2]}{n}.csv" for n in range(files)
+    )
+    assert all(info.size <= 5 * 1024 * 1024 for info in written)
+    assert sum(info.size for info in written) == size
+    lines = sum(filesystem.open_input_stream(info.path).readall().count(b"\n") for info in written)
+    assert lines == 120000
+    assert error_of(
+        root,
+        f'{query} INTO OUTFILE "s3://{BUCKET}/split/x_" PROPERTIES ({keys}, "max_file_size" = "3MB")',
+    ) == (1105, "max file size should between 5MB and 2GB. Given: 3145728")

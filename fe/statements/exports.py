@@ -24,7 +24,9 @@ from fe.statements.show import load_time, text_result
 
 DEFAULT_TIMEOUT_SECONDS = 7200  # Doris's export timeout
 FORMATS = ("csv", "csv_with_names", "parquet")
-PROPERTIES = frozenset({"label", "format", "column_separator", "columns", "timeout"})
+PROPERTIES = frozenset(
+    {"label", "format", "column_separator", "columns", "timeout", "max_file_size"}
+)
 EXPORTING = "EXPORTING"
 TITLES = [
     "JobId", "Label", "State", "Progress", "TaskInfo", "Path", "CreateTime", "StartTime",
@@ -73,8 +75,9 @@ def _outfile(statement: st.Export, db: str, table, properties: dict, file_format
     )
     where = f" WHERE {reading(statement.where, {})}" if statement.where else ""
     outfile = dict(s3_source(statement.source))
-    if "column_separator" in properties:
-        outfile["column_separator"] = properties["column_separator"]
+    for name in ("column_separator", "max_file_size"):
+        if name in properties:
+            outfile[name] = properties[name]
     written = ", ".join(f"{sql_text(key)} = {sql_text(value)}" for key, value in outfile.items())
     return (
         f"SELECT {chosen} FROM {sql_name(db)}.{sql_name(table.name)}{partition}{where} "

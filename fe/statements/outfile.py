@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import re
 import secrets
 
 import pyarrow as pa
@@ -23,6 +24,8 @@ from fe.statements import queries
 from fe.statements.table_functions import column_separator, s3_place
 
 EXTENSIONS = {"csv": "csv", "csv_with_names": "csv", "parquet": "parquet"}
+MIN_FILE_BYTES, MAX_FILE_BYTES = 5 << 20, 2 << 30  # Doris's bounds of max_file_size
+DEFAULT_FILE_BYTES = 1 << 30
 
 
 async def run(session, statement: st.SelectIntoOutfile) -> Result:
@@ -33,23 +36,59 @@ async def run(session, statement: st.SelectIntoOutfile) -> Result:
     properties = dict(statement.properties)
     prefix, options = s3_place(statement.target, properties, "OUTFILE")
     separator = column_separator(properties, "OUTFILE")
+    most = _max_file_size(properties.get("max_file_size"))
     answer = await queries.run_select(session, statement.query)
     rows = [tuple(row) for row in answer.rows]
     table = _table([column.name for column in answer.columns], rows)
+
+    def written(start: int, end: int) -> bytes:
+        if statement.format == "parquet":
+            return _parquet(table.slice(start, end - start))
+        # each value's text as the MySQL protocol gives it (the column's text encoding)
+        return _csv(
+            table.column_names, answer.columns, rows[start:end], statement.format, separator
+        )
+
+    files = _files(written, len(rows), most)
     path = f"{prefix}{secrets.token_hex(8)}_"
-    name = f"{path}0.{EXTENSIONS[statement.format]}"
-    if statement.format == "parquet":
-        data = _parquet(table)
-    else:  # each value's text as the MySQL protocol gives it (the column's text encoding)
-        data = _csv(table.column_names, answer.columns, rows, statement.format, separator)
-    try:
-        await asyncio.to_thread(_put, options, name, data)
-    except (OSError, pa.ArrowException, ObjectStoreError) as error:
-        raise QueryError(1105, f"OUTFILE cannot write s3://{name}: {error}") from None
-    return Result(
-        columns=_columns(),
-        rows=[(1, table.num_rows, len(data), f"s3://{path}")],
+    extension = EXTENSIONS[statement.format]
+    for number, data in enumerate(files):
+        name = f"{path}{number}.{extension}"
+        try:
+            await asyncio.to_thread(_put, options, name, data)
+        except (OSError, pa.ArrowException, ObjectStoreError) as error:
+            raise QueryError(1105, f"OUTFILE cannot write s3://{name}: {error}") from None
+    size = sum(len(data) for data in files)
+    return Result(columns=_columns(), rows=[(len(files), table.num_rows, size, f"s3://{path}")])
+
+
+def _max_file_size(text: str | None) -> int:
+    """Doris's max_file_size ("5MB", "1GB", a count of bytes): 5MB to 2GB, 1GB by default."""
+    if text is None:
+        return DEFAULT_FILE_BYTES
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?b?)?\s*", text, re.IGNORECASE)
+    if found is None:
+        raise QueryError(1105, f"invalid max_file_size: {text}")
+    unit = (found.group(2) or "").upper().rstrip("B")
+    size = (
+        int(float(found.group(1)) * 1024 ** "KMGT".find(unit) * 1024)
+        if unit
+        else int(float(found.group(1)))
     )
+    if not MIN_FILE_BYTES <= size <= MAX_FILE_BYTES:
+        raise QueryError(1105, f"max file size should between 5MB and 2GB. Given: {size}")
+    return size
+
+
+def _files(written, row_count: int, most: int) -> list[bytes]:
+    """The rows written as files of at most `most` bytes each (a file of one row may be
+    larger): halved until each fits."""
+    data = written(0, row_count)
+    if len(data) <= most or row_count <= 1:
+        return [data]
+    middle = row_count // 2
+    later = lambda start, end: written(middle + start, middle + end)  # noqa: E731
+    return _files(written, middle, most) + _files(later, row_count - middle, most)
 
 
 def _columns():

@@ -430,6 +430,34 @@ def test_concurrent_alters_of_one_table_lose_no_change(quire, suite):
     assert run(suite, "SELECT c2_5 FROM altered") == ((7,),)
 
 
+def test_enable_feature_as_doris_takes_it(quire, suite):
+    """BATCH_DELETE: every UNIQUE KEY table takes Stream Load's delete sign (a no-op);
+    SEQUENCE_LOAD adds a hidden sequence column Quire does not keep yet (1235)."""
+    run(suite, "CREATE TABLE feat_u (k INT, v INT) UNIQUE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1")
+    run(
+        suite,
+        "CREATE TABLE feat_d (k INT, v INT) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1",
+    )
+    run(suite, "ALTER TABLE feat_u ENABLE FEATURE 'BATCH_DELETE'")
+    assert error_of(suite, "ALTER TABLE feat_d ENABLE FEATURE 'BATCH_DELETE'") == (
+        1105,
+        "Batch delete only supported in unique tables.",
+    )
+    sequence = (
+        'ALTER TABLE feat_u ENABLE FEATURE "SEQUENCE_LOAD" WITH PROPERTIES '
+        "('function_column.sequence_type' = 'int')"
+    )
+    assert error_of(suite, sequence)[0] == 1235
+    assert error_of(suite, "ALTER TABLE feat_u ENABLE FEATURE 'NOPE'") == (
+        1105,
+        "unknown feature name: NOPE",
+    )
+    done = mariadb(
+        quire, "--batch", "-e", "ALTER TABLE regression_test.feat_u ENABLE FEATURE 'BATCH_DELETE'"
+    )
+    assert done.returncode == 0, done.stderr
+
+
 def test_a_hidden_sequence_column_is_refused_rather_than_ignored(suite):
     """Doris's function_column.sequence_type adds a hidden column the loads fill: Quire does not
     keep it yet, and says so (a named one, sequence_col, is kept: test_sequence_columns.py)."""

@@ -1448,6 +1448,10 @@ class Grammar:
             return st.SetTableProperties(self.properties())
         if self.accept("DISABLE", "KEYS") or self.accept("ENABLE", "KEYS"):
             return st.ToggleKeys()
+        if self.accept("ENABLE", "FEATURE"):
+            name = self.string().upper()
+            properties = self.properties() if self.accept("WITH", "PROPERTIES") else ()
+            return st.EnableFeature(name, properties)
         if self.accept("REPLACE"):
             if self.accept("WITH", "TABLE"):
                 table = self.identifier()

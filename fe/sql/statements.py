@@ -254,8 +254,17 @@ class ToggleKeys:
     """MySQL's ALTER TABLE t DISABLE KEYS / ENABLE KEYS (mysqldump's): a no-op, as InnoDB's."""
 
 
+@dataclass(frozen=True)
+class EnableFeature:
+    """Doris's ALTER TABLE t ENABLE FEATURE "name" [WITH PROPERTIES (...)]."""
+
+    name: str
+    properties: tuple[tuple[str, str], ...] = ()
+
+
 AlterAction = (
-    AddColumn
+    EnableFeature
+    | AddColumn
     | DropColumn
     | ModifyColumn
     | ReorderColumns

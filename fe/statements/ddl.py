@@ -599,6 +599,11 @@ def alter_table(session, statement: st.AlterTable) -> list[ops.Op]:
         return replace_with_table(session, database, table, statement.actions[0])
     if all(isinstance(action, st.ToggleKeys) for action in statement.actions):
         return []  # DISABLE / ENABLE KEYS: no index to switch off
+    if any(isinstance(action, st.EnableFeature) for action in statement.actions):
+        if len(statement.actions) != 1:
+            raise QueryError(1105, "ENABLE FEATURE must be the only action of ALTER TABLE")
+        _check_feature(table, statement.actions[0])
+        return []
     schema_change.check_conflicts(statement.actions)
     original = table
     for action in statement.actions:
@@ -611,6 +616,26 @@ def alter_table(session, statement: st.AlterTable) -> list[ops.Op]:
         return alter_jobs.schema_change_ops(session, original, table)
     recycled = recycled_partitions(original, table, statement.actions)
     return [*recycled, ops.ReplaceTable(table)]
+
+
+UNIQUE_FEATURES = {  # Doris's features of UNIQUE KEY tables: what enabling one needs here
+    "BATCH_DELETE": None,  # the delete sign of Stream Load: every UNIQUE KEY table takes it
+    "SEQUENCE_LOAD": "a hidden sequence column (function_column.sequence_type)",
+    "UPDATE_FLEXIBLE_COLUMNS": "flexible partial column updates",
+}
+
+
+def _check_feature(table: Table, action: st.EnableFeature) -> None:
+    """ENABLE FEATURE: refused where Doris refuses it, or where Quire does not keep the
+    feature yet; a feature every UNIQUE KEY table has is a no-op."""
+    if action.name not in UNIQUE_FEATURES:
+        raise QueryError(1105, f"unknown feature name: {action.name}")
+    if table.key_model is not KeyModel.UNIQUE:
+        kind = "Batch delete" if action.name == "BATCH_DELETE" else "Sequence load"
+        raise QueryError(1105, f"{kind} only supported in unique tables.")
+    missing = UNIQUE_FEATURES[action.name]
+    if missing is not None:
+        raise QueryError(1235, f"This version of Quire doesn't yet support '{missing}'")
 
 
 def _nothing_to_do(catalog, table: Table, statement: st.AlterTable) -> bool:

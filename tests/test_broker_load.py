@@ -210,3 +210,23 @@ def test_export_writes_a_table_as_an_object_and_shows_the_job(quire, db, store):
         1064,
         1235,
     )
+
+
+def test_cancel_load_stops_a_running_load_and_writes_nothing(db, store):
+    filesystem = moto_filesystem(store)
+    with filesystem.open_output_stream(f"{BUCKET}/big/orders.csv") as out:
+        for start in range(0, 300_000, 50_000):
+            out.write(
+                "".join(f"{n},name{n},{n % 1000}\n" for n in range(start, start + 50_000)).encode()
+            )
+    before = run(db, "SELECT COUNT(*) FROM orders")
+    run(
+        db,
+        f"""LOAD LABEL big_one (DATA INFILE ("s3://{BUCKET}/big/orders.csv") INTO TABLE orders
+            COLUMNS TERMINATED BY "," (id, name, amount)) {with_s3(store)}""",
+    )
+    run(db, "CANCEL LOAD FROM loading WHERE LABEL = 'big_one'")  # at once: it has just begun
+    row = finished(db, "big_one")
+    assert row[2] == "CANCELLED" and "user cancel" in row[7], row
+    assert run(db, "SELECT COUNT(*) FROM orders") == before
+    assert error_of(db, "CANCEL LOAD WHERE LABEL = 'big_one'")[0] == 1105  # no longer running

@@ -5,7 +5,7 @@ refuse work against a version older than one they have seen."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
@@ -284,17 +284,27 @@ class TableSchema:
         )
 
 
-def newest_of_each_key(keys: list[tuple], sequences: list) -> dict[tuple, int]:
-    """Per key, the index of its row of the largest sequence value (the last of equal ones)."""
+def staying_rows(keys: list[tuple], sequences: list | None, held: Mapping) -> list[int]:
+    """Of rows written for their keys to a UNIQUE KEY table, the indexes of those that stay,
+    ascending: each key's last row; with a sequence column (sequences: the rows' values of it),
+    its row of the largest value (the last of equal ones) unless the row it replaces has a
+    larger one (held: by key, the value of each row the write would replace). NULL is the
+    smallest value."""
     newest: dict[tuple, int] = {}
-    for index, (key, value) in enumerate(zip(keys, sequences, strict=True)):
+    for index, key in enumerate(keys):
         best = newest.get(key)
-        if best is None or not sequence_before(value, sequences[best]):
+        if best is None or sequences is None or not _before(sequences[index], sequences[best]):
             newest[key] = index
-    return newest
+    if sequences is None:
+        return sorted(newest.values())
+    return sorted(
+        index
+        for key, index in newest.items()
+        if key not in held or not _before(sequences[index], held[key])
+    )
 
 
-def sequence_before(value, other) -> bool:
+def _before(value, other) -> bool:
     """Whether a sequence value is smaller than another (NULL the smallest)."""
     if value is None:
         return other is not None

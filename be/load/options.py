@@ -12,6 +12,8 @@ from be.table_schema import TableSchema
 
 LABEL = re.compile(r"[-_A-Za-z0-9:]{1,128}")
 FORMATS = ("csv", "csv_with_names", "csv_with_names_and_types", "json")
+MERGE_TYPES = ("APPEND", "DELETE", "MERGE")  # merge_type: which rows delete their key
+DELETE_SIGN = "__DORIS_DELETE_SIGN__"  # a field of the load: 1 deletes the row's key
 
 
 @dataclass(frozen=True)

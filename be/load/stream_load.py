@@ -32,7 +32,7 @@ from be.load.errors import (
 )
 from be.load.limits import LoadLimits
 from be.load.objects import LoadWriter
-from be.load.options import LoadOptions, load_options
+from be.load.options import MERGE_TYPES, LoadOptions, load_options
 from be.storage.errors import StorageError
 from be.storage.objects import ObjectStore
 from be.table_schema import TableSchema
@@ -572,7 +572,7 @@ def _merge_of(claims: dict, schema: TableSchema) -> _Merge:
         )
     except AttributeError:
         raise BadLoadRequest("the load's merge is malformed") from None
-    if kind not in ("APPEND", "DELETE", "MERGE") or not isinstance(condition, str):
+    if kind not in MERGE_TYPES or not isinstance(condition, str):
         raise BadLoadRequest("the load's merge is malformed")
     if (kind != "APPEND" or sign is not None) and not schema.replaces_on_key:
         raise BadLoadRequest("load by MERGE or DELETE is only supported in unique tables.")

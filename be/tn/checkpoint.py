@@ -164,7 +164,9 @@ def decode(data: bytes) -> Checkpoint:
             schema = TableSchema.from_fields(fields["schema"])
             objects = [meta_codec.decode_object(stream(size)) for size in fields["objects"]]
             tombstones = [meta_codec.decode_tombstone(item) for item in fields["tombstones"]]
-            keys = pa.ipc.open_stream(stream(fields["keys"])).read_all()
+            keys, sequences = _key_index(
+                pa.ipc.open_stream(stream(fields["keys"])).read_all(), schema.key_columns
+            )
             deleted = pa.ipc.open_stream(stream(fields["deleted"])).read_all()
             state = TableWriteState(
                 schema_version=fields["schema_version"],
@@ -178,9 +180,9 @@ def decode(data: bytes) -> Checkpoint:
                         strict=True,
                     )
                 ),
-                keys=_key_index(keys, schema.key_columns),
+                keys=keys,
                 sequence=schema.sequence,
-                sequences=_sequence_index(keys, schema.key_columns),
+                sequences=sequences,
                 overwritten_ts=int(fields.get("overwritten_ts", 0)),
             )
             tables[schema.table_id] = TableCheckpoint(schema, state, objects, tombstones)
@@ -231,22 +233,18 @@ def _keys_table(schema: TableSchema, state: TableWriteState) -> pa.Table:
     return table
 
 
-def _key_index(table: pa.Table, key_columns: tuple[str, ...]) -> dict[tuple, tuple[int, int]]:
-    """The keys table read by position (a key column may be named as a column after it)."""
+def _key_index(table: pa.Table, key_columns: tuple[str, ...]) -> tuple[dict, dict]:
+    """The keys table read by position (a key column may be named as a column after it): by
+    key, its holder (row id, ts) and, where the table has a sequence column, its value."""
     if not table.num_rows:
-        return {}
+        return {}, {}
     width = len(key_columns)
-    keys = zip(*(table.column(at).to_pylist() for at in range(width)), strict=True)
+    keys = list(zip(*(table.column(at).to_pylist() for at in range(width)), strict=True))
     holders = zip(table.column(width).to_pylist(), table.column(width + 1).to_pylist(), strict=True)
-    return dict(zip(keys, holders, strict=True))
-
-
-def _sequence_index(table: pa.Table, key_columns: tuple[str, ...]) -> dict[tuple, object]:
-    width = len(key_columns)
-    if not table.num_rows or table.num_columns < width + 3:
-        return {}
-    keys = zip(*(table.column(at).to_pylist() for at in range(width)), strict=True)
-    return dict(zip(keys, table.column(width + 2).to_pylist(), strict=True))
+    sequences = {}
+    if table.num_columns > width + 2:
+        sequences = dict(zip(keys, table.column(width + 2).to_pylist(), strict=True))
+    return dict(zip(keys, holders, strict=True)), sequences
 
 
 def _deleted_table(state: TableWriteState) -> pa.Table:

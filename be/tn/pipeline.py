@@ -31,7 +31,7 @@ from be.storage.blocks import read_blocks
 from be.storage.errors import StorageError
 from be.storage.names import ObjectName
 from be.storage.objects import ObjectStore
-from be.table_schema import TableSchema
+from be.table_schema import TableSchema, staying_rows
 from be.tn import checkpoint, compaction, loads, wal_records
 from be.tn.auto_increment import AutoIncrements
 from be.tn.errors import (
@@ -50,7 +50,7 @@ from be.tn.flush import Flusher
 from be.tn.limits import CommitLimits
 from be.tn.merge import Merger
 from be.tn.objects import TableObjects
-from be.tn.state import TableWriteState, WriteState, deletes_table, newest_rows
+from be.tn.state import TableWriteState, WriteState, deletes_table
 from be.tn.write_set import WriteSet
 
 logger = logging.getLogger(__name__)
@@ -594,11 +594,10 @@ class CommitPipeline:
         winning row that deletes its key (merge_type DELETE or MERGE) is deleted with the
         holder."""
         state = TableWriteState() if bulk.overwrite else self.state.table(table_id)
-        if bulk.schema.sequence is None:
-            kept = {key: index for index, key in enumerate(bulk.keys)}
-            chosen = set(kept.values())
-        else:
-            chosen = set(newest_rows(list(bulk.keys), list(bulk.sequences), state, set()))
+        sequences, held = None, {}
+        if bulk.schema.sequence is not None:
+            sequences, held = list(bulk.sequences), state.held_sequences(bulk.keys)
+        chosen = set(staying_rows(list(bulk.keys), sequences, held))
         ids: list[int] = []
         keys: list[tuple] = []
         for index, (row_id, key) in enumerate(zip(bulk.row_ids, bulk.keys, strict=True)):

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from be.logtail.entries import PARTITION_ID, ROW_ID, Commit, TableChanges
 from be.row_adapter import adapted
-from be.table_schema import TableSchema, newest_of_each_key, sequence_before
+from be.table_schema import TableSchema, staying_rows
 from be.tn import placement
 from be.tn.errors import CommitTooLarge, SnapshotTooOld, StaleSchema, WriteConflict
 from be.tn.write_set import TableWrite, WriteSet
@@ -34,6 +34,15 @@ class TableWriteState:
     sequences: dict[tuple, object] = field(default_factory=dict)
     # The last overwrite: every row a snapshot before it sees was deleted by it.
     overwritten_ts: int = 0
+
+    def held_sequences(self, keys, deleting: set[int] | frozenset = frozenset()) -> dict:
+        """By key, the sequence column's value of the row holding it (none for a key whose row
+        the write deletes)."""
+        return {
+            key: self.sequences.get(key)
+            for key in keys
+            if (holder := self.keys.get(key)) is not None and holder[0] not in deleting
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,12 +116,11 @@ class WriteState:
         if schema.replaces_on_key and write.inserts is not None and write.inserts.num_rows:
             inserted_keys = _keys(write.inserts, schema.key_columns)
             deleting = set(deleted_ids)
-            if schema.sequence is None:
-                last = {key: index for index, key in enumerate(inserted_keys)}
-                chosen = sorted(last.values())
-            else:
+            sequences, held = None, {}
+            if schema.sequence is not None:
                 sequences = write.inserts.column(schema.sequence).to_pylist()
-                chosen = newest_rows(inserted_keys, sequences, state, deleting)
+                held = state.held_sequences(inserted_keys, deleting)
+            chosen = staying_rows(inserted_keys, sequences, held)
             if len(chosen) != len(inserted_keys):
                 kept_rows = chosen
                 inserted_keys = [inserted_keys[index] for index in kept_rows]
@@ -242,22 +250,6 @@ def _stored(schema: TableSchema, rows: pa.Table, partitions: pa.Array | None) ->
         rows = rows.add_column(1, _PARTITION_ID_FIELD, placed)
         hidden.append(_PARTITION_ID_FIELD)
     return adapted(rows, schema, hidden, stored=True)
-
-
-def newest_rows(
-    keys: list[tuple], sequences: list, state: TableWriteState, deleting: set[int]
-) -> list[int]:
-    """Of rows written to a table with a sequence column, the ones that stay (their indexes,
-    ascending): per key the row of the largest sequence value (newest_of_each_key), unless the
-    row holding the key has a larger one (and this write does not delete it)."""
-    kept = []
-    for key, index in newest_of_each_key(keys, sequences).items():
-        holder = state.keys.get(key)
-        if holder is not None and holder[0] not in deleting:
-            if sequence_before(sequences[index], state.sequences.get(key)):
-                continue
-        kept.append(index)
-    return sorted(kept)
 
 
 def _keys(table: pa.Table, key_columns: tuple[str, ...]) -> list[tuple]:

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from be.load.options import DELETE_SIGN, MERGE_TYPES
 from metadata.records import KeyModel, Table
 
-DELETE_SIGN = "__DORIS_DELETE_SIGN__"
-MERGE_TYPES = ("APPEND", "DELETE", "MERGE")
 IGNORED = ("", "false", "0", "none", "upsert", "upsert_only")  # what the unkept headers may say
 UNKEPT = {  # header -> what it asks, for its refusal
     "partial_columns": "partial column updates",

@@ -17,20 +17,18 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from be.tn.loads import ABORTED
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
 from fe.security import privileges
 from fe.sql import statements as st
 from fe.statements import labelled_jobs
-from fe.statements.labelled_jobs import sql_name, sql_text
+from fe.statements.labelled_jobs import sql_name, sql_partitions, sql_properties
 from fe.statements.names import resolve_database, resolve_table
-from fe.statements.table_functions import S3_ALIASES, S3_FORMATS
+from fe.statements.table_functions import S3_ALIASES, S3_FORMATS, S3_STORE_PROPERTIES
 
 DEFAULT_TIMEOUT_SECONDS = 4 * 3600  # Doris's broker load timeout
 DEFAULT_SEPARATOR = "\t"  # Doris's column separator of a CSV load
-SOURCE_KEYS = frozenset(
-    {"s3.endpoint", "s3.region", "s3.access_key", "s3.secret_key", "use_path_style"}
-)
 IGNORED_SOURCE_KEYS = frozenset({"provider"})  # Doris's name of the store's kind: S3 here
 LOADING = "LOADING"
 
@@ -59,7 +57,7 @@ async def load(session, statement: st.BrokerLoad) -> Result:
 def _label_taken(session, db: str, label: str) -> bool:
     plane = session.services.data_plane
     records = plane.load_records(db) if plane is not None else []
-    return any(record.label == label and record.state != "ABORTED" for record in records)
+    return any(record.label == label and record.state != ABORTED for record in records)
 
 
 async def cancel(session, statement: st.CancelLoad) -> Result:
@@ -92,7 +90,7 @@ def s3_source(properties: tuple[tuple[str, str], ...]) -> dict[str, str]:
         name = S3_ALIASES.get(key.lower(), key.lower())
         if name in IGNORED_SOURCE_KEYS:
             continue
-        if name not in SOURCE_KEYS:
+        if name not in S3_STORE_PROPERTIES:
             raise QueryError(1105, f"Unknown S3 property: {key}")
         source[name] = value
     return source
@@ -126,17 +124,11 @@ def _insert(data: st.LoadData, path: str, db: str, source: dict[str, str], sessi
     properties = {"uri": path, "format": file_format, **source}
     if file_format == "csv":
         properties["column_separator"] = data.separator or DEFAULT_SEPARATOR
-    arguments = ", ".join(
-        f"{sql_text(key)} = {sql_text(value)}" for key, value in properties.items()
-    )
-    partition = (
-        f" PARTITION ({', '.join(sql_name(p) for p in data.partitions)})" if data.partitions else ""
-    )
     where = f" WHERE {reading(data.where, read)}" if data.where else ""
     return (
-        f"INSERT INTO {sql_name(db)}.{sql_name(table.name)}{partition} "
+        f"INSERT INTO {sql_name(db)}.{sql_name(table.name)}{sql_partitions(data.partitions)} "
         f"({', '.join(sql_name(t) for t in targets)}) SELECT {', '.join(values)} "
-        f"FROM s3({arguments}){where}"
+        f"FROM s3({sql_properties(properties)}){where}"
     )
 
 

@@ -384,14 +384,10 @@ def _with_sequence_column(table: Table) -> Table:
     column = next((c for c in table.columns if c.name.lower() == name.lower()), None)
     if column is None:
         raise QueryError(1105, f"The specified sequence column[{name}] not exists")
-    if not sequence_type_fits(column):
+    if column.type.base not in INTEGER_BITS and column.type.base not in LEAST_TIMES:
         raise QueryError(1105, "Sequence type only support integer types and date types")
     properties[SEQUENCE_COLUMN_PROPERTY] = column.name
     return dataclasses.replace(table, properties=tuple(properties.items()))
-
-
-def sequence_type_fits(column: Column) -> bool:
-    return column.type.base in INTEGER_BITS or column.type.base in LEAST_TIMES
 
 
 def check_replication(properties: dict[str, str]) -> None:

@@ -18,7 +18,7 @@ from fe.security import privileges
 from fe.sql import statements as st
 from fe.statements import labelled_jobs
 from fe.statements.broker_loads import reading, s3_source
-from fe.statements.labelled_jobs import sql_name, sql_text
+from fe.statements.labelled_jobs import sql_name, sql_partitions, sql_properties, sql_text
 from fe.statements.names import resolve_database, resolve_table
 from fe.statements.show import load_time, text_result
 
@@ -68,21 +68,16 @@ def _outfile(statement: st.Export, db: str, table, properties: dict, file_format
         if table.column(name) is None:
             raise QueryError(1054, f"Unknown column '{name}' in '{table.name}'")
     chosen = ", ".join(sql_name(name) for name in columns) if columns else "*"
-    partition = (
-        f" PARTITION ({', '.join(sql_name(p) for p in statement.partitions)})"
-        if statement.partitions
-        else ""
-    )
     where = f" WHERE {reading(statement.where, {})}" if statement.where else ""
     outfile = dict(s3_source(statement.source))
     for name in ("column_separator", "max_file_size"):
         if name in properties:
             outfile[name] = properties[name]
-    written = ", ".join(f"{sql_text(key)} = {sql_text(value)}" for key, value in outfile.items())
+    partition = sql_partitions(statement.partitions)
     return (
         f"SELECT {chosen} FROM {sql_name(db)}.{sql_name(table.name)}{partition}{where} "
         f"INTO OUTFILE {sql_text(statement.path)} FORMAT AS {file_format.upper()} "
-        f"PROPERTIES ({written})"
+        f"PROPERTIES ({sql_properties(outfile)})"
     )
 
 

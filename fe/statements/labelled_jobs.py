@@ -128,5 +128,15 @@ def sql_text(value: str) -> str:
     return exp.Literal.string(value).sql("mysql")
 
 
+def sql_properties(properties: dict[str, str]) -> str:
+    """`"key" = "value", ...` as a job's statements write a function's or a clause's properties."""
+    return ", ".join(f"{sql_text(key)} = {sql_text(value)}" for key, value in properties.items())
+
+
+def sql_partitions(names: tuple[str, ...]) -> str:
+    """` PARTITION (p, ...)` after a table's name, or nothing."""
+    return f" PARTITION ({', '.join(sql_name(name) for name in names)})" if names else ""
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)

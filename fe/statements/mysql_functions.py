@@ -898,20 +898,28 @@ ONE_ARGUMENT_FUNCTIONS = {
 }
 
 
-def _filled(template: exp.Expression, x: exp.Expression, **more: exp.Expression) -> exp.Expression:
+def _filled(
+    template: exp.Expression,
+    x: exp.Expression | None = None,
+    *,
+    per_row: bool = True,
+    **more: exp.Expression,
+) -> exp.Expression:
     """A copy of a DuckDB expression of the columns x (and those named in more) with the values
     given in their places; a value the template reads more than once that is more than a name
-    or a constant is worked out once (_worked_out_once), not copied into each place."""
-    values = {"x": x, **more}
+    or a constant is worked out once (_worked_out_once), not copied into each place. An
+    aggregate's template (per_row False) has each value copied: bound outside the aggregate, a
+    row's value would be read once for the whole group."""
+    values = dict(more) if x is None else {"x": x, **more}
     filled = template.copy()
     uses: dict[str, list[exp.Column]] = {}
     for column in filled.find_all(exp.Column):
-        if column.name in values:
+        if column.name in values and not column.table:
             uses.setdefault(column.name, []).append(column)
     bound = []
     for name, columns in uses.items():
         value = values[name]
-        if len(columns) > 1 and not _cheap(value):
+        if per_row and len(columns) > 1 and not _cheap(value):
             for column in columns:
                 column.replace(exp.column(name))
             bound.append((name, value))
@@ -2115,21 +2123,12 @@ _ANALYTIC_TREES = {
 }
 
 
-def _copied(template: exp.Expression, **values: exp.Expression) -> exp.Expression:
-    """A copy of template with a copy of each value in each place its column is read."""
-    filled = template.copy()
-    for column in list(filled.find_all(exp.Column)):
-        if not column.table and column.name in values:
-            column.replace(values[column.name].copy())
-    return filled
-
-
 def _analytic_aggregate(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
     arguments = _arguments(node)
     tree = _ANALYTIC_TREES.get((_name(node), len(arguments)))
     if tree is None:
         raise _no_such_function(node)
-    return _copied(tree, **dict(zip(("x", "y", "z"), arguments, strict=False)))
+    return _filled(tree, per_row=False, **dict(zip(("x", "y", "z"), arguments, strict=False)))
 
 
 MOST_CONDITIONS = 32  # Doris's RETENTION and WINDOW_FUNNEL take at most 32 conditions
@@ -2190,8 +2189,9 @@ def _window_funnel(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
     micros = exp.Mul(
         this=exp.cast(window, exp.DataType.Type.BIGINT), expression=exp.Literal.number(1_000_000)
     )
-    return _copied(
+    return _filled(
         _funnel_tree(len(conditions)),
+        per_row=False,
         t=_function("epoch_us", exp.cast(_timestamp(stamp), exp.DataType.Type.TIMESTAMP)),
         c=exp.Array(expressions=conditions),
         w=exp.paren(micros),

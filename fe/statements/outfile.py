@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import itertools
 import re
 import secrets
 
@@ -81,14 +82,19 @@ def _max_file_size(text: str | None) -> int:
 
 
 def _files(written, row_count: int, most: int) -> list[bytes]:
-    """The rows written as files of at most `most` bytes each (a file of one row may be
-    larger): halved until each fits."""
+    """The rows written as files of at most `most` bytes each (a file of one row may be larger):
+    the whole, or as many even parts of its rows as its size asks, each split again if it
+    still does not fit."""
     data = written(0, row_count)
     if len(data) <= most or row_count <= 1:
         return [data]
-    middle = row_count // 2
-    later = lambda start, end: written(middle + start, middle + end)  # noqa: E731
-    return _files(written, middle, most) + _files(later, row_count - middle, most)
+    parts = min(row_count, -(-len(data) // most))
+    bounds = [row_count * part // parts for part in range(parts + 1)]
+    files = []
+    for start, end in itertools.pairwise(bounds):
+        part = lambda first, last, start=start: written(start + first, start + last)  # noqa: E731
+        files += _files(part, end - start, most)
+    return files
 
 
 def _columns():

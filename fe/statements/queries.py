@@ -500,14 +500,11 @@ async def run_in_engine(
         _drop_constant_order(expression)
         _name_derived_columns(expression)
         records = {id(table): record for table, _, record in _resolved(expression, session, read)}
-        texts = {name for name, made in plan.lists if _read_as_text(made)}
-
-        def columns_of(table: exp.Table):
-            if table.name in texts:
-                return table_functions.CsvColumns()
-            return _column_types(records.get(id(table)))
-
-        coercions.typed_columns(expression, columns_of)
+        listed = {name: table_functions.column_types(made) for name, made in plan.lists}
+        coercions.typed_columns(
+            expression,
+            lambda table: listed.get(table.name) or _column_types(records.get(id(table))),
+        )
         expression = mysql_functions.rewritten(coercions.coerced(expression), time)
         tables: dict[str, str] = {}
         data: dict[str, tuple] = {}
@@ -1058,10 +1055,6 @@ def _catalog_table(table: exp.Table, db: str, session, read) -> Table:
             raise
         view_db, view = by_view
         raise views.invalid(view_db or session.database or "", view) from None
-
-
-def _read_as_text(made) -> bool:
-    return isinstance(made, table_functions.ObjectFiles) and made.format == "csv"
 
 
 def _column_types(record: Table | None) -> dict | None:

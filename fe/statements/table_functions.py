@@ -76,10 +76,10 @@ def _properties(function: exp.Anonymous, known: frozenset[str], kind: str) -> di
 
 # -- s3(...): objects of an S3-compatible store ------------------------------------------------
 
-S3_PROPERTIES = frozenset(
-    {"uri", "format", "s3.endpoint", "s3.region", "s3.access_key", "s3.secret_key",
-     "column_separator", "read_json_by_line", "use_path_style"}
-)  # fmt: skip
+S3_STORE_PROPERTIES = frozenset(  # where the store is and how to reach it
+    {"s3.endpoint", "s3.region", "s3.access_key", "s3.secret_key", "use_path_style"}
+)
+S3_PROPERTIES = S3_STORE_PROPERTIES | {"uri", "format", "column_separator", "read_json_by_line"}
 S3_ALIASES = {
     "aws_endpoint": "s3.endpoint",
     "aws_region": "s3.region",
@@ -136,6 +136,13 @@ class CsvColumns:
 
     def get(self, name: str):
         return self.TEXT if name in self else None
+
+
+def column_types(made: pa.Table | ObjectFiles) -> CsvColumns | None:
+    """A table function's columns' types for typing its reads, where known before it is read:
+    an s3(...) CSV's (all text)."""
+    csv = isinstance(made, ObjectFiles) and made.format == "csv"
+    return CsvColumns() if csv else None
 
 
 @dataclass(frozen=True)

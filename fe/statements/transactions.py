@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from be.cn.bounds import ColumnBound
 from be.cn.table_state import merged
 from be.logtail.entries import ROW_ID
-from be.table_schema import TableSchema, newest_of_each_key, sequence_before
+from be.table_schema import TableSchema, staying_rows
 from be.tn.loads import INSERT as INSERT_LOAD
 from be.tn.loads import LoadClaim
 from be.tn.write_set import TableWrite
@@ -365,9 +365,8 @@ def _last_of_each_key(rows: pa.Table, key_columns: tuple[str, ...]) -> pa.Table:
 def _outranking(
     rows: pa.Table, pending: PendingWrite, committed: pa.Table | None, schema: TableSchema
 ) -> pa.Table:
-    """Of rows written to a table with a sequence column, those that stay: per key the newest
-    (newest_of_each_key), unless the row it would replace (the transaction's own, else the
-    committed one it has not deleted) has a larger sequence value."""
+    """Of rows written to a table with a sequence column, those that stay (staying_rows): the rows
+    they would replace are the transaction's own, else the committed ones it has not deleted."""
     keys, sequence = schema.key_columns, schema.sequence
     held: dict[tuple, object] = {}
     if committed is not None and committed.num_rows:
@@ -379,13 +378,8 @@ def _outranking(
         )
     own = pending.inserts
     held.update(zip(_keys_of(own, keys), own.column(sequence).to_pylist(), strict=True))
-    values = rows.column(sequence).to_pylist()
-    kept = [
-        index
-        for key, index in newest_of_each_key(_keys_of(rows, keys), values).items()
-        if key not in held or not sequence_before(values[index], held[key])
-    ]
-    return rows if len(kept) == rows.num_rows else rows.take(pa.array(sorted(kept), pa.int64()))
+    kept = staying_rows(_keys_of(rows, keys), rows.column(sequence).to_pylist(), held)
+    return rows if len(kept) == rows.num_rows else rows.take(pa.array(kept, pa.int64()))
 
 
 def _with_replaced(

@@ -209,7 +209,7 @@ FE_KEYS = (
         "kill_forward_timeout_second",
         10,
         mutable=True,
-        comment="Seconds a KILL waits for the frontend that owns the connection to answer.",
+        comment="Seconds a KILL, or ADMIN SET ALL FRONTENDS CONFIG, waits for another frontend to answer.",
     ),
     Key(
         "statement_cache_size",

@@ -4,18 +4,12 @@ KILL of an id another FE owns is sent to that FE."""
 
 from __future__ import annotations
 
-import asyncio
-
-import requests
-
-from fe.cluster.frontend_messages import KillAnswer, KillRequest, MessageError
 from fe.mysql.errors import QueryError
 from metadata.catalog import Catalog
 from metadata.records import CONNECTION_PREFIXES, Frontend
 
 COUNTER_BITS = 24
 assert CONNECTION_PREFIXES == 1 << (32 - COUNTER_BITS)
-KILL_PATH = "/api/kill"
 
 
 def frontend_prefix(catalog: Catalog, name: str) -> int:
@@ -37,24 +31,3 @@ def kill_here(front, connection_id: int, query_only: bool, user: str, is_admin: 
     if target.user != user and not is_admin:
         raise QueryError(1095, f"You are not owner of thread {connection_id}")
     front.kill(connection_id, query_only)
-
-
-async def kill_on(owner: Frontend, token: str, request: KillRequest, timeout: float) -> None:
-    """KILL on the FE that owns the connection; its refusal is raised as this FE's."""
-    url = f"http://{owner.host}:{owner.http_port}{KILL_PATH}"
-
-    def post() -> KillAnswer:
-        response = requests.post(
-            url, json=request.to_json(), headers={"X-Quire-Token": token}, timeout=timeout
-        )
-        response.raise_for_status()
-        return KillAnswer.from_bytes(response.content)
-
-    try:
-        answer = await asyncio.to_thread(post)
-    except (requests.RequestException, MessageError) as error:
-        raise QueryError(
-            1105, f"Could not reach frontend {owner.name} that owns the connection: {error}"
-        ) from None
-    if answer.code:
-        raise QueryError(answer.code, answer.message)

@@ -1,5 +1,6 @@
 """What frontends send each other over HTTP: a forwarded statement and its answer, a KILL of a
-connection another FE owns and its answer, a joined FE's port report.
+connection another FE owns, a configuration change for every FE, their answer, a joined FE's port
+report.
 
 Each message is a JSON object with a "version" and exactly its fields, each of one type; the
 receiver refuses any other shape with MessageError (a 400), as the journal codec refuses a
@@ -119,8 +120,17 @@ class KillRequest(_Message):
 
 
 @dataclass(frozen=True)
-class KillAnswer(_Message):
-    code: int = 0  # 0: killed; else the MySQL error the owner answered
+class ConfigRequest(_Message):
+    """ADMIN SET ALL FRONTENDS CONFIG's settings (name -> value as written), for one other FE."""
+
+    settings: dict[str, object]
+
+
+@dataclass(frozen=True)
+class PeerAnswer(_Message):
+    """Another FE's answer to a KillRequest or a ConfigRequest."""
+
+    code: int = 0  # 0: done; else the MySQL error that FE answered
     message: str = ""
 
 

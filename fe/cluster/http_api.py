@@ -18,21 +18,23 @@ from be.load.auto_partitions import AUTO_PARTITIONS_PATH
 from be.spark.write_protocol import is_spark_write
 from be.table_schema import TableSchema
 from fe.cluster.checkpoints import Checkpointer
-from fe.cluster.connection_ids import KILL_PATH, kill_here
+from fe.cluster.connection_ids import kill_here
 from fe.cluster.forwarding import FORWARD_PATH
 from fe.cluster.frontend_messages import (
     MAX_MESSAGE_BYTES,
+    ConfigRequest,
     ForwardAnswer,
     ForwardOutcome,
     ForwardRequest,
-    KillAnswer,
     KillRequest,
     MessageError,
+    PeerAnswer,
     PortsReport,
 )
 from fe.cluster.http_logins import basic_auth_login
 from fe.cluster.membership import record_ports
 from fe.cluster.metrics import Metrics
+from fe.cluster.peers import CONFIG_PATH, KILL_PATH
 from fe.cluster.read_plans import READ_PLAN_PATH, ReadPlans, is_read_plan
 from fe.cluster.spark_writes import SparkWrites
 from fe.cluster.startup import ThisFrontend
@@ -46,6 +48,7 @@ from fe.security import privileges
 from fe.security.lockout import LoginTracker
 from fe.session import QuireSession
 from fe.statements import auto_partitions
+from fe.statements.admin import set_config_here
 from fe.statements.statement_kinds import kind_of
 from image.images import ImageStore
 from metadata.catalog import Catalog
@@ -110,6 +113,7 @@ class HttpApi:
                 web.post(AUTO_PARTITIONS_PATH, self.auto_partitions),
                 web.post("/api/frontend_ports", self.frontend_ports),
                 web.post(KILL_PATH, self.kill),
+                web.post(CONFIG_PATH, self.set_config),
                 *(stream_loads.routes() if stream_loads is not None else ()),
                 web.post(READ_PLAN_PATH, self.read_plans.handle),
                 *(spark_writes.routes() if spark_writes is not None else ()),
@@ -159,7 +163,13 @@ class HttpApi:
         token = request.headers.get("X-Quire-Token")
         if token is not None and hmac.compare_digest(token, self.this.token):
             return await handler(request)
-        if request.path in (FORWARD_PATH, AUTO_PARTITIONS_PATH, "/api/frontend_ports", KILL_PATH):
+        if request.path in (
+            FORWARD_PATH,
+            AUTO_PARTITIONS_PATH,
+            "/api/frontend_ports",
+            KILL_PATH,
+            CONFIG_PATH,
+        ):
             return web.json_response(
                 {"code": 401, "msg": "only FEs of this cluster forward statements"}, status=401
             )
@@ -357,8 +367,18 @@ class HttpApi:
         try:
             kill_here(self.front, kill.connection_id, kill.query_only, kill.user, kill.is_admin)
         except QueryError as error:
-            return web.json_response(KillAnswer(error.code, error.message).to_json())
-        return web.json_response(KillAnswer().to_json())
+            return web.json_response(PeerAnswer(error.code, error.message).to_json())
+        return web.json_response(PeerAnswer().to_json())
+
+    async def set_config(self, request: web.Request) -> web.Response:
+        """Another FE's ADMIN SET ALL FRONTENDS CONFIG, for this FE."""
+        change = ConfigRequest.from_bytes(await request.read())
+        settings = tuple((name, str(value)) for name, value in change.settings.items())
+        try:
+            set_config_here(self.new_session().services, settings)
+        except QueryError as error:
+            return web.json_response(PeerAnswer(error.code, error.message).to_json())
+        return web.json_response(PeerAnswer().to_json())
 
     async def frontend_ports(self, request: web.Request) -> web.Response:
         report = PortsReport.from_bytes(await request.read())

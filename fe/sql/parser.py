@@ -2239,7 +2239,10 @@ class Grammar:
         if self.accept("SHOW", "FRONTEND", "CONFIG"):
             return st.AdminShowConfig(self.like())
         if self.accept("SET", "FRONTEND", "CONFIG"):
-            return st.AdminSetConfig(self.properties())
+            settings = self.properties()
+            return st.AdminSetConfig(settings, all_frontends=self.accept("ALL"))
+        if self.accept("SET", "ALL", "FRONTENDS", "CONFIG"):
+            return st.AdminSetConfig(self.properties(), all_frontends=True)
         if self.accept("CHECKPOINT"):
             return st.AdminCheckpoint()
         if self.accept("SHOW", "REPLICA"):

@@ -548,6 +548,7 @@ class AdminShowConfig:
 @dataclass(frozen=True)
 class AdminSetConfig:
     settings: tuple[tuple[str, str], ...] = field(default=())
+    all_frontends: bool = False  # ADMIN SET ALL FRONTENDS CONFIG: every FE of the cluster
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ import asyncio
 from be.config import ConfigError
 from be.service.errors import NotAuthenticated, ServiceError
 from be.service.format import Role
-from fe.cluster import connection_ids
+from fe.cluster import connection_ids, peers
 from fe.cluster.backends import ROLE_PROPERTY, backend_role
-from fe.cluster.frontend_messages import KillRequest
+from fe.cluster.frontend_messages import ConfigRequest, KillRequest
 from fe.cluster.startup import frontend_name
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
@@ -111,7 +111,7 @@ async def kill(session, statement: st.Kill) -> Result:
     else:
         request = KillRequest(statement.connection_id, statement.query_only, user, is_admin)
         timeout = services.config["kill_forward_timeout_second"]
-        await connection_ids.kill_on(owner, services.this.token, request, timeout)
+        await peers.ask_frontend(owner, peers.KILL_PATH, services.this.token, request, timeout)
     return Result()
 
 
@@ -136,13 +136,29 @@ async def show_config(session, statement: st.AdminShowConfig) -> Result:
 
 
 async def set_config(session, statement: st.AdminSetConfig) -> Result:
+    """ADMIN SET [ALL FRONTENDS | FRONTEND] CONFIG: this FE's settings, then (ALL) every other
+    FE's, each told over HTTP; not persisted, as in Doris (the conf file is read at start)."""
     session.require_admin()
-    for name, value in statement.settings:
+    set_config_here(session.services, statement.settings)
+    if statement.all_frontends:
+        services = session.services
+        request = ConfigRequest(dict(statement.settings))
+        timeout = services.config["kill_forward_timeout_second"]
+        with session.catalog.lock:
+            others = [f for f in session.catalog.frontends.values() if f.name != services.this.name]
+        for frontend in others:
+            await peers.ask_frontend(
+                frontend, peers.CONFIG_PATH, services.this.token, request, timeout
+            )
+    return Result()
+
+
+def set_config_here(services, settings) -> None:
+    for name, value in settings:
         try:
-            session.services.set_config(name, value)
+            services.set_config(name, value)
         except ConfigError as error:
             raise QueryError(1105, str(error)) from None
-    return Result()
 
 
 async def checkpoint(session, statement: st.AdminCheckpoint) -> Result:

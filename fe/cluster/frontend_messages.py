@@ -24,7 +24,7 @@ class MessageError(ValueError):
     """A body that is not a message of this version."""
 
 
-class _Message:
+class Message:
     """A dataclass whose fields are str, int, bool, str | None or dict[str, object]."""
 
     def to_json(self) -> dict[str, Any]:
@@ -75,7 +75,7 @@ def _has_type(value: Any, declared: str) -> bool:
 
 
 @dataclass(frozen=True)
-class ForwardRequest(_Message):
+class ForwardRequest(Message):
     """A statement a non-leader sends the leader, with the session's context. The request id
     goes into the statement's journal entry: a second try of it is answered, not run."""
 
@@ -98,7 +98,7 @@ class ForwardOutcome(StrEnum):
 
 
 @dataclass(frozen=True)
-class ForwardAnswer(_Message):
+class ForwardAnswer(Message):
     outcome: str
     journal_id: int = 0
     affected_rows: int = 0
@@ -112,7 +112,7 @@ class ForwardAnswer(_Message):
 
 
 @dataclass(frozen=True)
-class KillRequest(_Message):
+class KillRequest(Message):
     connection_id: int
     query_only: bool
     user: str
@@ -120,14 +120,14 @@ class KillRequest(_Message):
 
 
 @dataclass(frozen=True)
-class ConfigRequest(_Message):
+class ConfigRequest(Message):
     """ADMIN SET ALL FRONTENDS CONFIG's settings (name -> value as written), for one other FE."""
 
     settings: dict[str, object]
 
 
 @dataclass(frozen=True)
-class PeerAnswer(_Message):
+class PeerAnswer(Message):
     """Another FE's answer to a KillRequest or a ConfigRequest."""
 
     code: int = 0  # 0: done; else the MySQL error that FE answered
@@ -135,7 +135,7 @@ class PeerAnswer(_Message):
 
 
 @dataclass(frozen=True)
-class PortsReport(_Message):
+class PortsReport(Message):
     """A joined FE tells the leader its HTTP and query ports, to be journaled."""
 
     name: str

@@ -8,7 +8,7 @@ import asyncio
 
 import requests
 
-from fe.cluster.frontend_messages import MessageError, PeerAnswer, _Message
+from fe.cluster.frontend_messages import MessageError, PeerAnswer, Message
 from fe.mysql.errors import QueryError
 from metadata.records import Frontend
 
@@ -17,7 +17,7 @@ CONFIG_PATH = "/api/set_config"
 
 
 async def ask_frontend(
-    frontend: Frontend, path: str, token: str, message: _Message, timeout: float
+    frontend: Frontend, path: str, token: str, message: Message, timeout: float
 ) -> None:
     """Post message to frontend's path; raise its refusal as this FE's QueryError."""
     url = f"http://{frontend.host}:{frontend.http_port}{path}"

@@ -8,7 +8,7 @@ import asyncio
 
 import requests
 
-from fe.cluster.frontend_messages import MessageError, PeerAnswer, Message
+from fe.cluster.frontend_messages import Message, MessageError, PeerAnswer
 from fe.mysql.errors import QueryError
 from metadata.records import Frontend
 

@@ -230,3 +230,25 @@ def test_cancel_load_stops_a_running_load_and_writes_nothing(db, store):
     assert row[2] == "CANCELLED" and "user cancel" in row[7], row
     assert run(db, "SELECT COUNT(*) FROM orders") == before
     assert error_of(db, "CANCEL LOAD WHERE LABEL = 'big_one'")[0] == 1105  # no longer running
+
+
+def test_a_cancel_once_the_commit_began_is_refused_and_the_load_lands_whole(quire, db, store):
+    filesystem = moto_filesystem(store)
+    with filesystem.open_output_stream(f"{BUCKET}/whole/orders.csv") as out:
+        out.write("".join(f"{n},name{n},{n % 1000}\n" for n in range(1000, 21_000)).encode())
+    before = run(db, "SELECT COUNT(*) FROM orders")[0][0]
+    run(
+        db,
+        f"""LOAD LABEL whole_one (DATA INFILE ("s3://{BUCKET}/whole/orders.csv") INTO TABLE
+            orders COLUMNS TERMINATED BY "," (id, name, amount)) {with_s3(store)}""",
+    )
+    wait_until(
+        lambda: "job loading.whole_one committing" in quire.log_file.read_text(),
+        60,
+        "the load's commit to begin",
+    )
+    code, message = error_of(db, "CANCEL LOAD WHERE LABEL = 'whole_one'")
+    assert code == 1105 and ("committing" in message or "finished" in message), message
+    row = finished(db, "whole_one")
+    assert row[2] == "FINISHED", row
+    assert run(db, "SELECT COUNT(*) FROM orders")[0][0] == before + 20_000

@@ -44,13 +44,13 @@ async def load(session, statement: st.BrokerLoad) -> Result:
         session, database.name, statement.label
     ):
         raise QueryError(1105, f"Label [{statement.label}] has already been used.")
-    statements = load_statements(statement, database.name, session)
+    *statements, commit = load_statements(statement, database.name, session)
     for sql in statements:  # a SET or WHERE that is no expression: 1064 now, not in the job
         await session.parse(sql)
     timeout = labelled_jobs.timeout_of(dict(statement.properties), DEFAULT_TIMEOUT_SECONDS)
     tables = [data.table for data in statement.data]
     job = loads.new(database.name, statement.label, session.username or "", tables, timeout)
-    labelled_jobs.start(job, session, statements, LOADING)
+    labelled_jobs.start(job, session, statements, LOADING, commit)
     return Result()
 
 

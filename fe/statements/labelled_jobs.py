@@ -34,6 +34,7 @@ class LabelledJob:
     started_ms: int = 0
     finished_ms: int = 0
     message: str = ""
+    committing: bool = False  # its last statement, a COMMIT, runs: it ends as that does
     answer: Result | None = field(default=None, repr=False)  # its last statement's
     details: dict = field(default_factory=dict)  # what its kind shows of it
     task: asyncio.Task | None = field(default=None, repr=False)
@@ -72,27 +73,44 @@ class LabelledJobs:
         return None if job is None or job.finished else job
 
 
-def start(job: LabelledJob, session, statements: list[str], running_state: str) -> None:
+def start(
+    job: LabelledJob, session, statements: list[str], running_state: str, commit: str | None = None
+) -> None:
     """The job's statements run in order, as session's user in its database, on the event
-    loop's time; the job is CANCELLED at the first that fails, at its timeout or when cancelled."""
+    loop's time; the job is CANCELLED at the first that fails, at its timeout or when cancelled.
+    commit: a last statement that commits what they wrote: once begun, neither the timeout nor
+    a cancel stops it, so that a job CANCELLED wrote nothing and one FINISHED all."""
     runner = type(session)(session.services)
     runner.username, runner.user_host = session.username, session.user_host
     runner.database = job.db
     runner.recorded = False
-    job.task = asyncio.get_running_loop().create_task(_run(job, runner, statements, running_state))
+    job.task = asyncio.get_running_loop().create_task(
+        _run(job, runner, statements, running_state, commit)
+    )
 
 
 def cancel(job: LabelledJob) -> None:
+    """Stops the job; 1105 if it is committing (its commit lands or fails on its own)."""
+    if job.committing:
+        raise QueryError(
+            1105, f"Load job [{job.label}] is committing its transaction and cannot be cancelled"
+        )
     if job.task is not None:
         job.task.cancel()
 
 
-async def _run(job: LabelledJob, session, statements: list[str], running_state: str) -> None:
+async def _run(
+    job: LabelledJob, session, statements: list[str], running_state: str, commit: str | None
+) -> None:
     job.state, job.started_ms = running_state, _now_ms()
     try:
         async with asyncio.timeout(job.timeout_seconds):
             for sql in statements:
                 job.answer = await session.handle_query(sql, {})
+            job.committing = commit is not None
+        if commit is not None:
+            logger.info("job %s.%s committing", job.db, job.label)
+            job.answer = await session.handle_query(commit, {})
         job.state = FINISHED
         logger.info("job %s.%s finished", job.db, job.label)
     except TimeoutError:
@@ -105,6 +123,7 @@ async def _run(job: LabelledJob, session, statements: list[str], running_state: 
         logger.exception("job %s.%s failed", job.db, job.label)
         job.state, job.message = CANCELLED, f"internal error: {type(error).__name__}"
     finally:
+        job.committing = False
         session.transaction = None  # what it had not committed is dropped
         job.finished_ms = _now_ms()
     if job.state == CANCELLED:

@@ -252,3 +252,50 @@ def test_a_cancel_once_the_commit_began_is_refused_and_the_load_lands_whole(quir
     row = finished(db, "whole_one")
     assert row[2] == "FINISHED", row
     assert run(db, "SELECT COUNT(*) FROM orders")[0][0] == before + 20_000
+
+
+def test_max_filter_ratio_lets_a_share_of_bad_rows_be_filtered(quire, db, store):
+    filesystem = moto_filesystem(store)
+    lines = [f"{n},ok{n},{n}" for n in range(500, 509)] + ["509,bad,not a number"]
+    with filesystem.open_output_stream(f"{BUCKET}/ratio/orders.csv") as out:
+        out.write(("\n".join(lines) + "\n").encode())
+    run(db, "CREATE TABLE ratio (id INT, name VARCHAR(10), amount INT, doubled INT) "
+            "DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 1")  # fmt: skip
+
+    def load(label: str, properties: str) -> None:
+        run(
+            db,
+            f"""LOAD LABEL {label} (DATA INFILE ("s3://{BUCKET}/ratio/orders.csv") INTO TABLE
+                ratio COLUMNS TERMINATED BY "," (id, name, amount)
+                SET (doubled = hour(from_unixtime(0)))) {with_s3(store)}
+                PROPERTIES ({properties})""",
+        )
+
+    load("too_strict", '"max_filter_ratio" = "0.05"')
+    row = finished(db, "too_strict")
+    assert row[2] == "CANCELLED" and "too many filtered" in row[7], row
+    assert "max_filter_ratio:0.05" in row[6], row
+    assert run(db, "SELECT COUNT(*) FROM ratio") == ((0,),)
+
+    load("lenient", '"max_filter_ratio" = "0.2", "timezone" = "Asia/Shanghai", "timeout" = "600"')
+    row = finished(db, "lenient")
+    assert row[2] == "FINISHED", row
+    assert "timeout(s):600; max_filter_ratio:0.2" in row[6], row
+    assert "dpp.abnorm.ALL=1; dpp.norm.ALL=9" in row[5], row
+    assert run(db, "SELECT COUNT(*), MIN(doubled), MAX(doubled) FROM ratio") == ((9, 8, 8),)
+
+    for properties, code, words in (
+        ('"max_filter_ratio" = "2"', 1105, "max_filter_ratio must be between"),
+        ('"max_filter_ratio" = "x"', 1105, "max_filter_ratio must be between"),
+        ('"no_such_thing" = "1"', 1105, "no_such_thing is invalid property"),
+        ('"strict_mode" = "false"', 1235, "strict_mode"),
+    ):
+        statement = (
+            f'LOAD LABEL refused (DATA INFILE ("s3://{BUCKET}/ratio/orders.csv") INTO TABLE ratio) '
+            f"{with_s3(store)} PROPERTIES ({properties})"
+        )
+        assert error_of(db, statement)[:1] == (code,), properties
+        assert words in error_of(db, statement)[1]
+        done = mariadb(quire, "--batch", "loading", "-e", statement)
+        assert f"ERROR {code}" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert run(db, "SHOW LOAD WHERE LABEL = 'refused'") == ()

@@ -23,7 +23,7 @@ from fe.mysql.results import Result
 from fe.security import privileges
 from fe.sql import statements as st
 from fe.statements import labelled_jobs
-from fe.statements.labelled_jobs import sql_name, sql_partitions, sql_properties
+from fe.statements.labelled_jobs import sql_name, sql_partitions, sql_properties, sql_text
 from fe.statements.names import resolve_database, resolve_table
 from fe.statements.table_functions import S3_ALIASES, S3_FORMATS, S3_STORE_PROPERTIES
 
@@ -31,6 +31,11 @@ DEFAULT_TIMEOUT_SECONDS = 4 * 3600  # Doris's broker load timeout
 DEFAULT_SEPARATOR = "\t"  # Doris's column separator of a CSV load
 IGNORED_SOURCE_KEYS = frozenset({"provider"})  # Doris's name of the store's kind: S3 here
 LOADING = "LOADING"
+HONOURED_PROPERTIES = frozenset({"timeout", "max_filter_ratio", "timezone", "strict_mode"})
+HINT_PROPERTIES = frozenset({  # Doris's tuning of its own executors: nothing to tune here
+    "exec_mem_limit", "load_parallelism", "send_batch_parallelism", "load_to_single_tablet",
+    "priority",
+})  # fmt: skip
 
 
 async def load(session, statement: st.BrokerLoad) -> Result:
@@ -44,14 +49,57 @@ async def load(session, statement: st.BrokerLoad) -> Result:
         session, database.name, statement.label
     ):
         raise QueryError(1105, f"Label [{statement.label}] has already been used.")
+    properties = load_properties(statement.properties)
     *statements, commit = load_statements(statement, database.name, session)
+    statements = [*_settings(properties), *statements]
     for sql in statements:  # a SET or WHERE that is no expression: 1064 now, not in the job
         await session.parse(sql)
-    timeout = labelled_jobs.timeout_of(dict(statement.properties), DEFAULT_TIMEOUT_SECONDS)
+    timeout = labelled_jobs.timeout_of(properties, DEFAULT_TIMEOUT_SECONDS)
     tables = [data.table for data in statement.data]
     job = loads.new(database.name, statement.label, session.username or "", tables, timeout)
+    job.details["max_filter_ratio"] = float(properties.get("max_filter_ratio", "0"))
     labelled_jobs.start(job, session, statements, LOADING, commit)
     return Result()
+
+
+def load_properties(given: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """PROPERTIES (...) checked: Doris's names, the ones Quire honours with values it takes."""
+    properties = {key.lower(): value for key, value in given}
+    for key, value in properties.items():
+        if key in HINT_PROPERTIES:
+            continue
+        if key not in HONOURED_PROPERTIES:
+            raise QueryError(1105, f"{key} is invalid property")
+        if key == "max_filter_ratio" and not _ratio(value):
+            raise QueryError(1105, "max_filter_ratio must be between 0.0 and 1.0.")
+        if key == "strict_mode" and value.lower() not in ("true", "false"):
+            raise QueryError(1105, "strict_mode is not a boolean")
+        if key == "strict_mode" and value.lower() == "false":
+            raise QueryError(
+                1235,
+                "This version of Quire doesn't yet support 'strict_mode' = 'false' in LOAD "
+                "(a value that does not convert filters its row; max_filter_ratio allows some)",
+            )
+    return properties
+
+
+def _ratio(text: str) -> bool:
+    try:
+        return 0.0 <= float(text) <= 1.0
+    except ValueError:
+        return False
+
+
+def _settings(properties: dict[str, str]) -> list[str]:
+    """The job session's variables for the properties: rows that do not convert filtered up to
+    max_filter_ratio of each object's (Doris's ratio is of the whole load's), the time zone."""
+    settings = []
+    ratio = float(properties.get("max_filter_ratio", "0"))
+    if ratio > 0:
+        settings += ["SET enable_insert_strict = false", f"SET insert_max_filter_ratio = {ratio!r}"]
+    if "timezone" in properties:
+        settings.append(f"SET time_zone = {sql_text(properties['timezone'])}")
+    return settings
 
 
 def _label_taken(session, db: str, label: str) -> bool:

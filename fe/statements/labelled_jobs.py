@@ -34,6 +34,7 @@ class LabelledJob:
     started_ms: int = 0
     finished_ms: int = 0
     message: str = ""
+    warnings: int = 0  # its statements' (an INSERT's: the rows it filtered)
     committing: bool = False  # its last statement, a COMMIT, runs: it ends as that does
     answer: Result | None = field(default=None, repr=False)  # its last statement's
     details: dict = field(default_factory=dict)  # what its kind shows of it
@@ -107,6 +108,7 @@ async def _run(
         async with asyncio.timeout(job.timeout_seconds):
             for sql in statements:
                 job.answer = await session.handle_query(sql, {})
+                job.warnings += job.answer.warnings
             job.committing = commit is not None
         if commit is not None:
             logger.info("job %s.%s committing", job.db, job.label)

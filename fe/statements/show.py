@@ -773,8 +773,10 @@ def _loads(session, statement: st.Show) -> Result:
     shown = [r for r in shown if r.label not in running]
     rows = []
     for r in shown:
-        load_type = "BROKER" if r.label in jobs else LOAD_TYPES.get(r.source, "STREAM_LOAD")
-        etl = (f"unselected.rows={r.unselected_rows}; dpp.abnorm.ALL={r.filtered_rows}; "
+        job = jobs.get(r.label)
+        load_type = "BROKER" if job is not None else LOAD_TYPES.get(r.source, "STREAM_LOAD")
+        filtered = r.filtered_rows if job is None else job.warnings  # its INSERTs filtered
+        etl = (f"unselected.rows={r.unselected_rows}; dpp.abnorm.ALL={filtered}; "
                f"dpp.norm.ALL={r.loaded_rows}")  # fmt: skip
         details = json.dumps({"LoadBytes": r.load_bytes, "TotalRows": r.total_rows,
                               "TwoPhaseCommit": r.two_phase, "Table": r.table,
@@ -783,7 +785,7 @@ def _loads(session, statement: st.Show) -> Result:
         rows.append((
             r.txn_id, r.label, LOAD_STATES[r.state],
             "100.00% (1/1)" if r.finished else "0.00% (0/1)", load_type, etl,
-            "cluster:N/A; timeout(s):N/A; max_filter_ratio:N/A",
+            _task_info(job),
             f"type:LOAD_RUN_FAIL; msg:{r.message}" if r.state == "ABORTED" else "NULL",
             *[load_time(r.started_ms)] * 4, load_time(r.finished_ms), "NULL", details, r.txn_id, "{}", r.user, "",
         ))  # fmt: skip
@@ -798,6 +800,14 @@ def _may_see_load(user, database, job) -> bool:
     return all(privileges.has_any(user, database.name, table) for table in job.tables)
 
 
+def _task_info(job) -> str:
+    """SHOW LOAD's TaskInfo: an S3 load's timeout and max_filter_ratio, N/A for others."""
+    if job is None:
+        return "cluster:N/A; timeout(s):N/A; max_filter_ratio:N/A"
+    ratio = job.details.get("max_filter_ratio", 0.0)
+    return f"cluster:N/A; timeout(s):{job.timeout_seconds}; max_filter_ratio:{ratio}"
+
+
 def _broker_load_row(job) -> tuple:
     """SHOW LOAD's row of an S3 load the TN has no record of: not committed (yet)."""
     error = f"type:LOAD_RUN_FAIL; msg:{job.message}" if job.message else "NULL"
@@ -805,7 +815,7 @@ def _broker_load_row(job) -> tuple:
     details = json.dumps({"Tables": list(job.tables)}, separators=(",", ":"))
     return (
         job.job_id, job.label, job.state, "0.00% (0/1)", "BROKER", "NULL",
-        f"cluster:N/A; timeout(s):{job.timeout_seconds}; max_filter_ratio:0.0", error,
+        _task_info(job), error,
         load_time(job.created_ms), started, started, started,
         load_time(job.finished_ms) if job.finished_ms else "N/A", "NULL", details, -1, "{}",
         job.user, "",

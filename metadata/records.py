@@ -129,6 +129,9 @@ class Table:
 
 
 SEQUENCE_COLUMN_PROPERTY = "function_column.sequence_col"
+# Quire's own properties of a table (auto partitions, a view's query and maker): never shown,
+# never given by a user.
+HIDDEN_PROPERTY_PREFIX = "quire."
 COLUMN_POSITIONS = (
     1 << 16
 )  # a column id: (a generation, its position) as generation << 16 | position

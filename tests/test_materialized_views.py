@@ -116,3 +116,53 @@ def test_a_scheduled_view_is_refreshed_by_the_leader_as_its_maker(quire, db):
     wait_until(lambda: "not refreshed" in quire.tail(200), 30, "a refused refresh, logged")
     assert run(db, "SELECT n FROM ticking") == ((before + 1,),)  # as it was
     run(db, "DROP MATERIALIZED VIEW ticking")
+
+
+def test_a_user_cannot_forge_a_view_out_of_quires_hidden_table_properties(quire, db):
+    """A user who may create tables in their own database only: a table made or altered with
+    the properties Quire keeps a view's query and maker in (`quire.` ones) would be refreshed as
+    that maker, reading what the user may not. Refused, by CREATE TABLE and ALTER TABLE SET."""
+    run(db, "CREATE DATABASE IF NOT EXISTS vault")
+    run(db, "CREATE TABLE vault.secrets (v VARCHAR(20)) DISTRIBUTED BY HASH(v) BUCKETS 1")
+    run(db, "INSERT INTO vault.secrets VALUES ('the launch code')")
+    run(db, "CREATE DATABASE IF NOT EXISTS playground")
+    run(db, "CREATE USER IF NOT EXISTS 'mallory'@'%' IDENTIFIED BY 'pw'")
+    run(db, "GRANT ALL ON playground.* TO 'mallory'@'%'")
+    forged = (
+        "'quire.mv_query' = 'SELECT v FROM vault.secrets', 'quire.mv_owner' = 'root@%', "
+        "'quire.mv_every' = '1'"
+    )
+    mallory = quire.connect(user="mallory", password="pw", database="playground")
+    try:
+        for statement in (
+            f"CREATE TABLE loot (v VARCHAR(20)) DISTRIBUTED BY HASH(v) BUCKETS 1 "
+            f"PROPERTIES ({forged})",
+            "CREATE TABLE loot (v VARCHAR(20)) DISTRIBUTED BY HASH(v) BUCKETS 1 "
+            "PROPERTIES ('QUIRE.MV_QUERY' = 'SELECT v FROM vault.secrets')",
+        ):
+            code, message = error_of(mallory, statement)
+            assert code == 1105 and "Unknown properties" in message, message
+        run(mallory, "CREATE TABLE loot (v VARCHAR(20)) DISTRIBUTED BY HASH(v) BUCKETS 1")
+        code, message = error_of(mallory, f"ALTER TABLE loot SET ({forged})")
+        assert code == 1105 and "Unknown properties" in message, message
+        code, message = error_of(mallory, "REFRESH MATERIALIZED VIEW loot")
+        assert code != 0, message
+        assert run(mallory, "SELECT COUNT(*) FROM loot") == ((0,),)
+        assert error_of(mallory, "SELECT * FROM vault.secrets")[0] == 1142
+        # a copy of a view root made (and scheduled) is a plain table: written, never refreshed
+        run(db, "CREATE MATERIALIZED VIEW playground.shown BUILD IMMEDIATE REFRESH AUTO ON "
+                "SCHEDULE EVERY 1 SECOND DISTRIBUTED BY RANDOM BUCKETS 1 AS "
+                "SELECT COUNT(*) AS n FROM vault.secrets")  # fmt: skip
+        run(mallory, "CREATE TABLE copied LIKE shown")
+        run(mallory, "INSERT INTO copied VALUES (42)")
+        run(db, "INSERT INTO vault.secrets VALUES ('another')")
+        wait_until(lambda: run(db, "SELECT n FROM playground.shown") == ((2,),), 30, "a refresh")
+        assert run(mallory, "SELECT n FROM copied") == ((42,),)
+    finally:
+        mallory.close()
+    done = mariadb(
+        quire, "-u", "mallory", "-ppw", "--batch", "playground", "-e",
+        f"ALTER TABLE loot SET ({forged})",
+    )  # fmt: skip
+    assert "ERROR 1105" in done.stderr and "Unknown properties" in done.stderr, done.stderr
+    assert "mv_query" not in run(db, "SHOW CREATE TABLE playground.loot")[0][1]

@@ -27,6 +27,7 @@ from fe.statements.partitioning import PartitionColumns
 from metadata import ops
 from metadata.catalog import renamed
 from metadata.records import (
+    HIDDEN_PROPERTY_PREFIX,
     SEQUENCE_COLUMN_PROPERTY,
     Column,
     Database,
@@ -62,6 +63,15 @@ COMPRESSIONS = {
     "no_compression": "NO_COMPRESSION", "lz4": "LZ4", "lz4f": "LZ4F", "lz4hc": "LZ4HC",
     "zlib": "ZLIB", "zstd": "ZSTD", "snappy": "SNAPPY", "default_compression": "LZ4F",
 }  # fmt: skip
+
+
+def users_properties(properties: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """Properties a user gave: none of Quire's own (a view's query and maker among them: a
+    table given them would be refreshed as that maker)."""
+    for key, value in properties:
+        if key.lower().startswith(HIDDEN_PROPERTY_PREFIX):
+            raise QueryError(1105, f"Unknown properties: {{{key}={value}}}")
+    return properties
 
 
 def checked_properties(properties: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
@@ -114,6 +124,7 @@ def _new_table_database(session, statement: st.CreateTable | st.CreateTableLike)
 
 
 def create_table(session, statement: st.CreateTable) -> list[ops.Op]:
+    users_properties(statement.properties)
     database = _new_table_database(session, statement)
     if database is None:
         return []
@@ -223,6 +234,7 @@ def create_table_like(session, statement: st.CreateTableLike) -> list[ops.Op]:
         temporary_partitions=(),
         schema_version=1,
         rollups=tuple(dataclasses.replace(r, id=0) for r in source.rollups),
+        properties=materialized_views.without_view(source.properties),  # a plain table
     )
     return [ops.CreateTable(schema_change.with_rollup_tablets(session, table))]
 
@@ -808,7 +820,7 @@ def _set_properties(session, database, table: Table, action: st.SetTableProperti
         if key in SEQUENCE_PROPERTIES:  # which row of a key stays: chosen when the table is made
             raise QueryError(1105, f"Unknown table property: {key}")
     merged = dict(table.properties)
-    merged.update(checked_properties(action.properties))
+    merged.update(checked_properties(users_properties(action.properties)))
     table = dataclasses.replace(table, properties=tuple(sorted(merged.items())))
     return _with_dynamic_partitions(session, table)
 

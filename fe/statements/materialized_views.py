@@ -27,6 +27,13 @@ MV_STARTS = "quire.mv_starts"  # and STARTS: the epoch second before which none 
 NOT_WRITTEN = "Not allowed to perform current operation on async materialized view"
 
 
+VIEW_PROPERTIES = frozenset({MV_QUERY, MV_OWNER, MV_EVERY, MV_STARTS})
+
+
+def without_view(properties: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    return tuple((key, value) for key, value in properties if key not in VIEW_PROPERTIES)
+
+
 def query_of(table: Table) -> str | None:
     return dict(table.properties).get(MV_QUERY)
 

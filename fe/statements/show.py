@@ -33,9 +33,7 @@ from fe.statements.information_schema import (
 )
 from fe.statements.names import database_name, resolve_database, resolve_table
 from fe.statements.partitioning import PartitionColumns
-from metadata.records import KeyModel, PartitionKind, Rollup, Table
-
-HIDDEN_PROPERTIES = "quire."  # Quire's own properties of a table (auto partitions, a view's query)
+from metadata.records import HIDDEN_PROPERTY_PREFIX, KeyModel, PartitionKind, Rollup, Table
 
 
 def load_time(ms: int) -> str:
@@ -352,7 +350,7 @@ def create_table_sql(table: Table) -> str:
         text += f"DISTRIBUTED BY RANDOM BUCKETS {table.buckets}"
     if table.rollups:
         text += "\nROLLUP (\n" + ",\n".join(_rollup_sql(table, r) for r in table.rollups) + "\n)"
-    properties = [(k, v) for k, v in table.properties if not k.startswith(HIDDEN_PROPERTIES)]
+    properties = [(k, v) for k, v in table.properties if not k.startswith(HIDDEN_PROPERTY_PREFIX)]
     if properties:
         text += (
             "\nPROPERTIES (\n"

@@ -87,6 +87,8 @@ class _Tokenizer(MySQL.Tokenizer):
 
 _per_thread = threading.local()  # a sqlglot tokenizer is reusable, but not across threads
 
+MYSQL_INDEX_KINDS = frozenset({"BTREE", "HASH", "RTREE"})  # CREATE INDEX ... USING: not Doris's
+
 WORD_TOKENS_EXCLUDED = {
     TokenType.STRING,
     TokenType.NUMBER,
@@ -1078,21 +1080,58 @@ class Grammar:
         )
 
     def create_index(self):
-        """CREATE INDEX name [USING ...] ON t (column [(length)] [ASC|DESC], ...) [options]"""
+        """CREATE INDEX [IF NOT EXISTS] name [USING kind] ON t (column [(length)] [ASC|DESC], ...)
+        [USING kind] [PROPERTIES (...)] [COMMENT '...'] [MySQL's ALGORITHM, LOCK, ...]"""
+        if_not_exists = self.if_not_exists()
         name = self.identifier()
-        while not self.at("ON") and self.position < len(self.tokens):
-            self.next()
+        kind = self.identifier().upper() if self.accept("USING") else None
         self.expect("ON")
         table = self.table_name()
+        columns, plain = self.index_columns()
+        index = self.index_options(name, columns, plain, kind)
+        self.position = len(self.tokens)  # MySQL's ALGORITHM, LOCK, ...: nothing to keep
+        return st.CreateIndex(name, table, columns, index, if_not_exists)
+
+    def index_columns(self) -> tuple[tuple[str, ...], bool]:
+        """`(column [(length)] [ASC|DESC], ...)`: the names, and whether none had more."""
         self.expect_type(TokenType.L_PAREN, "(")
-        columns = [self.identifier()]
-        self.skip_index_definition()
-        while self.accept_type(TokenType.COMMA):
+        columns, plain = [], True
+        while True:
             columns.append(self.identifier())
+            before = self.position
             self.skip_index_definition()
+            plain = plain and self.position == before
+            if not self.accept_type(TokenType.COMMA):
+                break
         self.expect_type(TokenType.R_PAREN, ")")
-        self.position = len(self.tokens)  # USING, COMMENT, ALGORITHM, LOCK: nothing to keep
-        return st.CreateIndex(name, table, tuple(columns))
+        return tuple(columns), plain
+
+    def index_options(
+        self, name: str, columns: tuple[str, ...], plain: bool, kind: str | None
+    ) -> st.IndexDef | None:
+        """[USING kind] [PROPERTIES (...)] [COMMENT '...'] after an index's columns: Doris's
+        index, or None for a MySQL one Doris has no kind of (BTREE, HASH; several columns or a
+        prefix length with no kind named)."""
+        if self.accept("USING"):
+            kind = self.identifier().upper()
+        properties = self.properties() if self.accept("PROPERTIES") else ()
+        comment = self.string() if self.accept("COMMENT") else ""
+        if kind in MYSQL_INDEX_KINDS or (kind is None and (len(columns) > 1 or not plain)):
+            return None
+        return st.IndexDef(name, columns, kind or "INVERTED", properties, comment)
+
+    def table_index(self) -> st.IndexDef | None:
+        """CREATE TABLE's `INDEX name (columns) ...` (None: a MySQL index, skipped)."""
+        self.expect("INDEX")
+        if self.peek_type() == TokenType.L_PAREN:  # MySQL's unnamed index
+            self.skip_index_definition()
+            return None
+        name = self.identifier()
+        kind = self.identifier().upper() if self.accept("USING") else None
+        columns, plain = self.index_columns()
+        index = self.index_options(name, columns, plain, kind)
+        self.skip_index_definition()  # MySQL's KEY_BLOCK_SIZE, ...
+        return index
 
     def _drop(self):
         self.expect("DROP")
@@ -1123,7 +1162,7 @@ class Grammar:
             name = self.identifier()
             self.expect("ON")
             table = self.table_name()
-            self.position = len(self.tokens)
+            self.position = len(self.tokens)  # MySQL's ALGORITHM, LOCK: nothing to keep
             return st.DropIndex(name, table, if_exists)
         if self.accept("MATERIALIZED", "VIEW"):
             if_exists = self.if_exists()
@@ -1396,6 +1435,14 @@ class Grammar:
                 self.fail("expected PARTITION")
             if self.accept("ROLLUP"):
                 return self.rollup_def()
+            if self.accept("INDEX"):
+                if_not_exists = self.if_not_exists()
+                name = self.identifier()
+                columns, plain = self.index_columns()
+                index = self.index_options(name, columns, plain, None)
+                if index is None:
+                    self.fail("expected an index Doris keeps (USING INVERTED, NGRAM_BF or BITMAP)")
+                return st.AddIndex(index, if_not_exists)
             self.accept("COLUMN")
             column = self.column_def()
             after, first = self.column_position()
@@ -1413,6 +1460,9 @@ class Grammar:
                 self.fail("expected PARTITION")
             if self.accept("ROLLUP"):
                 return st.DropRollup(self.identifier(), self.alter_clause_properties())
+            if self.accept("INDEX"):
+                if_exists = self.if_exists()
+                return st.DropIndexClause(self.identifier(), if_exists)
             self.accept("COLUMN")
             name = self.identifier()
             rollup = self.rollup_target("FROM")
@@ -1492,13 +1542,15 @@ class Grammar:
         if self.accept("LIKE"):
             return st.CreateTableLike(table, self.table_name(), if_not_exists)
         columns: list[Column] = []
+        indexes: list[st.IndexDef] = []
         primary_key: tuple[str, ...] = ()
         options: dict = {"properties": (), "comment": "", "engine": "olap"}
         if self._at_name_list():  # CREATE TABLE t (a, b) ... AS SELECT: the query's new names
             options["column_names"] = self.name_list()
         elif self.peek_type() == TokenType.L_PAREN or not self._at_query(skip_options=True):
             self.expect_type(TokenType.L_PAREN, "(")
-            primary_key = self.column_definitions(columns)
+            primary_key = self.column_definitions(columns, indexes)
+            options["indexes"] = tuple(indexes)
         if primary_key:
             options["key_model"] = KeyModel.UNIQUE
             options["key_columns"] = primary_key
@@ -1533,14 +1585,18 @@ class Grammar:
             )
         return self.peek_type() in QUERY_STARTS
 
-    def column_definitions(self, columns: list[Column]) -> tuple[str, ...]:
-        """The column and index definitions of CREATE TABLE up to its `)`, into `columns`; the
-        PRIMARY KEY they name."""
+    def column_definitions(self, columns: list[Column], indexes: list) -> tuple[str, ...]:
+        """The column and index definitions of CREATE TABLE up to its `)`, into `columns` and
+        (Doris's) `indexes`; the PRIMARY KEY they name."""
         primary_key: tuple[str, ...] = ()
         while True:
             if self.accept("PRIMARY", "KEY"):
                 primary_key = self.name_list()
-            elif self.at("INDEX") or self.at("KEY") or self.at("UNIQUE") or self.at("CONSTRAINT"):
+            elif self.at("INDEX"):
+                index = self.table_index()
+                if index is not None:
+                    indexes.append(index)
+            elif self.at("KEY") or self.at("UNIQUE") or self.at("CONSTRAINT"):
                 self.skip_index_definition()
             else:
                 column = self.column_def()

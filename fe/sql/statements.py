@@ -84,6 +84,7 @@ class CreateTable:
     partitions: tuple[PartitionDef | BatchPartitionDef, ...] = ()
     properties: tuple[tuple[str, str], ...] = ()
     comment: str = ""
+    indexes: tuple[IndexDef, ...] = ()  # Doris's INDEX clauses
     engine: str = "olap"
     rollups: tuple[AddRollup, ...] = ()
     query: str | None = None  # CREATE TABLE ... AS SELECT: the query's text
@@ -262,6 +263,34 @@ class EnableFeature:
     properties: tuple[tuple[str, str], ...] = ()
 
 
+@dataclass(frozen=True)
+class IndexDef:
+    """Doris's `INDEX name (column) [USING INVERTED | NGRAM_BF | BITMAP] [PROPERTIES (...)]
+    [COMMENT '...']`, as CREATE TABLE, CREATE INDEX and ALTER TABLE ADD INDEX write it."""
+
+    name: str
+    columns: tuple[str, ...]
+    kind: str = "INVERTED"
+    properties: tuple[tuple[str, str], ...] = ()
+    comment: str = ""
+
+
+@dataclass(frozen=True)
+class AddIndex:
+    """ALTER TABLE ... ADD INDEX (and CREATE INDEX)."""
+
+    index: IndexDef
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class DropIndexClause:
+    """ALTER TABLE ... DROP INDEX name (and DROP INDEX name ON t)."""
+
+    name: str
+    if_exists: bool = False
+
+
 AlterAction = (
     EnableFeature
     | AddColumn
@@ -281,6 +310,8 @@ AlterAction = (
     | ModifyTableComment
     | RenamePartition
     | ToggleKeys
+    | AddIndex
+    | DropIndexClause
 )
 
 
@@ -578,12 +609,15 @@ class Transaction:
 
 @dataclass(frozen=True)
 class CreateIndex:
-    """CREATE INDEX: a secondary index, checked against the table and otherwise ignored (a scan
-    reads every row anyway)."""
+    """CREATE INDEX: Doris's index kept with its table (fe/statements/indexes.py); a MySQL one
+    Doris has no kind of (USING BTREE | HASH, several columns, a prefix length, UNIQUE: index is
+    None) is checked against the table and otherwise ignored (a scan reads every row anyway)."""
 
     name: str
     table: TableName
     columns: tuple[str, ...]
+    index: IndexDef | None = None
+    if_not_exists: bool = False
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from fe.statements import (
     auto_partitions,
     create_table_as_select,
     dynamic_partitions,
+    indexes,
     materialized_views,
     partitioning,
     schema_change,
@@ -133,6 +134,7 @@ def create_table(session, statement: st.CreateTable) -> list[ops.Op]:
     if statement.query is not None:
         statement = create_table_as_select.with_query_columns(session, statement)
     table = build_table(session, database, statement)
+    table = indexes.with_indexes(table, statement.indexes)
     table = schema_change.create_table_rollups(session, table, statement.rollups)
     return [ops.CreateTable(table)]
 
@@ -616,6 +618,7 @@ def alter_table(session, statement: st.AlterTable) -> list[ops.Op]:
     original = table
     for action in statement.actions:
         table = ALTER_ACTIONS[type(action)](session, database, table, action)
+    table = indexes.following_columns(original, table)
     table = schema_change.with_rollup_tablets(session, table)
     kinds = {schema_change.operation_type(action) for action in statement.actions}
     if schema_change.ADD_ROLLUP in kinds:
@@ -856,8 +859,18 @@ def _modify_comment(session, database, table: Table, action: st.ModifyTableComme
     return dataclasses.replace(table, comment=action.comment)
 
 
+def _add_index(session, database, table: Table, action: st.AddIndex) -> Table:
+    return indexes.added(table, action.index, action.if_not_exists)
+
+
+def _drop_index(session, database, table: Table, action: st.DropIndexClause) -> Table:
+    return indexes.dropped(table, action.name, action.if_exists)
+
+
 ALTER_ACTIONS = {
     **schema_change.ACTIONS,
+    st.AddIndex: _add_index,
+    st.DropIndexClause: _drop_index,
     st.RenameTable: _rename_table,
     st.AddPartition: _add_partition,
     st.DropPartition: _drop_partition,
@@ -927,8 +940,11 @@ def recycled_partitions(original: Table, altered: Table, actions) -> list[ops.Op
 
 
 def create_index(session, statement: st.CreateIndex) -> list[ops.Op]:
-    """Accepted once the table and its columns are checked, and otherwise ignored: Quire keeps no
-    secondary indexes (a scan reads every row), so there is nothing to build or journal."""
+    """Doris's index: ALTER TABLE ... ADD INDEX. A MySQL one Doris has no kind of is accepted
+    once the table and its columns are checked, and otherwise ignored (a scan reads every row)."""
+    if statement.index is not None:
+        action = st.AddIndex(statement.index, statement.if_not_exists)
+        return alter_table(session, st.AlterTable(statement.table, (action,)))
     session.require(
         privileges.ALTER, database_name(session, statement.table.db), statement.table.name
     )
@@ -939,9 +955,21 @@ def create_index(session, statement: st.CreateIndex) -> list[ops.Op]:
     return []
 
 
-def drop_index(session, statement: st.DropIndex | st.BuildIndex) -> list[ops.Op]:
-    """Accepted once the table is checked: CREATE INDEX built nothing to drop (nor to build for
-    older rows: BUILD INDEX)."""
+def drop_index(session, statement: st.DropIndex) -> list[ops.Op]:
+    """ALTER TABLE ... DROP INDEX; a MySQL index CREATE INDEX did not keep is no error."""
+    session.require(
+        privileges.ALTER, database_name(session, statement.table.db), statement.table.name
+    )
+    _, table = resolve_table(session, statement.table)
+    if not any(i.name.lower() == statement.name.lower() for i in indexes.indexes_of(table)):
+        return []
+    action = st.DropIndexClause(statement.name, statement.if_exists)
+    return alter_table(session, st.AlterTable(statement.table, (action,)))
+
+
+def build_index(session, statement: st.BuildIndex) -> list[ops.Op]:
+    """Doris's BUILD INDEX, for the rows written before the index: nothing to build here (no
+    index structure is kept)."""
     session.require(
         privileges.ALTER, database_name(session, statement.table.db), statement.table.name
     )

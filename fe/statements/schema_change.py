@@ -39,8 +39,10 @@ OPERATION_TYPES = {
     st.SetTableProperties: "MODIFY_TABLE_PROPERTY",
     st.ModifyTableComment: "MODIFY_TABLE_COMMENT",
     st.RenamePartition: "RENAME",
+    st.AddIndex: "INDEX_CHANGE",
+    st.DropIndexClause: "INDEX_CHANGE",
 }
-BATCHED = {SCHEMA_CHANGE, ADD_ROLLUP, DROP_ROLLUP, "DROP_PARTITION"}
+BATCHED = {SCHEMA_CHANGE, ADD_ROLLUP, DROP_ROLLUP, "DROP_PARTITION", "INDEX_CHANGE"}
 
 
 def operation_type(action) -> str:

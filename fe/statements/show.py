@@ -20,6 +20,7 @@ from fe.statements import (
     data_sizes,
     ddl,
     dynamic_partitions,
+    indexes,
     materialized_views,
     views,
 )
@@ -328,6 +329,7 @@ def create_table_sql(table: Table) -> str:
         if col.comment:
             parts.append(f"COMMENT {quote_string(col.comment)}")
         lines.append("  " + " ".join(parts))
+    lines += ["  " + indexes.index_sql(index) for index in indexes.indexes_of(table)]
     text = (
         f"CREATE TABLE {quote(table.name)} (\n"
         + ",\n".join(lines)
@@ -575,11 +577,11 @@ def _shown_rows(rows: list[tuple], titles: tuple[str, ...], statement: st.Show) 
 
 
 def _index(session, statement: st.Show) -> Result:
-    readable_table(session, statement.table, "SELECT")
+    _, table = readable_table(session, statement.table, "SELECT")
     return text_result(
         ["Table", "Non_unique", "Key_name", "Seq_in_index", "Column_name", "Collation", "Cardinality",
-         "Sub_part", "Packed", "Null", "Index_type", "Comment"],
-        [],
+         "Sub_part", "Packed", "Null", "Index_type", "Comment", "Properties"],
+        indexes.show_rows(table),
     )  # fmt: skip
 
 

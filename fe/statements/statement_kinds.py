@@ -183,7 +183,7 @@ KINDS: dict[type, StatementKind] = {
     st.AlterTable: _write(ddl.alter_table),
     st.CreateIndex: _write(ddl.create_index),
     st.DropIndex: _write(ddl.drop_index),
-    st.BuildIndex: _write(ddl.drop_index),
+    st.BuildIndex: _write(ddl.build_index),
     st.TruncateTable: _write(recycle_bin.truncate_table),
     st.Analyze: _write(statistics.analyze, serialised=False),  # reads every row first
     st.DropStats: _write(statistics.drop_stats),

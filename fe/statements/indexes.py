@@ -1,0 +1,268 @@
+"""Doris's secondary indexes of a table: INVERTED, NGRAM_BF and BITMAP, each of one column (an
+NGRAM_BF may name several), from CREATE TABLE's INDEX clauses, CREATE INDEX and ALTER TABLE ADD
+INDEX; gone with DROP INDEX, ALTER TABLE DROP INDEX or their column; renamed with it. SHOW INDEX
+lists them and SHOW CREATE TABLE writes them back.
+
+Each is kept as the table's hidden property INDEX_PROPERTY + its name (JSON), so that it travels
+with the table through the journal, images and CREATE TABLE LIKE. Quire builds no index
+structure (a scan reads every row, pruned by the blocks' statistics); MATCH_ANY and its kin
+tokenise the text themselves (fe/statements/mysql_functions.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from fe.mysql.errors import QueryError
+from fe.sql import statements as st
+from metadata.records import HIDDEN_PROPERTY_PREFIX, KeyModel, Table
+from metadata.types import ColumnType
+
+INDEX_PROPERTY = HIDDEN_PROPERTY_PREFIX + "index."
+KINDS = ("INVERTED", "NGRAM_BF", "BITMAP")
+SINGLE_COLUMN_KINDS = ("INVERTED", "BITMAP")
+MAX_NAME_CHARS = 64
+PARSERS = ("none", "english", "unicode", "chinese", "standard")
+INVERTED_PROPERTIES = frozenset({
+    "parser", "parser_mode", "support_phrase", "char_filter_type", "char_filter_pattern",
+    "char_filter_replacement", "ignore_above", "lower_case", "stopwords",
+})  # fmt: skip
+NGRAM_DEFAULTS = (("gram_size", "2"), ("bf_size", "256"))
+NGRAM_LIMITS = {"gram_size": (1, 255), "bf_size": (64, 65535)}
+INDEXED_TYPES = frozenset({
+    "BOOLEAN", "TINYINT", "SMALLINT", "MEDIUMINT", "INT", "BIGINT", "LARGEINT", "FLOAT", "DOUBLE",
+    "DECIMAL", "DECIMALV2", "DECIMALV3", "DATE", "DATEV1", "DATEV2", "DATETIME", "DATETIMEV1",
+    "DATETIMEV2", "TIMESTAMP", "CHAR", "VARCHAR", "STRING", "VARIANT", "IPV4", "IPV6",
+})  # fmt: skip
+STRING_TYPES = frozenset({"CHAR", "VARCHAR", "STRING"})
+
+
+def indexes_of(table: Table) -> list[st.IndexDef]:
+    """The table's indexes, in the order they were made."""
+    kept = []
+    for key, value in table.properties:
+        if key.startswith(INDEX_PROPERTY):
+            fields = json.loads(value)
+            kept.append((fields.pop("at"), _index(fields)))
+    return [index for _, index in sorted(kept, key=lambda pair: pair[0])]
+
+
+def _index(fields: dict) -> st.IndexDef:
+    return st.IndexDef(
+        fields["name"],
+        tuple(fields["columns"]),
+        fields["kind"],
+        tuple((key, value) for key, value in fields["properties"]),
+        fields["comment"],
+    )
+
+
+def with_indexes(table: Table, indexes: tuple[st.IndexDef, ...]) -> Table:
+    """CREATE TABLE's table with its INDEX clauses, each checked."""
+    for index in indexes:
+        table = added(table, index)
+    return table
+
+
+def added(table: Table, index: st.IndexDef, if_not_exists: bool = False) -> Table:
+    """The table with the index, checked as Doris checks it (1105 with Doris's words)."""
+    existing = indexes_of(table)
+    for other in existing:
+        if other.name.lower() == index.name.lower():
+            if if_not_exists:
+                return table
+            raise QueryError(1105, f"index `{index.name}` already exist.")
+    index = checked(table, index)
+    for other in existing:
+        if {c.lower() for c in other.columns} == {c.lower() for c in index.columns} and (
+            other.kind == index.kind
+        ):
+            raise QueryError(1105, f"index for columns ({','.join(index.columns)} ) already exist.")
+    at = 1 + max((_at(table, other.name) for other in existing), default=0)
+    return _with_property(table, _key(index.name), _text(index, at))
+
+
+def dropped(table: Table, name: str, if_exists: bool = False) -> Table:
+    key = _key(name)
+    if not any(k == key for k, _ in table.properties):
+        if if_exists:
+            return table
+        raise QueryError(1105, f"index {name} does not exist")
+    return dataclasses.replace(
+        table, properties=tuple((k, v) for k, v in table.properties if k != key)
+    )
+
+
+def following_columns(before: Table, after: Table) -> Table:
+    """after's indexes on the columns as after names them (a column keeps its id through RENAME
+    COLUMN); an index of a column dropped is dropped with it, as Doris drops it."""
+    names = {column.id: column.name for column in after.columns}
+    ids = {column.name.lower(): column.id for column in before.columns}
+    table = after
+    for index in indexes_of(after):
+        columns = tuple(names.get(ids.get(name.lower(), -1)) for name in index.columns)
+        if None in columns:
+            table = dropped(table, index.name)
+        elif columns != index.columns:
+            renamed = dataclasses.replace(index, columns=columns)
+            table = _with_property(table, _key(index.name), _text(renamed, _at(table, index.name)))
+    return table
+
+
+def checked(table: Table, index: st.IndexDef) -> st.IndexDef:
+    """The index as it is kept (columns named as the table names them, Doris's default
+    properties added), or 1105 for one Doris refuses."""
+    if index.kind not in KINDS:
+        raise QueryError(1105, f"unknown index type {index.kind}")
+    if not index.name:
+        raise QueryError(1105, "index name cannot be blank.")
+    if len(index.name) > MAX_NAME_CHARS:
+        raise QueryError(1105, "index name too long, the index name length at most is 64.")
+    if index.kind in SINGLE_COLUMN_KINDS and len(index.columns) != 1:
+        raise QueryError(1105, f"{index.kind} index can only apply to a single column.")
+    if len({name.lower() for name in index.columns}) != len(index.columns):
+        raise QueryError(1105, "columns of index has duplicated.")
+    columns = []
+    for name in index.columns:
+        column = table.column(name)
+        if column is None:
+            raise QueryError(1105, f"BITMAP column does not exist in table. invalid column: {name}")
+        if not _indexable(column.type):
+            raise QueryError(
+                1105,
+                f"{column.type.sql} is not supported in {index.kind} index. "
+                f"invalid index: {index.name}",
+            )
+        if table.key_model is KeyModel.AGGREGATE and not column.is_key:
+            raise QueryError(
+                1105,
+                "index should only be used in columns of DUP_KEYS/UNIQUE_KEYS table or key "
+                f"columns of AGG_KEYS table. invalid index: {index.name}",
+            )
+        columns.append(column)
+    properties = dict(index.properties)
+    if index.kind == "INVERTED":
+        _check_inverted(columns[0].name, columns[0].type, properties)
+        if properties:
+            properties.setdefault("lower_case", "true")
+    elif index.kind == "NGRAM_BF":
+        for key, default in NGRAM_DEFAULTS:
+            properties.setdefault(key, default)
+        _check_ngram(columns, properties)
+    elif properties:
+        raise QueryError(1105, "BITMAP index takes no properties")
+    return dataclasses.replace(
+        index,
+        columns=tuple(column.name for column in columns),
+        properties=tuple(properties.items()),
+    )
+
+
+def _indexable(column_type: ColumnType) -> bool:
+    if column_type.base == "ARRAY":
+        element = column_type.elements[0]
+        return element.base != "ARRAY" and _indexable(element)
+    return column_type.base in INDEXED_TYPES
+
+
+def _check_inverted(column: str, column_type: ColumnType, properties: dict) -> None:
+    def invalid(message: str) -> QueryError:
+        return QueryError(1105, f"invalid INVERTED index:{message}")
+
+    for key in properties:
+        if key not in INVERTED_PROPERTIES:
+            raise invalid(f"Invalid inverted index property key: {key}")
+    parser = properties.get("parser", "none")
+    if parser not in PARSERS:
+        raise invalid(
+            f"Invalid inverted index 'parser' value: {parser}, parser must be none, english, "
+            "unicode or chinese"
+        )
+    if "parser_mode" in properties and parser != "chinese":
+        raise invalid("parser_mode is only available for chinese parser")
+    for key in ("support_phrase", "lower_case"):
+        if properties.get(key, "true") not in ("true", "false"):
+            raise invalid(
+                f"Invalid inverted index '{key}' value: {properties[key]}, {key} must be true "
+                "or false"
+            )
+    text = column_type.base in STRING_TYPES or (
+        column_type.base == "ARRAY" and column_type.elements[0].base in STRING_TYPES
+    )
+    if parser != "none" and not text:
+        raise invalid(
+            f"INVERTED index with parser: {parser} is not supported for column: {column} of "
+            f"type {column_type.sql}"
+        )
+
+
+def _check_ngram(columns, properties: dict) -> None:
+    for column in columns:
+        if column.type.base not in STRING_TYPES:
+            raise QueryError(
+                1105,
+                f"{column.type.sql} is not supported in ngram_bf index. invalid column: "
+                f"{column.name}",
+            )
+    if set(properties) != set(NGRAM_LIMITS):
+        raise QueryError(1105, "ngram_bf index should have gram_size and bf_size properties")
+    for key, (least, most) in NGRAM_LIMITS.items():
+        value = properties[key]
+        if not value.isdigit() or not least <= int(value) <= most:
+            raise QueryError(
+                1105,
+                f"invalid ngram bf index params:{key} should be an integer between {least} and "
+                f"{most}",
+            )
+
+
+def index_sql(index: st.IndexDef) -> str:
+    """The index as SHOW CREATE TABLE writes it, inside the table's column list."""
+    text = f"INDEX {index.name} ({','.join(f'`{c}`' for c in index.columns)}) USING {index.kind}"
+    if index.properties:
+        text += f" PROPERTIES{properties_text(index)}"
+    if index.comment.strip():
+        text += " COMMENT '" + index.comment.replace("'", "\\'") + "'"
+    return text
+
+
+def properties_text(index: st.IndexDef) -> str:
+    """`("key" = "value", ...)`, as SHOW INDEX's Properties shows them ("" if none)."""
+    if not index.properties:
+        return ""
+    return "(" + ", ".join(f'"{key}" = "{value}"' for key, value in index.properties) + ")"
+
+
+def show_rows(table: Table) -> list[tuple]:
+    """SHOW INDEX's rows: one an index, as Doris fills them."""
+    return [
+        (table.name, "", index.name, "", ",".join(index.columns), "", "", "", "", "",
+         index.kind, index.comment, properties_text(index))
+        for index in indexes_of(table)
+    ]  # fmt: skip
+
+
+def _key(name: str) -> str:
+    return INDEX_PROPERTY + name.lower()
+
+
+def _at(table: Table, name: str) -> int:
+    return json.loads(dict(table.properties)[_key(name)])["at"]
+
+
+def _text(index: st.IndexDef, at: int) -> str:
+    fields = {
+        "name": index.name,
+        "columns": list(index.columns),
+        "kind": index.kind,
+        "properties": [list(pair) for pair in index.properties],
+        "comment": index.comment,
+        "at": at,
+    }
+    return json.dumps(fields, separators=(",", ":"))
+
+
+def _with_property(table: Table, key: str, value: str) -> Table:
+    properties = dict(table.properties)
+    properties[key] = value
+    return dataclasses.replace(table, properties=tuple(sorted(properties.items())))

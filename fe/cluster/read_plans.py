@@ -29,7 +29,7 @@ from fe.mysql.errors import QueryError
 from fe.security import privileges
 from fe.security.lockout import LoginTracker
 from fe.session import QuireSession
-from fe.statements import views
+from fe.statements import row_policies, views
 from fe.statements.table_data import data_plane, readable_table
 from metadata.catalog import Catalog
 
@@ -78,6 +78,10 @@ class ReadPlans:
         if views.is_view(table):
             return _refused(
                 400, f"'{db}.{name}' is a view: read it over JDBC, its rows are a query's"
+            )
+        if row_policies.binds_any(session, table):
+            return _refused(
+                403, f"A row policy limits what you read of '{db}.{name}': read it over JDBC"
             )
         try:
             plan = await asyncio.to_thread(self._plan, session, TableSchema.of(table), *asked)

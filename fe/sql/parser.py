@@ -981,6 +981,8 @@ class Grammar:
             return st.CreateRole(names, if_not_exists, comment)
         if self.accept("INDEX"):
             return self.create_index()
+        if self.accept("ROW", "POLICY"):
+            return self.create_row_policy()
         if self.accept("MATERIALIZED", "VIEW"):
             return self.create_materialized_view()
         self.accept("EXTERNAL")
@@ -1092,6 +1094,44 @@ class Grammar:
         self.position = len(self.tokens)  # MySQL's ALGORITHM, LOCK, ...: nothing to keep
         return st.CreateIndex(name, table, columns, index, if_not_exists)
 
+    def create_row_policy(self) -> st.CreateRowPolicy:
+        """[IF NOT EXISTS] p ON t AS RESTRICTIVE | PERMISSIVE TO user | ROLE r USING (predicate)"""
+        if_not_exists = self.if_not_exists()
+        name = self.identifier()
+        self.expect("ON")
+        table = self.table_name()
+        self.expect("AS")
+        filter_type = self.identifier().upper()
+        self.expect("TO")
+        user, role = self.policy_holder()
+        self.expect("USING")
+        if self.peek_type() != TokenType.L_PAREN:
+            self.fail("expected ( after USING")
+        start = self.tokens[self.position].start
+        self.skip_parenthesised()
+        predicate = self.sql[start : self.tokens[self.position - 1].end + 1].strip()[1:-1]
+        return st.CreateRowPolicy(
+            name, table, filter_type, user, role, predicate.strip(), self.sql.strip(), if_not_exists
+        )
+
+    def policy_holder(self) -> tuple[st.UserName | None, str | None]:
+        """`user` or `ROLE r`, as a row policy names whom it binds."""
+        if self.accept("ROLE"):
+            return None, self.role_name()
+        return self.user_name(), None
+
+    def skip_parenthesised(self) -> None:
+        depth = 0
+        while self.position < len(self.tokens):
+            token_type = self.next().token_type
+            if token_type == TokenType.L_PAREN:
+                depth += 1
+            elif token_type == TokenType.R_PAREN:
+                depth -= 1
+                if depth == 0:
+                    return
+        self.fail("expected )")
+
     def index_columns(self) -> tuple[tuple[str, ...], bool]:
         """`(column [(length)] [ASC|DESC], ...)`: the names, and whether none had more."""
         self.expect_type(TokenType.L_PAREN, "(")
@@ -1135,6 +1175,15 @@ class Grammar:
 
     def _drop(self):
         self.expect("DROP")
+        if self.accept("ROW", "POLICY"):
+            if_exists = self.if_exists()
+            name = self.identifier()
+            self.expect("ON")
+            table = self.table_name()
+            user = role = None
+            if self.accept("FOR"):
+                user, role = self.policy_holder()
+            return st.DropRowPolicy(name, table, user, role, if_exists)
         if self.accept("DATABASE") or self.accept("SCHEMA"):
             if_exists = self.if_exists()
             name = self.database_name()
@@ -1896,6 +1945,11 @@ class Grammar:
             return st.Show("TABLES", db=db, like=self.like(), full=full)
         if word == "CATALOGS":
             return st.Show("CATALOGS", like=self.like())
+        if word == "ROW" and self.accept("POLICY"):
+            user = role = None
+            if self.accept("FOR"):
+                user, role = self.policy_holder()
+            return st.ShowRowPolicy(user, role)
         if word == "FRONTEND" and self.accept("CONFIG"):  # Doris 3's ADMIN SHOW FRONTEND CONFIG
             return st.AdminShowConfig(self.like())
         if word in ("COLUMNS", "FIELDS"):

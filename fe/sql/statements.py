@@ -818,3 +818,37 @@ class DescribeAll:
     """DESC t ALL: every index of the table (the base index until rollups exist)."""
 
     table: TableName
+
+
+@dataclass(frozen=True)
+class CreateRowPolicy:
+    """Doris's CREATE ROW POLICY [IF NOT EXISTS] p ON t AS RESTRICTIVE | PERMISSIVE TO user |
+    ROLE r USING (predicate)."""
+
+    name: str
+    table: TableName
+    filter_type: str
+    user: UserName | None
+    role: str | None
+    predicate: str  # its text
+    text: str  # the statement's
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class DropRowPolicy:
+    """DROP ROW POLICY [IF EXISTS] p ON t [FOR user | ROLE r]."""
+
+    name: str
+    table: TableName
+    user: UserName | None = None
+    role: str | None = None
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class ShowRowPolicy:
+    """SHOW ROW POLICY [FOR user | ROLE r]."""
+
+    user: UserName | None = None
+    role: str | None = None

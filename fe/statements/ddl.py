@@ -20,6 +20,7 @@ from fe.statements import (
     indexes,
     materialized_views,
     partitioning,
+    row_policies,
     schema_change,
     views,
 )
@@ -236,7 +237,9 @@ def create_table_like(session, statement: st.CreateTableLike) -> list[ops.Op]:
         temporary_partitions=(),
         schema_version=1,
         rollups=tuple(dataclasses.replace(r, id=0) for r in source.rollups),
-        properties=materialized_views.without_view(source.properties),  # a plain table
+        properties=row_policies.without_policies(  # a plain table, no one's policies
+            materialized_views.without_view(source.properties)
+        ),
     )
     return [ops.CreateTable(schema_change.with_rollup_tablets(session, table))]
 

@@ -126,7 +126,7 @@ def checked(table: Table, index: st.IndexDef) -> st.IndexDef:
     for name in index.columns:
         column = table.column(name)
         if column is None:
-            raise QueryError(1105, f"BITMAP column does not exist in table. invalid column: {name}")
+            raise QueryError(1072, f"Key column '{name}' doesn't exist in table")
         if not _indexable(column.type):
             raise QueryError(
                 1105,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from be.cn.bounds import ColumnBound
 from be.engine import Answer
 from be.table_schema import TableSchema
-from fe.statements import mysql_functions, transactions
+from fe.statements import mysql_functions, row_policies, transactions
 from fe.statements.plain_reads import (
     INT64,
     MAX_ROWS,
@@ -52,7 +52,7 @@ def answer(session, read: PreparedRead, values: list) -> Answer | None:
         table, plan = kept[2], kept[3]
     else:  # the grants and the table are as they were until the catalog moves
         table = readable_table(session, db, read.table)
-        plan = _plan(read, table)
+        plan = None if row_policies.binds_any(session, table) else _plan(read, table)
         if len(kept_reads) >= MAX_KEPT_READS:
             kept_reads.clear()
         kept_reads[id(read)] = (read, asked, table, plan)

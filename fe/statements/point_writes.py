@@ -20,7 +20,7 @@ from be.logtail.entries import ROW_ID
 from be.table_schema import TableSchema
 from be.tn.write_set import TableWrite
 from fe.security import privileges
-from fe.statements import dml, transactions
+from fe.statements import dml, row_policies, transactions
 from fe.statements.column_values import column_value
 from fe.statements.plain_reads import INT64
 from fe.statements.table_data import TableReader, readable_table
@@ -152,7 +152,7 @@ async def run(session, write: PreparedWrite, values: list):
         return None
     reader = TableReader(session)
     table = readable_table(session, db, write.table, privileges.LOAD)
-    plan = _plan(write, table)
+    plan = None if row_policies.binds_any(session, table) else _plan(write, table)
     if plan is None:
         return None
     schema, names = plan

@@ -35,6 +35,7 @@ from fe.statements import (
     plain_reads,
     point_reads,
     row_bounds,
+    row_policies,
     schema_lookup,
     table_data,
     table_functions,
@@ -495,6 +496,7 @@ async def run_in_engine(
         With CNs to run queries, a query of table data is sent whole to one, which answers."""
         expression = substituted(plan.expression.copy(), lambda node: _bind(node, session, time))
         expression = views.expanded(expression, lambda table: _view_of(table, session, read))
+        _filter_by_row_policies(expression, session, read)
         engine.check(expression)
         _check_group_positions(expression)
         _drop_constant_order(expression)
@@ -816,7 +818,7 @@ async def _plain_read(
     ):
         return None
     record = read.table(db, table.name, _privilege_to_read(table))
-    if views.is_view(record):
+    if views.is_view(record) or row_policies.binds_any(session, record):
         return None
     exact = row_bounds.exact_bounds(expression, table, record)
     if not exact:
@@ -862,6 +864,8 @@ async def run_prepared_read(
         return None
     reader = table_data.TableReader(session)
     record = reader.table(db, read.table)
+    if row_policies.binds_any(session, record):
+        return None
     exact = []
     for bound in bounds:
         column = record.column(bound.column)
@@ -1015,6 +1019,23 @@ def _resolved(
             record = _catalog_table(table, db, session, read)
         resolved.append((table, db, record))
     return resolved
+
+
+def _filter_by_row_policies(expression: exp.Expression, session, read) -> None:
+    """Each table of data a row policy binds the user on read through its filter."""
+    for table in views.catalog_tables(expression):
+        if (
+            table.meta.get(in_lists.LIST_TABLE)
+            or table.catalog
+            or not isinstance(table.this, exp.Identifier)
+        ):
+            continue
+        db = table.db or session.database or ""
+        if db.lower() == INFORMATION_SCHEMA:
+            continue
+        record = _catalog_table(table, db, session, read)
+        if not views.is_view(record):
+            row_policies.filter_table(session, table, record)
 
 
 def _view_of(table: exp.Table, session, read) -> Table | None:

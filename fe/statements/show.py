@@ -22,6 +22,7 @@ from fe.statements import (
     dynamic_partitions,
     indexes,
     materialized_views,
+    row_policies,
     views,
 )
 from fe.statements.information_schema import (
@@ -583,6 +584,10 @@ def _index(session, statement: st.Show) -> Result:
          "Sub_part", "Packed", "Null", "Index_type", "Comment", "Properties"],
         indexes.show_rows(table),
     )  # fmt: skip
+
+
+async def row_policies_shown(session, statement: st.ShowRowPolicy) -> Result:
+    return text_result(row_policies.TITLES, row_policies.shown(session, statement))
 
 
 def _table_status(session, statement: st.Show) -> Result:

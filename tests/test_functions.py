@@ -304,6 +304,37 @@ def test_week_modes_and_day_numbers_are_mysqls(quire):
     connection.close()
 
 
+# DATE_FORMAT(d, '%D %u %V %v %X %x %U %W') as MariaDB answers it: the specifiers strftime has
+# none of (day suffixes, Sunday weeks 1..53 and their year, Monday weeks 0..53) worked out
+DATE_FORMAT_WEEKS = {
+    "2021-01-03": "3rd 00 01 53 2021 2020 01 Sunday",
+    "2024-01-02": "2nd 01 53 01 2023 2024 00 Tuesday",
+    "2024-12-30": "30th 53 52 01 2024 2025 52 Monday",
+    "2026-12-31": "31st 53 52 53 2026 2026 52 Thursday",
+    "2027-01-01": "1st 00 52 53 2026 2026 00 Friday",
+    "2032-01-01": "1st 01 52 01 2031 2032 00 Thursday",
+    "2024-03-22": "22nd 12 11 12 2024 2024 11 Friday",
+    "2024-02-11": "11th 06 06 06 2024 2024 06 Sunday",
+}
+
+
+def test_date_format_week_and_day_suffix_specifiers_are_mysqls(quire):
+    connection = quire.connect()
+    run(connection, "CREATE DATABASE IF NOT EXISTS formats")
+    run(connection, "CREATE TABLE formats.days (d DATE) DISTRIBUTED BY HASH(d) BUCKETS 1")
+    run(connection, "INSERT INTO formats.days VALUES "
+                    + ", ".join(f"('{d}')" for d in DATE_FORMAT_WEEKS))  # fmt: skip
+    sql = "SELECT d, DATE_FORMAT(d, '%D %u %V %v %X %x %U %W') FROM formats.days ORDER BY d"
+    expected = sorted(DATE_FORMAT_WEEKS.items())
+    assert [(str(d), text) for d, text in run(connection, sql)] == expected
+    done = mariadb(quire, "--batch", "--skip-column-names", "-e", sql)
+    assert done.stdout.splitlines() == [f"{d}\t{text}" for d, text in expected], done.stderr
+    run(connection, "SET time_zone = '+00:00'")
+    assert run(connection, "SELECT DATE_FORMAT('2024-01-01 10:00:00', '%%D=%D'), "
+                           "FROM_UNIXTIME(86400 * 2, '%D of %M')") == (("%D=1st", "3rd of January"),)  # fmt: skip
+    connection.close()
+
+
 def test_conv_takes_constant_bases(root):
     code, message = error_of(root, "SELECT CONV('1', LENGTH('ab'), 10)")
     assert (code, message) == (1235, "CONV's bases must be integer constants")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import functools
 import itertools
+import re
 import zoneinfo
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -278,7 +279,9 @@ def _from_unixtime(node: exp.UnixToTime, time: StatementTime) -> exp.Expression:
     )
     stamp = _function("MAKE_TIMESTAMP", micros)
     form = node.args.get("format")
-    return exp.TimeToStr(this=stamp, format=_doris_format(form)) if form is not None else stamp
+    if form is None:
+        return stamp
+    return _date_format(exp.TimeToStr(this=stamp, format=_doris_format(form)), time)
 
 
 # The formats Doris's DATE_FORMAT, FROM_UNIXTIME and UNIX_TIMESTAMP take written Java's way
@@ -299,11 +302,33 @@ def _doris_format(form: exp.Expression, strftime: bool = True) -> exp.Expression
 
 
 def _date_format(node: exp.TimeToStr, time: StatementTime) -> exp.Expression:
-    """DATE_FORMAT(x, f), f also one of Doris's Java-style formats."""
+    """DATE_FORMAT(x, f), f also one of Doris's Java-style formats; MySQL's specifiers strftime
+    has none of (%D, %U's kin %u, %V, %v, %X) worked out beside it."""
     form = node.args.get("format")
     if form is not None and _doris_format(form) is not form:
         node.set("format", _doris_format(form))
-    return node
+        form = node.args["format"]
+    if not _is_string(form):
+        return node
+    pieces = [piece for piece in _SPECIFIERS.split(form.this) if piece]
+    if not any(piece in DATE_FORMAT_SPECIFIERS for piece in pieces):
+        return node
+    parts, text = [], ""
+    for piece in pieces:
+        if piece not in DATE_FORMAT_SPECIFIERS:
+            text += piece
+            continue
+        if text:
+            parts.append(exp.TimeToStr(this=node.this.copy(), format=exp.Literal.string(text)))
+            text = ""
+        stamp = exp.cast(node.this.copy(), exp.DataType.Type.TIMESTAMP)
+        parts.append(_filled(_TEMPLATE_TREES[f"DATE_FORMAT{piece}"], stamp))
+    if text:
+        parts.append(exp.TimeToStr(this=node.this.copy(), format=exp.Literal.string(text)))
+    return exp.Concat(expressions=parts) if len(parts) > 1 else parts[0]
+
+
+_SPECIFIERS = re.compile(r"(%.)", re.DOTALL)
 
 
 def _convert_tz(node: exp.ConvertTimezone, time: StatementTime) -> exp.Expression:
@@ -1138,6 +1163,26 @@ JSON_NUMBERS = {  # Doris's getter: the type it answers, the JSON value types it
     "GET_JSON_BIGINT": ("BIGINT", INTEGER_JSON),
     "GET_JSON_DOUBLE": ("DOUBLE", (*INTEGER_JSON, "DOUBLE")),
 }
+# DATE_FORMAT's specifiers strftime has none of, as sqlglot leaves them (MySQL's %u made %W):
+# each its DuckDB expression of the datetime x
+_SUNDAY_WEEK = "CAST(strftime(x, '%U') AS INTEGER)"  # MySQL's week mode 0 (0..53)
+_SUNDAY_WEEK_BEFORE = "CAST(strftime(x - INTERVAL (dayofyear(x)) DAY, '%U') AS INTEGER)"
+_JANUARY_FIRST_DAY = "(isodow(date_trunc('year', x)) - 1)"  # Monday 0 .. Sunday 6
+DATE_FORMAT_SPECIFIERS = {
+    "%D": "CAST(day(x) AS VARCHAR) || CASE WHEN day(x) IN (11, 12, 13) THEN 'th' "
+    "WHEN day(x) % 10 = 1 THEN 'st' WHEN day(x) % 10 = 2 THEN 'nd' WHEN day(x) % 10 = 3 "
+    "THEN 'rd' ELSE 'th' END",
+    "%v": "strftime(x, '%V')",  # ISO's week (mode 3); sqlglot leaves MySQL's %v as it is
+    # Sunday-first weeks 1..53 (mode 2): the days before the first Sunday are the last week
+    # of the year before, whose year %X is
+    "%V": f"lpad(CAST(CASE WHEN {_SUNDAY_WEEK} = 0 THEN {_SUNDAY_WEEK_BEFORE} "
+    f"ELSE {_SUNDAY_WEEK} END AS VARCHAR), 2, '0')",
+    "%X": f"CAST(CASE WHEN {_SUNDAY_WEEK} = 0 THEN year(x) - 1 ELSE year(x) END AS VARCHAR)",
+    # MySQL's %u: Monday-first weeks 0..53, week 1 the first with 4 days of the year (mode 1)
+    "%W": f"lpad(CAST((dayofyear(x) - 1 + {_JANUARY_FIRST_DAY}) // 7 + CASE WHEN "
+    f"{_JANUARY_FIRST_DAY} <= 3 THEN 1 ELSE 0 END AS VARCHAR), 2, '0')",
+}
+TEMPLATES.update({f"DATE_FORMAT{key}": value for key, value in DATE_FORMAT_SPECIFIERS.items()})
 TEMPLATES.update(
     {
         getter: f"CASE WHEN json_valid(x) AND json_type(x, p) IN ({', '.join(map(repr, read))}) "

@@ -143,3 +143,28 @@ def test_making_an_index_needs_alter(quire, db):
         assert error_of(reader, "SHOW INDEX FROM docs_again")[0] == 1142
     finally:
         reader.close()
+
+
+def test_match_on_an_index_without_parser_compares_the_whole_value(quire, db):
+    """Doris keeps a whole value as the one term of an INVERTED index with no parser: MATCH_*
+    compares it whole there (case and all), and tokenises words elsewhere."""
+    run(db, "CREATE TABLE tagged (id INT, tag VARCHAR(30), msg STRING, plain STRING, "
+            "INDEX it (tag) USING INVERTED, "
+            "INDEX im (msg) USING INVERTED PROPERTIES ('parser' = 'english')) "
+            "DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 1")  # fmt: skip
+    run(db, "INSERT INTO tagged VALUES (1, 'disk error', 'The Disk is full', 'disk error'), "
+            "(2, 'disk', 'network down', 'disk'), (3, 'Disk Error', 'disk error again', 'x')")  # fmt: skip
+    answers = {
+        "tag MATCH_ANY 'disk error'": [1],
+        "tag MATCH_ALL 'disk'": [2],
+        "t.tag MATCH_PHRASE 'Disk Error'": [3],
+        "tag MATCH_PHRASE_PREFIX 'disk'": [1, 2],
+        "msg MATCH_ANY 'disk'": [1, 3],
+        "msg MATCH_PHRASE 'disk error'": [3],
+        "plain MATCH_ANY 'error'": [1],
+    }
+    for condition, expected in answers.items():
+        sql = f"SELECT t.id FROM tagged t WHERE {condition} ORDER BY t.id"
+        assert [row[0] for row in run(db, sql)] == expected, condition
+        done = mariadb(quire, "--batch", "--skip-column-names", "searching", "-e", sql)
+        assert done.stdout.split() == [str(key) for key in expected], (condition, done.stderr)

@@ -6,12 +6,16 @@ lists them and SHOW CREATE TABLE writes them back.
 Each is kept as the table's hidden property INDEX_PROPERTY + its name (JSON), so that it travels
 with the table through the journal, images and CREATE TABLE LIKE. Quire builds no index
 structure (a scan reads every row, pruned by the blocks' statistics); MATCH_ANY and its kin
-tokenise the text themselves (fe/statements/mysql_functions.py)."""
+tokenise the text themselves (fe/statements/mysql_functions.py), but for a column whose
+INVERTED index has no parser: its whole value is its one term, as Doris keeps it
+(match_by_index)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+
+from sqlglot import exp
 
 from fe.mysql.errors import QueryError
 from fe.sql import statements as st
@@ -266,3 +270,46 @@ def _with_property(table: Table, key: str, value: str) -> Table:
     properties = dict(table.properties)
     properties[key] = value
     return dataclasses.replace(table, properties=tuple(sorted(properties.items())))
+
+
+# MATCH_* of a column whose INVERTED index keeps its whole value as one term (no parser)
+KEYWORD_MATCHES = {
+    "MATCH_ANY": lambda column, text: exp.EQ(this=column, expression=text),
+    "MATCH_ALL": lambda column, text: exp.EQ(this=column, expression=text),
+    "MATCH_PHRASE": lambda column, text: exp.EQ(this=column, expression=text),
+    "MATCH_PHRASE_PREFIX": lambda column, text: exp.StartsWith(this=column, expression=text),
+}
+
+
+def match_by_index(expression: exp.Expression, tables: list[tuple[exp.Table, Table]]) -> None:
+    """Each MATCH_* of a column (found by its table's alias, or the one table with a column of
+    its name) whose INVERTED index has no parser made a comparison of the whole value."""
+    matches = [
+        node
+        for node in expression.find_all(exp.Anonymous)
+        if node.name.upper() in KEYWORD_MATCHES and len(node.expressions) == 2
+    ]
+    for node in matches:
+        column, text = node.expressions
+        if not isinstance(column, exp.Column):
+            continue
+        table = _table_of(column, tables)
+        if table is not None and _keyword_indexed(table, column.name):
+            node.replace(KEYWORD_MATCHES[node.name.upper()](column.copy(), text.copy()))
+
+
+def _table_of(column: exp.Column, tables: list[tuple[exp.Table, Table]]) -> Table | None:
+    if column.table:
+        found = [r for node, r in tables if node.alias_or_name.lower() == column.table.lower()]
+    else:
+        found = [r for _, r in tables if r.column(column.name) is not None]
+    return found[0] if len({r.id for r in found}) == 1 else None
+
+
+def _keyword_indexed(table: Table, column: str) -> bool:
+    return any(
+        index.kind == "INVERTED"
+        and [c.lower() for c in index.columns] == [column.lower()]
+        and dict(index.properties).get("parser", "none") == "none"
+        for index in indexes_of(table)
+    )

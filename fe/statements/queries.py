@@ -30,6 +30,7 @@ from fe.statements import (
     arrays,
     coercions,
     in_lists,
+    indexes,
     mysql_functions,
     partition_pruning,
     plain_reads,
@@ -501,7 +502,9 @@ async def run_in_engine(
         _check_group_positions(expression)
         _drop_constant_order(expression)
         _name_derived_columns(expression)
-        records = {id(table): record for table, _, record in _resolved(expression, session, read)}
+        resolved = _resolved(expression, session, read)
+        records = {id(table): record for table, _, record in resolved}
+        indexes.match_by_index(expression, [(t, r) for t, _, r in resolved if r is not None])
         listed = {name: table_functions.column_types(made) for name, made in plan.lists}
         coercions.typed_columns(
             expression,

@@ -83,8 +83,8 @@ class FrontendServices:
     history: StatementHistory
     backends: BackendMonitor | None = None  # None when the data plane is embedded
     dynamic_partitions: DynamicPartitionScheduler | None = None
-    broker_loads: LabelledJobs = field(default_factory=LabelledJobs)  # LOAD LABEL's jobs
-    exports: LabelledJobs = field(default_factory=LabelledJobs)  # EXPORT's jobs
+    broker_loads: LabelledJobs = field(default_factory=lambda: LabelledJobs("LOAD"))  # LOAD LABEL's
+    exports: LabelledJobs = field(default_factory=lambda: LabelledJobs("EXPORT"))  # EXPORT's
 
     def uptime(self) -> float:
         return time.time() - self.started_at

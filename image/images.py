@@ -33,6 +33,7 @@ from metadata.records import (
     Backend,
     Database,
     Frontend,
+    LabelledJobRecord,
     RecycledObject,
     RequestOutcome,
     Role,
@@ -70,6 +71,7 @@ SECTIONS: tuple[tuple[str, type | None], ...] = (
     ("alter_jobs", AlterJob),  # since ALTER jobs (older images: none)
     ("roles", Role),  # since codec version 6 (older images: none)
     ("table_stats", TableStats),  # since codec version 7 (older images: none)
+    ("labelled_jobs", LabelledJobRecord),  # since codec version 8 (older images: none)
 )
 _HEADER_COUNTERS = ("journal_id", "raft_index", "next_id", "last_timestamp_ms")
 
@@ -254,6 +256,7 @@ def load_image(path: str | Path) -> Catalog:
         alter_jobs={job.id: job for job in sections["alter_jobs"]},
         roles={role.name: role for role in sections["roles"]},
         table_stats={stats.table_id: stats for stats in sections["table_stats"]},
+        labelled_jobs={(j.kind, j.db, j.label): j for j in sections["labelled_jobs"]},
     )
     try:
         catalog = Catalog.from_snapshot(snapshot)
@@ -285,6 +288,7 @@ def _write_image(file: BinaryIO, snapshot: CatalogSnapshot) -> None:
         "alter_jobs": snapshot.alter_jobs.values(),
         "roles": snapshot.roles.values(),
         "table_stats": snapshot.table_stats.values(),
+        "labelled_jobs": snapshot.labelled_jobs.values(),
     }
     header = msgpack.packb(
         {
@@ -409,6 +413,8 @@ def _parse_header(raw: bytes) -> dict:
         counts["roles"] = 0  # written before roles
     if isinstance(counts, dict) and "table_stats" not in counts:
         counts["table_stats"] = 0  # written before statistics
+    if isinstance(counts, dict) and "labelled_jobs" not in counts:
+        counts["labelled_jobs"] = 0  # written before jobs were journaled
     if not isinstance(counts, dict) or any(
         type(counts.get(name)) is not int or counts[name] < 0 for name, _ in SECTIONS
     ):

@@ -48,6 +48,7 @@ from metadata.ops import (
     RevokePrivileges,
     RevokeRole,
     SetGlobalVariable,
+    SetLabelledJob,
     SetLockoutPolicy,
     SetPassword,
     SetTableStats,
@@ -69,6 +70,7 @@ from metadata.records import (
     Database,
     Frontend,
     Grant,
+    LabelledJobRecord,
     Partition,
     RecycledKind,
     RecycledObject,
@@ -85,6 +87,8 @@ INITIAL_NEXT_ID = 10_000
 # Forwarded statements whose outcome is kept for a retry: a retry comes within seconds (one
 # failover), and the oldest is forgotten first, the same on every node.
 MAX_REMEMBERED_REQUESTS = 16_384
+MAX_KEPT_LABELLED_JOBS = 1000  # of a kind: past it the oldest finished are let go
+FINISHED_JOB_STATES = frozenset({"FINISHED", "CANCELLED"})
 
 # Dead tablet range ids a lookup may step over before the range index is swept.
 _MAX_DEAD_STEPS = 64
@@ -162,6 +166,8 @@ class CatalogSnapshot:
     alter_jobs: dict[int, AlterJob] = field(default_factory=dict)  # oldest first
     roles: dict[str, Role] = field(default_factory=dict)
     table_stats: dict[int, TableStats] = field(default_factory=dict)
+    # by (kind, database, label), oldest first
+    labelled_jobs: dict[tuple[str, str, str], LabelledJobRecord] = field(default_factory=dict)
 
     def tablet_count(self) -> int:
         return sum(
@@ -205,6 +211,9 @@ class Catalog:
         # Schema changes and rollups by job id, oldest first: unfinished and kept history.
         self.alter_jobs: dict[int, AlterJob] = {}
         self.table_stats: dict[int, TableStats] = {}  # by table id: its last ANALYZE's
+        # S3 Load's and EXPORT's jobs by (kind, database, label), oldest first, at most
+        # MAX_KEPT_LABELLED_JOBS of a kind (the oldest finished let go first)
+        self.labelled_jobs: dict[tuple[str, str, str], LabelledJobRecord] = {}
         # Derived indexes, rebuilt from the primary dicts on load.
         self._db_ids_by_name: dict[str, int] = {}
         self._table_ids_by_db: dict[int, dict[str, int]] = {}
@@ -340,6 +349,7 @@ class Catalog:
                 alter_jobs=self.alter_jobs.copy(),
                 roles=self.roles.copy(),
                 table_stats=self.table_stats.copy(),
+                labelled_jobs=self.labelled_jobs.copy(),
             )
 
     @classmethod
@@ -363,6 +373,7 @@ class Catalog:
         catalog.alter_jobs = dict(snap.alter_jobs)
         catalog.roles = dict(snap.roles)
         catalog.table_stats = dict(snap.table_stats)
+        catalog.labelled_jobs = dict(snap.labelled_jobs)
         catalog._rebuild_indexes()
         return catalog
 
@@ -386,6 +397,7 @@ class Catalog:
             ("recycled", snap.recycle_bin.values()),
             ("alter job", snap.alter_jobs.values()),
             ("table stats", (snap.table_stats[key] for key in sorted(snap.table_stats))),
+            ("labelled job", snap.labelled_jobs.values()),
         ]
         for kind, records in sections:
             lines.extend(f"{kind} {codec.encode_record(record)!r}" for record in records)
@@ -864,6 +876,23 @@ class Catalog:
         columns = tuple(c for c in kept.columns if c.column not in dropped)
         self.table_stats[op.table_id] = replace(kept, columns=columns)
 
+    # S3 Load's and EXPORT's jobs, each state its FE ran it through.
+
+    def _set_labelled_job(self, op: SetLabelledJob) -> LabelledJobRecord:
+        job = op.job
+        key = (job.kind, job.db, job.label)
+        self.labelled_jobs.pop(key, None)
+        self.labelled_jobs[key] = job
+        of_kind = [k for k in self.labelled_jobs if k[0] == job.kind]
+        excess = len(of_kind) - MAX_KEPT_LABELLED_JOBS
+        for old in of_kind:
+            if excess <= 0:
+                break
+            if self.labelled_jobs[old].state in FINISHED_JOB_STATES and old != key:
+                del self.labelled_jobs[old]
+                excess -= 1
+        return job
+
     def _erase_recycled(self, op: EraseRecycled) -> None:
         for object_id, drop_time_ms in op.entries:
             recycled = self.recycle_bin.get(object_id)
@@ -1145,6 +1174,7 @@ _HANDLERS = {
     RemoveAlterJobs: Catalog._remove_alter_jobs,
     SetTableStats: Catalog._set_table_stats,
     DropTableStats: Catalog._drop_table_stats,
+    SetLabelledJob: Catalog._set_labelled_job,
 }
 
 

@@ -23,6 +23,7 @@ reading the old ones. Versions:
         SET_USER_PROPERTIES
     7   the TableStats record (with its ColumnStats) and operations SET_TABLE_STATS,
         DROP_TABLE_STATS
+    8   the LabelledJobRecord record and operation SET_LABELLED_JOB
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ from metadata.ops import (
     RevokePrivileges,
     RevokeRole,
     SetGlobalVariable,
+    SetLabelledJob,
     SetLockoutPolicy,
     SetPassword,
     SetTableStats,
@@ -80,6 +82,7 @@ from metadata.ops import (
 )
 from metadata.records import (
     CONNECTION_PREFIXES,
+    LABELLED_JOB_KINDS,
     NO_CONNECTION_PREFIX,
     AlterJob,
     AlterJobState,
@@ -92,6 +95,7 @@ from metadata.records import (
     FrontendRole,
     Grant,
     KeyModel,
+    LabelledJobRecord,
     Partition,
     PartitionKind,
     RecycledKind,
@@ -105,8 +109,8 @@ from metadata.records import (
 )
 from metadata.types import parse_column_type
 
-FORMAT_VERSION = 7
-SUPPORTED_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7})
+FORMAT_VERSION = 8
+SUPPORTED_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7, 8})
 
 MAX_OPS_PER_BATCH = 65_536
 MAX_BATCH_BYTES = 64 * 1024 * 1024
@@ -486,6 +490,29 @@ def _decode_table_stats(value: tuple) -> TableStats:
     return TableStats(table_id, row_count, updated_ms, tuple(ColumnStats(*c) for c in columns))
 
 
+def _encode_labelled_job(job: LabelledJobRecord) -> tuple:
+    return (
+        job.kind, job.db, job.label, job.job_id, job.user, job.tables, job.timeout_seconds,
+        job.created_ms, job.state, job.started_ms, job.finished_ms, job.message, job.runner,
+        job.details,
+    )  # fmt: skip
+
+
+_LABELLED_JOB_FIELDS = (
+    (str,), (str,), (str,), (int,), (str,), (tuple,), (int,), (int,), (str,), (int,), (int,),
+    (str,), (str,), (tuple,),
+)  # fmt: skip
+
+
+def _decode_labelled_job(value: tuple) -> LabelledJobRecord:
+    _expect(value, _LABELLED_JOB_FIELDS, "LabelledJobRecord")
+    kind, db, label, job_id, user, tables, *rest, details = value
+    if kind not in LABELLED_JOB_KINDS or not label or job_id <= 0:
+        raise CodecError(f"malformed LabelledJobRecord: {value!r:.200}")
+    tables = tuple(map(_str, tables))
+    return LabelledJobRecord(kind, db, label, job_id, user, tables, *rest, _str_pairs(details))
+
+
 def _decode_user_version_1(value: tuple) -> User:
     _expect(value, _USER_FIELDS_VERSION_5[:4], "User")
     name, host, password_hash, grants = value
@@ -700,6 +727,7 @@ _RECORD_CODECS: dict[type, tuple[Callable[[Any], tuple], Callable[[Sequence], An
     RecycledObject: (_encode_recycled, _decode_recycled),
     AlterJob: (_encode_alter_job, _decode_alter_job),
     TableStats: (_encode_table_stats, _decode_table_stats),
+    LabelledJobRecord: (_encode_labelled_job, _decode_labelled_job),
 }
 
 
@@ -1009,6 +1037,12 @@ _OP_CODECS: dict[OpCode, tuple[type, int, _OpEncoder, _OpDecoder]] = {
         lambda op: (op.table_id, op.columns),
         lambda a: DropTableStats(_int(a[1]), tuple(map(_str, _array(a[2])))),
     ),
+    OpCode.SET_LABELLED_JOB: (
+        SetLabelledJob,
+        1,
+        lambda op: (_encode_labelled_job(op.job),),
+        lambda a: SetLabelledJob(_decode_labelled_job(a[1])),
+    ),
 }
 
 _OP_ENCODERS = {op_class: (code, encode) for code, (op_class, _, encode, _) in _OP_CODECS.items()}
@@ -1027,8 +1061,11 @@ ROLE_OP_CODES = frozenset(
     }
 )
 STATS_OP_CODES = frozenset({OpCode.SET_TABLE_STATS, OpCode.DROP_TABLE_STATS})
+_OP_DECODERS_VERSION_7 = {
+    code: entry for code, entry in _OP_DECODERS.items() if code != OpCode.SET_LABELLED_JOB
+}
 _OP_DECODERS_VERSION_6 = {
-    code: entry for code, entry in _OP_DECODERS.items() if code not in STATS_OP_CODES
+    code: entry for code, entry in _OP_DECODERS_VERSION_7.items() if code not in STATS_OP_CODES
 }
 _OP_DECODERS_VERSION_5 = {
     **{code: entry for code, entry in _OP_DECODERS_VERSION_6.items() if code not in ROLE_OP_CODES},
@@ -1062,6 +1099,7 @@ _OP_DECODERS_VERSION_2 = {
 }
 _OP_DECODERS_OF_VERSION = {
     FORMAT_VERSION: _OP_DECODERS,
+    7: _OP_DECODERS_VERSION_7,
     6: _OP_DECODERS_VERSION_6,
     5: _OP_DECODERS_VERSION_5,
     4: _OP_DECODERS_VERSION_4,

@@ -17,6 +17,7 @@ from metadata.records import (
     Database,
     Frontend,
     Grant,
+    LabelledJobRecord,
     Partition,
     Role,
     Table,
@@ -70,6 +71,8 @@ class OpCode(IntEnum):
     # Statistics: ANALYZE TABLE and DROP STATS.
     SET_TABLE_STATS = 80  # the columns it names replace theirs; the others are kept
     DROP_TABLE_STATS = 81  # of the columns it names, or of all when it names none
+    # Jobs of S3 Load and EXPORT: each state an FE runs one through.
+    SET_LABELLED_JOB = 90  # replaces the job of its kind, database and label
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,6 +371,12 @@ class SetTableStats:
 
 
 @dataclass(frozen=True, slots=True)
+class SetLabelledJob:
+    CODE = OpCode.SET_LABELLED_JOB
+    job: LabelledJobRecord
+
+
+@dataclass(frozen=True, slots=True)
 class DropTableStats:
     CODE = OpCode.DROP_TABLE_STATS
     table_id: int
@@ -424,4 +433,5 @@ Op = (
     | RemoveAlterJobs
     | SetTableStats
     | DropTableStats
+    | SetLabelledJob
 )

@@ -378,6 +378,33 @@ class ColumnStats:
 
 
 @dataclass(frozen=True, slots=True)
+class LabelledJobRecord:
+    """A job an FE ran for a statement that answered at once (S3 Load, EXPORT), as its FE last
+    journaled it: what SHOW LOAD and SHOW EXPORT show on every FE, and after its FE is gone."""
+
+    kind: str  # LOAD | EXPORT
+    db: str
+    label: str
+    job_id: int
+    user: str
+    tables: tuple[str, ...]
+    timeout_seconds: int
+    created_ms: int
+    state: str
+    started_ms: int = 0
+    finished_ms: int = 0
+    message: str = ""
+    runner: str = ""  # the journal address (host:port) of the FE that runs it
+    details: tuple[tuple[str, str], ...] = ()  # what its kind shows of it, sorted by key
+
+    def __post_init__(self) -> None:
+        assert self.kind in LABELLED_JOB_KINDS and self.label and self.job_id > 0, self
+
+
+LABELLED_JOB_KINDS = ("LOAD", "EXPORT")
+
+
+@dataclass(frozen=True, slots=True)
 class TableStats:
     """A table's statistics as its last ANALYZE left them (SHOW TABLE / COLUMN STATS)."""
 

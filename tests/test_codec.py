@@ -39,6 +39,7 @@ from metadata.ops import (
     RevokePrivileges,
     RevokeRole,
     SetGlobalVariable,
+    SetLabelledJob,
     SetLockoutPolicy,
     SetPassword,
     SetTableStats,
@@ -61,6 +62,7 @@ from metadata.records import (
     FrontendRole,
     Grant,
     KeyModel,
+    LabelledJobRecord,
     Partition,
     PartitionKind,
     Role,
@@ -185,7 +187,18 @@ ONE_OP_PER_CODE = {
         ColumnStats("k", 3, 3, 0, 12, "1", "3"), ColumnStats("v", 3, 0, 3, 0, None, None),
     ))),
     OpCode.DROP_TABLE_STATS: DropTableStats(10_001, ("k",)),
+    OpCode.SET_LABELLED_JOB: SetLabelledJob(LabelledJobRecord(
+        "LOAD", "db", "l1", 1_767_225_600_001, "root", ("t",), 3600, 1_767_225_600_001,
+        "CANCELLED", 1_767_225_600_002, 1_767_225_600_003, "user cancel", "127.0.0.1:9010",
+        (("max_filter_ratio", "0.1"),),
+    )),
 }  # fmt: skip
+
+
+def test_labelled_jobs_are_refused_by_the_codec_version_before_them():
+    batch = encode_ops([ONE_OP_PER_CODE[OpCode.SET_LABELLED_JOB]])
+    with pytest.raises(CodecError):
+        decode_ops(bytes([7]) + batch[1:])
 
 
 def test_statistics_are_refused_by_the_codec_version_before_them():

@@ -97,7 +97,7 @@ def _task_info(statement: st.Export, db: str, table: str, properties: dict, kind
 
 async def show(session, statement: st.ShowExport) -> Result:
     database = resolve_database(session, statement.db)
-    jobs = session.services.exports.of(database.name)
+    jobs = session.services.exports.known(session, database.name)
     if statement.where is not None:
         key, value = statement.where[0].lower(), statement.where[1]
         if key not in SHOWN_BY:
@@ -119,8 +119,11 @@ def _shown_by(job, key: str):
 
 def _row(job) -> tuple:
     files = "NULL"
-    if job.state == labelled_jobs.FINISHED and job.answer is not None:
-        number, rows, size, url = list(job.answer.rows)[0]
+    written = list(job.answer.rows) if job.answer is not None else None
+    if written is None and "files" in job.details:  # a job another FE (or a restart) ran
+        written = json.loads(job.details["files"])
+    if job.state == labelled_jobs.FINISHED and written:
+        number, rows, size, url = written[0]
         files = json.dumps(
             [[{"fileNumber": str(number), "totalRows": str(rows), "fileSize": f"{size}bytes",
                "url": url}]],

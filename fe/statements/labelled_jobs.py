@@ -1,11 +1,16 @@
 """Jobs an FE runs in the background for a statement that answered at once (Doris's S3 Load and
 EXPORT): each named by its database and label, run as the user who issued it (its statements in
-a session of its own), its state kept while the FE runs, at most MAX_KEPT_JOBS of them."""
+a session of its own), at most MAX_KEPT_JOBS of them kept while the FE runs.
+
+Each state a job goes through is journaled (a LabelledJobRecord), so that every FE shows it and
+a restart or a failover forgets none: a job journaled as running that no FE runs any more (its FE
+stopped) is shown CANCELLED (known)."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -14,6 +19,8 @@ from sqlglot import exp
 
 from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
+from metadata import ops
+from metadata.records import LabelledJobRecord
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +41,7 @@ class LabelledJob:
     started_ms: int = 0
     finished_ms: int = 0
     message: str = ""
+    kind: str = "LOAD"  # LOAD | EXPORT
     warnings: int = 0  # its statements' (an INSERT's: the rows it filtered)
     committing: bool = False  # its last statement, a COMMIT, runs: it ends as that does
     answer: Result | None = field(default=None, repr=False)  # its last statement's
@@ -44,11 +52,35 @@ class LabelledJob:
     def finished(self) -> bool:
         return self.state in (FINISHED, CANCELLED)
 
+    def record(self, runner: str) -> LabelledJobRecord:
+        details = tuple(sorted((key, str(value)) for key, value in self.details.items()))
+        return LabelledJobRecord(
+            self.kind, self.db, self.label, self.job_id, self.user, self.tables,
+            self.timeout_seconds, self.created_ms, self.state, self.started_ms,
+            self.finished_ms, self.message, runner,
+            (*details, ("filtered_rows", str(self.warnings))),
+        )  # fmt: skip
+
+    @classmethod
+    def of_record(cls, record: LabelledJobRecord) -> LabelledJob:
+        details = dict(record.details)
+        warnings = int(details.pop("filtered_rows", "0"))
+        return cls(
+            record.job_id, record.db, record.label, record.user, record.tables,
+            record.timeout_seconds, record.created_ms, record.state, record.started_ms,
+            record.finished_ms, record.message, kind=record.kind, warnings=warnings,
+            details=details,
+        )  # fmt: skip
+
+
+STOPPED = "the frontend that ran it stopped before it ended"
+
 
 class LabelledJobs:
     """The jobs of one kind this FE took, by (database, label), oldest first."""
 
-    def __init__(self):
+    def __init__(self, kind: str = "LOAD"):
+        self.kind = kind
         self.jobs: dict[tuple[str, str], LabelledJob] = {}
         self._ids = itertools.count(int(time.time() * 1000))
 
@@ -60,8 +92,9 @@ class LabelledJobs:
                 raise QueryError(1105, f"{MAX_KEPT_JOBS} jobs are running; try again later")
             del self.jobs[oldest]
         job = LabelledJob(
-            next(self._ids), db, label, user, tuple(tables), timeout_seconds, _now_ms()
-        )
+            next(self._ids), db, label, user, tuple(tables), timeout_seconds, _now_ms(),
+            kind=self.kind,
+        )  # fmt: skip
         self.jobs.pop((db, label), None)
         self.jobs[(db, label)] = job
         return job
@@ -72,6 +105,25 @@ class LabelledJobs:
     def running(self, db: str, label: str) -> LabelledJob | None:
         job = self.jobs.get((db, label))
         return None if job is None or job.finished else job
+
+    def known(self, session, db: str) -> list[LabelledJob]:
+        """The database's jobs of this kind as this FE knows them: its own, and those the
+        journal holds of others (a restart's or another FE's). One journaled as running that
+        this FE does not run is CANCELLED, unless this FE follows the leader that runs it."""
+        services = session.services
+        leading = services.writer.is_leader()
+        leader = str(services.journal.status().leader or "")
+        found = {job.label: job for job in self.of(db)}
+        with session.catalog.lock:
+            records = [r for r in session.catalog.labelled_jobs.values() if r.kind == self.kind]
+        for record in records:
+            if record.db != db or record.label in found:
+                continue
+            job = LabelledJob.of_record(record)
+            if not job.finished and (leading or record.runner != leader):
+                job.state, job.message = CANCELLED, job.message or STOPPED
+            found[record.label] = job
+        return sorted(found.values(), key=lambda job: job.created_ms)
 
 
 def start(
@@ -105,6 +157,7 @@ async def _run(
 ) -> None:
     job.state, job.started_ms = running_state, _now_ms()
     try:
+        await _journaled(job, session)
         async with asyncio.timeout(job.timeout_seconds):
             for sql in statements:
                 job.answer = await session.handle_query(sql, {})
@@ -130,6 +183,18 @@ async def _run(
         job.finished_ms = _now_ms()
     if job.state == CANCELLED:
         logger.warning("job %s.%s cancelled: %s", job.db, job.label, job.message)
+    await _journaled(job, session)
+
+
+async def _journaled(job: LabelledJob, session) -> None:
+    """The job's state journaled (a failure logged: the job goes on, this FE knows it)."""
+    if job.answer is not None and job.finished and job.kind == "EXPORT":
+        job.details["files"] = json.dumps([list(row) for row in job.answer.rows])
+    record = job.record(session.services.this.address)
+    try:
+        await session.services.writer.commit([ops.SetLabelledJob(record)])
+    except Exception as error:  # not the leader any more, no quorum: the job is not stopped
+        logger.warning("job %s.%s not journaled: %s", job.db, job.label, error)
 
 
 def timeout_of(properties: dict[str, str], default: int) -> int:

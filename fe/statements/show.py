@@ -771,7 +771,7 @@ def _loads(session, statement: st.Show) -> Result:
             for r in shown
         ]  # fmt: skip
         return text_result(STREAM_LOAD_TITLES, rows)
-    jobs = {job.label: job for job in session.services.broker_loads.of(database.name)}
+    jobs = {job.label: job for job in session.services.broker_loads.known(session, database.name)}
     # a load job not finished is shown as it runs: its label's record says VISIBLE a moment
     # before its commit is readable, which the job waits for
     running = {label for label, job in jobs.items() if not job.finished}

@@ -30,6 +30,7 @@ class Key:
     mutable: bool = False
     choices: tuple[str, ...] = ()
     comment: str = ""  # its comment line(s) in the conf file
+    master_only: bool = False  # read by the leader's work alone (ADMIN SHOW CONFIG's MasterOnly)
 
     def parse(self, text: str) -> object:
         text = text.strip()

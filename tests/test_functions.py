@@ -445,6 +445,9 @@ def test_frontend_config_comments_are_the_conf_files(quire, root):
     comments = {row[0]: row[5] for row in rows}
     for key in FE_KEYS:
         assert comments[key.name] and comments[key.name] == key.comment, key.name
+    master_only = {row[0] for row in rows if row[4] == "true"}  # the leader's periodic work's
+    assert {"catalog_trash_expire_second", "alter_table_timeout_second"} <= master_only
+    assert not master_only & {"query_port", "sys_log_level", "qe_max_connection"}
     done = mariadb(
         quire,
         "--batch",

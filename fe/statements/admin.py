@@ -128,7 +128,7 @@ async def show_config(session, statement: st.AdminShowConfig) -> Result:
                     str(value),
                     kind,
                     "true" if key.mutable else "false",
-                    "false",
+                    "true" if key.master_only else "false",
                     key.comment,
                 )
             )

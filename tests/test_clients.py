@@ -269,6 +269,11 @@ def test_mysql_statements_tools_send(quire, root):
     tables = {row[1]: row[0] for row in run(root, f"SHOW PROC '/dbs/{databases['tools']}'")}
     shown = run(root, f"SHOW TABLE {tables['t']}")
     assert shown == (("tools", "t", str(databases["tools"])),)
+    partition = run(root, "SHOW PARTITIONS FROM tools.t")[0][0]
+    assert run(root, f"SHOW PARTITION {partition}") == (
+        ("tools", "t", "t", str(databases["tools"]), str(tables["t"])),
+    )
+    assert run(root, "SHOW PARTITION 1") == ()
     done = mariadb(quire, "--batch", "-e", "LOCK TABLES tools.missing READ")
     assert "ERROR 1146 (42S02)" in done.stderr
     done = mariadb(quire, "--batch", "-e", "SHOW PROCEDURE STATUS")

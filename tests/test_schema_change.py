@@ -168,6 +168,19 @@ def test_rollups_in_create_table_and_desc_all(db):
         "r2": [("k2", "true"), ("k1", "false")],
     }
     expect_error(db, "ALTER TABLE with_rollups ADD ROLLUP r3 (v2, k1)", 1105, "float or double")
+    run(db, "INSERT INTO with_rollups VALUES (1, 2, 'a', 0.5)")
+    run(db, "ALTER TABLE with_rollups RENAME ROLLUP r1 r_one")  # Doris's: same rollup, new name
+    assert list(indexes(db, "with_rollups")) == ["with_rollups", "r_one", "r2"]
+    expect_error(
+        db, "ALTER TABLE with_rollups RENAME ROLLUP r1 r9", 1105, "Rollup index[r1] does not exist"
+    )
+    expect_error(
+        db,
+        "ALTER TABLE with_rollups RENAME ROLLUP r2 r_one",
+        1105,
+        "Rollup name[r_one] is already used",
+    )
+    assert run(db, "SELECT k1, v1 FROM with_rollups") == ((1, "a"),)
 
 
 @pytest.mark.parametrize(

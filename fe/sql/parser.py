@@ -1541,6 +1541,9 @@ class Grammar:
             if self.accept("PARTITION"):
                 old = self.identifier()
                 return st.RenamePartition(old, self.identifier())
+            if self.accept("ROLLUP"):
+                old = self.identifier()
+                return st.RenameRollup(old, self.identifier())
             self.accept("TO") or self.accept("AS")
             return st.RenameTable(self.identifier())
         if self.accept("SET"):
@@ -2031,6 +2034,8 @@ class Grammar:
             return self.show_alter()
         if word == "TABLE" and self.peek_type() == TokenType.NUMBER:
             return st.ShowTableId(self.integer())
+        if word == "PARTITION" and self.peek_type() == TokenType.NUMBER:
+            return st.ShowPartitionId(self.integer())
         if word in ("PROCEDURE", "FUNCTION") and self.accept("STATUS"):
             self.position = len(self.tokens)  # LIKE or WHERE: there are none to show
             return st.Show(f"{word} STATUS")

@@ -212,6 +212,14 @@ class RenamePartition:
 
 
 @dataclass(frozen=True)
+class RenameRollup:
+    """Doris's ALTER TABLE t RENAME ROLLUP old new."""
+
+    old: str
+    new: str
+
+
+@dataclass(frozen=True)
 class DropPartition:
     name: str
     if_exists: bool = False
@@ -309,6 +317,7 @@ AlterAction = (
     | SetTableProperties
     | ModifyTableComment
     | RenamePartition
+    | RenameRollup
     | ToggleKeys
     | AddIndex
     | DropIndexClause
@@ -558,6 +567,13 @@ class ShowTableId:
     """Doris's SHOW TABLE <id>: the database and name of the table of that id."""
 
     table_id: int
+
+
+@dataclass(frozen=True)
+class ShowPartitionId:
+    """Doris's SHOW PARTITION <id>: the database, table and name of the partition of that id."""
+
+    partition_id: int
 
 
 @dataclass(frozen=True)

@@ -858,6 +858,22 @@ def _rename_partition(session, database, table: Table, action: st.RenamePartitio
     )
 
 
+def _rename_rollup(session, database, table: Table, action: st.RenameRollup) -> Table:
+    """Doris's RENAME ROLLUP: the rollup keeps its id, tablets and rows."""
+    names = {rollup.name.lower() for rollup in table.rollups}
+    if action.old.lower() not in names:
+        raise QueryError(1105, f"Rollup index[{action.old}] does not exist")
+    if action.new.lower() in names or action.new.lower() == table.name.lower():
+        raise QueryError(1105, f"Rollup name[{action.new}] is already used")
+    return dataclasses.replace(
+        table,
+        rollups=tuple(
+            dataclasses.replace(r, name=action.new) if r.name.lower() == action.old.lower() else r
+            for r in table.rollups
+        ),
+    )
+
+
 def _modify_comment(session, database, table: Table, action: st.ModifyTableComment) -> Table:
     return dataclasses.replace(table, comment=action.comment)
 
@@ -882,6 +898,7 @@ ALTER_ACTIONS = {
     st.SetTableProperties: _set_properties,
     st.ModifyTableComment: _modify_comment,
     st.RenamePartition: _rename_partition,
+    st.RenameRollup: _rename_rollup,
 }
 
 

@@ -39,6 +39,7 @@ OPERATION_TYPES = {
     st.SetTableProperties: "MODIFY_TABLE_PROPERTY",
     st.ModifyTableComment: "MODIFY_TABLE_COMMENT",
     st.RenamePartition: "RENAME",
+    st.RenameRollup: "RENAME",
     st.AddIndex: "INDEX_CHANGE",
     st.DropIndexClause: "INDEX_CHANGE",
 }

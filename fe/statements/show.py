@@ -687,6 +687,21 @@ async def show_table_id(session, statement: st.ShowTableId) -> Result:
     return text_result(["DbName", "TableName", "DbId"], rows)
 
 
+async def show_partition_id(session, statement: st.ShowPartitionId) -> Result:
+    """Doris's SHOW PARTITION <id>: DbName, TableName, PartitionName, DbId, TableId of the
+    partition of that id (a temporary one too)."""
+    session.require_admin()
+    rows = []
+    for table in list(session.catalog.tables.values()):
+        for partition in (*table.partitions, *table.temporary_partitions):
+            if partition.id == statement.partition_id:
+                database = session.catalog.dbs.get(table.db_id)
+                name = database.name if database is not None else ""
+                rows.append((name, table.name, partition.name, str(table.db_id), str(table.id)))
+    titles = ["DbName", "TableName", "PartitionName", "DbId", "TableId"]
+    return text_result(titles, rows[:1])
+
+
 def _empty(*names: str):
     return lambda session, statement: text_result(list(names), [])
 

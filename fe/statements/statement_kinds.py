@@ -136,6 +136,7 @@ KINDS: dict[type, StatementKind] = {
     st.LockTables: StatementKind(show.lock_tables),
     st.Flush: StatementKind(show.flush),
     st.ShowTableId: StatementKind(show.show_table_id),
+    st.ShowPartitionId: StatementKind(show.show_partition_id),
     st.Insert: StatementKind(
         dml.insert,
         readable_when_stale=False,

@@ -284,11 +284,17 @@ def test_max_filter_ratio_lets_a_share_of_bad_rows_be_filtered(quire, db, store)
     assert "dpp.abnorm.ALL=1; dpp.norm.ALL=9" in row[5], row
     assert run(db, "SELECT COUNT(*), MIN(doubled), MAX(doubled) FROM ratio") == ((9, 8, 8),)
 
+    load("loose", '"strict_mode" = "false"')  # Doris's: a value that does not convert is NULL
+    row = finished(db, "loose")
+    assert row[2] == "FINISHED" and "dpp.abnorm.ALL=0; dpp.norm.ALL=10" in row[5], row
+    assert run(db, "SELECT COUNT(*), COUNT(amount) FROM ratio") == ((19, 18),)
+    assert run(db, "SELECT amount FROM ratio WHERE name = 'bad'") == ((None,),)
+
     for properties, code, words in (
         ('"max_filter_ratio" = "2"', 1105, "max_filter_ratio must be between"),
         ('"max_filter_ratio" = "x"', 1105, "max_filter_ratio must be between"),
         ('"no_such_thing" = "1"', 1105, "no_such_thing is invalid property"),
-        ('"strict_mode" = "false"', 1235, "strict_mode"),
+        ('"strict_mode" = "maybe"', 1105, "strict_mode is not a boolean"),
     ):
         statement = (
             f'LOAD LABEL refused (DATA INFILE ("s3://{BUCKET}/ratio/orders.csv") INTO TABLE ratio) '

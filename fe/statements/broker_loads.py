@@ -31,6 +31,11 @@ DEFAULT_TIMEOUT_SECONDS = 4 * 3600  # Doris's broker load timeout
 DEFAULT_SEPARATOR = "\t"  # Doris's column separator of a CSV load
 IGNORED_SOURCE_KEYS = frozenset({"provider"})  # Doris's name of the store's kind: S3 here
 LOADING = "LOADING"
+# a column type a file's text may not convert to: not strict, such a value is NULL
+TRIED_TYPES = frozenset({
+    "BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "LARGEINT", "FLOAT", "DOUBLE",
+    "DECIMAL", "DECIMALV3", "DATE", "DATEV2", "DATETIME", "DATETIMEV2",
+})  # fmt: skip
 HONOURED_PROPERTIES = frozenset({"timeout", "max_filter_ratio", "timezone", "strict_mode"})
 HINT_PROPERTIES = frozenset({  # Doris's tuning of its own executors: nothing to tune here
     "exec_mem_limit", "load_parallelism", "send_batch_parallelism", "load_to_single_tablet",
@@ -50,7 +55,8 @@ async def load(session, statement: st.BrokerLoad) -> Result:
     ):
         raise QueryError(1105, f"Label [{statement.label}] has already been used.")
     properties = load_properties(statement.properties)
-    *statements, commit = load_statements(statement, database.name, session)
+    strict = properties.get("strict_mode", "true").lower() == "true"
+    *statements, commit = load_statements(statement, database.name, session, strict)
     statements = [*_settings(properties), *statements]
     for sql in statements:  # a SET or WHERE that is no expression: 1064 now, not in the job
         await session.parse(sql)
@@ -74,12 +80,6 @@ def load_properties(given: tuple[tuple[str, str], ...]) -> dict[str, str]:
             raise QueryError(1105, "max_filter_ratio must be between 0.0 and 1.0.")
         if key == "strict_mode" and value.lower() not in ("true", "false"):
             raise QueryError(1105, "strict_mode is not a boolean")
-        if key == "strict_mode" and value.lower() == "false":
-            raise QueryError(
-                1235,
-                "This version of Quire doesn't yet support 'strict_mode' = 'false' in LOAD "
-                "(a value that does not convert filters its row; max_filter_ratio allows some)",
-            )
     return properties
 
 
@@ -122,12 +122,15 @@ async def cancel(session, statement: st.CancelLoad) -> Result:
 # -- the statements a load runs -------------------------------------------------------------------
 
 
-def load_statements(statement: st.BrokerLoad, db: str, session) -> list[str]:
+def load_statements(statement: st.BrokerLoad, db: str, session, strict: bool = True) -> list[str]:
     """The load as statements of its user: BEGIN WITH LABEL, an INSERT ... SELECT of each object
-    path of each DATA INFILE, COMMIT."""
+    path of each DATA INFILE, COMMIT. Not strict, a file's value that does not convert to its
+    column's type is NULL (TRY_CAST), as Doris's strict_mode false makes it."""
     source = s3_source(statement.source)
     inserts = [
-        _insert(data, path, db, source, session) for data in statement.data for path in data.paths
+        _insert(data, path, db, source, session, strict)
+        for data in statement.data
+        for path in data.paths
     ]
     return [f"BEGIN WITH LABEL {sql_name(statement.label)}", *inserts, "COMMIT"]
 
@@ -144,7 +147,9 @@ def s3_source(properties: tuple[tuple[str, str], ...]) -> dict[str, str]:
     return source
 
 
-def _insert(data: st.LoadData, path: str, db: str, source: dict[str, str], session) -> str:
+def _insert(
+    data: st.LoadData, path: str, db: str, source: dict[str, str], session, strict: bool
+) -> str:
     """INSERT INTO the table SELECT the file's columns (a CSV's c1, c2, ... by position, as the
     list names them; others' by name) and the SET expressions FROM s3(...) WHERE the predicate,
     each reading the file's columns by the names the list gives them."""
@@ -163,7 +168,11 @@ def _insert(data: st.LoadData, path: str, db: str, source: dict[str, str], sessi
     for name in file_columns:
         if name.lower() in table_columns and name.lower() not in set_names:
             targets.append(table_columns[name.lower()])
-            values.append(read[name.lower()].sql("mysql"))
+            value = read[name.lower()].sql("mysql")
+            column_type = table.column(name).type
+            if not strict and column_type.base in TRIED_TYPES:
+                value = f"TRY_CAST({value} AS {column_type.sql})"
+            values.append(value)
     for name, expression in data.settings:
         if name.lower() not in table_columns:
             raise QueryError(1054, f"Unknown column '{name}' in '{table.name}'")

@@ -13,7 +13,7 @@ from sqlglot import exp
 from fe.mysql.errors import QueryError
 from fe.security import privileges
 from fe.sql import statements as st
-from fe.statements import queries, views
+from fe.statements import queries, row_policies, views
 from fe.statements.names import resolve_table
 from fe.statements.show import text_result
 from metadata import ops
@@ -86,8 +86,10 @@ async def show_stats(session, statement: st.ShowStats):
         return text_result(TABLE_TITLES, [] if stats is None else [_table_row(stats)])
     wanted = {c.name.lower() for c in _columns(table, statement.columns, every=True)}
     found = {c.column.lower(): c for c in stats.columns} if stats is not None else {}
+    # least and greatest values are the table's: not shown to a reader a row policy limits
+    limited = row_policies.binds_any(session, table)
     rows = [
-        _column_row(table, stats, found[column.name.lower()])
+        _column_row(table, stats, found[column.name.lower()], limited)
         for column in table.columns
         if column.name.lower() in wanted and column.name.lower() in found
     ]
@@ -208,13 +210,16 @@ def _table_row(stats: TableStats) -> tuple:
             "false", "false")  # fmt: skip
 
 
-def _column_row(table: Table, stats: TableStats, column: ColumnStats) -> tuple:
+def _column_row(
+    table: Table, stats: TableStats, column: ColumnStats, limited: bool = False
+) -> tuple:
     present = column.count - column.nulls
     average = column.data_size / present if present else 0.0
+    least = "N/A" if column.min is None or limited else column.min
+    greatest = "N/A" if column.max is None or limited else column.max
     return (
         column.column, table.name, _double(column.count), _double(column.ndv),
-        _double(column.nulls), _double(column.data_size), _double(average),
-        "N/A" if column.min is None else column.min, "N/A" if column.max is None else column.max,
+        _double(column.nulls), _double(column.data_size), _double(average), least, greatest,
         "FULL", "FUNDAMENTALS", "MANUAL", "0", _time(stats.updated_ms), "0",
         str(stats.row_count),
     )  # fmt: skip

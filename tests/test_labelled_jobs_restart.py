@@ -1,8 +1,17 @@
 """S3 Load's and EXPORT's jobs are journaled: after a restart (and a kill -9) SHOW LOAD and SHOW
 EXPORT show every job as it ended, and one the node was running when it died CANCELLED (its FE
-stopped), with none of its rows and its label free again. Through PyMySQL and the mariadb CLI."""
+stopped), with none of its rows and its label free again; a follower shows the jobs the leader
+ran. Through PyMySQL and the mariadb CLI."""
 
-from tests.harness import QuireProcess, error_of, mariadb, moto_filesystem, run, wait_until
+from tests.harness import (
+    QuireProcess,
+    add_and_start,
+    error_of,
+    mariadb,
+    moto_filesystem,
+    run,
+    wait_until,
+)
 
 BUCKET = "jobs"
 
@@ -86,3 +95,31 @@ def test_jobs_are_shown_as_they_ended_after_a_kill_9(tmp_path, moto_endpoint):
         db.close()
     finally:
         node.stop()
+
+
+def test_a_follower_shows_the_jobs_the_leader_ran(tmp_path, moto_endpoint):
+    filesystem = moto_filesystem(moto_endpoint, BUCKET)
+    with filesystem.open_output_stream(f"{BUCKET}/few.csv") as out:
+        out.write(b"1,ann,10\n2,bob,20\n")
+    leader = QuireProcess(tmp_path / "leader").start()
+    follower = QuireProcess(tmp_path / "follower", command="fe").join_through(leader)
+    try:
+        add_and_start(leader, follower, "FOLLOWER")
+        db = leader.connect()
+        run(db, "CREATE DATABASE shop")
+        db.select_db("shop")
+        run(db, "CREATE TABLE orders (id INT, name VARCHAR(10), amount INT) DUPLICATE KEY(id) "
+                "DISTRIBUTED BY HASH(id) BUCKETS 1")  # fmt: skip
+        load(db, "landed", "few.csv", moto_endpoint)
+        wait_until(lambda: shown(db, "LOAD", "landed")[2] == "FINISHED", 60, "the load")
+        db.close()
+
+        def on_follower() -> str:
+            done = mariadb(follower, "--batch", "shop", "-e", "SHOW LOAD WHERE LABEL = 'landed'")
+            return done.stdout
+
+        text = wait_until(lambda: "FINISHED" in on_follower() and on_follower(), 30, "the job")
+        assert "landed" in text and "BROKER" in text, text
+    finally:
+        follower.stop()
+        leader.stop()

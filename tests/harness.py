@@ -43,6 +43,14 @@ _port_lock = threading.Lock()
 _port_picker = random.Random(os.getpid() ^ time.time_ns())
 
 
+def moto_with_s3(endpoint: str) -> str:
+    """Doris's `WITH S3 (...)` clause of moto's S3 server at endpoint (S3 Load, EXPORT)."""
+    return (
+        f'WITH S3 ("provider" = "S3", "AWS_ENDPOINT" = "{endpoint}", "AWS_REGION" = "us-east-1", '
+        '"AWS_ACCESS_KEY" = "testing", "AWS_SECRET_KEY" = "testing")'
+    )
+
+
 def moto_filesystem(endpoint: str, bucket: str | None = None):
     """pyarrow's filesystem of moto's S3 server at endpoint (any key pair is taken), with
     bucket made in it if named."""

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.harness import error_of, mariadb, moto_filesystem, run, wait_until
+from tests.harness import error_of, mariadb, moto_filesystem, moto_with_s3, run, wait_until
 
 BUCKET = "loads"
 
@@ -44,13 +44,6 @@ def db(root):
     return root
 
 
-def with_s3(endpoint: str) -> str:
-    return (
-        f'WITH S3 ("provider" = "S3", "AWS_ENDPOINT" = "{endpoint}", "AWS_REGION" = "us-east-1", '
-        '"AWS_ACCESS_KEY" = "testing", "AWS_SECRET_KEY" = "testing")'
-    )
-
-
 def load_state(connection, label: str) -> tuple:
     rows = run(connection, f"SHOW LOAD WHERE LABEL = '{label}'")
     assert len(rows) == 1, rows
@@ -73,7 +66,7 @@ def test_csv_objects_load_with_columns_set_and_where(db, store):
             DATA INFILE ("s3://{BUCKET}/orders/*.csv")
             INTO TABLE orders COLUMNS TERMINATED BY "," FORMAT AS "csv"
             (id, name, amount) SET (doubled = amount * 2) WHERE id != 3
-        ) {with_s3(store)} PROPERTIES ("timeout" = "600")""",
+        ) {moto_with_s3(store)} PROPERTIES ("timeout" = "600")""",
     )
     row = finished(db, "first")
     assert row[1:5] == ("first", "FINISHED", "100.00% (1/1)", "BROKER"), row
@@ -83,7 +76,7 @@ def test_csv_objects_load_with_columns_set_and_where(db, store):
         (4, "dan", 40, 80),
     )
     # the label is used once
-    again = f'LOAD LABEL first (DATA INFILE ("s3://{BUCKET}/bad.csv") INTO TABLE orders) {with_s3(store)}'
+    again = f'LOAD LABEL first (DATA INFILE ("s3://{BUCKET}/bad.csv") INTO TABLE orders) {moto_with_s3(store)}'
     assert error_of(db, again) == (1105, "Label [first] has already been used.")
 
 
@@ -94,7 +87,7 @@ def test_parquet_by_name_and_two_tables_in_one_transaction(db, store):
             DATA INFILE ("s3://{BUCKET}/people.parquet") INTO TABLE people FORMAT AS "parquet",
             DATA INFILE ("s3://{BUCKET}/orders/1.csv") INTO TABLE orders
               COLUMNS TERMINATED BY "," (id, name, amount) WHERE id = 1
-        ) {with_s3(store)}""",
+        ) {moto_with_s3(store)}""",
     )
     assert finished(db, "both_tables")[2] == "FINISHED"
     assert run(db, "SELECT id, name FROM people ORDER BY id") == ((7, "gus"), (8, "hal"))
@@ -110,12 +103,12 @@ def test_a_failing_load_is_cancelled_with_its_error_and_writes_nothing(quire, db
               COLUMNS TERMINATED BY "," (id, name, amount),
             DATA INFILE ("s3://{BUCKET}/bad.csv") INTO TABLE orders
               COLUMNS TERMINATED BY "," (id, name, amount)
-        ) {with_s3(store)}""",
+        ) {moto_with_s3(store)}""",
     )
     row = finished(db, "broken")
     assert row[2] == "CANCELLED" and "not a number" in row[7], row
     assert run(db, "SELECT COUNT(*) FROM orders") == before  # neither object's rows
-    missing = f'LOAD LABEL nothing (DATA INFILE ("s3://{BUCKET}/none.csv") INTO TABLE orders) {with_s3(store)}'
+    missing = f'LOAD LABEL nothing (DATA INFILE ("s3://{BUCKET}/none.csv") INTO TABLE orders) {moto_with_s3(store)}'
     run(db, missing)
     assert "finds no object" in finished(db, "nothing")[7]
     # a cancelled load's label may be used again
@@ -124,7 +117,7 @@ def test_a_failing_load_is_cancelled_with_its_error_and_writes_nothing(quire, db
         "--batch",
         "-e",
         f"LOAD LABEL loading.broken (DATA INFILE ('s3://{BUCKET}/orders/2.csv') INTO TABLE "
-        f"orders COLUMNS TERMINATED BY ',' (id, name, amount)) {with_s3(store)}; "
+        f"orders COLUMNS TERMINATED BY ',' (id, name, amount)) {moto_with_s3(store)}; "
         "SELECT 'submitted'",
     )
     assert done.returncode == 0 and "submitted" in done.stdout, done.stderr
@@ -138,12 +131,14 @@ def test_bad_statements_and_who_may_load(quire, db, store):
     assert (
         error_of(
             db,
-            f"LOAD LABEL x (DATA INFILE ('s3://b/x') INTO TABLE orders SET (doubled = )) {with_s3(store)}",
+            f"LOAD LABEL x (DATA INFILE ('s3://b/x') INTO TABLE orders SET (doubled = )) {moto_with_s3(store)}",
         )[0]
         == 1064
     )
     assert (
-        error_of(db, f"LOAD LABEL x (DATA INFILE ('s3://b/x') INTO TABLE nope) {with_s3(store)}")[0]
+        error_of(
+            db, f"LOAD LABEL x (DATA INFILE ('s3://b/x') INTO TABLE nope) {moto_with_s3(store)}"
+        )[0]
         == 1146
     )
     assert error_of(db, "CANCEL LOAD WHERE LABEL = 'never'")[0] == 1105
@@ -152,7 +147,8 @@ def test_bad_statements_and_who_may_load(quire, db, store):
     loader = quire.connect("loader", "pw", database="loading")
     try:  # it reaches any endpoint from the FE's host: admins only, as s3(...)
         code, _ = error_of(
-            loader, f"LOAD LABEL mine (DATA INFILE ('s3://b/x') INTO TABLE orders) {with_s3(store)}"
+            loader,
+            f"LOAD LABEL mine (DATA INFILE ('s3://b/x') INTO TABLE orders) {moto_with_s3(store)}",
         )
         assert code == 1227
     finally:
@@ -172,7 +168,7 @@ def test_export_writes_a_table_as_an_object_and_shows_the_job(quire, db, store):
         db,
         f"""EXPORT TABLE shipped WHERE id > 1 TO "s3://{BUCKET}/exports/shipped_"
             PROPERTIES ("label" = "out1", "format" = "parquet", "columns" = "id,city")
-            {with_s3(store)}""",
+            {moto_with_s3(store)}""",
     )
 
     def shown():
@@ -196,7 +192,7 @@ def test_export_writes_a_table_as_an_object_and_shows_the_job(quire, db, store):
     assert done.returncode == 0 and "out1" in done.stdout, done.stderr
     failing = (
         f'EXPORT TABLE shipped TO "s3://no-such-bucket/x_" PROPERTIES ("label" = "out2") '
-        f"{with_s3(store)}"
+        f"{moto_with_s3(store)}"
     )
     run(db, failing)
     wait_until(
@@ -205,7 +201,7 @@ def test_export_writes_a_table_as_an_object_and_shows_the_job(quire, db, store):
         "the failing export to end",
     )
     assert error_of(db, "CANCEL EXPORT WHERE LABEL = 'out1'")[0] == 1105  # finished
-    assert error_of(db, f'EXPORT TABLE nope TO "s3://{BUCKET}/x" {with_s3(store)}')[0] == 1146
+    assert error_of(db, f'EXPORT TABLE nope TO "s3://{BUCKET}/x" {moto_with_s3(store)}')[0] == 1146
     assert error_of(db, f'EXPORT TABLE shipped TO "s3://{BUCKET}/x" WITH BROKER "b"')[0] in (
         1064,
         1235,
@@ -223,7 +219,7 @@ def test_cancel_load_stops_a_running_load_and_writes_nothing(db, store):
     run(
         db,
         f"""LOAD LABEL big_one (DATA INFILE ("s3://{BUCKET}/big/orders.csv") INTO TABLE orders
-            COLUMNS TERMINATED BY "," (id, name, amount)) {with_s3(store)}""",
+            COLUMNS TERMINATED BY "," (id, name, amount)) {moto_with_s3(store)}""",
     )
     run(db, "CANCEL LOAD FROM loading WHERE LABEL = 'big_one'")  # at once: it has just begun
     row = finished(db, "big_one")
@@ -240,7 +236,7 @@ def test_a_cancel_once_the_commit_began_is_refused_and_the_load_lands_whole(quir
     run(
         db,
         f"""LOAD LABEL whole_one (DATA INFILE ("s3://{BUCKET}/whole/orders.csv") INTO TABLE
-            orders COLUMNS TERMINATED BY "," (id, name, amount)) {with_s3(store)}""",
+            orders COLUMNS TERMINATED BY "," (id, name, amount)) {moto_with_s3(store)}""",
     )
     wait_until(
         lambda: "job loading.whole_one committing" in quire.log_file.read_text(),
@@ -267,7 +263,7 @@ def test_max_filter_ratio_lets_a_share_of_bad_rows_be_filtered(quire, db, store)
             db,
             f"""LOAD LABEL {label} (DATA INFILE ("s3://{BUCKET}/ratio/orders.csv") INTO TABLE
                 ratio COLUMNS TERMINATED BY "," (id, name, amount)
-                SET (doubled = hour(from_unixtime(0)))) {with_s3(store)}
+                SET (doubled = hour(from_unixtime(0)))) {moto_with_s3(store)}
                 PROPERTIES ({properties})""",
         )
 
@@ -298,7 +294,7 @@ def test_max_filter_ratio_lets_a_share_of_bad_rows_be_filtered(quire, db, store)
     ):
         statement = (
             f'LOAD LABEL refused (DATA INFILE ("s3://{BUCKET}/ratio/orders.csv") INTO TABLE ratio) '
-            f"{with_s3(store)} PROPERTIES ({properties})"
+            f"{moto_with_s3(store)} PROPERTIES ({properties})"
         )
         assert error_of(db, statement)[:1] == (code,), properties
         assert words in error_of(db, statement)[1]

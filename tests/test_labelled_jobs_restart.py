@@ -9,6 +9,7 @@ from tests.harness import (
     error_of,
     mariadb,
     moto_filesystem,
+    moto_with_s3,
     run,
     wait_until,
 )
@@ -16,20 +17,23 @@ from tests.harness import (
 BUCKET = "jobs"
 
 
-def s3(endpoint: str) -> str:
-    return (
-        f'WITH S3 ("AWS_ENDPOINT" = "{endpoint}", "AWS_REGION" = "us-east-1", '
-        '"AWS_ACCESS_KEY" = "testing", "AWS_SECRET_KEY" = "testing")'
-    )
-
-
 def load(connection, label: str, path: str, endpoint: str) -> None:
     run(
         connection,
         f"""LOAD LABEL {label} (DATA INFILE ("s3://{BUCKET}/{path}") INTO TABLE orders
-            COLUMNS TERMINATED BY "," (id, name, amount)) {s3(endpoint)}
+            COLUMNS TERMINATED BY "," (id, name, amount)) {moto_with_s3(endpoint)}
             PROPERTIES ("timeout" = "600")""",
     )
+
+
+def orders_in_shop(node, buckets: int):
+    """A root connection to node in the new database shop, with its table orders."""
+    db = node.connect()
+    run(db, "CREATE DATABASE shop")
+    db.select_db("shop")
+    run(db, "CREATE TABLE orders (id INT, name VARCHAR(10), amount INT) DUPLICATE KEY(id) "
+            f"DISTRIBUTED BY HASH(id) BUCKETS {buckets}")  # fmt: skip
+    return db
 
 
 def shown(connection, what: str, label: str) -> tuple:
@@ -51,15 +55,11 @@ def test_jobs_are_shown_as_they_ended_after_a_kill_9(tmp_path, moto_endpoint):
             )
     node = QuireProcess(tmp_path / "node").start()
     try:
-        db = node.connect()
-        run(db, "CREATE DATABASE shop")
-        db.select_db("shop")
-        run(db, "CREATE TABLE orders (id INT, name VARCHAR(10), amount INT) DUPLICATE KEY(id) "
-                "DISTRIBUTED BY HASH(id) BUCKETS 2")  # fmt: skip
+        db = orders_in_shop(node, 2)
         load(db, "kept", "small.csv", moto_endpoint)
         load(db, "broken", "bad.csv", moto_endpoint)
         run(db, f'EXPORT TABLE orders TO "s3://{BUCKET}/out/orders_" PROPERTIES ("label" = '
-                f'"shipped", "format" = "csv") {s3(moto_endpoint)}')  # fmt: skip
+                f'"shipped", "format" = "csv") {moto_with_s3(moto_endpoint)}')  # fmt: skip
         for what, label in (("LOAD", "kept"), ("LOAD", "broken"), ("EXPORT", "shipped")):
             wait_until(
                 lambda w=what, name=label: shown(db, w, name)[2] in ("FINISHED", "CANCELLED"),
@@ -105,11 +105,7 @@ def test_a_follower_shows_the_jobs_the_leader_ran(tmp_path, moto_endpoint):
     follower = QuireProcess(tmp_path / "follower", command="fe").join_through(leader)
     try:
         add_and_start(leader, follower, "FOLLOWER")
-        db = leader.connect()
-        run(db, "CREATE DATABASE shop")
-        db.select_db("shop")
-        run(db, "CREATE TABLE orders (id INT, name VARCHAR(10), amount INT) DUPLICATE KEY(id) "
-                "DISTRIBUTED BY HASH(id) BUCKETS 1")  # fmt: skip
+        db = orders_in_shop(leader, 1)
         load(db, "landed", "few.csv", moto_endpoint)
         wait_until(lambda: shown(db, "LOAD", "landed")[2] == "FINISHED", 60, "the load")
         db.close()

@@ -189,7 +189,7 @@ def show_property_rows(session, statement: st.ShowProperty) -> list[tuple]:
     GRANT_PRIV)."""
     name = session.username if statement.name is None else statement.name
     if name != session.username:
-        _require_user_admin(session)
+        require_user_admin(session)
     user = next(
         (user for (user_name, _), user in list(session.catalog.users.items()) if user_name == name),
         None,
@@ -217,7 +217,7 @@ def access_denied(*privilege_names: str) -> QueryError:
     )
 
 
-def _require_user_admin(session) -> None:
+def require_user_admin(session) -> None:
     if not privileges.has(session.user, privileges.GRANT):
         raise access_denied(privileges.GRANT)
 
@@ -248,7 +248,7 @@ def _require_grantor(session, db: str, table: str, names: frozenset[str]) -> Non
 
 
 def create_user(session, statement: st.CreateUser) -> list[ops.Op]:
-    _require_user_admin(session)
+    require_user_admin(session)
     name, host = statement.user.name, statement.user.host
     if session.catalog.users.get((name, host)) is not None:
         if statement.if_not_exists:
@@ -287,7 +287,7 @@ def alter_user(session, statement: st.AlterUser) -> list[ops.Op]:
     name, host = statement.user.name, statement.user.host
     target = session.catalog.users.get((name, host))
     if target is None or not _is_own(session, target) or statement.lockout != st.LockoutOptions():
-        _require_user_admin(session)
+        require_user_admin(session)
     if target is None:
         if statement.if_exists:
             return []
@@ -312,7 +312,7 @@ def alter_user(session, statement: st.AlterUser) -> list[ops.Op]:
 
 
 def drop_user(session, statement: st.DropUser) -> list[ops.Op]:
-    _require_user_admin(session)
+    require_user_admin(session)
     name, host = statement.user.name, statement.user.host
     if name in BUILT_IN_USERS:
         raise QueryError(1396, f"Operation DROP USER failed for '{name}'@'{host}': built-in user")
@@ -348,7 +348,7 @@ def set_password(session, statement: st.SetPassword) -> list[ops.Op]:
         "Can't find any matching row in the user table for '{name}'@'{host}'",
     )
     if not _is_own(session, user):
-        _require_user_admin(session)
+        require_user_admin(session)
         _require_may_change(session, user)
     return [
         ops.SetPassword(user.name, user.host, _hash(statement.password, statement.password_hash))
@@ -414,7 +414,7 @@ def _require_may_grant(session, name: str) -> Role:
 
 
 def create_role(session, statement: st.CreateRole) -> list[ops.Op]:
-    _require_user_admin(session)
+    require_user_admin(session)
     created = []
     for name in statement.names:
         if name in session.catalog.roles:
@@ -428,7 +428,7 @@ def create_role(session, statement: st.CreateRole) -> list[ops.Op]:
 
 
 def drop_role(session, statement: st.DropRole) -> list[ops.Op]:
-    _require_user_admin(session)
+    require_user_admin(session)
     dropped = []
     for name in statement.names:
         if name not in session.catalog.roles:
@@ -441,7 +441,7 @@ def drop_role(session, statement: st.DropRole) -> list[ops.Op]:
 
 def grant_roles(session, statement: st.GrantRoles) -> list[ops.Op]:
     """GRANT 'r', ... TO user and REVOKE 'r', ... FROM user."""
-    _require_user_admin(session)
+    require_user_admin(session)
     user = statement.user
     target = session.catalog.users.get((user.name, user.host))
     if target is None:
@@ -468,7 +468,7 @@ def grant_roles(session, statement: st.GrantRoles) -> list[ops.Op]:
 
 def show_roles_rows(session) -> list[tuple]:
     """Doris's SHOW ROLES: each role, its users and its privileges by level (GRANT_PRIV)."""
-    _require_user_admin(session)
+    require_user_admin(session)
     holders: dict[str, list[str]] = {}
     for user in list(session.catalog.users.values()):
         for name in user.roles:
@@ -484,7 +484,7 @@ def show_roles_rows(session) -> list[tuple]:
 def show_all_grants_rows(session) -> list[tuple]:
     """Doris's SHOW ALL GRANTS: every account with what it holds, its roles' included
     (GRANT_PRIV)."""
-    _require_user_admin(session)
+    require_user_admin(session)
     catalog = session.catalog
     rows = []
     for key in sorted(list(catalog.users)):
@@ -531,7 +531,7 @@ def show_create_user(session, target: st.UserName) -> str:
     """MySQL's SHOW CREATE USER: the account's password hash and lock-out policy."""
     user = session.catalog.users.get((target.name, target.host))
     if user is None or not _is_own(session, user):
-        _require_user_admin(session)
+        require_user_admin(session)
     if user is None:
         raise QueryError(
             1396, f"Operation SHOW CREATE USER failed for '{target.name}'@'{target.host}'"

@@ -1027,22 +1027,20 @@ def _resolved(
 def _filter_by_row_policies(expression: exp.Expression, session, read) -> None:
     """Each table of data a row policy binds the user on read through its filter."""
     for table in views.catalog_tables(expression):
-        if (
-            table.meta.get(in_lists.LIST_TABLE)
-            or table.catalog
-            or not isinstance(table.this, exp.Identifier)
-        ):
-            continue
-        db = table.db or session.database or ""
-        if db.lower() == INFORMATION_SCHEMA:
-            continue
-        record = _catalog_table(table, db, session, read)
-        if not views.is_view(record):
+        record = _named_record(table, session, read)
+        if record is not None and not views.is_view(record):
             row_policies.filter_table(session, table, record)
 
 
 def _view_of(table: exp.Table, session, read) -> Table | None:
     """The view table names, if it names one (its reader may SELECT from it)."""
+    record = _named_record(table, session, read)
+    return record if record is not None and views.is_view(record) else None
+
+
+def _named_record(table: exp.Table, session, read) -> Table | None:
+    """The catalog's table or view the node names plainly; None for an IN list's table, another
+    catalog's, information_schema's or a name that is no identifier."""
     if (
         table.meta.get(in_lists.LIST_TABLE)
         or table.catalog
@@ -1052,8 +1050,7 @@ def _view_of(table: exp.Table, session, read) -> Table | None:
     db = table.db or session.database or ""
     if db.lower() == INFORMATION_SCHEMA:
         return None
-    record = _catalog_table(table, db, session, read)
-    return record if views.is_view(record) else None
+    return _catalog_table(table, db, session, read)
 
 
 WRITTEN = "quire_written"  # meta of the table node a DELETE's or an UPDATE's rows are read from

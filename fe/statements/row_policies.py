@@ -23,7 +23,6 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from fe.mysql.errors import QueryError
-from fe.security import privileges
 from fe.sql import statements as st
 from fe.statements import accounts
 from fe.statements.names import resolve_table
@@ -81,15 +80,21 @@ def _policies(properties: tuple[tuple[str, str], ...]) -> tuple[RowPolicy, ...]:
     return tuple(found)
 
 
+def _binding(session, table: Table) -> list[RowPolicy]:
+    """The table's policies that bind the session's user (by its account or a role of it)."""
+    policies = policies_of(table)
+    if not policies:
+        return []
+    username, host = session.username or "", session.user_host or ""
+    account = session.catalog.users.get((username, host))
+    roles = account.roles if account is not None else ()
+    return [policy for policy in policies if policy.binds(username, host, roles)]
+
+
 def filter_of(session, table: Table) -> exp.Expression | None:
     """The condition the session's user reads the table's rows under, None if no policy binds
     it."""
-    policies = policies_of(table)
-    if not policies:
-        return None
-    account = session.catalog.users.get((session.username or "", session.user_host or ""))
-    roles = account.roles if account is not None else ()
-    bound = [p for p in policies if p.binds(session.username or "", session.user_host or "", roles)]
+    bound = _binding(session, table)
     if not bound:
         return None
     restrictive = [_parsed(p.predicate) for p in bound if p.filter_type == "RESTRICTIVE"]
@@ -111,7 +116,7 @@ def _parsed(predicate: str) -> exp.Expression:
 
 def binds_any(session, table: Table) -> bool:
     """Whether a policy binds the session's user on the table (its fast reads are not taken)."""
-    return bool(policies_of(table)) and filter_of(session, table) is not None
+    return bool(_binding(session, table))
 
 
 def filter_table(session, table: exp.Table, record: Table) -> None:
@@ -135,7 +140,7 @@ _FILTERED = "quire_row_policy_applied"
 
 
 def create(session, statement: st.CreateRowPolicy) -> list[ops.Op]:
-    _require_grant(session)
+    accounts.require_user_admin(session)
     _, table = resolve_table(session, statement.table)
     if statement.filter_type not in FILTER_TYPES:
         raise QueryError(1105, f"Unknown filter type: {statement.filter_type}")
@@ -167,7 +172,7 @@ def create(session, statement: st.CreateRowPolicy) -> list[ops.Op]:
 
 
 def drop(session, statement: st.DropRowPolicy) -> list[ops.Op]:
-    _require_grant(session)
+    accounts.require_user_admin(session)
     _, table = resolve_table(session, statement.table)
     key = POLICY_PROPERTY + statement.name.lower()
     policy = next((p for p in policies_of(table) if p.name.lower() == statement.name.lower()), None)
@@ -185,9 +190,9 @@ def drop(session, statement: st.DropRowPolicy) -> list[ops.Op]:
 
 def shown(session, statement: st.ShowRowPolicy) -> list[tuple]:
     """SHOW ROW POLICY's rows (TITLES)."""
-    _require_grant(session)
+    accounts.require_user_admin(session)
     rows = []
-    for table in session.catalog.tables.values():
+    for table in list(session.catalog.tables.values()):
         database = session.catalog.dbs.get(table.db_id)
         for policy in policies_of(table):
             if statement.user is not None and policy.user != (
@@ -204,11 +209,6 @@ def shown(session, statement: st.ShowRowPolicy) -> list[tuple]:
             ))  # fmt: skip
     rows.sort(key=lambda row: (row[2], row[3], row[0]))
     return rows
-
-
-def _require_grant(session) -> None:
-    if not privileges.has(session.user, privileges.GRANT):
-        raise accounts.access_denied(privileges.GRANT)
 
 
 def _identity(user: st.UserName) -> str:

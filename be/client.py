@@ -108,14 +108,23 @@ class EmbeddedDataPlane:
         self.store = store
         self.log = None
         self.cn = ComputeNode(
-            store, cn_limits, image=lambda table_id: self.tn.flusher.image(table_id)
+            store,
+            cn_limits,
+            image=lambda table_id: self.tn.flusher.image(table_id),
+            heartbeat_soon=lambda: self.tn.heartbeat_soon() if self.tn is not None else None,
         )
         self.tn: CommitPipeline | None = None
 
     def start(self) -> None:
         """Open the log and replay it (the CN gets every commit again), then commit."""
         self.log = self._open_log()
-        self.tn = CommitPipeline(self.log, self.limits, publish=self.cn.apply, store=self.store)
+        self.tn = CommitPipeline(
+            self.log,
+            self.limits,
+            publish=self.cn.apply,
+            store=self.store,
+            heartbeats_on_demand=True,  # its one CN is this process's, and asks when it waits
+        )
         self.tn.start()
 
     def close(self) -> None:

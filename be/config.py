@@ -109,7 +109,12 @@ BE_KEYS = (
     Key(
         "logtail_heartbeat_interval_millisecond",
         5,
-        comment="How often the TN commits an empty transaction that advances every CN's watermark (MatrixOne: 2 ms; 5 keeps a read's wait for the watermark under 10 ms at a fraction of the CPU).",
+        comment="How often the TN commits an empty transaction that advances every CN's watermark (MatrixOne: 2 ms; 5 keeps a read's wait for the watermark under 10 ms at a fraction of the CPU). The TN of `quire up`, whose one CN shares its process, commits one every tn_idle_check_interval_millisecond instead, and when a read waits for it.",
+    ),
+    Key(
+        "tn_idle_check_interval_millisecond",
+        50,
+        comment="How often the idle TN of `quire up` commits an empty transaction and looks for due flushes, merges and checkpoints (a read waiting for its CN's watermark asks for one at once).",
     ),
     Key(
         "logtail_page_size",

@@ -23,6 +23,7 @@ import operator
 import threading
 import time
 from array import array
+from collections.abc import Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -47,13 +48,23 @@ DELETED_AT = "__QUIRE_DELETED_AT"  # a base row's delete timestamp (NULL: not de
 
 
 class KeyIndex:
-    def __init__(self, column: str, valid_from: int, max_rows: int, history_ns: int):
+    def __init__(
+        self,
+        column: str,
+        valid_from: int,
+        max_rows: int,
+        history_ns: int,
+        newest_readable: Callable[[], int] | None = None,
+    ):
         """column: the integer column rows are found by; valid_from: the first timestamp it
         answers at (older snapshots may hold objects it never saw); max_rows: past this many
         rows the index gives up (its rows are a copy of the table's); history_ns: how long
-        a fold keeps the rows deleted (by the wall clock, which timestamps follow)."""
+        a fold keeps the rows deleted (by the wall clock, which timestamps follow);
+        newest_readable: the newest timestamp a read may ask for (the CN's watermark, which
+        lags the clock while nothing commits), which a fold never forgets past."""
         assert max_rows > 0 and history_ns > 0
         self.column = column
+        self.newest_readable = newest_readable
         self.valid_from = valid_from
         self.max_rows = max_rows
         self.history_ns = history_ns
@@ -518,6 +529,8 @@ class KeyIndex:
             joined, in_joined = self._tail_table, self._joined_parts  # the tail as one, if made
             deleted = dict(self._deleted_tail)
             horizon = time.time_ns() - self.history_ns  # timestamps follow the wall clock
+            if self.newest_readable is not None:
+                horizon = min(horizon, self.newest_readable())
             forget_until = horizon if horizon > self.valid_from else None
         try:
             later = (

@@ -38,6 +38,7 @@ FORGET_CHECK_SECONDS = 1.0  # how often replaced objects are looked for (a quart
 # retention when that is shorter): each is forgotten after half the retention, so that no read
 # picks it once the TN may delete its file (at the whole retention); the objects that replaced
 # it answer every snapshot that may still be read
+HEARTBEAT_ASKED_EVERY_SECONDS = 0.005  # a read waiting on a TN that heartbeats on demand asks again
 
 
 class WatermarkTimeout(Exception):
@@ -62,10 +63,14 @@ class ComputeNode:
         store: ObjectStore | None = None,
         limits: ComputeLimits | None = None,
         image: Callable[[int], TableImage] | None = None,
+        heartbeat_soon: Callable[[], None] | None = None,
     ):
         """store: where flushed tables' objects are read from; image: a table as the TN holds it,
-        called in apply() only (a node inside the TN's process, fed every commit)."""
+        called in apply() only (a node inside the TN's process, fed every commit);
+        heartbeat_soon: asks that TN for a heartbeat, when a read waits for the next commit (a
+        TN that heartbeats only on demand)."""
         self.store = store
+        self._heartbeat_soon = heartbeat_soon
         self.limits = limits or ComputeLimits()
         self.cache = ObjectCache(self.limits)
         self.kept = KeptBytes(self.limits)
@@ -128,6 +133,7 @@ class ComputeNode:
             self.limits.key_index_max_rows,
             self.kept,
             self.limits.key_index_history_ns,
+            newest_readable=lambda: self._watermark,
         )
 
     def _follow_from_image(self, table_id: int, ts: int) -> None:
@@ -181,9 +187,23 @@ class ComputeNode:
         for table in list(self._tables.values()):
             table.forget_replaced(cutoff)
 
+    def _waited(self, condition: threading.Condition, done: Callable[[], bool], timeout: float):
+        """condition.wait_for(done, timeout), asking the TN for a heartbeat now and then if it
+        heartbeats only on demand (done needs the next commit)."""
+        if self._heartbeat_soon is None or done():
+            return condition.wait_for(done, timeout)
+        deadline = time.monotonic() + timeout
+        while not done():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            self._heartbeat_soon()
+            condition.wait(min(remaining, HEARTBEAT_ASKED_EVERY_SECONDS))
+        return True
+
     def wait_for(self, ts: int, timeout: float) -> None:
         with self._arrived:
-            if not self._arrived.wait_for(lambda: self._watermark >= ts, timeout):
+            if not self._waited(self._arrived, lambda: self._watermark >= ts, timeout):
                 raise WatermarkTimeout(
                     f"this CN has data up to {self._watermark}, not yet up to {ts}"
                 )
@@ -204,7 +224,7 @@ class ComputeNode:
                 table_id in self._unfollowed or table_id in self._wanted
             ):
                 self._wanted.add(table_id)  # until the committer follows it (_follow_wanted)
-                if not self._reads.wait_for(lambda: table_id not in self._wanted, timeout):
+                if not self._waited(self._reads, lambda: table_id not in self._wanted, timeout):
                     self._end_read(table_id)
                     raise WatermarkTimeout(f"this CN has not followed table {table_id} again yet")
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import bisect
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -96,8 +97,12 @@ class TableState:
         max_indexed_rows: int = ComputeLimits.key_index_max_rows,
         kept: KeptBytes | None = None,
         key_index_history_ns: int = ComputeLimits().key_index_history_ns,
+        newest_readable: Callable[[], int] | None = None,
     ):
+        """newest_readable: the newest timestamp a read may ask for (the CN's watermark), past
+        which the key index never forgets the rows deleted."""
         self.table_id = table_id
+        self.newest_readable = newest_readable
         self.store = store
         self.cache = cache
         self.max_indexed_rows = max_indexed_rows
@@ -488,7 +493,11 @@ class TableState:
                 return None
             let_go = self._drop_index()
             index = self._index = KeyIndex(
-                column, self._removed_ts, self.max_indexed_rows, self.key_index_history_ns
+                column,
+                self._removed_ts,
+                self.max_indexed_rows,
+                self.key_index_history_ns,
+                self.newest_readable,
             )
             self._index_schema = schema
             memory = list(zip(self._rows, self._row_partitions, strict=True))

@@ -15,6 +15,8 @@ class CommitLimits:
     max_commit_bytes: int = 256 << 20  # Arrow bytes of one write set
     commit_timeout_seconds: float = 30.0  # a commit not logged by then: outcome unknown
     heartbeat_interval_seconds: float = 0.005  # an idle TN consumes a timestamp this often
+    # A TN whose only CN shares its process heartbeats this often, and when a read waits for one.
+    idle_check_seconds: float = 0.05
     # Conflict information (deleted rows, key writes) is kept this long; a transaction whose
     # snapshot is older is refused at commit.
     max_transaction_seconds: float = 3600.0
@@ -55,6 +57,11 @@ class CommitLimits:
             "commit_timeout_seconds > 0": self.commit_timeout_seconds > 0,
             "0 < heartbeat_interval_seconds < commit_timeout_seconds": (
                 0 < self.heartbeat_interval_seconds < self.commit_timeout_seconds
+            ),
+            "heartbeat_interval_seconds <= idle_check_seconds < commit_timeout_seconds": (
+                self.heartbeat_interval_seconds
+                <= self.idle_check_seconds
+                < self.commit_timeout_seconds
             ),
             "max_transaction_seconds > commit_timeout_seconds": (
                 self.max_transaction_seconds > self.commit_timeout_seconds

@@ -102,13 +102,18 @@ class CommitPipeline:
         store: ObjectStore | None = None,
         on_checkpoint: Callable[[int], None] | None = None,
         clock: Callable[[], int] = time.time_ns,
+        heartbeats_on_demand: bool = False,
     ):
         """store: where flushes write objects (None: rows stay in memory and the log);
         on_checkpoint(ts): a checkpoint holds everything up to ts (written or loaded), so the
         logtail at or below it may be dropped; clock: the wall clock the timestamp oracle
-        follows (nanoseconds)."""
+        follows (nanoseconds); heartbeats_on_demand: an idle TN heartbeats every
+        idle_check_seconds and when heartbeat_soon() asks (its one CN is in this process, and
+        asks when a read waits), not every heartbeat_interval (which a CN elsewhere needs)."""
         self.log = log
         self.oracle = TimestampOracle(log, clock)
+        self.heartbeats_on_demand = heartbeats_on_demand
+        self._heartbeat_asked = False
         self.limits = limits
         self.publish = publish
         self.store = store
@@ -225,8 +230,26 @@ class CommitPipeline:
 
     # -- the committer ------------------------------------------------------------------------
 
+    def heartbeat_soon(self) -> None:
+        """A heartbeat at the committer's next chance, if none is asked for yet (a read waits
+        for the watermark); nothing if the queue is full (its commits move the watermark)."""
+        if self._heartbeat_asked or self._closed.is_set():
+            return
+        self._heartbeat_asked = True
+        try:
+            self._queue.put_nowait(_Request(None, Future(), control=self._asked_heartbeat))
+        except queue.Full:
+            self._heartbeat_asked = False
+
+    def _asked_heartbeat(self) -> int:
+        self._heartbeat_asked = False
+        return self._heartbeat()
+
     def _run(self) -> None:
-        interval = self.limits.heartbeat_interval_seconds
+        if self.heartbeats_on_demand:
+            interval = self.limits.idle_check_seconds
+        else:
+            interval = self.limits.heartbeat_interval_seconds
         forgotten_at = expired_at = time.monotonic()
         while not self._closed.is_set():
             if time.monotonic() - forgotten_at > FORGET_EVERY_SECONDS:
@@ -772,7 +795,7 @@ class CommitPipeline:
         for table_id in self.flusher.due(self.schemas):
             flush_ts = self._heartbeat()  # the flush takes what was committed up to it
             job = self.flusher.prepare(self.schemas[table_id], flush_ts)
-            self._job = _StorageJob(table_id, flush_ts, self._worker.submit(job))
+            self._job = self._started(table_id, flush_ts, self._worker.submit(job))
             return
         while self._merge_candidates and self.merger is not None:
             table_id = self._merge_candidates.pop()
@@ -785,7 +808,7 @@ class CommitPipeline:
                 table_id, schema.schema_version, known, merge_ts, self.state.horizon_ts
             )
             if job is not None:
-                self._job = _StorageJob(table_id, merge_ts, self._worker.submit(job))
+                self._job = self._started(table_id, merge_ts, self._worker.submit(job))
                 return
         if self.store is not None and time.monotonic() >= self._compaction_check_at:
             self._start_compaction()
@@ -802,8 +825,22 @@ class CommitPipeline:
             if job is not None:
                 compaction_ts = self._heartbeat()
                 future = self._worker.submit(job, compaction_ts)
-                self._job = _StorageJob(table_id, compaction_ts, future)
+                self._job = self._started(table_id, compaction_ts, future)
                 return
+
+    def _started(self, table_id: int, ts: int, future: Future) -> _StorageJob:
+        """A storage job under way; an idle TN that heartbeats on demand is woken when it ends
+        (it would look only every idle_check_seconds)."""
+        if self.heartbeats_on_demand:
+            future.add_done_callback(lambda _: self._wake())
+        return _StorageJob(table_id, ts, future)
+
+    def _wake(self) -> None:
+        """The committer's queue.get returns: its idle work runs once more."""
+        try:
+            self._queue.put_nowait(_Request(None, Future(), control=lambda: None))
+        except queue.Full:
+            pass  # busy: it looks after the commits queued
 
     def _finish(self, job: _StorageJob) -> bool:
         """False if the log refused the change (the state was read back from the log)."""

@@ -69,6 +69,7 @@ def commit_limits(config: Config, log_limits: LogLimits) -> CommitLimits:
         max_record_bytes=log_limits.max_record_bytes,
         max_group_bytes=log_limits.max_append_bytes,
         heartbeat_interval_seconds=config["logtail_heartbeat_interval_millisecond"] / 1000,
+        idle_check_seconds=config["tn_idle_check_interval_millisecond"] / 1000,
         flush_rows=config["flush_rows"],
         flush_bytes=config["flush_bytes"],
         flush_interval_seconds=config["flush_interval_second"],

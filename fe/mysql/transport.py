@@ -24,12 +24,15 @@ class ClientSocket(asyncio.Protocol):
         self._data_waiter: asyncio.Future | None = None
         self._drain_waiter: asyncio.Future | None = None
         self._closed: asyncio.Future | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     # asyncio.Protocol
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # uvloop's are no asyncio.Transport, but behave as one
-        self._closed = asyncio.get_running_loop().create_future()
+        # Kept: asyncio.get_running_loop() makes a getpid() system call each time (Python 3.11).
+        self._loop = asyncio.get_running_loop()
+        self._closed = self._loop.create_future()
         self._on_connect(self)
 
     def data_received(self, data: bytes) -> None:
@@ -80,7 +83,7 @@ class ClientSocket(asyncio.Protocol):
         if self._reading_paused:
             self._reading_paused = False
             self.transport.resume_reading()
-        self._data_waiter = asyncio.get_running_loop().create_future()
+        self._data_waiter = self._loop.create_future()
         try:
             await self._data_waiter
         finally:
@@ -135,7 +138,7 @@ class ClientSocket(asyncio.Protocol):
             raise ConnectionResetError("Connection lost")
         if self._writing_paused:
             if self._drain_waiter is None:
-                self._drain_waiter = asyncio.get_running_loop().create_future()
+                self._drain_waiter = self._loop.create_future()
             await self._drain_waiter
 
     def is_closing(self) -> bool:

@@ -269,7 +269,9 @@ def test_max_filter_ratio_lets_a_share_of_bad_rows_be_filtered(quire, db, store)
 
     load("too_strict", '"max_filter_ratio" = "0.05"')
     row = finished(db, "too_strict")
-    assert row[2] == "CANCELLED" and "too many filtered" in row[7], row
+    assert row[2] == "CANCELLED", row
+    assert row[7].startswith("type:ETL_QUALITY_UNSATISFIED; msg:quality not good enough"), row
+    assert "1 of 10 rows filtered" in row[7] and "not a number" in row[7], row
     assert "max_filter_ratio:0.05" in row[6], row
     assert run(db, "SELECT COUNT(*) FROM ratio") == ((0,),)
 
@@ -285,6 +287,24 @@ def test_max_filter_ratio_lets_a_share_of_bad_rows_be_filtered(quire, db, store)
     assert row[2] == "FINISHED" and "dpp.abnorm.ALL=0; dpp.norm.ALL=10" in row[5], row
     assert run(db, "SELECT COUNT(*), COUNT(amount) FROM ratio") == ((19, 18),)
     assert run(db, "SELECT amount FROM ratio WHERE name = 'bad'") == ((None,),)
+
+    # The ratio is of the whole load's rows, as Doris's: one object's may filter more.
+    with filesystem.open_output_stream(f"{BUCKET}/ratio/half_bad.csv") as out:
+        out.write(b"600,ok600,6\n601,bad,not a number\n")
+    with filesystem.open_output_stream(f"{BUCKET}/ratio/good.csv") as out:
+        out.write("".join(f"{n},ok{n},{n}\n" for n in range(602, 620)).encode())
+    run(
+        db,
+        f"""LOAD LABEL whole_ratio (
+            DATA INFILE ("s3://{BUCKET}/ratio/half_bad.csv") INTO TABLE ratio
+              COLUMNS TERMINATED BY "," (id, name, amount),
+            DATA INFILE ("s3://{BUCKET}/ratio/good.csv") INTO TABLE ratio
+              COLUMNS TERMINATED BY "," (id, name, amount)
+        ) {moto_with_s3(store)} PROPERTIES ("max_filter_ratio" = "0.1")""",
+    )
+    row = finished(db, "whole_ratio")
+    assert row[2] == "FINISHED" and "dpp.abnorm.ALL=1; dpp.norm.ALL=19" in row[5], row
+    assert run(db, "SELECT COUNT(*) FROM ratio WHERE id >= 600") == ((19,),)
 
     for properties, code, words in (
         ('"max_filter_ratio" = "2"', 1105, "max_filter_ratio must be between"),

@@ -31,6 +31,7 @@ DEFAULT_TIMEOUT_SECONDS = 4 * 3600  # Doris's broker load timeout
 DEFAULT_SEPARATOR = "\t"  # Doris's column separator of a CSV load
 IGNORED_SOURCE_KEYS = frozenset({"provider"})  # Doris's name of the store's kind: S3 here
 LOADING = "LOADING"
+QUALITY_FAIL = "quality not good enough to cancel"  # Doris's words for a load filtering too much
 # a column type a file's text may not convert to: not strict, such a value is NULL
 TRIED_TYPES = frozenset({
     "BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "LARGEINT", "FLOAT", "DOUBLE",
@@ -64,8 +65,21 @@ async def load(session, statement: st.BrokerLoad) -> Result:
     tables = [data.table for data in statement.data]
     job = loads.new(database.name, statement.label, session.username or "", tables, timeout)
     job.details["max_filter_ratio"] = float(properties.get("max_filter_ratio", "0"))
-    labelled_jobs.start(job, session, statements, LOADING, commit)
+    labelled_jobs.start(job, session, statements, LOADING, commit, _quality_checked)
     return Result()
+
+
+def _quality_checked(job: labelled_jobs.LabelledJob) -> None:
+    """Doris's test of a load before its commit: the rows filtered (values that do not convert,
+    rows without a partition) at most max_filter_ratio of all the rows its objects gave."""
+    total = job.written + job.warnings
+    ratio = job.details["max_filter_ratio"]
+    if total and job.warnings / total > ratio:
+        raise QueryError(
+            1105,
+            f"type:ETL_QUALITY_UNSATISFIED; msg:{QUALITY_FAIL} ({job.warnings} of {total} rows "
+            f"filtered, max_filter_ratio {ratio:g}; the first: {job.first_warning})",
+        )
 
 
 def load_properties(given: tuple[tuple[str, str], ...]) -> dict[str, str]:
@@ -91,12 +105,10 @@ def _ratio(text: str) -> bool:
 
 
 def _settings(properties: dict[str, str]) -> list[str]:
-    """The job session's variables for the properties: rows that do not convert filtered up to
-    max_filter_ratio of each object's (Doris's ratio is of the whole load's), the time zone."""
-    settings = []
-    ratio = float(properties.get("max_filter_ratio", "0"))
-    if ratio > 0:
-        settings += ["SET enable_insert_strict = false", f"SET insert_max_filter_ratio = {ratio!r}"]
+    """The job session's variables for the properties: each INSERT filters the rows that do not
+    convert, whatever their share (_quality_checked weighs them all before the commit), and
+    reads times in the time zone."""
+    settings = ["SET enable_insert_strict = false", "SET insert_max_filter_ratio = 1"]
     if "timezone" in properties:
         settings.append(f"SET time_zone = {sql_text(properties['timezone'])}")
     return settings

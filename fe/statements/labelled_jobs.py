@@ -13,6 +13,7 @@ import itertools
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sqlglot import exp
@@ -43,6 +44,8 @@ class LabelledJob:
     message: str = ""
     kind: str = "LOAD"  # LOAD | EXPORT
     warnings: int = 0  # its statements' (an INSERT's: the rows it filtered)
+    written: int = 0  # the rows its statements wrote
+    first_warning: str = ""  # the first of its statements' warnings
     committing: bool = False  # its last statement, a COMMIT, runs: it ends as that does
     answer: Result | None = field(default=None, repr=False)  # its last statement's
     details: dict = field(default_factory=dict)  # what its kind shows of it
@@ -127,18 +130,24 @@ class LabelledJobs:
 
 
 def start(
-    job: LabelledJob, session, statements: list[str], running_state: str, commit: str | None = None
+    job: LabelledJob,
+    session,
+    statements: list[str],
+    running_state: str,
+    commit: str | None = None,
+    before_commit: Callable[[LabelledJob], None] | None = None,
 ) -> None:
     """The job's statements run in order, as session's user in its database, on the event
     loop's time; the job is CANCELLED at the first that fails, at its timeout or when cancelled.
     commit: a last statement that commits what they wrote: once begun, neither the timeout nor
-    a cancel stops it, so that a job CANCELLED wrote nothing and one FINISHED all."""
+    a cancel stops it, so that a job CANCELLED wrote nothing and one FINISHED all;
+    before_commit(job): raises QueryError if what they wrote may not be committed."""
     runner = type(session)(session.services)
     runner.username, runner.user_host = session.username, session.user_host
     runner.database = job.db
     runner.recorded = False
     job.task = asyncio.get_running_loop().create_task(
-        _run(job, runner, statements, running_state, commit)
+        _run(job, runner, statements, running_state, commit, before_commit)
     )
 
 
@@ -153,7 +162,12 @@ def cancel(job: LabelledJob) -> None:
 
 
 async def _run(
-    job: LabelledJob, session, statements: list[str], running_state: str, commit: str | None
+    job: LabelledJob,
+    session,
+    statements: list[str],
+    running_state: str,
+    commit: str | None,
+    before_commit: Callable[[LabelledJob], None] | None,
 ) -> None:
     job.state, job.started_ms = running_state, _now_ms()
     try:
@@ -162,6 +176,11 @@ async def _run(
             for sql in statements:
                 job.answer = await session.handle_query(sql, {})
                 job.warnings += job.answer.warnings
+                job.written += job.answer.affected_rows
+                if session.warnings and not job.first_warning:
+                    job.first_warning = session.warnings[0][2]
+            if before_commit is not None:
+                before_commit(job)
             job.committing = commit is not None
         if commit is not None:
             logger.info("job %s.%s committing", job.db, job.label)

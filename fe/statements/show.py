@@ -806,7 +806,7 @@ def _loads(session, statement: st.Show) -> Result:
             r.txn_id, r.label, LOAD_STATES[r.state],
             "100.00% (1/1)" if r.finished else "0.00% (0/1)", load_type, etl,
             _task_info(job),
-            f"type:LOAD_RUN_FAIL; msg:{r.message}" if r.state == "ABORTED" else "NULL",
+            _load_error(r.message) if r.state == "ABORTED" else "NULL",
             *[load_time(r.started_ms)] * 4, load_time(r.finished_ms), "NULL", details, r.txn_id, "{}", r.user, "",
         ))  # fmt: skip
     recorded = {r.label for r in records} - running
@@ -828,9 +828,14 @@ def _task_info(job) -> str:
     return f"cluster:N/A; timeout(s):{job.timeout_seconds}; max_filter_ratio:{ratio}"
 
 
+def _load_error(message: str) -> str:
+    """SHOW LOAD's ErrorMsg, Doris's `type:...; msg:...` (LOAD_RUN_FAIL unless it names one)."""
+    return message if message.startswith("type:") else f"type:LOAD_RUN_FAIL; msg:{message}"
+
+
 def _broker_load_row(job) -> tuple:
     """SHOW LOAD's row of an S3 load the TN has no record of: not committed (yet)."""
-    error = f"type:LOAD_RUN_FAIL; msg:{job.message}" if job.message else "NULL"
+    error = _load_error(job.message) if job.message else "NULL"
     started = load_time(job.started_ms) if job.started_ms else "N/A"
     details = json.dumps({"Tables": list(job.tables)}, separators=(",", ":"))
     return (

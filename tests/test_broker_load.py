@@ -94,17 +94,20 @@ def test_parquet_by_name_and_two_tables_in_one_transaction(db, store):
     assert run(db, "SELECT COUNT(*) FROM orders WHERE id = 1") == ((2,),)
 
 
+def csv_load(label: str, table: str, objects: tuple[str, ...], store, properties: str = "") -> str:
+    """LOAD LABEL of CSV objects of the bucket (id, name, amount) into table."""
+    data = ",".join(
+        f'DATA INFILE ("s3://{BUCKET}/{name}") INTO TABLE {table} COLUMNS TERMINATED BY "," '
+        "(id, name, amount)"
+        for name in objects
+    )
+    tail = f" PROPERTIES ({properties})" if properties else ""
+    return f"LOAD LABEL {label} ({data}) {moto_with_s3(store)}{tail}"
+
+
 def test_a_failing_load_is_cancelled_with_its_error_and_writes_nothing(quire, db, store):
     before = run(db, "SELECT COUNT(*) FROM orders")
-    run(
-        db,
-        f"""LOAD LABEL broken (
-            DATA INFILE ("s3://{BUCKET}/orders/1.csv") INTO TABLE orders
-              COLUMNS TERMINATED BY "," (id, name, amount),
-            DATA INFILE ("s3://{BUCKET}/bad.csv") INTO TABLE orders
-              COLUMNS TERMINATED BY "," (id, name, amount)
-        ) {moto_with_s3(store)}""",
-    )
+    run(db, csv_load("broken", "orders", ("orders/1.csv", "bad.csv"), store))
     row = finished(db, "broken")
     assert row[2] == "CANCELLED" and "not a number" in row[7], row
     assert run(db, "SELECT COUNT(*) FROM orders") == before  # neither object's rows
@@ -293,15 +296,8 @@ def test_max_filter_ratio_lets_a_share_of_bad_rows_be_filtered(quire, db, store)
         out.write(b"600,ok600,6\n601,bad,not a number\n")
     with filesystem.open_output_stream(f"{BUCKET}/ratio/good.csv") as out:
         out.write("".join(f"{n},ok{n},{n}\n" for n in range(602, 620)).encode())
-    run(
-        db,
-        f"""LOAD LABEL whole_ratio (
-            DATA INFILE ("s3://{BUCKET}/ratio/half_bad.csv") INTO TABLE ratio
-              COLUMNS TERMINATED BY "," (id, name, amount),
-            DATA INFILE ("s3://{BUCKET}/ratio/good.csv") INTO TABLE ratio
-              COLUMNS TERMINATED BY "," (id, name, amount)
-        ) {moto_with_s3(store)} PROPERTIES ("max_filter_ratio" = "0.1")""",
-    )
+    objects = ("ratio/half_bad.csv", "ratio/good.csv")
+    run(db, csv_load("whole_ratio", "ratio", objects, store, '"max_filter_ratio" = "0.1"'))
     row = finished(db, "whole_ratio")
     assert row[2] == "FINISHED" and "dpp.abnorm.ALL=1; dpp.norm.ALL=19" in row[5], row
     assert run(db, "SELECT COUNT(*) FROM ratio WHERE id >= 600") == ((19,),)

@@ -65,7 +65,7 @@ async def load(session, statement: st.BrokerLoad) -> Result:
     tables = [data.table for data in statement.data]
     job = loads.new(database.name, statement.label, session.username or "", tables, timeout)
     job.details["max_filter_ratio"] = float(properties.get("max_filter_ratio", "0"))
-    labelled_jobs.start(job, session, statements, LOADING, commit, _quality_checked)
+    await labelled_jobs.start(job, session, statements, LOADING, commit, _quality_checked)
     return Result()
 
 

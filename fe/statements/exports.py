@@ -58,7 +58,7 @@ async def export(session, statement: st.Export) -> Result:
         "path": statement.path,
         "task_info": _task_info(statement, database.name, table.name, properties, file_format),
     }
-    labelled_jobs.start(job, session, [sql], EXPORTING)
+    await labelled_jobs.start(job, session, [sql], EXPORTING)
     return Result()
 
 

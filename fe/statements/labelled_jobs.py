@@ -129,7 +129,7 @@ class LabelledJobs:
         return sorted(found.values(), key=lambda job: job.created_ms)
 
 
-def start(
+async def start(
     job: LabelledJob,
     session,
     statements: list[str],
@@ -141,7 +141,18 @@ def start(
     loop's time; the job is CANCELLED at the first that fails, at its timeout or when cancelled.
     commit: a last statement that commits what they wrote: once begun, neither the timeout nor
     a cancel stops it, so that a job CANCELLED wrote nothing and one FINISHED all;
-    before_commit(job): raises QueryError if what they wrote may not be committed."""
+    before_commit(job): raises QueryError if what they wrote may not be committed. The job is
+    journaled before this returns: the statement that asked for it is answered once a restart,
+    even after a kill -9, would show it."""
+    try:
+        record = job.record(session.services.this.address)
+        await session.services.writer.commit([ops.SetLabelledJob(record)])
+    except BaseException as error:
+        job.state, job.message = CANCELLED, f"not journaled: {error}"
+        raise
+    if job.finished:  # cancelled meanwhile
+        await _journaled(job, session)
+        return
     runner = type(session)(session.services)
     runner.username, runner.user_host = session.username, session.user_host
     runner.database = job.db
@@ -159,6 +170,8 @@ def cancel(job: LabelledJob) -> None:
         )
     if job.task is not None:
         job.task.cancel()
+    else:  # not started yet (its start journals it): it never will be
+        job.state, job.message, job.finished_ms = CANCELLED, "user cancel", _now_ms()
 
 
 async def _run(

@@ -69,6 +69,13 @@ def moto_filesystem(endpoint: str, bucket: str | None = None):
     return filesystem
 
 
+def put_objects(filesystem, objects: dict[str, bytes]) -> None:
+    """Each object (its path in the store, its bytes) written whole."""
+    for path, data in objects.items():
+        with filesystem.open_output_stream(path) as out:
+            out.write(data)
+
+
 def free_port() -> int:
     with _port_lock:
         for _ in range(1000):

@@ -8,7 +8,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.harness import error_of, mariadb, moto_filesystem, moto_with_s3, run, wait_until
+from tests.harness import (
+    error_of,
+    mariadb,
+    moto_filesystem,
+    moto_with_s3,
+    put_objects,
+    run,
+    wait_until,
+)
 
 BUCKET = "loads"
 
@@ -16,12 +24,11 @@ BUCKET = "loads"
 @pytest.fixture(scope="module")
 def store(moto_endpoint):
     filesystem = moto_filesystem(moto_endpoint, BUCKET)
-    with filesystem.open_output_stream(f"{BUCKET}/orders/1.csv") as out:
-        out.write(b"1,ann,10\n2,bob,20\n")
-    with filesystem.open_output_stream(f"{BUCKET}/orders/2.csv") as out:
-        out.write(b"3,cid,30\n4,dan,40\n")
-    with filesystem.open_output_stream(f"{BUCKET}/bad.csv") as out:
-        out.write(b"5,eve,not a number\n")
+    put_objects(filesystem, {
+        f"{BUCKET}/orders/1.csv": b"1,ann,10\n2,bob,20\n",
+        f"{BUCKET}/orders/2.csv": b"3,cid,30\n4,dan,40\n",
+        f"{BUCKET}/bad.csv": b"5,eve,not a number\n",
+    })  # fmt: skip
     table = pa.table({"id": pa.array([7, 8], pa.int64()), "name": ["gus", "hal"]})
     pq.write_table(table, f"{BUCKET}/people.parquet", filesystem=filesystem)
     return moto_endpoint
@@ -292,10 +299,10 @@ def test_max_filter_ratio_lets_a_share_of_bad_rows_be_filtered(quire, db, store)
     assert run(db, "SELECT amount FROM ratio WHERE name = 'bad'") == ((None,),)
 
     # The ratio is of the whole load's rows, as Doris's: one object's may filter more.
-    with filesystem.open_output_stream(f"{BUCKET}/ratio/half_bad.csv") as out:
-        out.write(b"600,ok600,6\n601,bad,not a number\n")
-    with filesystem.open_output_stream(f"{BUCKET}/ratio/good.csv") as out:
-        out.write("".join(f"{n},ok{n},{n}\n" for n in range(602, 620)).encode())
+    put_objects(filesystem, {
+        f"{BUCKET}/ratio/half_bad.csv": b"600,ok600,6\n601,bad,not a number\n",
+        f"{BUCKET}/ratio/good.csv": "".join(f"{n},ok{n},{n}\n" for n in range(602, 620)).encode(),
+    })  # fmt: skip
     objects = ("ratio/half_bad.csv", "ratio/good.csv")
     run(db, csv_load("whole_ratio", "ratio", objects, store, '"max_filter_ratio" = "0.1"'))
     row = finished(db, "whole_ratio")

@@ -10,6 +10,7 @@ from tests.harness import (
     mariadb,
     moto_filesystem,
     moto_with_s3,
+    put_objects,
     run,
     wait_until,
 )
@@ -44,10 +45,10 @@ def shown(connection, what: str, label: str) -> tuple:
 
 def test_jobs_are_shown_as_they_ended_after_a_kill_9(tmp_path, moto_endpoint):
     filesystem = moto_filesystem(moto_endpoint, BUCKET)
-    with filesystem.open_output_stream(f"{BUCKET}/small.csv") as out:
-        out.write(b"1,ann,10\n2,bob,20\n")
-    with filesystem.open_output_stream(f"{BUCKET}/bad.csv") as out:
-        out.write(b"3,cid,not a number\n")
+    put_objects(filesystem, {
+        f"{BUCKET}/small.csv": b"1,ann,10\n2,bob,20\n",
+        f"{BUCKET}/bad.csv": b"3,cid,not a number\n",
+    })  # fmt: skip
     with filesystem.open_output_stream(f"{BUCKET}/big.csv") as out:
         for start in range(100, 600_100, 50_000):
             out.write(

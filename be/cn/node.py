@@ -190,15 +190,15 @@ class ComputeNode:
     def _waited(self, condition: threading.Condition, done: Callable[[], bool], timeout: float):
         """condition.wait_for(done, timeout), asking the TN for a heartbeat now and then if it
         heartbeats only on demand (done needs the next commit)."""
-        if self._heartbeat_soon is None or done():
-            return condition.wait_for(done, timeout)
         deadline = time.monotonic() + timeout
         while not done():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False
-            self._heartbeat_soon()
-            condition.wait(min(remaining, HEARTBEAT_ASKED_EVERY_SECONDS))
+            if self._heartbeat_soon is not None:
+                self._heartbeat_soon()
+                remaining = min(remaining, HEARTBEAT_ASKED_EVERY_SECONDS)
+            condition.wait(remaining)
         return True
 
     def wait_for(self, ts: int, timeout: float) -> None:

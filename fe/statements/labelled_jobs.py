@@ -145,8 +145,7 @@ async def start(
     journaled before this returns: the statement that asked for it is answered once a restart,
     even after a kill -9, would show it."""
     try:
-        record = job.record(session.services.this.address)
-        await session.services.writer.commit([ops.SetLabelledJob(record)])
+        await _journal(job, session)
     except BaseException as error:
         job.state, job.message = CANCELLED, f"not journaled: {error}"
         raise
@@ -218,13 +217,18 @@ async def _run(
     await _journaled(job, session)
 
 
-async def _journaled(job: LabelledJob, session) -> None:
-    """The job's state journaled (a failure logged: the job goes on, this FE knows it)."""
+async def _journal(job: LabelledJob, session) -> None:
+    """The job's state journaled, as this FE runs it (a finished EXPORT with its files)."""
     if job.answer is not None and job.finished and job.kind == "EXPORT":
         job.details["files"] = json.dumps([list(row) for row in job.answer.rows])
     record = job.record(session.services.this.address)
+    await session.services.writer.commit([ops.SetLabelledJob(record)])
+
+
+async def _journaled(job: LabelledJob, session) -> None:
+    """_journal, a failure logged: the job goes on, this FE knows it."""
     try:
-        await session.services.writer.commit([ops.SetLabelledJob(record)])
+        await _journal(job, session)
     except Exception as error:  # not the leader any more, no quorum: the job is not stopped
         logger.warning("job %s.%s not journaled: %s", job.db, job.label, error)
 

@@ -298,9 +298,11 @@ def test_reads_racing_quire_ups_let_go_see_every_row(tmp_path):
         ComputeLimits.from_config(config), unsubscribe_idle_seconds=0.05, idle_check_seconds=0.01
     )
     log_limits = LogLimits.from_config(config)
+    # an idle TN heartbeat every 5 ms: the CN looks for idle tables as often as that
+    heartbeats = replace(commit_limits(config, log_limits), idle_check_seconds=0.005)
     plane = EmbeddedDataPlane(
         lambda: LogService.open(tmp_path, log_limits),
-        commit_limits(config, log_limits),
+        heartbeats,
         ObjectStore.from_config(config),
         limits,
     )

@@ -11,6 +11,7 @@ result back in parts.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import hashlib
 import logging
@@ -194,7 +195,11 @@ class EmbeddedDataPlane:
 
     def submit(self, write_set: WriteSet) -> concurrent.futures.Future:
         """A future of the commit timestamp (or its CommitError kind)."""
-        return self.tn.submit(write_set)
+        try:  # the commit goes on this event loop's turn: no thread between it and its caller
+            run_soon = asyncio.get_running_loop().call_soon_threadsafe
+        except RuntimeError:
+            run_soon = None
+        return self.tn.submit(write_set, run_soon)
 
     def commit(self, write_set: WriteSet) -> int:
         """The commit timestamp; raises a CommitError kind when nothing was committed."""

@@ -338,6 +338,16 @@ BE_KEYS = (
         30,
         comment="A commit not in the TN's log by then is answered with an unknown outcome; less than time_travel_retention_second.",
     ),
+    Key(
+        "tn_commit_on_caller_max_bytes",
+        65536,
+        comment="In `quire up`, a write set up to this size is committed on the thread of the MySQL front that asked (no hand-over to the TN's thread and back); a larger one, and every commit while the TN's thread has work of its own, goes to the TN's thread.",
+    ),
+    Key(
+        "tn_commit_on_caller_wait_millisecond",
+        5,
+        comment="How long such a commit waits on that thread for its log append; a slower answer is taken up when it comes, the thread serving other clients meanwhile.",
+    ),
     # The CN's memory: what it keeps besides the rows of the tables it follows.
     Key(
         "cn_snapshot_cache_bytes",

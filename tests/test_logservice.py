@@ -33,7 +33,7 @@ from be.logservice.group import GroupAppender
 from be.logservice.limits import LogLimits
 from be.logservice.lsn import raft_index_of
 from be.logservice.service import STATE_FILE, WAL_FOLDER, LogService
-from be.logservice.tso import TimestampOracle
+from be.logservice.tso import ReservationDue, TimestampOracle
 from metadata.journal.limits import JournalLimits
 from metadata.journal.log import RocksJournal
 
@@ -280,6 +280,33 @@ def test_timestamps_increase_under_threads_and_across_restarts(tmp_path, opened)
     log.close()
     log = opened(tmp_path)  # restarted: above the reservation, though the clock is far below
     assert TimestampOracle(log).next() > far > time.time_ns() + 3000 * 10**9
+
+
+def test_timestamps_reserved_ahead_still_follow_the_wall_clock(tmp_path, opened):
+    """A reservation grown before it runs out (so that a commit on the FE's thread never waits
+    for the log) keeps timestamps at the wall clock, not at the end of the one it replaces;
+    without room, a caller that may not wait is told so rather than kept waiting."""
+    window = 10 * 10**9
+    log = opened(tmp_path, LogLimits(tso_window_ns=window))
+    now = [time.time_ns()]
+    oracle = TimestampOracle(log, clock=lambda: now[0])
+    with pytest.raises(ReservationDue):
+        oracle.next(may_reserve=False)  # nothing reserved yet in this term
+    oracle.reserve_ahead()
+    first = log.reserved_timestamp()
+    assert oracle.next(may_reserve=False) == now[0]
+    now[0] += window // 4
+    oracle.reserve_ahead()  # more than half a window left: no log write
+    assert log.reserved_timestamp() == first
+    now[0] += window // 2
+    oracle.reserve_ahead()  # less than half left: grown
+    assert log.reserved_timestamp() > first
+    assert oracle.next(may_reserve=False) == now[0]  # not first + 1
+    now[0] += window * 2
+    with pytest.raises(ReservationDue):
+        oracle.next(may_reserve=False)
+    assert oracle.next() == now[0]
+    log.close()
 
 
 # kill -9 in the middle of appends.

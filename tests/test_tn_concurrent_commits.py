@@ -100,7 +100,7 @@ def test_a_log_readable_again_is_taken_up_without_waiting_for_a_commit(tmp_path)
     watermarks) before any commit comes, and commits are taken."""
     log, pipeline, published = started(tmp_path)
     broken = threading.Event()
-    append, read = log.append, log.read
+    append, append_then, read = log.append, log.append_then, log.read
 
     def failing(real):
         def call(*args, **kwargs):
@@ -110,7 +110,7 @@ def test_a_log_readable_again_is_taken_up_without_waiting_for_a_commit(tmp_path)
 
         return call
 
-    log.append, log.read = failing(append), failing(read)
+    log.append, log.append_then, log.read = failing(append), failing(append_then), failing(read)
     try:
         first = insert(pipeline, [1])
         broken.set()
@@ -132,13 +132,16 @@ def test_a_label_whose_commit_the_log_refused_may_be_used_again(tmp_path):
     again once the TN has read its log back (it was held until a restart); a label committed
     before stays taken."""
     log, pipeline, _ = started(tmp_path)
-    append = log.append
+    append, append_then = log.append, log.append_then
     refusing = threading.Event()
 
-    def refused_append(*args, **kwargs):
-        if refusing.is_set():
-            raise OSError("no space left on the device")
-        return append(*args, **kwargs)
+    def refusing_log(real):
+        def call(*args, **kwargs):
+            if refusing.is_set():
+                raise OSError("no space left on the device")
+            return real(*args, **kwargs)
+
+        return call
 
     def labelled(label: str, key: int) -> int:
         rows = pa.table({"k": pa.array([key], pa.int32()), "v": [f"v{key}"]})
@@ -146,7 +149,7 @@ def test_a_label_whose_commit_the_log_refused_may_be_used_again(tmp_path):
         write = TableWrite(SCHEMA, inserts=rows)
         return pipeline.commit(WriteSet(pipeline.published_ts, (write,), claim=claim))
 
-    log.append = refused_append
+    log.append, log.append_then = refusing_log(append), refusing_log(append_then)
     try:
         labelled("kept", 1)
         refusing.set()

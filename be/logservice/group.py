@@ -10,6 +10,7 @@ stay together and in order within its group, so their LSNs are consecutive (see 
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -17,18 +18,21 @@ from collections.abc import Callable
 from be.logservice.entries import encode_append
 from be.logservice.errors import LogUnavailable
 
+logger = logging.getLogger(__name__)
+
 Submit = Callable[[bytes, Callable[[object, Exception | None], None]], None]
 
 
+Appended = Callable[[tuple[int, int] | None, Exception | None], None]
+
+
 class _Group:
-    __slots__ = ("records", "size", "settled", "first_lsn", "error")
+    __slots__ = ("records", "size", "appended")
 
     def __init__(self) -> None:
         self.records: list[bytes] = []
         self.size = 0
-        self.settled = threading.Event()
-        self.first_lsn: int | None = None
-        self.error: Exception | None = None
+        self.appended: list[tuple[int, Appended]] = []  # (position of a call's records, its callback)
 
 
 class GroupAppender:
@@ -54,6 +58,26 @@ class GroupAppender:
     def append(self, records: list[bytes], timeout: float) -> tuple[int, int] | None:
         """Add records to a group and wait for its commit: (first LSN of the group, position of
         these records in it). None if it did not settle in time. Raises the group's error."""
+        settled = threading.Event()
+        outcome: list = []
+
+        def appended(result: tuple[int, int] | None, error: Exception | None) -> None:
+            outcome.append((result, error))
+            settled.set()
+
+        self.append_then(records, appended)
+        if not settled.wait(timeout):
+            return None
+        result, error = outcome[0]
+        if error is not None:
+            raise error
+        return result
+
+    def append_then(self, records: list[bytes], appended: Appended) -> None:
+        """Add records to a group; appended((first LSN of the group, position of these records
+        in it), None) once it is committed, or appended(None, error), in the journal's thread
+        (or the caller's, if the journal refuses the group at once). Raises LogUnavailable
+        when too many groups wait (appended is not called then)."""
         size = sum(len(record) for record in records)
         assert 0 < len(records) <= self._max_records and size <= self._max_bytes
         with self._lock:
@@ -69,18 +93,12 @@ class GroupAppender:
                     )
                 group = _Group()
                 self._waiting.append(group)
-            position = len(group.records)
+            group.appended.append((len(group.records), appended))
             group.records.extend(records)
             group.size += size
             ready = self._take_ready()
         for taken in ready:
             self._send(taken)
-        if not group.settled.wait(timeout):
-            return None
-        if group.error is not None:
-            raise group.error
-        assert group.first_lsn is not None
-        return group.first_lsn, position
 
     def _take_ready(self) -> list[_Group]:
         """Under the lock: the groups to submit now, counted as in flight."""
@@ -96,13 +114,15 @@ class GroupAppender:
                 error = result
             if error is None:
                 assert isinstance(result, int), result
-                group.first_lsn = result
-            group.error = error
-            group.settled.set()
             with self._lock:
                 self._in_flight -= 1
                 ready = self._take_ready()
             for taken in ready:
                 self._send(taken)
+            for position, appended in group.appended:
+                try:
+                    appended(None if error is not None else (result, position), error)
+                except Exception:
+                    logger.exception("an appender's callback failed")
 
         self._submit(encode_append(group.records), settled)

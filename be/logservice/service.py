@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import secrets
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -164,6 +164,39 @@ class LogService:
     def append(self, records: Sequence[bytes], timeout: float | None = None) -> list[int]:
         """Append records as one group; their LSNs, once they are on a majority's disks.
         LogUnavailable (NotLeader included) when that is not known: they may or may not be."""
+        records = self._checked(records)
+        timeout = self.limits.append_timeout if timeout is None else timeout
+        try:
+            outcome = self._groups.append(records, timeout)
+        except (JournalError, LogServiceError) as error:
+            raise _log_error(error) from None
+        if outcome is None:
+            raise LogUnavailable(f"no commit within {timeout:.3f}s: it may or may not be appended")
+        return _lsns(outcome, len(records))
+
+    def append_then(
+        self,
+        records: Sequence[bytes],
+        appended: Callable[[list[int] | None, LogServiceError | None], None],
+    ) -> None:
+        """append without waiting: appended(their LSNs, None) once they are on a majority's
+        disks, or appended(None, LogUnavailable) when that is not known (within the journal's
+        own deadline), in the log's thread. Raises what append would at once (appended is not
+        called then)."""
+        records = self._checked(records)
+
+        def settled(outcome: tuple[int, int] | None, error: Exception | None) -> None:
+            if error is not None:
+                appended(None, _log_error(error))
+            else:
+                appended(_lsns(outcome, len(records)), None)
+
+        try:
+            self._groups.append_then(records, settled)
+        except (JournalError, LogServiceError) as error:
+            raise _log_error(error) from None
+
+    def _checked(self, records: Sequence[bytes]) -> list[bytes]:
         limits = self.limits
         if not 0 < len(records) <= limits.max_records_per_append:
             raise RecordTooLarge(
@@ -178,16 +211,7 @@ class LogService:
                 f"({limits.max_record_bytes} bytes a record, {limits.max_append_bytes} an append)"
             )
         self._check_open()
-        timeout = limits.append_timeout if timeout is None else timeout
-        try:
-            outcome = self._groups.append(records, timeout)
-        except (JournalError, LogServiceError) as error:
-            raise _log_error(error) from None
-        if outcome is None:
-            raise LogUnavailable(f"no commit within {timeout:.3f}s: it may or may not be appended")
-        first, position = outcome
-        assert position_of(first) == 0, first
-        return [first + position + offset for offset in range(len(records))]
+        return records
 
     def truncate(self, lsn: int, timeout: float | None = None) -> None:
         """Record that records below lsn may be dropped (the TN checkpointed them)."""
@@ -329,6 +353,12 @@ class LogService:
 
     def _reading(self) -> _Reading:
         return _Reading(self)
+
+
+def _lsns(outcome: tuple[int, int], count: int) -> list[int]:
+    first, position = outcome
+    assert position_of(first) == 0, first
+    return [first + position + offset for offset in range(count)]
 
 
 def _log_error(error: JournalError | LogServiceError) -> LogServiceError:

@@ -38,22 +38,49 @@ class TimestampOracle:
         with self._lock:
             self._last = max(self._last, ts)
 
-    def next(self, count: int = 1) -> int:
+    def next(self, count: int = 1, may_reserve: bool = True) -> int:
         """The first of count consecutive timestamps, all above every one handed out before.
-        NotLeader on a replica that does not lead; LogUnavailable if no reservation commits."""
+        NotLeader on a replica that does not lead; LogUnavailable if no reservation commits;
+        ReservationDue, not waiting for the log, if the reservation must grow and may_reserve
+        is False."""
         if not 0 < count <= self._max_count:
             raise BadRequest(f"timestamps are taken 1 to {self._max_count} at a time")
         with self._lock:
-            term = self._log.leader_term()
-            if term != self._term:  # another leader may have reserved since: reserve again
-                self._term, self._reserved = term, 0
+            self._follow_term()
             while True:
                 first = max(self._last + 1, self._clock())
                 last = first + count - 1
                 if last <= self._reserved:
                     self._last = last
                     return first
-                until = last + self._window
-                previous = self._log.reserve_timestamps(until)
-                self._last = max(self._last, previous)
-                self._reserved = max(previous, until)
+                if not may_reserve:
+                    raise ReservationDue("the timestamps reserved are used up")
+                self._reserve(last + self._window)
+
+    def reserve_ahead(self) -> None:
+        """Grow the reservation now if it covers less than half a window ahead of the clock (so
+        that next(may_reserve=False) finds room)."""
+        with self._lock:
+            self._follow_term()
+            first = max(self._last + 1, self._clock())
+            if first + self._window // 2 > self._reserved:
+                self._reserve(first + self._window)
+
+    def _follow_term(self) -> None:
+        """Under the lock: another leader may have reserved since this one did: reserve again."""
+        term = self._log.leader_term()
+        if term != self._term:
+            self._term, self._reserved = term, 0
+
+    def _reserve(self, until: int) -> None:
+        """Under the lock: commit a reservation up to until, learning every one before it (one
+        this leader did not make may have handed out timestamps up to its end; its own, only
+        up to _last)."""
+        previous = self._log.reserve_timestamps(until)
+        if previous > self._reserved:
+            self._last = max(self._last, previous)
+        self._reserved = max(previous, until)
+
+
+class ReservationDue(Exception):
+    """next() would have to wait for the log to reserve more timestamps."""

@@ -17,6 +17,11 @@ class CommitLimits:
     heartbeat_interval_seconds: float = 0.005  # an idle TN consumes a timestamp this often
     # A TN whose only CN shares its process heartbeats this often, and when a read waits for one.
     idle_check_seconds: float = 0.05
+    # A write set up to max_caller_commit_bytes may be committed on its caller's thread (the
+    # FE's event loop: pipeline.py's callers' turn), which waits log_wait_on_caller_seconds for
+    # the log's answer there; a slower one is taken up when it comes.
+    max_caller_commit_bytes: int = 64 << 10
+    log_wait_on_caller_seconds: float = 0.005
     # Conflict information (deleted rows, key writes) is kept this long; a transaction whose
     # snapshot is older is refused at commit.
     max_transaction_seconds: float = 3600.0
@@ -62,6 +67,12 @@ class CommitLimits:
                 self.heartbeat_interval_seconds
                 <= self.idle_check_seconds
                 < self.commit_timeout_seconds
+            ),
+            "0 <= max_caller_commit_bytes <= max_commit_bytes": (
+                0 <= self.max_caller_commit_bytes <= self.max_commit_bytes
+            ),
+            "0 <= log_wait_on_caller_seconds < commit_timeout_seconds": (
+                0 <= self.log_wait_on_caller_seconds < self.commit_timeout_seconds
             ),
             "max_transaction_seconds > commit_timeout_seconds": (
                 self.max_transaction_seconds > self.commit_timeout_seconds

@@ -2,6 +2,11 @@
 order (first committer wins), gives each its commit timestamp and row ids, appends the group to
 the log with one append, then publishes each commit, in order, to the logtail subscribers.
 
+A small write set whose caller names its thread (`submit(..., run_soon)`: the FE's event loop in
+`quire up`) skips the hand-over to the committer thread and back: whoever holds the turn does the
+above, and the caller takes it when it is free (callers' turn, its group's log append answered on
+that thread). Threads handing work to each other across the GIL cost more than the work.
+
 An idle TN publishes a heartbeat (an empty commit that consumes a timestamp) every
 heartbeat_interval, so a CN knows it has everything up to that timestamp. The log is handed in
 (anything with `append(records, timeout) -> lsns` and `read(first_lsn, max_bytes)`), and so is the
@@ -18,13 +23,13 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from be.logservice.errors import LogServiceError
-from be.logservice.tso import TimestampOracle
+from be.logservice.tso import ReservationDue, TimestampOracle
 from be.logtail.entries import PARTITION_ID, ROW_ID, Commit, TableChanges
 from be.logtail.format import MAX_OBJECTS_PER_CHANGE
 from be.storage.blocks import read_blocks
@@ -61,6 +66,7 @@ FORGET_EVERY_SECONDS = (
 )
 EXPIRE_LOADS_EVERY_SECONDS = 1.0  # how often loads open past load_timeout_seconds are aborted
 RESYNC_EVERY_SECONDS = 0.5  # how often an idle TN tries again to read back a log it could not
+TURN_CHECK_SECONDS = 0.1  # how often the committer waiting for the turn looks for a lost append
 MAX_REMOVED_PER_CHANGE = 4096  # objects one removal commit names
 assert MAX_REMOVED_PER_CHANGE <= MAX_OBJECTS_PER_CHANGE
 
@@ -72,16 +78,45 @@ class _StorageJob:
     future: Future  # of the TableChanges to commit (None: nothing to)
 
 
+RunSoon = Callable[[Callable[[], None]], None]
+
+
 @dataclass(eq=False)
 class _Request:
     write_set: WriteSet | None
     future: Future
     control: Callable[[], object] | None = None  # run on the committer, between commits
     bulk: loads.BulkCommit | None = None
+    run_soon: RunSoon | None = None  # its caller's thread takes callers' turn (see submit)
 
     @property
     def nbytes(self) -> int:
         return self.write_set.nbytes if self.write_set is not None else 0
+
+
+@dataclass(eq=False)
+class _InFlight:
+    """A group committed on callers' turn, its log append under way."""
+
+    batch: list[tuple[_Request, Commit]]
+    records: list[bytes]
+    run_soon: RunSoon  # where the log's answer is taken up when its caller waits no more
+    deadline: float  # monotonic: no answer from the log by then, its outcome is unknown
+    caller_waits: bool = False
+    answered: threading.Event = field(default_factory=threading.Event)
+    error: Exception | None = None
+
+
+_IDLE = _Request(None, Future())  # the committer's queue stayed empty for an interval
+
+
+@dataclass(eq=False)
+class _Staged:
+    request: _Request
+    commit: Commit
+    record: bytes
+    schemas: dict[int, TableSchema]
+    labelled: loads.LoadRecord | None
 
 
 FEW_VALUES = 16  # a column of at most this many values is looked at in Python (Arrow costs more)
@@ -144,6 +179,18 @@ class CommitPipeline:
         self.published_ts = 0  # the newest commit or heartbeat published
         self._unreadable: Exception | None = None  # why the log could not be read back
         self._resync_tried_at = 0.0
+        self._resync_due = False  # an append on callers' turn failed: read the log back first
+        # Whoever holds the turn stamps, logs and publishes: the committer thread, or callers
+        # (see submit). A caller that finds the turn free stages its commit and hands it to the
+        # log; the log's answer, taken up on the caller's thread, publishes it and stages the
+        # commits that waited meanwhile, until none wait. The committer asks for the turn for
+        # its own work, and hands it back to the callers waiting when it is done.
+        self._turn = threading.Lock()
+        self._turn_wanted = False  # the committer waits for the turn: callers hand it over
+        self._callers = threading.Lock()  # guards the three below
+        self._callers_turn = False  # the turn is held by callers' commits
+        self._in_flight: _InFlight | None = None
+        self._waiting: collections.deque[_Request] = collections.deque()
 
     # -- life ---------------------------------------------------------------------------------
 
@@ -151,6 +198,10 @@ class CommitPipeline:
         """Replay the log, clear away what a crash left in the store, then commit."""
         self._replay()
         self.oracle.start_above(self.state.last_ts)
+        try:
+            self._reserve_ahead()
+        except TimestampsUnavailable as error:  # the committer reserves them when it can
+            logger.warning("no timestamps reserved yet: %s", error)
         self._sweep()
         self._thread = threading.Thread(target=self._run, name="tn-committer", daemon=True)
         self._thread.start()
@@ -199,8 +250,10 @@ class CommitPipeline:
 
     # -- commit -------------------------------------------------------------------------------
 
-    def submit(self, write_set: WriteSet) -> Future:
-        """A future of write_set's commit timestamp (or its CommitError)."""
+    def submit(self, write_set: WriteSet, run_soon: RunSoon | None = None) -> Future:
+        """A future of write_set's commit timestamp (or its CommitError). run_soon(fn): fn runs
+        soon on the caller's thread (an event loop's call_soon_threadsafe); given, the commit
+        goes on callers' turn: staged on that thread, and published there once logged."""
         if self._closed.is_set():
             raise TransactionNodeClosed("the TN is stopping")
         if write_set.nbytes > self.limits.max_commit_bytes:
@@ -210,7 +263,13 @@ class CommitPipeline:
             )
         if len(write_set.request_id.encode()) > self.limits.max_request_id_bytes:
             raise CommitTooLarge("the request id is too long")
-        request = _Request(write_set, Future())
+        request = _Request(write_set, Future(), run_soon=run_soon)
+        if (
+            run_soon is not None
+            and write_set.nbytes <= self.limits.max_caller_commit_bytes
+            and self._on_callers_turn(request)
+        ):
+            return request.future
         try:
             self._queue.put_nowait(request)
         except queue.Full:
@@ -252,48 +311,273 @@ class CommitPipeline:
             interval = self.limits.heartbeat_interval_seconds
         forgotten_at = expired_at = time.monotonic()
         while not self._closed.is_set():
-            if time.monotonic() - forgotten_at > FORGET_EVERY_SECONDS:
-                forgotten_at = time.monotonic()
-                keep = int(self.limits.max_transaction_seconds * NANOS)
-                self.state.forget_before(self.state.last_ts - keep)
-            if time.monotonic() - expired_at > EXPIRE_LOADS_EVERY_SECONDS:
-                expired_at = time.monotonic()
-                self._expire_loads()
             try:
                 first = self._queue.get(timeout=interval)
             except queue.Empty:
-                self._idle_work()
-                continue
+                first = _IDLE
             if first is None:
                 break
-            group = [first]
-            size = first.nbytes
-            while len(group) < self.limits.max_group_commits and size < self.limits.max_group_bytes:
-                try:
-                    request = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if request is None:
-                    self._closed.set()
-                    break
-                group.append(request)
-                size += request.nbytes
+            self._take_turn()
             try:
-                self._commit_group(group)
-            except Exception:  # a bug: fail the group rather than the thread
+                if time.monotonic() - forgotten_at > FORGET_EVERY_SECONDS:
+                    forgotten_at = time.monotonic()
+                    keep = int(self.limits.max_transaction_seconds * NANOS)
+                    self.state.forget_before(self.state.last_ts - keep)
+                if time.monotonic() - expired_at > EXPIRE_LOADS_EVERY_SECONDS:
+                    expired_at = time.monotonic()
+                    self._expire_loads()
+                if first is _IDLE:
+                    self._idle_work()
+                else:
+                    self._commit_queued(first)
+                    self._idle_work(heartbeat=False)
+            finally:
+                self._let_go_of_turn()
+
+    def _commit_queued(self, first: _Request) -> None:
+        group = [first]
+        size = first.nbytes
+        while len(group) < self.limits.max_group_commits and size < self.limits.max_group_bytes:
+            try:
+                request = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if request is None:
+                self._closed.set()
+                break
+            group.append(request)
+            size += request.nbytes
+        try:
+            self._commit_group(group)
+        except Exception:  # a bug: fail the group rather than the thread
+            logger.exception("committing a group of %d write sets failed", len(group))
+            self._unanswered(group, "the TN failed while committing; see its log")
+            self._resync()
+
+    # -- callers' turn -------------------------------------------------------------------------
+
+    def _on_callers_turn(self, request: _Request) -> bool:
+        """Whether the request is committed on callers' turn: now, on this thread, if the turn
+        is free; after the group whose append is under way; or once the committer hands the
+        turn over. False: the committer takes it."""
+        with self._callers:
+            if not self._may_chain(ignore_wanted=True):
+                return False
+            if (
+                self._callers_turn
+                or self._turn_wanted  # the committer goes first, then hands the turn over
+                or not self._turn.acquire(blocking=False)
+            ):
+                if len(self._waiting) >= self.limits.max_queued_commits:
+                    raise CommitOverloaded(
+                        f"the TN has {self.limits.max_queued_commits} commits waiting; try again"
+                    )
+                self._waiting.append(request)
+                return True
+            self._callers_turn = True
+        self._chain([request])
+        return True
+
+    def _may_chain(self, ignore_wanted: bool = False) -> bool:
+        return not (
+            (self._turn_wanted and not ignore_wanted)
+            or self._resync_due
+            or self._unreadable is not None
+            or self._closed.is_set()
+        )
+
+    def _chain(self, group: list[_Request]) -> None:
+        """On callers' turn: stage each group and hand it to the log, until none waits (the
+        turn is let go) or the log's answer is slow (it goes on with the next group)."""
+        while group:
+            try:
+                flight = self._staged_flight(group)
+            except Exception:  # a bug: fail the group, read the log back
                 logger.exception("committing a group of %d write sets failed", len(group))
-                for request in group:
-                    if not request.future.done():
-                        request.future.set_exception(
-                            CommitOutcomeUnknown("the TN failed while committing; see its log")
-                        )
-                self._resync()
-            self._idle_work(heartbeat=False)
+                self._unanswered(group, "the TN failed while committing; see its log")
+                self._resync_due = True
+                flight = None
+            if flight is not None and not self._logged_here(flight):
+                return
+            group = self._next_group()
+
+    def _logged_here(self, flight: _InFlight) -> bool:
+        """Hand the group to the log and wait for its answer up to log_wait_on_caller_seconds
+        (the thread stays with its commit rather than give the log's thread its work to do
+        meanwhile): True if it came and was taken up; False: it will be, with run_soon."""
+        with self._callers:
+            self._in_flight = flight
+            flight.caller_waits = True
+        try:
+            self.log.append_then(flight.records, lambda _, error: self._logged(flight, error))
+        except Exception as error:  # refused at once: the log may or may not hold it
+            flight.error = error
+            flight.answered.set()
+        answered = flight.answered.wait(self.limits.log_wait_on_caller_seconds)
+        with self._callers:
+            flight.caller_waits = False
+            if not (answered or flight.answered.is_set()):
+                return False
+        return self._taken_up(flight)
+
+    def _staged_flight(self, group: list[_Request]) -> _InFlight | None:
+        """The group staged and taken into the TN's state, as one log append (what does not
+        fit waits for the next); None if none of it is to be logged."""
+        batch: list[tuple[_Request, Commit]] = []
+        records: list[bytes] = []
+        size = 0
+        for index, request in enumerate(group):
+            try:
+                staged = self._staged(request, may_reserve=False)
+            except ReservationDue:  # the committer reserves more, and commits these
+                for left in group[index:]:
+                    self._hand_to_committer(left)
+                break
+            if staged is None:
+                continue
+            if records and size + len(staged.record) > self.limits.max_group_bytes:
+                with self._callers:
+                    self._waiting.extendleft(reversed(group[index:]))
+                break
+            self._take(staged)
+            batch.append((request, staged.commit))
+            records.append(staged.record)
+            size += len(staged.record)
+        if not records:
+            return None
+        deadline = time.monotonic() + self.limits.commit_timeout_seconds
+        return _InFlight(batch, records, batch[0][0].run_soon, deadline)
+
+    def _logged(self, flight: _InFlight, error: Exception | None) -> None:
+        """The log's answer, in its thread: to the caller waiting for it, or taken up on the
+        caller's thread."""
+        with self._callers:
+            flight.error = error
+            if flight.caller_waits:
+                flight.answered.set()
+                return
+        try:
+            flight.run_soon(lambda: self._after_logged(flight))
+        except RuntimeError:  # that thread's loop is closed: the committer gives up on it
+            logger.warning("a commit's caller stopped before its log answered")
+
+    def _after_logged(self, flight: _InFlight) -> None:
+        if self._taken_up(flight):
+            self._chain(self._next_group())
+
+    def _taken_up(self, flight: _InFlight) -> bool:
+        """The group published, or refused by the log; False if the committer gave up waiting
+        for it (the turn is its own now)."""
+        with self._callers:
+            if self._in_flight is not flight:
+                return False
+            self._in_flight = None
+        try:
+            if flight.error is None:
+                self._published(flight.batch)
+            else:
+                logger.warning("the log refused %d commits: %s", len(flight.batch), flight.error)
+                self._unconfirmed(flight.batch, flight.error)
+                self._resync_due = True
+        except Exception:  # a bug: fail what is unanswered, read the log back
+            logger.exception("publishing a group of %d commits failed", len(flight.batch))
+            self._unanswered([request for request, _ in flight.batch], "see the TN's log")
+            self._resync_due = True
+        return True
+
+    def _next_group(self) -> list[_Request]:
+        """Callers' next group; none: the turn is let go (and the committer takes what waits,
+        when it asked for the turn or commits may not go on callers' turn)."""
+        with self._callers:
+            group: list[_Request] = []
+            size = 0
+            if self._may_chain():
+                while (
+                    self._waiting
+                    and len(group) < self.limits.max_group_commits
+                    and size < self.limits.max_group_bytes
+                ):
+                    group.append(self._waiting.popleft())
+                    size += group[-1].nbytes
+                if group:
+                    return group
+            left = list(self._waiting)
+            self._waiting.clear()
+            self._callers_turn = False
+            self._turn.release()
+        for request in left:
+            self._hand_to_committer(request)
+        return []
+
+    def _let_go_of_turn(self) -> None:
+        """The committer's turn ends: handed to the callers waiting for it, if any."""
+        with self._callers:
+            if not self._waiting:
+                self._turn.release()
+                return
+            self._callers_turn = True
+            run_soon = self._waiting[0].run_soon
+        try:
+            run_soon(lambda: self._chain(self._next_group()))
+        except RuntimeError:  # that thread's loop is closed: the committer takes them
+            with self._callers:
+                left = list(self._waiting)
+                self._waiting.clear()
+                self._callers_turn = False
+                self._turn.release()
+            for request in left:
+                self._hand_to_committer(request)
+
+    def _take_turn(self) -> None:
+        """The committer's wait for the turn (callers hand it over); a group of callers' turn
+        whose append the log has not answered within commit_timeout is given up."""
+        self._turn_wanted = True
+        try:
+            while not self._turn.acquire(timeout=TURN_CHECK_SECONDS):
+                if self._gave_up_in_flight():
+                    return  # the turn passes to the committer as it is
+        finally:
+            self._turn_wanted = False
+
+    def _gave_up_in_flight(self) -> bool:
+        with self._callers:
+            flight = self._in_flight
+            if flight is None or time.monotonic() < flight.deadline:
+                return False
+            self._in_flight = None
+            left = list(self._waiting)
+            self._waiting.clear()
+            self._callers_turn = False
+        logger.error("the log did not answer an append of %d commits in time", len(flight.batch))
+        self._unconfirmed(flight.batch, "no answer from the log in time")
+        self._resync_due = True
+        for request in left:
+            self._hand_to_committer(request)
+        return True
+
+    def _hand_to_committer(self, request: _Request) -> None:
+        if self._closed.is_set():
+            request.future.set_exception(TransactionNodeClosed("the TN is stopping"))
+            return
+        try:
+            self._queue.put_nowait(request)
+        except queue.Full:
+            request.future.set_exception(
+                CommitOverloaded(f"the TN has {self.limits.max_queued_commits} commits waiting")
+            )
+
+    @staticmethod
+    def _unanswered(group: list[_Request], why: str) -> None:
+        for request in group:
+            if not request.future.done():
+                request.future.set_exception(CommitOutcomeUnknown(why))
 
     def _idle_work(self, heartbeat: bool = True) -> None:
         """A heartbeat (unless commits just consumed timestamps) and the storage work due; both
         wait while the log reserves no timestamps, and while it cannot be read back (tried again
         every RESYNC_EVERY_SECONDS: the CNs' watermarks move again without waiting for a commit)."""
+        if self._resync_due:
+            self._resync()
         if self._unreadable is not None:
             if time.monotonic() - self._resync_tried_at < RESYNC_EVERY_SECONDS:
                 return
@@ -303,12 +587,15 @@ class CommitPipeline:
         try:
             if heartbeat:
                 self._heartbeat()
+            self._reserve_ahead()
             self._storage_work()
         except TimestampsUnavailable as error:
             logger.warning("no heartbeat, flush or merge for now: %s", error)
 
     def _commit_group(self, group: list[_Request]) -> None:
         """Check, stamp and log each write set in order; one log append per max_group_bytes."""
+        if self._resync_due:
+            self._resync()
         if self._unreadable is not None and not self._resync():
             error = TransactionNodeClosed(f"the TN cannot read its log: {self._unreadable}")
             for request in group:
@@ -335,56 +622,71 @@ class CommitPipeline:
                     self._refuse_unanswered(group)
                     return
                 batch, records, size = [], [], 0
-            write_set = request.write_set or WriteSet(0, ())
-            if write_set.request_id and write_set.request_id in self._requests:
-                request.future.set_result(self._requests[write_set.request_id])
+            staged = self._staged(request)
+            if staged is None:
                 continue
-            if request.bulk is not None:
-                schemas = {request.bulk.schema.table_id: request.bulk.schema}
-            else:
-                schemas = {write.schema.table_id: write.schema for write in write_set.writes}
-            labelled = None
-            try:
-                if request.bulk is not None:
-                    commit, record = self._prepare_bulk(request.bulk)
-                else:
-                    self.flusher.check(write_set)
-                    self._check_label(write_set.claim)
-                    commit = self.state.prepare(
-                        write_set, self._next_ts(), self.limits.max_commit_rows
-                    )
-                    labelled = _labelled(write_set, commit)
-                    record = wal_records.encode(
-                        commit,
-                        write_set.request_id,
-                        schemas,
-                        load=None if labelled is None else labelled.fields(),
-                    )
-                if len(record) > self.limits.max_record_bytes:
-                    raise CommitTooLarge(
-                        f"the statement writes {len(record)} bytes at once; the log takes at most "
-                        f"{self.limits.max_record_bytes} (logservice_max_record_bytes)"
-                    )
-            except CommitError as error:
-                request.future.set_exception(error)
-                continue
-            if records and size + len(record) > self.limits.max_group_bytes:
+            if records and size + len(staged.record) > self.limits.max_group_bytes:
                 if not self._log_and_publish(batch, records):
                     self._refuse_unanswered(group)
                     return
                 batch, records, size = [], [], 0
-            self._apply(commit, schemas)
-            if request.bulk is not None:
-                self._apply_bulk(request.bulk, commit)
-            elif labelled is not None:
-                self.labels.put(labelled)
-            batch.append((request, commit))
-            records.append(record)
-            size += len(record)
-            if write_set.request_id:
-                self._remember(write_set.request_id, commit.commit_ts)
+            self._take(staged)
+            batch.append((request, staged.commit))
+            records.append(staged.record)
+            size += len(staged.record)
         if records:
             self._log_and_publish(batch, records)
+
+    def _staged(self, request: _Request, may_reserve: bool = True) -> _Staged | None:
+        """The request checked, stamped and encoded, the TN's state not changed yet; None once
+        its future is answered (refused, or its request id committed before). ReservationDue
+        unless may_reserve (the timestamps reserved are used up)."""
+        write_set = request.write_set or WriteSet(0, ())
+        if write_set.request_id and write_set.request_id in self._requests:
+            request.future.set_result(self._requests[write_set.request_id])
+            return None
+        if request.bulk is not None:
+            schemas = {request.bulk.schema.table_id: request.bulk.schema}
+        else:
+            schemas = {write.schema.table_id: write.schema for write in write_set.writes}
+        labelled = None
+        try:
+            if request.bulk is not None:
+                commit, record = self._prepare_bulk(request.bulk)
+            else:
+                self.flusher.check(write_set)
+                self._check_label(write_set.claim)
+                commit = self.state.prepare(
+                    write_set, self._next_ts(may_reserve), self.limits.max_commit_rows
+                )
+                labelled = _labelled(write_set, commit)
+                record = wal_records.encode(
+                    commit,
+                    write_set.request_id,
+                    schemas,
+                    load=None if labelled is None else labelled.fields(),
+                )
+            if len(record) > self.limits.max_record_bytes:
+                raise CommitTooLarge(
+                    f"the statement writes {len(record)} bytes at once; the log takes at most "
+                    f"{self.limits.max_record_bytes} (logservice_max_record_bytes)"
+                )
+        except CommitError as error:
+            request.future.set_exception(error)
+            return None
+        return _Staged(request, commit, record, schemas, labelled)
+
+    def _take(self, staged: _Staged) -> None:
+        """A staged commit applied to the TN's state (before the log holds it: the commits
+        staged after it are checked against it)."""
+        request = staged.request
+        self._apply(staged.commit, staged.schemas)
+        if request.bulk is not None:
+            self._apply_bulk(request.bulk, staged.commit)
+        elif staged.labelled is not None:
+            self.labels.put(staged.labelled)
+        if request.write_set is not None and request.write_set.request_id:
+            self._remember(request.write_set.request_id, staged.commit.commit_ts)
 
     def _check_label(self, claim: loads.LoadClaim | None) -> None:
         held = None if claim is None else self.labels.get(claim.db, claim.label)
@@ -738,22 +1040,30 @@ class CommitPipeline:
             self.log.append(records, timeout=self.limits.commit_timeout_seconds)
         except Exception as error:
             logger.warning("the log refused %d commits: %s", len(records), error)
-            for request, _ in batch:
-                request.future.set_exception(
-                    CommitOutcomeUnknown(
-                        f"the log did not confirm the commit ({error}): it may or may not have "
-                        "taken effect"
-                    )
-                )
+            self._unconfirmed(batch, error)
             self._resync()
             return False
+        self._published(batch)
+        return True
+
+    @staticmethod
+    def _unconfirmed(batch: list[tuple[_Request, Commit]], error: object) -> None:
+        for request, _ in batch:
+            request.future.set_exception(
+                CommitOutcomeUnknown(
+                    f"the log did not confirm the commit ({error}): it may or may not have "
+                    "taken effect"
+                )
+            )
+
+    def _published(self, batch: list[tuple[_Request, Commit]]) -> None:
+        """The logged commits published in order, each request answered."""
         self._changes_since_checkpoint += len(batch)
         for request, commit in batch:
             self.flusher.apply(commit)
             self._publish(commit)
             self.committed += 1
             request.future.set_result(commit.commit_ts)
-        return True
 
     def load_records(self, db: str | None) -> list[loads.LoadRecord]:
         """The loads' records as their readers may be told: a load whose commit is logged and
@@ -1094,15 +1404,23 @@ class CommitPipeline:
         self.publish(commit)
         self.published_ts = commit.commit_ts
 
-    def _next_ts(self) -> int:
+    def _next_ts(self, may_reserve: bool = True) -> int:
         """A timestamp from the log's oracle: above every one consumed before, heartbeats'
         included, whatever the wall clock does across restarts and leader changes."""
         try:
-            ts = self.oracle.next()
+            ts = self.oracle.next(may_reserve=may_reserve)
         except LogServiceError as error:
             raise TimestampsUnavailable(f"the TN's log reserves no timestamps: {error}") from None
         assert ts > self.state.last_ts, (ts, self.state.last_ts)
         return ts
+
+    def _reserve_ahead(self) -> None:
+        """Timestamps reserved ahead, so that callers' turn finds them (they never wait for the
+        log to reserve more)."""
+        try:
+            self.oracle.reserve_ahead()
+        except LogServiceError as error:
+            raise TimestampsUnavailable(f"the TN's log reserves no timestamps: {error}") from None
 
     def _remember(self, request_id: str, ts: int) -> None:
         self._requests[request_id] = ts
@@ -1160,6 +1478,7 @@ class CommitPipeline:
         """After a failed append the log may or may not hold the group: start again from what it
         holds; what it holds and was not published yet is published now. False if the log could
         not be read: commits are refused until it can (the next one tries again)."""
+        self._resync_due = False
         self.state = WriteState()
         self.flusher = Flusher(self.store, self.limits)
         if self.merger is not None:

@@ -77,6 +77,8 @@ def commit_limits(config: Config, log_limits: LogLimits) -> CommitLimits:
         merged_object_retention_seconds=config["merged_object_retention_second"],
         max_transaction_seconds=config["time_travel_retention_second"],
         commit_timeout_seconds=config["tn_commit_timeout_second"],
+        max_caller_commit_bytes=config["tn_commit_on_caller_max_bytes"],
+        log_wait_on_caller_seconds=config["tn_commit_on_caller_wait_millisecond"] / 1000,
         max_open_loads=config["max_open_loads"],
         load_timeout_seconds=config["load_timeout_second"],
         label_keep_seconds=config["label_keep_max_second"],

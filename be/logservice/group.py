@@ -32,7 +32,7 @@ class _Group:
     def __init__(self) -> None:
         self.records: list[bytes] = []
         self.size = 0
-        self.appended: list[tuple[int, Appended]] = []  # (position of a call's records, its callback)
+        self.appended: list[tuple[int, Appended]] = []  # per call: its records' position, callback
 
 
 class GroupAppender:

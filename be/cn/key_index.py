@@ -279,25 +279,12 @@ class KeyIndex:
             ids = self._base_ids[start:end]
             tail_ids = self._tail_ids
             ids.extend(tail_ids[offset] for offset in hits)
-            kept = self._values
-            rows = list(map(kept.get, ids))
-            if None in rows:
+            rows = self._visible_values(ids, start, end - start, ts)
+            if rows is None:
                 self._load(start, end, hits)
-                rows = list(map(kept.get, ids))
-                if None in rows:  # more than the values kept can hold
+                rows = self._visible_values(ids, start, end - start, ts)
+                if rows is None:  # more than the values kept can hold
                     return None
-            commit_at = self._layout.index(COMMIT_TS)
-            gone_ids, gone_places = self._deleted_among(ids, start, end, ts)
-            if gone_ids or gone_places:
-                rows = [
-                    values
-                    for place, (row_id, values) in enumerate(zip(ids, rows, strict=True))
-                    if values[commit_at] <= ts
-                    and row_id not in gone_ids
-                    and place not in gone_places
-                ]
-            else:
-                rows = [values for values in rows if values[commit_at] <= ts]
             if len(chosen) == 1:
                 at = chosen[0]
                 return [(values[at],) for values in rows]
@@ -305,21 +292,30 @@ class KeyIndex:
                 return [()] * len(rows)
             return list(map(operator.itemgetter(*chosen), rows))
 
-    def _deleted_among(self, ids, start: int, end: int, ts: int) -> tuple[set, set]:
-        """Of the rows ids (the base's start..end, then the tail's), those deleted at ts: the
-        row ids deleted since the base, and the places in ids of the base's rows it holds as
-        deleted (a delete since the base decides for its row). Looked up row by row: the rows
-        are few (a read's limit), the deletes may be many."""
-        later, base_deleted = self._deleted_tail, self._base_deleted
-        never = ts + 1
-        gone_ids = {row_id for row_id in ids if later.get(row_id, never) <= ts} if later else set()
-        gone_places = set()
-        if base_deleted:
-            base_ids = self._base_ids
-            for position in range(start, end):
-                if base_deleted.get(position, never) <= ts and base_ids[position] not in later:
-                    gone_places.add(position - start)
-        return gone_ids, gone_places
+    def _visible_values(self, ids, start: int, in_base: int, ts: int) -> list[tuple] | None:
+        """The kept values of the rows ids (the base's in_base rows from start, then the tail's)
+        visible at ts, in one pass: committed at or before ts and not deleted at or before it
+        (a delete since the base decides for its row); None if one of them is not kept."""
+        kept, later, base_deleted = self._values, self._deleted_tail, self._base_deleted
+        commit_at = self._layout.index(COMMIT_TS)
+        if not later and not base_deleted:
+            rows = list(map(kept.get, ids))
+            if None in rows:
+                return None
+            return [values for values in rows if values[commit_at] <= ts]
+        visible = []
+        for place, row_id in enumerate(ids):
+            values = kept.get(row_id)
+            if values is None:
+                return None
+            if values[commit_at] > ts:
+                continue
+            deleted_at = later.get(row_id)
+            if deleted_at is None and place < in_base and base_deleted:
+                deleted_at = base_deleted.get(start + place)
+            if deleted_at is None or deleted_at > ts:
+                visible.append(values)
+        return visible
 
     def _layout_agreed(self) -> bool:
         """Whether the base and the tail have the same columns (not so after a column was added,

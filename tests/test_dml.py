@@ -567,3 +567,39 @@ def test_a_partial_column_update_keeps_the_columns_it_does_not_name(quire, db):
         "INSERT INTO profile (id, score) VALUES (2, 7); SELECT * FROM profile WHERE id = 2",
     )  # fmt: skip
     assert done.stdout.split() == ["2", "bo", "7", "nowhere"], done.stderr
+
+
+def test_integer_arithmetic_is_bigint_as_in_mysql_and_doris(quire, db):
+    """INT max + 1 is 2147483648, not an overflow (MySQL and Doris compute integer arithmetic in
+    BIGINT; the engine would in the columns' own type), its column a BIGINT; an UPDATE storing it
+    into the INT column is MySQL's 1264, through PyMySQL and the CLI, the first statement on the
+    table as a later one."""
+    run(
+        db,
+        "CREATE TABLE wide (id INT, k INT, s SMALLINT, n TINYINT) UNIQUE KEY(id) "
+        "DISTRIBUTED BY HASH(id) BUCKETS 1",
+    )
+    run(db, "INSERT INTO wide VALUES (1, 2147483647, 32767, -128)")
+    for _ in range(2):
+        with pytest.raises(pymysql.err.MySQLError) as refused:
+            run(db, "UPDATE wide SET k = k + 1 WHERE id = 1")
+        assert refused.value.args[0] == 1264
+    done = mariadb(quire, "dml", "-e", "UPDATE wide SET k = k + 1 WHERE id = 1")
+    assert (
+        "ERROR 1264 (22003)" in done.stderr and "Out of range value for column 'k'" in done.stderr
+    )
+    sql = "SELECT k + 1, s + 1, k * 2, -k - 2, k + k, -n, k - 1 FROM wide"
+    with db.cursor() as cursor:
+        cursor.execute(sql)
+        assert cursor.fetchall() == (
+            (2147483648, 32768, 4294967294, -2147483649, 4294967294, 128, 2147483646),
+        )
+        assert {column[1] for column in cursor.description} == {
+            pymysql.constants.FIELD_TYPE.LONGLONG
+        }
+    done = mariadb(quire, "dml", "--batch", "--skip-column-names", "-e", sql)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [
+        "2147483648", "32768", "4294967294", "-2147483649", "4294967294", "128", "2147483646"
+    ]  # fmt: skip
+    assert run(db, "SELECT k FROM wide") == ((2147483647,),)  # nothing was written

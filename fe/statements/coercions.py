@@ -207,7 +207,29 @@ def coerced(tree: exp.Expression) -> exp.Expression:
             node.set("this", exp.Anonymous(this="ENCODE", expressions=[as_text(node.this)]))
         if type(node) in ONE_KIND or isinstance(node, exp.Case):
             _one_kind(node)
+        if isinstance(node, exp.Add | exp.Sub | exp.Mul | exp.Neg):
+            _widened(node)
     return tree
+
+
+WIDENED = "quire_widened"  # the meta key of arithmetic _widened made BIGINT
+NARROW_INTEGERS = {
+    Type.TINYINT, Type.UTINYINT, Type.SMALLINT, Type.USMALLINT, Type.MEDIUMINT, Type.UMEDIUMINT,
+    Type.INT, Type.UINT,
+}  # fmt: skip
+
+
+def _widened(node: exp.Add | exp.Sub | exp.Mul | exp.Neg) -> None:
+    """Integer arithmetic in BIGINT, as MySQL and Doris do it (INT max + 1 is 2147483648):
+    DuckDB computes it in the operands' own type, which overflows."""
+    keys = ("this",) if isinstance(node, exp.Neg) else ("this", "expression")
+    operands = [node.args.get(key) for key in keys]
+    if not all(isinstance(value, exp.Expression) and kind(value) == INTEGER for value in operands):
+        return
+    for key, value in zip(keys, operands, strict=True):
+        if value.type.this in NARROW_INTEGERS and not isinstance(value, exp.Literal):
+            node.set(key, _typed(exp.cast(value, Type.BIGINT), Type.BIGINT))
+    _typed(node, Type.BIGINT).meta[WIDENED] = True
 
 
 def _results(node: exp.Expression) -> list[exp.Expression]:
@@ -314,6 +336,8 @@ def _converted(value: exp.Expression, wanted: str, conversion) -> exp.Expression
     have = kind(value)
     if wanted == NUMBER and have == INTEGER:
         return value
+    if conversion is as_integer and value.meta.get(WIDENED):  # a count: DuckDB takes an INT
+        return conversion(value)
     if have is None or have == wanted or (wanted == TEMPORAL and have == TEXT):
         return value  # a string read as a date is DuckDB's cast, as mysql_functions makes it
     return conversion(value)

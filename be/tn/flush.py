@@ -164,6 +164,11 @@ class Flusher:
                 tuple(memory.delete_ts) if memory is not None else (),
             )
 
+    def full(self, table_id: int) -> bool:
+        """Whether the table's unflushed rows and deletes pass flush_rows or flush_bytes."""
+        memory = self.memory.get(table_id)
+        return self.store is not None and memory is not None and self._full(memory)
+
     def _full(self, memory: TableMemory) -> bool:
         return (
             memory.row_count >= self.limits.flush_rows or memory.nbytes >= self.limits.flush_bytes

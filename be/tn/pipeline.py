@@ -475,6 +475,12 @@ class CommitPipeline:
         try:
             if flight.error is None:
                 self._published(flight.batch)
+                if any(
+                    self.flusher.full(change.table_id)
+                    for _, commit in flight.batch
+                    for change in commit.changes
+                ):
+                    self._wake()  # the committer flushes now, as it would after its own commits
             else:
                 logger.warning("the log refused %d commits: %s", len(flight.batch), flight.error)
                 self._unconfirmed(flight.batch, flight.error)

@@ -20,7 +20,7 @@ from be.tn.pipeline import CommitPipeline
 from be.tn.write_set import TableWrite, WriteSet
 from tests.harness import wait_until
 from tests.test_overwrite_commit import SCHEMA
-from tests.test_tn_concurrent_commits import keys_of
+from tests.test_tn_concurrent_commits import failing_while, keys_of
 from tests.test_tn_timestamps import Published
 
 CLIENTS = 8
@@ -122,15 +122,8 @@ def test_commits_from_a_loop_are_published_in_order_on_its_thread_and_survive_a_
 
 def test_an_append_the_log_refuses_on_callers_turn_is_unknown_and_commits_go_on(tmp_path):
     log, pipeline, published = started(tmp_path, CommitLimits())
-    append_then = log.append_then
     refusing = threading.Event()
-
-    def refused(*args, **kwargs):
-        if refusing.is_set():
-            raise OSError("no space left on the device")
-        return append_then(*args, **kwargs)
-
-    log.append_then = refused
+    failing_while(refusing, log, OSError("no space left on the device"), "append_then")
     try:
         before = commit_from_loop(pipeline, [1, 2])
         refusing.set()

@@ -94,23 +94,26 @@ def test_a_log_gone_mid_load_loses_no_acknowledged_commit(tmp_path):
     assert all(found[key] == ts for key, ts in acknowledged.items())
 
 
+def failing_while(event: threading.Event, log, error: Exception, *methods: str) -> None:
+    """The log's methods raise error while event is set (its disk gone, or full)."""
+    for name in methods:
+        real = getattr(log, name)
+
+        def call(*args, real=real, **kwargs):
+            if event.is_set():
+                raise error
+            return real(*args, **kwargs)
+
+        setattr(log, name, call)
+
+
 def test_a_log_readable_again_is_taken_up_without_waiting_for_a_commit(tmp_path):
     """After a failed append whose log could not be read back either, the idle TN tries again
     by itself: once the log answers, heartbeats move the published timestamp (the CNs'
     watermarks) before any commit comes, and commits are taken."""
     log, pipeline, published = started(tmp_path)
     broken = threading.Event()
-    append, append_then, read = log.append, log.append_then, log.read
-
-    def failing(real):
-        def call(*args, **kwargs):
-            if broken.is_set():
-                raise OSError("the disk is gone")
-            return real(*args, **kwargs)
-
-        return call
-
-    log.append, log.append_then, log.read = failing(append), failing(append_then), failing(read)
+    failing_while(broken, log, OSError("the disk is gone"), "append", "append_then", "read")
     try:
         first = insert(pipeline, [1])
         broken.set()
@@ -132,16 +135,8 @@ def test_a_label_whose_commit_the_log_refused_may_be_used_again(tmp_path):
     again once the TN has read its log back (it was held until a restart); a label committed
     before stays taken."""
     log, pipeline, _ = started(tmp_path)
-    append, append_then = log.append, log.append_then
     refusing = threading.Event()
-
-    def refusing_log(real):
-        def call(*args, **kwargs):
-            if refusing.is_set():
-                raise OSError("no space left on the device")
-            return real(*args, **kwargs)
-
-        return call
+    failing_while(refusing, log, OSError("no space left on the device"), "append", "append_then")
 
     def labelled(label: str, key: int) -> int:
         rows = pa.table({"k": pa.array([key], pa.int32()), "v": [f"v{key}"]})
@@ -149,7 +144,6 @@ def test_a_label_whose_commit_the_log_refused_may_be_used_again(tmp_path):
         write = TableWrite(SCHEMA, inserts=rows)
         return pipeline.commit(WriteSet(pipeline.published_ts, (write,), claim=claim))
 
-    log.append, log.append_then = refusing_log(append), refusing_log(append_then)
     try:
         labelled("kept", 1)
         refusing.set()

@@ -507,13 +507,18 @@ class CommitPipeline:
                     size += group[-1].nbytes
                 if group:
                     return group
-            left = list(self._waiting)
-            self._waiting.clear()
-            self._callers_turn = False
-            self._turn.release()
+            left = self._end_callers_turn()
         for request in left:
             self._hand_to_committer(request)
         return []
+
+    def _end_callers_turn(self) -> list[_Request]:
+        """Under _callers: the turn let go; the requests that waited for it (the committer's)."""
+        left = list(self._waiting)
+        self._waiting.clear()
+        self._callers_turn = False
+        self._turn.release()
+        return left
 
     def _let_go_of_turn(self) -> None:
         """The committer's turn ends: handed to the callers waiting for it, if any."""
@@ -527,10 +532,7 @@ class CommitPipeline:
             run_soon(lambda: self._chain(self._next_group()))
         except RuntimeError:  # that thread's loop is closed: the committer takes them
             with self._callers:
-                left = list(self._waiting)
-                self._waiting.clear()
-                self._callers_turn = False
-                self._turn.release()
+                left = self._end_callers_turn()
             for request in left:
                 self._hand_to_committer(request)
 

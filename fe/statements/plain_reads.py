@@ -160,7 +160,7 @@ def shape_description(types: dict[str, pa.DataType], shape: Shape) -> list[tuple
         ordered = shape.distinct or any(term[0] == position for term in shape.order)
         if ordered and not (pa.types.is_integer(arrow) or pa.types.is_string(arrow)):
             return None
-        engine_type = _engine_type(arrow)
+        engine_type = "BIGINT" if offset is not None else _engine_type(arrow)
         if engine_type is None:
             return None
         described.append((name, engine_type))
@@ -180,7 +180,7 @@ def shaped_rows(
             values[position] = shifted = [
                 None if v is None else v + offset for v in values[position]
             ]
-            if not _fits(types[shape.columns[position]], shifted):
+            if not _fits(pa.int64(), shifted):
                 return None
     return _distinct_and_ordered(list(zip(*values, strict=True)), shape)
 
@@ -211,9 +211,10 @@ SIGNED_BITS = {pa.int8(): 8, pa.int16(): 16, pa.int32(): 32, pa.int64(): 64}
 
 
 def _shiftable(arrow: pa.DataType, offset: int) -> bool:
-    """Whether the engine adds offset to a column of this type in the column's type (a literal
-    that fits it does): then the sum is the same unless it overflows."""
-    return arrow in SIGNED_BITS and _fits(arrow, [abs(offset)])  # the literal as written
+    """Whether the engine adds offset to a column of this type in BIGINT (an integer column and
+    a literal that fits BIGINT: see coercions._widened): then the sum is the same unless it
+    overflows BIGINT."""
+    return arrow in SIGNED_BITS and _fits(pa.int64(), [abs(offset)])  # the literal as written
 
 
 def _fits(arrow: pa.DataType, values: list) -> bool:

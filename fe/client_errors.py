@@ -125,6 +125,8 @@ def engine_error(error: engine.EngineError, grouped: bool = False) -> QueryError
             return QueryError(
                 ErrorCode.PARSE_ERROR, f"You have an error in your SQL syntax: {error.message}"
             )
+        case engine.ArithmeticOverflow():
+            return QueryError(ErrorCode.VALUE_OUT_OF_RANGE, error.message)
         case engine.InvalidValue():
             return QueryError(ErrorCode.TRUNCATED_WRONG_VALUE, f"Incorrect value: {error.message}")
         case engine.QueryInterrupted():

@@ -573,13 +573,13 @@ def test_integer_arithmetic_is_bigint_as_in_mysql_and_doris(quire, db):
     """INT max + 1 is 2147483648, not an overflow (MySQL and Doris compute integer arithmetic in
     BIGINT; the engine would in the columns' own type), its column a BIGINT; an UPDATE storing it
     into the INT column is MySQL's 1264, through PyMySQL and the CLI, the first statement on the
-    table as a later one."""
+    table as a later one; past BIGINT it is MySQL's 1690."""
     run(
         db,
-        "CREATE TABLE wide (id INT, k INT, s SMALLINT, n TINYINT) UNIQUE KEY(id) "
+        "CREATE TABLE wide (id INT, k INT, s SMALLINT, n TINYINT, b BIGINT) UNIQUE KEY(id) "
         "DISTRIBUTED BY HASH(id) BUCKETS 1",
     )
-    run(db, "INSERT INTO wide VALUES (1, 2147483647, 32767, -128)")
+    run(db, "INSERT INTO wide VALUES (1, 2147483647, 32767, -128, 9223372036854775807)")
     for _ in range(2):
         with pytest.raises(pymysql.err.MySQLError) as refused:
             run(db, "UPDATE wide SET k = k + 1 WHERE id = 1")
@@ -603,3 +603,8 @@ def test_integer_arithmetic_is_bigint_as_in_mysql_and_doris(quire, db):
         "2147483648", "32768", "4294967294", "-2147483649", "4294967294", "128", "2147483646"
     ]  # fmt: skip
     assert run(db, "SELECT k FROM wide") == ((2147483647,),)  # nothing was written
+    past = "SELECT b + 1 FROM wide"
+    message = "BIGINT value is out of range in '(9223372036854775807 + 1)'"
+    assert error_of(db, past) == (1690, message)
+    done = mariadb(quire, "dml", "-e", past)
+    assert done.stderr.strip().endswith(f"ERROR 1690 (22003) at line 1: {message}"), done.stderr

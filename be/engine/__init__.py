@@ -4,6 +4,7 @@ Arrow tables it is handed, the functions of an allow-list, bounded time, memory 
 from be.engine.allow_list import check
 from be.engine.arrow_rows import answer_of
 from be.engine.errors import (
+    ArithmeticOverflow,
     EngineBusy,
     EngineError,
     InvalidQuery,
@@ -31,6 +32,7 @@ __all__ = [
     "EngineBusy",
     "EngineError",
     "InvalidQuery",
+    "ArithmeticOverflow",
     "InvalidValue",
     "MemoryLimitExceeded",
     "NoTables",

@@ -75,6 +75,17 @@ class InvalidQuery(EngineError):
     """DuckDB could not parse what it was given."""
 
 
+class ArithmeticOverflow(EngineError):
+    """Integer arithmetic past its type's range (MySQL's 1690)."""
+
+    FIELDS = ("type_name", "expression")
+
+    def __init__(self, type_name: str, expression: str):
+        super().__init__(f"{type_name} value is out of range in '({expression})'")
+        self.type_name = type_name
+        self.expression = expression
+
+
 class InvalidValue(EngineError):
     """A value could not be converted or is out of range."""
 

@@ -30,6 +30,7 @@ from be.engine.columnar_rows import (
     estimated_arrow_bytes,
 )
 from be.engine.errors import (
+    ArithmeticOverflow,
     EngineBusy,
     EngineError,
     InvalidQuery,
@@ -103,6 +104,7 @@ def sql_type_names(message: str) -> str:
     return DUCKDB_TYPE.sub(lambda match: SQL_TYPE_NAMES[match.group(1)], message)
 
 
+OVERFLOW = re.compile(r"Overflow in (?:addition|subtraction|multiplication) of (\w+) \((.*)\)")
 UNKNOWN_COLUMN = re.compile(r'Referenced column "([^"]+)" (?:was )?not found')
 UNKNOWN_FUNCTION = re.compile(
     r"(?:Scalar|Table|Aggregate)? ?Function with name (\w+) does not exist"
@@ -491,6 +493,8 @@ class _Query:
             return NotGrouped(match.group(1))
         if NO_TABLES.search(message):
             return NoTables()
+        if match := OVERFLOW.search(message):
+            return ArithmeticOverflow(sql_type_names(match.group(1)), match.group(2))
         if isinstance(error, duckdb.ParserException) or SYNTAX_ERROR.search(message):
             return InvalidQuery(detail)
         if isinstance(

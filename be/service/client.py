@@ -74,6 +74,7 @@ ERROR_KINDS: dict[str, type[Exception]] = {
         engine.NotGrouped,
         engine.NoTables,
         engine.InvalidQuery,
+        engine.ArithmeticOverflow,
         engine.InvalidValue,
         engine.QueryFailed,
         engine.QueryInterrupted,

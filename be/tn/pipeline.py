@@ -100,11 +100,15 @@ class _InFlight:
 
     batch: list[tuple[_Request, Commit]]
     records: list[bytes]
-    run_soon: RunSoon  # where the log's answer is taken up when its caller waits no more
     deadline: float  # monotonic: no answer from the log by then, its outcome is unknown
     caller_waits: bool = False
     answered: threading.Event = field(default_factory=threading.Event)
     error: Exception | None = None
+
+    @property
+    def run_soon(self) -> RunSoon:
+        """Where the log's answer is taken up when the caller waits no more: its first's."""
+        return self.batch[0][0].run_soon
 
 
 _IDLE = _Request(None, Future())  # the committer's queue stayed empty for an interval
@@ -335,24 +339,35 @@ class CommitPipeline:
                 self._let_go_of_turn()
 
     def _commit_queued(self, first: _Request) -> None:
-        group = [first]
-        size = first.nbytes
-        while len(group) < self.limits.max_group_commits and size < self.limits.max_group_bytes:
-            try:
-                request = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if request is None:
-                self._closed.set()
-                break
-            group.append(request)
-            size += request.nbytes
+        group = self._group(first, self._next_queued)
         try:
             self._commit_group(group)
         except Exception:  # a bug: fail the group rather than the thread
             logger.exception("committing a group of %d write sets failed", len(group))
             self._unanswered(group, "the TN failed while committing; see its log")
             self._resync()
+
+    def _next_queued(self) -> _Request | None:
+        """The next request queued for the committer; None if none is, or it is closing."""
+        try:
+            request = self._queue.get_nowait()
+        except queue.Empty:
+            return None
+        if request is None:
+            self._closed.set()
+        return request
+
+    def _group(self, first: _Request, more: Callable[[], _Request | None]) -> list[_Request]:
+        """first and the requests more() gives after it (None: no more), up to max_group_commits
+        and max_group_bytes."""
+        group, size = [first], first.nbytes
+        while len(group) < self.limits.max_group_commits and size < self.limits.max_group_bytes:
+            request = more()
+            if request is None:
+                break
+            group.append(request)
+            size += request.nbytes
+        return group
 
     # -- callers' turn -------------------------------------------------------------------------
 
@@ -430,8 +445,7 @@ class CommitPipeline:
             try:
                 staged = self._staged(request, may_reserve=False)
             except ReservationDue:  # the committer reserves more, and commits these
-                for left in group[index:]:
-                    self._hand_to_committer(left)
+                self._hand_to_committer(group[index:])
                 break
             if staged is None:
                 continue
@@ -446,7 +460,7 @@ class CommitPipeline:
         if not records:
             return None
         deadline = time.monotonic() + self.limits.commit_timeout_seconds
-        return _InFlight(batch, records, batch[0][0].run_soon, deadline)
+        return _InFlight(batch, records, deadline)
 
     def _logged(self, flight: _InFlight, error: Exception | None) -> None:
         """The log's answer, in its thread: to the caller waiting for it, or taken up on the
@@ -494,30 +508,24 @@ class CommitPipeline:
     def _next_group(self) -> list[_Request]:
         """Callers' next group; none: the turn is let go (and the committer takes what waits,
         when it asked for the turn or commits may not go on callers' turn)."""
+        waiting = self._waiting
         with self._callers:
-            group: list[_Request] = []
-            size = 0
-            if self._may_chain():
-                while (
-                    self._waiting
-                    and len(group) < self.limits.max_group_commits
-                    and size < self.limits.max_group_bytes
-                ):
-                    group.append(self._waiting.popleft())
-                    size += group[-1].nbytes
-                if group:
-                    return group
+            if waiting and self._may_chain():
+                return self._group(
+                    waiting.popleft(), lambda: waiting.popleft() if waiting else None
+                )
             left = self._end_callers_turn()
-        for request in left:
-            self._hand_to_committer(request)
+        self._hand_to_committer(left)
         return []
 
-    def _end_callers_turn(self) -> list[_Request]:
-        """Under _callers: the turn let go; the requests that waited for it (the committer's)."""
+    def _end_callers_turn(self, release: bool = True) -> list[_Request]:
+        """Under _callers: the callers' turn ended, the turn let go (or kept, by the committer);
+        the requests that waited for it (the committer's now)."""
         left = list(self._waiting)
         self._waiting.clear()
         self._callers_turn = False
-        self._turn.release()
+        if release:
+            self._turn.release()
         return left
 
     def _let_go_of_turn(self) -> None:
@@ -533,8 +541,7 @@ class CommitPipeline:
         except RuntimeError:  # that thread's loop is closed: the committer takes them
             with self._callers:
                 left = self._end_callers_turn()
-            for request in left:
-                self._hand_to_committer(request)
+            self._hand_to_committer(left)
 
     def _take_turn(self) -> None:
         """The committer's wait for the turn (callers hand it over); a group of callers' turn
@@ -553,26 +560,24 @@ class CommitPipeline:
             if flight is None or time.monotonic() < flight.deadline:
                 return False
             self._in_flight = None
-            left = list(self._waiting)
-            self._waiting.clear()
-            self._callers_turn = False
+            left = self._end_callers_turn(release=False)
         logger.error("the log did not answer an append of %d commits in time", len(flight.batch))
         self._unconfirmed(flight.batch, "no answer from the log in time")
         self._resync_due = True
-        for request in left:
-            self._hand_to_committer(request)
+        self._hand_to_committer(left)
         return True
 
-    def _hand_to_committer(self, request: _Request) -> None:
-        if self._closed.is_set():
-            request.future.set_exception(TransactionNodeClosed("the TN is stopping"))
-            return
-        try:
-            self._queue.put_nowait(request)
-        except queue.Full:
-            request.future.set_exception(
-                CommitOverloaded(f"the TN has {self.limits.max_queued_commits} commits waiting")
-            )
+    def _hand_to_committer(self, requests: list[_Request]) -> None:
+        for request in requests:
+            if self._closed.is_set():
+                request.future.set_exception(TransactionNodeClosed("the TN is stopping"))
+                continue
+            try:
+                self._queue.put_nowait(request)
+            except queue.Full:
+                request.future.set_exception(
+                    CommitOverloaded(f"the TN has {self.limits.max_queued_commits} commits waiting")
+                )
 
     @staticmethod
     def _unanswered(group: list[_Request], why: str) -> None:
@@ -602,9 +607,7 @@ class CommitPipeline:
 
     def _commit_group(self, group: list[_Request]) -> None:
         """Check, stamp and log each write set in order; one log append per max_group_bytes."""
-        if self._resync_due:
-            self._resync()
-        if self._unreadable is not None and not self._resync():
+        if (self._resync_due or self._unreadable is not None) and not self._resync():
             error = TransactionNodeClosed(f"the TN cannot read its log: {self._unreadable}")
             for request in group:
                 if not request.future.done():

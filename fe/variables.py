@@ -10,6 +10,7 @@ from typing import Any
 
 from mysql_mimic.variables import SYSTEM_VARIABLES, GlobalVariables, SessionVariables
 
+from be.engine.ciphers import mode_name
 from metadata.catalog import Catalog
 
 VERSION = "5.7.99"
@@ -23,6 +24,14 @@ def doris_boolean(value: Any) -> str:
     if lowered in ("off", "false", "0"):
         return "false"
     raise ValueError(f"expected true or false, not {value!r}")
+
+
+def encryption_mode(value: Any) -> str:
+    """block_encryption_mode: AES_ENCRYPT's and AES_DECRYPT's mode, in Doris's (AES_128_ECB) or
+    MySQL's (aes-128-ecb) spelling; '' is the default, AES_128_ECB."""
+    if mode_name(str(value)) is None:
+        raise ValueError(f"no encryption mode {value!r}")
+    return str(value)
 
 
 # The commonly set variables of Doris's SessionVariable, with its defaults and types.
@@ -61,6 +70,7 @@ DORIS_SESSION_VARIABLES = {
     "resource_group": (str, "", True),
     "workload_group": (str, "", True),
     "sql_dialect": (str, "doris", True),
+    "block_encryption_mode": (encryption_mode, "", True),
 }
 VERSION_COMMENT = "Quire FE 0.1.0 (Doris-compatible metadata service)"
 

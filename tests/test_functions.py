@@ -8,6 +8,8 @@ from pathlib import Path
 
 import mysql.connector
 import pytest
+from cryptography.hazmat.primitives import padding
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 from tests.harness import QuireProcess, error_of, mariadb, run
 
@@ -220,6 +222,18 @@ ANSWERS = [
     ("GET_JSON_BIGINT('{\"a\": 12345678901}', '$.a')", 12345678901),
     ("GET_JSON_DOUBLE('{\"a\": 1.5}', '$.a')", 1.5),
     ("MONTHS_BETWEEN('2024-03-01', '2024-01-01')", 2.0),
+    # Doris's documented answer, and MariaDB's for the others (AES-128-ECB, MySQL's key folding)
+    (
+        "TO_BASE64(AES_ENCRYPT('text', 'F3229A0B371ED2D9441B830D21A390C3'))",
+        "wr2JEDVXzL9+2XtRhgIloA==",
+    ),
+    ("HEX(AES_ENCRYPT('hello world', 'k'))", "1C374376150CCDF6D2CD9C28B48F11F7"),
+    ("HEX(AES_ENCRYPT('', 'k'))", "932F1B1E9189536B938A6B67666D4031"),
+    ("HEX(AES_ENCRYPT('a', REPEAT('0123456789abcdef', 3)))", "0950013D77ED2905CE50637ECA5442EE"),
+    ("AES_DECRYPT(AES_ENCRYPT('\u00e9t\u00e9', 'cl\u00e9'), 'cl\u00e9')", "\u00e9t\u00e9"),
+    ("AES_DECRYPT(UNHEX('1C374376150CCDF6D2CD9C28B48F11F7'), 'k')", "hello world"),
+    ("AES_DECRYPT(UNHEX('00112233445566778899AABBCCDDEEFF'), 'k')", None),
+    ("AES_ENCRYPT(NULL, 'k')", None),
 ]
 
 
@@ -975,3 +989,67 @@ def test_full_text_predicates_match_words(quire, root):
         assert cursor.fetchall() == [(1,), (5,)]
     finally:
         connection.close()
+
+
+def _mysql_aes(text: bytes, key: bytes, vector: bytes, bits: int) -> bytes:
+    """AES-CBC as MySQL keys it: the key XOR-folded into bits / 8 zero bytes, PKCS#7 padding."""
+    folded = bytearray(bits // 8)
+    for index, byte in enumerate(key):
+        folded[index % len(folded)] ^= byte
+    padder = padding.PKCS7(128).padder()
+    encryptor = Cipher(algorithms.AES(bytes(folded)), modes.CBC(vector)).encryptor()
+    return encryptor.update(padder.update(text) + padder.finalize()) + encryptor.finalize()
+
+
+def test_aes_modes_come_from_the_session_or_the_call(quire, root):
+    vector = "0123456789abcdef"
+    expected = _mysql_aes(b"secret", b"k", vector.encode(), 256).hex().upper()
+    named = f"HEX(AES_ENCRYPT('secret', 'k', '{vector}', 'aes-256-cbc'))"
+    assert run(root, f"SELECT {named}") == ((expected,),)
+    assert run(root, f"SELECT {named.replace('aes-256-cbc', 'AES_256_CBC')}") == ((expected,),)
+    run(root, "SET block_encryption_mode = 'AES_256_CBC'")
+    try:
+        assert run(root, f"SELECT HEX(AES_ENCRYPT('secret', 'k', '{vector}'))") == ((expected,),)
+        assert run(root, f"SELECT AES_DECRYPT(UNHEX('{expected}'), 'k', '{vector}')") == (
+            ("secret",),
+        )
+    finally:
+        run(root, "SET block_encryption_mode = ''")
+    assert run(root, "SELECT HEX(AES_ENCRYPT('hello world', 'k'))") == (
+        ("1C374376150CCDF6D2CD9C28B48F11F7",),
+    )
+    # every mode round trips a table's texts, NULL staying NULL
+    run(root, "CREATE DATABASE IF NOT EXISTS aes")
+    run(
+        root, "CREATE TABLE aes.t (id INT, s VARCHAR(40)) DUPLICATE KEY(id) DISTRIBUTED BY HASH(id)"
+    )
+    run(root, "INSERT INTO aes.t VALUES (1, 'one'), (2, NULL), (3, 'a longer text than a block')")
+    for bits in (128, 192, 256):
+        for kind in ("ECB", "CBC", "CFB", "CFB8", "CFB128", "OFB", "CTR"):
+            mode = f"AES_{bits}_{kind}"
+            key, iv = "CONCAT('key', id)", f"'{vector}'"
+            sql = (
+                f"SELECT id, AES_DECRYPT(AES_ENCRYPT(s, {key}, {iv}, '{mode}'), {key}, {iv}, "
+                f"'{mode}') FROM aes.t ORDER BY id"
+            )
+            assert run(root, sql) == (
+                (1, "one"),
+                (2, None),
+                (3, "a longer text than a block"),
+            ), mode
+
+
+def test_aes_refuses_what_mysql_refuses(quire, root):
+    assert error_of(root, "SET block_encryption_mode = 'aes-999-ecb'") == (
+        1231,
+        "Variable 'block_encryption_mode' can't be set to the value of 'aes-999-ecb'",
+    )
+    assert error_of(root, "SELECT AES_ENCRYPT('a')") == (
+        1582,
+        "Incorrect parameter count in the call to native function 'aes_encrypt'",
+    )
+    code, message = error_of(root, "SELECT AES_DECRYPT('a', 'k', '', 'AES_128_XYZ')")
+    assert code == 1210 and "AES_128_XYZ" in message
+    done = mariadb(quire, "--batch", "-e", "SELECT AES_ENCRYPT('a')")
+    assert "ERROR 1582 (42000)" in done.stderr
+    assert run(root, "SELECT 1") == ((1,),)

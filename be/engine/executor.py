@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import duckdb
 import pyarrow as pa
 
-from be.engine import hashes
+from be.engine import ciphers, hashes
 from be.engine.columnar_rows import (
     ROW_OVERHEAD_BYTES,
     VALUE_BYTES,
@@ -118,6 +118,7 @@ def opened_database(memory_limit_bytes: int, threads: int) -> duckdb.DuckDBPyCon
     database.execute("SET GLOBAL error_on_division_by_zero = false")
     database.execute("SET lock_configuration = true")
     hashes.register(database)
+    ciphers.register(database)
     return database
 
 

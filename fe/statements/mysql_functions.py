@@ -21,7 +21,7 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import build_formatted_time
 from sqlglot.dialects.mysql import MySQL
 
-from be.engine import hashes
+from be.engine import ciphers, hashes
 from be.engine.allow_list import (
     BITMAP_ANONYMOUS,
     DORIS_DATE_ADD_UNITS,
@@ -72,6 +72,7 @@ class StatementTime:
     max_text_bytes: int  # fe.conf's max_allowed_packet
     week_format: int = 0
     max_row_text_bytes: int = 0  # a text made a row: a batch of rows of them within the memory
+    encryption_mode: str = ciphers.DEFAULT_MODE  # block_encryption_mode, as Doris names it
 
     def __post_init__(self) -> None:
         if not self.max_row_text_bytes:
@@ -85,7 +86,14 @@ class StatementTime:
         week_format = int(session.variable("default_week_format") or 0) % WEEK_MODES
         memory = int(session.variable("exec_mem_limit") or 0)
         row_limit = max(min(limit, memory // ENGINE_BATCH_ROWS), 1)
-        return cls(datetime.datetime.now(UTC).astimezone(zone), limit, week_format, row_limit)
+        mode = ciphers.mode_name(str(session.variable("block_encryption_mode") or ""))
+        return cls(
+            datetime.datetime.now(UTC).astimezone(zone),
+            limit,
+            week_format,
+            row_limit,
+            mode or ciphers.DEFAULT_MODE,
+        )
 
     @property
     def zone(self) -> datetime.tzinfo:
@@ -158,6 +166,44 @@ def _chained_hash(name: str) -> Callable:
         return hashed
 
     return rewrite
+
+
+def _aes(engine_name: str) -> Callable:
+    """AES_ENCRYPT / AES_DECRYPT(text, key[, vector[, mode]]): the engine's function of their
+    bytes (a text's in UTF-8), in the mode named or else the session's block_encryption_mode."""
+
+    def rewrite(node: exp.Anonymous, time: StatementTime) -> exp.Expression:
+        arguments = _arguments(node)
+        if not 2 <= len(arguments) <= 4:
+            raise QueryError(
+                ErrorCode.WRONG_PARAMCOUNT_TO_NATIVE_FCT,
+                f"Incorrect parameter count in the call to native function '{_name(node).lower()}'",
+            )
+        text, key, *rest = arguments
+        vector = rest[0] if rest else exp.null()
+        mode = rest[1] if len(rest) == 2 else exp.Literal.string(time.encryption_mode)
+        if isinstance(mode, exp.Literal) and ciphers.mode_name(mode.name) is None:
+            raise QueryError(
+                ErrorCode.WRONG_ARGUMENTS,
+                f"Incorrect arguments to {_name(node).lower()}: no encryption mode {mode.name!r}",
+            )
+        return _function(
+            engine_name,
+            _bytes(text),
+            _bytes(key),
+            _bytes(vector),
+            exp.cast(mode, exp.DataType.Type.VARCHAR),
+        )
+
+    return rewrite
+
+
+def _bytes(node: exp.Expression) -> exp.Expression:
+    """A value's bytes: a BLOB's own, another's text in UTF-8."""
+    return sqlglot.parse_one(
+        "CASE typeof(x) WHEN 'BLOB' THEN CAST(x AS BLOB) ELSE encode(CAST(x AS VARCHAR)) END",
+        read="duckdb",
+    ).transform(lambda child: node.copy() if isinstance(child, exp.Column) else child)
 
 
 REWRITE_GROWTH = 64  # rewrites add at most this many nodes a node of the query, ...
@@ -2085,6 +2131,8 @@ REWRITES: dict[str, Callable[[exp.Expression, StatementTime], exp.Expression]] =
     "QUOTE": _text_within_limit(_times(2, 2), then=_with_arguments(1, _template("QUOTE"))),
     **arrays.REWRITES,
     **{name: _chained_hash(name) for name in hashes.ENGINE_NAMES},
+    "AES_ENCRYPT": _aes(ciphers.ENCRYPT),
+    "AES_DECRYPT": _aes(ciphers.DECRYPT),
     **{name: _doris_function for name in DORIS_FUNCTIONS},
     "STR_TO_MAP": _typed_map(_doris_function),
 }

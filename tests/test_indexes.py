@@ -168,3 +168,38 @@ def test_match_on_an_index_without_parser_compares_the_whole_value(quire, db):
         assert [row[0] for row in run(db, sql)] == expected, condition
         done = mariadb(quire, "--batch", "--skip-column-names", "searching", "-e", sql)
         assert done.stdout.split() == [str(key) for key in expected], (condition, done.stderr)
+
+
+def test_mysql_indexes_are_known_by_name_to_drop_index(quire, db):
+    run(
+        db,
+        "CREATE TABLE dumped (id INT NOT NULL, a INT, b VARCHAR(10), PRIMARY KEY (id), "
+        "KEY ka (a), KEY (b), KEY (b, a), UNIQUE KEY ub (b), CONSTRAINT cu UNIQUE (a), "
+        "INDEX iv (b) USING INVERTED)",
+    )  # as mysqldump writes a table: MySQL's keys named as MySQL names them (b, b_2)
+    assert [name for name, *_ in shown(db, "dumped")] == ["iv"]  # only Doris's are indexes
+    assert "ka" not in run(db, "SHOW CREATE TABLE dumped")[0][1]
+    run(db, "CREATE INDEX kab USING BTREE ON dumped (a, b)")
+    run(db, "ALTER TABLE dumped ADD INDEX kba (b, a)")
+    assert error_of(db, "CREATE INDEX kab ON dumped (a, b)") == (1061, "Duplicate key name 'kab'")
+    run(db, "CREATE INDEX IF NOT EXISTS kab ON dumped (a, b)")
+    for name in ("ka", "b", "ub"):
+        run(db, f"DROP INDEX {name} ON dumped")
+    run(db, "ALTER TABLE dumped DROP INDEX cu")
+    for statement in ("DROP INDEX ka ON dumped", "DROP INDEX nope ON dumped"):
+        assert error_of(db, statement)[0] == 1105, statement
+    run(db, "DROP INDEX IF EXISTS ka ON dumped")
+    done = mariadb(quire, "--batch", "searching", "-e", "DROP INDEX nope ON dumped")
+    assert "ERROR 1105 (HY000)" in done.stderr and "nope does not exist" in done.stderr
+    assert error_of(
+        db, "CREATE TABLE twice (id INT, a INT, KEY k (a), KEY k (id)) DISTRIBUTED BY HASH(id)"
+    ) == (1061, "Duplicate key name 'k'")
+    quire.restart()
+    connection = quire.connect(database="searching")
+    try:
+        for name in ("b_2", "kab", "kba", "iv"):
+            run(connection, f"DROP INDEX {name} ON dumped")
+        assert error_of(connection, "DROP INDEX b_2 ON dumped")[0] == 1105
+        assert shown(connection, "dumped") == []
+    finally:
+        connection.close()

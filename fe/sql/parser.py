@@ -1489,8 +1489,8 @@ class Grammar:
                 name = self.identifier()
                 columns, plain = self.index_columns()
                 index = self.index_options(name, columns, plain, None)
-                if index is None:
-                    self.fail("expected an index Doris keeps (USING INVERTED, NGRAM_BF or BITMAP)")
+                if index is None:  # a MySQL index: its name kept
+                    return st.AddMysqlKey(name, columns, if_not_exists)
                 return st.AddIndex(index, if_not_exists)
             self.accept("COLUMN")
             column = self.column_def()
@@ -1601,8 +1601,10 @@ class Grammar:
             options["column_names"] = self.name_list()
         elif self.peek_type() == TokenType.L_PAREN or not self._at_query(skip_options=True):
             self.expect_type(TokenType.L_PAREN, "(")
-            primary_key = self.column_definitions(columns, indexes)
+            mysql_keys: list[str] = []
+            primary_key = self.column_definitions(columns, indexes, mysql_keys)
             options["indexes"] = tuple(indexes)
+            options["mysql_keys"] = tuple(mysql_keys)
         if primary_key:
             options["key_model"] = KeyModel.UNIQUE
             options["key_columns"] = primary_key
@@ -1637,19 +1639,28 @@ class Grammar:
             )
         return self.peek_type() in QUERY_STARTS
 
-    def column_definitions(self, columns: list[Column], indexes: list) -> tuple[str, ...]:
-        """The column and index definitions of CREATE TABLE up to its `)`, into `columns` and
-        (Doris's) `indexes`; the PRIMARY KEY they name."""
+    def column_definitions(
+        self, columns: list[Column], indexes: list, mysql_keys: list
+    ) -> tuple[str, ...]:
+        """The column and index definitions of CREATE TABLE up to its `)`, into `columns`,
+        (Doris's) `indexes` and the names of MySQL's (`mysql_keys`); the PRIMARY KEY they name."""
         primary_key: tuple[str, ...] = ()
         while True:
             if self.accept("PRIMARY", "KEY"):
                 primary_key = self.name_list()
             elif self.at("INDEX"):
+                start = self.position
                 index = self.table_index()
                 if index is not None:
                     indexes.append(index)
+                elif (name := self.mysql_key_name(start, mysql_keys)) is not None:
+                    mysql_keys.append(name)
             elif self.at("KEY") or self.at("UNIQUE") or self.at("CONSTRAINT"):
+                start = self.position
                 self.skip_index_definition()
+                name = self.mysql_key_name(start, mysql_keys)
+                if name is not None:
+                    mysql_keys.append(name)
             else:
                 column = self.column_def()
                 if column.is_key and not primary_key:
@@ -1658,6 +1669,29 @@ class Grammar:
             if self.accept_type(TokenType.R_PAREN):
                 return primary_key
             self.expect_type(TokenType.COMMA, ", or )")
+
+    def mysql_key_name(self, start: int, taken: list[str]) -> str | None:
+        """The name MySQL gives the index defined from token `start` on (`[CONSTRAINT [c]]
+        [UNIQUE] [KEY | INDEX] [name] [USING x] (column, ...)`): its own, else the constraint's,
+        else its first column's (name_2, name_3, ... past those taken); None for a constraint
+        that makes no index (FOREIGN KEY, CHECK)."""
+        end, self.position = self.position, start
+        try:
+            constraint = None
+            if self.accept("CONSTRAINT") and not (self.at("UNIQUE") or self.at("CHECK")):
+                constraint = self.identifier()
+            unique = self.accept("UNIQUE")
+            if not (self.accept("KEY") or self.accept("INDEX")) and not unique:
+                return None
+            name = None
+            if self.peek_type() != TokenType.L_PAREN and not self.at("USING"):
+                name = self.identifier()
+            if self.accept("USING"):
+                self.identifier()
+            self.expect_type(TokenType.L_PAREN, "(")
+            return name or constraint or _unique_name(self.identifier(), taken)
+        finally:
+            self.position = end
 
     def skip_index_definition(self) -> None:
         depth = 0
@@ -2367,6 +2401,17 @@ class Grammar:
     def _sync(self):
         self.expect("SYNC")
         return st.Sync()
+
+
+def _unique_name(name: str, taken: list[str]) -> str:
+    """name, or as MySQL names a second index of the same first column: name_2, name_3, ..."""
+    lowered = {other.lower() for other in taken}
+    suffix = 2
+    chosen = name
+    while chosen.lower() in lowered:
+        chosen = f"{name}_{suffix}"
+        suffix += 1
+    return chosen
 
 
 STATEMENT_HANDLERS = {

@@ -85,6 +85,7 @@ class CreateTable:
     properties: tuple[tuple[str, str], ...] = ()
     comment: str = ""
     indexes: tuple[IndexDef, ...] = ()  # Doris's INDEX clauses
+    mysql_keys: tuple[str, ...] = ()  # the names of MySQL's KEY and INDEX clauses (not kept)
     engine: str = "olap"
     rollups: tuple[AddRollup, ...] = ()
     query: str | None = None  # CREATE TABLE ... AS SELECT: the query's text
@@ -292,6 +293,15 @@ class AddIndex:
 
 
 @dataclass(frozen=True)
+class AddMysqlKey:
+    """CREATE INDEX of a kind Doris has none of: only its name is kept (for DROP INDEX)."""
+
+    name: str
+    columns: tuple[str, ...]
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
 class DropIndexClause:
     """ALTER TABLE ... DROP INDEX name (and DROP INDEX name ON t)."""
 
@@ -320,6 +330,7 @@ AlterAction = (
     | RenameRollup
     | ToggleKeys
     | AddIndex
+    | AddMysqlKey
     | DropIndexClause
 )
 

@@ -136,6 +136,7 @@ def create_table(session, statement: st.CreateTable) -> list[ops.Op]:
         statement = create_table_as_select.with_query_columns(session, statement)
     table = build_table(session, database, statement)
     table = indexes.with_indexes(table, statement.indexes)
+    table = indexes.with_mysql_keys(table, statement.mysql_keys)
     table = schema_change.create_table_rollups(session, table, statement.rollups)
     return [ops.CreateTable(table)]
 
@@ -882,6 +883,13 @@ def _add_index(session, database, table: Table, action: st.AddIndex) -> Table:
     return indexes.added(table, action.index, action.if_not_exists)
 
 
+def _add_mysql_key(session, database, table: Table, action: st.AddMysqlKey) -> Table:
+    for name in action.columns:
+        if table.column(name) is None:
+            raise QueryError(1072, f"Key column '{name}' doesn't exist in table")
+    return indexes.with_mysql_keys(table, (action.name,), action.if_not_exists)
+
+
 def _drop_index(session, database, table: Table, action: st.DropIndexClause) -> Table:
     return indexes.dropped(table, action.name, action.if_exists)
 
@@ -889,6 +897,7 @@ def _drop_index(session, database, table: Table, action: st.DropIndexClause) -> 
 ALTER_ACTIONS = {
     **schema_change.ACTIONS,
     st.AddIndex: _add_index,
+    st.AddMysqlKey: _add_mysql_key,
     st.DropIndexClause: _drop_index,
     st.RenameTable: _rename_table,
     st.AddPartition: _add_partition,
@@ -961,28 +970,16 @@ def recycled_partitions(original: Table, altered: Table, actions) -> list[ops.Op
 
 def create_index(session, statement: st.CreateIndex) -> list[ops.Op]:
     """Doris's index: ALTER TABLE ... ADD INDEX. A MySQL one Doris has no kind of is accepted
-    once the table and its columns are checked, and otherwise ignored (a scan reads every row)."""
+    once the table and its columns are checked; only its name is kept (a scan reads every row)."""
     if statement.index is not None:
         action = st.AddIndex(statement.index, statement.if_not_exists)
-        return alter_table(session, st.AlterTable(statement.table, (action,)))
-    session.require(
-        privileges.ALTER, database_name(session, statement.table.db), statement.table.name
-    )
-    _, table = resolve_table(session, statement.table)
-    for name in statement.columns:
-        if table.column(name) is None:
-            raise QueryError(1072, f"Key column '{name}' doesn't exist in table")
-    return []
+    else:
+        action = st.AddMysqlKey(statement.name, statement.columns, statement.if_not_exists)
+    return alter_table(session, st.AlterTable(statement.table, (action,)))
 
 
 def drop_index(session, statement: st.DropIndex) -> list[ops.Op]:
-    """ALTER TABLE ... DROP INDEX; a MySQL index CREATE INDEX did not keep is no error."""
-    session.require(
-        privileges.ALTER, database_name(session, statement.table.db), statement.table.name
-    )
-    _, table = resolve_table(session, statement.table)
-    if not any(i.name.lower() == statement.name.lower() for i in indexes.indexes_of(table)):
-        return []
+    """ALTER TABLE ... DROP INDEX, of Doris's index or the name of a MySQL one."""
     action = st.DropIndexClause(statement.name, statement.if_exists)
     return alter_table(session, st.AlterTable(statement.table, (action,)))
 

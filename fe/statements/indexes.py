@@ -17,12 +17,15 @@ import json
 
 from sqlglot import exp
 
-from fe.mysql.errors import QueryError
+from fe.mysql.errors import ErrorCode, QueryError
 from fe.sql import statements as st
 from metadata.records import HIDDEN_PROPERTY_PREFIX, KeyModel, Table
 from metadata.types import ColumnType
 
 INDEX_PROPERTY = HIDDEN_PROPERTY_PREFIX + "index."
+# The names of MySQL's indexes (KEY k (c), CREATE INDEX without a Doris kind), kept so that DROP
+# INDEX knows them; nothing else is (a scan reads every row anyway), SHOW INDEX lists none.
+MYSQL_KEYS_PROPERTY = HIDDEN_PROPERTY_PREFIX + "mysql_keys"
 KINDS = ("INVERTED", "NGRAM_BF", "BITMAP")
 SINGLE_COLUMN_KINDS = ("INVERTED", "BITMAP")
 MAX_NAME_CHARS = 64
@@ -71,11 +74,10 @@ def with_indexes(table: Table, indexes: tuple[st.IndexDef, ...]) -> Table:
 def added(table: Table, index: st.IndexDef, if_not_exists: bool = False) -> Table:
     """The table with the index, checked as Doris checks it (1105 with Doris's words)."""
     existing = indexes_of(table)
-    for other in existing:
-        if other.name.lower() == index.name.lower():
-            if if_not_exists:
-                return table
-            raise QueryError(1105, f"index `{index.name}` already exist.")
+    if _named(table, index.name):
+        if if_not_exists:
+            return table
+        raise QueryError(1105, f"index `{index.name}` already exist.")
     index = checked(table, index)
     for other in existing:
         if {c.lower() for c in other.columns} == {c.lower() for c in index.columns} and (
@@ -86,15 +88,51 @@ def added(table: Table, index: st.IndexDef, if_not_exists: bool = False) -> Tabl
     return _with_property(table, _key(index.name), _text(index, at))
 
 
+def mysql_keys_of(table: Table) -> list[str]:
+    return json.loads(dict(table.properties).get(MYSQL_KEYS_PROPERTY, "[]"))
+
+
+def with_mysql_keys(table: Table, names: tuple[str, ...], if_not_exists: bool = False) -> Table:
+    """The table with the names of MySQL indexes it was given (1061 for a name taken)."""
+    kept = mysql_keys_of(table)
+    for name in names:
+        if _named(table, name) or name.lower() in {other.lower() for other in kept}:
+            if if_not_exists:
+                continue
+            raise QueryError(ErrorCode.DUP_KEYNAME, f"Duplicate key name '{name}'")
+        kept.append(name)
+    return _with_mysql_keys(table, kept)
+
+
 def dropped(table: Table, name: str, if_exists: bool = False) -> Table:
+    """The table without the index (Doris's or MySQL's) of that name."""
     key = _key(name)
-    if not any(k == key for k, _ in table.properties):
-        if if_exists:
-            return table
-        raise QueryError(1105, f"index {name} does not exist")
-    return dataclasses.replace(
-        table, properties=tuple((k, v) for k, v in table.properties if k != key)
-    )
+    if any(k == key for k, _ in table.properties):
+        return dataclasses.replace(
+            table, properties=tuple((k, v) for k, v in table.properties if k != key)
+        )
+    kept = mysql_keys_of(table)
+    left = [other for other in kept if other.lower() != name.lower()]
+    if len(left) < len(kept):
+        return _with_mysql_keys(table, left)
+    if if_exists:
+        return table
+    raise QueryError(1105, f"index {name} does not exist")
+
+
+def _named(table: Table, name: str) -> bool:
+    """Whether an index of the table (Doris's or MySQL's) has that name."""
+    return any(k == _key(name) for k, _ in table.properties) or name.lower() in {
+        other.lower() for other in mysql_keys_of(table)
+    }
+
+
+def _with_mysql_keys(table: Table, names: list[str]) -> Table:
+    if not names:
+        return dataclasses.replace(
+            table, properties=tuple((k, v) for k, v in table.properties if k != MYSQL_KEYS_PROPERTY)
+        )
+    return _with_property(table, MYSQL_KEYS_PROPERTY, json.dumps(names))
 
 
 def following_columns(before: Table, after: Table) -> Table:

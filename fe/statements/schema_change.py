@@ -41,6 +41,7 @@ OPERATION_TYPES = {
     st.RenamePartition: "RENAME",
     st.RenameRollup: "RENAME",
     st.AddIndex: "INDEX_CHANGE",
+    st.AddMysqlKey: "INDEX_CHANGE",
     st.DropIndexClause: "INDEX_CHANGE",
 }
 BATCHED = {SCHEMA_CHANGE, ADD_ROLLUP, DROP_ROLLUP, "DROP_PARTITION", "INDEX_CHANGE"}

@@ -83,7 +83,7 @@ from be.tn.write_set import WriteSet
 
 logger = logging.getLogger(__name__)
 
-TabletTotals = dict[int, tuple[int, int]]  # tablet id -> (rows, bytes)
+TabletTotals = dict[int, tuple[int, int, int]]  # tablet id -> (rows, bytes, objects)
 
 
 class EmbeddedDataPlane:
@@ -284,8 +284,8 @@ class EmbeddedDataPlane:
         return self.cn.values_within(schema, ts, bound, names, limit)
 
     def tablet_stats(self, schemas: Sequence[TableSchema]) -> dict[int, TabletTotals]:
-        """Per table id, rows and bytes per tablet id (objects, and the unflushed rows placed
-        where a flush would put them); tablets without data are left out."""
+        """Per table id, rows, bytes and objects per tablet id (objects, and the unflushed rows
+        placed where a flush would put them); tablets without data are left out."""
         if self.tn is None:
             return {}
         return {schema.table_id: self.tn.tablet_stats(schema) for schema in schemas}
@@ -537,7 +537,7 @@ class RemoteDataPlane:
         return min(watermarks)
 
     def tablet_stats(self, schemas: Sequence[TableSchema]) -> dict[int, TabletTotals]:
-        """Per table id, rows and bytes per tablet id, as the TN counts them: one request per
+        """Per table id, rows, bytes and objects per tablet id, as the TN counts them: one request per
         max_stats_tables tables; {} while the TN cannot answer (SHOW TABLETS and SHOW DATA still
         list the tablets)."""
         most = self.limits.max_stats_tables
@@ -548,7 +548,7 @@ class RemoteDataPlane:
                 if type(reply) is not TabletStats:
                     raise ServiceFormatError(f"{type(reply).__name__} as tablet statistics")
                 for table_id, tablets in reply.tables:
-                    totals[table_id] = {tablet: (rows, size) for tablet, rows, size in tablets}
+                    totals[table_id] = {tablet: tuple(figures) for tablet, *figures in tablets}
         except (CommitError, NoNode):
             return {}
         return totals

@@ -682,14 +682,15 @@ def test_messages_are_checked_strictly():
         ObserveAutoIncrement(5, -(1 << 63)),
         AutoIncrement(7),
         TabletStatsRequest((schema, replace(schema, table_id=6))),
-        TabletStats(((5, ((11, 3, 4096), (12, 0, 0))), (6, ()))),
+        TabletStats(((5, ((11, 3, 4096, 2), (12, 0, 0, 0))), (6, ()))),
         Reachable(99, ((5, (6, 7)), (8, ()))),
         Accepted(),
     ):
         assert decode(encode(message, limits), limits) == message
     for malformed in (
         TakeAutoIncrement(5, 0),
-        TabletStats(((5, ((0, 1, 1),)),)),  # tablet id 0
+        TabletStats(((5, ((0, 1, 1, 1),)),)),  # tablet id 0
+        TabletStats(((5, ((11, 3, 4096),)),)),  # no object count (format 10's shape)
         TabletStats(((5, ()), (5, ()))),  # a table twice
         TabletStatsRequest((schema, schema)),
     ):
@@ -819,7 +820,7 @@ def test_tablet_statistics_of_many_tables_are_asked_in_batches():
         assert type(request) is TabletStatsRequest
         ids = tuple(schema.table_id for schema in request.schemas)
         asked.append(ids)
-        return TabletStats(tuple((i, ((i * 100, i, i * 10),)) for i in ids))
+        return TabletStats(tuple((i, ((i * 100, i, i * 10, 1),)) for i in ids))
 
     server = echo_server(tn)
     plane = RemoteDataPlane(
@@ -834,7 +835,7 @@ def test_tablet_statistics_of_many_tables_are_asked_in_batches():
         plane.close()
         server.close()
     assert asked == [(1, 2), (3, 4), (5,)]
-    assert stats == {i: {i * 100: (i, i * 10)} for i in range(1, 6)}
+    assert stats == {i: {i * 100: (i, i * 10, 1)} for i in range(1, 6)}
 
 
 def test_a_slow_node_times_out_and_its_connection_is_not_reused():

@@ -62,6 +62,13 @@ def tablet_objects(root, table: str, kind: str = "data") -> dict[int, int]:
     return found
 
 
+def versions(root, table: str) -> dict[int, tuple[int, int]]:
+    """SHOW TABLETS' VisibleVersionCount and VersionCount of each tablet: its objects."""
+    return {
+        int(row[0]): (int(row[14]), int(row[15])) for row in run(root, f"SHOW TABLETS FROM {table}")
+    }
+
+
 @pytest.fixture(scope="module")
 def root(quire):
     connection = quire.connect()
@@ -225,12 +232,19 @@ def test_deletes_and_updates_of_flushed_rows_are_tombstones(root):
     keys = list(range(0, 60))
     run(root, f"INSERT INTO f.changed VALUES {values(keys)}")
     wait_until(lambda: sum(tablet_objects(root, "f.changed").values()) > 0, 30, "a flush")
+    flushed = tablet_objects(root, "f.changed")
+    assert versions(root, "f.changed") == {t: (n, n) for t, n in flushed.items()}, flushed
     run(root, "DELETE FROM f.changed WHERE k < 10")
     run(root, "UPDATE f.changed SET v = 'new' WHERE k >= 50")
     expected = tuple((k, "new" if k >= 50 else f"v{k}") for k in range(10, 60))
     assert run(root, "SELECT k, v FROM f.changed ORDER BY k") == expected
     wait_until(
         lambda: sum(tablet_objects(root, "f.changed", "tomb").values()) > 0, 30, "tombstones"
+    )
+    wait_until(  # a tablet's tombstones count among its versions, as its data objects do
+        lambda: sum(v for v, _ in versions(root, "f.changed").values()) > sum(flushed.values()),
+        30,
+        "SHOW TABLETS counting the tombstones",
     )
     assert run(root, "SELECT k, v FROM f.changed ORDER BY k") == expected
     run(root, "INSERT INTO f.changed VALUES (5, 'back')")

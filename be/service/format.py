@@ -26,6 +26,7 @@ the old ones. Versions:
     9   tablet statistics are asked for many tables at once (TabletStatsRequest carries their
         schemas, TabletStats answers each table's tablets)
     10  a commit request ends with its write set's claim (an INSERT or transaction WITH LABEL) or nil
+    11  a tablet's statistics end with how many objects (data and tombstones) it has
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from be.tn.loads import MAX_LABEL_CHARS, SOURCES, LoadClaim
 from be.tn.write_set import TableWrite, WriteSet
 from be.wire import Envelope, FieldReader, arrow_stream
 
-FORMAT_VERSION = 10
+FORMAT_VERSION = 11
 MAX_STATS = 64  # statistics in a node's status
 SUPPORTED_VERSIONS = (FORMAT_VERSION,)  # nodes and FEs of one build talk: no older version is read
 
@@ -208,8 +209,9 @@ class TabletStatsRequest:
 
 @dataclass(frozen=True, slots=True)
 class TabletStats:
-    # (table id, its tablets' (tablet id, rows, bytes)) per table asked, in the request's order
-    tables: tuple[tuple[int, tuple[tuple[int, int, int], ...]], ...]
+    # (table id, its tablets' (tablet id, rows, bytes, objects)) per table asked, in the request's
+    # order
+    tables: tuple[tuple[int, tuple[tuple[int, int, int, int], ...]], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -635,12 +637,19 @@ def _stat(value: Any) -> tuple[str, int]:
     return _str(name, "statistic name", MAX_NAME_CHARS), _int(count, "statistic")
 
 
-def _tablet_stat(value: Any) -> tuple[int, int, int]:
-    tablet_id, rows, size = _shape(value, 3, "tablet statistic")
-    return _int(tablet_id, "tablet id", 1), _int(rows, "rows"), _int(size, "bytes")
+def _tablet_stat(value: Any) -> tuple[int, int, int, int]:
+    tablet_id, rows, size, objects = _shape(value, 4, "tablet statistic")
+    return (
+        _int(tablet_id, "tablet id", 1),
+        _int(rows, "rows"),
+        _int(size, "bytes"),
+        _int(objects, "objects"),
+    )
 
 
-def _table_stats(value: Any, limits: ServiceLimits) -> tuple[int, tuple[tuple[int, int, int], ...]]:
+def _table_stats(
+    value: Any, limits: ServiceLimits
+) -> tuple[int, tuple[tuple[int, int, int, int], ...]]:
     table_id, tablets = _shape(value, 2, "table statistics")
     stats = tuple(
         _tablet_stat(tablet) for tablet in _items(tablets, limits.max_rows, "tablet statistics")

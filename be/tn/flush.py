@@ -129,9 +129,9 @@ class Flusher:
 
         return job
 
-    def tablet_totals(self, schema: TableSchema) -> dict[int, tuple[int, int]]:
-        """Rows and bytes per tablet id of the partitions schema lists: its objects', and its
-        share of the unflushed rows."""
+    def tablet_totals(self, schema: TableSchema) -> dict[int, tuple[int, int, int]]:
+        """Rows and bytes per tablet id of the partitions schema lists (its objects', and its
+        share of the unflushed rows), and how many objects it has."""
         with self._lock:
             known = self.objects.get(schema.table_id, TableObjects()).tablet_totals()
             memory = self.memory.get(schema.table_id)
@@ -146,8 +146,8 @@ class Flusher:
             for tablet, part in _placed(schema, pieces).items():
                 if tablet.partition_id not in listed:
                     continue
-                count, size = totals.get(tablet.tablet_id, (0, 0))
-                totals[tablet.tablet_id] = (count + part.num_rows, size + part.nbytes)
+                count, size, objects = totals.get(tablet.tablet_id, (0, 0, 0))
+                totals[tablet.tablet_id] = (count + part.num_rows, size + part.nbytes, objects)
         return totals
 
     def image(self, table_id: int) -> TableImage:

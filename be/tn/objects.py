@@ -77,12 +77,17 @@ class TableObjects:
                 found.setdefault(meta.tablet, []).append(mine)
         return {tablet: pa.concat_arrays(ids) for tablet, ids in found.items()}
 
-    def tablet_totals(self) -> dict[Tablet, tuple[int, int]]:
-        """Rows and bytes of each tablet's data objects."""
-        totals: dict[Tablet, tuple[int, int]] = {}
+    def tablet_totals(self) -> dict[Tablet, tuple[int, int, int]]:
+        """Rows and bytes of each tablet's data objects, and how many objects it has (its
+        tombstones too: what a merge or a compaction makes fewer)."""
+        totals: dict[Tablet, tuple[int, int, int]] = {}
         for meta in self.objects.values():
-            rows, size = totals.get(meta.tablet, (0, 0))
-            totals[meta.tablet] = (rows + meta.rows, size + meta.bytes)
+            rows, size, count = totals.get(meta.tablet, (0, 0, 0))
+            totals[meta.tablet] = (rows + meta.rows, size + meta.bytes, count + 1)
+        for tombstone in self.tombstones.values():
+            tablet = Tablet(tombstone.table_id, tombstone.partition_id, tombstone.tablet_id)
+            rows, size, count = totals.get(tablet, (0, 0, 0))
+            totals[tablet] = (rows, size, count + 1)
         return totals
 
     def row_ids_of(self, store: ObjectStore, meta: ObjectMeta) -> pa.Array:

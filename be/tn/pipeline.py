@@ -227,8 +227,9 @@ class CommitPipeline:
             if request is not None:
                 request.future.set_exception(TransactionNodeClosed("the TN is stopping"))
 
-    def tablet_stats(self, schema: TableSchema) -> dict[int, tuple[int, int]]:
-        """Rows and bytes per tablet id. Read on the caller's thread: a moment's view."""
+    def tablet_stats(self, schema: TableSchema) -> dict[int, tuple[int, int, int]]:
+        """Rows, bytes and objects per tablet id. Read on the caller's thread: a moment's
+        view."""
         return self.flusher.tablet_totals(schema)
 
     def request_checkpoint(self) -> None:

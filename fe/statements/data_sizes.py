@@ -1,4 +1,4 @@
-"""Rows and bytes of tables' tablets, as the data plane counts them (SHOW DATA, SHOW TABLETS,
+"""Rows, bytes and objects of tables' tablets, as the data plane counts them (SHOW DATA, SHOW TABLETS,
 SHOW PARTITIONS, SHOW TABLE STATUS and the web console read them here), and Doris's text of a
 size. A statement asks about all its tables at once: with a remote TN that is one request (per
 ServiceLimits.max_stats_tables tables), not one per table."""
@@ -13,9 +13,13 @@ from metadata.records import Table
 SIZE_UNITS = (("TB", 1024**4), ("GB", 1024**3), ("MB", 1024**2), ("KB", 1024))
 
 
-def tables_stats(session, tables: Iterable[Table]) -> dict[int, dict[int, tuple[int, int]]]:
-    """Per table id, rows and bytes per tablet id of the table's base index, as the data plane
-    has them (tables it has no figures of are left out)."""
+TabletFigures = tuple[int, int, int]  # rows, bytes, objects (data and tombstones)
+NO_FIGURES: TabletFigures = (0, 0, 0)
+
+
+def tables_stats(session, tables: Iterable[Table]) -> dict[int, dict[int, TabletFigures]]:
+    """Per table id, rows, bytes and objects per tablet id of the table's base index, as the
+    data plane has them (tables it has no figures of are left out)."""
     plane = session.services.data_plane
     schemas = [TableSchema.of(table) for table in tables if table.partitions]
     if plane is None or not schemas:
@@ -23,8 +27,8 @@ def tables_stats(session, tables: Iterable[Table]) -> dict[int, dict[int, tuple[
     return plane.tablet_stats(schemas)
 
 
-def tablet_stats(session, table: Table) -> dict[int, tuple[int, int]]:
-    """Rows and bytes per tablet id of the table's base index."""
+def tablet_stats(session, table: Table) -> dict[int, TabletFigures]:
+    """Rows, bytes and objects per tablet id of the table's base index."""
     return tables_stats(session, [table]).get(table.id, {})
 
 
@@ -40,9 +44,9 @@ def table_size(session, table: Table) -> tuple[int, int]:
     return table_sizes(session, [table])[table.id]
 
 
-def total(tablets: dict[int, tuple[int, int]]) -> tuple[int, int]:
+def total(tablets: dict[int, TabletFigures]) -> tuple[int, int]:
     """Rows and bytes of the tablets together."""
-    return sum(rows for rows, _ in tablets.values()), sum(size for _, size in tablets.values())
+    return sum(rows for rows, *_ in tablets.values()), sum(f[1] for f in tablets.values())
 
 
 def readable_size(size: int) -> str:

@@ -540,7 +540,9 @@ def _partitions(session, statement: st.Show) -> Result:
             range_text = columns.range_text(partition.lower, partition.upper)
         properties = {**dict(table.properties), **dict(partition.properties)}
         replicas = int(properties.get("replication_num", ddl.DEFAULT_REPLICATION_NUM))
-        row_count, size = data_sizes.total({i: stats.get(i, (0, 0)) for i in partition.tablet_ids})
+        row_count, size = data_sizes.total(
+            {i: stats.get(i, data_sizes.NO_FIGURES) for i in partition.tablet_ids}
+        )
         rows.append((
             partition.id, partition.name, 1, None, "NORMAL", ", ".join(table.partition_columns),
             range_text, ", ".join(table.distribution_columns) or "RANDOM", partition.buckets,

@@ -20,7 +20,14 @@ from fe.mysql.results import Result
 from fe.security import privileges
 from fe.sql import statements as st
 from fe.statements import ddl
-from fe.statements.data_sizes import readable_size, table_size, table_sizes, tablet_stats
+from fe.statements.data_sizes import (
+    NO_FIGURES,
+    TabletFigures,
+    readable_size,
+    table_size,
+    table_sizes,
+    tablet_stats,
+)
 from fe.statements.names import resolve_database, resolve_table
 from fe.statements.show import readable_table, sorted_rows, text_result, title_index
 from metadata.records import Partition, Table
@@ -115,11 +122,11 @@ def replica_holder(session) -> ReplicaHolder | None:
 
 
 def tablet_figures(
-    table: Table, stats: dict[int, tuple[int, int]], index_name: str, tablet_id: int
-) -> tuple[int, int]:
-    """Rows and bytes of a tablet of the named index: the data plane's for the base index's,
-    0 for a rollup's."""
-    return stats.get(tablet_id, (0, 0)) if index_name == table.name else (0, 0)
+    table: Table, stats: dict[int, TabletFigures], index_name: str, tablet_id: int
+) -> TabletFigures:
+    """Rows, bytes and objects of a tablet of the named index: the data plane's for the base
+    index's, none for a rollup's."""
+    return stats.get(tablet_id, NO_FIGURES) if index_name == table.name else NO_FIGURES
 
 
 def as_text(rows: list[tuple]) -> list[tuple]:
@@ -265,10 +272,12 @@ def _chosen_partitions(table: Table, names: tuple[str, ...]) -> list[Partition]:
     return chosen
 
 
-def _tablet_row(tablet_id: int, backend_id: int, row_count: int, size: int) -> tuple:
-    """A tablet with its rows and bytes, where its replica is, its replica's unknowns -1."""
+def _tablet_row(tablet_id: int, backend_id: int, row_count: int, size: int, objects: int) -> tuple:
+    """A tablet with its rows and bytes, where its replica is, its objects as its versions
+    (VisibleVersionCount and VersionCount: what a merge makes fewer, as Doris's compaction
+    makes its rowsets fewer), its replica's unknowns -1."""
     return (tablet_id, -1, backend_id, -1, -1, -1, -1, None, size, 0, row_count, None, None, -1,
-            -1, -1, 0, 0, 0, -1, None, None, None, -1, "")  # fmt: skip
+            objects, objects, 0, 0, 0, -1, None, None, None, -1, "")  # fmt: skip
 
 
 async def show_tablet(session, statement: st.ShowTablet) -> Result:
@@ -317,7 +326,7 @@ async def show_data_skew(session, statement: st.ShowDataSkew) -> Result:
         buckets = [(0, 0)] * partition.buckets
         for name, _, tablet_ids in index_tablets(table, partition):
             for bucket, tablet_id in enumerate(tablet_ids):
-                row_count, size = tablet_figures(table, stats, name, tablet_id)
+                row_count, size, _ = tablet_figures(table, stats, name, tablet_id)
                 buckets[bucket] = (buckets[bucket][0] + row_count, buckets[bucket][1] + size)
         total = sum(size for _, size in buckets)
         rows += [

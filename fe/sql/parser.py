@@ -1688,8 +1688,12 @@ class Grammar:
                 name = self.identifier()
             if self.accept("USING"):
                 self.identifier()
+            if name or constraint:
+                return name or constraint
             self.expect_type(TokenType.L_PAREN, "(")
-            return name or constraint or _unique_name(self.identifier(), taken)
+            if self.peek_type() == TokenType.L_PAREN:  # MySQL 8's index of an expression
+                return _unique_name("functional_index", taken)
+            return _unique_name(self.identifier(), taken)
         finally:
             self.position = end
 

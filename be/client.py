@@ -44,9 +44,11 @@ from be.service.errors import (
 )
 from be.service.format import (
     AbortLoad,
+    Accepted,
     BeginLoad,
     CommitLoad,
     CommitRequest,
+    CompactRequest,
     ObserveAutoIncrement,
     QueryRequest,
     QueryTable,
@@ -295,6 +297,11 @@ class EmbeddedDataPlane:
         read again: the TN frees the objects of the rest, and the CN lets the rest go."""
         self.tn.forget_unreachable(as_of_ts, reachable)
         self.cn.forget_unreachable(reachable)
+
+    def compact(self, table_id: int, partition_ids: frozenset[int] = frozenset()) -> None:
+        """ADMIN COMPACT TABLE: the TN flushes the table and merges its tablets' objects (of the
+        partitions named; none: all), in the background."""
+        self.tn.request_compaction(table_id, partition_ids)
 
     def cn_stats(self) -> dict[str, int]:
         """What the CN holds (be/cn/node.py's stats)."""
@@ -552,6 +559,13 @@ class RemoteDataPlane:
         except (CommitError, NoNode):
             return {}
         return totals
+
+    def compact(self, table_id: int, partition_ids: frozenset[int] = frozenset()) -> None:
+        if (
+            type(self._ask_tn(CompactRequest(table_id, tuple(sorted(partition_ids)))))
+            is not Accepted
+        ):
+            raise ServiceFormatError("the TN did not accept the compaction")
 
     def forget_unreachable(self, as_of_ts: int, reachable: dict[int, frozenset[int]]) -> None:
         tables = tuple((table, tuple(sorted(ids))) for table, ids in sorted(reachable.items()))

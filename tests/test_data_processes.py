@@ -36,6 +36,7 @@ from be.service.format import (
     FORMAT_VERSION,
     Accepted,
     AutoIncrement,
+    CompactRequest,
     Kind,
     ObserveAutoIncrement,
     Reachable,
@@ -349,6 +350,13 @@ def test_auto_increment_tablet_stats_and_point_reads_through_the_nodes(cluster):
     assert rows(leader, "SELECT v FROM ai WHERE id BETWEEN 2 AND 10 ORDER BY v") == [("b",), ("c",)]
     counted = [int(row[10]) for row in rows(leader, "SHOW TABLETS FROM d.ai")]  # RowCount
     assert sum(counted) == 4 and len(counted) == 3, counted
+    execute(follower, "ADMIN COMPACT TABLE d.ai WHERE type = 'FULL'")  # the TN process flushes
+
+    def one_object_a_tablet_with_rows() -> bool:  # (RowCount, VersionCount) of each tablet
+        shown = [(int(row[10]), int(row[15])) for row in rows(leader, "SHOW TABLETS FROM d.ai")]
+        return all(versions == (1 if count else 0) for count, versions in shown)
+
+    wait_until(one_object_a_tablet_with_rows, 30, "the compaction's flush")
 
 
 def test_statements_naming_partitions_keep_to_them_through_the_nodes(cluster):
@@ -684,6 +692,8 @@ def test_messages_are_checked_strictly():
         TabletStatsRequest((schema, replace(schema, table_id=6))),
         TabletStats(((5, ((11, 3, 4096, 2), (12, 0, 0, 0))), (6, ()))),
         Reachable(99, ((5, (6, 7)), (8, ()))),
+        CompactRequest(5, (6, 7)),
+        CompactRequest(5),
         Accepted(),
     ):
         assert decode(encode(message, limits), limits) == message
@@ -692,6 +702,7 @@ def test_messages_are_checked_strictly():
         TabletStats(((5, ((0, 1, 1, 1),)),)),  # tablet id 0
         TabletStats(((5, ((11, 3, 4096),)),)),  # no object count (format 10's shape)
         TabletStats(((5, ()), (5, ()))),  # a table twice
+        CompactRequest(0),  # table id 0
         TabletStatsRequest((schema, schema)),
     ):
         with pytest.raises(ServiceFormatError):
@@ -738,6 +749,7 @@ def test_every_malformed_list_is_refused():
         Kind.TABLET_STATS_REQUEST: ([encoded], [[encoded, other, encoded]], [[encoded, encoded]]),
         Kind.TABLET_STATS: ([[[5, 7]]], [[[5, []], [6, []], [7, []]]], [[[5, []], [5, []]]]),
         Kind.REACHABLE: ([1, 5], [1, [[5, 6]]]),
+        Kind.COMPACT_REQUEST: ([5], [0, []], [5, [0]], [5, 6]),
         Kind.QUERY_REQUEST: (
             ["SELECT 1", "t", [], 1, 1, 1],
             ["SELECT 1", [], [["a", None]], 1, 1, 1],

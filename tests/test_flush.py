@@ -36,7 +36,7 @@ from be.tn.errors import NoPartitionForRow
 from be.tn.objects import TableObjects
 from be.tn.write_set import TableWrite, WriteSet
 from metadata.records import KeyModel
-from tests.harness import QuireProcess, mariadb_error, run, start_fails, wait_until
+from tests.harness import QuireProcess, mariadb, mariadb_error, run, start_fails, wait_until
 
 FLUSH = {"flush_rows": 10, "flush_interval_second": 2}
 
@@ -623,3 +623,46 @@ def test_nested_columns_read_back_from_their_objects(root):
         (2, "[2, null]", '{"k2":2}', '{"a":2}'),
     )
     assert run(root, "SELECT count(*) FROM f.nested WHERE arr[1] > 5") == ((7,),)
+
+
+def test_admin_compact_merges_each_tablets_objects_of_the_partitions_named(quire, root):
+    create(root, "compacted")
+    for round_ in range(3):  # each over flush_rows: three flushes, three objects a tablet
+        keys = [key + round_ for key in range(0, 1000, 4)]
+        run(root, f"INSERT INTO f.compacted VALUES {values(keys, f'r{round_}')}")
+        wait_until(
+            lambda r=round_: min(tablet_objects(root, "f.compacted").values()) == r + 1,
+            30,
+            f"flush {round_ + 1} of every tablet",
+        )
+    before = run(root, "SELECT k, v FROM f.compacted ORDER BY k")
+    p1 = {int(row[0]) for row in run(root, "SHOW TABLETS FROM f.compacted PARTITION (p1)")}
+    assert all(count == (3, 3) for count in versions(root, "f.compacted").values())
+
+    run(root, "ADMIN COMPACT TABLE f.compacted PARTITION (p1) WHERE type = 'BASE'")
+    wait_until(
+        lambda: all(versions(root, "f.compacted")[t] == (1, 1) for t in p1), 30, "p1 compacted"
+    )
+    assert all(v == (3, 3) for t, v in versions(root, "f.compacted").items() if t not in p1)
+    done = mariadb(
+        quire, "--batch", "-e", "ADMIN COMPACT TABLE f.compacted WHERE type = 'CUMULATIVE'"
+    )
+    assert done.returncode == 0, done.stderr
+    wait_until(lambda: set(versions(root, "f.compacted").values()) == {(1, 1)}, 30, "all compacted")
+    assert run(root, "SELECT k, v FROM f.compacted ORDER BY k") == before
+
+    for statement, code in (
+        ("ADMIN COMPACT TABLE f.compacted", 1105),  # Doris asks for the type
+        ("ADMIN COMPACT TABLE f.compacted WHERE type = 'SOON'", 1105),
+        ("ADMIN COMPACT TABLE f.missing WHERE type = 'BASE'", 1146),
+        ("ADMIN COMPACT TABLE f.compacted PARTITION (p9) WHERE type = 'BASE'", 1735),
+    ):
+        assert error_of(root, statement)[0] == code, statement
+    run(root, "CREATE USER IF NOT EXISTS 'plain'@'%' IDENTIFIED BY 'pw'")
+    run(root, "GRANT SELECT_PRIV ON f.* TO 'plain'@'%'")
+    plain = quire.connect(user="plain", password="pw")
+    try:
+        code, _ = error_of(plain, "ADMIN COMPACT TABLE f.compacted WHERE type = 'BASE'")
+        assert code == 1227  # ADMIN needs the ADMIN privilege
+    finally:
+        plain.close()

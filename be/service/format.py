@@ -26,7 +26,8 @@ the old ones. Versions:
     9   tablet statistics are asked for many tables at once (TabletStatsRequest carries their
         schemas, TabletStats answers each table's tablets)
     10  a commit request ends with its write set's claim (an INSERT or transaction WITH LABEL) or nil
-    11  a tablet's statistics end with how many objects (data and tombstones) it has
+    11  a tablet's statistics end with how many objects (data and tombstones) it has; the FE asks
+        the TN to compact a table's tablets now (CompactRequest, ADMIN COMPACT TABLE)
 """
 
 from __future__ import annotations
@@ -99,6 +100,7 @@ class Kind(IntEnum):
     ABORT_LOAD = 27
     READ_PLAN_REQUEST = 28
     READ_PLAN = 29
+    COMPACT_REQUEST = 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +214,15 @@ class TabletStats:
     # (table id, its tablets' (tablet id, rows, bytes, objects)) per table asked, in the request's
     # order
     tables: tuple[tuple[int, tuple[tuple[int, int, int, int], ...]], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CompactRequest:
+    """Flush the table's rows and merge each of its tablets' objects now, of the partitions
+    named (none: all; answered Accepted at once: the work is the TN's, in the background)."""
+
+    table_id: int
+    partition_ids: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,6 +342,7 @@ Message = (
     | TabletStatsRequest
     | TabletStats
     | Reachable
+    | CompactRequest
     | Accepted
     | QueryRequest
     | ResultPart
@@ -500,6 +512,8 @@ def _fields(message: Message, limits: ServiceLimits) -> list:
             return [Kind.TABLET_STATS, encoded]
         case Reachable(as_of_ts, tables):
             return [Kind.REACHABLE, as_of_ts, [[table, list(ids)] for table, ids in tables]]
+        case CompactRequest(table_id, partition_ids):
+            return [Kind.COMPACT_REQUEST, table_id, list(partition_ids)]
         case Accepted():
             return [Kind.ACCEPTED]
         case QueryRequest(sql, tables, given, read_wait_ms, timeout_ms, memory_limit_bytes):
@@ -889,6 +903,13 @@ def _message(kind: Kind, fields: tuple, limits: ServiceLimits) -> Message:
             return Reachable(
                 _int(as_of_ts, "timestamp"), tuple(_reachable(table, limits) for table in reachable)
             )
+        case Kind.COMPACT_REQUEST:
+            table_id, partitions = _shape(fields, 2, "compaction request")
+            ids = tuple(
+                _int(p, "partition id", 1)
+                for p in _items(partitions, limits.max_rows, "partitions")
+            )
+            return CompactRequest(_int(table_id, "table id", 1), ids)
         case Kind.ACCEPTED:
             _shape(fields, 0, "accepted")
             return Accepted()

@@ -27,16 +27,20 @@ from be.storage.tombstones import TombstoneMeta, deleted_row_ids
 logger = logging.getLogger(__name__)
 
 
-def objects_to_merge(metas: Iterable[ObjectMeta], limits: StorageLimits) -> tuple[ObjectMeta, ...]:
+def objects_to_merge(
+    metas: Iterable[ObjectMeta], limits: StorageLimits, every: bool = False
+) -> tuple[ObjectMeta, ...]:
     """The objects of one tablet to merge now, oldest first: its small objects (under
-    merge_small_object_bytes) of one schema version, once there are merge_min_objects of them;
-    at most merge_max_objects and merge_max_bytes. Empty when nothing needs merging."""
+    merge_small_object_bytes) of one schema version, once there are merge_min_objects of them
+    (every: all its objects, once there are two: ADMIN COMPACT TABLE); at most
+    merge_max_objects and merge_max_bytes. Empty when nothing needs merging."""
     by_version: dict[tuple[int, int], list[ObjectMeta]] = {}
     for meta in metas:
-        if meta.bytes < limits.merge_small_object_bytes:
+        if every or meta.bytes < limits.merge_small_object_bytes:
             by_version.setdefault((meta.tablet_id, meta.schema_version), []).append(meta)
+    least = 2 if every else limits.merge_min_objects
     for _, small in sorted(by_version.items()):
-        if len(small) < limits.merge_min_objects:
+        if len(small) < least:
             continue
         chosen, total = [], 0
         for meta in sorted(small, key=lambda meta: meta.name):

@@ -49,14 +49,19 @@ class Merger:
         known: TableObjects,
         at_ts: int,
         deleted_by: int | None = None,
+        every: bool = False,
+        partition_ids: frozenset[int] = frozenset(),
     ) -> Callable[[], TableChanges | None] | None:
         """What `merge` does, as a job another thread may run (it takes what it merges now);
-        None if no tablet needs a merge."""
+        None if no tablet needs a merge (every: if no tablet has two objects to merge, as
+        objects_to_merge chooses them for ADMIN COMPACT TABLE; of partition_ids' tablets
+        only, if any are named)."""
         by_tablet: dict[int, list] = {}
         for meta in known.objects.values():
-            by_tablet.setdefault(meta.tablet_id, []).append(meta)
+            if not partition_ids or meta.partition_id in partition_ids:
+                by_tablet.setdefault(meta.tablet_id, []).append(meta)
         for tablet_id in sorted(by_tablet):
-            chosen = objects_to_merge(by_tablet[tablet_id], self.store.limits)
+            chosen = objects_to_merge(by_tablet[tablet_id], self.store.limits, every)
             if not chosen:
                 continue
             tombstones = [meta for meta in known.tombstones.values() if meta.tablet_id == tablet_id]

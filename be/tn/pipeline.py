@@ -37,7 +37,7 @@ from be.storage.errors import StorageError
 from be.storage.names import ObjectName
 from be.storage.objects import ObjectStore
 from be.table_schema import TableSchema, staying_rows
-from be.tn import checkpoint, compaction, loads, wal_records
+from be.tn import checkpoint, compaction, loads, placement, wal_records
 from be.tn.auto_increment import AutoIncrements
 from be.tn.errors import (
     BadLoad,
@@ -168,6 +168,8 @@ class CommitPipeline:
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tn-storage")
         self._job: _StorageJob | None = None
         self._merge_candidates: set[int] = set()  # tables flushed since their last merge check
+        # Tables to flush and merge whole now (ADMIN COMPACT TABLE): their partitions, none all
+        self._compactions_asked: dict[int, frozenset[int]] = {}
         self._compaction_check_at = 0.0  # monotonic time of the next look for tombstones to compact
         self.schemas: dict[int, TableSchema] = {}  # the newest version seen of each table
         self.auto_increments = AutoIncrements(limits.max_commit_rows)  # survives a resync
@@ -231,6 +233,15 @@ class CommitPipeline:
         """Rows, bytes and objects per tablet id. Read on the caller's thread: a moment's
         view."""
         return self.flusher.tablet_totals(schema)
+
+    def request_compaction(
+        self, table_id: int, partition_ids: frozenset[int] = frozenset()
+    ) -> None:
+        """Flush the table's rows and merge each of its tablets' objects (of the partitions
+        named; none: all) into one, as far as the merge limits allow, at the committer's next
+        chances (ADMIN COMPACT TABLE)."""
+        self._compactions_asked[table_id] = partition_ids
+        self._wake()
 
     def request_checkpoint(self) -> None:
         """Checkpoint at the committer's next chance (the logtail table grew too large, or a
@@ -1119,6 +1130,12 @@ class CommitPipeline:
             job = self.flusher.prepare(self.schemas[table_id], flush_ts)
             self._job = self._started(table_id, flush_ts, self._worker.submit(job))
             return
+        for table_id, partition_ids in list(self._compactions_asked.items()):
+            job = self._asked_compaction(table_id, partition_ids)
+            if job is not None:
+                self._job = job
+                return
+            self._compactions_asked.pop(table_id, None)
         while self._merge_candidates and self.merger is not None:
             table_id = self._merge_candidates.pop()
             known = self.flusher.objects.get(table_id)
@@ -1134,6 +1151,32 @@ class CommitPipeline:
                 return
         if self.store is not None and time.monotonic() >= self._compaction_check_at:
             self._start_compaction()
+
+    def _asked_compaction(self, table_id: int, partition_ids: frozenset[int]) -> _StorageJob | None:
+        """The next step of compacting the table as asked: a flush of its rows, else a merge of
+        one tablet's objects; None once neither is left."""
+        schema = self.schemas.get(table_id)
+        if schema is None or self.merger is None or not placement.placeable(schema):
+            return None
+        memory = self.flusher.memory.get(table_id)
+        if memory is not None and not memory.empty:
+            flush_ts = self._heartbeat()
+            job = self.flusher.prepare(schema, flush_ts)
+            return self._started(table_id, flush_ts, self._worker.submit(job))
+        known = self.flusher.objects.get(table_id)
+        if known is None:
+            return None
+        merge_ts = self._heartbeat()
+        job = self.merger.prepare(
+            table_id,
+            schema.schema_version,
+            known,
+            merge_ts,
+            self.state.horizon_ts,
+            every=True,
+            partition_ids=partition_ids,
+        )
+        return None if job is None else self._started(table_id, merge_ts, self._worker.submit(job))
 
     def _start_compaction(self) -> None:
         """Start compacting the tombstones of one table's tablet, if one needs it (checked
@@ -1170,11 +1213,15 @@ class CommitPipeline:
             change = job.future.result()
         except StorageError as error:
             self.flusher.failed(job.table_id, error)
+            self._compactions_asked.pop(job.table_id, None)  # asked again, it starts over
             return True
         except Exception as error:  # a bug: this flush is tried again later
             logger.exception("storage work on table %d failed", job.table_id)
             self.flusher.failed(job.table_id, error)
+            self._compactions_asked.pop(job.table_id, None)
             return True
+        if change is None:  # a merge the store refused
+            self._compactions_asked.pop(job.table_id, None)
         if change is not None and self._replaced_meanwhile(change):
             return True
         return change is None or self._log_storage_change(change)

@@ -35,6 +35,7 @@ from be.service.format import (
     CommitLoad,
     CommitRequest,
     Committed,
+    CompactRequest,
     LoadNumber,
     Message,
     ObserveAutoIncrement,
@@ -214,6 +215,9 @@ class TransactionNode:
                     as_of_ts, {table: frozenset(ids) for table, ids in tables}
                 )
                 self.reads.forget_unreachable({table for table, _ in tables})
+                return Accepted()
+            case CompactRequest(table_id, partition_ids):
+                self.pipeline.request_compaction(table_id, frozenset(partition_ids))
                 return Accepted()
             case TabletStatsRequest(schemas):
                 return await asyncio.to_thread(self._tablet_stats, schemas)

@@ -2398,6 +2398,14 @@ class Grammar:
             return st.AdminSetConfig(self.properties(), all_frontends=True)
         if self.accept("CHECKPOINT"):
             return st.AdminCheckpoint()
+        if self.accept("COMPACT", "TABLE"):
+            table, partitions = self.table_name(), self.partition_names()
+            where = None
+            if self.accept("WHERE"):
+                column = self.identifier()
+                self.expect_type(TokenType.EQ, "=")
+                where = (column, self._shown_value())
+            return st.AdminCompact(table, partitions, where)
         if self.accept("SHOW", "REPLICA"):
             return self.show_replica()
         self.fail("unsupported ADMIN statement")

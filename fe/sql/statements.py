@@ -615,6 +615,16 @@ class AdminCheckpoint:
 
 
 @dataclass(frozen=True)
+class AdminCompact:
+    """Doris's ADMIN COMPACT TABLE [db.]t [PARTITION (p, ...)] WHERE type = 'BASE' |
+    'CUMULATIVE' | 'FULL'."""
+
+    table: TableName
+    partitions: tuple[str, ...] = ()
+    where: tuple[str, object] | None = None  # (column, value), as written
+
+
+@dataclass(frozen=True)
 class Sync:
     """Doris's SYNC: answered once this FE has replayed the leader's journal as it was then."""
 

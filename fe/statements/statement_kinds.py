@@ -120,6 +120,7 @@ KINDS: dict[type, StatementKind] = {
     st.ShowTablet: StatementKind(storage.show_tablet, readable_when_stale=False),
     st.ShowDataSkew: StatementKind(storage.show_data_skew, readable_when_stale=False),
     st.ShowReplicaStatus: StatementKind(storage.show_replica_status, readable_when_stale=False),
+    st.AdminCompact: StatementKind(storage.admin_compact, readable_when_stale=False),
     st.ShowReplicaDistribution: StatementKind(
         storage.show_replica_distribution, readable_when_stale=False
     ),

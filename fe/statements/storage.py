@@ -11,10 +11,12 @@ tablet versions or schema hashes: they show as -1, Doris's value for one unknown
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
 
 from be.service.format import Role
+from be.tn.errors import CommitError
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.mysql.results import Result
 from fe.security import privileges
@@ -30,6 +32,7 @@ from fe.statements.data_sizes import (
 )
 from fe.statements.names import resolve_database, resolve_table
 from fe.statements.show import readable_table, sorted_rows, text_result, title_index
+from fe.statements.table_data import data_plane
 from metadata.records import Partition, Table
 
 TABLE_DATA_TITLES = ("TableName", "Size", "ReplicaCount", "RemoteSize")
@@ -308,6 +311,29 @@ def _olap(table: Table) -> Table:
     if table.engine != "olap":
         raise QueryError(1105, f"Table '{table.name}' is not a OLAP table")
     return table
+
+
+COMPACTION_TYPES = ("BASE", "CUMULATIVE", "FULL")
+
+
+async def admin_compact(session, statement: st.AdminCompact) -> Result:
+    """Doris's ADMIN COMPACT TABLE: the TN flushes the table's rows and merges each tablet's
+    objects into one (of the partitions named), in the background, whichever type is asked
+    (Quire's objects have no base and cumulative rowsets: every kind merges them all). SHOW
+    TABLETS' VersionCount shows it done."""
+    session.require_admin()
+    where = statement.where
+    if where is None or where[0].lower() != "type" or str(where[1]).upper() not in COMPACTION_TYPES:
+        raise QueryError(1105, 'Where clause should looks like: type = "BASE|CUMULATIVE|FULL"')
+    _, table = resolve_table(session, statement.table)
+    table = _olap(table)
+    chosen = _chosen_partitions(table, statement.partitions) if statement.partitions else []
+    plane = data_plane(session)
+    try:
+        await asyncio.to_thread(plane.compact, table.id, frozenset(p.id for p in chosen))
+    except CommitError as error:
+        raise QueryError(1105, f"The compaction was not started: {error}") from None
+    return Result()
 
 
 async def show_data_skew(session, statement: st.ShowDataSkew) -> Result:

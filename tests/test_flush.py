@@ -650,6 +650,8 @@ def test_admin_compact_merges_each_tablets_objects_of_the_partitions_named(quire
     assert done.returncode == 0, done.stderr
     wait_until(lambda: set(versions(root, "f.compacted").values()) == {(1, 1)}, 30, "all compacted")
     assert run(root, "SELECT k, v FROM f.compacted ORDER BY k") == before
+    replicas = run(root, "ADMIN SHOW REPLICA STATUS FROM f.compacted")
+    assert {row[8] for row in replicas} == {"1"}, replicas  # VersionNum, as VersionCount
 
     for statement, code in (
         ("ADMIN COMPACT TABLE f.compacted", 1105),  # Doris asks for the type

@@ -369,10 +369,11 @@ async def show_replica_status(session, statement: st.ShowReplicaStatus) -> Resul
     wanted = _status_filter(statement.where)
     table = _olap(resolve_table(session, statement.table)[1])
     holder = replica_holder(session)
+    stats = tablet_stats(session, table)
     rows = [
-        _replica_status_row(tablet_id, holder)
+        _replica_status_row(tablet_id, holder, tablet_figures(table, stats, name, tablet_id)[2])
         for partition in _chosen_partitions(table, statement.partitions)
-        for _, _, tablet_ids in index_tablets(table, partition)
+        for name, _, tablet_ids in index_tablets(table, partition)
         for tablet_id in tablet_ids
     ]
     return text_result(list(REPLICA_STATUS_TITLES), as_text([r for r in rows if wanted(r[-1])]))
@@ -391,12 +392,13 @@ def _status_filter(where: tuple[str, str, object] | None):
     return lambda shown: shown != status
 
 
-def _replica_status_row(tablet_id: int, holder: ReplicaHolder | None) -> tuple:
+def _replica_status_row(tablet_id: int, holder: ReplicaHolder | None, objects: int) -> tuple:
+    """A tablet's replica; its VersionNum its objects, as SHOW TABLETS' VersionCount."""
     if holder is None:  # as Doris shows a replica a tablet lacks
         return (tablet_id, -1, -1, -1, -1, -1, -1, -1, None, None, None, None, "MISSING")
     status = "OK" if holder.alive else "DEAD"
-    return (tablet_id, -1, holder.backend_id, -1, -1, -1, -1, -1, -1, "false", "false", "NORMAL",
-            status)  # fmt: skip
+    return (tablet_id, -1, holder.backend_id, -1, -1, -1, -1, -1, objects, "false", "false",
+            "NORMAL", status)  # fmt: skip
 
 
 async def show_replica_distribution(session, statement: st.ShowReplicaDistribution) -> Result:

@@ -44,7 +44,6 @@ from be.service.errors import (
 )
 from be.service.format import (
     AbortLoad,
-    Accepted,
     BeginLoad,
     CommitLoad,
     CommitRequest,
@@ -544,9 +543,9 @@ class RemoteDataPlane:
         return min(watermarks)
 
     def tablet_stats(self, schemas: Sequence[TableSchema]) -> dict[int, TabletTotals]:
-        """Per table id, rows, bytes and objects per tablet id, as the TN counts them: one request per
-        max_stats_tables tables; {} while the TN cannot answer (SHOW TABLETS and SHOW DATA still
-        list the tablets)."""
+        """Per table id, rows, bytes and objects per tablet id, as the TN counts them: one request
+        per max_stats_tables tables; {} while the TN cannot answer (SHOW TABLETS and SHOW DATA
+        still list the tablets)."""
         most = self.limits.max_stats_tables
         totals: dict[int, TabletTotals] = {}
         try:
@@ -561,11 +560,7 @@ class RemoteDataPlane:
         return totals
 
     def compact(self, table_id: int, partition_ids: frozenset[int] = frozenset()) -> None:
-        if (
-            type(self._ask_tn(CompactRequest(table_id, tuple(sorted(partition_ids)))))
-            is not Accepted
-        ):
-            raise ServiceFormatError("the TN did not accept the compaction")
+        self._ask_tn(CompactRequest(table_id, tuple(sorted(partition_ids))))
 
     def forget_unreachable(self, as_of_ts: int, reachable: dict[int, frozenset[int]]) -> None:
         tables = tuple((table, tuple(sorted(ids))) for table, ids in sorted(reachable.items()))

@@ -1,6 +1,6 @@
-"""Rows, bytes and objects of tables' tablets, as the data plane counts them (SHOW DATA, SHOW TABLETS,
-SHOW PARTITIONS, SHOW TABLE STATUS and the web console read them here), and Doris's text of a
-size. A statement asks about all its tables at once: with a remote TN that is one request (per
+"""Rows, bytes and objects of tables' tablets, as the data plane counts them (SHOW DATA, SHOW
+TABLETS, SHOW PARTITIONS, SHOW TABLE STATUS and the web console read them here), and Doris's text
+of a size. A statement asks about all its tables at once: with a remote TN that is one request (per
 ServiceLimits.max_stats_tables tables), not one per table."""
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ def table_size(session, table: Table) -> tuple[int, int]:
     return table_sizes(session, [table])[table.id]
 
 
-def total(tablets: dict[int, TabletFigures]) -> tuple[int, int]:
-    """Rows and bytes of the tablets together."""
-    return sum(rows for rows, *_ in tablets.values()), sum(f[1] for f in tablets.values())
+def total(figures: dict[int, tuple[int, ...]]) -> tuple[int, int]:
+    """Rows and bytes together of figures that begin with them (tablets', or tables' sizes)."""
+    return sum(f[0] for f in figures.values()), sum(f[1] for f in figures.values())
 
 
 def readable_size(size: int) -> str:

@@ -94,27 +94,28 @@ def mysql_keys_of(table: Table) -> list[str]:
 
 def with_mysql_keys(table: Table, names: tuple[str, ...], if_not_exists: bool = False) -> Table:
     """The table with the names of MySQL indexes it was given (1061 for a name taken)."""
-    kept = mysql_keys_of(table)
     for name in names:
-        if _named(table, name) or name.lower() in {other.lower() for other in kept}:
+        if _named(table, name):
             if if_not_exists:
                 continue
             raise QueryError(ErrorCode.DUP_KEYNAME, f"Duplicate key name '{name}'")
-        kept.append(name)
-    return _with_mysql_keys(table, kept)
+        table = _with_property(
+            table, MYSQL_KEYS_PROPERTY, json.dumps([*mysql_keys_of(table), name])
+        )
+    return table
 
 
 def dropped(table: Table, name: str, if_exists: bool = False) -> Table:
     """The table without the index (Doris's or MySQL's) of that name."""
     key = _key(name)
     if any(k == key for k, _ in table.properties):
-        return dataclasses.replace(
-            table, properties=tuple((k, v) for k, v in table.properties if k != key)
-        )
+        return _without_property(table, key)
     kept = mysql_keys_of(table)
     left = [other for other in kept if other.lower() != name.lower()]
     if len(left) < len(kept):
-        return _with_mysql_keys(table, left)
+        if not left:
+            return _without_property(table, MYSQL_KEYS_PROPERTY)
+        return _with_property(table, MYSQL_KEYS_PROPERTY, json.dumps(left))
     if if_exists:
         return table
     raise QueryError(1105, f"index {name} does not exist")
@@ -127,12 +128,8 @@ def _named(table: Table, name: str) -> bool:
     }
 
 
-def _with_mysql_keys(table: Table, names: list[str]) -> Table:
-    if not names:
-        return dataclasses.replace(
-            table, properties=tuple((k, v) for k, v in table.properties if k != MYSQL_KEYS_PROPERTY)
-        )
-    return _with_property(table, MYSQL_KEYS_PROPERTY, json.dumps(names))
+def _without_property(table: Table, key: str) -> Table:
+    return dataclasses.replace(table, properties=tuple(p for p in table.properties if p[0] != key))
 
 
 def following_columns(before: Table, after: Table) -> Table:

@@ -200,10 +200,7 @@ def _aes(engine_name: str) -> Callable:
 
 def _bytes(node: exp.Expression) -> exp.Expression:
     """A value's bytes: a BLOB's own, another's text in UTF-8."""
-    return sqlglot.parse_one(
-        "CASE typeof(x) WHEN 'BLOB' THEN CAST(x AS BLOB) ELSE encode(CAST(x AS VARCHAR)) END",
-        read="duckdb",
-    ).transform(lambda child: node.copy() if isinstance(child, exp.Column) else child)
+    return _filled(_TEMPLATE_TREES["BYTES"], node)
 
 
 REWRITE_GROWTH = 64  # rewrites add at most this many nodes a node of the query, ...
@@ -1152,6 +1149,8 @@ def _time_seconds(x: str) -> str:
 
 
 TEMPLATES = {
+    # a value's bytes: a BLOB's own, another's text in UTF-8 (AES_ENCRYPT's and AES_DECRYPT's)
+    "BYTES": "CASE typeof(x) WHEN 'BLOB' THEN CAST(x AS BLOB) ELSE encode(CAST(x AS VARCHAR)) END",
     # a text split at d, refused past n elements (a row's share of the query's memory)
     "SPLIT_WITHIN_LIMIT": (
         "CASE WHEN CASE WHEN d = '' THEN length(x) ELSE (strlen(x) - strlen(replace(x, d, ''))) "

@@ -6,6 +6,8 @@ transport write. It serves as both the reader and the writer of a PacketStream (
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 
 READ_AHEAD_BYTES = 64 * 1024  # past this much unread data the socket is not read until it is taken
 COPY_ONCE_BYTES = 4096  # a longer packet is copied out through a view: once, not twice
@@ -25,6 +27,7 @@ class ClientSocket(asyncio.Protocol):
         self._drain_waiter: asyncio.Future | None = None
         self._closed: asyncio.Future | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._fd = -1  # the socket's descriptor, written to directly while nothing is queued
 
     # asyncio.Protocol
 
@@ -32,6 +35,9 @@ class ClientSocket(asyncio.Protocol):
         self.transport = transport  # uvloop's are no asyncio.Transport, but behave as one
         # Kept: asyncio.get_running_loop() makes a getpid() system call each time (Python 3.11).
         self._loop = asyncio.get_running_loop()
+        raw = transport.get_extra_info("socket")
+        if raw is not None and raw.family in (socket.AF_INET, socket.AF_INET6, socket.AF_UNIX):
+            self._fd = raw.fileno()
         self._closed = self._loop.create_future()
         self._on_connect(self)
 
@@ -126,7 +132,23 @@ class ClientSocket(asyncio.Protocol):
     # Writing
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
-        self.transport.write(data)
+        """One write(2) of the descriptor while the transport holds nothing unsent: the system
+        call lets other threads run (uvloop's own holds the interpreter); what it did not take,
+        or an error, goes to the transport, which queues or reports it."""
+        transport = self.transport
+        if self._fd >= 0 and not self._lost and not transport.get_write_buffer_size():
+            try:
+                sent = os.write(self._fd, data)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except OSError:
+                self._fd = -1  # the transport meets the error again and closes
+                sent = 0
+            if sent == len(data):
+                return
+            if sent:
+                data = memoryview(data)[sent:]
+        transport.write(data)
 
     @property
     def must_drain(self) -> bool:

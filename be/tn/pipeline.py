@@ -76,6 +76,15 @@ class _StorageJob:
     table_id: int
     ts: int  # the flush timestamp, or the merge's
     future: Future  # of the TableChanges to commit (None: nothing to)
+    asked: _CompactionAsked | None = None  # the ADMIN COMPACT TABLE it is a step of
+
+
+@dataclass(eq=False)
+class _CompactionAsked:
+    """One ADMIN COMPACT TABLE's ask: a newer one of the same table replaces it, never is
+    dropped in its place."""
+
+    partition_ids: frozenset[int]  # none: every partition
 
 
 RunSoon = Callable[[Callable[[], None]], None]
@@ -168,8 +177,9 @@ class CommitPipeline:
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tn-storage")
         self._job: _StorageJob | None = None
         self._merge_candidates: set[int] = set()  # tables flushed since their last merge check
-        # Tables to flush and merge whole now (ADMIN COMPACT TABLE): their partitions, none all
-        self._compactions_asked: dict[int, frozenset[int]] = {}
+        # Tables to flush and merge whole now (ADMIN COMPACT TABLE), asked on callers' threads
+        self._compactions_asked: dict[int, _CompactionAsked] = {}
+        self._compactions_lock = threading.Lock()
         self._compaction_check_at = 0.0  # monotonic time of the next look for tombstones to compact
         self.schemas: dict[int, TableSchema] = {}  # the newest version seen of each table
         self.auto_increments = AutoIncrements(limits.max_commit_rows)  # survives a resync
@@ -240,8 +250,16 @@ class CommitPipeline:
         """Flush the table's rows and merge each of its tablets' objects (of the partitions
         named; none: all) into one, as far as the merge limits allow, at the committer's next
         chances (ADMIN COMPACT TABLE)."""
-        self._compactions_asked[table_id] = partition_ids
+        with self._compactions_lock:
+            self._compactions_asked[table_id] = _CompactionAsked(partition_ids)
         self._wake()
+
+    def _compaction_done(self, table_id: int, asked: _CompactionAsked | None) -> None:
+        """asked is over (done, or failed: asked again, it starts over), unless a newer ask of
+        the table came meanwhile."""
+        with self._compactions_lock:
+            if asked is not None and self._compactions_asked.get(table_id) is asked:
+                del self._compactions_asked[table_id]
 
     def request_checkpoint(self) -> None:
         """Checkpoint at the committer's next chance (the logtail table grew too large, or a
@@ -1130,12 +1148,14 @@ class CommitPipeline:
             job = self.flusher.prepare(self.schemas[table_id], flush_ts)
             self._job = self._started(table_id, flush_ts, self._worker.submit(job))
             return
-        for table_id, partition_ids in list(self._compactions_asked.items()):
-            job = self._asked_compaction(table_id, partition_ids)
+        with self._compactions_lock:
+            asked_now = list(self._compactions_asked.items())
+        for table_id, asked in asked_now:
+            job = self._asked_compaction(table_id, asked)
             if job is not None:
                 self._job = job
                 return
-            self._compactions_asked.pop(table_id, None)
+            self._compaction_done(table_id, asked)
         while self._merge_candidates and self.merger is not None:
             table_id = self._merge_candidates.pop()
             known = self.flusher.objects.get(table_id)
@@ -1152,7 +1172,7 @@ class CommitPipeline:
         if self.store is not None and time.monotonic() >= self._compaction_check_at:
             self._start_compaction()
 
-    def _asked_compaction(self, table_id: int, partition_ids: frozenset[int]) -> _StorageJob | None:
+    def _asked_compaction(self, table_id: int, asked: _CompactionAsked) -> _StorageJob | None:
         """The next step of compacting the table as asked: a flush of its rows, else a merge of
         one tablet's objects; None once neither is left."""
         schema = self.schemas.get(table_id)
@@ -1162,7 +1182,7 @@ class CommitPipeline:
         if memory is not None and not memory.empty:
             flush_ts = self._heartbeat()
             job = self.flusher.prepare(schema, flush_ts)
-            return self._started(table_id, flush_ts, self._worker.submit(job))
+            return self._started(table_id, flush_ts, self._worker.submit(job), asked)
         known = self.flusher.objects.get(table_id)
         if known is None:
             return None
@@ -1174,9 +1194,11 @@ class CommitPipeline:
             merge_ts,
             self.state.horizon_ts,
             every=True,
-            partition_ids=partition_ids,
+            partition_ids=asked.partition_ids,
         )
-        return None if job is None else self._started(table_id, merge_ts, self._worker.submit(job))
+        if job is None:
+            return None
+        return self._started(table_id, merge_ts, self._worker.submit(job), asked)
 
     def _start_compaction(self) -> None:
         """Start compacting the tombstones of one table's tablet, if one needs it (checked
@@ -1193,12 +1215,14 @@ class CommitPipeline:
                 self._job = self._started(table_id, compaction_ts, future)
                 return
 
-    def _started(self, table_id: int, ts: int, future: Future) -> _StorageJob:
+    def _started(
+        self, table_id: int, ts: int, future: Future, asked: _CompactionAsked | None = None
+    ) -> _StorageJob:
         """A storage job under way; an idle TN that heartbeats on demand is woken when it ends
         (it would look only every idle_check_seconds)."""
         if self.heartbeats_on_demand:
             future.add_done_callback(lambda _: self._wake())
-        return _StorageJob(table_id, ts, future)
+        return _StorageJob(table_id, ts, future, asked)
 
     def _wake(self) -> None:
         """The committer's queue.get returns: its idle work runs once more."""
@@ -1213,15 +1237,15 @@ class CommitPipeline:
             change = job.future.result()
         except StorageError as error:
             self.flusher.failed(job.table_id, error)
-            self._compactions_asked.pop(job.table_id, None)  # asked again, it starts over
+            self._compaction_done(job.table_id, job.asked)
             return True
         except Exception as error:  # a bug: this flush is tried again later
             logger.exception("storage work on table %d failed", job.table_id)
             self.flusher.failed(job.table_id, error)
-            self._compactions_asked.pop(job.table_id, None)
+            self._compaction_done(job.table_id, job.asked)
             return True
         if change is None:  # a merge the store refused
-            self._compactions_asked.pop(job.table_id, None)
+            self._compaction_done(job.table_id, job.asked)
         if change is not None and self._replaced_meanwhile(change):
             return True
         return change is None or self._log_storage_change(change)

@@ -15,7 +15,7 @@ from sqlglot.errors import SqlglotError
 
 from be import engine
 from fe.mysql.errors import QueryError
-from fe.statements import coercions, mysql_functions
+from fe.statements import coercions, generated_columns, mysql_functions
 from metadata.records import Table
 
 MAX_COLUMNS_HEADER_CHARS = 64 * 1024
@@ -31,7 +31,8 @@ def load_columns(text: str, table: Table, max_text_bytes: int) -> LoadColumns:
     """The header's columns (the table's, in order, when it is empty); ValueError if it is not
     Doris's form or names what the table lacks."""
     if not text.strip():
-        return LoadColumns(tuple(column.name for column in table.columns), ())
+        sources = tuple(column.name for column in table.columns)
+        return LoadColumns(sources, _generated_mappings(table, sources, {}))
     if len(text) > MAX_COLUMNS_HEADER_CHARS:
         raise ValueError(f"the columns header is longer than {MAX_COLUMNS_HEADER_CHARS} characters")
     try:
@@ -60,6 +61,8 @@ def load_columns(text: str, table: Table, max_text_bytes: int) -> LoadColumns:
         max_text_bytes,
     )
     known = {source.lower() for source in sources}
+    targets = {name for name, _ in written}
+    generated = generated_columns.texts(table)
     mappings = []
     for target, expression in written:
         for column in expression.find_all(exp.Column):
@@ -67,14 +70,41 @@ def load_columns(text: str, table: Table, max_text_bytes: int) -> LoadColumns:
                 raise ValueError(
                     f"the mapping of {target} reads '{column.sql('mysql')}', no column of the file"
                 )
-        try:
-            engine.check(expression)
-            typed = _typed(expression.copy(), table, {name for name, _ in written})
-            sql = mysql_functions.rewritten(coercions.coerced(typed), time).sql(dialect="duckdb")
-        except (engine.EngineError, QueryError, SqlglotError) as error:
-            raise ValueError(f"the mapping of {target}: {error}") from None
-        mappings.append((target, sql))
-    return LoadColumns(tuple(sources), tuple(mappings))
+        sql = _engine_sql(target, expression, table, targets, time)
+        if target not in generated:  # a generated column is worked out all the same (Doris's)
+            mappings.append((target, sql))
+    return LoadColumns(tuple(sources), (*mappings, *_generated_mappings(table, sources, targets)))
+
+
+def _engine_sql(target: str, expression: exp.Expression, table: Table, targets, time) -> str:
+    try:
+        engine.check(expression)
+        typed = _typed(expression.copy(), table, targets)
+        return mysql_functions.rewritten(coercions.coerced(typed), time).sql(dialect="duckdb")
+    except (engine.EngineError, QueryError, SqlglotError) as error:
+        raise ValueError(f"the mapping of {target}: {error}") from None
+
+
+def _generated_mappings(table: Table, sources, targets) -> tuple[tuple[str, str], ...]:
+    """A mapping of each generated column: its expression over the file's columns of the
+    table (ValueError if it reads one the file leaves out or a mapping writes)."""
+    generated = generated_columns.over_base_columns(table)
+    if not generated:
+        return ()
+    given = {source.lower() for source in sources}
+    time = mysql_functions.StatementTime(
+        datetime.datetime.now(datetime.UTC).astimezone(mysql_functions.time_zone("SYSTEM")),
+        MAX_COLUMNS_HEADER_CHARS,
+    )
+    mappings = []
+    for target, expression in generated.items():
+        for column in expression.find_all(exp.Column):
+            if column.name.lower() not in given or column.name in targets:
+                raise ValueError(
+                    f"generated column {target} reads {column.name}, which the file does not give"
+                )
+        mappings.append((target, _engine_sql(target, expression, table, targets, time)))
+    return tuple(mappings)
 
 
 def _typed(expression: exp.Expression, table: Table, targets: set[str]) -> exp.Expression:

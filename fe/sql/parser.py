@@ -1602,9 +1602,11 @@ class Grammar:
         elif self.peek_type() == TokenType.L_PAREN or not self._at_query(skip_options=True):
             self.expect_type(TokenType.L_PAREN, "(")
             mysql_keys: list[str] = []
-            primary_key = self.column_definitions(columns, indexes, mysql_keys)
+            generated: dict[str, str] = {}
+            primary_key = self.column_definitions(columns, indexes, mysql_keys, generated)
             options["indexes"] = tuple(indexes)
             options["mysql_keys"] = tuple(mysql_keys)
+            options["generated_columns"] = tuple(generated.items())
         if primary_key:
             options["key_model"] = KeyModel.UNIQUE
             options["key_columns"] = primary_key
@@ -1640,10 +1642,11 @@ class Grammar:
         return self.peek_type() in QUERY_STARTS
 
     def column_definitions(
-        self, columns: list[Column], indexes: list, mysql_keys: list
+        self, columns: list[Column], indexes: list, mysql_keys: list, generated: dict[str, str]
     ) -> tuple[str, ...]:
         """The column and index definitions of CREATE TABLE up to its `)`, into `columns`,
-        (Doris's) `indexes` and the names of MySQL's (`mysql_keys`); the PRIMARY KEY they name."""
+        (Doris's) `indexes`, the names of MySQL's (`mysql_keys`) and the expressions of the
+        generated columns (`generated`); the PRIMARY KEY they name."""
         primary_key: tuple[str, ...] = ()
         while True:
             if self.accept("PRIMARY", "KEY"):
@@ -1662,7 +1665,7 @@ class Grammar:
                 if name is not None:
                     mysql_keys.append(name)
             else:
-                column = self.column_def()
+                column = self.column_def(generated)
                 if column.is_key and not primary_key:
                     primary_key = (column.name,)
                 columns.append(column)
@@ -1861,7 +1864,10 @@ class Grammar:
         self.expect_type(TokenType.R_PAREN, ")")
         return tuple(values)
 
-    def column_def(self) -> Column:
+    def column_def(self, generated: dict[str, str] | None = None) -> Column:
+        """A column's definition; the expression of a generated one (`[GENERATED ALWAYS] AS
+        (expression) [STORED | VIRTUAL]`, always stored, as Doris's) goes into generated, which
+        only CREATE TABLE gives."""
         name = self.identifier()
         column_type = self.column_type()
         nullable = True
@@ -1902,6 +1908,13 @@ class Grammar:
                 self.name_or_string()
             elif self.accept("ON", "UPDATE"):
                 self.default_value()
+            elif self.accept("GENERATED", "ALWAYS", "AS") or self.accept("AS"):
+                if generated is None:
+                    raise NotSupported("ALTER TABLE of a generated column")
+                self.expect_type(TokenType.L_PAREN, "(")
+                generated[name] = self.expression_text()
+                self.expect_type(TokenType.R_PAREN, ")")
+                _ = self.accept("STORED") or self.accept("VIRTUAL") or self.accept("PERSISTENT")
             else:
                 self.fail("unsupported column option")
         if is_key:

@@ -86,6 +86,7 @@ class CreateTable:
     comment: str = ""
     indexes: tuple[IndexDef, ...] = ()  # Doris's INDEX clauses
     mysql_keys: tuple[str, ...] = ()  # the names of MySQL's KEY and INDEX clauses (not kept)
+    generated_columns: tuple[tuple[str, str], ...] = ()  # (column, its expression as written)
     engine: str = "olap"
     rollups: tuple[AddRollup, ...] = ()
     query: str | None = None  # CREATE TABLE ... AS SELECT: the query's text

@@ -17,6 +17,7 @@ from fe.statements import (
     auto_partitions,
     create_table_as_select,
     dynamic_partitions,
+    generated_columns,
     indexes,
     materialized_views,
     partitioning,
@@ -135,6 +136,7 @@ def create_table(session, statement: st.CreateTable) -> list[ops.Op]:
     if statement.query is not None:
         statement = create_table_as_select.with_query_columns(session, statement)
     table = build_table(session, database, statement)
+    table = generated_columns.with_generated(table, statement.generated_columns)
     table = indexes.with_indexes(table, statement.indexes)
     table = indexes.with_mysql_keys(table, statement.mysql_keys)
     table = schema_change.create_table_rollups(session, table, statement.rollups)

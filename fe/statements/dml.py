@@ -32,6 +32,7 @@ from fe.sql.literal_insert import LiteralColumn
 from fe.sql.parser import INTERNAL_CATALOG, parse_with_sqlglot, tokenize
 from fe.statements import (
     auto_partitions,
+    generated_columns,
     materialized_views,
     partition_pruning,
     queries,
@@ -100,9 +101,11 @@ async def insert(session, statement: st.Insert) -> Result:
     source = expression.expression
     literals = statement.literals
     partial = _partial_update(session, table, named)
+    generated = generated_columns.has_any(table)
     if (
         literals is not None
         and not partial
+        and not generated
         and not any(column.auto_increment for column in table.columns)
     ):
         if len(literals.columns) != len(named):
@@ -125,6 +128,8 @@ async def insert(session, statement: st.Insert) -> Result:
             raise _count_mismatch(1)
     else:
         raise QueryError(ErrorCode.PARSE_ERROR, "You have an error in your SQL syntax")
+    if generated:
+        named, rows = _without_generated(table, named, rows)
     if not rows and not expression.args.get("overwrite"):
         return Result(affected_rows=0)
     named, rows, first_generated, last_given = _with_generated_ids(session, table, named, rows)
@@ -138,14 +143,18 @@ async def insert(session, statement: st.Insert) -> Result:
     kept = len(rows)
     if partial:
         inserts = await _partially_updated(session, reader, table, named, rows)
+        inserts = await generated_columns.filled(session, table, inserts)
         kept = inserts.num_rows
         commit_ts = await _commit_inserts(
             session, reader, table, table_node, inserts, expression, claim
         )
-    elif as_given or not (
-        len(rows) == 1 and _inserted_as_tuple(session, reader, table, named, rows[0])
+    elif (
+        as_given
+        or generated
+        or not (len(rows) == 1 and _inserted_as_tuple(session, reader, table, named, rows[0]))
     ):
         inserts = kept_rows(session, table, named, len(rows), _by_position(rows, len(named)))
+        inserts = await generated_columns.filled(session, table, inserts)
         kept = inserts.num_rows
         commit_ts = await _commit_inserts(
             session, reader, table, table_node, inserts, expression, claim
@@ -229,6 +238,9 @@ async def _partially_updated(
     found = [held.get(key) for key in _keys_of(keys, table.key_columns)]
     for column in table.columns:
         if column.name in arrays:
+            continue
+        if generated_columns.is_generated(table, column):  # worked out once all are in
+            arrays[column.name] = pa.nulls(len(found), column_array([], column).type)
             continue
         old = existing.column(column.name).to_pylist()
         default = _default(session, column) if None in found else None  # 1364 for a new key
@@ -427,6 +439,22 @@ async def filled(session, db: str, table: str, query: str, overwrite: bool = Fal
     return result
 
 
+def _without_generated(
+    table: Table, named: list[Column], rows: list[tuple]
+) -> tuple[list[Column], list[tuple]]:
+    """The columns and rows but the generated columns', each of which may only be DEFAULT
+    (3105)."""
+    generated = generated_columns.texts(table)
+    places = [place for place, column in enumerate(named) if column.name in generated]
+    if not places:
+        return named, rows
+    for place in places:
+        if any(row[place] is not DEFAULT for row in rows):
+            raise generated_columns.written_refused(table, named[place])
+    kept = [place for place in range(len(named)) if place not in places]
+    return [named[place] for place in kept], [tuple(row[p] for p in kept) for row in rows]
+
+
 def _named_columns(table: Table, written: list | None) -> list[Column]:
     if not written:
         return list(table.columns)
@@ -594,6 +622,9 @@ def rows_table(
     for column in table.columns:
         index = position.get(column.name)
         if index is None:
+            if generated_columns.is_generated(table, column):  # worked out once all are in
+                arrays.append(pa.nulls(row_count, column_array([], column).type))
+                continue
             arrays.append(column_array([_default(session, column)] * row_count, column))
             continue
         values = given[index]
@@ -692,9 +723,10 @@ async def update(session, statement: st.Update) -> Result:
                 ErrorCode.NOT_SUPPORTED_YET, "Only value columns of unique table could be updated"
             )
         changes[column.name] = assignment.expression
+    generated_columns.check_not_written(table, [table.column(name) for name in changes])
     old = [exp.column(c.name, table=alias) for c in table.columns]
     width = len(table.columns)
-    constants = _constant_assignments(table, changes)
+    constants = None if generated_columns.has_any(table) else _constant_assignments(table, changes)
     if constants is not None:  # the old rows are all the engine is needed for, if at all
         select = exp.select(exp.column(ROW_ID, table=alias), *old).from_(_written(node))
         select = _with_clauses(select, expression, joins)
@@ -703,10 +735,12 @@ async def update(session, statement: st.Update) -> Result:
         values = _converted(table, constants) if rows else {}  # no row: nothing to refuse
         matched = [(*row, *_assigned(row[1:], values)) for row in rows]
     else:
-        new = [
-            changes[c.name].copy() if c.name in changes else exp.column(c.name, table=alias)
+        by_name = {
+            c.name: changes[c.name].copy() if c.name in changes else exp.column(c.name, table=alias)
             for c in table.columns
-        ]
+        }
+        by_name.update(generated_columns.updated(table, by_name))
+        new = [by_name[c.name] for c in table.columns]
         select = exp.select(exp.column(ROW_ID, table=alias), *old, *new).from_(_written(node))
         select = _with_clauses(select, expression, joins)
         answer = await queries.run_in_engine(session, queries.plan_select(select), reader, alias)

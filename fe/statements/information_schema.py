@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from fe.security import privileges
 from fe.sql.parser import INTERNAL_CATALOG as CATALOG_NAME
-from fe.statements import data_sizes, mysql_functions
+from fe.statements import data_sizes, generated_columns, mysql_functions
 from metadata.records import Column, Table
 from metadata.types import STRING_LENGTH
 
@@ -241,6 +241,12 @@ def _octet_length(row) -> int | None:
     return length * 4 if length and length < STRING_LENGTH else length
 
 
+def _extra(row) -> str:
+    if row[3].auto_increment:
+        return "auto_increment"
+    return generated_columns.EXTRA if generated_columns.is_generated(row[1], row[3]) else ""
+
+
 def _character(value: str):
     return lambda row: value if row[3].type.is_character else None
 
@@ -265,10 +271,13 @@ COLUMNS = SchemaTable(
         "COLLATION_NAME": (STRING, _character("utf8mb4_0900_bin")),
         "COLUMN_TYPE": (STRING, lambda row: row[3].type.mysql),
         "COLUMN_KEY": (STRING, lambda row: column_key(row[1], row[3])),
-        "EXTRA": (STRING, lambda row: "auto_increment" if row[3].auto_increment else ""),
+        "EXTRA": (STRING, _extra),
         "PRIVILEGES": (STRING, constant("select,insert,update,references")),
         "COLUMN_COMMENT": (STRING, lambda row: row[3].comment),
-        "GENERATION_EXPRESSION": (STRING, constant("")),
+        "GENERATION_EXPRESSION": (
+            STRING,
+            lambda row: generated_columns.texts(row[1]).get(row[3].name, ""),
+        ),
     },
 )
 

@@ -20,7 +20,7 @@ from be.logtail.entries import ROW_ID
 from be.table_schema import TableSchema
 from be.tn.write_set import TableWrite
 from fe.security import privileges
-from fe.statements import dml, row_policies, transactions
+from fe.statements import dml, generated_columns, row_policies, transactions
 from fe.statements.column_values import column_value
 from fe.statements.plain_reads import INT64
 from fe.statements.table_data import TableReader, readable_table
@@ -190,6 +190,8 @@ async def _committed_rows(
 def _plan(write: PreparedWrite, table: Table) -> tuple[TableSchema, tuple[str, ...]] | None:
     if table.key_model is KeyModel.AGGREGATE or not table.key_columns:
         return None
+    if write.assignments is not None and generated_columns.has_any(table):
+        return None  # the engine works the generated columns out
     key = table.column(write.key)
     if key is None or key.name != table.key_columns[0] or key.type.base not in KEY_INTEGERS:
         return None

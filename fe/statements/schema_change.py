@@ -12,6 +12,7 @@ import datetime
 
 from fe.mysql.errors import QueryError
 from fe.sql import statements as st
+from fe.statements import generated_columns
 from metadata.catalog import tablet_holders
 from metadata.records import SEQUENCE_COLUMN_PROPERTY, Column, KeyModel, Partition, Rollup, Table
 
@@ -182,9 +183,10 @@ def drop_column(session, database, table: Table, action: st.DropColumn) -> Table
         raise QueryError(
             1090, "You can't delete all columns with ALTER TABLE; use DROP TABLE instead"
         )
+    generated_columns.check_dropped(table, column.name)
     rollups = tuple(_without_column(table, r, column.name) for r in table.rollups)
     return dataclasses.replace(
-        table,
+        generated_columns.without(table, column.name),
         columns=tuple(c for c in table.columns if c is not column),
         key_columns=tuple(name for name in table.key_columns if name != column.name),
         rollups=rollups,
@@ -222,6 +224,8 @@ def _check_key_column_drop(table: Table, column: Column) -> None:
 
 def modify_column(session, database, table: Table, action: st.ModifyColumn) -> Table:
     old = _existing(table, action.column.name)
+    if generated_columns.is_generated(table, old):
+        raise QueryError(1105, "Not supporting alter table modify generated columns.")
     rollup = _target_rollup(table, action.rollup)
     if rollup is not None and old.name not in rollup.columns:
         raise QueryError(1105, f"Column[{old.name}] does not exist in index[{rollup.name}]")
@@ -261,6 +265,8 @@ def rename_column(session, database, table: Table, action: st.RenameColumn) -> T
     old = _existing(table, action.old)
     if table.column(action.new) is not None:
         raise QueryError(1060, f"Duplicate column name '{action.new}'")
+    generated_columns.check_renamed(table, old.name)
+    table = generated_columns.renamed(table, old.name, action.new)
 
     def renamed(names: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(action.new if name == old.name else name for name in names)

@@ -20,6 +20,7 @@ from fe.statements import (
     data_sizes,
     ddl,
     dynamic_partitions,
+    generated_columns,
     indexes,
     materialized_views,
     row_policies,
@@ -231,10 +232,13 @@ def _columns(session, statement: st.Show) -> Result:
     _, table = readable_table(session, statement.table, "SELECT")
     match = like_matcher(statement.like, case_sensitive=False)
     rows = []
+    generated = generated_columns.texts(table)
     for col in table.columns:
         if not match(col.name):
             continue
         extra = "auto_increment" if col.auto_increment else (col.aggregation or "")
+        if col.name in generated:
+            extra = " ".join(filter(None, (extra, generated_columns.EXTRA)))
         if statement.full:
             rows.append((col.name, col.type.mysql, None, "YES" if col.nullable else "NO",
                          column_key(table, col), unquote_default(col.default), extra,
@@ -318,10 +322,13 @@ def _list_partitions(table: Table) -> list[str]:
 
 def create_table_sql(table: Table) -> str:
     lines = []
+    generated = generated_columns.texts(table)
     for col in table.columns:
         parts = [quote(col.name), col.type.mysql]
         if col.aggregation:
             parts.append(col.aggregation)
+        if col.name in generated:
+            parts.append(f"AS ({generated[col.name]})")
         parts.append("NULL" if col.nullable else "NOT NULL")
         if col.auto_increment:
             parts.append("AUTO_INCREMENT")

@@ -22,7 +22,7 @@ from fe.mysql.errors import QueryError
 from fe.mysql.results import Result
 from fe.security import privileges
 from fe.sql import statements as st
-from fe.statements import labelled_jobs
+from fe.statements import generated_columns, labelled_jobs
 from fe.statements.labelled_jobs import sql_name, sql_partitions, sql_properties, sql_text
 from fe.statements.names import resolve_database, resolve_table
 from fe.statements.table_functions import S3_ALIASES, S3_FORMATS, S3_STORE_PROPERTIES
@@ -176,8 +176,11 @@ def _insert(
     else:
         read = {name.lower(): exp.column(name, quoted=True) for name in file_columns}
     set_names = {name.lower() for name, _ in data.settings}
+    generated = {name.lower() for name in generated_columns.texts(table)}  # worked out anew
     targets, values = [], []
     for name in file_columns:
+        if name.lower() in generated:
+            continue
         if name.lower() in table_columns and name.lower() not in set_names:
             targets.append(table_columns[name.lower()])
             value = read[name.lower()].sql("mysql")
@@ -188,6 +191,8 @@ def _insert(
     for name, expression in data.settings:
         if name.lower() not in table_columns:
             raise QueryError(1054, f"Unknown column '{name}' in '{table.name}'")
+        if name.lower() in generated:
+            continue
         targets.append(table_columns[name.lower()])
         values.append(reading(expression, read))
     properties = {"uri": path, "format": file_format, **source}

@@ -8,6 +8,7 @@ back, DESCRIBE and information_schema.COLUMNS say STORED GENERATED; it survives 
 Through PyMySQL and the mariadb CLI."""
 
 import pytest
+import requests
 
 from tests.harness import error_of, mariadb, run
 from tests.test_point_writes import prepared
@@ -181,3 +182,15 @@ def test_stream_load_works_the_generated_columns_out(quire, db):
     answer = load(b"5,6,0,0\n", None, "gen2")  # values given for them are worked out anew
     assert answer["Status"] == "Success", answer
     assert rows(db, "loaded") == [(1, 2, 3, 30), (3, 4, 7, 70), (5, 6, 11, 110)]
+
+
+def test_spark_does_not_write_a_table_with_generated_columns(quire, db):
+    run(db, "CREATE TABLE sparked (a INT, b INT AS (a + 1)) DISTRIBUTED BY HASH(a) BUCKETS 1")
+    answer = requests.post(
+        f"http://127.0.0.1:{quire.http_port}/api/generating/sparked/_spark_write",
+        json={"overwrite": False, "label": "spark_generated"},
+        auth=("root", ""),
+        timeout=30,
+    )
+    assert answer.status_code == 400 and "generated columns" in answer.text, answer.text
+    assert rows(db, "sparked") == []

@@ -35,7 +35,7 @@ from fe.cluster.http_logins import basic_auth_login
 from fe.mysql.errors import QueryError
 from fe.security import privileges
 from fe.security.lockout import LoginTracker
-from fe.statements import auto_partitions, views
+from fe.statements import auto_partitions, generated_columns, views
 from metadata.catalog import Catalog
 
 logger = logging.getLogger(__name__)
@@ -103,6 +103,12 @@ class SparkWrites:
             return _refused(404, f"Unknown table '{db_name}.{table_name}'")
         if views.is_view(table):
             return _refused(400, f"'{db_name}.{table_name}' is a view: it takes no rows")
+        if generated_columns.has_any(table):
+            return _refused(
+                400,
+                f"'{db_name}.{table_name}' has generated columns, which only INSERT and loads "
+                "through the FE work out: it takes no rows from Spark",
+            )
         if self.data_plane is None:
             return _refused(503, "this FE runs without a data plane")
         schema = TableSchema.of(table)

@@ -4,6 +4,7 @@ table (every row kept) and a UNIQUE KEY table (a row replaces the one with its k
 INSERT OR REPLACE does); and a table whose columns change (ADD with a default, DROP, RENAME,
 MODIFY to a wider type) between its random statements."""
 
+import os
 import random
 import sqlite3
 
@@ -13,7 +14,7 @@ import pytest
 from tests.harness import QuireProcess, cluster_token, execute, free_port, run, wait_until
 from tests.test_data_processes import FE_OVERRIDES, DataNode
 
-SEED = 20261123
+SEED = int(os.environ.get("QUIRE_DIFFERENTIAL_SEED", "20261123"))  # another: other sequences
 STEPS = 300
 KEYS = 40
 TINY_FLUSH = {  # a flush every few statements, merges and checkpoints

@@ -15,7 +15,7 @@ from sqlglot import exp
 
 from fe.mysql.errors import ErrorCode, QueryError
 from fe.sql.parser import ParseError, parse_with_sqlglot, syntax_error, tokenize
-from fe.statements import coercions, in_lists, queries
+from fe.statements import coercions, in_lists
 from fe.statements.column_values import column_array
 from metadata.records import HIDDEN_PROPERTY_PREFIX, Column, KeyModel, Table
 
@@ -106,6 +106,8 @@ def _with_texts(table: Table, generated: dict[str, str]) -> Table:
 
 
 def _check_expression(name: str, expression: exp.Expression) -> None:
+    from fe.statements import queries  # which reads information_schema, which reads this
+
     if expression.find(exp.Subquery, exp.Select):
         raise QueryError(1105, "Generated column does not support subquery.")
     if expression.find(exp.Lambda):
@@ -220,6 +222,8 @@ def updated(table: Table, new: dict[str, exp.Expression]) -> dict[str, exp.Expre
 async def filled(session, table: Table, rows: pa.Table) -> pa.Table:
     """rows (every column of the table, the generated ones' values aside) with the generated
     columns worked out by the engine, converted as a column takes a value (1048, 1264, ...)."""
+    from fe.statements import queries  # which reads information_schema, which reads this
+
     generated = over_base_columns(table)
     if not generated or not rows.num_rows:
         return rows

@@ -469,3 +469,50 @@ def test_a_hidden_sequence_column_is_refused_rather_than_ignored(suite):
         )[0]
         == 1235
     )
+
+
+def test_cluster_keys_are_checked_kept_and_written_back(quire, suite):
+    columns = (
+        "(c_custkey INT NOT NULL, c_name VARCHAR(26) NOT NULL, c_address VARCHAR(41) NOT NULL, "
+        "c_city VARCHAR(11) NOT NULL)"
+    )
+    tail = 'DISTRIBUTED BY HASH(c_custkey) BUCKETS 1 PROPERTIES ("replication_num" = "1"'
+    refused = {
+        "UNIQUE KEY (c_custkey) ORDER BY (c_name) " + tail + ', "enable_unique_key_merge_on_write" = "false")':
+            "Order keys only support unique keys table which enabled enable_unique_key_merge_on_write",
+        "DUPLICATE KEY (c_custkey) ORDER BY (c_name) " + tail + ")":
+            "Order keys only support unique keys table",
+        "UNIQUE KEY (c_custkey) ORDER BY (c_name, c_addresses) " + tail + ")":
+            "Order key column[c_addresses] doesn't exist",
+        "UNIQUE KEY (c_custkey) CLUSTER BY (c_name, c_address, c_name) " + tail + ")":
+            "Duplicate cluster key column[c_name]",
+        "UNIQUE KEY (c_custkey) ORDER BY (c_custkey) " + tail + ")":
+            "Unique keys and order keys should be different",
+        "UNIQUE KEY (c_custkey) ORDER BY (c_custkey DESC) " + tail + ")":
+            "Order keys only support ASC in OLAP table",
+        "UNIQUE KEY (c_custkey) ORDER BY (c_name ASC NULLS LAST) " + tail + ")":
+            "Order keys only support NULLS FIRST in OLAP table",
+    }  # fmt: skip
+    for clauses, message in refused.items():
+        assert error_of(suite, f"CREATE TABLE clustered {columns} {clauses}") == (1105, message)
+    run(
+        suite,
+        f"CREATE TABLE clustered {columns} UNIQUE KEY (c_custkey) "
+        f"CLUSTER BY (c_name, c_city ASC NULLS FIRST) {tail})",
+    )
+    run(
+        suite, "INSERT INTO clustered VALUES (1, 'ann', 'elm st', 'oslo'), (1, 'bo', 'oak', 'rome')"
+    )
+    assert run(suite, "SELECT * FROM clustered") == ((1, "bo", "oak", "rome"),)
+    text, through_cli = show_create_table(quire, "clustered")
+    assert "UNIQUE KEY(`c_custkey`)\nCLUSTER BY(`c_name`, `c_city`)\n" in text, text
+    run(suite, "ALTER TABLE clustered RENAME COLUMN c_city city")
+    assert error_of(suite, "ALTER TABLE clustered DROP COLUMN city") == (
+        1105,
+        "Can not drop cluster key column[city] of table[clustered]",
+    )
+    text, _ = show_create_table(quire, "clustered")
+    assert "CLUSTER BY(`c_name`, `city`)" in text, text
+    run(suite, "DROP TABLE clustered")
+    run(suite, text)  # the text written back makes the same table
+    run(suite, "DROP TABLE clustered")

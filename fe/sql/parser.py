@@ -157,6 +157,12 @@ class BadLabel(ParseError):
     code = 1105
 
 
+class KeyOrderRefused(ParseError):
+    """Doris's refusal of a cluster key order it does not keep (1105)."""
+
+    code = 1105
+
+
 class NotSupported(ParseError):
     """MySQL's syntax Quire does not take: reported as 1235 (MySQL's "doesn't yet support")."""
 
@@ -1624,6 +1630,23 @@ class Grammar:
             table=table, columns=tuple(columns), if_not_exists=if_not_exists, **options
         )
 
+    def cluster_keys(self, word: str) -> st.ClusterKeys:
+        """(c1 [ASC] [NULLS FIRST], ...) after CLUSTER BY or ORDER BY: Doris's keys take no
+        other order."""
+        self.expect_type(TokenType.L_PAREN, "(")
+        names = []
+        while True:
+            names.append(self.identifier())
+            if self.accept("DESC"):
+                raise KeyOrderRefused(f"{word.title()} keys only support ASC in OLAP table")
+            self.accept("ASC")
+            if self.accept("NULLS", "LAST"):
+                raise KeyOrderRefused(f"{word.title()} keys only support NULLS FIRST in OLAP table")
+            self.accept("NULLS", "FIRST")
+            if self.accept_type(TokenType.R_PAREN):
+                return st.ClusterKeys(word, tuple(names))
+            self.expect_type(TokenType.COMMA, ", or )")
+
     def _at_name_list(self) -> bool:
         """At `(a, b, ...)`: names alone, which only CREATE TABLE ... AS SELECT takes."""
         if self.peek_type() != TokenType.L_PAREN or self.position + 2 >= len(self.tokens):
@@ -1753,6 +1776,10 @@ class Grammar:
         elif self.accept("DISTRIBUTED", "BY"):
             options["distribution_columns"] = self.distribution()
             options["buckets"] = self._last_buckets
+        elif self.accept("CLUSTER", "BY"):
+            options["cluster_keys"] = self.cluster_keys("CLUSTER")
+        elif self.accept("ORDER", "BY"):
+            options["cluster_keys"] = self.cluster_keys("ORDER")
         elif self.accept("PROPERTIES"):
             options["properties"] = self.properties()
         elif self.accept("ROLLUP"):

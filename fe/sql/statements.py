@@ -87,6 +87,7 @@ class CreateTable:
     indexes: tuple[IndexDef, ...] = ()  # Doris's INDEX clauses
     mysql_keys: tuple[str, ...] = ()  # the names of MySQL's KEY and INDEX clauses (not kept)
     generated_columns: tuple[tuple[str, str], ...] = ()  # (column, its expression as written)
+    cluster_keys: ClusterKeys | None = None
     engine: str = "olap"
     rollups: tuple[AddRollup, ...] = ()
     query: str | None = None  # CREATE TABLE ... AS SELECT: the query's text
@@ -98,6 +99,15 @@ class CreateTable:
     deferred: bool = False
     refresh_every: int = 0  # ON SCHEDULE EVERY n unit: its seconds (0: ON MANUAL)
     refresh_starts: str = ""  # STARTS 'datetime': not refreshed before it
+
+
+@dataclass(frozen=True)
+class ClusterKeys:
+    """Doris's cluster keys of a merge-on-write UNIQUE KEY table: `CLUSTER BY (...)` (3.0) or
+    `ORDER BY (...)` (as later versions write it), the word kept for its messages."""
+
+    word: str  # CLUSTER or ORDER
+    columns: tuple[str, ...]
 
 
 @dataclass(frozen=True)

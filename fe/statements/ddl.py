@@ -15,6 +15,7 @@ from fe.sql import statements as st
 from fe.statements import (
     alter_jobs,
     auto_partitions,
+    cluster_keys,
     create_table_as_select,
     dynamic_partitions,
     generated_columns,
@@ -137,6 +138,7 @@ def create_table(session, statement: st.CreateTable) -> list[ops.Op]:
         statement = create_table_as_select.with_query_columns(session, statement)
     table = build_table(session, database, statement)
     table = generated_columns.with_generated(table, statement.generated_columns)
+    table = cluster_keys.with_cluster_keys(table, statement.cluster_keys)
     table = indexes.with_indexes(table, statement.indexes)
     table = indexes.with_mysql_keys(table, statement.mysql_keys)
     table = schema_change.create_table_rollups(session, table, statement.rollups)

@@ -12,7 +12,7 @@ import datetime
 
 from fe.mysql.errors import QueryError
 from fe.sql import statements as st
-from fe.statements import generated_columns
+from fe.statements import cluster_keys, generated_columns
 from metadata.catalog import tablet_holders
 from metadata.records import SEQUENCE_COLUMN_PROPERTY, Column, KeyModel, Partition, Rollup, Table
 
@@ -184,6 +184,7 @@ def drop_column(session, database, table: Table, action: st.DropColumn) -> Table
             1090, "You can't delete all columns with ALTER TABLE; use DROP TABLE instead"
         )
     generated_columns.check_dropped(table, column.name)
+    cluster_keys.check_dropped(table, column.name)
     rollups = tuple(_without_column(table, r, column.name) for r in table.rollups)
     return dataclasses.replace(
         generated_columns.without(table, column.name),
@@ -267,6 +268,7 @@ def rename_column(session, database, table: Table, action: st.RenameColumn) -> T
         raise QueryError(1060, f"Duplicate column name '{action.new}'")
     generated_columns.check_renamed(table, old.name)
     table = generated_columns.renamed(table, old.name, action.new)
+    table = cluster_keys.renamed(table, old.name, action.new)
 
     def renamed(names: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(action.new if name == old.name else name for name in names)

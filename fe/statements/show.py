@@ -17,6 +17,7 @@ from fe.sql.parser import INTERNAL_CATALOG
 from fe.statements import (
     accounts,
     auto_partitions,
+    cluster_keys,
     data_sizes,
     ddl,
     dynamic_partitions,
@@ -344,6 +345,9 @@ def create_table_sql(table: Table) -> str:
         + f"\n) ENGINE={table.engine.upper()}\n"
     )
     text += f"{table.key_model} KEY({', '.join(quote(c) for c in table.key_columns)})\n"
+    clustered = cluster_keys.shown(table, quote)
+    if clustered is not None:
+        text += clustered + "\n"
     if table.comment:
         text += f"COMMENT {quote_string(table.comment)}\n"
     if table.partition_columns:

@@ -194,3 +194,13 @@ def test_spark_does_not_write_a_table_with_generated_columns(quire, db):
     )
     assert answer.status_code == 400 and "generated columns" in answer.text, answer.text
     assert rows(db, "sparked") == []
+
+
+def test_empty_values_rows_are_rows_of_defaults(quire, db):
+    run(db, "CREATE TABLE defaults (a INT DEFAULT 10, c DOUBLE AS (abs(a + b)) NOT NULL, "
+            "b INT DEFAULT 100) DISTRIBUTED BY HASH(a) BUCKETS 1")  # fmt: skip
+    run(db, "INSERT INTO defaults VALUES (), ()")
+    run(db, "INSERT INTO defaults () VALUES ()")
+    run(db, "INSERT INTO defaults (c, a) VALUES (DEFAULT, 5)")
+    assert rows(db, "defaults") == [(5, 105.0, 100), *[(10, 110.0, 100)] * 3]
+    assert error_of(db, "INSERT INTO defaults (a) VALUES ()")[0] == 1136  # MySQL's

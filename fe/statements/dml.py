@@ -119,7 +119,8 @@ async def insert(session, statement: st.Insert) -> Result:
     elif statement.rows is not None:
         rows = _literal_rows(statement.rows, len(named))
     elif isinstance(source, exp.Values):
-        rows = await _values_rows(session, source, named)
+        listed = isinstance(target, exp.Schema) and bool(target.expressions)
+        rows = await _values_rows(session, source, named, listed)
     elif isinstance(source, exp.Select | exp.SetOperation | exp.Subquery):
         query = source.this if isinstance(source, exp.Subquery) else source
         answer = await queries.run_select(session, queries.plan_select(query.copy()))
@@ -470,14 +471,19 @@ def _named_columns(table: Table, written: list | None) -> list[Column]:
     return named
 
 
-async def _values_rows(session, values: exp.Values, named: list[Column]) -> list[tuple]:
+async def _values_rows(
+    session, values: exp.Values, named: list[Column], listed: bool
+) -> list[tuple]:
     """The rows of `VALUES (...), ...`: plain literals as they are, and the other expressions of
-    all the rows worked out together (values_expressions)."""
+    all the rows worked out together (values_expressions); `()` with no columns listed is a row
+    of defaults (MySQL's)."""
     rows = []
     places: list[tuple[int, int]] = []  # (row, position) of each expression
     expressions: list[exp.Expression] = []
     for number, row in enumerate(values.expressions, 1):
         items = row.expressions if isinstance(row, exp.Tuple) else [row]
+        if not items and not listed:
+            items = [exp.Var(this="DEFAULT")] * len(named)
         if len(items) != len(named):
             raise _count_mismatch(number)
         literal = [_literal(item) for item in items]

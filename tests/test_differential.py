@@ -2,7 +2,8 @@
 PyMySQL and against SQLite (stdlib) as the oracle, compared after every step: a DUPLICATE KEY
 table (every row kept) and a UNIQUE KEY table (a row replaces the one with its key, as SQLite's
 INSERT OR REPLACE does); and a table whose columns change (ADD with a default, DROP, RENAME,
-MODIFY to a wider type) between its random statements."""
+MODIFY to a wider type) between its random statements; and a table with generated columns beside
+SQLite's stored ones."""
 
 import os
 import random
@@ -282,3 +283,64 @@ def alter_jobs_running(connection) -> bool:
         row[1] == "evolving" and row[9] in ("PENDING", "WAITING_TXN", "RUNNING")
         for row in run(connection, "SHOW ALTER TABLE COLUMN FROM diff")
     )
+
+
+GENERATED_STEPS = 120
+
+
+def test_generated_columns_match_sqlites(quire, quire_db):
+    """A UNIQUE KEY table with two generated columns (one reading the other) under random
+    INSERT, UPDATE, DELETE and transactions, beside SQLite's stored generated columns."""
+    connection = pymysql.connect(
+        host="127.0.0.1", port=quire.query_port, user="root", database="diff", autocommit=True
+    )
+    lite = sqlite3.connect(":memory:", isolation_level=None)
+    run(
+        connection,
+        "CREATE TABLE gen (k INT, v INT, s VARCHAR(8), g BIGINT AS (v * 3 + k), "
+        "t VARCHAR(24) AS (concat(s, '-', g))) UNIQUE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 3",
+    )
+    lite.execute(
+        "CREATE TABLE gen (k INT PRIMARY KEY, v INT, s TEXT, "
+        "g INT GENERATED ALWAYS AS (v * 3 + k) STORED, "
+        "t TEXT GENERATED ALWAYS AS (s || '-' || g) STORED)"
+    )
+    chance = random.Random(SEED + 3)
+    in_transaction = False
+    try:
+        for step in range(GENERATED_STEPS):
+            roll = chance.random()
+            if roll < 0.1:
+                ending = (
+                    ("COMMIT", "ROLLBACK")[chance.random() < 0.3] if in_transaction else "BEGIN"
+                )
+                run(connection, ending)
+                lite.execute(ending)
+                in_transaction = ending == "BEGIN"
+                continue
+            low = chance.randrange(KEYS)
+            where = f"k BETWEEN {low} AND {low + chance.randint(0, 8)}"
+            if roll < 0.6:
+                rows = ", ".join(
+                    f"({chance.randrange(KEYS)}, {chance.randrange(-50, 50)}, "
+                    f"'{chance.choice('abc')}')"
+                    for _ in range(chance.randint(1, 5))
+                )
+                statements = (
+                    f"INSERT INTO gen (k, v, s) VALUES {rows}",
+                    f"INSERT OR REPLACE INTO gen (k, v, s) VALUES {rows}",
+                )
+            elif roll < 0.85:
+                value = chance.randrange(-5, 5)
+                statements = (f"UPDATE gen SET v = v + {value}, s = 'u' WHERE {where}",) * 2
+            else:
+                statements = (f"DELETE FROM gen WHERE {where}",) * 2
+            run(connection, statements[0])
+            lite.execute(statements[1])
+            sql = "SELECT k, v, s, g, t FROM gen ORDER BY k"
+            assert [tuple(row) for row in run(connection, sql)] == lite.execute(sql).fetchall(), (
+                step,
+                statements[0],
+            )
+    finally:
+        connection.close()

@@ -82,6 +82,10 @@ def test_an_update_works_the_generated_columns_out_again(quire, db):
     ] == [(1, "3.00", 5, "15.00", "1:15.00"), (2, "3.00", 2, "6.00", "2:6.00")]
     run(db, "INSERT INTO totals (id, price, qty) VALUES (2, 10, 10)")  # replaces id 2
     assert rows(db, "totals")[1][3:] == (100, "2:100.00")
+    run(db, "SET enable_unique_key_partial_update = true")  # Doris's partial column update
+    run(db, "INSERT INTO totals (id, qty) VALUES (2, 5)")
+    run(db, "SET enable_unique_key_partial_update = false")
+    assert rows(db, "totals")[1][2:] == (5, 50, "2:50.00")
     connection, cursor = prepared(quire)  # a prepared UPDATE by key, as sysbench's
     try:
         cursor.execute("UPDATE generating.totals SET qty = ? WHERE id = ?", (7, 1))

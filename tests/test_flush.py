@@ -231,9 +231,18 @@ def test_deletes_and_updates_of_flushed_rows_are_tombstones(root):
     create(root, "changed")
     keys = list(range(0, 60))
     run(root, f"INSERT INTO f.changed VALUES {values(keys)}")
-    wait_until(lambda: sum(tablet_objects(root, "f.changed").values()) > 0, 30, "a flush")
-    flushed = tablet_objects(root, "f.changed")
-    assert versions(root, "f.changed") == {t: (n, n) for t, n in flushed.items()}, flushed
+
+    def counted() -> dict[int, int] | None:
+        """The objects of each tablet once a flush wrote some and SHOW TABLETS counts them all
+        (a flush's files are there a moment before its commit)."""
+        flushed = tablet_objects(root, "f.changed")
+        if sum(flushed.values()) and versions(root, "f.changed") == {
+            t: (n, n) for t, n in flushed.items()
+        }:
+            return flushed
+        return None
+
+    flushed = wait_until(counted, 30, "a flush SHOW TABLETS counts")
     run(root, "DELETE FROM f.changed WHERE k < 10")
     run(root, "UPDATE f.changed SET v = 'new' WHERE k >= 50")
     expected = tuple((k, "new" if k >= 50 else f"v{k}") for k in range(10, 60))

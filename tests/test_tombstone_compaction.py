@@ -33,6 +33,7 @@ from metadata.records import KeyModel
 from tests.harness import QuireProcess, run, wait_until
 from tests.test_cn_restart import TABLE, TINY, Loader, checkpoints, ids_read, snapshot
 from tests.test_data_processes import DataNode, tn_and_cn
+from tests.test_flush import versions
 
 TABLET = Tablet(10, 11, 12)
 
@@ -217,6 +218,35 @@ def test_updates_and_deletes_on_flushed_rows_are_compacted_away(tmp_path):
         )
         wait_until(lambda: len(files(objects)) < peak_files, 30, "fewer files under storage_root")
         same()
+    finally:
+        quire.stop()
+
+
+def test_admin_compact_applies_the_tombstones_no_snapshot_needs(tmp_path):
+    """Too few deletes for the compaction policy: ADMIN COMPACT TABLE ... 'FULL' applies them to
+    the objects all the same, once no snapshot kept for time travel reads them."""
+    overrides = {**UP_OVERRIDES, "time_travel_retention_second": 2, "tn_commit_timeout_second": 1}
+    del overrides["tombstone_compaction_min_objects"]  # the default: the policy stays away
+    quire = QuireProcess(tmp_path / "up", overrides=overrides).start()
+    try:
+        db = quire.connect()
+        run(db, "CREATE DATABASE d")
+        run(db, "CREATE TABLE d.t (k INT, v INT) UNIQUE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1")
+        run(db, "INSERT INTO d.t VALUES " + ", ".join(f"({k}, {k})" for k in range(1200)))
+        objects = Path(quire.workdir) / "storage" / "objects"
+        wait_until(lambda: files(objects, "data"), 30, "the rows flushed")
+        for k in (3, 5, 8):
+            run(db, f"DELETE FROM d.t WHERE k = {k}")
+        wait_until(lambda: files(objects, "tomb"), 30, "the deletes flushed as tombstones")
+        expected = [(k, k) for k in range(1200) if k not in (3, 5, 8)]
+
+        def compacted() -> bool:
+            run(db, "ADMIN COMPACT TABLE d.t WHERE type = 'FULL'")
+            return not files(objects, "tomb")
+
+        wait_until(compacted, 30, "the tombstones applied and deleted", interval=0.5)
+        assert rows_of(db, "SELECT k, v FROM d.t ORDER BY k") == expected
+        assert set(versions(db, "d.t").values()) == {(len(files(objects, "data")),) * 2}
     finally:
         quire.stop()
 

@@ -52,9 +52,11 @@ def tombstones_to_compact(
     tombstones: Iterable[TombstoneMeta],
     cutoff: int,
     limits: StorageLimits,
+    every: bool = False,
 ) -> tuple[TombstoneMeta, ...]:
     """The tombstones of one tablet to compact now, oldest first (empty: none): those with no
-    delete after cutoff, when the policy says their tablet needs it."""
+    delete after cutoff, when the policy says their tablet needs it (every: whenever there are
+    such, as ADMIN COMPACT TABLE asks)."""
     ready = sorted(
         (meta for meta in tombstones if meta.max_delete_ts <= cutoff), key=lambda m: m.name
     )
@@ -63,7 +65,8 @@ def tombstones_to_compact(
     rows = sum(meta.rows for meta in objects)
     deleted = sum(meta.rows for meta in ready)
     if (
-        len(ready) < limits.tombstone_compaction_min_objects
+        not every
+        and len(ready) < limits.tombstone_compaction_min_objects
         and deleted < limits.tombstone_compaction_deleted_ratio * rows
     ):
         return ()

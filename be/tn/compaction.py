@@ -31,23 +31,32 @@ assert MAX_COMPACTION_OBJECTS <= MAX_OBJECTS_PER_CHANGE
 
 
 def prepare(
-    store: ObjectStore, table_id: int, schema_version: int, known: TableObjects, cutoff: int
+    store: ObjectStore,
+    table_id: int,
+    schema_version: int,
+    known: TableObjects,
+    cutoff: int,
+    every: bool = False,
+    partition_ids: frozenset[int] = frozenset(),
 ) -> Callable[[int], TableChanges | None] | None:
     """The compaction of one of the table's tablets, as a job another thread runs with the
     commit timestamp it is named at (it takes the objects it reads now); None if no tablet
-    needs one. Chosen from metadata alone: the committer's thread calls it."""
+    needs one (every: none has a tombstone old enough, as ADMIN COMPACT TABLE asks; of
+    partition_ids' tablets only, if any are named). Chosen from metadata alone: the committer's
+    thread calls it."""
     if cutoff <= 0 or not known.tombstones:
         return None
     tombstones_by_tablet: dict[int, list[TombstoneMeta]] = {}
     for meta in known.tombstones.values():
-        tombstones_by_tablet.setdefault(meta.tablet_id, []).append(meta)
+        if not partition_ids or meta.partition_id in partition_ids:
+            tombstones_by_tablet.setdefault(meta.tablet_id, []).append(meta)
     objects_by_tablet: dict[int, list[ObjectMeta]] = {}
     for meta in known.objects.values():
         objects_by_tablet.setdefault(meta.tablet_id, []).append(meta)
     for tablet_id in sorted(tombstones_by_tablet):
         objects = objects_by_tablet.get(tablet_id, [])
         chosen = tombstones_to_compact(
-            objects, tombstones_by_tablet[tablet_id], cutoff, store.limits
+            objects, tombstones_by_tablet[tablet_id], cutoff, store.limits, every
         )
         if not chosen:
             continue

@@ -1174,7 +1174,8 @@ class CommitPipeline:
 
     def _asked_compaction(self, table_id: int, asked: _CompactionAsked) -> _StorageJob | None:
         """The next step of compacting the table as asked: a flush of its rows, else a merge of
-        one tablet's objects; None once neither is left."""
+        one tablet's objects, else one tablet's tombstones that no snapshot needs applied to its
+        objects; None once none is left."""
         schema = self.schemas.get(table_id)
         if schema is None or self.merger is None or not placement.placeable(schema):
             return None
@@ -1196,9 +1197,23 @@ class CommitPipeline:
             every=True,
             partition_ids=asked.partition_ids,
         )
-        if job is None:
+        if job is not None:
+            return self._started(table_id, merge_ts, self._worker.submit(job), asked)
+        compacting = compaction.prepare(
+            self.store,
+            table_id,
+            schema.schema_version,
+            known,
+            self.state.horizon_ts,
+            every=True,
+            partition_ids=asked.partition_ids,
+        )
+        if compacting is None:
             return None
-        return self._started(table_id, merge_ts, self._worker.submit(job), asked)
+        compaction_ts = self._heartbeat()
+        return self._started(
+            table_id, compaction_ts, self._worker.submit(compacting, compaction_ts), asked
+        )
 
     def _start_compaction(self) -> None:
         """Start compacting the tombstones of one table's tablet, if one needs it (checked

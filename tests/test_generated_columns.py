@@ -186,6 +186,10 @@ def test_stream_load_works_the_generated_columns_out(quire, db):
     answer = load(b"5,6,0,0\n", None, "gen2")  # values given for them are worked out anew
     assert answer["Status"] == "Success", answer
     assert rows(db, "loaded") == [(1, 2, 3, 30), (3, 4, 7, 70), (5, 6, 11, 110)]
+    run(db, "ALTER TABLE loaded MODIFY COLUMN b INT DEFAULT '100'")
+    answer = load(b"7\n", "a", "gen3")  # b left out: its default is read
+    assert answer["Status"] == "Success", answer
+    assert rows(db, "loaded")[-1] == (7, 100, 107, 1070)
 
 
 def test_spark_does_not_write_a_table_with_generated_columns(quire, db):

@@ -6,6 +6,7 @@ tokens), a client killed mid-upload, UNIQUE KEY replacement, and `quire fe` + `q
 
 from __future__ import annotations
 
+import datetime
 import json
 import signal
 import socket
@@ -148,6 +149,23 @@ def test_json_lines_by_requests(up):
     refused = put(up, f"/api/d/{name}/_stream_load", body, {"format": "json"}).json()
     assert refused["Status"] == "Fail" and "too many filtered rows" in refused["Message"]
     assert "read_json_by_line" in requests.get(refused["ErrorURL"], timeout=10).text
+
+
+def test_columns_the_file_leaves_out_take_their_defaults_as_now(up):
+    execute(
+        up,
+        "CREATE TABLE d.stamped (k INT NOT NULL, n INT DEFAULT '5', "
+        "at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP) DUPLICATE KEY(k) "
+        "DISTRIBUTED BY HASH(k) BUCKETS 1",
+        "ALTER TABLE d.stamped MODIFY COLUMN n INT DEFAULT '100'",  # the default of now counts
+    )
+    before = datetime.datetime.now().replace(microsecond=0)
+    answer = put(up, "/api/d/stamped/_stream_load", b"1\n2\n", {"columns": "k"}).json()
+    assert answer["Status"] == "Success", answer["Message"]
+    after = datetime.datetime.now()
+    loaded = rows(up, "SELECT k, n, at FROM d.stamped ORDER BY k")
+    assert [row[:2] for row in loaded] == [(1, 100), (2, 100)]
+    assert all(before <= row[2] <= after for row in loaded), (before, loaded, after)
 
 
 def test_json_arrays_single_objects_and_jsonpaths(up, tmp_path):

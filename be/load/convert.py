@@ -25,11 +25,12 @@ def typed(
     lengths: dict[str, int] | None = None,
     strict: bool = True,
     json_columns: frozenset[str] = frozenset(),
+    defaults: dict[str, str] | None = None,
 ) -> tuple[pa.Table, pa.Array]:
-    """source's columns (text, by the table's column names; a column it lacks takes its default)
-    as the table's columns, and per row whether it is bad (to be filtered). lengths: the most
-    characters of each CHAR and VARCHAR column; json_columns: those that hold JSON text only
-    (kept compact, as Doris's JSONB)."""
+    """source's columns (text, by the table's column names; a column it lacks takes its default:
+    defaults' text, else its backfill) as the table's columns, and per row whether it is bad (to
+    be filtered). lengths: the most characters of each CHAR and VARCHAR column; json_columns:
+    those that hold JSON text only (kept compact, as Doris's JSONB)."""
     count = source.num_rows
     bad = _falses(count)
     columns = []
@@ -43,6 +44,10 @@ def typed(
                 bad = pc.or_(bad, pc.fill_null(pc.greater(pc.utf8_length(values), longest), False))
             if strict:
                 bad = pc.or_(bad, failed)
+        elif defaults and column.name in defaults:
+            text = pa.repeat(pa.scalar(defaults[column.name], pa.string()), count)
+            values, failed = converted(text, column.type)
+            bad = pc.or_(bad, failed)
         else:
             values = backfill_values(column, count)
         if not column.nullable and values.null_count:

@@ -150,6 +150,7 @@ class StreamLoads:
                 _merge_of(claims, schema),
                 claims.get("lengths", {}),
                 frozenset(claims.get("json_columns", ())),
+                _defaults_of(claims),
                 schema,
                 options,
                 body,
@@ -245,6 +246,7 @@ class StreamLoads:
         merge: _Merge,
         lengths: dict[str, int],
         json_columns: frozenset[str],
+        defaults: dict[str, str],
         schema: TableSchema,
         options: LoadOptions,
         body,
@@ -277,7 +279,7 @@ class StreamLoads:
         for batch in batches:
             counts.total += batch.num_rows
             plain = batch.drop_columns([n for n in batch.column_names if n in targets])
-            rows, bad = typed(plain, schema, lengths, options.strict, json_columns)
+            rows, bad = typed(plain, schema, lengths, options.strict, json_columns, defaults)
             if options.mappings and batch.num_rows:
                 rows, bad = self._mapped(options, schema, batch, rows, bad)
             if merge.deletes and batch.num_rows:
@@ -313,14 +315,17 @@ class StreamLoads:
     ) -> tuple[pa.Table, pa.Array]:
         """rows with each mapped column worked out from the batch's fields (the table's typed,
         the load's own as text), and bad with the rows whose value the column cannot take."""
-        fields = pa.table(
-            {
-                name: rows.column(name)
-                if name in schema.names and name not in dict(options.mappings)
-                else batch.column(name)
-                for name in batch.column_names
-            }
-        )
+        mapped = dict(options.mappings)
+        given = {
+            name: rows.column(name)
+            if name in schema.names and name not in mapped
+            else batch.column(name)
+            for name in batch.column_names
+        }
+        for name in rows.column_names:  # the table's columns the file lacks: their defaults
+            if name not in given and name not in mapped:
+                given[name] = rows.column(name)
+        fields = pa.table(given)
         try:
             values = self.evaluate([sql for _, sql in options.mappings], fields)
         except BadLoadRequest as error:
@@ -558,6 +563,17 @@ class _Merge:
     @property
     def deletes(self) -> bool:
         return self.kind != "APPEND" or self.sign is not None
+
+
+def _defaults_of(claims: dict) -> dict[str, str]:
+    """The defaults the FE read for the load (each column's value as text, CURRENT_TIMESTAMP
+    as the load's time); none from an FE that sends none (each column's backfill then)."""
+    defaults = claims.get("defaults", {})
+    if type(defaults) is not dict or any(
+        type(name) is not str or type(value) is not str for name, value in defaults.items()
+    ):
+        raise BadLoadRequest("the load's defaults are malformed")
+    return defaults
 
 
 def _merge_of(claims: dict, schema: TableSchema) -> _Merge:

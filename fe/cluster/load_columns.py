@@ -32,7 +32,7 @@ def load_columns(text: str, table: Table, max_text_bytes: int) -> LoadColumns:
     Doris's form or names what the table lacks."""
     if not text.strip():
         sources = tuple(column.name for column in table.columns)
-        return LoadColumns(sources, _generated_mappings(table, sources, {}))
+        return LoadColumns(sources, _generated_mappings(table, {}))
     if len(text) > MAX_COLUMNS_HEADER_CHARS:
         raise ValueError(f"the columns header is longer than {MAX_COLUMNS_HEADER_CHARS} characters")
     try:
@@ -73,7 +73,7 @@ def load_columns(text: str, table: Table, max_text_bytes: int) -> LoadColumns:
         sql = _engine_sql(target, expression, table, targets, time)
         if target not in generated:  # a generated column is worked out all the same (Doris's)
             mappings.append((target, sql))
-    return LoadColumns(tuple(sources), (*mappings, *_generated_mappings(table, sources, targets)))
+    return LoadColumns(tuple(sources), (*mappings, *_generated_mappings(table, targets)))
 
 
 def _engine_sql(target: str, expression: exp.Expression, table: Table, targets, time) -> str:
@@ -85,13 +85,12 @@ def _engine_sql(target: str, expression: exp.Expression, table: Table, targets, 
         raise ValueError(f"the mapping of {target}: {error}") from None
 
 
-def _generated_mappings(table: Table, sources, targets) -> tuple[tuple[str, str], ...]:
-    """A mapping of each generated column: its expression over the file's columns of the
-    table (ValueError if it reads one the file leaves out or a mapping writes)."""
+def _generated_mappings(table: Table, targets) -> tuple[tuple[str, str], ...]:
+    """A mapping of each generated column: its expression over the table's other columns, as
+    the file gives them or their defaults (ValueError if it reads one a mapping writes)."""
     generated = generated_columns.over_base_columns(table)
     if not generated:
         return ()
-    given = {source.lower() for source in sources}
     time = mysql_functions.StatementTime(
         datetime.datetime.now(datetime.UTC).astimezone(mysql_functions.time_zone("SYSTEM")),
         MAX_COLUMNS_HEADER_CHARS,
@@ -99,9 +98,9 @@ def _generated_mappings(table: Table, sources, targets) -> tuple[tuple[str, str]
     mappings = []
     for target, expression in generated.items():
         for column in expression.find_all(exp.Column):
-            if column.name.lower() not in given or column.name in targets:
+            if column.name in targets:
                 raise ValueError(
-                    f"generated column {target} reads {column.name}, which the file does not give"
+                    f"generated column {target} reads {column.name}, which a mapping writes"
                 )
         mappings.append((target, _engine_sql(target, expression, table, targets, time)))
     return tuple(mappings)

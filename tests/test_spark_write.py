@@ -155,15 +155,18 @@ def test_append_equals_what_mysql_reads(spark, quire, mysql, typed):
 def test_columns_by_name_and_defaults(spark, quire, mysql):
     run(
         mysql,
-        "CREATE TABLE named (id BIGINT NOT NULL, label VARCHAR(8) DEFAULT 'none', score DOUBLE) "
+        "CREATE TABLE named (id BIGINT NOT NULL, label VARCHAR(8) DEFAULT 'old', score DOUBLE, "
+        "at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP) "
         "DUPLICATE KEY(id) DISTRIBUTED BY HASH(id) BUCKETS 2",
     )
+    run(mysql, "ALTER TABLE named MODIFY COLUMN label VARCHAR(8) DEFAULT 'none'")
     frame = spark.createDataFrame([(1.5, 1), (2.5, 2)], "SCORE double, ID long")
+    before = datetime.datetime.now().replace(microsecond=0)
     save(frame, quire, "w.named")
-    assert sorted(run(mysql, "SELECT id, label, score FROM named")) == [
-        (1, "none", 1.5),
-        (2, "none", 2.5),
-    ]
+    after = datetime.datetime.now()
+    written = sorted(run(mysql, "SELECT id, label, score, at FROM named"))
+    assert [row[:3] for row in written] == [(1, "none", 1.5), (2, "none", 2.5)]
+    assert all(before <= row[3] <= after for row in written), written  # the write's time
     with pytest.raises(Exception, match="not a column of the table"):
         save(spark.createDataFrame([(1, 2)], "id long, other long"), quire, "w.named")
 

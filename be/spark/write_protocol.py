@@ -16,7 +16,7 @@ the load's transaction. A refusal is JSON {"code", "msg"} with 400, 401, 403, 40
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from be.storage.blocks import ObjectMeta
 from be.storage.errors import ObjectCorrupt
@@ -67,6 +67,8 @@ class Begun:
     token: str
     lengths: dict[str, int]  # the most characters of each CHAR(n) / VARCHAR(n) column
     label: str = ""  # the load's, as SHOW LOAD lists it
+    # each column's default as text, for a frame that lacks the column (none: its backfill)
+    defaults: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> bytes:
         return json.dumps(
@@ -77,6 +79,7 @@ class Begun:
                 "token": self.token,
                 "lengths": self.lengths,
                 "label": self.label,
+                "defaults": self.defaults,
             }
         ).encode()
 
@@ -91,6 +94,7 @@ class Begun:
                 fields["token"],
                 dict(fields["lengths"]),
                 str(fields.get("label", "")),
+                {str(name): str(value) for name, value in fields.get("defaults", {}).items()},
             )
         except (ValueError, KeyError, TypeError, AssertionError) as error:
             raise WriteProtocolError(

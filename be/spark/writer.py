@@ -229,7 +229,9 @@ class QuireWriter(DataSourceArrowWriter):
             [batch.column(position) for position, _ in self.columns],
             names=[name for _, name in self.columns],
         )
-        rows, bad = typed(source, self.begun.schema, self.begun.lengths, strict=True)
+        rows, bad = typed(
+            source, self.begun.schema, self.begun.lengths, strict=True, defaults=self.begun.defaults
+        )
         if pc.any(bad).as_py():
             first = pc.index(bad, True).as_py()
             shown = str(source.slice(first, 1).to_pylist()[0])[:MAX_SHOWN_CHARS]

@@ -16,6 +16,7 @@ from sqlglot.errors import SqlglotError
 from be import engine
 from fe.mysql.errors import QueryError
 from fe.statements import coercions, generated_columns, mysql_functions
+from fe.statements.information_schema import unquote_default
 from metadata.records import Table
 
 MAX_COLUMNS_HEADER_CHARS = 64 * 1024
@@ -74,6 +75,22 @@ def load_columns(text: str, table: Table, max_text_bytes: int) -> LoadColumns:
         if target not in generated:  # a generated column is worked out all the same (Doris's)
             mappings.append((target, sql))
     return LoadColumns(tuple(sources), (*mappings, *_generated_mappings(table, targets)))
+
+
+def load_defaults(table: Table) -> dict[str, str]:
+    """Each column's default as text, as an INSERT takes it now (CURRENT_TIMESTAMP: this
+    moment), for the columns a load leaves out (Stream Load's file, a Spark write's frame)."""
+    now = datetime.datetime.now().isoformat(sep=" ")
+    defaults = {}
+    for column in table.columns:
+        text = column.default
+        if text is None or text.upper() == "NULL":
+            continue
+        if text.upper().startswith(("CURRENT_TIMESTAMP", "NOW")):
+            defaults[column.name] = now
+        else:
+            defaults[column.name] = unquote_default(text)
+    return defaults
 
 
 def _engine_sql(target: str, expression: exp.Expression, table: Table, targets, time) -> str:

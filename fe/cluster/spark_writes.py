@@ -31,6 +31,7 @@ from be.storage.errors import StorageError
 from be.table_schema import TableSchema
 from be.tn.errors import BadLoad, CommitError, LabelTaken, LoadUnknown
 from be.tn.loads import SPARK, LoadClaim
+from fe.cluster import load_columns
 from fe.cluster.http_logins import basic_auth_login
 from fe.mysql.errors import QueryError
 from fe.security import privileges
@@ -151,7 +152,9 @@ class SparkWrites:
             txn_id,
             ", overwrite" if overwrite else "",
         )
-        begun = protocol.Begun(txn_id, schema, location, signed, lengths, label)
+        begun = protocol.Begun(
+            txn_id, schema, location, signed, lengths, label, load_columns.load_defaults(table)
+        )
         return web.Response(body=begun.to_json(), content_type="application/json")
 
     async def row_ids(self, request: web.Request) -> web.Response:

@@ -9,7 +9,6 @@ the backend. Any FE redirects: the load never goes through the leader."""
 from __future__ import annotations
 
 import asyncio
-import datetime
 import functools
 import logging
 import urllib.parse
@@ -25,11 +24,10 @@ from be.load import token
 from be.table_schema import TableSchema
 from fe.cluster import load_headers
 from fe.cluster.http_logins import basic_auth_login
-from fe.cluster.load_columns import load_columns
+from fe.cluster.load_columns import load_columns, load_defaults
 from fe.security import privileges
 from fe.security.lockout import LoginTracker
 from fe.statements import auto_partitions, materialized_views, views
-from fe.statements.information_schema import unquote_default
 from metadata.catalog import Catalog
 
 logger = logging.getLogger(__name__)
@@ -151,7 +149,7 @@ class StreamLoadFront:
                 if column.type.name in ("CHAR", "VARCHAR") and column.type.character_length
             },
             "json_columns": [c.name for c in table.columns if c.type.base in ("JSON", "JSONB")],
-            "defaults": _defaults(table),
+            "defaults": load_defaults(table),
         }
         if auto_partitions.rule_of(table) is not None:  # the backend asks this FE for them
             port = request.transport.get_extra_info("sockname")[1] if request.transport else 0
@@ -195,22 +193,6 @@ class StreamLoadFront:
         query = urllib.parse.urlencode({token.TOKEN_PARAMETER: signed})
         location = f"http://{host or self.this_host}:{port}{path}?{query}"
         return web.Response(status=307, headers={"Location": location})
-
-
-def _defaults(table) -> dict[str, str]:
-    """Each column's default as text, as an INSERT takes it now (CURRENT_TIMESTAMP: this
-    moment), for the columns a load's file leaves out."""
-    now = datetime.datetime.now().isoformat(sep=" ")
-    defaults = {}
-    for column in table.columns:
-        text = column.default
-        if text is None or text.upper() == "NULL":
-            continue
-        if text.upper().startswith(("CURRENT_TIMESTAMP", "NOW")):
-            defaults[column.name] = now
-        else:
-            defaults[column.name] = unquote_default(text)
-    return defaults
 
 
 def is_stream_load(path: str) -> bool:

@@ -122,6 +122,14 @@ class Table:
                 return column
         return None
 
+    def with_property(self, key: str, value: str | None) -> Table:
+        """The table with property key last and set to value (None: without it), the others
+        as they are."""
+        properties = tuple(item for item in self.properties if item[0] != key)
+        if value is not None:
+            properties = (*properties, (key, value))
+        return replace(self, properties=properties)
+
     @property
     def sequence_column(self) -> str | None:
         """UNIQUE KEY: the column whose larger value keeps a key's row (Doris's sequence_col)."""

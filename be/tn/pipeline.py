@@ -1208,12 +1208,7 @@ class CommitPipeline:
             every=True,
             partition_ids=asked.partition_ids,
         )
-        if compacting is None:
-            return None
-        compaction_ts = self._heartbeat()
-        return self._started(
-            table_id, compaction_ts, self._worker.submit(compacting, compaction_ts), asked
-        )
+        return None if compacting is None else self._compacting(table_id, compacting, asked)
 
     def _start_compaction(self) -> None:
         """Start compacting the tombstones of one table's tablet, if one needs it (checked
@@ -1225,10 +1220,15 @@ class CommitPipeline:
             version = self.schemas[table_id].schema_version
             job = compaction.prepare(self.store, table_id, version, known, self.state.horizon_ts)
             if job is not None:
-                compaction_ts = self._heartbeat()
-                future = self._worker.submit(job, compaction_ts)
-                self._job = self._started(table_id, compaction_ts, future)
+                self._job = self._compacting(table_id, job)
                 return
+
+    def _compacting(self, table_id: int, job, asked: _CompactionAsked | None = None) -> _StorageJob:
+        """A compaction job under way, named at a heartbeat's timestamp."""
+        compaction_ts = self._heartbeat()
+        return self._started(
+            table_id, compaction_ts, self._worker.submit(job, compaction_ts), asked
+        )
 
     def _started(
         self, table_id: int, ts: int, future: Future, asked: _CompactionAsked | None = None

@@ -31,9 +31,13 @@ class LoadColumns:
 def load_columns(text: str, table: Table, max_text_bytes: int) -> LoadColumns:
     """The header's columns (the table's, in order, when it is empty); ValueError if it is not
     Doris's form or names what the table lacks."""
+    time = mysql_functions.StatementTime(
+        datetime.datetime.now(datetime.UTC).astimezone(mysql_functions.time_zone("SYSTEM")),
+        max_text_bytes,
+    )
     if not text.strip():
         sources = tuple(column.name for column in table.columns)
-        return LoadColumns(sources, _generated_mappings(table, {}))
+        return LoadColumns(sources, _generated_mappings(table, set(), time))
     if len(text) > MAX_COLUMNS_HEADER_CHARS:
         raise ValueError(f"the columns header is longer than {MAX_COLUMNS_HEADER_CHARS} characters")
     try:
@@ -57,10 +61,6 @@ def load_columns(text: str, table: Table, max_text_bytes: int) -> LoadColumns:
         else:
             raise ValueError(f"not a column or a mapping `name=expression`: {item.sql('mysql')}")
     _check_names(sources, [target for target, _ in written])
-    time = mysql_functions.StatementTime(
-        datetime.datetime.now(datetime.UTC).astimezone(mysql_functions.time_zone("SYSTEM")),
-        max_text_bytes,
-    )
     known = {source.lower() for source in sources}
     targets = {name for name, _ in written}
     generated = generated_columns.texts(table)
@@ -74,7 +74,7 @@ def load_columns(text: str, table: Table, max_text_bytes: int) -> LoadColumns:
         sql = _engine_sql(target, expression, table, targets, time)
         if target not in generated:  # a generated column is worked out all the same (Doris's)
             mappings.append((target, sql))
-    return LoadColumns(tuple(sources), (*mappings, *_generated_mappings(table, targets)))
+    return LoadColumns(tuple(sources), (*mappings, *_generated_mappings(table, targets, time)))
 
 
 def load_defaults(table: Table) -> dict[str, str]:
@@ -102,16 +102,12 @@ def _engine_sql(target: str, expression: exp.Expression, table: Table, targets, 
         raise ValueError(f"the mapping of {target}: {error}") from None
 
 
-def _generated_mappings(table: Table, targets) -> tuple[tuple[str, str], ...]:
+def _generated_mappings(table: Table, targets, time) -> tuple[tuple[str, str], ...]:
     """A mapping of each generated column: its expression over the table's other columns, as
     the file gives them or their defaults (ValueError if it reads one a mapping writes)."""
     generated = generated_columns.over_base_columns(table)
     if not generated:
         return ()
-    time = mysql_functions.StatementTime(
-        datetime.datetime.now(datetime.UTC).astimezone(mysql_functions.time_zone("SYSTEM")),
-        MAX_COLUMNS_HEADER_CHARS,
-    )
     mappings = []
     for target, expression in generated.items():
         for column in expression.find_all(exp.Column):

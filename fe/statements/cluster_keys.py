@@ -6,7 +6,6 @@ is built for them (as no index structure is)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 from fe.mysql.errors import QueryError
@@ -51,9 +50,7 @@ def with_cluster_keys(table: Table, keys: st.ClusterKeys | None) -> Table:
 
 
 def _with(table: Table, keys: st.ClusterKeys) -> Table:
-    properties = tuple((key, value) for key, value in table.properties if key != PROPERTY)
-    text = json.dumps([keys.word, list(keys.columns)])
-    return dataclasses.replace(table, properties=(*properties, (PROPERTY, text)))
+    return table.with_property(PROPERTY, json.dumps([keys.word, list(keys.columns)]))
 
 
 def shown(table: Table, quote) -> str | None:

@@ -241,7 +241,7 @@ async def _partially_updated(
         if column.name in arrays:
             continue
         if generated_columns.is_generated(table, column):  # worked out once all are in
-            arrays[column.name] = pa.nulls(len(found), column_array([], column).type)
+            arrays[column.name] = pa.nulls(len(found), schema.arrow().field(column.name).type)
             continue
         old = existing.column(column.name).to_pylist()
         default = _default(session, column) if None in found else None  # 1364 for a new key
@@ -624,12 +624,13 @@ def rows_table(
     """The table's columns of the rows: given[i] holds named[i]'s values (a list, or a
     LiteralColumn of texts that Arrow converts when it can)."""
     position = {column.name: index for index, column in enumerate(named)}
+    arrow = (schema or TableSchema.of(table)).arrow()
     arrays = []
     for column in table.columns:
         index = position.get(column.name)
         if index is None:
             if generated_columns.is_generated(table, column):  # worked out once all are in
-                arrays.append(pa.nulls(row_count, column_array([], column).type))
+                arrays.append(pa.nulls(row_count, arrow.field(column.name).type))
                 continue
             arrays.append(column_array([_default(session, column)] * row_count, column))
             continue
@@ -641,7 +642,7 @@ def rows_table(
                 continue
             values = values.values()
         arrays.append(column_array(_with_defaults(session, column, values), column))
-    return pa.Table.from_arrays(arrays, schema=(schema or TableSchema.of(table)).arrow())
+    return pa.Table.from_arrays(arrays, schema=arrow)
 
 
 def _with_defaults(session, column: Column, values: list) -> list:

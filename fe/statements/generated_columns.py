@@ -30,7 +30,13 @@ EXTRA = "STORED GENERATED"  # what DESCRIBE and information_schema.COLUMNS say o
 def texts(table: Table) -> dict[str, str]:
     """Each generated column's expression as written, in column order."""
     text = dict(table.properties).get(PROPERTY)
-    return dict(json.loads(text)) if text else {}
+    return dict(_read(text)) if text else {}
+
+
+@functools.lru_cache(maxsize=1024)
+def _read(text: str) -> tuple[tuple[str, str], ...]:
+    """The property's pairs (read once per text: INSERTs and information_schema ask often)."""
+    return tuple((name, expression) for name, expression in json.loads(text))
 
 
 def has_any(table: Table) -> bool:
@@ -99,10 +105,7 @@ def with_generated(table: Table, generated: tuple[tuple[str, str], ...]) -> Tabl
 
 
 def _with_texts(table: Table, generated: dict[str, str]) -> Table:
-    properties = tuple((key, value) for key, value in table.properties if key != PROPERTY)
-    if generated:
-        properties = (*properties, (PROPERTY, json.dumps(list(generated.items()))))
-    return dataclasses.replace(table, properties=properties)
+    return table.with_property(PROPERTY, json.dumps(list(generated.items())) if generated else None)
 
 
 def _check_expression(name: str, expression: exp.Expression) -> None:
@@ -174,19 +177,14 @@ def readers_of(table: Table, name: str) -> list[str]:
     ]
 
 
-def check_dropped(table: Table, name: str) -> None:
-    """Doris's refusal to drop a column a generated column reads."""
+def check_unread(table: Table, name: str) -> None:
+    """Doris's refusal to drop (or, here, rename) a column a generated column reads."""
     readers = readers_of(table, name)
     if readers:
         raise QueryError(
             1105,
             f"Column '{name}' has a generated column dependency on :[{', '.join(readers)}]",
         )
-
-
-def check_renamed(table: Table, name: str) -> None:
-    """A column a generated column reads keeps its name (the expression says it)."""
-    check_dropped(table, name)
 
 
 def renamed(table: Table, old: str, new: str) -> Table:
@@ -249,7 +247,5 @@ async def filled(session, table: Table, rows: pa.Table) -> pa.Table:
         column = table.column(name)
         array = column_array([row[place] for row in values], column)
         index = rows.schema.get_field_index(name)
-        rows = rows.set_column(
-            index, rows.schema.field(index), array.cast(rows.schema.field(index).type)
-        )
+        rows = rows.set_column(index, rows.schema.field(index), array)
     return rows

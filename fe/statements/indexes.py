@@ -109,12 +109,12 @@ def dropped(table: Table, name: str, if_exists: bool = False) -> Table:
     """The table without the index (Doris's or MySQL's) of that name."""
     key = _key(name)
     if any(k == key for k, _ in table.properties):
-        return _without_property(table, key)
+        return table.with_property(key, None)
     kept = mysql_keys_of(table)
     left = [other for other in kept if other.lower() != name.lower()]
     if len(left) < len(kept):
         if not left:
-            return _without_property(table, MYSQL_KEYS_PROPERTY)
+            return table.with_property(MYSQL_KEYS_PROPERTY, None)
         return _with_property(table, MYSQL_KEYS_PROPERTY, json.dumps(left))
     if if_exists:
         return table
@@ -126,10 +126,6 @@ def _named(table: Table, name: str) -> bool:
     return any(k == _key(name) for k, _ in table.properties) or name.lower() in {
         other.lower() for other in mysql_keys_of(table)
     }
-
-
-def _without_property(table: Table, key: str) -> Table:
-    return dataclasses.replace(table, properties=tuple(p for p in table.properties if p[0] != key))
 
 
 def following_columns(before: Table, after: Table) -> Table:

@@ -183,7 +183,7 @@ def drop_column(session, database, table: Table, action: st.DropColumn) -> Table
         raise QueryError(
             1090, "You can't delete all columns with ALTER TABLE; use DROP TABLE instead"
         )
-    generated_columns.check_dropped(table, column.name)
+    generated_columns.check_unread(table, column.name)
     cluster_keys.check_dropped(table, column.name)
     rollups = tuple(_without_column(table, r, column.name) for r in table.rollups)
     return dataclasses.replace(
@@ -266,7 +266,7 @@ def rename_column(session, database, table: Table, action: st.RenameColumn) -> T
     old = _existing(table, action.old)
     if table.column(action.new) is not None:
         raise QueryError(1060, f"Duplicate column name '{action.new}'")
-    generated_columns.check_renamed(table, old.name)
+    generated_columns.check_unread(table, old.name)  # the expressions name it
     table = generated_columns.renamed(table, old.name, action.new)
     table = cluster_keys.renamed(table, old.name, action.new)
 

@@ -163,7 +163,7 @@ def test_columns_by_name_and_defaults(spark, quire, mysql):
     frame = spark.createDataFrame([(1.5, 1), (2.5, 2)], "SCORE double, ID long")
     before = datetime.datetime.now().replace(microsecond=0)
     save(frame, quire, "w.named")
-    after = datetime.datetime.now()
+    after = datetime.datetime.now() + datetime.timedelta(seconds=1)  # DATETIME rounds
     written = sorted(run(mysql, "SELECT id, label, score, at FROM named"))
     assert [row[:3] for row in written] == [(1, "none", 1.5), (2, "none", 2.5)]
     assert all(before <= row[3] <= after for row in written), written  # the write's time

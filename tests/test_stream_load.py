@@ -155,17 +155,19 @@ def test_columns_the_file_leaves_out_take_their_defaults_as_now(up):
     execute(
         up,
         "CREATE TABLE d.stamped (k INT NOT NULL, n INT DEFAULT '5', "
-        "at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP) DUPLICATE KEY(k) "
+        "at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP, note VARCHAR(8) DEFAULT 'it''s') "
+        "DUPLICATE KEY(k) "
         "DISTRIBUTED BY HASH(k) BUCKETS 1",
         "ALTER TABLE d.stamped MODIFY COLUMN n INT DEFAULT '100'",  # the default of now counts
     )
     before = datetime.datetime.now().replace(microsecond=0)
     answer = put(up, "/api/d/stamped/_stream_load", b"1\n2\n", {"columns": "k"}).json()
     assert answer["Status"] == "Success", answer["Message"]
-    after = datetime.datetime.now()
-    loaded = rows(up, "SELECT k, n, at FROM d.stamped ORDER BY k")
-    assert [row[:2] for row in loaded] == [(1, 100), (2, 100)]
-    assert all(before <= row[2] <= after for row in loaded), (before, loaded, after)
+    execute(up, "INSERT INTO d.stamped (k) VALUES (3)")  # as an INSERT takes them
+    after = datetime.datetime.now() + datetime.timedelta(seconds=1)  # DATETIME rounds
+    loaded = rows(up, "SELECT k, n, note, at FROM d.stamped ORDER BY k")
+    assert [row[:3] for row in loaded] == [(k, 100, "it's") for k in (1, 2, 3)]
+    assert all(before <= row[3] <= after for row in loaded), (before, loaded, after)
 
 
 def test_json_arrays_single_objects_and_jsonpaths(up, tmp_path):

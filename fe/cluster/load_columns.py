@@ -16,7 +16,7 @@ from sqlglot.errors import SqlglotError
 from be import engine
 from fe.mysql.errors import QueryError
 from fe.statements import coercions, generated_columns, mysql_functions
-from fe.statements.information_schema import unquote_default
+from fe.statements.column_values import default_value
 from metadata.records import Table
 
 MAX_COLUMNS_HEADER_CHARS = 64 * 1024
@@ -80,16 +80,12 @@ def load_columns(text: str, table: Table, max_text_bytes: int) -> LoadColumns:
 def load_defaults(table: Table) -> dict[str, str]:
     """Each column's default as text, as an INSERT takes it now (CURRENT_TIMESTAMP: this
     moment), for the columns a load leaves out (Stream Load's file, a Spark write's frame)."""
-    now = datetime.datetime.now().isoformat(sep=" ")
+    now = datetime.datetime.now()
     defaults = {}
     for column in table.columns:
-        text = column.default
-        if text is None or text.upper() == "NULL":
-            continue
-        if text.upper().startswith(("CURRENT_TIMESTAMP", "NOW")):
-            defaults[column.name] = now
-        else:
-            defaults[column.name] = unquote_default(text)
+        value = default_value(column.default, now)
+        if value is not None:
+            defaults[column.name] = value.isoformat(sep=" ") if value is now else value
     return defaults
 
 

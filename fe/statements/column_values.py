@@ -28,6 +28,18 @@ LARGEINT_BITS = 128
 DECIMAL_CONTEXT = decimal.Context(prec=80, rounding=decimal.ROUND_HALF_UP)
 
 
+def default_value(text: str | None, now: datetime.datetime):
+    """A column's default (its SQL text) as a statement writes it: None for none or NULL, now
+    for CURRENT_TIMESTAMP, a quoted string unquoted (a doubled quote one), else the text."""
+    if text is None or text.upper() == "NULL":
+        return None
+    if text.upper().startswith(("CURRENT_TIMESTAMP", "NOW")):
+        return now
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1].replace(text[0] * 2, text[0])
+    return text
+
+
 def column_array(values: Sequence, column: Column, first_row: int = 1) -> pa.Array:
     """values as column's Arrow array; first_row numbers the first value as MySQL's messages do."""
     if len(values) >= VECTORISED_FROM:

@@ -39,7 +39,12 @@ from fe.statements import (
     transactions,
     values_expressions,
 )
-from fe.statements.column_values import column_array, column_value, literal_array
+from fe.statements.column_values import (
+    column_array,
+    column_value,
+    default_value,
+    literal_array,
+)
 from fe.statements.table_data import SchemaChanged, TableReader, data_plane, unavailable
 from metadata import ops
 from metadata.records import Column, KeyModel, Table
@@ -654,19 +659,9 @@ def _with_defaults(session, column: Column, values: list) -> list:
 
 
 def _default(session, column: Column):
-    text = column.default
-    if text is None:
-        if column.nullable:
-            return None
+    if column.default is None and not column.nullable:
         raise QueryError(1364, f"Field '{column.name}' doesn't have a default value")
-    upper = text.upper()
-    if upper == "NULL":
-        return None
-    if upper.startswith("CURRENT_TIMESTAMP") or upper.startswith("NOW"):
-        return datetime.datetime.now()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    return text
+    return default_value(column.default, datetime.datetime.now())
 
 
 # -- DELETE and UPDATE --------------------------------------------------------------------------
